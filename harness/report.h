@@ -1,0 +1,58 @@
+/* report.h - best-config tables from result rows: the seed notebook's pivots and more.
+ *
+ *   report_spec spec = {.rows = (const char *[]){"g"}, .n_rows = 1,
+ *                       .cols = (const char *[]){"k_pre", "k"}, .n_cols = 2};
+ *   report *r = report_build(rows, n, &spec, &err);
+ *   report_write_markdown(r, stdout);
+ *   report_write_csv(r, f);  json_t *j = report_to_json(r);
+ *   report_free(r);
+ *
+ * A shape is one combination of problem-axis values. For each shape the best configuration is the
+ * row of a tuned method (one whose row has parameters) with status ok and the smallest median
+ * time; rows of other statuses never win. Baselines are the methods whose rows have no parameter.
+ * Tables (each a pivot: one line per combination of `rows` values, one column per combination of
+ * `cols` values; axes with a single value in the data may be left out of both):
+ *   - "Best <param>" for every parameter of the tuned method;
+ *   - "Achieved bandwidth (GB/s)" of the best configuration;
+ *   - "% of measured read bandwidth" of the best configuration;
+ *   - "Best time (us)";
+ *   - "Speedup over <baseline>" (baseline median time / best median time) for every baseline;
+ *   - a count of rows by status and method.
+ * When spec->rows and spec->cols are both empty: rows = the first problem axis with more than one
+ * value, cols = the other axes with more than one value.
+ */
+#ifndef TUNE_REPORT_H
+#define TUNE_REPORT_H
+
+#include <stdio.h>
+
+#include "error.h"
+#include "results.h"
+
+typedef struct {
+    const char *const *rows;
+    size_t n_rows;
+    const char *const *cols;
+    size_t n_cols;
+    const char *title; /* optional heading, e.g. the sweep name */
+} report_spec;
+
+typedef struct report report;
+
+/* New report; rows are borrowed during the call only. */
+report *report_build(const result_row *rows, size_t n, const report_spec *spec, tune_error *err);
+void report_free(report *r);
+
+/* Number of shapes, and for shape i: its best row (NULL when nothing ran ok; borrowed from the
+ * rows passed to report_build, so valid only while they are). */
+size_t report_n_shapes(const report *r);
+const result_row *report_best(const report *r, size_t shape);
+
+void report_write_markdown(const report *r, FILE *f);
+void report_write_csv(const report *r, FILE *f);     /* one line per shape, every table's value */
+struct json_t *report_to_json(const report *r);      /* new reference */
+
+/* Writes best.md, best.csv and best.json into dir. */
+tune_status report_write_files(const report *r, const char *dir, tune_error *err);
+
+#endif
