@@ -1,0 +1,50 @@
+// common.cu - the harness's own device code: random fills, fresh indices, the read-bandwidth probe.
+// Device code only; compiles with NVRTC and with nvcc unchanged.
+
+#include "common.cuh"
+
+__device__ __forceinline__ unsigned long long tune_mix64(unsigned long long x)
+{
+    // splitmix64 finaliser: a good 64-bit hash of a counter.
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+// p[i] = uniform in [-1, 1), never a run of zeros.
+template <typename T>
+__global__ void tune_fill_uniform(T *p, unsigned long long n, unsigned long long seed)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long h = tune_mix64(seed ^ tune_mix64(i));
+        const float u = (float)(h >> 40) * (1.0f / 16777216.0f); // [0, 1)
+        p[i] = from_f32<T>(2.0f * u - 1.0f);
+    }
+}
+
+// p[i] = uniform integer in [0, range), drawn with replacement (as torch.randint).
+__global__ void tune_fill_indices(int *p, unsigned long long n, unsigned long long seed, int range)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long h = tune_mix64(seed ^ tune_mix64(i));
+        p[i] = (int)((h >> 32) * (unsigned long long)range >> 32);
+    }
+}
+
+// Reads n 16-byte words once and writes one word per block only if an impossible value shows up,
+// so the loads cannot be optimised away and almost nothing is written.
+__global__ void tune_read_probe(const uint4 *__restrict__ p, unsigned long long n, unsigned *sink)
+{
+    unsigned acc = 0;
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        raw_vec<16> v;
+        ld_nc(v, p + i);
+        acc ^= v.w[0] ^ v.w[1] ^ v.w[2] ^ v.w[3];
+    }
+    if (acc == 0x9e3779b9u)
+        sink[blockIdx.x] = acc;
+}

@@ -1,0 +1,264 @@
+// gather_matmul.cu - SparQ's gather-matmul ops (DESIGN.md 6.1), device code only.
+//
+// OP 0 gather_inner_bmv:             out[g,j] = sum_t A[g, I[g,t]] * B[g, I[g,t], j]
+// OP 1 gather_inner_matrix_only_bmv: out[g,j] = sum_t A[g, t]      * B[g, I[g,t], j]
+// OP 2 gather_outer_bmv:             out[g,j] = sum_t A[g, t]      * B[g, t, I[g,j]]
+// Inner ops: A (g, kA) with kA = k_pre (OP 0) or k (OP 1), I (g, k) in [0, k_pre), B (g, k_pre, n)
+// row-major or, transposed, stored (g, n, k_pre). Outer op: A (g, k), I (g, n) in [0, n_pre),
+// B (g, k, n_pre) row-major or, transposed, stored (g, n_pre, k). out (g, n). fp32 accumulation.
+//
+// Two kernels, chosen by the host from the layout; both give each block CHUNK consecutive output
+// columns of one g (the user-facing `chunk` knob) and reduce over the whole of k:
+//  - gm_rows: B's gathered data is contiguous along the output columns (inner ops, row-major B)
+//    or not at all (outer op, row-major B). Threads split into LANES = CHUNK / VEC column lanes
+//    (VEC elements each, one vector load) times ROWS = THREADS / LANES row groups over k; partial
+//    sums are reduced with warp shuffles, then through shared memory.
+//  - gm_cols: B's gathered data is contiguous along k (outer op, transposed B) or scattered along
+//    it (inner ops, transposed B). Groups of GS lanes take one output column at a time and split k
+//    among themselves (VEC elements each); a shuffle reduction finishes each column.
+// Indices and A values are staged in shared memory in tiles of KT rows.
+
+#include "common.cuh"
+
+#define GM_KT 1024
+
+// Loads rows [t0, t0 + len) of the indices and A values that k-loop uses into shared memory.
+// For OP 2 only A is staged (indices belong to columns).
+template <typename T, int OP>
+__device__ __forceinline__ void gm_stage(const T *__restrict__ Ag, const int *__restrict__ Ig, int t0,
+                                         int len, int *sI, float *sA)
+{
+    for (int i = threadIdx.x; i < len; i += blockDim.x) {
+        if (OP == 2) {
+            sA[i] = to_f32(Ag[t0 + i]);
+        } else {
+            const int idx = Ig[t0 + i];
+            sI[i] = idx;
+            sA[i] = to_f32(Ag[OP == 0 ? idx : t0 + i]);
+        }
+    }
+}
+
+template <typename T, int OP, int CHUNK, int VEC, int THREADS>
+__global__ void __launch_bounds__(THREADS)
+    gm_rows(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
+            T *__restrict__ out, int g, int k, int kp, int n)
+{
+    static_assert(CHUNK % VEC == 0, "CHUNK must be a multiple of VEC");
+    constexpr int LANES = CHUNK / VEC;
+    static_assert(LANES <= THREADS, "CHUNK / VEC must not exceed THREADS");
+    constexpr int ROWS = THREADS / LANES;
+    // Rows of a warp reduced with shuffles when LANES is a power of two below 32.
+    constexpr bool SHFL = LANES < 32 && (LANES & (LANES - 1)) == 0 && THREADS % 32 == 0;
+    constexpr int PARTS = SHFL ? THREADS / 32 : ROWS;
+    constexpr int U = VEC >= 4 ? 4 : 8; // independent loads in flight per thread
+
+    __shared__ int sI[GM_KT];
+    __shared__ float sA[GM_KT];
+    __shared__ float red[PARTS * CHUNK];
+
+    const int nchunks = (n + CHUNK - 1) / CHUNK;
+    const long long gi = blockIdx.x / nchunks;
+    const int c0 = (blockIdx.x % nchunks) * CHUNK;
+    const int lane = threadIdx.x % LANES;
+    const int row = threadIdx.x / LANES;
+    const int col = c0 + lane * VEC;
+    const bool active = row < ROWS && col < n;
+
+    const T *Ag = A + gi * (OP == 0 ? kp : k);
+    const int *Ig = I + gi * (OP == 2 ? n : k);
+    const T *Bg = B + gi * (long long)(OP == 2 ? k : kp) * (OP == 2 ? kp : n);
+    // OP 2: this thread's column index into B's rows of length kp (= n_pre); VEC is 1.
+    const int ocol = (OP == 2 && active) ? Ig[col] : 0;
+
+    float acc[VEC];
+#pragma unroll
+    for (int v = 0; v < VEC; v++)
+        acc[v] = 0.f;
+
+    for (int t0 = 0; t0 < k; t0 += GM_KT) {
+        const int len = min(GM_KT, k - t0);
+        __syncthreads();
+        gm_stage<T, OP>(Ag, Ig, t0, len, sI, sA);
+        __syncthreads();
+        if (!active)
+            continue;
+        int t = row;
+        for (; t + (U - 1) * ROWS < len; t += U * ROWS) {
+            float b[U][VEC];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const int tt = t + u * ROWS;
+                const T *p = OP == 2 ? Bg + (long long)(t0 + tt) * kp + ocol
+                                     : Bg + (long long)sI[tt] * n + col;
+                load_f32<T, VEC>(p, b[u]);
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const float a = sA[t + u * ROWS];
+#pragma unroll
+                for (int v = 0; v < VEC; v++)
+                    acc[v] = fmaf(a, b[u][v], acc[v]);
+            }
+        }
+        for (; t < len; t += ROWS) {
+            float b[VEC];
+            const T *p = OP == 2 ? Bg + (long long)(t0 + t) * kp + ocol : Bg + (long long)sI[t] * n + col;
+            load_f32<T, VEC>(p, b);
+#pragma unroll
+            for (int v = 0; v < VEC; v++)
+                acc[v] = fmaf(sA[t], b[v], acc[v]);
+        }
+    }
+
+    int part = row;
+    bool store = row < ROWS;
+    if (SHFL) {
+#pragma unroll
+        for (int off = 16; off >= LANES; off >>= 1)
+#pragma unroll
+            for (int v = 0; v < VEC; v++)
+                acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], off);
+        part = threadIdx.x / 32;
+        store = threadIdx.x % 32 < LANES;
+    }
+    if (store) {
+#pragma unroll
+        for (int v = 0; v < VEC; v++)
+            red[part * CHUNK + lane * VEC + v] = acc[v];
+    }
+    __syncthreads();
+    for (int cc = threadIdx.x; cc < CHUNK && c0 + cc < n; cc += THREADS) {
+        float s = 0.f;
+#pragma unroll 4
+        for (int p = 0; p < PARTS; p++)
+            s += red[p * CHUNK + cc];
+        out[gi * n + c0 + cc] = from_f32<T>(s);
+    }
+}
+
+template <typename T, int OP, int CHUNK, int VEC, int GS, int THREADS>
+__global__ void __launch_bounds__(THREADS)
+    gm_cols(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
+            T *__restrict__ out, int g, int k, int kp, int n)
+{
+    static_assert(GS >= 1 && GS <= 32 && (GS & (GS - 1)) == 0, "GS must be a power of two <= 32");
+    static_assert(THREADS % 32 == 0, "THREADS must be a multiple of 32");
+    static_assert(OP == 2 || VEC == 1, "inner ops gather along k: VEC must be 1");
+    constexpr int NG = THREADS / GS;
+
+    __shared__ int sI[GM_KT];
+    __shared__ float sA[GM_KT];
+
+    const int nchunks = (n + CHUNK - 1) / CHUNK;
+    const long long gi = blockIdx.x / nchunks;
+    const int c0 = (blockIdx.x % nchunks) * CHUNK;
+    const int c1 = min(n, c0 + CHUNK);
+    const int lane = threadIdx.x % GS;
+    const int grp = threadIdx.x / GS;
+
+    const T *Ag = A + gi * (OP == 0 ? kp : k);
+    const int *Ig = I + gi * (OP == 2 ? n : k);
+    // Transposed B: (g, n, kp) for inner ops, (g, kp = n_pre, k) for the outer op.
+    const T *Bg = B + gi * (long long)(OP == 2 ? kp : n) * (OP == 2 ? k : kp);
+
+    // Columns of this block handled by this group: at most ceil(CHUNK / NG) of them.
+    constexpr int CPG = (CHUNK + NG - 1) / NG;
+    float acc[CPG];
+#pragma unroll
+    for (int q = 0; q < CPG; q++)
+        acc[q] = 0.f;
+
+    for (int t0 = 0; t0 < k; t0 += GM_KT) {
+        const int len = min(GM_KT, k - t0);
+        __syncthreads();
+        gm_stage<T, OP>(Ag, Ig, t0, len, sI, sA);
+        __syncthreads();
+#pragma unroll
+        for (int q = 0; q < CPG; q++) {
+            const int j = c0 + grp + q * NG;
+            if (j >= c1)
+                break;
+            if (OP == 2) {
+                const T *row = Bg + (long long)Ig[j] * k + t0;
+                for (int t = lane * VEC; t < len; t += GS * VEC) {
+                    float b[VEC];
+                    load_f32<T, VEC>(row + t, b);
+#pragma unroll
+                    for (int v = 0; v < VEC; v++)
+                        acc[q] = fmaf(sA[t + v], b[v], acc[q]);
+                }
+            } else {
+                const T *row = Bg + (long long)j * kp;
+                for (int t = lane; t < len; t += GS)
+                    acc[q] = fmaf(sA[t], load1_f32(row + sI[t]), acc[q]);
+            }
+        }
+    }
+#pragma unroll
+    for (int q = 0; q < CPG; q++) {
+        float s = acc[q];
+#pragma unroll
+        for (int off = GS / 2; off >= 1; off >>= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, off);
+        const int j = c0 + grp + q * NG;
+        if (lane == 0 && j < c1)
+            out[gi * n + j] = from_f32<T>(s);
+    }
+}
+
+// Naive reference: one thread per output element, fp32, no staging. TRANS as in the kernels.
+template <typename T, int OP, int TRANS>
+__global__ void gm_reference(const T *__restrict__ A, const T *__restrict__ B,
+                             const int *__restrict__ I, float *__restrict__ ref, int g, int k,
+                             int kp, int n)
+{
+    const long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (e >= (long long)g * n)
+        return;
+    const long long gi = e / n;
+    const int j = (int)(e % n);
+    float s = 0.f;
+    for (int t = 0; t < k; t++) {
+        float a, b;
+        if (OP == 2) {
+            const int c = I[gi * n + j];
+            a = to_f32(A[gi * k + t]);
+            b = TRANS ? to_f32(B[(gi * kp + c) * (long long)k + t])
+                      : to_f32(B[(gi * k + t) * (long long)kp + c]);
+        } else {
+            const int r = I[gi * k + t];
+            a = OP == 0 ? to_f32(A[gi * kp + r]) : to_f32(A[gi * k + t]);
+            b = TRANS ? to_f32(B[(gi * n + j) * (long long)kp + r])
+                      : to_f32(B[(gi * kp + r) * (long long)n + j]);
+        }
+        s = fmaf(a, b, s);
+    }
+    ref[e] = s;
+}
+
+// The `gather` baseline's first step (what torch's gather does): materialises the gathered
+// operand as a contiguous row-major (g, k, n) tensor Bg, and for OP 0 the gathered A (g, k).
+template <typename T, int OP, int TRANS>
+__global__ void gm_gather(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
+                          T *__restrict__ Ag_out, T *__restrict__ Bg_out, int g, int k, int kp, int n)
+{
+    const long long total = (long long)g * k * n;
+    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
+         e += (long long)gridDim.x * blockDim.x) {
+        const long long gi = e / ((long long)k * n);
+        const int t = (int)(e / n % k);
+        const int j = (int)(e % n);
+        long long src;
+        if (OP == 2) {
+            const int c = I[gi * n + j];
+            src = TRANS ? (gi * kp + c) * (long long)k + t : (gi * k + t) * (long long)kp + c;
+        } else {
+            const int r = I[gi * k + t];
+            src = TRANS ? (gi * n + j) * (long long)kp + r : (gi * kp + r) * (long long)n + j;
+            if (OP == 0 && j == 0)
+                Ag_out[gi * k + t] = A[gi * kp + r];
+        }
+        Bg_out[e] = B[src];
+    }
+}
