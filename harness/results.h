@@ -11,11 +11,14 @@
  *
  * A row's JSON object (pandas.read_json(path, lines=True) reads it): "sweep", "family", "op",
  * "method", every problem axis and parameter as its own key (parameters null for baselines),
- * "axes" and "params" (the lists of their names), "status", "reason" (when not ok), "kernel",
+ * "axes" and "params" (the lists of their names), "status", "reason" (null when ok), "kernel",
  * "time_median", "time_mean", "time_min", "time_max", "time_stdev", "time_stderr", "time_p10",
  * "time_p90", "time_n" (seconds), "bytes", "flops", "bandwidth" (B/s), "flop_rate" (FLOP/s),
  * "pct_read_bw" (0..100 of the measured read bandwidth), "read_bw" (that bandwidth, B/s),
  * "error", "tolerance", "device", "timestamp" (ISO 8601 UTC). Absent measurements are null.
+ * Keys come in that order; an axis or parameter named like one of the other keys is an error.
+ * Reading requires "method", "status", "axes", "params" and every listed axis; other keys may be
+ * missing (read as NULL / NAN).
  */
 #ifndef TUNE_RESULTS_H
 #define TUNE_RESULTS_H
@@ -66,7 +69,8 @@ typedef struct results_writer results_writer;
 
 /* Creates dir (and parents) and opens dir/raw.jsonl for appending. New writer or NULL. */
 results_writer *results_open(const char *dir, tune_error *err);
-/* Appends one line and flushes it to the OS. */
+/* Appends one line and flushes it to the OS. TUNE_ERR_INVALID when a value's name is a result
+ * key or neither a listed axis nor a parameter. */
 tune_status results_write_row(results_writer *w, const result_row *row, tune_error *err);
 void results_close(results_writer *w);
 

@@ -1,0 +1,289 @@
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "results.h"
+
+#define FIXTURE "tests/data/results/raw.jsonl"
+
+static char tmpdir[64];
+
+static void make_tmpdir(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_results.XXXXXX");
+    cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void remove_tmpdir(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    cr_expect_eq(system(cmd), 0);
+}
+
+TestSuite(results, .init = make_tmpdir, .fini = remove_tmpdir);
+
+static void write_file(const char *name, const char *text, char *path, size_t size)
+{
+    snprintf(path, size, "%s/%s", tmpdir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    static char buf[16384];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static const char *params[] = {"chunk"};
+
+/* A tuned row: axes g (int), dtype (string), parameter chunk. */
+static void fill_tuned(result_row *r, int64_t g, int64_t chunk)
+{
+    result_row_init(r);
+    r->sweep = "sparq";
+    r->family = "gather_matmul";
+    r->op = "bmv";
+    r->method = "custom";
+    point_set_int(&r->values, "g", g);
+    point_set_str(&r->values, "dtype", "float16");
+    r->n_axes = 2;
+    point_set_int(&r->values, "chunk", chunk);
+    r->param_names[0] = params[0];
+    r->n_params = 1;
+    double t[] = {3e-6, 1e-6, 2e-6};
+    stats_summarize(t, 3, &r->time);
+    r->bytes = 1e6;
+    r->bandwidth = 5e11;
+    r->kernel = "k<16>";
+    r->device = "H200";
+    r->timestamp = "2026-11-22T10:15:00Z";
+}
+
+static void write_rows(const result_row *rows, size_t n)
+{
+    tune_error err = {0};
+    results_writer *w = results_open(tmpdir, &err);
+    cr_assert_not_null(w, "%s", err.message);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(results_write_row(w, &rows[i], &err), TUNE_OK, "%s", err.message);
+    results_close(w);
+}
+
+Test(results, round_trip)
+{
+    result_row in[2];
+    fill_tuned(&in[0], 256, 16);
+    fill_tuned(&in[1], 1024, 0);
+    in[1].method = "cublas"; /* a baseline: no parameter value */
+    in[1].values.n = 2;
+    in[1].status = RESULT_CRASHED;
+    in[1].reason = "illegal \"address\"\n";
+    stats_summarize(NULL, 0, &in[1].time);
+    write_rows(in, 2);
+
+    char path[128];
+    snprintf(path, sizeof path, "%s/raw.jsonl", tmpdir);
+    result_row *out;
+    size_t n;
+    tune_error err = {0};
+    cr_assert_eq(results_read(path, &out, &n, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(n, 2);
+
+    cr_expect_str_eq(out[0].sweep, "sparq");
+    cr_expect_str_eq(out[0].method, "custom");
+    cr_expect_eq(out[0].owns, 1);
+    cr_expect_eq(out[0].n_axes, 2);
+    cr_expect_eq(out[0].n_params, 1);
+    cr_expect_str_eq(out[0].param_names[0], "chunk");
+    cr_expect_eq(out[0].values.n, 3);
+    cr_expect_eq(point_int(&out[0].values, "g", -1), 256);
+    cr_expect_str_eq(point_str(&out[0].values, "dtype", ""), "float16");
+    cr_expect_eq(point_int(&out[0].values, "chunk", -1), 16);
+    cr_expect_eq(out[0].status, RESULT_OK);
+    cr_expect_null(out[0].reason);
+    cr_expect_eq(out[0].time.n, 3);
+    cr_expect_float_eq(out[0].time.median, 2e-6, 1e-18);
+    cr_expect_float_eq(out[0].time.stdev, 1e-6, 1e-18);
+    cr_expect_float_eq(out[0].bandwidth, 5e11, 1e-3);
+    cr_expect(isnan(out[0].flops));
+    cr_expect(isnan(out[0].error));
+    cr_expect_str_eq(out[0].kernel, "k<16>");
+    cr_expect_str_eq(out[0].timestamp, "2026-11-22T10:15:00Z");
+
+    cr_expect_str_eq(out[1].method, "cublas");
+    cr_expect_eq(out[1].values.n, 2, "a baseline reads back without its parameter");
+    cr_expect_eq(out[1].n_params, 1);
+    cr_expect_eq(out[1].status, RESULT_CRASHED);
+    cr_expect_str_eq(out[1].reason, "illegal \"address\"\n");
+    cr_expect_eq(out[1].time.n, 0);
+    cr_expect(isnan(out[1].time.median));
+    results_rows_free(out, n);
+}
+
+Test(results, json_layout)
+{
+    result_row r[2];
+    fill_tuned(&r[0], 256, 16);
+    fill_tuned(&r[1], 256, 0);
+    r[1].values.n = 2;
+    write_rows(r, 2);
+    char path[128];
+    snprintf(path, sizeof path, "%s/raw.jsonl", tmpdir);
+    const char *text = read_text(path);
+    cr_expect(strncmp(text, "{\"sweep\":\"sparq\",\"family\":\"gather_matmul\",\"op\":\"bmv\","
+                            "\"method\":\"custom\",\"g\":256,\"dtype\":\"float16\",\"chunk\":16,"
+                            "\"axes\":[\"g\",\"dtype\"],\"params\":[\"chunk\"],\"status\":\"ok\","
+                            "\"reason\":null,",
+                      strlen("{\"sweep\":\"sparq\",\"family\":\"gather_matmul\",\"op\":\"bmv\","
+                             "\"method\":\"custom\",\"g\":256,\"dtype\":\"float16\",\"chunk\":16,"
+                             "\"axes\":[\"g\",\"dtype\"],\"params\":[\"chunk\"],\"status\":\"ok\","
+                             "\"reason\":null,")) == 0,
+              "got %s", text);
+    cr_expect_not_null(strstr(text, "\"flops\":null,"));
+    cr_expect_not_null(strstr(text, "\"time_n\":3,"));
+    const char *second = strchr(text, '\n');
+    cr_assert_not_null(second);
+    cr_expect_not_null(strstr(second, "\"chunk\":null,"), "baseline parameters are null");
+    cr_expect_eq(strchr(second + 1, '\n')[1], '\0', "exactly one line per row");
+}
+
+Test(results, append_across_writers)
+{
+    result_row r;
+    fill_tuned(&r, 256, 16);
+    write_rows(&r, 1);
+    write_rows(&r, 1);
+    char path[128];
+    snprintf(path, sizeof path, "%s/raw.jsonl", tmpdir);
+    result_row *out;
+    size_t n;
+    cr_assert_eq(results_read(path, &out, &n, NULL), TUNE_OK);
+    cr_expect_eq(n, 2);
+    results_rows_free(out, n);
+}
+
+Test(results, reserved_name_rejected)
+{
+    result_row r;
+    fill_tuned(&r, 256, 16);
+    r.param_names[0] = "status";
+    r.values.names[2] = "status";
+    tune_error err = {0};
+    results_writer *w = results_open(tmpdir, &err);
+    cr_assert_not_null(w);
+    cr_expect_eq(results_write_row(w, &r, &err), TUNE_ERR_INVALID);
+    cr_expect_not_null(strstr(err.message, "'status'"), "%s", err.message);
+    results_close(w);
+}
+
+Test(results, read_fixture)
+{
+    result_row *rows;
+    size_t n;
+    tune_error err = {0};
+    cr_assert_eq(results_read(FIXTURE, &rows, &n, &err), TUNE_OK, "%s", err.message);
+    cr_expect_eq(n, 21);
+    cr_expect_eq(rows[1].status, RESULT_INVALID);
+    cr_expect_eq(point_int(&rows[1].values, "chunk", -1), 32);
+    cr_expect_eq(rows[3].values.n, 5, "gather is a baseline");
+    cr_expect_eq(rows[7].status, RESULT_COMPILE_ERROR);
+    cr_expect(isnan(rows[7].time.median));
+    cr_expect_float_eq(rows[0].bytes, 16777216.0, 0.0);
+    results_rows_free(rows, n);
+}
+
+struct bad_case {
+    const char *text;
+    tune_status code;
+    const char *where_suffix;
+    const char *message;
+};
+
+#define GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\"}\n"
+
+Test(results, bad_lines_name_the_line)
+{
+    struct bad_case cases[] = {
+        {GOOD GOOD "{\"method\":\"m\",\"g\":1,\n", TUNE_ERR_PARSE, ":3", "column"},
+        {GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[]}\n", TUNE_ERR_INVALID,
+         ":2", "missing key 'status'"},
+        {GOOD "\n" GOOD "{\"method\":\"m\",\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\"}\n",
+         TUNE_ERR_INVALID, ":4", "missing key 'g'"},
+        {"{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"fast\"}\n",
+         TUNE_ERR_INVALID, ":1", "key 'status'"},
+        {"[1, 2]\n", TUNE_ERR_INVALID, ":1", "expected a JSON object"},
+        {"{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
+         "\"time_median\":\"fast\"}\n",
+         TUNE_ERR_INVALID, ":1", "key 'time_median'"},
+        {"{\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\"}\n", TUNE_ERR_INVALID, ":1",
+         "missing key 'method'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char path[128], name[32];
+        snprintf(name, sizeof name, "bad%zu.jsonl", i);
+        write_file(name, cases[i].text, path, sizeof path);
+        result_row *rows = (void *)1;
+        size_t n = 7;
+        tune_error err = {0};
+        cr_expect_eq(results_read(path, &rows, &n, &err), cases[i].code, "case %zu", i);
+        cr_expect_null(rows);
+        cr_expect_eq(n, 0);
+        size_t wl = strlen(err.where), sl = strlen(cases[i].where_suffix);
+        cr_expect(wl > sl && strcmp(err.where + wl - sl, cases[i].where_suffix) == 0 &&
+                      strncmp(err.where, path, strlen(path)) == 0,
+                  "case %zu: where '%s'", i, err.where);
+        cr_expect_not_null(strstr(err.message, cases[i].message), "case %zu: message '%s'", i,
+                           err.message);
+    }
+}
+
+Test(results, missing_file)
+{
+    result_row *rows;
+    size_t n;
+    tune_error err = {0};
+    cr_expect_eq(results_read("/nonexistent/raw.jsonl", &rows, &n, &err), TUNE_ERR_IO);
+    cr_expect_str_eq(err.where, "/nonexistent/raw.jsonl");
+}
+
+Test(results, mkdirs)
+{
+    char dir[200], file[160];
+    snprintf(dir, sizeof dir, "%s/a//b/c/", tmpdir);
+    cr_expect_eq(results_mkdirs(dir, NULL), TUNE_OK);
+    cr_expect_eq(results_mkdirs(dir, NULL), TUNE_OK, "existing directories are fine");
+    snprintf(dir, sizeof dir, "%s/a/b/c", tmpdir);
+    struct stat st;
+    cr_expect(stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
+    write_file("f", "x", file, sizeof file);
+    snprintf(dir, sizeof dir, "%s/d", file);
+    tune_error err = {0};
+    cr_expect_eq(results_mkdirs(dir, &err), TUNE_ERR_IO);
+    cr_expect_eq(results_mkdirs(file, NULL), TUNE_ERR_IO, "a file is not a directory");
+    cr_expect_eq(results_mkdirs("", NULL), TUNE_ERR_INVALID);
+}
+
+Test(results, status_names)
+{
+    for (int s = RESULT_OK; s <= RESULT_SKIPPED; s++) {
+        result_status back;
+        cr_expect_eq(result_status_parse(result_status_str((result_status)s), &back), 0);
+        cr_expect_eq(back, s);
+    }
+    cr_expect_str_eq(result_status_str(RESULT_COMPILE_ERROR), "compile_error");
+    result_status back;
+    cr_expect_eq(result_status_parse("nope", &back), -1);
+}
