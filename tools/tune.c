@@ -1,1 +1,258 @@
-int main(void) { return 0; }
+/* tune - autotuning benchmark harness for CUDA kernels. `tune help` lists the commands. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "compile.h"
+#include "gpu.h"
+#include "run.h"
+#include "space.h"
+#include "sweep.h"
+
+enum { EXIT_USAGE = 2, EXIT_NO_GPU = 3 };
+
+static const char usage[] =
+    "usage: tune [run] SWEEP.json [options]   compile, validate and time a sweep; print the tables\n"
+    "       tune validate SWEEP.json...       check sweep files and count their configurations\n"
+    "       tune compile [SWEEP.json|DIR]...  compile every variant (default: sweeps/), no GPU needed\n"
+    "       tune report RESULTS_DIR...        rebuild best-config tables from raw.jsonl (merged)\n"
+    "       tune devices                      list CUDA devices\n"
+    "options:\n"
+    "  --results ROOT   results root (default results): ROOT/<sweep>/<UTC time>/\n"
+    "  --out DIR        exact results folder\n"
+    "  --device N       CUDA device ordinal (default 0)\n"
+    "  --cache DIR      kernel cache folder (default $TUNE_CACHE_DIR or ~/.cache/tune)\n"
+    "  --no-cache       compile everything, cache nothing\n"
+    "  --arch sm_NN     architecture for `compile` (default sm_90)\n"
+    "  --seed N         seed of the random inputs (default 24301)\n"
+    "  --read-bw GBPS   the device's read bandwidth in GB/s instead of measuring it\n"
+    "  --kernels DIR    kernel sources (default: found beside the binary)\n"
+    "  --quiet          no progress line and no tables\n"
+    "exit status: 0 ok, 1 failure, 2 usage, 3 no GPU\n";
+
+typedef struct {
+    run_options run;
+    char cache[PATH_MAX];
+    const char *files[256];
+    size_t n_files;
+} cli;
+
+static int fail(const tune_error *err)
+{
+    char buf[4096];
+    fprintf(stderr, "tune: %s\n", tune_error_text(err, buf, sizeof buf));
+    return err->code == TUNE_ERR_NO_GPU ? EXIT_NO_GPU : EXIT_FAILURE;
+}
+
+static int parse_args(int argc, char **argv, int first, cli *c)
+{
+    run_options_init(&c->run);
+    c->run.argc = argc;
+    c->run.argv = argv;
+    c->run.cache_dir = compile_default_cache_dir(c->cache, sizeof c->cache);
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (strcmp(a, "--no-cache") == 0) {
+            c->run.cache_dir = NULL;
+            takes = 0;
+        } else if (strcmp(a, "--quiet") == 0) {
+            c->run.quiet = 1;
+            takes = 0;
+        } else if (a[0] != '-' || strcmp(a, "-") == 0) {
+            if (c->n_files == sizeof c->files / sizeof c->files[0])
+                return fprintf(stderr, "tune: too many files\n"), -1;
+            c->files[c->n_files++] = a;
+            takes = 0;
+        } else if (!val) {
+            return fprintf(stderr, "tune: option %s needs a value\n%s", a, usage), -1;
+        } else if (strcmp(a, "--results") == 0) {
+            c->run.out_root = val;
+        } else if (strcmp(a, "--out") == 0) {
+            c->run.out_dir = val;
+        } else if (strcmp(a, "--cache") == 0) {
+            c->run.cache_dir = val;
+        } else if (strcmp(a, "--kernels") == 0) {
+            c->run.kernels_dir = val;
+        } else if (strcmp(a, "--device") == 0) {
+            c->run.device = atoi(val);
+        } else if (strcmp(a, "--seed") == 0) {
+            c->run.seed = strtoull(val, NULL, 0);
+        } else if (strcmp(a, "--read-bw") == 0) {
+            c->run.read_bw = strtod(val, NULL) * 1e9;
+        } else if (strcmp(a, "--arch") == 0) {
+            if (sscanf(val, "sm_%d", &c->run.arch) != 1 || c->run.arch < 50)
+                return fprintf(stderr, "tune: --arch expects sm_NN (e.g. sm_90), got '%s'\n", val), -1;
+        } else {
+            return fprintf(stderr, "tune: unknown option %s\n%s", a, usage), -1;
+        }
+        i += takes;
+    }
+    return 0;
+}
+
+static int is_dir(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sweep files named by the arguments (folders expand to their *.json, sorted); new strings. */
+static size_t expand_sweeps(const cli *c, char **out, size_t max)
+{
+    size_t n = 0;
+    const char *dflt[] = {"sweeps"};
+    const char *const *args = c->n_files ? c->files : dflt;
+    size_t n_args = c->n_files ? c->n_files : 1;
+    for (size_t i = 0; i < n_args; i++) {
+        if (!is_dir(args[i])) {
+            if (n < max)
+                out[n++] = strdup(args[i]);
+            continue;
+        }
+        DIR *d = opendir(args[i]);
+        size_t first = n;
+        for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+            size_t len = strlen(e->d_name);
+            if (len > 5 && strcmp(e->d_name + len - 5, ".json") == 0 && n < max) {
+                char path[PATH_MAX];
+                snprintf(path, sizeof path, "%s/%s", args[i], e->d_name);
+                out[n++] = strdup(path);
+            }
+        }
+        if (d)
+            closedir(d);
+        qsort(out + first, n - first, sizeof *out, cmp_str);
+    }
+    return n;
+}
+
+static int cmd_validate(cli *c)
+{
+    int rc = 0;
+    if (!c->n_files)
+        return fprintf(stderr, "tune validate: name at least one sweep file\n"), EXIT_USAGE;
+    for (size_t i = 0; i < c->n_files; i++) {
+        tune_error err = {0};
+        sweep *sw = sweep_load(c->files[i], &err);
+        space *sp = sw ? space_build(sw, &err) : NULL;
+        if (!sp) {
+            rc = fail(&err);
+        } else {
+            printf("%s: ok: %s/%s, %zu shapes, %zu configs (%zu pruned by skip_if)\n", c->files[i],
+                   sw->family_name, sw->op, space_n_shapes(sp), space_n_configs(sp),
+                   space_n_pruned(sp));
+        }
+        space_free(sp);
+        sweep_free(sw);
+    }
+    return rc;
+}
+
+static int cmd_compile(cli *c)
+{
+    char *files[512];
+    size_t n = expand_sweeps(c, files, 512);
+    int rc = n ? 0 : (fprintf(stderr, "tune compile: no sweep files found\n"), EXIT_FAILURE);
+    size_t kernels = 0, errors = 0;
+    c->run.compile_only = 1;
+    for (size_t i = 0; i < n; i++) {
+        tune_error err = {0};
+        run_summary sum;
+        sweep *sw = sweep_load(files[i], &err);
+        if (!sw || run_sweep(sw, &c->run, &sum, &err) != TUNE_OK) {
+            rc = fail(&err);
+        } else {
+            kernels += sum.n_kernels;
+            errors += sum.n_kernel_errors;
+        }
+        sweep_free(sw);
+        free(files[i]);
+    }
+    printf("tune compile: %zu sweep files, %zu kernels, %zu compile errors\n", n, kernels, errors);
+    return errors ? EXIT_FAILURE : rc;
+}
+
+static int cmd_run(cli *c)
+{
+    if (c->n_files != 1)
+        return fprintf(stderr, "tune run: name exactly one sweep file\n%s", usage), EXIT_USAGE;
+    tune_error err = {0};
+    run_summary sum;
+    sweep *sw = sweep_load(c->files[0], &err);
+    if (!sw)
+        return fail(&err);
+    tune_status st = run_sweep(sw, &c->run, &sum, &err);
+    sweep_free(sw);
+    if (st != TUNE_OK)
+        return fail(&err);
+    fprintf(stderr,
+            "tune: %zu configs: %zu ok, %zu invalid, %zu compile errors, %zu launch errors, %zu "
+            "skipped; %.1f s (compile %.1f s); results in %s\n",
+            sum.n_configs, sum.n_ok, sum.n_invalid, sum.n_compile_error, sum.n_launch_error,
+            sum.n_skipped, sum.wall_seconds, sum.compile_seconds, sum.out_dir);
+    return EXIT_SUCCESS;
+}
+
+static int cmd_report(cli *c)
+{
+    if (!c->n_files)
+        return fprintf(stderr, "tune report: name at least one results folder\n"), EXIT_USAGE;
+    tune_error err = {0};
+    if (run_report(c->files, c->n_files, c->run.quiet, &err) != TUNE_OK)
+        return fail(&err);
+    return EXIT_SUCCESS;
+}
+
+static int cmd_devices(void)
+{
+    tune_error err = {0};
+    int n = 0;
+    if (gpu_count(&n, &err) != TUNE_OK)
+        return fail(&err);
+    for (int i = 0; i < n; i++) {
+        gpu_info gi;
+        if (gpu_query(i, &gi, &err) != TUNE_OK)
+            return fail(&err);
+        printf("%d: %s, sm_%d%d, %d SMs, %.1f GiB, L2 %.0f MiB, driver %d, runtime %d\n", i, gi.name,
+               gi.cc_major, gi.cc_minor, gi.sm_count, (double)gi.global_mem / (1 << 30),
+               (double)gi.l2_bytes / (1 << 20), gi.driver_version, gi.runtime_version);
+    }
+    return EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_USAGE : EXIT_SUCCESS;
+    }
+    const char *cmd = argv[1];
+    int known = strcmp(cmd, "run") == 0 || strcmp(cmd, "validate") == 0 ||
+                strcmp(cmd, "compile") == 0 || strcmp(cmd, "report") == 0 ||
+                strcmp(cmd, "devices") == 0;
+    cli c;
+    memset(&c, 0, sizeof c);
+    if (parse_args(argc, argv, known ? 2 : 1, &c) != 0)
+        return EXIT_USAGE;
+    if (!known || strcmp(cmd, "run") == 0)
+        return cmd_run(&c);
+    if (strcmp(cmd, "validate") == 0)
+        return cmd_validate(&c);
+    if (strcmp(cmd, "compile") == 0)
+        return cmd_compile(&c);
+    if (strcmp(cmd, "report") == 0)
+        return cmd_report(&c);
+    return cmd_devices();
+}

@@ -1,0 +1,684 @@
+#include "run.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <jansson.h>
+
+#include "compile.h"
+#include "gpu.h"
+#include "report.h"
+#include "results.h"
+#include "space.h"
+#include "stats.h"
+#include "timing.h"
+
+/* One distinct kernel instantiation: compiled once, loaded on first use. */
+typedef struct {
+    compile_job job;
+    gpu_library *lib;
+    void *kernel;
+} run_kernel;
+
+/* What the CPU side knows of each configuration before the GPU sees it. */
+typedef struct {
+    int n_refs;
+    size_t refs[FAMILY_MAX_KERNELS]; /* indices into kernels */
+    char *skip;                      /* family says it cannot run: reason */
+} run_plan;
+
+typedef struct {
+    const sweep *sw;
+    const run_options *opt;
+    space *sp;
+    run_plan *plans;
+    run_kernel *kernels;
+    size_t n_kernels, cap_kernels;
+    tune_error *err;
+} run_ctx;
+
+void run_options_init(run_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    opt->out_root = "results";
+    opt->seed = 0x5eed;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void utc_stamp(char *buf, size_t size, const char *fmt)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, size, fmt, &tm);
+}
+
+static size_t kernel_index(run_ctx *rc, const family_kernel_ref *ref)
+{
+    for (size_t i = 0; i < rc->n_kernels; i++)
+        if (strcmp(rc->kernels[i].job.source, ref->source) == 0 &&
+            strcmp(rc->kernels[i].job.name, ref->name) == 0)
+            return i;
+    if (rc->n_kernels == rc->cap_kernels) {
+        size_t cap = rc->cap_kernels ? 2 * rc->cap_kernels : 64;
+        run_kernel *nk = realloc(rc->kernels, cap * sizeof *nk);
+        if (!nk)
+            return SIZE_MAX;
+        rc->kernels = nk;
+        rc->cap_kernels = cap;
+    }
+    run_kernel *k = &rc->kernels[rc->n_kernels];
+    memset(k, 0, sizeof *k);
+    snprintf(k->job.source, sizeof k->job.source, "%s", ref->source);
+    snprintf(k->job.name, sizeof k->job.name, "%s", ref->name);
+    return rc->n_kernels++;
+}
+
+/* Asks the family which kernels each configuration needs. */
+static tune_status plan_configs(run_ctx *rc)
+{
+    size_t n = space_n_configs(rc->sp);
+    rc->plans = calloc(n ? n : 1, sizeof *rc->plans);
+    if (!rc->plans)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        tune_point p;
+        space_config_point(rc->sp, i, &p);
+        family_kernel_ref refs[FAMILY_MAX_KERNELS];
+        char why[512] = "";
+        int nr = rc->sw->family->kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+        if (nr < 0) {
+            rc->plans[i].skip = strdup(why);
+            continue;
+        }
+        rc->plans[i].n_refs = nr;
+        for (int r = 0; r < nr; r++) {
+            size_t ki = kernel_index(rc, &refs[r]);
+            if (ki == SIZE_MAX)
+                return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+            rc->plans[i].refs[r] = ki;
+        }
+    }
+    return TUNE_OK;
+}
+
+static tune_status compile_all(run_ctx *rc, int arch, run_summary *sum)
+{
+    char kdir[4096];
+    const char *kernels_dir = rc->opt->kernels_dir;
+    if (!kernels_dir && !(kernels_dir = compile_find_kernels_dir(kdir, sizeof kdir)))
+        return tune_error_set(rc->err, TUNE_ERR_IO, "kernels_src",
+                              "cannot find the kernel sources (set TUNE_KERNELS_DIR)");
+    compile_job *jobs = calloc(rc->n_kernels ? rc->n_kernels : 1, sizeof *jobs);
+    if (!jobs)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    for (size_t i = 0; i < rc->n_kernels; i++)
+        jobs[i] = rc->kernels[i].job;
+    compile_options copt = {kernels_dir, rc->opt->cache_dir, arch, 0};
+    double t0 = now_seconds();
+    tune_status st = compile_run(jobs, rc->n_kernels, &copt, rc->err);
+    sum->compile_seconds = now_seconds() - t0;
+    for (size_t i = 0; i < rc->n_kernels; i++) {
+        rc->kernels[i].job = jobs[i];
+        sum->n_cached += (size_t)jobs[i].from_cache;
+        sum->n_kernel_errors += jobs[i].status != TUNE_OK;
+    }
+    sum->n_kernels = rc->n_kernels;
+    free(jobs);
+    return st;
+}
+
+static void *lookup_kernel(void *kctx, const char *source, const char *name)
+{
+    run_ctx *rc = kctx;
+    for (size_t i = 0; i < rc->n_kernels; i++) {
+        run_kernel *k = &rc->kernels[i];
+        if (strcmp(k->job.source, source) != 0 || strcmp(k->job.name, name) != 0)
+            continue;
+        if (k->job.status != TUNE_OK)
+            return NULL;
+        if (!k->lib) {
+            k->lib = gpu_library_load(k->job.cubin, rc->err);
+            if (k->lib)
+                k->kernel = gpu_library_kernel(k->lib, k->job.lowered, rc->err);
+        }
+        return k->kernel;
+    }
+    return NULL;
+}
+
+static void free_ctx(run_ctx *rc)
+{
+    for (size_t i = 0; rc->plans && i < space_n_configs(rc->sp); i++)
+        free(rc->plans[i].skip);
+    free(rc->plans);
+    for (size_t i = 0; i < rc->n_kernels; i++) {
+        gpu_library_free(rc->kernels[i].lib);
+        compile_job_clear(&rc->kernels[i].job);
+    }
+    free(rc->kernels);
+    space_free(rc->sp);
+}
+
+/* ---- read bandwidth ---- */
+
+typedef struct {
+    void *kernel, *buf, *sink;
+    size_t words;
+    void *stream;
+} probe_ctx;
+
+static tune_status probe_launch(void *ctx, tune_error *err)
+{
+    probe_ctx *p = ctx;
+    unsigned long long n = p->words;
+    void *args[] = {&p->buf, &n, &p->sink};
+    return gpu_launch(p->kernel, 132 * 16, 512, 0, p->stream, args, err);
+}
+
+/* Read-only bandwidth over 4 GiB (well above L2): bytes / median time. */
+static tune_status measure_read_bw(run_ctx *rc, timing *tm, void *stream, double *bw)
+{
+    family_kernel_ref ref = {"common.cu", "tune_read_probe"};
+    probe_ctx p = {lookup_kernel(rc, ref.source, ref.name), NULL, NULL, 0, stream};
+    tune_status st = TUNE_OK;
+    size_t bytes = (size_t)4 << 30;
+    double samples[20];
+    if (!p.kernel)
+        return tune_error_set(rc->err, TUNE_ERR_CUDA, "common.cu", "tune_read_probe not loaded");
+    if ((st = gpu_malloc(&p.buf, bytes, rc->err)) != TUNE_OK ||
+        (st = gpu_malloc(&p.sink, 132 * 16 * sizeof(unsigned), rc->err)) != TUNE_OK)
+        goto done;
+    GPU_CHECK(cudaMemsetAsync(p.buf, 0x5a, bytes, (cudaStream_t)stream), rc->err, st, done);
+    p.words = bytes / 16;
+    if ((st = timing_run_fn(tm, probe_launch, &p, 3, 20, 1, samples, rc->err)) != TUNE_OK)
+        goto done;
+    stats_summary s;
+    stats_summarize(samples, 20, &s);
+    *bw = (double)bytes / s.median;
+done:
+    gpu_free(p.buf);
+    gpu_free(p.sink);
+    return st;
+}
+
+/* ---- meta.json ---- */
+
+static json_t *device_json(const gpu_info *gi)
+{
+    char cc[16];
+    snprintf(cc, sizeof cc, "%d.%d", gi->cc_major, gi->cc_minor);
+    return json_pack("{s:s, s:i, s:s, s:s, s:i, s:I, s:I, s:i, s:i, s:i}", "name", gi->name,
+                     "ordinal", gi->ordinal, "pci_bus_id", gi->pci_bus_id, "compute_capability", cc,
+                     "sm_count", gi->sm_count, "l2_bytes", (json_int_t)gi->l2_bytes, "memory_bytes",
+                     (json_int_t)gi->global_mem, "sm_clock_max_khz", gi->sm_clock_khz,
+                     "mem_clock_max_khz", gi->mem_clock_khz, "mem_bus_bits", gi->mem_bus_bits);
+}
+
+static json_t *strings_json(char *const *s, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_string(s[i]));
+    return a;
+}
+
+static json_t *meta_build(const run_ctx *rc, const gpu_info *gi, const run_summary *sum,
+                          const char *start, const char *end)
+{
+    const sweep *sw = rc->sw;
+    json_t *m = json_object();
+    json_object_set_new(m, "schema_version", json_integer(1));
+    json_object_set_new(m, "tool", json_pack("{s:s, s:s, s:s}", "name", "tune", "version",
+                                             TUNE_VERSION, "git_rev", TUNE_GIT_REV));
+    json_t *argv = json_array();
+    for (int i = 0; i < rc->opt->argc; i++)
+        json_array_append_new(argv, json_string(rc->opt->argv[i]));
+    json_object_set_new(m, "argv", argv);
+    struct utsname un;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    if (uname(&un) == 0)
+        json_object_set_new(m, "host", json_pack("{s:s, s:s, s:s, s:s}", "hostname", host, "system",
+                                                 un.sysname, "release", un.release, "machine",
+                                                 un.machine));
+    json_object_set_new(m, "sweep",
+                        json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "file", sw->file, "name",
+                                  sw->name, "family", sw->family_name, "op", sw->op, "bytes",
+                                  sw->bytes_src, "flops", sw->flops_src));
+    json_object_set_new(m, "timing", json_pack("{s:i, s:i, s:b, s:b}", "warmup", sw->timing.warmup,
+                                               "reps", sw->timing.reps, "flush_l2",
+                                               sw->timing.flush_l2, "fresh_indices",
+                                               sw->timing.fresh_indices));
+    json_object_set_new(m, "report",
+                        json_pack("{s:o, s:o}", "rows",
+                                  strings_json(sw->report_rows, sw->n_report_rows), "cols",
+                                  strings_json(sw->report_cols, sw->n_report_cols)));
+    if (gi) {
+        json_object_set_new(m, "device", device_json(gi));
+        int major = 0, minor = 0, patch = 0;
+        cublasGetProperty(MAJOR_VERSION, &major);
+        cublasGetProperty(MINOR_VERSION, &minor);
+        cublasGetProperty(PATCH_LEVEL, &patch);
+        char cb[32];
+        snprintf(cb, sizeof cb, "%d.%d.%d", major, minor, patch);
+        json_object_set_new(m, "versions",
+                            json_pack("{s:i, s:i, s:i, s:s}", "driver", gi->driver_version,
+                                      "runtime", gi->runtime_version, "nvrtc",
+                                      compile_nvrtc_version(), "cublas", cb));
+    }
+    json_object_set_new(m, "seed", json_integer((json_int_t)rc->opt->seed));
+    json_object_set_new(m, "read_bw",
+                        json_pack("{s:f, s:s}", "bytes_per_second", sum->read_bw, "source",
+                                  rc->opt->read_bw > 0 ? "given" : "measured (read-only probe, 4 GiB, median of 20)"));
+    json_object_set_new(m, "start", json_string(start));
+    if (end)
+        json_object_set_new(m, "end", json_string(end));
+    json_object_set_new(
+        m, "summary",
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "configs",
+                  (json_int_t)sum->n_configs, "pruned", (json_int_t)sum->n_pruned, "ok",
+                  (json_int_t)sum->n_ok, "invalid", (json_int_t)sum->n_invalid, "compile_error",
+                  (json_int_t)sum->n_compile_error, "launch_error", (json_int_t)sum->n_launch_error,
+                  "skipped", (json_int_t)sum->n_skipped, "kernels", (json_int_t)sum->n_kernels,
+                  "kernels_cached", (json_int_t)sum->n_cached, "kernel_errors",
+                  (json_int_t)sum->n_kernel_errors, "compile_seconds", sum->compile_seconds,
+                  "wall_seconds", sum->wall_seconds));
+    return m;
+}
+
+static tune_status meta_write(const char *dir, json_t *meta, tune_error *err)
+{
+    char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (json_dump_file(meta, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 ||
+        rename(tmp, path) != 0)
+        return tune_error_set(err, TUNE_ERR_IO, path, "cannot write");
+    return TUNE_OK;
+}
+
+/* ---- rows ---- */
+
+typedef struct {
+    const run_ctx *rc;
+    results_writer *w;
+    run_summary *sum;
+    const char *device;
+    double t0;
+    size_t done, failed;
+    double last_print;
+    int tty;
+} run_progress;
+
+static void fill_row(const run_ctx *rc, size_t ci, const tune_point *p, result_row *row,
+                     const char *device)
+{
+    const sweep *sw = rc->sw;
+    const space_config *c = space_config_at(rc->sp, ci);
+    result_row_init(row);
+    row->sweep = sw->name;
+    row->family = sw->family_name;
+    row->op = sw->op;
+    row->method = sw->methods[c->method];
+    for (size_t a = 0; a < sw->n_problem; a++) {
+        expr_value v;
+        if (point_get(p, sw->problem[a].name, &v) == 0)
+            point_set(&row->values, sw->problem[a].name, v);
+    }
+    row->n_axes = row->values.n;
+    row->n_params = sw->n_params;
+    for (size_t a = 0; a < sw->n_params; a++) {
+        row->param_names[a] = sw->params[a].name;
+        expr_value v;
+        if (c->param != SPACE_NO_PARAM && point_get(p, sw->params[a].name, &v) == 0)
+            point_set(&row->values, sw->params[a].name, v);
+    }
+    row->device = (char *)device;
+    expr_value v;
+    if (expr_eval(sw->bytes, point_lookup, (void *)p, &v, NULL) == TUNE_OK)
+        row->bytes = expr_value_as_double(v);
+    if (expr_eval(sw->flops, point_lookup, (void *)p, &v, NULL) == TUNE_OK)
+        row->flops = expr_value_as_double(v);
+}
+
+static void progress_print(run_progress *pr, int final)
+{
+    double now = now_seconds();
+    if (!final && now - pr->last_print < (pr->tty ? 0.2 : 10.0))
+        return;
+    pr->last_print = now;
+    size_t total = pr->sum->n_configs;
+    double el = now - pr->t0;
+    double eta = pr->done ? el / (double)pr->done * (double)(total - pr->done) : 0;
+    fprintf(stderr, "%s[%zu/%zu] failed %zu, elapsed %.0fs, ETA %.0fs%s", pr->tty ? "\r" : "",
+            pr->done, total, pr->failed, el, eta, pr->tty && !final ? "   " : "\n");
+    fflush(stderr);
+}
+
+static tune_status emit(run_progress *pr, result_row *row, char *time_buf)
+{
+    run_summary *s = pr->sum;
+    row->timestamp = time_buf;
+    utc_stamp(time_buf, 32, "%Y-%m-%dT%H:%M:%SZ");
+    switch (row->status) {
+    case RESULT_OK: s->n_ok++; break;
+    case RESULT_INVALID: s->n_invalid++; break;
+    case RESULT_COMPILE_ERROR: s->n_compile_error++; break;
+    case RESULT_SKIPPED: s->n_skipped++; break;
+    default: s->n_launch_error++; break;
+    }
+    pr->done++;
+    pr->failed += row->status != RESULT_OK && row->status != RESULT_SKIPPED;
+    if (!pr->rc->opt->quiet)
+        progress_print(pr, 0);
+    return results_write_row(pr->w, row, pr->rc->err);
+}
+
+/* Status and reason of a configuration whose kernels failed to compile, or -1. */
+static int compile_failure(const run_ctx *rc, size_t ci, char **reason)
+{
+    const run_plan *pl = &rc->plans[ci];
+    for (int r = 0; r < pl->n_refs; r++) {
+        const compile_job *j = &rc->kernels[pl->refs[r]].job;
+        if (j->status != TUNE_OK) {
+            *reason = j->log;
+            return RESULT_COMPILE_ERROR;
+        }
+    }
+    return -1;
+}
+
+/* Validates and times configuration ci on the shape's state; fills the row. */
+static void measure_config(run_ctx *rc, void *state, timing *tm, size_t ci, const tune_point *p,
+                           double read_bw, result_row *row, char *reason, size_t reason_size)
+{
+    const tune_family *fam = rc->sw->family;
+    tune_error e = {0};
+    double err_val, tol;
+    tune_status st = fam->prepare(state, p, &e);
+    if (st == TUNE_OK)
+        st = fam->check(state, &err_val, &tol, &e);
+    if (st != TUNE_OK) {
+        row->status = st == TUNE_ERR_UNSUPPORTED || st == TUNE_ERR_OOM ? RESULT_SKIPPED
+                                                                        : RESULT_LAUNCH_ERROR;
+        char text[2048];
+        snprintf(reason, reason_size, "%s%s", st == TUNE_ERR_OOM ? "out of memory: " : "",
+                 tune_error_text(&e, text, sizeof text));
+        row->reason = reason;
+        return;
+    }
+    row->error = err_val;
+    row->tolerance = tol;
+    if (!(err_val <= tol)) {
+        row->status = RESULT_INVALID;
+        snprintf(reason, reason_size, "normalised error %.3g exceeds tolerance %.3g", err_val, tol);
+        row->reason = reason;
+        return;
+    }
+    double *samples = malloc((size_t)rc->sw->timing.reps * sizeof *samples);
+    st = samples ? timing_run(tm, fam, state, &rc->sw->timing, samples, &e) : TUNE_ERR_NOMEM;
+    if (st != TUNE_OK) {
+        row->status = RESULT_LAUNCH_ERROR;
+        row->reason = (char *)tune_error_text(&e, reason, reason_size);
+    } else {
+        stats_summarize(samples, (size_t)rc->sw->timing.reps, &row->time);
+        row->status = RESULT_OK;
+        row->bandwidth = row->bytes / row->time.median;
+        row->flop_rate = row->flops / row->time.median;
+        row->read_bw = read_bw;
+        row->pct_read_bw = 100.0 * row->bandwidth / read_bw;
+    }
+    free(samples);
+    (void)ci;
+}
+
+static tune_status run_shape(run_ctx *rc, run_progress *pr, const family_env *env, timing *tm,
+                             size_t first, size_t last, double read_bw)
+{
+    const tune_family *fam = rc->sw->family;
+    const space_config *c0 = space_config_at(rc->sp, first);
+    tune_error e = {0};
+    void *state = fam->shape_init(env, space_shape(rc->sp, c0->shape), &e);
+    char reason[4096], shape_reason[2048] = "", stamp[32];
+    if (!state)
+        snprintf(shape_reason, sizeof shape_reason, "%s%s",
+                 e.code == TUNE_ERR_OOM ? "out of memory: " : "",
+                 tune_error_text(&e, reason, sizeof reason));
+    tune_status st = TUNE_OK;
+    for (size_t ci = first; ci < last && st == TUNE_OK; ci++) {
+        tune_point p;
+        space_config_point(rc->sp, ci, &p);
+        result_row row;
+        fill_row(rc, ci, &p, &row, pr->device);
+        const run_plan *pl = &rc->plans[ci];
+        char *log = NULL;
+        if (pl->n_refs > 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
+            row.kernel = rc->kernels[pl->refs[0]].job.name;
+        if (pl->skip) {
+            row.status = RESULT_SKIPPED;
+            row.reason = pl->skip;
+        } else if (compile_failure(rc, ci, &log) >= 0) {
+            row.status = RESULT_COMPILE_ERROR;
+            row.reason = log ? log : "compile error";
+        } else if (!state) {
+            row.status = e.code == TUNE_ERR_OOM || e.code == TUNE_ERR_UNSUPPORTED
+                             ? RESULT_SKIPPED
+                             : RESULT_LAUNCH_ERROR;
+            row.reason = shape_reason;
+        } else {
+            measure_config(rc, state, tm, ci, &p, read_bw, &row, reason, sizeof reason);
+        }
+        st = emit(pr, &row, stamp);
+    }
+    fam->shape_free(state);
+    return st;
+}
+
+static tune_status make_run_dir(const run_ctx *rc, char *dir, size_t size)
+{
+    if (rc->opt->out_dir) {
+        snprintf(dir, size, "%s", rc->opt->out_dir);
+    } else {
+        char stamp[32];
+        utc_stamp(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ");
+        snprintf(dir, size, "%s/%s/%s", rc->opt->out_root, rc->sw->name, stamp);
+    }
+    return results_mkdirs(dir, rc->err);
+}
+
+static tune_status print_and_write_report(const sweep *sw, const char *dir, int quiet,
+                                          tune_error *err);
+
+static tune_status run_gpu(run_ctx *rc, const gpu_info *gi, run_summary *sum)
+{
+    tune_status st = TUNE_OK;
+    cudaStream_t stream = NULL;
+    cublasHandle_t cublas = NULL;
+    timing *tm = NULL;
+    results_writer *w = NULL;
+    json_t *meta = NULL;
+    char start[32], end[32];
+    utc_stamp(start, sizeof start, "%Y-%m-%dT%H:%M:%SZ");
+    GPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), rc->err, st, done);
+    if (cublasCreate(&cublas) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetStream(cublas, stream) != CUBLAS_STATUS_SUCCESS) {
+        st = tune_error_set(rc->err, TUNE_ERR_CUBLAS, "cublasCreate", "cannot create a handle");
+        goto done;
+    }
+    if (!(tm = timing_init(stream, gi->l2_bytes, rc->err))) {
+        st = rc->err ? rc->err->code : TUNE_ERR_CUDA;
+        goto done;
+    }
+    sum->read_bw = rc->opt->read_bw;
+    if (sum->read_bw <= 0 && (st = measure_read_bw(rc, tm, stream, &sum->read_bw)) != TUNE_OK)
+        goto done;
+    if ((st = make_run_dir(rc, sum->out_dir, sizeof sum->out_dir)) != TUNE_OK)
+        goto done;
+    if (!(w = results_open(sum->out_dir, rc->err))) {
+        st = TUNE_ERR_IO;
+        goto done;
+    }
+    meta = meta_build(rc, gi, sum, start, NULL);
+    if ((st = meta_write(sum->out_dir, meta, rc->err)) != TUNE_OK)
+        goto done;
+    if (!rc->opt->quiet)
+        fprintf(stderr, "tune: %s on %s, read bandwidth %.0f GB/s, results in %s\n", rc->sw->name,
+                gi->name, sum->read_bw / 1e9, sum->out_dir);
+
+    family_env env = {gi->ordinal, stream, cublas, gi->l2_bytes, rc->opt->seed, lookup_kernel, rc};
+    run_progress pr = {rc, w, sum, gi->name, now_seconds(), 0, 0, 0, isatty(2)};
+    size_t n = space_n_configs(rc->sp);
+    for (size_t first = 0; first < n && st == TUNE_OK;) {
+        size_t last = first + 1;
+        while (last < n && space_config_at(rc->sp, last)->shape == space_config_at(rc->sp, first)->shape)
+            last++;
+        st = run_shape(rc, &pr, &env, tm, first, last, sum->read_bw);
+        first = last;
+    }
+    if (!rc->opt->quiet)
+        progress_print(&pr, 1);
+done:
+    results_close(w);
+    timing_free(tm);
+    if (cublas)
+        cublasDestroy(cublas);
+    if (stream)
+        cudaStreamDestroy(stream);
+    if (meta) {
+        utc_stamp(end, sizeof end, "%Y-%m-%dT%H:%M:%SZ");
+        json_decref(meta);
+        meta = meta_build(rc, gi, sum, start, end);
+        tune_status mst = meta_write(sum->out_dir, meta, rc->err);
+        json_decref(meta);
+        if (st == TUNE_OK)
+            st = mst;
+    }
+    return st;
+}
+
+tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum, tune_error *err)
+{
+    run_ctx rc = {sw, opt, NULL, NULL, NULL, 0, 0, err};
+    double t0 = now_seconds();
+    gpu_info gi;
+    memset(sum, 0, sizeof *sum);
+    tune_status st = TUNE_OK;
+    int arch = opt->arch ? opt->arch : 90;
+    if (!opt->compile_only) {
+        if ((st = gpu_query(opt->device, &gi, err)) != TUNE_OK ||
+            (st = gpu_select(opt->device, err)) != TUNE_OK)
+            return st;
+        arch = gi.cc_major * 10 + gi.cc_minor;
+    }
+    if (!(rc.sp = space_build(sw, err)))
+        return err ? err->code : TUNE_ERR_INVALID;
+    sum->n_configs = space_n_configs(rc.sp);
+    sum->n_pruned = space_n_pruned(rc.sp);
+    family_kernel_ref probe = {"common.cu", "tune_read_probe"};
+    if ((st = plan_configs(&rc)) != TUNE_OK || (!opt->compile_only && kernel_index(&rc, &probe) == SIZE_MAX))
+        goto done;
+    if ((st = compile_all(&rc, arch, sum)) != TUNE_OK)
+        goto done;
+    if (!opt->quiet)
+        fprintf(stderr,
+                "tune: %s: %zu configs (%zu pruned), %zu kernels for sm_%d: %zu from cache, %zu "
+                "compile errors, %.1f s\n",
+                sw->name, sum->n_configs, sum->n_pruned, sum->n_kernels, arch, sum->n_cached,
+                sum->n_kernel_errors, sum->compile_seconds);
+    for (size_t i = 0; !opt->quiet && i < rc.n_kernels; i++)
+        if (rc.kernels[i].job.status != TUNE_OK)
+            fprintf(stderr, "tune: %s: %s failed to compile:\n%s\n", rc.kernels[i].job.source,
+                    rc.kernels[i].job.name, rc.kernels[i].job.log ? rc.kernels[i].job.log : "");
+    if (opt->compile_only)
+        goto done;
+    st = run_gpu(&rc, &gi, sum);
+    sum->wall_seconds = now_seconds() - t0;
+    if (st == TUNE_OK)
+        st = print_and_write_report(sw, sum->out_dir, opt->quiet, err);
+done:
+    sum->wall_seconds = now_seconds() - t0;
+    free_ctx(&rc);
+    return st;
+}
+
+/* ---- reports ---- */
+
+static tune_status report_dirs(const char *const *dirs, size_t n_dirs, const report_spec *spec,
+                               int quiet, tune_error *err)
+{
+    result_row *all = NULL;
+    size_t n_all = 0;
+    tune_status st = TUNE_OK;
+    for (size_t d = 0; d < n_dirs && st == TUNE_OK; d++) {
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/raw.jsonl", dirs[d]);
+        result_row *rows = NULL;
+        size_t n = 0;
+        if ((st = results_read(path, &rows, &n, err)) != TUNE_OK)
+            break;
+        result_row *grown = realloc(all, (n_all + n + 1) * sizeof *all);
+        if (!grown) {
+            results_rows_free(rows, n);
+            st = tune_error_set(err, TUNE_ERR_NOMEM, "report", "out of memory");
+            break;
+        }
+        all = grown;
+        memcpy(all + n_all, rows, n * sizeof *rows);
+        n_all += n;
+        free(rows); /* the rows' contents now belong to all */
+    }
+    report *r = st == TUNE_OK ? report_build(all, n_all, spec, err) : NULL;
+    if (st == TUNE_OK && !r)
+        st = err ? err->code : TUNE_ERR_INVALID;
+    if (r) {
+        if (!quiet)
+            report_write_markdown(r, stdout);
+        st = report_write_files(r, dirs[0], err);
+        report_free(r);
+    }
+    results_rows_free(all, n_all);
+    return st;
+}
+
+static tune_status print_and_write_report(const sweep *sw, const char *dir, int quiet,
+                                          tune_error *err)
+{
+    report_spec spec = {(const char *const *)sw->report_rows, sw->n_report_rows,
+                        (const char *const *)sw->report_cols, sw->n_report_cols, sw->name};
+    return report_dirs(&dir, 1, &spec, quiet, err);
+}
+
+tune_status run_report(const char *const *dirs, size_t n_dirs, int quiet, tune_error *err)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/meta.json", dirs[0]);
+    json_error_t je;
+    json_t *meta = json_load_file(path, 0, &je);
+    const char *rows[TUNE_MAX_AXES], *cols[TUNE_MAX_AXES];
+    report_spec spec = {rows, 0, cols, 0, NULL};
+    json_t *rep = meta ? json_object_get(meta, "report") : NULL;
+    size_t i;
+    json_t *v;
+    json_array_foreach(json_object_get(rep, "rows"), i, v) if (spec.n_rows < TUNE_MAX_AXES)
+        rows[spec.n_rows++] = json_string_value(v);
+    json_array_foreach(json_object_get(rep, "cols"), i, v) if (spec.n_cols < TUNE_MAX_AXES)
+        cols[spec.n_cols++] = json_string_value(v);
+    spec.title = json_string_value(json_object_get(json_object_get(meta, "sweep"), "name"));
+    tune_status st = report_dirs(dirs, n_dirs, &spec, quiet, err);
+    json_decref(meta);
+    return st;
+}
