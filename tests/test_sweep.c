@@ -1,0 +1,324 @@
+/* test_sweep.c - sweep parsing and validation: unit cases plus the data-driven corpus
+ * (every tests/data/valid/ sweep must load; tests/data/invalid/<name>.json must fail with the exact text
+ * in <name>.expected). Run from the repository root (ctest does). */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "point.h"
+#include "sweep.h"
+
+#define MIN_INVALID_CASES 25
+
+static const char *const seed_text =
+    "{\n"
+    "  \"name\": \"sparq\",\n"
+    "  \"family\": \"gather_matmul\",\n"
+    "  \"op\": \"gather_inner_matrix_only_bmv\",\n"
+    "  \"problem\": { \"g\": [256, 1024, 4096], \"k_pre\": [1024, 4096, 16384],\n"
+    "               \"k\": [64, 128, 256, 512], \"n\": [128], \"dtype\": [\"float16\"] },\n"
+    "  \"params\":  { \"chunk\": { \"pow2\": [1, 128] } },\n"
+    "  \"methods\": [\"custom\", \"gather\", \"slice\"],\n"
+    "  \"skip_if\": \"g >= 2048 && k_pre >= 16384\"\n"
+    "}\n";
+
+/* New contents of a file (NUL-terminated), trailing newlines removed; NULL if unreadable. */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = calloc(1, 65536);
+    size_t n = fread(buf, 1, 65535, f);
+    fclose(f);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    return buf;
+}
+
+static const sweep_axis *axis(const sweep_axis *axes, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(axes[i].name, name) == 0)
+            return &axes[i];
+    return NULL;
+}
+
+static void expect_ints(const sweep_axis *a, const int64_t *want, size_t n)
+{
+    cr_assert_not_null(a);
+    cr_assert_eq(a->is_str, 0, "axis %s should hold integers", a->name);
+    cr_assert_eq(a->n, n, "axis %s: %zu values, want %zu", a->name, a->n, n);
+    for (size_t i = 0; i < n; i++)
+        cr_expect_eq(a->ints[i], want[i], "axis %s[%zu] = %lld, want %lld", a->name, i,
+                     (long long)a->ints[i], (long long)want[i]);
+}
+
+/* Error text of parsing text (inline cases). */
+static const char *parse_error(const char *text, char *buf, size_t size)
+{
+    tune_error err = {0};
+    sweep *sw = sweep_parse(text, "inline.json", &err);
+    cr_assert_null(sw, "expected a parse failure for: %s", text);
+    return tune_error_text(&err, buf, size);
+}
+
+Test(sweep, seed_values)
+{
+    tune_error err = {0};
+    sweep *sw = sweep_parse(seed_text, "seed.json", &err);
+    char buf[4096];
+    cr_assert_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
+    cr_expect_str_eq(sw->file, "seed.json");
+    cr_expect_str_eq(sw->name, "sparq");
+    cr_expect_null(sw->description);
+    cr_expect_str_eq(sw->family_name, "gather_matmul");
+    cr_expect_str_eq(sw->op, "gather_inner_matrix_only_bmv");
+    cr_expect_eq(sw->family, family_find("gather_matmul"));
+    cr_expect_eq(sw->fop, family_find_op(sw->family, "gather_inner_matrix_only_bmv"));
+
+    const char *order[] = {"g", "k_pre", "k", "n", "dtype", "transpose_B"};
+    cr_assert_eq(sw->n_problem, 6);
+    for (size_t i = 0; i < 6; i++)
+        cr_expect_str_eq(sw->problem[i].name, order[i]);
+    expect_ints(&sw->problem[0], (const int64_t[]){256, 1024, 4096}, 3);
+    expect_ints(&sw->problem[1], (const int64_t[]){1024, 4096, 16384}, 3);
+    expect_ints(&sw->problem[2], (const int64_t[]){64, 128, 256, 512}, 4);
+    expect_ints(&sw->problem[3], (const int64_t[]){128}, 1);
+    cr_assert(sw->problem[4].is_str);
+    cr_assert_eq(sw->problem[4].n, 1);
+    cr_expect_str_eq(sw->problem[4].strs[0], "float16");
+    expect_ints(&sw->problem[5], (const int64_t[]){0}, 1); /* default false */
+
+    cr_assert_eq(sw->n_params, 2);
+    expect_ints(axis(sw->params, 2, "chunk"), (const int64_t[]){1, 2, 4, 8, 16, 32, 64, 128}, 8);
+    expect_ints(axis(sw->params, 2, "threads"), (const int64_t[]){256}, 1); /* default */
+
+    cr_assert_eq(sw->n_methods, 3);
+    cr_expect_str_eq(sw->methods[0], "custom");
+    cr_expect_str_eq(sw->methods[2], "slice");
+    cr_assert_eq(sw->n_skip_if, 1);
+    cr_expect_str_eq(sw->skip_if_src[0], "g >= 2048 && k_pre >= 16384");
+    cr_expect_str_eq(sw->bytes_src, sw->fop->bytes);
+    cr_expect_str_eq(sw->flops_src, sw->fop->flops);
+    cr_expect_eq(sw->timing.warmup, 10);
+    cr_expect_eq(sw->timing.reps, 100);
+    cr_expect_eq(sw->timing.flush_l2, 1);
+    cr_expect_eq(sw->timing.fresh_indices, 1);
+    cr_expect_eq(sw->n_report_rows, 0);
+    cr_expect_eq(sw->n_report_cols, 0);
+    sweep_free(sw);
+}
+
+Test(sweep, seed_byte_model_evaluates)
+{
+    sweep *sw = sweep_parse(seed_text, "seed.json", NULL);
+    cr_assert_not_null(sw);
+    tune_point p = {0};
+    point_set_int(&p, "g", 256);
+    point_set_int(&p, "k", 64);
+    point_set_int(&p, "n", 128);
+    point_set_int(&p, "dsize", 2);
+    expr_value v;
+    cr_assert_eq(expr_eval(sw->bytes, point_lookup, &p, &v, NULL), TUNE_OK);
+    cr_expect_eq(v.i, 256 * (2 * 64 + 64 * 128 + 128) * 2);
+    cr_assert_eq(expr_eval(sw->flops, point_lookup, &p, &v, NULL), TUNE_OK);
+    cr_expect_eq(v.i, 2 * 256 * 64 * 128);
+    sweep_free(sw);
+}
+
+Test(sweep, ranges_scalars_and_overrides)
+{
+    tune_error err = {0};
+    sweep *sw = sweep_load("tests/data/valid/outer_ranges.json", &err);
+    char buf[4096];
+    cr_assert_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
+    cr_expect_str_eq(sw->name, "outer-ranges.v2");
+    expect_ints(axis(sw->problem, sw->n_problem, "g"), (const int64_t[]){32, 64, 96, 128}, 4);
+    expect_ints(axis(sw->problem, sw->n_problem, "k"), (const int64_t[]){128}, 1);
+    expect_ints(axis(sw->problem, sw->n_problem, "n_pre"),
+                (const int64_t[]){1024, 2048, 4096, 8192, 16384, 32768, 65536}, 7);
+    expect_ints(axis(sw->problem, sw->n_problem, "transpose_B"), (const int64_t[]){0, 1}, 2);
+    expect_ints(axis(sw->params, sw->n_params, "threads"),
+                (const int64_t[]){64, 128, 256, 512, 1024}, 5);
+    const sweep_axis *dt = axis(sw->problem, sw->n_problem, "dtype");
+    cr_assert_eq(dt->n, 3);
+    cr_expect_str_eq(dt->strs[2], "float32");
+    cr_expect_str_eq(sw->methods[0], "slice");
+    cr_expect_eq(sw->n_skip_if, 3);
+    cr_expect_str_eq(sw->bytes_src, "g * (k + k * n + 2 * n) * dsize");
+    cr_expect_eq(sw->timing.warmup, 0);
+    cr_expect_eq(sw->timing.reps, 1);
+    cr_expect_eq(sw->timing.flush_l2, 0);
+    cr_expect_eq(sw->timing.fresh_indices, 0);
+    cr_assert_eq(sw->n_report_rows, 2);
+    cr_expect_str_eq(sw->report_rows[1], "dtype");
+    cr_assert_eq(sw->n_report_cols, 1);
+    cr_expect_str_eq(sw->report_cols[0], "n");
+    sweep_free(sw);
+}
+
+Test(sweep, scalar_values_and_defaults)
+{
+    sweep *sw = sweep_load("tests/data/valid/minimal.json", NULL);
+    cr_assert_not_null(sw);
+    expect_ints(axis(sw->problem, sw->n_problem, "g"), (const int64_t[]){32}, 1);
+    expect_ints(axis(sw->params, sw->n_params, "chunk"), (const int64_t[]){64}, 1);
+    const sweep_axis *dt = axis(sw->problem, sw->n_problem, "dtype");
+    cr_assert_eq(dt->n, 1);
+    cr_expect_str_eq(dt->strs[0], "float16");
+    cr_expect_eq(sw->n_skip_if, 0);
+    sweep_free(sw);
+}
+
+Test(sweep, range_is_inclusive_and_stepped)
+{
+    const char *text = "{\"name\": \"r\", \"family\": \"gather_matmul\", \"op\": \"gather_inner_bmv\","
+                       " \"problem\": {\"g\": {\"range\": [1, 10, 4]}, \"k_pre\": {\"range\": [5, 7]},"
+                       " \"k\": 1, \"n\": 1}, \"methods\": [\"slice\"]}";
+    sweep *sw = sweep_parse(text, "r.json", NULL);
+    cr_assert_not_null(sw);
+    expect_ints(&sw->problem[0], (const int64_t[]){1, 5, 9}, 3);
+    expect_ints(&sw->problem[1], (const int64_t[]){5, 6, 7}, 3);
+    sweep_free(sw);
+}
+
+Test(sweep, error_codes)
+{
+    tune_error err = {0};
+    cr_expect_null(sweep_parse("{\"name\": ", "x.json", &err));
+    cr_expect_eq(err.code, TUNE_ERR_PARSE);
+    tune_error_clear(&err);
+    cr_expect_null(sweep_parse("{\"name\": \"x\", \"bogus\": 1}", "x.json", &err));
+    cr_expect_eq(err.code, TUNE_ERR_INVALID);
+    tune_error_clear(&err);
+    cr_expect_null(sweep_load("tests/data/no/such/file.json", &err));
+    cr_expect_eq(err.code, TUNE_ERR_IO);
+    cr_expect_str_eq(err.where, "tests/data/no/such/file.json");
+    cr_expect_null(sweep_parse("[", "x.json", NULL)); /* a NULL error record is allowed */
+    sweep_free(NULL);
+}
+
+Test(sweep, inline_errors_name_the_position)
+{
+    char buf[4096];
+    cr_expect_str_eq(parse_error("{\"name\": \"x\",\n \"family\": 7}", buf, sizeof buf),
+                     "inline.json:2:12: $.family: expected a string, got an integer");
+    cr_expect_str_eq(parse_error("{\"name\": \"\"}", buf, sizeof buf),
+                     "inline.json:1:10: $.name: expected a name matching [A-Za-z0-9_.-]+, got ''");
+    cr_expect_str_eq(parse_error("{\"name\": \"x\", \"family\": \"gather_matmul\", \"op\": "
+                                 "\"gather_inner_bmv\", \"problem\": {\"g\": {}}}",
+                                 buf, sizeof buf),
+                     "inline.json:1:85: $.problem.g: expected an object with exactly one of: "
+                     "range, pow2");
+    cr_expect_str_eq(parse_error("{\"name\": \"x\", \"family\": \"gather_matmul\", \"op\": "
+                                 "\"gather_inner_bmv\", \"problem\": {\"g\": 1, \"k_pre\": 1, \"k\": 1, \"n\": 1, "
+                                 "\"dtype\": {\"range\": [1, 2]}}}",
+                                 buf, sizeof buf),
+                     "inline.json:1:125: $.problem.dtype: expected a string or an array of them "
+                     "for problem axis 'dtype', got an object");
+}
+
+/* ---- data-driven corpus ---- */
+
+typedef struct {
+    char *path; /* cr_malloc'd: shared with the test processes */
+} corpus_case;
+
+static void corpus_free(struct criterion_test_params *crp)
+{
+    corpus_case *cases = crp->params;
+    for (size_t i = 0; i < crp->length; i++)
+        cr_free(cases[i].path);
+    cr_free(cases);
+}
+
+static struct criterion_test_params corpus_cases(const char *pattern)
+{
+    glob_t g;
+    size_t n = 0;
+    if (glob(pattern, 0, NULL, &g) == 0)
+        n = g.gl_pathc;
+    corpus_case *cases = cr_malloc(sizeof *cases * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) {
+        cases[i].path = cr_malloc(strlen(g.gl_pathv[i]) + 1);
+        strcpy(cases[i].path, g.gl_pathv[i]);
+    }
+    if (n)
+        globfree(&g);
+    return cr_make_param_array(corpus_case, cases, n, corpus_free);
+}
+
+ParameterizedTestParameters(corpus, valid) { return corpus_cases("tests/data/valid/*.json"); }
+
+ParameterizedTest(corpus_case *c, corpus, valid)
+{
+    tune_error err = {0};
+    char buf[4096];
+    sweep *sw = sweep_load(c->path, &err);
+    cr_assert_not_null(sw, "%s: %s", c->path, tune_error_text(&err, buf, sizeof buf));
+    cr_expect_eq(sw->n_problem, sw->fop->n_axes);
+    cr_expect_eq(sw->n_params, sw->family->n_params);
+    cr_expect_gt(sw->n_methods, 0);
+    cr_expect_not_null(sw->bytes);
+    cr_expect_not_null(sw->flops);
+    sweep_free(sw);
+}
+
+ParameterizedTestParameters(corpus, invalid) { return corpus_cases("tests/data/invalid/*.json"); }
+
+ParameterizedTest(corpus_case *c, corpus, invalid)
+{
+    char expected_path[1024], buf[4096];
+    size_t len = strlen(c->path) - strlen(".json");
+    snprintf(expected_path, sizeof expected_path, "%.*s.expected", (int)len, c->path);
+    char *expected = read_text(expected_path);
+    cr_assert_not_null(expected, "missing %s", expected_path);
+    tune_error err = {0};
+    sweep *sw = sweep_load(c->path, &err);
+    cr_assert_null(sw, "%s loaded but must fail", c->path);
+    cr_expect(err.code == TUNE_ERR_PARSE || err.code == TUNE_ERR_INVALID, "%s: code %s", c->path,
+              tune_status_str(err.code));
+    cr_expect_str_eq(tune_error_text(&err, buf, sizeof buf), expected, "%s", c->path);
+    free(expected);
+}
+
+static size_t count_matches(const char *pattern)
+{
+    glob_t g;
+    size_t n = 0;
+    if (glob(pattern, 0, NULL, &g) == 0) {
+        n = g.gl_pathc;
+        globfree(&g);
+    }
+    return n;
+}
+
+Test(corpus, invalid_cases_are_complete)
+{
+    size_t n_json = count_matches("tests/data/invalid/*.json");
+    cr_expect_geq(n_json, MIN_INVALID_CASES, "only %zu invalid cases (run from the repo root)",
+                  n_json);
+    cr_expect_eq(count_matches("tests/data/invalid/*.expected"), n_json,
+                 "every invalid case needs exactly one .expected file");
+    cr_expect_geq(count_matches("tests/data/valid/*.json"), 1);
+}
+
+/* Every sweep shipped under sweeps/ loads (the folder may have none yet). */
+Test(corpus, shipped_sweeps_load)
+{
+    glob_t g;
+    if (glob("sweeps/*.json", 0, NULL, &g) != 0)
+        return;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        tune_error err = {0};
+        char buf[4096];
+        sweep *sw = sweep_load(g.gl_pathv[i], &err);
+        cr_expect_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
+        sweep_free(sw);
+    }
+    globfree(&g);
+}
