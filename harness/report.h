@@ -20,6 +20,17 @@
  *   - a count of rows by status and method.
  * When spec->rows and spec->cols are both empty: rows = the first problem axis with more than one
  * value, cols = the other axes with more than one value.
+ *
+ * Markdown layout: a column header joins the column axes' values with '/' ("1024/64") and the
+ * corner cell names the axes ("g \ k_pre/k"); empty cells have no data. Axes that vary but are
+ * neither rows nor cols (only with an explicit spec) give one set of tables per combination of
+ * their values, under a heading such as "## dtype=float16"; axes with one value are named once
+ * ("All shapes have n=128."). Units: GB/s without decimals, % with one, us with two, "2.31x".
+ * CSV and JSON share their columns: every problem axis, "method" (of the best row), every
+ * parameter, "best_time_us", "bandwidth_gb_s", "pct_read_bw", then "time_us_<baseline>" and
+ * "speedup_<baseline>" per baseline; empty (CSV) or null (JSON) without data. JSON:
+ * {"axes": [...], "params": [...], "baselines": [...], "shapes": [{...}, ...],
+ *  "status_counts": {"<method>": {"<status>": count, ...}, ...}}.
  */
 #ifndef TUNE_REPORT_H
 #define TUNE_REPORT_H
@@ -39,17 +50,20 @@ typedef struct {
 
 typedef struct report report;
 
-/* New report; rows are borrowed during the call only. */
+/* New report, or NULL with err set (TUNE_ERR_INVALID: a spec axis that is not a problem axis or
+ * is named twice, rows with different problem axes). rows are borrowed: they must outlive the
+ * report, which points into them. spec may be NULL; it is not kept. */
 report *report_build(const result_row *rows, size_t n, const report_spec *spec, tune_error *err);
 void report_free(report *r);
 
-/* Number of shapes, and for shape i: its best row (NULL when nothing ran ok; borrowed from the
+/* Number of shapes (sorted by problem-axis values in axis order; numbers by value, strings after
+ * numbers), and for shape i: its best row (NULL when nothing ran ok; borrowed from the
  * rows passed to report_build, so valid only while they are). */
 size_t report_n_shapes(const report *r);
 const result_row *report_best(const report *r, size_t shape);
 
 void report_write_markdown(const report *r, FILE *f);
-void report_write_csv(const report *r, FILE *f);     /* one line per shape, every table's value */
+void report_write_csv(const report *r, FILE *f);     /* a header line, then one line per shape */
 struct json_t *report_to_json(const report *r);      /* new reference */
 
 /* Writes best.md, best.csv and best.json into dir. */
