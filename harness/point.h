@@ -28,7 +28,8 @@ typedef struct {
 int point_set(tune_point *p, const char *name, expr_value v);
 int point_set_int(tune_point *p, const char *name, int64_t v);
 int point_set_str(tune_point *p, const char *name, const char *s);
-/* 0 and *out when present, -1 otherwise. */
+/* 0 and *out (when out is not NULL) when present, -1 otherwise. point_int and point_str give dflt
+ * also when the value has another type. */
 int point_get(const tune_point *p, const char *name, expr_value *out);
 int64_t point_int(const tune_point *p, const char *name, int64_t dflt);
 const char *point_str(const tune_point *p, const char *name, const char *dflt);
@@ -39,7 +40,8 @@ int point_merge(tune_point *dst, const tune_point *src);
 /* "g=256 k_pre=1024 dtype=float16" into buf; returns buf. */
 const char *point_format(const tune_point *p, char *buf, size_t size);
 
-/* Element size in bytes of a dtype name ("float16", "bfloat16", "float32", "int32"), 0 if unknown. */
+/* Element size in bytes of a dtype name ("float16", "bfloat16", "float32", "int32", "float64"),
+ * 0 if unknown. */
 size_t tune_dtype_size(const char *dtype);
 
 #endif
