@@ -61,7 +61,10 @@ struct report {
 
 /* ---- values and shapes ---- */
 
-static double report_num(expr_value v) { return v.type == EXPR_INT ? (double)v.i : v.f; }
+static double report_num(expr_value v)
+{
+    return v.type == EXPR_INT ? (double)v.i : v.f;
+}
 
 /* Numbers (by value) before strings (by content). */
 static int report_cmp_value(expr_value a, expr_value b)
@@ -107,8 +110,8 @@ static int report_time_ok(const result_row *row)
     return row->status == RESULT_OK && row->time.n > 0 && isfinite(row->time.median);
 }
 
-static tune_status report_row_key(const report *r, const result_row *row, size_t i,
-                                  report_shape *s, tune_error *err)
+static tune_status report_row_key(const report *r, const result_row *row, size_t i, report_shape *s,
+                                  tune_error *err)
 {
     memset(s, 0, sizeof *s);
     s->n_keys = r->n_axes;
@@ -153,7 +156,8 @@ static tune_status report_collect_methods(report *r, const result_row *rows, siz
     if (!r->methods || !r->baselines)
         return TUNE_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
-        report_method *m = &r->methods[report_method_index(r, rows[i].method ? rows[i].method : "?")];
+        report_method *m =
+            &r->methods[report_method_index(r, rows[i].method ? rows[i].method : "?")];
         if ((size_t)rows[i].status < REPORT_N_STATUS)
             m->counts[rows[i].status]++;
         m->tuned |= report_is_tuned_row(r, &rows[i]);
@@ -261,8 +265,8 @@ static tune_status report_layout(report *r, const report_spec *spec, tune_error 
 {
     int used[TUNE_MAX_AXES] = {0};
     if (spec && (spec->n_rows || spec->n_cols)) {
-        tune_status st = report_use_axes(r, spec->rows, spec->n_rows, r->row_axes,
-                                         &r->n_row_axes, used, err);
+        tune_status st =
+            report_use_axes(r, spec->rows, spec->n_rows, r->row_axes, &r->n_row_axes, used, err);
         if (st == TUNE_OK)
             st = report_use_axes(r, spec->cols, spec->n_cols, r->col_axes, &r->n_col_axes, used,
                                  err);
@@ -290,9 +294,18 @@ static tune_status report_layout(report *r, const report_spec *spec, tune_error 
 
 /* Field layout: axes, "method", parameters, best_time_us, bandwidth_gb_s, pct_read_bw, then
  * time_us_<baseline> and speedup_<baseline> for every baseline. */
-static size_t report_field_method(const report *r) { return r->n_axes; }
-static size_t report_field_param(const report *r, size_t j) { return r->n_axes + 1 + j; }
-static size_t report_field_time(const report *r) { return r->n_axes + 1 + r->n_params; }
+static size_t report_field_method(const report *r)
+{
+    return r->n_axes;
+}
+static size_t report_field_param(const report *r, size_t j)
+{
+    return r->n_axes + 1 + j;
+}
+static size_t report_field_time(const report *r)
+{
+    return r->n_axes + 1 + r->n_params;
+}
 static size_t report_field_baseline(const report *r, size_t b)
 {
     return report_field_time(r) + 3 + 2 * b;
@@ -356,12 +369,10 @@ static report_cell report_field(const report *r, const report_shape *s, size_t f
         c.kind = REPORT_VALUE;
         c.v = expr_str(s->best->method);
     } else if (f < t) {
-        c.kind = point_get(&s->best->values, r->params[f - r->n_axes - 1], &c.v) == 0
-                     ? REPORT_VALUE
-                     : REPORT_NONE;
+        c.kind = point_get(&s->best->values, r->params[f - r->n_axes - 1], &c.v) == 0 ? REPORT_VALUE
+                                                                                      : REPORT_NONE;
     } else {
-        double d[] = {s->best->time.median * 1e6, s->best->bandwidth / 1e9,
-                      s->best->pct_read_bw};
+        double d[] = {s->best->time.median * 1e6, s->best->bandwidth / 1e9, s->best->pct_read_bw};
         c = report_num_cell(d[f - t]);
     }
     return c;
@@ -449,7 +460,10 @@ void report_free(report *r)
     free(r);
 }
 
-size_t report_n_shapes(const report *r) { return r->n_shapes; }
+size_t report_n_shapes(const report *r)
+{
+    return r->n_shapes;
+}
 
 const result_row *report_best(const report *r, size_t shape)
 {
@@ -518,13 +532,14 @@ static void report_format_key(const report_shape *s, const size_t *idx, size_t n
     for (size_t i = 0; i < n; i++) {
         char v[REPORT_CELL];
         size_t len = strlen(buf);
-        snprintf(buf + len, size - len, "%s%s", i ? "/" : "", expr_value_format(s->key[idx[i]], v, sizeof v));
+        snprintf(buf + len, size - len, "%s%s", i ? "/" : "",
+                 expr_value_format(s->key[idx[i]], v, sizeof v));
     }
 }
 
 /* "k_pre=1024, k=64" */
-static void report_format_named(const report *r, const report_shape *s, const size_t *idx,
-                                size_t n, char *buf, size_t size)
+static void report_format_named(const report *r, const report_shape *s, const size_t *idx, size_t n,
+                                char *buf, size_t size)
 {
     buf[0] = '\0';
     for (size_t i = 0; i < n; i++) {
@@ -857,7 +872,8 @@ json_t *report_to_json(const report *r)
     for (size_t s = 0; shapes && s < r->n_shapes; s++) {
         json_t *o = json_object();
         for (size_t i = 0; o && i < r->n_fields; i++)
-            json_object_set_new(o, r->fields[i], report_json_cell(report_field(r, &r->shapes[s], i)));
+            json_object_set_new(o, r->fields[i],
+                                report_json_cell(report_field(r, &r->shapes[s], i)));
         json_array_append_new(shapes, o);
     }
     if (!root || !shapes) {
@@ -882,7 +898,9 @@ static tune_status report_write_one(const report *r, const char *dir, report_for
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir,
-             fmt == REPORT_MD ? "best.md" : fmt == REPORT_CSV ? "best.csv" : "best.json");
+             fmt == REPORT_MD    ? "best.md"
+             : fmt == REPORT_CSV ? "best.csv"
+                                 : "best.json");
     json_t *j = fmt == REPORT_JSON ? report_to_json(r) : NULL;
     if (fmt == REPORT_JSON && !j)
         return tune_error_set(err, TUNE_ERR_NOMEM, path, "cannot build the JSON report");

@@ -16,11 +16,10 @@ static const char *const results_status_names[] = {
 
 /* Keys of every row; a problem axis or parameter must not take one of these names. */
 static const char *const results_reserved[] = {
-    "sweep",       "family",     "op",         "method",     "axes",       "params",
-    "status",      "reason",     "kernel",     "time_median", "time_mean", "time_min",
-    "time_max",    "time_stdev", "time_stderr", "time_p10",  "time_p90",   "time_n",
-    "bytes",       "flops",      "bandwidth",  "flop_rate",  "pct_read_bw", "read_bw",
-    "error",       "tolerance",  "device",     "timestamp",
+    "sweep",       "family",      "op",          "method",    "axes",      "params",   "status",
+    "reason",      "kernel",      "time_median", "time_mean", "time_min",  "time_max", "time_stdev",
+    "time_stderr", "time_p10",    "time_p90",    "time_n",    "bytes",     "flops",    "bandwidth",
+    "flop_rate",   "pct_read_bw", "read_bw",     "error",     "tolerance", "device",   "timestamp",
 };
 
 const char *result_status_str(result_status s)
@@ -94,7 +93,10 @@ static void results_put(json_t *o, const char *key, json_t *v, int *failed)
         *failed = 1;
 }
 
-static json_t *results_json_num(double d) { return isfinite(d) ? json_real(d) : json_null(); }
+static json_t *results_json_num(double d)
+{
+    return isfinite(d) ? json_real(d) : json_null();
+}
 
 /* A JSON string; bytes that are not valid UTF-8 (a compiler log may hold some) become '?'. */
 static json_t *results_json_str(const char *s)
@@ -118,9 +120,12 @@ static json_t *results_json_str(const char *s)
 static json_t *results_json_value(expr_value v)
 {
     switch (v.type) {
-    case EXPR_INT: return json_integer((json_int_t)v.i);
-    case EXPR_FLOAT: return results_json_num(v.f);
-    case EXPR_STR: return results_json_str(v.s);
+    case EXPR_INT:
+        return json_integer((json_int_t)v.i);
+    case EXPR_FLOAT:
+        return results_json_num(v.f);
+    case EXPR_STR:
+        return results_json_str(v.s);
     }
     return NULL;
 }
@@ -144,8 +149,9 @@ static int results_is_param(const result_row *row, const char *name)
 static tune_status results_check_names(const result_row *row, tune_error *err)
 {
     if (row->n_axes > row->values.n || row->n_params > TUNE_MAX_AXES)
-        return tune_error_set(err, TUNE_ERR_INVALID, "results", "inconsistent row: %zu axes, %zu values, %zu parameters",
-                              row->n_axes, row->values.n, row->n_params);
+        return tune_error_set(err, TUNE_ERR_INVALID, "results",
+                              "inconsistent row: %zu axes, %zu values, %zu parameters", row->n_axes,
+                              row->values.n, row->n_params);
     for (size_t i = 0; i < row->values.n + row->n_params; i++) {
         const char *name =
             i < row->values.n ? row->values.names[i] : row->param_names[i - row->values.n];
@@ -178,9 +184,8 @@ static void results_put_values(json_t *o, const result_row *row, int *failed)
         results_put(o, row->values.names[i], results_json_value(row->values.vals[i]), failed);
     for (size_t j = 0; j < row->n_params; j++) {
         expr_value v;
-        json_t *jv = point_get(&row->values, row->param_names[j], &v) == 0
-                         ? results_json_value(v)
-                         : json_null();
+        json_t *jv = point_get(&row->values, row->param_names[j], &v) == 0 ? results_json_value(v)
+                                                                           : json_null();
         results_put(o, row->param_names[j], jv, failed);
     }
 }
@@ -263,8 +268,7 @@ results_writer *results_open(const char *dir, tune_error *err)
     snprintf(w->path, len, "%s/raw.jsonl", dir);
     w->f = fopen(w->path, "a");
     if (!w->f) {
-        tune_error_set(err, TUNE_ERR_IO, w->path, "cannot open for appending: %s",
-                       strerror(errno));
+        tune_error_set(err, TUNE_ERR_IO, w->path, "cannot open for appending: %s", strerror(errno));
         free(w->path);
         free(w);
         return NULL;
@@ -315,8 +319,8 @@ static tune_status results_get_str(const json_t *o, const char *key, char **out,
     return *out ? TUNE_OK : tune_error_set(err, TUNE_ERR_NOMEM, where, "out of memory");
 }
 
-static tune_status results_get_num(const json_t *o, const char *key, double *out,
-                                   const char *where, tune_error *err)
+static tune_status results_get_num(const json_t *o, const char *key, double *out, const char *where,
+                                   tune_error *err)
 {
     const json_t *v = json_object_get(o, key);
     *out = NAN;
@@ -342,8 +346,8 @@ static tune_status results_get_names(const json_t *o, const char *key, const cha
     for (*n = 0; *n < json_array_size(a); (*n)++) {
         const json_t *s = json_array_get(a, *n);
         if (!json_is_string(s))
-            return tune_error_set(err, TUNE_ERR_INVALID, where, "key '%s': item %zu is not a string",
-                                  key, *n);
+            return tune_error_set(err, TUNE_ERR_INVALID, where,
+                                  "key '%s': item %zu is not a string", key, *n);
         if (!(names[*n] = strdup(json_string_value(s))))
             return tune_error_set(err, TUNE_ERR_NOMEM, where, "out of memory");
     }
@@ -427,13 +431,20 @@ static tune_status results_get_time(const json_t *o, stats_summary *t, const cha
                               "key 'time_n': expected a non-negative integer");
     t->n = n && json_is_integer(n) ? (size_t)json_integer_value(n) : 0;
     tune_status st = results_get_num(o, "time_median", &t->median, where, err);
-    if (st == TUNE_OK) st = results_get_num(o, "time_mean", &t->mean, where, err);
-    if (st == TUNE_OK) st = results_get_num(o, "time_min", &t->min, where, err);
-    if (st == TUNE_OK) st = results_get_num(o, "time_max", &t->max, where, err);
-    if (st == TUNE_OK) st = results_get_num(o, "time_stdev", &t->stdev, where, err);
-    if (st == TUNE_OK) st = results_get_num(o, "time_stderr", &t->std_err, where, err);
-    if (st == TUNE_OK) st = results_get_num(o, "time_p10", &t->p10, where, err);
-    if (st == TUNE_OK) st = results_get_num(o, "time_p90", &t->p90, where, err);
+    if (st == TUNE_OK)
+        st = results_get_num(o, "time_mean", &t->mean, where, err);
+    if (st == TUNE_OK)
+        st = results_get_num(o, "time_min", &t->min, where, err);
+    if (st == TUNE_OK)
+        st = results_get_num(o, "time_max", &t->max, where, err);
+    if (st == TUNE_OK)
+        st = results_get_num(o, "time_stdev", &t->stdev, where, err);
+    if (st == TUNE_OK)
+        st = results_get_num(o, "time_stderr", &t->std_err, where, err);
+    if (st == TUNE_OK)
+        st = results_get_num(o, "time_p10", &t->p10, where, err);
+    if (st == TUNE_OK)
+        st = results_get_num(o, "time_p90", &t->p90, where, err);
     return st;
 }
 
@@ -444,10 +455,14 @@ static tune_status results_get_measures(const json_t *o, result_row *row, const 
         const char *key;
         double *dst;
     } nums[] = {
-        {"bytes", &row->bytes},         {"flops", &row->flops},
-        {"bandwidth", &row->bandwidth}, {"flop_rate", &row->flop_rate},
-        {"pct_read_bw", &row->pct_read_bw}, {"read_bw", &row->read_bw},
-        {"error", &row->error},         {"tolerance", &row->tolerance},
+        {"bytes", &row->bytes},
+        {"flops", &row->flops},
+        {"bandwidth", &row->bandwidth},
+        {"flop_rate", &row->flop_rate},
+        {"pct_read_bw", &row->pct_read_bw},
+        {"read_bw", &row->read_bw},
+        {"error", &row->error},
+        {"tolerance", &row->tolerance},
     };
     tune_status st = TUNE_OK;
     for (size_t i = 0; st == TUNE_OK && i < sizeof nums / sizeof *nums; i++)
@@ -462,8 +477,8 @@ static tune_status results_get_strings(const json_t *o, result_row *row, const c
         const char *key;
         char **dst;
     } strs[] = {
-        {"sweep", &row->sweep},   {"family", &row->family}, {"op", &row->op},
-        {"method", &row->method}, {"reason", &row->reason}, {"kernel", &row->kernel},
+        {"sweep", &row->sweep},   {"family", &row->family},       {"op", &row->op},
+        {"method", &row->method}, {"reason", &row->reason},       {"kernel", &row->kernel},
         {"device", &row->device}, {"timestamp", &row->timestamp},
     };
     tune_status st = TUNE_OK;
@@ -509,8 +524,7 @@ static tune_status results_read_line(char *line, const char *where, result_row *
     json_error_t jerr;
     json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
     if (!o)
-        return tune_error_set(err, TUNE_ERR_PARSE, where, "%s (column %d)", jerr.text,
-                              jerr.column);
+        return tune_error_set(err, TUNE_ERR_PARSE, where, "%s (column %d)", jerr.text, jerr.column);
     if (*n == *cap) {
         size_t c = *cap ? 2 * *cap : 64;
         result_row *r = realloc(*rows, c * sizeof *r);

@@ -143,15 +143,11 @@ Test(results, json_layout)
     char path[128];
     snprintf(path, sizeof path, "%s/raw.jsonl", tmpdir);
     const char *text = read_text(path);
-    cr_expect(strncmp(text, "{\"sweep\":\"sparq\",\"family\":\"gather_matmul\",\"op\":\"bmv\","
-                            "\"method\":\"custom\",\"g\":256,\"dtype\":\"float16\",\"chunk\":16,"
-                            "\"axes\":[\"g\",\"dtype\"],\"params\":[\"chunk\"],\"status\":\"ok\","
-                            "\"reason\":null,",
-                      strlen("{\"sweep\":\"sparq\",\"family\":\"gather_matmul\",\"op\":\"bmv\","
-                             "\"method\":\"custom\",\"g\":256,\"dtype\":\"float16\",\"chunk\":16,"
-                             "\"axes\":[\"g\",\"dtype\"],\"params\":[\"chunk\"],\"status\":\"ok\","
-                             "\"reason\":null,")) == 0,
-              "got %s", text);
+    const char *head = "{\"sweep\":\"sparq\",\"family\":\"gather_matmul\",\"op\":\"bmv\","
+                       "\"method\":\"custom\",\"g\":256,\"dtype\":\"float16\",\"chunk\":16,"
+                       "\"axes\":[\"g\",\"dtype\"],\"params\":[\"chunk\"],\"status\":\"ok\","
+                       "\"reason\":null,";
+    cr_expect(strncmp(text, head, strlen(head)) == 0, "got %s", text);
     cr_expect_not_null(strstr(text, "\"flops\":null,"));
     cr_expect_not_null(strstr(text, "\"time_n\":3,"));
     const char *second = strchr(text, '\n');
@@ -218,8 +214,8 @@ Test(results, bad_lines_name_the_line)
 {
     struct bad_case cases[] = {
         {GOOD GOOD "{\"method\":\"m\",\"g\":1,\n", TUNE_ERR_PARSE, ":3", "column"},
-        {GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[]}\n", TUNE_ERR_INVALID,
-         ":2", "missing key 'status'"},
+        {GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[]}\n", TUNE_ERR_INVALID, ":2",
+         "missing key 'status'"},
         {GOOD "\n" GOOD "{\"method\":\"m\",\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\"}\n",
          TUNE_ERR_INVALID, ":4", "missing key 'g'"},
         {"{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"fast\"}\n",

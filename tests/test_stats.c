@@ -24,7 +24,10 @@ static stats_case cases[] = {
     {{1, 11, 1, 1, 1}, 5, 1, 3, 1, 11, 4.4721359549995796, 2.0, 1, 7},
 };
 
-ParameterizedTestParameters(stats, summarize) { return cr_make_param_array(stats_case, cases, 4); }
+ParameterizedTestParameters(stats, summarize)
+{
+    return cr_make_param_array(stats_case, cases, 4);
+}
 
 ParameterizedTest(stats_case *c, stats, summarize)
 {
