@@ -1,0 +1,430 @@
+/* GPU tests of the gather_matmul family: every op, dtype and layout against a CPU reference on
+ * random inputs with awkward sizes; the baselines through the family's own check. Each test skips
+ * with the reason when no GPU is usable. CPU test: every variant of every sweep compiles. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "compile.h"
+#include "family.h"
+#include "gpu.h"
+
+extern const tune_family gather_matmul_family;
+
+typedef struct {
+    const char *op;
+    int64_t g, kp, k, n; /* kp: k_pre for inner ops, n_pre for the outer op */
+} gm_case;
+
+/* odd g, k not a power of two, k = 1, n not a multiple of chunk, k beyond one staging tile */
+static const gm_case cases[] = {
+    {"gather_inner_matrix_only_bmv", 3, 37, 1, 5},
+    {"gather_inner_matrix_only_bmv", 5, 100, 33, 130},
+    {"gather_inner_matrix_only_bmv", 2, 3000, 1100, 72},
+    {"gather_inner_bmv", 3, 37, 1, 5},
+    {"gather_inner_bmv", 7, 128, 24, 200},
+    {"gather_inner_bmv", 2, 2000, 1500, 40},
+    {"gather_outer_bmv", 3, 37, 1, 5},
+    {"gather_outer_bmv", 5, 300, 33, 130},
+    {"gather_outer_bmv", 2, 500, 1100, 17},
+};
+static const char *const dtypes[] = {"float16", "bfloat16", "float32"};
+static const int64_t chunks[] = {1, 3, 16, 64, 128};
+static const int64_t threads[] = {32, 256};
+
+static char no_gpu[2048];
+
+static void require_gpu(void)
+{
+    tune_error err = {0};
+    int n = 0;
+    if (gpu_count(&n, &err) != TUNE_OK) {
+        snprintf(no_gpu, sizeof no_gpu, "%s", err.message);
+        cr_skip_test("skipped: %s", no_gpu);
+    }
+    cr_assert_eq(gpu_select(0, &err), TUNE_OK, "%s", err.message);
+}
+
+/* ---- kernels compiled on demand (cached under the build's temp folder) ---- */
+
+typedef struct {
+    compile_job job;
+    gpu_library *lib;
+    void *kernel;
+} test_kernel;
+
+static test_kernel loaded[256];
+static size_t n_loaded;
+
+static void *get_kernel(void *ctx, const char *source, const char *name)
+{
+    (void)ctx;
+    for (size_t i = 0; i < n_loaded; i++)
+        if (strcmp(loaded[i].job.source, source) == 0 && strcmp(loaded[i].job.name, name) == 0)
+            return loaded[i].kernel;
+    cr_assert_lt(n_loaded, 256);
+    test_kernel *t = &loaded[n_loaded++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->job.source, sizeof t->job.source, "%s", source);
+    snprintf(t->job.name, sizeof t->job.name, "%s", name);
+    char kdir[4096];
+    cr_assert_not_null(compile_find_kernels_dir(kdir, sizeof kdir));
+    int dev = 0, major = 9, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    compile_options opt = {kdir, "/tmp/tune-test-cache", major * 10 + minor, 0};
+    tune_error err = {0};
+    cr_assert_eq(compile_run(&t->job, 1, &opt, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(t->job.status, TUNE_OK, "%s failed to compile: %s", name, t->job.log);
+    t->lib = gpu_library_load(t->job.cubin, &err);
+    cr_assert_not_null(t->lib, "%s", err.message);
+    t->kernel = gpu_library_kernel(t->lib, t->job.lowered, &err);
+    cr_assert_not_null(t->kernel, "%s", err.message);
+    return t->kernel;
+}
+
+/* ---- host data ---- */
+
+static uint16_t f32_to_half(float f)
+{
+    /* round to nearest even through the float bits; inputs are small normal numbers */
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t man = x & 0x7fffffu;
+    if (exp <= 0)
+        return (uint16_t)sign; /* flush tiny values (never drawn: |x| >= 2^-10 below) */
+    uint32_t h = sign | ((uint32_t)exp << 10) | (man >> 13);
+    uint32_t rest = man & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+        h++;
+    return (uint16_t)h;
+}
+
+static float half_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    uint32_t x = exp ? sign | ((exp + 112) << 23) | (man << 13) : sign;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+static float bf16_to_f32(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static uint64_t rng_state = 0x1234567u;
+static double rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+/* Random values exactly representable in dtype; returns the device copy, fills vals (doubles). */
+static void *device_values(const char *dtype, size_t n, double *vals)
+{
+    size_t ds = tune_dtype_size(dtype);
+    unsigned char *host = malloc(n * ds);
+    for (size_t i = 0; i < n; i++) {
+        float f = (float)(2.0 * rnd() - 1.0);
+        if (fabsf(f) < 1e-3f)
+            f = 0.5f;
+        if (ds == 4) {
+            memcpy(host + 4 * i, &f, 4);
+            vals[i] = f;
+        } else if (strcmp(dtype, "bfloat16") == 0) {
+            uint16_t h = f32_to_bf16(f);
+            memcpy(host + 2 * i, &h, 2);
+            vals[i] = bf16_to_f32(h);
+        } else {
+            uint16_t h = f32_to_half(f);
+            memcpy(host + 2 * i, &h, 2);
+            vals[i] = half_to_f32(h);
+        }
+    }
+    void *d = NULL;
+    cr_assert_eq(cudaMalloc(&d, n * ds), cudaSuccess);
+    cr_assert_eq(cudaMemcpy(d, host, n * ds, cudaMemcpyHostToDevice), cudaSuccess);
+    free(host);
+    return d;
+}
+
+static double host_value(const char *dtype, const void *buf, size_t i)
+{
+    if (tune_dtype_size(dtype) == 4)
+        return ((const float *)buf)[i];
+    uint16_t h = ((const uint16_t *)buf)[i];
+    return strcmp(dtype, "bfloat16") == 0 ? bf16_to_f32(h) : half_to_f32(h);
+}
+
+/* CPU reference in double, straight from the op definitions of DESIGN.md 6.1. */
+static void cpu_reference(const gm_case *c, int trans, const double *A, const double *B,
+                          const int *I, double *out)
+{
+    int op = strcmp(c->op, "gather_inner_bmv") == 0 ? 0 : strcmp(c->op, "gather_outer_bmv") == 0 ? 2 : 1;
+    for (int64_t gi = 0; gi < c->g; gi++)
+        for (int64_t j = 0; j < c->n; j++) {
+            double s = 0;
+            for (int64_t t = 0; t < c->k; t++) {
+                if (op == 2) {
+                    int64_t col = I[gi * c->n + j];
+                    double b = trans ? B[(gi * c->kp + col) * c->k + t] : B[(gi * c->k + t) * c->kp + col];
+                    s += A[gi * c->k + t] * b;
+                } else {
+                    int64_t r = I[gi * c->k + t];
+                    double a = op == 0 ? A[gi * c->kp + r] : A[gi * c->k + t];
+                    double b = trans ? B[(gi * c->n + j) * c->kp + r] : B[(gi * c->kp + r) * c->n + j];
+                    s += a * b;
+                }
+            }
+            out[gi * c->n + j] = s;
+        }
+}
+
+typedef struct {
+    void *A, *B, *out;
+    int *I;
+    double *hA, *hB, *ref;
+    size_t n_out;
+} case_data;
+
+static void case_setup(const gm_case *c, const char *dtype, int trans, case_data *d)
+{
+    int op2 = strcmp(c->op, "gather_outer_bmv") == 0;
+    size_t n_a = (size_t)(c->g * (strcmp(c->op, "gather_inner_bmv") == 0 ? c->kp : c->k));
+    size_t n_b = (size_t)(op2 ? c->g * c->k * c->kp : c->g * c->kp * c->n);
+    size_t n_i = (size_t)(c->g * (op2 ? c->n : c->k));
+    d->n_out = (size_t)(c->g * c->n);
+    d->hA = malloc(n_a * sizeof(double));
+    d->hB = malloc(n_b * sizeof(double));
+    d->ref = malloc(d->n_out * sizeof(double));
+    int *hI = malloc(n_i * sizeof(int));
+    for (size_t i = 0; i < n_i; i++)
+        hI[i] = (int)(rnd() * (double)c->kp);
+    d->A = device_values(dtype, n_a, d->hA);
+    d->B = device_values(dtype, n_b, d->hB);
+    cr_assert_eq(cudaMalloc((void **)&d->I, n_i * sizeof(int)), cudaSuccess);
+    cr_assert_eq(cudaMemcpy(d->I, hI, n_i * sizeof(int), cudaMemcpyHostToDevice), cudaSuccess);
+    cr_assert_eq(cudaMalloc(&d->out, d->n_out * sizeof(float)), cudaSuccess);
+    cpu_reference(c, trans, d->hA, d->hB, hI, d->ref);
+    free(hI);
+}
+
+static void case_free(case_data *d)
+{
+    cudaFree(d->A);
+    cudaFree(d->B);
+    cudaFree(d->I);
+    cudaFree(d->out);
+    free(d->hA);
+    free(d->hB);
+    free(d->ref);
+}
+
+/* ||out - ref|| / ||ref|| with out read back from the device in dtype (or fp32 for as_f32). */
+static double case_error(const case_data *d, const char *dtype, int as_f32)
+{
+    size_t ds = as_f32 ? 4 : tune_dtype_size(dtype);
+    unsigned char *h = malloc(d->n_out * ds);
+    cr_assert_eq(cudaMemcpy(h, d->out, d->n_out * ds, cudaMemcpyDeviceToHost), cudaSuccess);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < d->n_out; i++) {
+        double o = host_value(as_f32 ? "float32" : dtype, h, i);
+        if (!isfinite(o)) {
+            free(h);
+            return INFINITY;
+        }
+        num += (o - d->ref[i]) * (o - d->ref[i]);
+        den += d->ref[i] * d->ref[i];
+    }
+    free(h);
+    return sqrt(num / den);
+}
+
+static double tolerance(const char *dtype)
+{
+    return tune_dtype_size(dtype) == 4 ? 1e-5 : strcmp(dtype, "bfloat16") == 0 ? 1.6e-2 : 2e-3;
+}
+
+static void case_point(const gm_case *c, const char *dtype, int trans, const char *method,
+                       int64_t chunk, int64_t thr, tune_point *p)
+{
+    memset(p, 0, sizeof *p);
+    int op2 = strcmp(c->op, "gather_outer_bmv") == 0;
+    point_set_str(p, "op", c->op);
+    point_set_str(p, "method", method);
+    point_set_str(p, "dtype", dtype);
+    point_set_int(p, "transpose_B", trans);
+    point_set_int(p, "g", c->g);
+    point_set_int(p, "k", c->k);
+    point_set_int(p, "n", c->n);
+    point_set_int(p, op2 ? "n_pre" : "k_pre", c->kp);
+    point_set_int(p, "chunk", chunk);
+    point_set_int(p, "threads", thr);
+}
+
+static void launch_kernel(void *kernel, const gm_case *c, case_data *d, unsigned grid, unsigned block)
+{
+    int g = (int)c->g, k = (int)c->k, kp = (int)c->kp, n = (int)c->n;
+    void *args[] = {&d->A, &d->B, &d->I, &d->out, &g, &k, &kp, &n};
+    tune_error err = {0};
+    cr_assert_eq(cudaMemset(d->out, 0xff, d->n_out * 4), cudaSuccess);
+    cr_assert_eq(gpu_launch(kernel, grid, block, 0, NULL, args, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "kernel faulted");
+}
+
+Test(gather_matmul_gpu, reference_kernel_matches_cpu)
+{
+    require_gpu();
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (size_t di = 0; di < 3; di++)
+            for (int trans = 0; trans < 2; trans++) {
+                const gm_case *c = &cases[ci];
+                case_data d;
+                case_setup(c, dtypes[di], trans, &d);
+                tune_point p;
+                case_point(c, dtypes[di], trans, "custom", 64, 256, &p);
+                family_kernel_ref refs[FAMILY_MAX_KERNELS];
+                char why[256];
+                int nr = gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+                cr_assert_geq(nr, 2, "%s", why);
+                void *k = get_kernel(NULL, refs[1].source, refs[1].name); /* gm_reference */
+                launch_kernel(k, c, &d, (unsigned)((d.n_out + 255) / 256), 256);
+                double e = case_error(&d, dtypes[di], 1);
+                cr_expect_leq(e, 1e-6, "%s %s trans=%d g=%lld k=%lld n=%lld: error %g", c->op,
+                              dtypes[di], trans, (long long)c->g, (long long)c->k,
+                              (long long)c->n, e);
+                case_free(&d);
+            }
+}
+
+Test(gather_matmul_gpu, custom_kernels_match_cpu, .timeout = 600)
+{
+    require_gpu();
+    size_t checked = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (size_t di = 0; di < 3; di++)
+            for (int trans = 0; trans < 2; trans++) {
+                const gm_case *c = &cases[ci];
+                case_data d;
+                case_setup(c, dtypes[di], trans, &d);
+                for (size_t hi = 0; hi < 5; hi++)
+                    for (size_t ti = 0; ti < 2; ti++) {
+                        tune_point p;
+                        case_point(c, dtypes[di], trans, "custom", chunks[hi], threads[ti], &p);
+                        family_kernel_ref refs[FAMILY_MAX_KERNELS];
+                        char why[256];
+                        if (gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why,
+                                                         sizeof why) < 0)
+                            continue; /* e.g. chunk too wide for 32 threads: a skipped config */
+                        void *k = get_kernel(NULL, refs[0].source, refs[0].name);
+                        int64_t grid = c->g * ((c->n + chunks[hi] - 1) / chunks[hi]);
+                        launch_kernel(k, c, &d, (unsigned)grid, (unsigned)threads[ti]);
+                        double e = case_error(&d, dtypes[di], 0);
+                        cr_expect_leq(e, tolerance(dtypes[di]), "%s %s: error %g", refs[0].name,
+                                      c->op, e);
+                        checked++;
+                    }
+                case_free(&d);
+            }
+    cr_expect_gt(checked, 400, "only %zu kernel configurations ran", checked);
+}
+
+static void run_family_check(const char *method)
+{
+    const tune_family *fam = &gather_matmul_family;
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    cr_assert_eq(cudaStreamCreate(&stream), cudaSuccess);
+    cr_assert_eq(cublasCreate(&cublas), CUBLAS_STATUS_SUCCESS);
+    cublasSetStream(cublas, stream);
+    family_env env = {0, stream, cublas, 50u << 20, 42, get_kernel, NULL};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (size_t di = 0; di < 3; di++)
+            for (int trans = 0; trans < 2; trans++) {
+                tune_point p;
+                case_point(&cases[ci], dtypes[di], trans, method, 16, 256, &p);
+                family_kernel_ref refs[FAMILY_MAX_KERNELS];
+                char why[256];
+                int nr = fam->kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+                if (nr < 0)
+                    continue; /* slice needs k <= k_pre */
+                for (int r = 0; r < nr; r++)
+                    get_kernel(NULL, refs[r].source, refs[r].name);
+                tune_error err = {0};
+                void *state = fam->shape_init(&env, &p, &err);
+                cr_assert_not_null(state, "%s", err.message);
+                double e, tol;
+                cr_assert_eq(fam->prepare(state, &p, &err), TUNE_OK, "%s", err.message);
+                cr_assert_eq(fam->check(state, &e, &tol, &err), TUNE_OK, "%s", err.message);
+                cr_expect_leq(e, tol, "%s %s %s trans=%d: error %g > %g", method, cases[ci].op,
+                              dtypes[di], trans, e, tol);
+                fam->shape_free(state);
+            }
+    cublasDestroy(cublas);
+    cudaStreamDestroy(stream);
+}
+
+Test(gather_matmul_gpu, gather_baseline_passes_check) { require_gpu(); run_family_check("gather"); }
+Test(gather_matmul_gpu, slice_baseline_passes_check) { require_gpu(); run_family_check("slice"); }
+Test(gather_matmul_gpu, custom_passes_family_check) { require_gpu(); run_family_check("custom"); }
+
+/* CPU: the family refuses configurations it cannot run, with a reason. */
+Test(gather_matmul, refuses_impossible_configs)
+{
+    tune_point p;
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[256] = "";
+    case_point(&cases[1], "float16", 0, "custom", 4096, 32, &p);
+    cr_expect_lt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_expect(strstr(why, "exceeds threads") != NULL, "why: %s", why);
+    case_point(&cases[2], "float16", 0, "slice", 16, 256, &p);
+    point_set_int(&p, "k", 5000);
+    cr_expect_lt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_expect(strstr(why, "slice needs k <= k_pre") != NULL, "why: %s", why);
+    case_point(&cases[1], "float16", 0, "custom", 64, 100, &p);
+    cr_expect_lt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_expect(strstr(why, "multiple of 32") != NULL, "why: %s", why);
+}
+
+/* CPU: vector width follows n and chunk (16-byte loads when both allow). */
+Test(gather_matmul, instantiation_names)
+{
+    tune_point p;
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[256];
+    gm_case c = {"gather_inner_matrix_only_bmv", 256, 1024, 64, 128};
+    case_point(&c, "float16", 0, "custom", 128, 256, &p);
+    cr_assert_gt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_expect_str_eq(refs[0].name, "gm_rows<half_t, 1, 128, 8, 256>");
+    c.n = 130;
+    case_point(&c, "float32", 0, "custom", 128, 256, &p);
+    cr_assert_gt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_expect_str_eq(refs[0].name, "gm_rows<float, 1, 128, 2, 256>");
+    gm_case o = {"gather_outer_bmv", 32, 4096, 128, 256};
+    case_point(&o, "bfloat16", 1, "custom", 16, 256, &p);
+    cr_assert_gt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_expect_str_eq(refs[0].name, "gm_cols<bf16_t, 2, 16, 8, 16, 256>");
+}
