@@ -6,7 +6,7 @@
  *
  * Paths: "$" is the root; ".name" selects an object member whose key matches
  * [A-Za-z_][A-Za-z0-9_]*; "[\"any key\"]" selects any member (JSON string escapes); "[N]" an array
- * element (0-based). jsonloc_path_append builds such paths.
+ * element (0-based). jsonloc_path_key and jsonloc_path_index build such paths.
  * Positions are 1-based; columns count bytes. For duplicate keys the last one wins (as Jansson).
  */
 #ifndef TUNE_JSONLOC_H
