@@ -15,9 +15,28 @@
 #define EXPR_TOKEN_SHOWN 40 /* bytes of a token quoted in an error message */
 
 typedef enum {
-    TOK_END, TOK_INT, TOK_FLOAT, TOK_STR, TOK_NAME, TOK_LPAREN, TOK_RPAREN, TOK_COMMA,
-    TOK_OR, TOK_AND, TOK_EQ, TOK_NE, TOK_LT, TOK_LE, TOK_GT, TOK_GE,
-    TOK_ADD, TOK_SUB, TOK_MUL, TOK_DIV, TOK_MOD, TOK_NOT
+    TOK_END,
+    TOK_INT,
+    TOK_FLOAT,
+    TOK_STR,
+    TOK_NAME,
+    TOK_LPAREN,
+    TOK_RPAREN,
+    TOK_COMMA,
+    TOK_OR,
+    TOK_AND,
+    TOK_EQ,
+    TOK_NE,
+    TOK_LT,
+    TOK_LE,
+    TOK_GT,
+    TOK_GE,
+    TOK_ADD,
+    TOK_SUB,
+    TOK_MUL,
+    TOK_DIV,
+    TOK_MOD,
+    TOK_NOT
 } tok_type;
 
 static const char *const tok_op_text[] = {
@@ -35,12 +54,23 @@ static const struct {
     const char *name;
     size_t min_args, max_args;
 } expr_fns[FN_COUNT] = {
-    [FN_MIN] = {"min", 2, SIZE_MAX},      [FN_MAX] = {"max", 2, SIZE_MAX},
-    [FN_ABS] = {"abs", 1, 1},             [FN_FLOOR_POW2] = {"floor_pow2", 1, 1},
-    [FN_CEIL_POW2] = {"ceil_pow2", 1, 1}, [FN_LOG2] = {"log2", 1, 1},
+    [FN_MIN] = {"min", 2, SIZE_MAX},
+    [FN_MAX] = {"max", 2, SIZE_MAX},
+    [FN_ABS] = {"abs", 1, 1},
+    [FN_FLOOR_POW2] = {"floor_pow2", 1, 1},
+    [FN_CEIL_POW2] = {"ceil_pow2", 1, 1},
+    [FN_LOG2] = {"log2", 1, 1},
 };
 
-typedef enum { NODE_INT, NODE_FLOAT, NODE_STR, NODE_NAME, NODE_UNARY, NODE_BINARY, NODE_CALL } node_kind;
+typedef enum {
+    NODE_INT,
+    NODE_FLOAT,
+    NODE_STR,
+    NODE_NAME,
+    NODE_UNARY,
+    NODE_BINARY,
+    NODE_CALL
+} node_kind;
 
 typedef struct node {
     node_kind kind;
@@ -102,7 +132,10 @@ static void sbuf_add(sbuf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
-static void sbuf_puts(sbuf *b, const char *s) { sbuf_add(b, s, strlen(s)); }
+static void sbuf_puts(sbuf *b, const char *s)
+{
+    sbuf_add(b, s, strlen(s));
+}
 
 /* ---- Errors ---- */
 
@@ -123,7 +156,10 @@ static int parse_fail(parser *ps, size_t col, tune_status code, const char *fmt,
     return -1;
 }
 
-static size_t tok_col(const token *t) { return t->start + 1; }
+static size_t tok_col(const token *t)
+{
+    return t->start + 1;
+}
 
 /* "'text'" of the current token, or "end of expression". */
 static const char *tok_describe(const parser *ps, char *buf, size_t size)
@@ -140,9 +176,18 @@ static const char *tok_describe(const parser *ps, char *buf, size_t size)
 
 /* ---- Tokenizer ---- */
 
-static int is_digit(char c) { return c >= '0' && c <= '9'; }
-static int is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static int is_alnum(char c) { return is_alpha(c) || is_digit(c); }
+static int is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+static int is_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+static int is_alnum(char c)
+{
+    return is_alpha(c) || is_digit(c);
+}
 
 static size_t skip_digits(const char *s, size_t i)
 {
@@ -205,9 +250,9 @@ static size_t lex_operator(const char *s, tok_type *type)
         const char *text;
         tok_type type;
     } ops[] = {
-        {"||", TOK_OR}, {"&&", TOK_AND}, {"==", TOK_EQ}, {"!=", TOK_NE}, {"<=", TOK_LE},
-        {">=", TOK_GE}, {"<", TOK_LT},   {">", TOK_GT},  {"+", TOK_ADD}, {"-", TOK_SUB},
-        {"*", TOK_MUL}, {"/", TOK_DIV},  {"%", TOK_MOD}, {"!", TOK_NOT}, {"(", TOK_LPAREN},
+        {"||", TOK_OR},    {"&&", TOK_AND},  {"==", TOK_EQ}, {"!=", TOK_NE}, {"<=", TOK_LE},
+        {">=", TOK_GE},    {"<", TOK_LT},    {">", TOK_GT},  {"+", TOK_ADD}, {"-", TOK_SUB},
+        {"*", TOK_MUL},    {"/", TOK_DIV},   {"%", TOK_MOD}, {"!", TOK_NOT}, {"(", TOK_LPAREN},
         {")", TOK_RPAREN}, {",", TOK_COMMA},
     };
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
@@ -223,7 +268,7 @@ static size_t lex_operator(const char *s, tok_type *type)
 static int lex_bad_char(parser *ps, size_t i)
 {
     char c = ps->text[i];
-    const char *hint = c == '=' ? " (did you mean '=='?)"
+    const char *hint = c == '='   ? " (did you mean '=='?)"
                        : c == '&' ? " (did you mean '&&'?)"
                        : c == '|' ? " (did you mean '||'?)"
                                   : "";
@@ -336,12 +381,26 @@ static node *parse_level(parser *ps, int level);
 static int op_level(tok_type t)
 {
     switch (t) {
-    case TOK_OR: return LEVEL_OR;
-    case TOK_AND: return LEVEL_AND;
-    case TOK_EQ: case TOK_NE: case TOK_LT: case TOK_LE: case TOK_GT: case TOK_GE: return LEVEL_CMP;
-    case TOK_ADD: case TOK_SUB: return LEVEL_ADD;
-    case TOK_MUL: case TOK_DIV: case TOK_MOD: return LEVEL_MUL;
-    default: return 0;
+    case TOK_OR:
+        return LEVEL_OR;
+    case TOK_AND:
+        return LEVEL_AND;
+    case TOK_EQ:
+    case TOK_NE:
+    case TOK_LT:
+    case TOK_LE:
+    case TOK_GT:
+    case TOK_GE:
+        return LEVEL_CMP;
+    case TOK_ADD:
+    case TOK_SUB:
+        return LEVEL_ADD;
+    case TOK_MUL:
+    case TOK_DIV:
+    case TOK_MOD:
+        return LEVEL_MUL;
+    default:
+        return 0;
     }
 }
 
@@ -352,8 +411,8 @@ static node *parse_int(parser *ps)
     for (size_t k = 0; k < t->len; k++) {
         int64_t d = ps->text[t->start + k] - '0';
         if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d, &v)) {
-            parse_fail(ps, tok_col(t), TUNE_ERR_PARSE, "integer literal too large (max %" PRId64 ")",
-                       INT64_MAX);
+            parse_fail(ps, tok_col(t), TUNE_ERR_PARSE,
+                       "integer literal too large (max %" PRId64 ")", INT64_MAX);
             return NULL;
         }
     }
@@ -452,8 +511,9 @@ static node *parse_call(parser *ps, const token *name)
     } while (ps->tok.type == TOK_COMMA);
     if (ps->tok.type != TOK_RPAREN || lex_next(ps)) {
         char got[64];
-        parse_fail(ps, tok_col(&ps->tok), TUNE_ERR_PARSE, "expected ')' after arguments of %s, got %s",
-                   expr_fns[fn].name, tok_describe(ps, got, sizeof got));
+        parse_fail(ps, tok_col(&ps->tok), TUNE_ERR_PARSE,
+                   "expected ')' after arguments of %s, got %s", expr_fns[fn].name,
+                   tok_describe(ps, got, sizeof got));
         node_free(n);
         return NULL;
     }
@@ -468,8 +528,9 @@ static node *parse_group(parser *ps)
         return NULL;
     if (ps->tok.type != TOK_RPAREN) {
         char got[64];
-        parse_fail(ps, tok_col(&ps->tok), TUNE_ERR_PARSE, "expected ')' to close '(' at col %zu, got %s",
-                   open, tok_describe(ps, got, sizeof got));
+        parse_fail(ps, tok_col(&ps->tok), TUNE_ERR_PARSE,
+                   "expected ')' to close '(' at col %zu, got %s", open,
+                   tok_describe(ps, got, sizeof got));
         node_free(n);
         return NULL;
     }
@@ -485,18 +546,28 @@ static node *parse_primary(parser *ps)
     token t = ps->tok;
     node *n = NULL;
     switch (t.type) {
-    case TOK_INT: n = parse_int(ps); break;
-    case TOK_FLOAT: n = parse_float(ps); break;
-    case TOK_STR: n = parse_string(ps); break;
-    case TOK_LPAREN: return parse_group(ps);
+    case TOK_INT:
+        n = parse_int(ps);
+        break;
+    case TOK_FLOAT:
+        n = parse_float(ps);
+        break;
+    case TOK_STR:
+        n = parse_string(ps);
+        break;
+    case TOK_LPAREN:
+        return parse_group(ps);
     case TOK_NAME:
         if (lex_next(ps))
             return NULL;
         return ps->tok.type == TOK_LPAREN ? parse_call(ps, &t) : parse_name(ps, &t);
-    case TOK_END: parse_fail(ps, tok_col(&t), TUNE_ERR_PARSE, "unexpected end of expression"); return NULL;
+    case TOK_END:
+        parse_fail(ps, tok_col(&t), TUNE_ERR_PARSE, "unexpected end of expression");
+        return NULL;
     default: {
         char got[64];
-        parse_fail(ps, tok_col(&t), TUNE_ERR_PARSE, "expected a number, name, string or '(', got %s",
+        parse_fail(ps, tok_col(&t), TUNE_ERR_PARSE,
+                   "expected a number, name, string or '(', got %s",
                    tok_describe(ps, got, sizeof got));
         return NULL;
     }
@@ -645,9 +716,12 @@ static void format_double(double f, char *buf, size_t size)
 static int node_level(const node *n)
 {
     switch (n->kind) {
-    case NODE_UNARY: return LEVEL_UNARY;
-    case NODE_BINARY: return op_level((tok_type)n->op);
-    default: return LEVEL_PRIMARY;
+    case NODE_UNARY:
+        return LEVEL_UNARY;
+    case NODE_BINARY:
+        return op_level((tok_type)n->op);
+    default:
+        return LEVEL_PRIMARY;
     }
 }
 
@@ -666,7 +740,11 @@ static void write_string(sbuf *b, const char *s)
 {
     sbuf_puts(b, "\"");
     for (; *s; s++) {
-        const char *esc = *s == '"' ? "\\\"" : *s == '\\' ? "\\\\" : *s == '\n' ? "\\n" : *s == '\t' ? "\\t" : NULL;
+        const char *esc = *s == '"'    ? "\\\""
+                          : *s == '\\' ? "\\\\"
+                          : *s == '\n' ? "\\n"
+                          : *s == '\t' ? "\\t"
+                                       : NULL;
         if (esc)
             sbuf_puts(b, esc);
         else
@@ -688,8 +766,12 @@ static void write_node(sbuf *b, const node *n)
         format_double(n->f, num, sizeof num);
         sbuf_puts(b, num);
         break;
-    case NODE_STR: write_string(b, n->s); break;
-    case NODE_NAME: sbuf_puts(b, n->s); break;
+    case NODE_STR:
+        write_string(b, n->s);
+        break;
+    case NODE_NAME:
+        sbuf_puts(b, n->s);
+        break;
     case NODE_UNARY:
         sbuf_puts(b, tok_op_text[n->op]);
         write_operand(b, n->kids[0], node_level(n->kids[0]) < LEVEL_UNARY);
@@ -726,7 +808,10 @@ static char *node_to_string(const node *n)
     return b.p;
 }
 
-char *expr_to_string(const expr *e) { return e ? node_to_string(e->root) : NULL; }
+char *expr_to_string(const expr *e)
+{
+    return e ? node_to_string(e->root) : NULL;
+}
 
 /* ---- Evaluation ---- */
 
@@ -764,9 +849,15 @@ static tune_status eval_int_arith(const node *n, int64_t x, int64_t y, expr_valu
     int64_t r = 0;
     int overflow = 0;
     switch (n->op) {
-    case TOK_ADD: overflow = __builtin_add_overflow(x, y, &r); break;
-    case TOK_SUB: overflow = __builtin_sub_overflow(x, y, &r); break;
-    case TOK_MUL: overflow = __builtin_mul_overflow(x, y, &r); break;
+    case TOK_ADD:
+        overflow = __builtin_add_overflow(x, y, &r);
+        break;
+    case TOK_SUB:
+        overflow = __builtin_sub_overflow(x, y, &r);
+        break;
+    case TOK_MUL:
+        overflow = __builtin_mul_overflow(x, y, &r);
+        break;
     case TOK_DIV:
         if (y == 0)
             return eval_fail(env, n, "division by zero");
@@ -794,9 +885,15 @@ static tune_status eval_arith(const node *n, expr_value a, expr_value b, expr_va
         return eval_int_arith(n, a.i, b.i, out, env);
     double x = expr_value_as_double(a), y = expr_value_as_double(b);
     switch (n->op) {
-    case TOK_ADD: *out = expr_float(x + y); break;
-    case TOK_SUB: *out = expr_float(x - y); break;
-    case TOK_MUL: *out = expr_float(x * y); break;
+    case TOK_ADD:
+        *out = expr_float(x + y);
+        break;
+    case TOK_SUB:
+        *out = expr_float(x - y);
+        break;
+    case TOK_MUL:
+        *out = expr_float(x * y);
+        break;
     case TOK_DIV:
         if (y == 0)
             return eval_fail(env, n, "division by zero");
@@ -811,7 +908,10 @@ static tune_status eval_arith(const node *n, expr_value a, expr_value b, expr_va
     return TUNE_OK;
 }
 
-static const char *str_or_empty(const char *s) { return s ? s : ""; }
+static const char *str_or_empty(const char *s)
+{
+    return s ? s : "";
+}
 
 /* -1, 0 or 1 as a <=> b; *unordered for NaN. */
 static int compare_numbers(expr_value a, expr_value b, int *unordered)
@@ -839,12 +939,24 @@ static tune_status eval_compare(const node *n, expr_value a, expr_value b, expr_
     }
     int r = 0;
     switch (n->op) {
-    case TOK_EQ: r = !unordered && c == 0; break;
-    case TOK_NE: r = unordered || c != 0; break;
-    case TOK_LT: r = !unordered && c < 0; break;
-    case TOK_LE: r = !unordered && c <= 0; break;
-    case TOK_GT: r = !unordered && c > 0; break;
-    case TOK_GE: r = !unordered && c >= 0; break;
+    case TOK_EQ:
+        r = !unordered && c == 0;
+        break;
+    case TOK_NE:
+        r = unordered || c != 0;
+        break;
+    case TOK_LT:
+        r = !unordered && c < 0;
+        break;
+    case TOK_LE:
+        r = !unordered && c <= 0;
+        break;
+    case TOK_GT:
+        r = !unordered && c > 0;
+        break;
+    case TOK_GE:
+        r = !unordered && c >= 0;
+        break;
     }
     *out = expr_int(r);
     return TUNE_OK;
@@ -958,11 +1070,11 @@ static tune_status eval_call(const node *n, const eval_env *env, expr_value *out
     size_t lo = expr_fns[n->op].min_args, hi = expr_fns[n->op].max_args;
     if (n->n_kids < lo || n->n_kids > hi) {
         if (lo == hi)
-            return eval_fail(env, n, "%s takes %zu argument%s, got %zu", name, lo, lo == 1 ? "" : "s",
-                             n->n_kids);
+            return eval_fail(env, n, "%s takes %zu argument%s, got %zu", name, lo,
+                             lo == 1 ? "" : "s", n->n_kids);
         return eval_fail(env, n, "%s takes at least %zu arguments, got %zu", name, lo, n->n_kids);
     }
-    expr_value *args = malloc(n->n_kids * sizeof *args);
+    expr_value *args = calloc(n->n_kids, sizeof *args);
     if (!args)
         return tune_error_set(env->err, TUNE_ERR_NOMEM, "", "out of memory evaluating %s", name);
     tune_status st = TUNE_OK;
@@ -987,13 +1099,23 @@ static tune_status eval_name(const node *n, const eval_env *env, expr_value *out
 static tune_status eval_node(const node *n, const eval_env *env, expr_value *out)
 {
     switch (n->kind) {
-    case NODE_INT: *out = expr_int(n->i); return TUNE_OK;
-    case NODE_FLOAT: *out = expr_float(n->f); return TUNE_OK;
-    case NODE_STR: *out = expr_str(n->s); return TUNE_OK;
-    case NODE_NAME: return eval_name(n, env, out);
-    case NODE_UNARY: return eval_unary(n, env, out);
-    case NODE_BINARY: return eval_binary(n, env, out);
-    case NODE_CALL: return eval_call(n, env, out);
+    case NODE_INT:
+        *out = expr_int(n->i);
+        return TUNE_OK;
+    case NODE_FLOAT:
+        *out = expr_float(n->f);
+        return TUNE_OK;
+    case NODE_STR:
+        *out = expr_str(n->s);
+        return TUNE_OK;
+    case NODE_NAME:
+        return eval_name(n, env, out);
+    case NODE_UNARY:
+        return eval_unary(n, env, out);
+    case NODE_BINARY:
+        return eval_binary(n, env, out);
+    case NODE_CALL:
+        return eval_call(n, env, out);
     }
     return TUNE_ERR_EVAL;
 }
@@ -1016,18 +1138,24 @@ tune_status expr_eval(const expr *e, expr_lookup_fn lookup, void *ctx, expr_valu
 double expr_value_as_double(expr_value v)
 {
     switch (v.type) {
-    case EXPR_INT: return (double)v.i;
-    case EXPR_FLOAT: return v.f;
-    default: return NAN;
+    case EXPR_INT:
+        return (double)v.i;
+    case EXPR_FLOAT:
+        return v.f;
+    default:
+        return NAN;
     }
 }
 
 int expr_value_truthy(expr_value v)
 {
     switch (v.type) {
-    case EXPR_INT: return v.i != 0;
-    case EXPR_FLOAT: return v.f != 0;
-    default: return v.s && v.s[0];
+    case EXPR_INT:
+        return v.i != 0;
+    case EXPR_FLOAT:
+        return v.f != 0;
+    default:
+        return v.s && v.s[0];
     }
 }
 
@@ -1044,14 +1172,18 @@ const char *expr_value_format(expr_value v, char *buf, size_t size)
     if (!buf || size == 0)
         return buf;
     switch (v.type) {
-    case EXPR_INT: snprintf(buf, size, "%" PRId64, v.i); break;
+    case EXPR_INT:
+        snprintf(buf, size, "%" PRId64, v.i);
+        break;
     case EXPR_FLOAT: {
         char tmp[64];
         format_double(v.f, tmp, sizeof tmp);
         snprintf(buf, size, "%s", tmp);
         break;
     }
-    default: snprintf(buf, size, "%s", str_or_empty(v.s)); break;
+    default:
+        snprintf(buf, size, "%s", str_or_empty(v.s));
+        break;
     }
     return buf;
 }

@@ -44,7 +44,10 @@ static void skip_ws(cursor *c)
         cursor_advance(c);
 }
 
-static int is_digit(char ch) { return ch >= '0' && ch <= '9'; }
+static int is_digit(char ch)
+{
+    return ch >= '0' && ch <= '9';
+}
 
 static void sink_put(str_sink *s, const char *bytes, size_t n)
 {
@@ -56,7 +59,10 @@ static void sink_put(str_sink *s, const char *bytes, size_t n)
     }
 }
 
-static int sink_matches(const str_sink *s) { return !s->differs && s->n == s->key_len; }
+static int sink_matches(const str_sink *s)
+{
+    return !s->differs && s->n == s->key_len;
+}
 
 /* Four hex digits after "\u"; -1 when malformed. */
 static long read_hex4(cursor *c)
@@ -64,7 +70,7 @@ static long read_hex4(cursor *c)
     long v = 0;
     for (int k = 0; k < 4; k++) {
         char ch = *c->p;
-        int d = is_digit(ch) ? ch - '0'
+        int d = is_digit(ch)               ? ch - '0'
                 : (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10
                 : (ch >= 'A' && ch <= 'F') ? ch - 'A' + 10
                                            : -1;
@@ -334,8 +340,14 @@ typedef struct {
     size_t key_len;
 } path_seg;
 
-static int is_ident_start(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_'; }
-static int is_ident_char(char ch) { return is_ident_start(ch) || is_digit(ch); }
+static int is_ident_start(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
+}
+static int is_ident_char(char ch)
+{
+    return is_ident_start(ch) || is_digit(ch);
+}
 
 /* Next segment of a path at *pp; a ["..."] key is decoded into keybuf. */
 static int path_next(const char **pp, path_seg *seg, char *keybuf)
@@ -385,7 +397,8 @@ static int follow_path(cursor *c, const char *path, char *keybuf, cursor *key_at
         path_seg seg;
         if (path_next(&p, &seg, keybuf))
             return -1;
-        if (seg.is_index ? find_element(c, seg.index) : find_member(c, seg.key, seg.key_len, key_at))
+        if (seg.is_index ? find_element(c, seg.index)
+                         : find_member(c, seg.key, seg.key_len, key_at))
             return -1;
         if (seg.is_index)
             *key_at = *c;

@@ -86,7 +86,8 @@ const char *point_format(const tune_point *p, char *buf, size_t size)
     for (size_t k = 0; p && k < p->n && len < size; k++) {
         char num[64];
         expr_value v = p->vals[k];
-        const char *text = v.type == EXPR_STR ? (v.s ? v.s : "") : expr_value_format(v, num, sizeof num);
+        const char *text =
+            v.type == EXPR_STR ? (v.s ? v.s : "") : expr_value_format(v, num, sizeof num);
         int n = snprintf(buf + len, size - len, "%s%s=%s", k ? " " : "", p->names[k], text);
         if (n < 0)
             break;

@@ -1,8 +1,8 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,22 +127,10 @@ typedef struct {
 } float_case;
 
 static float_case float_cases[] = {
-    {"7 / 2.0", 3.5},
-    {"7.0 / 2", 3.5},
-    {"7.5 % 2", 1.5},
-    {"-7.5 % 2", -1.5},
-    {"2 * half", 1.0},
-    {"half + 1", 1.5},
-    {"-2.5", -2.5},
-    {"1e3", 1000.0},
-    {".5 + 1", 1.5},
-    {"2.5E-1", 0.25},
-    {"min(2, 1.5)", 1.5},
-    {"max(1, 2.0)", 2.0},
-    {"min(1, 2.0)", 1.0},
-    {"abs(-2.5)", 2.5},
-    {"log2(8)", 3.0},
-    {"log2(0.5)", -1.0},
+    {"7 / 2.0", 3.5},     {"7.0 / 2", 3.5},   {"7.5 % 2", 1.5},     {"-7.5 % 2", -1.5},
+    {"2 * half", 1.0},    {"half + 1", 1.5},  {"-2.5", -2.5},       {"1e3", 1000.0},
+    {".5 + 1", 1.5},      {"2.5E-1", 0.25},   {"min(2, 1.5)", 1.5}, {"max(1, 2.0)", 2.0},
+    {"min(1, 2.0)", 1.0}, {"abs(-2.5)", 2.5}, {"log2(8)", 3.0},     {"log2(0.5)", -1.0},
     {"log2(k)", 8.0},
 };
 
@@ -222,7 +210,8 @@ static error_case eval_errors[] = {
     {"floor_pow2(0)", "col 1", "floor_pow2 needs an integer >= 1, got 0 in 'floor_pow2(0)'"},
     {"ceil_pow2(-3)", "col 1", "ceil_pow2 needs an integer >= 1, got -3 in 'ceil_pow2(-3)'"},
     {"ceil_pow2(2.5)", "col 1", "ceil_pow2 needs an integer >= 1, got 2.5 in 'ceil_pow2(2.5)'"},
-    {"floor_pow2(dtype)", "col 1", "floor_pow2 needs an integer >= 1, got a string in 'floor_pow2(dtype)'"},
+    {"floor_pow2(dtype)", "col 1",
+     "floor_pow2 needs an integer >= 1, got a string in 'floor_pow2(dtype)'"},
     {"log2(0)", "col 1", "log2 needs a positive number in 'log2(0)'"},
     {"log2(-1.5)", "col 1", "log2 needs a positive number in 'log2(-1.5)'"},
     {"log2(dtype)", "col 1", "log2 needs a number, got a string in 'log2(dtype)'"},
@@ -291,7 +280,8 @@ static error_case parse_errors[] = {
 
 ParameterizedTestParameters(expr, parse_error)
 {
-    return cr_make_param_array(error_case, parse_errors, sizeof parse_errors / sizeof parse_errors[0]);
+    return cr_make_param_array(error_case, parse_errors,
+                               sizeof parse_errors / sizeof parse_errors[0]);
 }
 
 ParameterizedTest(error_case *c, expr, parse_error)
@@ -527,8 +517,10 @@ static void text_add(char *text, size_t size, const char *piece)
 /* A random well-formed expression with random spacing and redundant parentheses. */
 static void gen_expr(char *text, size_t size, uint64_t *rng, int depth)
 {
-    static const char *const leaves[] = {"a", "b", "k", "dtype", "1", "0", "2.5", "1e3", "\"s\"", "7"};
-    static const char *const binops[] = {"+", "-", "*", "/", "%", "&&", "||", "==", "!=", "<", ">="};
+    static const char *const leaves[] = {"a", "b",   "k",   "dtype", "1",
+                                         "0", "2.5", "1e3", "\"s\"", "7"};
+    static const char *const binops[] = {"+",  "-",  "*",  "/", "%", "&&",
+                                         "||", "==", "!=", "<", ">="};
     static const char *const fns[] = {"min", "max", "abs", "floor_pow2", "ceil_pow2", "log2"};
     uint64_t pick = rng_next(rng) % (depth > 3 ? 1 : 6);
     if (rng_next(rng) % 4 == 0)
@@ -565,9 +557,47 @@ static void gen_expr(char *text, size_t size, uint64_t *rng, int depth)
 static void gen_soup(char *text, size_t size, uint64_t *rng, int n_tok)
 {
     static const char *const pieces[] = {
-        "a", "b", "k", "dtype", "1", "0", "2.5", "1e3", "\"s\"", "(", ")", "(", ")", ",", "+", "-",
-        "*", "/", "%", "!", "&&", "||", "==", "!=", "<", "<=", ">", ">=", "min(", "max(", "abs(",
-        "floor_pow2(", "ceil_pow2(", "log2(", " ", "foo(", "=", "\"", "#", ".", "9999999999999999999",
+        "a",
+        "b",
+        "k",
+        "dtype",
+        "1",
+        "0",
+        "2.5",
+        "1e3",
+        "\"s\"",
+        "(",
+        ")",
+        "(",
+        ")",
+        ",",
+        "+",
+        "-",
+        "*",
+        "/",
+        "%",
+        "!",
+        "&&",
+        "||",
+        "==",
+        "!=",
+        "<",
+        "<=",
+        ">",
+        ">=",
+        "min(",
+        "max(",
+        "abs(",
+        "floor_pow2(",
+        "ceil_pow2(",
+        "log2(",
+        " ",
+        "foo(",
+        "=",
+        "\"",
+        "#",
+        ".",
+        "9999999999999999999",
     };
     for (int t = 0; t < n_tok; t++)
         text_add(text, size, pieces[rng_next(rng) % (sizeof pieces / sizeof pieces[0])]);
@@ -590,7 +620,8 @@ Test(expr, random_inputs_round_trip)
         if (!e) {
             cr_assert_eq(err.code, TUNE_ERR_PARSE, "'%s': %s", text, err.message);
             cr_assert(strncmp(err.where, "col ", 4) == 0, "'%s'", text);
-            cr_assert(iter % 2 || strlen(text) == sizeof text - 1, "generated '%s' must parse: %s", text, err.message);
+            cr_assert(iter % 2 || strlen(text) == sizeof text - 1, "generated '%s' must parse: %s",
+                      text, err.message);
             continue;
         }
         parsed++;
@@ -629,7 +660,8 @@ static format_case format_cases[] = {
 
 ParameterizedTestParameters(expr, value_format)
 {
-    return cr_make_param_array(format_case, format_cases, sizeof format_cases / sizeof format_cases[0]);
+    return cr_make_param_array(format_case, format_cases,
+                               sizeof format_cases / sizeof format_cases[0]);
 }
 
 ParameterizedTest(format_case *c, expr, value_format)

@@ -7,20 +7,19 @@
 
 #include "jsonloc.h"
 
-static const char sample[] =
-    "{\n"
-    "  \"name\": \"sparq\",\n"
-    "  \"params\": {\n"
-    "    \"chunk\": {\"pow2\": [16, 32, 64], \"min\": 8},\n"
-    "    \"odd key\": \"x\",\n"
-    "    \"esc\\\"aped\": {\"deep\": [[1, 2], [3, {\"z\": null}]]}\n"
-    "  },\n"
-    "  \"list\": [true, false, null, -1.5e3, \"s\\\\\\\"q}\"],\n"
-    "  \"dup\": 1,\n"
-    "  \"dup\": {\"inner\": 2},\n"
-    "  \"empty\": {},\n"
-    "  \"arr\": []\n"
-    "}\n";
+static const char sample[] = "{\n"
+                             "  \"name\": \"sparq\",\n"
+                             "  \"params\": {\n"
+                             "    \"chunk\": {\"pow2\": [16, 32, 64], \"min\": 8},\n"
+                             "    \"odd key\": \"x\",\n"
+                             "    \"esc\\\"aped\": {\"deep\": [[1, 2], [3, {\"z\": null}]]}\n"
+                             "  },\n"
+                             "  \"list\": [true, false, null, -1.5e3, \"s\\\\\\\"q}\"],\n"
+                             "  \"dup\": 1,\n"
+                             "  \"dup\": {\"inner\": 2},\n"
+                             "  \"empty\": {},\n"
+                             "  \"arr\": []\n"
+                             "}\n";
 
 /* Parameters are copied into the test processes: text lives in arrays, not pointers. */
 typedef struct {
@@ -85,20 +84,43 @@ typedef struct {
 } path_case;
 
 static path_case missing_cases[] = {
-    {"$.nope"},         {"$.Name"},          {"$.list[5]"},     {"$.list[99999999999999999999999]"},
-    {"$.name.x"},       {"$.name[0]"},       {"$.list.x"},      {"$.params[0]"},
-    {"$.empty.x"},      {"$.arr[0]"},        {"$.dup.inner.x"}, {"$.params.chunk.pow2[3]"},
-    {"$[\"nam\"]"},     {"$[\"name \"]"},    {"$.dup[0]"},
+    {"$.nope"},
+    {"$.Name"},
+    {"$.list[5]"},
+    {"$.list[99999999999999999999999]"},
+    {"$.name.x"},
+    {"$.name[0]"},
+    {"$.list.x"},
+    {"$.params[0]"},
+    {"$.empty.x"},
+    {"$.arr[0]"},
+    {"$.dup.inner.x"},
+    {"$.params.chunk.pow2[3]"},
+    {"$[\"nam\"]"},
+    {"$[\"name \"]"},
+    {"$.dup[0]"},
     /* malformed paths */
-    {""},               {"name"},            {"$."},            {"$.1a"},
-    {"$["},             {"$[1"},             {"$[\"name\""},    {"$[\"name\"x"},
-    {"$x"},             {"$.name."},         {"$[-1]"},         {"$[\"\\q\"]"},
-    {"$[\"\\u12\"]"},   {"$.name["},         {" $"},
+    {""},
+    {"name"},
+    {"$."},
+    {"$.1a"},
+    {"$["},
+    {"$[1"},
+    {"$[\"name\""},
+    {"$[\"name\"x"},
+    {"$x"},
+    {"$.name."},
+    {"$[-1]"},
+    {"$[\"\\q\"]"},
+    {"$[\"\\u12\"]"},
+    {"$.name["},
+    {" $"},
 };
 
 ParameterizedTestParameters(jsonloc, missing)
 {
-    return cr_make_param_array(path_case, missing_cases, sizeof missing_cases / sizeof missing_cases[0]);
+    return cr_make_param_array(path_case, missing_cases,
+                               sizeof missing_cases / sizeof missing_cases[0]);
 }
 
 ParameterizedTest(path_case *c, jsonloc, missing)
@@ -264,7 +286,8 @@ Test(jsonloc, deep_nesting)
     cr_expect_eq(col, (int)strlen(ok) - 1);
     free(ok);
     char *deep = nested_arrays(100000, ", \"b\": 1}");
-    cr_expect_eq(jsonloc_find(deep, "$.b", JSONLOC_VALUE, NULL, NULL), -1, "deeper than Jansson accepts");
+    cr_expect_eq(jsonloc_find(deep, "$.b", JSONLOC_VALUE, NULL, NULL), -1,
+                 "deeper than Jansson accepts");
     free(deep);
 }
 

@@ -167,4 +167,7 @@ ParameterizedTest(dtype_case *c, point, dtype_size)
     cr_expect_eq(tune_dtype_size(c->name), c->size, "'%s'", c->name);
 }
 
-Test(point, dtype_size_null) { cr_expect_eq(tune_dtype_size(NULL), 0); }
+Test(point, dtype_size_null)
+{
+    cr_expect_eq(tune_dtype_size(NULL), 0);
+}
