@@ -55,7 +55,7 @@ Test(point, set_replaces_existing_name)
 
 Test(point, full_point_refuses_new_names)
 {
-    static char names[TUNE_MAX_AXES + 1][8];
+    static char names[TUNE_MAX_AXES + 1][16];
     tune_point p = {0};
     for (int k = 0; k < TUNE_MAX_AXES; k++) {
         snprintf(names[k], sizeof names[k], "x%d", k);
@@ -112,7 +112,7 @@ Test(point, merge_appends_and_replaces)
 
 Test(point, merge_fails_when_full)
 {
-    static char names[2 * TUNE_MAX_AXES][8];
+    static char names[2 * TUNE_MAX_AXES][16];
     tune_point a = {0}, b = {0};
     for (int k = 0; k < TUNE_MAX_AXES; k++) {
         snprintf(names[k], sizeof names[k], "a%d", k);
