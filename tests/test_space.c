@@ -225,3 +225,21 @@ Test(space, evaluation_error_names_constraint_and_point)
     space_free(NULL);
     sweep_free(sw);
 }
+
+/* The complete example of docs/sweep-format.md: all three constraint levels at once. */
+Test(space, documented_example_counts)
+{
+    tune_error err = {0};
+    char buf[4096];
+    sweep *sw = sweep_load("tests/data/valid/doc_example.json", &err);
+    cr_assert_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
+    space *sp = build(sw);
+    cr_expect_eq(space_n_shapes(sp), 216 - 12); /* g = 1024 with n_pre = 32768 is over 4 GiB */
+    cr_expect_eq(space_n_params(sp), 7 * 4);
+    /* 68 (g, n_pre, dtype, transpose_B) groups, each over n = 16, 32, 64: custom keeps
+     * (5 + 6 + 7) x 4 points, slice runs 3 times, gather 3 times in the 34 untransposed groups */
+    cr_expect_eq(space_n_configs(sp), 68 * 72 + 68 * 3 + 34 * 3);
+    cr_expect_eq(space_n_configs(sp) + space_n_pruned(sp), 216 * (28 + 2));
+    space_free(sp);
+    sweep_free(sw);
+}
