@@ -48,3 +48,12 @@ __global__ void tune_read_probe(const uint4 *__restrict__ p, unsigned long long 
     if (acc == 0x9e3779b9u)
         sink[blockIdx.x] = acc;
 }
+
+// p[i] = i % period: the identity gather (row t of each g picks row t), which makes the gather
+// ops compute what the `slice` baseline computes, so that baseline can be checked too.
+__global__ void tune_fill_iota(int *p, unsigned long long n, int period)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x)
+        p[i] = (int)(i % (unsigned long long)period);
+}

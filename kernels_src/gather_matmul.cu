@@ -12,7 +12,8 @@
 //  - gm_rows: B's gathered data is contiguous along the output columns (inner ops, row-major B)
 //    or not at all (outer op, row-major B). Threads split into LANES = CHUNK / VEC column lanes
 //    (VEC elements each, one vector load) times ROWS = THREADS / LANES row groups over k; partial
-//    sums are reduced with warp shuffles, then through shared memory.
+//    sums are reduced with warp shuffles, then through shared memory. U: row loads in flight per
+//    thread.
 //  - gm_cols: B's gathered data is contiguous along k (outer op, transposed B) or scattered along
 //    it (inner ops, transposed B). Groups of GS lanes take one output column at a time and split k
 //    among themselves (VEC elements each); a shuffle reduction finishes each column.
@@ -39,7 +40,7 @@ __device__ __forceinline__ void gm_stage(const T *__restrict__ Ag, const int *__
     }
 }
 
-template <typename T, int OP, int CHUNK, int VEC, int THREADS>
+template <typename T, int OP, int CHUNK, int VEC, int THREADS, int U>
 __global__ void __launch_bounds__(THREADS)
     gm_rows(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
             T *__restrict__ out, int g, int k, int kp, int n)
@@ -51,7 +52,7 @@ __global__ void __launch_bounds__(THREADS)
     // Rows of a warp reduced with shuffles when LANES is a power of two below 32.
     constexpr bool SHFL = LANES < 32 && (LANES & (LANES - 1)) == 0 && THREADS % 32 == 0;
     constexpr int PARTS = SHFL ? THREADS / 32 : ROWS;
-    constexpr int U = VEC >= 4 ? 4 : 8; // independent loads in flight per thread
+    static_assert(U >= 1, "U (row loads in flight per thread) must be >= 1");
 
     __shared__ int sI[GM_KT];
     __shared__ float sA[GM_KT];

@@ -53,6 +53,7 @@ static const family_op gm_ops[] = {
 static const family_axis gm_params[] = {
     {"chunk", FAMILY_AXIS_INT, 1, 4096, NULL, "64", "columns of n per unit of work (block)"},
     {"threads", FAMILY_AXIS_INT, 32, 1024, NULL, "256", "threads per block"},
+    {"unroll", FAMILY_AXIS_INT, 1, 16, NULL, "4", "independent row loads in flight per thread (row-major B)"},
 };
 
 static const family_method gm_methods[] = {
@@ -73,7 +74,7 @@ typedef struct {
     size_t ds;         /* element size */
     int64_t g, k, kp, n; /* kp: k_pre (inner ops) or n_pre (outer) */
     /* custom kernel geometry */
-    int64_t chunk, threads;
+    int64_t chunk, threads, unroll;
     int vec, gs, cols; /* cols: gm_cols (transposed B) rather than gm_rows */
     int64_t grid;
 } gm_desc;
@@ -145,6 +146,7 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
 
     d->chunk = point_int(cfg, "chunk", 64);
     d->threads = point_int(cfg, "threads", 256);
+    d->unroll = point_int(cfg, "unroll", 4);
     if (d->threads % 32 != 0)
         return gm_fail(why, why_size, "threads (%lld) must be a multiple of 32", (long long)d->threads);
     d->cols = d->trans;
@@ -178,8 +180,8 @@ static void gm_custom_name(const gm_desc *d, char *buf, size_t size)
         snprintf(buf, size, "gm_cols<%s, %d, %lld, %d, %d, %lld>", d->tname, d->op,
                  (long long)d->chunk, d->vec, d->gs, (long long)d->threads);
     else
-        snprintf(buf, size, "gm_rows<%s, %d, %lld, %d, %lld>", d->tname, d->op, (long long)d->chunk,
-                 d->vec, (long long)d->threads);
+        snprintf(buf, size, "gm_rows<%s, %d, %lld, %d, %lld, %lld>", d->tname, d->op,
+                 (long long)d->chunk, d->vec, (long long)d->threads, (long long)d->unroll);
 }
 
 static void gm_ref(family_kernel_ref *r, const char *source, const char *fmt, const gm_desc *d)
@@ -194,7 +196,7 @@ static int gm_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max
     gm_desc d;
     if (gm_describe(cfg, &d, why, why_size) != 0)
         return -1;
-    if (max < 5)
+    if (max < 6)
         return gm_fail(why, why_size, "too few kernel slots");
     size_t n = 0;
     if (d.method == GM_CUSTOM) {
@@ -209,6 +211,10 @@ static int gm_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max
     snprintf(refs[n++].name, sizeof refs[0].name, "tune_fill_uniform<%s>", d.tname);
     refs[n].source = "common.cu";
     snprintf(refs[n++].name, sizeof refs[0].name, "tune_fill_indices");
+    if (d.method == GM_SLICE) {
+        refs[n].source = "common.cu";
+        snprintf(refs[n++].name, sizeof refs[0].name, "tune_fill_iota");
+    }
     return (int)n;
 }
 
@@ -221,7 +227,7 @@ typedef struct {
     int *I;
     float *ref;
     size_t n_a, n_b, n_i, n_out;
-    void *k_fill, *k_idx, *k_ref;
+    void *k_fill, *k_idx, *k_ref, *k_iota;
     gm_desc cur;     /* the prepared configuration */
     void *k_main;    /* custom kernel, or the gather kernel of the gather baseline */
 } gm_state;
@@ -328,7 +334,8 @@ static tune_status gm_prepare(void *state, const tune_point *cfg, tune_error *er
         if (s->k_main && !s->Ag && gpu_malloc(&s->Ag, (size_t)(d->g * d->k) * d->ds, err) != TUNE_OK)
             return err ? err->code : TUNE_ERR_OOM;
     } else {
-        return TUNE_OK;
+        s->k_iota = gm_kernel(s, "common.cu", "tune_fill_iota", err);
+        return s->k_iota ? TUNE_OK : TUNE_ERR_CUDA;
     }
     return s->k_main ? TUNE_OK : TUNE_ERR_CUDA;
 }
@@ -456,7 +463,16 @@ static tune_status gm_check(void *state, double *error, double *tolerance, tune_
         st = tune_error_set(err, TUNE_ERR_NOMEM, "gm_check", "out of host memory");
         goto done;
     }
-    if ((st = gm_fresh_indices(s, s->env.seed ^ 0xc0ffeeull, err)) != TUNE_OK ||
+    /* slice reads the first k rows (n columns): check it on the identity gather */
+    if (d->method == GM_SLICE) {
+        unsigned long long nn = s->n_i;
+        int period = (int)(d->op == GM_OUTER ? d->n : d->k);
+        void *iargs[] = {&s->I, &nn, &period};
+        st = gpu_launch(s->k_iota, fill_grid(s->n_i), 256, 0, s->env.stream, iargs, err);
+    } else {
+        st = gm_fresh_indices(s, s->env.seed ^ 0xc0ffeeull, err);
+    }
+    if (st != TUNE_OK ||
         (st = gpu_launch(s->k_ref, (unsigned)((s->n_out + 255) / 256), 256, 0, s->env.stream, args,
                          err)) != TUNE_OK)
         goto done;
