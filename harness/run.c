@@ -519,7 +519,8 @@ static tune_status run_gpu(run_ctx *rc, const gpu_info *gi, run_summary *sum)
         st = tune_error_set(rc->err, TUNE_ERR_CUBLAS, "cublasCreate", "cannot create a handle");
         goto done;
     }
-    if (!(tm = timing_init(stream, gi->l2_bytes, rc->err))) {
+    if (!(tm = timing_init(stream, gi->l2_bytes, lookup_kernel(rc, "common.cu", "tune_read_probe"),
+                           rc->err))) {
         st = rc->err ? rc->err->code : TUNE_ERR_CUDA;
         goto done;
     }

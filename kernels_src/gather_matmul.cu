@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(THREADS)
         for (int q = 0; q < CPG; q++) {
             const int j = c0 + grp + q * NG;
             if (j >= c1)
-                break;
+                continue;
             if (OP == 2) {
                 const T *row = Bg + (long long)Ig[j] * k + t0;
                 for (int t = lane * VEC; t < len; t += GS * VEC) {
@@ -194,6 +194,69 @@ __global__ void __launch_bounds__(THREADS)
                 for (int t = lane; t < len; t += GS)
                     acc[q] = fmaf(sA[t], load1_f32(row + sI[t]), acc[q]);
             }
+        }
+    }
+#pragma unroll
+    for (int q = 0; q < CPG; q++) {
+        float s = acc[q];
+#pragma unroll
+        for (int off = GS / 2; off >= 1; off >>= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, off);
+        const int j = c0 + grp + q * NG;
+        if (lane == 0 && j < c1)
+            out[gi * n + j] = from_f32<T>(s);
+    }
+}
+
+// Inner ops with transposed B and a short k_pre (SparQ step 1: k_pre = 128 = head dim): the hardware
+// fetches whole 32-byte sectors, so a gather of k of a row's k_pre elements reads most of the row
+// anyway. Scatter the gathered A values into a dense weight vector w (k_pre floats, dynamic shared
+// memory; duplicates add up, as the sum over t counts them), then stream every row of B with
+// 16-byte loads: out[j] = sum_c w[c] * Bt[j, c]. Groups of GS lanes per column as in gm_cols.
+template <typename T, int OP, int CHUNK, int VEC, int GS, int THREADS>
+__global__ void __launch_bounds__(THREADS)
+    gm_dense(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
+             T *__restrict__ out, int g, int k, int kp, int n)
+{
+    static_assert(OP != 2, "gm_dense serves the inner ops");
+    static_assert(GS >= 1 && GS <= 32 && (GS & (GS - 1)) == 0, "GS must be a power of two <= 32");
+    constexpr int NG = THREADS / GS;
+    constexpr int CPG = (CHUNK + NG - 1) / NG;
+    extern __shared__ float w[];
+
+    const int nchunks = (n + CHUNK - 1) / CHUNK;
+    const long long gi = blockIdx.x / nchunks;
+    const int c0 = (blockIdx.x % nchunks) * CHUNK;
+    const int c1 = min(n, c0 + CHUNK);
+    const int lane = threadIdx.x % GS;
+    const int grp = threadIdx.x / GS;
+    const T *Ag = A + gi * (OP == 0 ? kp : k);
+    const int *Ig = I + gi * k;
+    const T *Bg = B + gi * (long long)n * kp;
+
+    for (int c = threadIdx.x; c < kp; c += THREADS)
+        w[c] = 0.f;
+    __syncthreads();
+    for (int t = threadIdx.x; t < k; t += THREADS) {
+        const int idx = Ig[t];
+        atomicAdd(&w[idx], to_f32(Ag[OP == 0 ? idx : t]));
+    }
+    __syncthreads();
+
+    float acc[CPG];
+#pragma unroll
+    for (int q = 0; q < CPG; q++) {
+        acc[q] = 0.f;
+        const int j = c0 + grp + q * NG;
+        if (j >= c1)
+            continue;
+        const T *row = Bg + (long long)j * kp;
+        for (int c = lane * VEC; c < kp; c += GS * VEC) {
+            float b[VEC];
+            load_f32<T, VEC>(row + c, b);
+#pragma unroll
+            for (int v = 0; v < VEC; v++)
+                acc[q] = fmaf(w[c + v], b[v], acc[q]);
         }
     }
 #pragma unroll

@@ -37,6 +37,7 @@ static const gm_case cases[] = {
 static const char *const dtypes[] = {"float16", "bfloat16", "float32"};
 static const int64_t chunks[] = {1, 3, 16, 64, 128};
 static const int64_t threads[] = {32, 256};
+static const int64_t denses[] = {0, 1};
 
 static char no_gpu[2048];
 
@@ -285,13 +286,14 @@ static void case_point(const gm_case *c, const char *dtype, int trans, const cha
     point_set_int(p, "threads", thr);
 }
 
-static void launch_kernel(void *kernel, const gm_case *c, case_data *d, unsigned grid, unsigned block)
+static void launch_kernel(void *kernel, const gm_case *c, case_data *d, unsigned grid, unsigned block,
+                          size_t smem)
 {
     int g = (int)c->g, k = (int)c->k, kp = (int)c->kp, n = (int)c->n;
     void *args[] = {&d->A, &d->B, &d->I, &d->out, &g, &k, &kp, &n};
     tune_error err = {0};
     cr_assert_eq(cudaMemset(d->out, 0xff, d->n_out * 4), cudaSuccess);
-    cr_assert_eq(gpu_launch(kernel, grid, block, 0, NULL, args, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(gpu_launch(kernel, grid, block, smem, NULL, args, &err), TUNE_OK, "%s", err.message);
     cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "kernel faulted");
 }
 
@@ -311,7 +313,7 @@ Test(gather_matmul_gpu, reference_kernel_matches_cpu)
                 int nr = gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
                 cr_assert_geq(nr, 2, "%s", why);
                 void *k = get_kernel(NULL, refs[1].source, refs[1].name); /* gm_reference */
-                launch_kernel(k, c, &d, (unsigned)((d.n_out + 255) / 256), 256);
+                launch_kernel(k, c, &d, (unsigned)((d.n_out + 255) / 256), 256, 0);
                 double e = case_error(&d, dtypes[di], 1);
                 cr_expect_leq(e, 1e-6, "%s %s trans=%d g=%lld k=%lld n=%lld: error %g", c->op,
                               dtypes[di], trans, (long long)c->g, (long long)c->k,
@@ -331,9 +333,10 @@ Test(gather_matmul_gpu, custom_kernels_match_cpu, .timeout = 600)
                 case_data d;
                 case_setup(c, dtypes[di], trans, &d);
                 for (size_t hi = 0; hi < 5; hi++)
-                    for (size_t ti = 0; ti < 2; ti++) {
+                    for (size_t ti = 0; ti < 4; ti++) {
                         tune_point p;
-                        case_point(c, dtypes[di], trans, "custom", chunks[hi], threads[ti], &p);
+                        case_point(c, dtypes[di], trans, "custom", chunks[hi], threads[ti % 2], &p);
+                        point_set_int(&p, "dense", denses[ti / 2]);
                         family_kernel_ref refs[FAMILY_MAX_KERNELS];
                         char why[256];
                         if (gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why,
@@ -341,7 +344,8 @@ Test(gather_matmul_gpu, custom_kernels_match_cpu, .timeout = 600)
                             continue; /* e.g. chunk too wide for 32 threads: a skipped config */
                         void *k = get_kernel(NULL, refs[0].source, refs[0].name);
                         int64_t grid = c->g * ((c->n + chunks[hi] - 1) / chunks[hi]);
-                        launch_kernel(k, c, &d, (unsigned)grid, (unsigned)threads[ti]);
+                        size_t smem = denses[ti / 2] ? (size_t)c->kp * sizeof(float) : 0;
+                        launch_kernel(k, c, &d, (unsigned)grid, (unsigned)threads[ti % 2], smem);
                         double e = case_error(&d, dtypes[di], 0);
                         cr_expect_leq(e, tolerance(dtypes[di]), "%s %s: error %g", refs[0].name,
                                       c->op, e);

@@ -93,10 +93,11 @@ Test(sweep, seed_values)
     cr_expect_str_eq(sw->problem[4].strs[0], "float16");
     expect_ints(&sw->problem[5], (const int64_t[]){0}, 1); /* default false */
 
-    cr_assert_eq(sw->n_params, 3);
-    expect_ints(axis(sw->params, 3, "chunk"), (const int64_t[]){1, 2, 4, 8, 16, 32, 64, 128}, 8);
-    expect_ints(axis(sw->params, 3, "threads"), (const int64_t[]){256}, 1); /* default */
-    expect_ints(axis(sw->params, 3, "unroll"), (const int64_t[]){4}, 1);    /* default */
+    cr_assert_eq(sw->n_params, 4);
+    expect_ints(axis(sw->params, 4, "chunk"), (const int64_t[]){1, 2, 4, 8, 16, 32, 64, 128}, 8);
+    expect_ints(axis(sw->params, 4, "threads"), (const int64_t[]){256}, 1); /* default */
+    expect_ints(axis(sw->params, 4, "unroll"), (const int64_t[]){4}, 1);    /* default */
+    expect_ints(axis(sw->params, 4, "dense"), (const int64_t[]){0}, 1);     /* default */
 
     cr_assert_eq(sw->n_methods, 3);
     cr_expect_str_eq(sw->methods[0], "custom");

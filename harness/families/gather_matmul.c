@@ -54,6 +54,8 @@ static const family_axis gm_params[] = {
     {"chunk", FAMILY_AXIS_INT, 1, 4096, NULL, "64", "columns of n per unit of work (block)"},
     {"threads", FAMILY_AXIS_INT, 32, 1024, NULL, "256", "threads per block"},
     {"unroll", FAMILY_AXIS_INT, 1, 16, NULL, "4", "independent row loads in flight per thread (row-major B)"},
+    {"dense", FAMILY_AXIS_BOOL, 0, 1, NULL, "false",
+     "inner ops, transposed B: scatter A into a dense k_pre vector and stream whole rows of B"},
 };
 
 static const family_method gm_methods[] = {
@@ -76,6 +78,8 @@ typedef struct {
     /* custom kernel geometry */
     int64_t chunk, threads, unroll;
     int vec, gs, cols; /* cols: gm_cols (transposed B) rather than gm_rows */
+    int dense;         /* gm_dense */
+    size_t smem;       /* dynamic shared memory */
     int64_t grid;
 } gm_desc;
 
@@ -150,7 +154,24 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
     if (d->threads % 32 != 0)
         return gm_fail(why, why_size, "threads (%lld) must be a multiple of 32", (long long)d->threads);
     d->cols = d->trans;
-    if (!d->cols) {
+    d->dense = (int)point_int(cfg, "dense", 0);
+    if (d->dense && (d->op == GM_OUTER || !d->trans))
+        return gm_fail(why, why_size, "dense applies only to the inner ops with transposed B");
+    if (d->dense && d->kp > 12288)
+        return gm_fail(why, why_size, "dense needs k_pre <= 12288 (a k_pre-float vector in 48 KiB "
+                                      "of shared memory)");
+    if (d->dense) {
+        int64_t m[1] = {d->kp};
+        d->vec = vec_width(d->ds, m, 1);
+        d->smem = (size_t)d->kp * sizeof(float);
+        int64_t lanes = d->kp / d->vec;
+        d->gs = 1;
+        while (d->gs < 32 && d->gs < lanes)
+            d->gs *= 2;
+        if (ceil_div(d->chunk, d->threads / d->gs) > 32)
+            return gm_fail(why, why_size, "chunk (%lld) over %lld column groups needs more than 32 "
+                           "columns per group", (long long)d->chunk, (long long)(d->threads / d->gs));
+    } else if (!d->cols) {
         int64_t m[2] = {d->n, d->chunk};
         d->vec = d->op == GM_OUTER ? 1 : vec_width(d->ds, m, 2);
         if (d->chunk / d->vec > d->threads)
@@ -176,7 +197,10 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
 
 static void gm_custom_name(const gm_desc *d, char *buf, size_t size)
 {
-    if (d->cols)
+    if (d->dense)
+        snprintf(buf, size, "gm_dense<%s, %d, %lld, %d, %d, %lld>", d->tname, d->op,
+                 (long long)d->chunk, d->vec, d->gs, (long long)d->threads);
+    else if (d->cols)
         snprintf(buf, size, "gm_cols<%s, %d, %lld, %d, %d, %lld>", d->tname, d->op,
                  (long long)d->chunk, d->vec, d->gs, (long long)d->threads);
     else
@@ -376,8 +400,8 @@ static tune_status gm_launch(void *state, tune_error *err)
     int g = (int)d->g, k = (int)d->k, kp = (int)d->kp, n = (int)d->n;
     if (d->method == GM_CUSTOM) {
         void *args[] = {&s->A, &s->B, &s->I, &s->out, &g, &k, &kp, &n};
-        return gpu_launch(s->k_main, (unsigned)d->grid, (unsigned)d->threads, 0, s->env.stream, args,
-                          err);
+        return gpu_launch(s->k_main, (unsigned)d->grid, (unsigned)d->threads, d->smem, s->env.stream,
+                          args, err);
     }
     if (d->method == GM_GATHER) {
         void *args[] = {&s->A, &s->B, &s->I, &s->Ag, &s->Bg, &g, &k, &kp, &n};
