@@ -54,8 +54,6 @@ __global__ void __launch_bounds__(THREADS)
     constexpr int PARTS = SHFL ? THREADS / 32 : ROWS;
     static_assert(U >= 1, "U (row loads in flight per thread) must be >= 1");
 
-    __shared__ int sI[GM_KT];
-    __shared__ float sA[GM_KT];
     __shared__ float red[PARTS * CHUNK];
 
     const int nchunks = (n + CHUNK - 1) / CHUNK;
@@ -69,46 +67,46 @@ __global__ void __launch_bounds__(THREADS)
     const T *Ag = A + gi * (OP == 0 ? kp : k);
     const int *Ig = I + gi * (OP == 2 ? n : k);
     const T *Bg = B + gi * (long long)(OP == 2 ? k : kp) * (OP == 2 ? kp : n);
-    // OP 2: this thread's column index into B's rows of length kp (= n_pre); VEC is 1.
-    const int ocol = (OP == 2 && active) ? Ig[col] : 0;
 
     float acc[VEC];
 #pragma unroll
     for (int v = 0; v < VEC; v++)
         acc[v] = 0.f;
 
-    for (int t0 = 0; t0 < k; t0 += GM_KT) {
-        const int len = min(GM_KT, k - t0);
-        __syncthreads();
-        gm_stage<T, OP>(Ag, Ig, t0, len, sI, sA);
-        __syncthreads();
-        if (!active)
-            continue;
-        int t = row;
-        for (; t + (U - 1) * ROWS < len; t += U * ROWS) {
+    // No staging and no barrier before the loads: each warp loads its own rows' indices (the
+    // LANES threads of a row share one broadcast load) and goes straight on to the gathered rows,
+    // so the only dependent chain is index -> row.
+    if (active) {
+        // OP 2: this thread's column index into B's rows of length kp (= n_pre); VEC is 1.
+        const int ocol = OP == 2 ? Ig[col] : 0;
+        for (int t = row; t < k; t += U * ROWS) {
+            int idx[U];
+            float a[U];
             float b[U][VEC];
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int tt = t + u * ROWS;
-                const T *p = OP == 2 ? Bg + (long long)(t0 + tt) * kp + ocol
-                                     : Bg + (long long)sI[tt] * n + col;
-                load_f32<T, VEC>(p, b[u]);
+                idx[u] = tt < k && OP != 2 ? Ig[tt] : 0;
+                a[u] = tt < k && OP != 0 ? to_f32(Ag[tt]) : 0.f;
             }
 #pragma unroll
             for (int u = 0; u < U; u++) {
-                const float a = sA[t + u * ROWS];
+                const int tt = t + u * ROWS;
+                if (OP == 0 && tt < k)
+                    a[u] = to_f32(Ag[idx[u]]);
+                const T *p = OP == 2 ? Bg + (long long)tt * kp + ocol : Bg + (long long)idx[u] * n + col;
+                if (tt < k)
+                    load_f32<T, VEC>(p, b[u]);
+                else
+#pragma unroll
+                    for (int v = 0; v < VEC; v++)
+                        b[u][v] = 0.f;
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++)
 #pragma unroll
                 for (int v = 0; v < VEC; v++)
-                    acc[v] = fmaf(a, b[u][v], acc[v]);
-            }
-        }
-        for (; t < len; t += ROWS) {
-            float b[VEC];
-            const T *p = OP == 2 ? Bg + (long long)(t0 + t) * kp + ocol : Bg + (long long)sI[t] * n + col;
-            load_f32<T, VEC>(p, b);
-#pragma unroll
-            for (int v = 0; v < VEC; v++)
-                acc[v] = fmaf(sA[t], b[v], acc[v]);
+                    acc[v] = fmaf(a[u], b[u][v], acc[v]);
         }
     }
 
