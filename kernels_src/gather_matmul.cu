@@ -173,24 +173,42 @@ __global__ void __launch_bounds__(THREADS)
         __syncthreads();
         gm_stage<T, OP>(Ag, Ig, t0, len, sI, sA);
         __syncthreads();
+        // k outer, this group's columns inner, so that the loads of all CPG columns are in flight
+        // together.
+        if (OP == 2) {
+            const T *rows[CPG];
 #pragma unroll
-        for (int q = 0; q < CPG; q++) {
-            const int j = c0 + grp + q * NG;
-            if (j >= c1)
-                continue;
-            if (OP == 2) {
-                const T *row = Bg + (long long)Ig[j] * k + t0;
-                for (int t = lane * VEC; t < len; t += GS * VEC) {
-                    float b[VEC];
-                    load_f32<T, VEC>(row + t, b);
+            for (int q = 0; q < CPG; q++) {
+                const int j = c0 + grp + q * NG;
+                rows[q] = j < c1 ? Bg + (long long)Ig[j] * k + t0 : nullptr;
+            }
+            for (int t = lane * VEC; t < len; t += GS * VEC) {
+                float b[CPG][VEC];
+#pragma unroll
+                for (int q = 0; q < CPG; q++) {
+                    if (rows[q])
+                        load_f32<T, VEC>(rows[q] + t, b[q]);
+                    else
+#pragma unroll
+                        for (int v = 0; v < VEC; v++)
+                            b[q][v] = 0.f;
+                }
+#pragma unroll
+                for (int q = 0; q < CPG; q++)
 #pragma unroll
                     for (int v = 0; v < VEC; v++)
-                        acc[q] = fmaf(sA[t + v], b[v], acc[q]);
+                        acc[q] = fmaf(sA[t + v], b[q][v], acc[q]);
+            }
+        } else {
+            for (int t = lane; t < len; t += GS) {
+                const int idx = sI[t];
+                const float a = sA[t];
+#pragma unroll
+                for (int q = 0; q < CPG; q++) {
+                    const int j = c0 + grp + q * NG;
+                    if (j < c1)
+                        acc[q] = fmaf(a, load1_f32(Bg + (long long)j * kp + idx), acc[q]);
                 }
-            } else {
-                const T *row = Bg + (long long)j * kp;
-                for (int t = lane; t < len; t += GS)
-                    acc[q] = fmaf(sA[t], load1_f32(row + sI[t]), acc[q]);
             }
         }
     }
@@ -243,19 +261,25 @@ __global__ void __launch_bounds__(THREADS)
 
     float acc[CPG];
 #pragma unroll
-    for (int q = 0; q < CPG; q++) {
+    for (int q = 0; q < CPG; q++)
         acc[q] = 0.f;
-        const int j = c0 + grp + q * NG;
-        if (j >= c1)
-            continue;
-        const T *row = Bg + (long long)j * kp;
-        for (int c = lane * VEC; c < kp; c += GS * VEC) {
-            float b[VEC];
-            load_f32<T, VEC>(row + c, b);
+    for (int c = lane * VEC; c < kp; c += GS * VEC) {
+        float b[CPG][VEC];
+#pragma unroll
+        for (int q = 0; q < CPG; q++) {
+            const int j = c0 + grp + q * NG;
+            if (j < c1)
+                load_f32<T, VEC>(Bg + (long long)j * kp + c, b[q]);
+            else
+#pragma unroll
+                for (int v = 0; v < VEC; v++)
+                    b[q][v] = 0.f;
+        }
+#pragma unroll
+        for (int q = 0; q < CPG; q++)
 #pragma unroll
             for (int v = 0; v < VEC; v++)
-                acc[q] = fmaf(w[c + v], b[v], acc[q]);
-        }
+                acc[q] = fmaf(w[c + v], b[q][v], acc[q]);
     }
 #pragma unroll
     for (int q = 0; q < CPG; q++) {

@@ -168,9 +168,10 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
         d->gs = 1;
         while (d->gs < 32 && d->gs < lanes)
             d->gs *= 2;
-        if (ceil_div(d->chunk, d->threads / d->gs) > 32)
-            return gm_fail(why, why_size, "chunk (%lld) over %lld column groups needs more than 32 "
-                           "columns per group", (long long)d->chunk, (long long)(d->threads / d->gs));
+        if (ceil_div(d->chunk, d->threads / d->gs) * d->vec > 64)
+            return gm_fail(why, why_size, "chunk (%lld) over %lld column groups keeps more than 64 "
+                           "values in flight per thread", (long long)d->chunk,
+                           (long long)(d->threads / d->gs));
     } else if (!d->cols) {
         int64_t m[2] = {d->n, d->chunk};
         d->vec = d->op == GM_OUTER ? 1 : vec_width(d->ds, m, 2);
@@ -188,6 +189,9 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
         if (ceil_div(d->chunk, groups) > 32)
             return gm_fail(why, why_size, "chunk (%lld) over %lld column groups needs more than 32 "
                            "columns per group", (long long)d->chunk, (long long)groups);
+        if (ceil_div(d->chunk, groups) * d->vec > 64)
+            return gm_fail(why, why_size, "chunk (%lld) over %lld column groups keeps more than 64 "
+                           "values in flight per thread", (long long)d->chunk, (long long)groups);
     }
     d->grid = d->g * ceil_div(d->n, d->chunk);
     if (d->grid > INT32_MAX)
