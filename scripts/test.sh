@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite: install missing dependencies (as scripts/quickstart.sh, plus Criterion),
+# build tune and the tests into build/ with warnings as errors, run ctest from the repo root.
+# Tests that need a GPU skip themselves without one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/quickstart.sh
+
+base_deps
+need libcriterion-dev pkg-config --exists criterion
+install_missing
+configure_and_build -DTUNE_BUILD_TESTS=ON -DTUNE_WERROR=ON
+ctest --test-dir build --output-on-failure
