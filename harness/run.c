@@ -19,6 +19,7 @@
 #include "space.h"
 #include "stats.h"
 #include "timing.h"
+#include "tune_git_rev.h"
 
 /* One distinct kernel instantiation: compiled once, loaded on first use. */
 typedef struct {
@@ -42,6 +43,7 @@ typedef struct {
     run_kernel *kernels;
     size_t n_kernels, cap_kernels;
     tune_error *err;
+    double t0; /* start of the run (monotonic seconds) */
 } run_ctx;
 
 void run_options_init(run_options *opt)
@@ -228,6 +230,19 @@ static json_t *device_json(const gpu_info *gi)
                      "mem_clock_max_khz", gi->mem_clock_khz, "mem_bus_bits", gi->mem_bus_bits);
 }
 
+/* First line of /proc/driver/nvidia/version ("NVRM version: ... 580.159.04 ..."), if any. */
+static const char *driver_version_text(char *buf, size_t size)
+{
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (!f)
+        return NULL;
+    const char *line = fgets(buf, (int)size, f);
+    fclose(f);
+    if (line)
+        buf[strcspn(buf, "\n")] = '\0';
+    return line;
+}
+
 static json_t *strings_json(char *const *s, size_t n)
 {
     json_t *a = json_array();
@@ -276,9 +291,12 @@ static json_t *meta_build(const run_ctx *rc, const gpu_info *gi, const run_summa
         char cb[32];
         snprintf(cb, sizeof cb, "%d.%d.%d", major, minor, patch);
         json_object_set_new(m, "versions",
-                            json_pack("{s:i, s:i, s:i, s:s}", "driver", gi->driver_version,
+                            json_pack("{s:i, s:i, s:i, s:s}", "driver_cuda", gi->driver_version,
                                       "runtime", gi->runtime_version, "nvrtc",
                                       compile_nvrtc_version(), "cublas", cb));
+        char drv[256];
+        if (driver_version_text(drv, sizeof drv))
+            json_object_set_new(json_object_get(m, "versions"), "driver", json_string(drv));
     }
     json_object_set_new(m, "seed", json_integer((json_int_t)rc->opt->seed));
     json_object_set_new(m, "read_bw",
@@ -561,6 +579,7 @@ done:
         cudaStreamDestroy(stream);
     if (meta) {
         utc_stamp(end, sizeof end, "%Y-%m-%dT%H:%M:%SZ");
+        sum->wall_seconds = now_seconds() - rc->t0;
         json_decref(meta);
         meta = meta_build(rc, gi, sum, start, end);
         tune_status mst = meta_write(sum->out_dir, meta, rc->err);
@@ -573,8 +592,7 @@ done:
 
 tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum, tune_error *err)
 {
-    run_ctx rc = {sw, opt, NULL, NULL, NULL, 0, 0, err};
-    double t0 = now_seconds();
+    run_ctx rc = {sw, opt, NULL, NULL, NULL, 0, 0, err, now_seconds()};
     gpu_info gi;
     memset(sum, 0, sizeof *sum);
     tune_status st = TUNE_OK;
@@ -607,11 +625,10 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
     if (opt->compile_only)
         goto done;
     st = run_gpu(&rc, &gi, sum);
-    sum->wall_seconds = now_seconds() - t0;
     if (st == TUNE_OK)
         st = print_and_write_report(sw, sum->out_dir, opt->quiet, err);
 done:
-    sum->wall_seconds = now_seconds() - t0;
+    sum->wall_seconds = now_seconds() - rc.t0;
     free_ctx(&rc);
     return st;
 }
