@@ -81,7 +81,7 @@ Test(sweep, seed_values)
     cr_expect_eq(sw->fop, family_find_op(sw->family, "gather_inner_matrix_only_bmv"));
 
     const char *order[] = {"g", "k_pre", "k", "n", "dtype", "transpose_B"};
-    cr_assert_eq(sw->n_problem, 6);
+    cr_assert_eq(sw->n_problem, 7);
     for (size_t i = 0; i < 6; i++)
         cr_expect_str_eq(sw->problem[i].name, order[i]);
     expect_ints(&sw->problem[0], (const int64_t[]){256, 1024, 4096}, 3);
@@ -92,6 +92,8 @@ Test(sweep, seed_values)
     cr_assert_eq(sw->problem[4].n, 1);
     cr_expect_str_eq(sw->problem[4].strs[0], "float16");
     expect_ints(&sw->problem[5], (const int64_t[]){0}, 1); /* default false */
+    cr_assert(sw->problem[6].is_str);
+    cr_expect_str_eq(sw->problem[6].strs[0], "random"); /* default */
 
     cr_assert_eq(sw->n_params, 4);
     expect_ints(axis(sw->params, 4, "chunk"), (const int64_t[]){1, 2, 4, 8, 16, 32, 64, 128}, 8);

@@ -15,12 +15,16 @@
 #include "gpu.h"
 
 static const char *const dtypes[] = {"float16", "bfloat16", "float32", NULL};
+static const char *const index_patterns[] = {"random", "identity", NULL};
 
 #define GM_INT_AXIS(nm, lo, help) {nm, FAMILY_AXIS_INT, lo, 2147483647, NULL, NULL, help}
 #define GM_COMMON_AXES                                                                             \
     {"dtype", FAMILY_AXIS_STR, 0, 0, dtypes, "\"float16\"", "element type of A, B and the output"}, \
     {"transpose_B", FAMILY_AXIS_BOOL, 0, 1, NULL, "false",                                         \
-     "B stored transposed (the seed's transpose_B): (g, n, k_pre) for inner ops, (g, n_pre, k) for outer"}
+     "B stored transposed (the seed's transpose_B): (g, n, k_pre) for inner ops, (g, n_pre, k) for outer"}, \
+    {"indices", FAMILY_AXIS_STR, 0, 0, index_patterns, "\"random\"",                              \
+     "random: uniform in [0, k_pre) with replacement, drawn afresh before every rep; identity: "  \
+     "I[t] = t, the rows `slice` reads (isolates the cost of random access)"}
 
 static const family_axis inner_axes[] = {
     GM_INT_AXIS("g", 1, "batch x heads"),
@@ -71,6 +75,7 @@ enum { GM_CUSTOM, GM_GATHER, GM_SLICE };
 /* Everything the CPU side derives from a configuration point. */
 typedef struct {
     int op, trans, method;
+    int identity; /* indices = 0, 1, 2, ... */
     const char *dtype;
     const char *tname; /* device type name: half_t, bf16_t, float */
     size_t ds;         /* element size */
@@ -130,6 +135,7 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
     if (!d->tname)
         return gm_fail(why, why_size, "unsupported dtype '%s'", d->dtype);
     d->trans = (int)point_int(cfg, "transpose_B", 0);
+    d->identity = strcmp(point_str(cfg, "indices", "random"), "identity") == 0;
     d->g = point_int(cfg, "g", 0);
     d->k = point_int(cfg, "k", 0);
     d->n = point_int(cfg, "n", 0);
@@ -139,10 +145,12 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
     int64_t elems = d->op == GM_OUTER ? d->g * d->k * d->kp : d->g * d->kp * d->n;
     if (d->kp > INT32_MAX / 2 || elems / d->g > INT32_MAX)
         return gm_fail(why, why_size, "a matrix of B exceeds 2^31 elements");
-    if (d->method == GM_SLICE) {
+    if (d->method == GM_SLICE || d->identity) {
         int64_t want = d->op == GM_OUTER ? d->n : d->k;
         if (want > d->kp)
-            return gm_fail(why, why_size, "slice needs %s <= %s", d->op == GM_OUTER ? "n" : "k",
+            return gm_fail(why, why_size, "%s needs %s <= %s",
+                           d->method == GM_SLICE ? "slice" : "identity indices",
+                           d->op == GM_OUTER ? "n" : "k",
                            d->op == GM_OUTER ? "n_pre" : "k_pre");
     }
     if (d->method != GM_CUSTOM)
@@ -239,10 +247,8 @@ static int gm_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max
     snprintf(refs[n++].name, sizeof refs[0].name, "tune_fill_uniform<%s>", d.tname);
     refs[n].source = "common.cu";
     snprintf(refs[n++].name, sizeof refs[0].name, "tune_fill_indices");
-    if (d.method == GM_SLICE) {
-        refs[n].source = "common.cu";
-        snprintf(refs[n++].name, sizeof refs[0].name, "tune_fill_iota");
-    }
+    refs[n].source = "common.cu";
+    snprintf(refs[n++].name, sizeof refs[0].name, "tune_fill_iota");
     return (int)n;
 }
 
@@ -277,8 +283,19 @@ static tune_status gm_fill(gm_state *s, void *p, size_t n, uint64_t seed, tune_e
     return gpu_launch(s->k_fill, fill_grid(n), 256, 0, s->env.stream, args, err);
 }
 
+/* I[g, t] = t: the identity gather (the rows `slice` reads). */
+static tune_status gm_identity_indices(gm_state *s, tune_error *err)
+{
+    unsigned long long nn = s->n_i;
+    int period = (int)(s->shape.op == GM_OUTER ? s->shape.n : s->shape.k);
+    void *args[] = {&s->I, &nn, &period};
+    return gpu_launch(s->k_iota, fill_grid(s->n_i), 256, 0, s->env.stream, args, err);
+}
+
 static tune_status gm_fresh_indices(gm_state *s, uint64_t seed, tune_error *err)
 {
+    if (s->shape.identity)
+        return gm_identity_indices(s, err);
     unsigned long long nn = s->n_i, sd = seed;
     int range = (int)s->shape.kp;
     void *args[] = {&s->I, &nn, &sd, &range};
@@ -323,7 +340,8 @@ static void *gm_shape_init(const family_env *env, const tune_point *shape, tune_
     char name[64];
     snprintf(name, sizeof name, "tune_fill_uniform<%s>", d->tname);
     if (!(s->k_fill = gm_kernel(s, "common.cu", name, err)) ||
-        !(s->k_idx = gm_kernel(s, "common.cu", "tune_fill_indices", err)))
+        !(s->k_idx = gm_kernel(s, "common.cu", "tune_fill_indices", err)) ||
+        !(s->k_iota = gm_kernel(s, "common.cu", "tune_fill_iota", err)))
         goto fail;
     snprintf(name, sizeof name, "gm_reference<%s, %d, %d>", d->tname, d->op, d->trans);
     if (!(s->k_ref = gm_kernel(s, "gather_matmul.cu", name, err)))
@@ -362,8 +380,7 @@ static tune_status gm_prepare(void *state, const tune_point *cfg, tune_error *er
         if (s->k_main && !s->Ag && gpu_malloc(&s->Ag, (size_t)(d->g * d->k) * d->ds, err) != TUNE_OK)
             return err ? err->code : TUNE_ERR_OOM;
     } else {
-        s->k_iota = gm_kernel(s, "common.cu", "tune_fill_iota", err);
-        return s->k_iota ? TUNE_OK : TUNE_ERR_CUDA;
+        return TUNE_OK;
     }
     return s->k_main ? TUNE_OK : TUNE_ERR_CUDA;
 }
@@ -492,14 +509,10 @@ static tune_status gm_check(void *state, double *error, double *tolerance, tune_
         goto done;
     }
     /* slice reads the first k rows (n columns): check it on the identity gather */
-    if (d->method == GM_SLICE) {
-        unsigned long long nn = s->n_i;
-        int period = (int)(d->op == GM_OUTER ? d->n : d->k);
-        void *iargs[] = {&s->I, &nn, &period};
-        st = gpu_launch(s->k_iota, fill_grid(s->n_i), 256, 0, s->env.stream, iargs, err);
-    } else {
+    if (d->method == GM_SLICE)
+        st = gm_identity_indices(s, err);
+    else
         st = gm_fresh_indices(s, s->env.seed ^ 0xc0ffeeull, err);
-    }
     if (st != TUNE_OK ||
         (st = gpu_launch(s->k_ref, (unsigned)((s->n_out + 255) / 256), 256, 0, s->env.stream, args,
                          err)) != TUNE_OK)
