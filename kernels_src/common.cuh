@@ -68,6 +68,16 @@ __device__ __forceinline__ void ld_nc(raw_vec<16> &v, const void *p)
                  : "l"(p));
 }
 
+// Widens a raw vector of VEC elements of T to fp32.
+template <typename T, int VEC>
+__device__ __forceinline__ void widen_f32(const raw_vec<VEC * (int)sizeof(T)> &v, float (&out)[VEC])
+{
+    const T *e = reinterpret_cast<const T *>(&v);
+#pragma unroll
+    for (int i = 0; i < VEC; i++)
+        out[i] = to_f32(e[i]);
+}
+
 // Loads VEC consecutive elements at p (aligned to VEC * sizeof(T)) and widens them to fp32.
 template <typename T, int VEC> __device__ __forceinline__ void load_f32(const T *p, float (&out)[VEC])
 {
@@ -84,4 +94,19 @@ template <typename T> __device__ __forceinline__ float load1_f32(const T *p)
     float f[1];
     load_f32<T, 1>(p, f);
     return f[0];
+}
+
+// Asynchronous global -> shared copy of BYTES (4, 8 or 16) bytes (sm_80+), its commit and wait.
+template <int BYTES> __device__ __forceinline__ void cp_async(void *smem, const void *gmem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    if (BYTES == 16)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem));
+    else
+        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(s), "l"(gmem), "n"(BYTES));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }

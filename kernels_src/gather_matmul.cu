@@ -13,7 +13,7 @@
 //    or not at all (outer op, row-major B). Threads split into LANES = CHUNK / VEC column lanes
 //    (VEC elements each, one vector load) times ROWS = THREADS / LANES row groups over k; partial
 //    sums are reduced with warp shuffles, then through shared memory. U: row loads in flight per
-//    thread.
+//    thread; MINB: blocks per SM the compiler must fit (register cap).
 //  - gm_cols: B's gathered data is contiguous along k (outer op, transposed B) or scattered along
 //    it (inner ops, transposed B). Groups of GS lanes take one output column at a time and split k
 //    among themselves (VEC elements each); a shuffle reduction finishes each column.
@@ -40,8 +40,8 @@ __device__ __forceinline__ void gm_stage(const T *__restrict__ Ag, const int *__
     }
 }
 
-template <typename T, int OP, int CHUNK, int VEC, int THREADS, int U>
-__global__ void __launch_bounds__(THREADS)
+template <typename T, int OP, int CHUNK, int VEC, int THREADS, int U, int MINB>
+__global__ void __launch_bounds__(THREADS, MINB)
     gm_rows(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
             T *__restrict__ out, int g, int k, int kp, int n)
 {
@@ -74,39 +74,54 @@ __global__ void __launch_bounds__(THREADS)
         acc[v] = 0.f;
 
     // No staging and no barrier before the loads: each warp loads its own rows' indices (the
-    // LANES threads of a row share one broadcast load) and goes straight on to the gathered rows,
-    // so the only dependent chain is index -> row.
+    // LANES threads of a row share one broadcast load), and the indices of the next U rows are
+    // loaded while this step's rows are in flight, so a step costs one memory latency, not two.
     if (active) {
         // OP 2: this thread's column index into B's rows of length kp (= n_pre); VEC is 1.
         const int ocol = OP == 2 ? Ig[col] : 0;
+        int idx[U];
+        float a[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int tt = row + u * ROWS;
+            idx[u] = tt < k && OP != 2 ? Ig[tt] : 0;
+            a[u] = tt < k && OP != 0 ? to_f32(Ag[tt]) : 0.f;
+        }
+#pragma unroll 1
         for (int t = row; t < k; t += U * ROWS) {
-            int idx[U];
-            float a[U];
-            float b[U][VEC];
+            // raw vectors: converted only after the next indices are on their way
+            raw_vec<VEC * (int)sizeof(T)> rb[U];
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 const int tt = t + u * ROWS;
-                idx[u] = tt < k && OP != 2 ? Ig[tt] : 0;
-                a[u] = tt < k && OP != 0 ? to_f32(Ag[tt]) : 0.f;
-            }
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                const int tt = t + u * ROWS;
-                if (OP == 0 && tt < k)
-                    a[u] = to_f32(Ag[idx[u]]);
                 const T *p = OP == 2 ? Bg + (long long)tt * kp + ocol : Bg + (long long)idx[u] * n + col;
-                if (tt < k)
-                    load_f32<T, VEC>(p, b[u]);
-                else
+                if (tt < k) {
+                    ld_nc(rb[u], p);
+                    if (OP == 0)
+                        a[u] = to_f32(Ag[idx[u]]);
+                } else {
+                    rb[u] = raw_vec<VEC * (int)sizeof(T)>{};
+                    a[u] = 0.f;
+                }
+            }
+            int nidx[U];
+            float na[U];
 #pragma unroll
-                    for (int v = 0; v < VEC; v++)
-                        b[u][v] = 0.f;
+            for (int u = 0; u < U; u++) {
+                const int tt = t + (U + u) * ROWS;
+                nidx[u] = tt < k && OP != 2 ? Ig[tt] : 0;
+                na[u] = tt < k && OP != 0 ? to_f32(Ag[tt]) : 0.f;
             }
 #pragma unroll
-            for (int u = 0; u < U; u++)
+            for (int u = 0; u < U; u++) {
+                float b[VEC];
+                widen_f32<T, VEC>(rb[u], b);
 #pragma unroll
                 for (int v = 0; v < VEC; v++)
-                    acc[v] = fmaf(a[u], b[u][v], acc[v]);
+                    acc[v] = fmaf(a[u], b[v], acc[v]);
+                idx[u] = nidx[u];
+                a[u] = na[u];
+            }
         }
     }
 
@@ -133,6 +148,103 @@ __global__ void __launch_bounds__(THREADS)
         for (int p = 0; p < PARTS; p++)
             s += red[p * CHUNK + cc];
         out[gi * n + c0 + cc] = from_f32<T>(s);
+    }
+}
+
+// Inner ops, row-major B, with cp.async: each thread copies its gathered row segments straight
+// into its own shared-memory slots, S stages deep, so the bytes in flight are bounded by shared
+// memory rather than by registers. Indices and A values of a tile of KT rows are staged first
+// (one memory latency per tile); the copies then run S - 1 rows ahead of the arithmetic. No
+// barrier is needed inside the pipeline: a thread reads only the slots it filled.
+template <typename T, int OP, int CHUNK, int VEC, int THREADS, int S>
+__global__ void __launch_bounds__(THREADS)
+    gm_rows_async(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
+                  T *__restrict__ out, int g, int k, int kp, int n)
+{
+    static_assert(OP != 2, "gm_rows_async serves the inner ops");
+    static_assert(S >= 2, "S (pipeline stages) must be >= 2");
+    constexpr int BYTES = VEC * (int)sizeof(T);
+    static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+    constexpr int LANES = CHUNK / VEC;
+    static_assert(CHUNK % VEC == 0 && LANES <= THREADS, "CHUNK / VEC must divide and fit THREADS");
+    constexpr int ROWS = THREADS / LANES;
+    constexpr bool SHFL = LANES < 32 && (LANES & (LANES - 1)) == 0 && THREADS % 32 == 0;
+    constexpr int PARTS = SHFL ? THREADS / 32 : ROWS;
+
+    __shared__ int sI[GM_KT];
+    __shared__ float sA[GM_KT];
+    __shared__ float red[PARTS * CHUNK];
+    __shared__ __align__(16) raw_vec<BYTES> buf[S][THREADS];
+
+    const int nchunks = (n + CHUNK - 1) / CHUNK;
+    const long long gi = blockIdx.x / nchunks;
+    const int c0 = (blockIdx.x % nchunks) * CHUNK;
+    const int lane = threadIdx.x % LANES;
+    const int row = threadIdx.x / LANES;
+    const int col = c0 + lane * VEC;
+    const bool active = row < ROWS && col < n;
+    const T *Ag = A + gi * (OP == 0 ? kp : k);
+    const int *Ig = I + gi * k;
+    const T *Bg = B + gi * (long long)kp * n + col;
+    raw_vec<BYTES> *slot = &buf[0][threadIdx.x];
+
+    float acc[VEC];
+#pragma unroll
+    for (int v = 0; v < VEC; v++)
+        acc[v] = 0.f;
+
+    for (int t0 = 0; t0 < k; t0 += GM_KT) {
+        const int len = min(GM_KT, k - t0);
+        __syncthreads();
+        gm_stage<T, OP>(Ag, Ig, t0, len, sI, sA);
+        __syncthreads();
+        const int J = active && row < len ? (len - row + ROWS - 1) / ROWS : 0;
+#pragma unroll
+        for (int s = 0; s < S - 1; s++) {
+            if (s < J)
+                cp_async<BYTES>(slot + s * THREADS, Bg + (long long)sI[row + s * ROWS] * n);
+            cp_async_commit();
+        }
+#pragma unroll 1
+        for (int j = 0; j < J; j++) {
+            const int jn = j + S - 1;
+            if (jn < J)
+                cp_async<BYTES>(slot + (jn % S) * THREADS, Bg + (long long)sI[row + jn * ROWS] * n);
+            cp_async_commit();
+            cp_async_wait<S - 1>();
+            float b[VEC];
+            widen_f32<T, VEC>(slot[(j % S) * THREADS], b);
+            const float a = sA[row + j * ROWS];
+#pragma unroll
+            for (int v = 0; v < VEC; v++)
+                acc[v] = fmaf(a, b[v], acc[v]);
+        }
+        cp_async_wait<0>();
+    }
+
+    int part = row;
+    bool store = row < ROWS;
+    if (SHFL) {
+#pragma unroll
+        for (int off = 16; off >= LANES; off >>= 1)
+#pragma unroll
+            for (int v = 0; v < VEC; v++)
+                acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], off);
+        part = threadIdx.x / 32;
+        store = threadIdx.x % 32 < LANES;
+    }
+    if (store) {
+#pragma unroll
+        for (int v = 0; v < VEC; v++)
+            red[part * CHUNK + lane * VEC + v] = acc[v];
+    }
+    __syncthreads();
+    for (int cc = threadIdx.x; cc < CHUNK && c0 + cc < n; cc += THREADS) {
+        float sum = 0.f;
+#pragma unroll 4
+        for (int p = 0; p < PARTS; p++)
+            sum += red[p * CHUNK + cc];
+        out[gi * n + c0 + cc] = from_f32<T>(sum);
     }
 }
 

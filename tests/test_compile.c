@@ -92,7 +92,7 @@ Test(compile, cache_key_includes_architecture)
 Test(compile, compile_error_keeps_the_log)
 {
     /* a template argument the kernel's static_assert rejects: CHUNK not a multiple of VEC */
-    compile_job j = {.source = "gather_matmul.cu", .name = "gm_rows<half_t, 1, 12, 8, 256, 4>"};
+    compile_job j = {.source = "gather_matmul.cu", .name = "gm_rows<half_t, 1, 12, 8, 256, 4, 1>"};
     compile_options opt = {kernels_dir, cache_dir, 90, 0};
     tune_error err = {0};
     cr_assert_eq(compile_run(&j, 1, &opt, &err), TUNE_OK);
@@ -102,7 +102,7 @@ Test(compile, compile_error_keeps_the_log)
     cr_expect_null(j.cubin);
     compile_job_clear(&j);
     /* the failure is cached too: a second run compiles nothing and keeps the log */
-    compile_job k = {.source = "gather_matmul.cu", .name = "gm_rows<half_t, 1, 12, 8, 256, 4>"};
+    compile_job k = {.source = "gather_matmul.cu", .name = "gm_rows<half_t, 1, 12, 8, 256, 4, 1>"};
     cr_assert_eq(compile_run(&k, 1, &opt, &err), TUNE_OK);
     cr_expect_eq(k.from_cache, 1);
     cr_expect_eq(k.status, TUNE_ERR_NVRTC);

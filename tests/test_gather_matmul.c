@@ -38,6 +38,7 @@ static const char *const dtypes[] = {"float16", "bfloat16", "float32"};
 static const int64_t chunks[] = {1, 3, 16, 64, 128};
 static const int64_t threads[] = {32, 256};
 static const int64_t denses[] = {0, 1};
+static const int64_t stages[] = {0, 3};
 
 static char no_gpu[2048];
 
@@ -333,10 +334,11 @@ Test(gather_matmul_gpu, custom_kernels_match_cpu, .timeout = 600)
                 case_data d;
                 case_setup(c, dtypes[di], trans, &d);
                 for (size_t hi = 0; hi < 5; hi++)
-                    for (size_t ti = 0; ti < 4; ti++) {
+                    for (size_t ti = 0; ti < 8; ti++) {
                         tune_point p;
                         case_point(c, dtypes[di], trans, "custom", chunks[hi], threads[ti % 2], &p);
-                        point_set_int(&p, "dense", denses[ti / 2]);
+                        point_set_int(&p, "dense", denses[ti / 2 % 2]);
+                        point_set_int(&p, "stages", stages[ti / 4]);
                         family_kernel_ref refs[FAMILY_MAX_KERNELS];
                         char why[256];
                         if (gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why,
@@ -344,7 +346,7 @@ Test(gather_matmul_gpu, custom_kernels_match_cpu, .timeout = 600)
                             continue; /* e.g. chunk too wide for 32 threads: a skipped config */
                         void *k = get_kernel(NULL, refs[0].source, refs[0].name);
                         int64_t grid = c->g * ((c->n + chunks[hi] - 1) / chunks[hi]);
-                        size_t smem = denses[ti / 2] ? (size_t)c->kp * sizeof(float) : 0;
+                        size_t smem = denses[ti / 2 % 2] ? (size_t)c->kp * sizeof(float) : 0;
                         launch_kernel(k, c, &d, (unsigned)grid, (unsigned)threads[ti % 2], smem);
                         double e = case_error(&d, dtypes[di], 0);
                         cr_expect_leq(e, tolerance(dtypes[di]), "%s %s: error %g", refs[0].name,
@@ -422,11 +424,11 @@ Test(gather_matmul, instantiation_names)
     gm_case c = {"gather_inner_matrix_only_bmv", 256, 1024, 64, 128};
     case_point(&c, "float16", 0, "custom", 128, 256, &p);
     cr_assert_gt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
-    cr_expect_str_eq(refs[0].name, "gm_rows<half_t, 1, 128, 8, 256, 4>");
+    cr_expect_str_eq(refs[0].name, "gm_rows<half_t, 1, 128, 8, 256, 4, 1>");
     c.n = 130;
     case_point(&c, "float32", 0, "custom", 128, 256, &p);
     cr_assert_gt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
-    cr_expect_str_eq(refs[0].name, "gm_rows<float, 1, 128, 2, 256, 4>");
+    cr_expect_str_eq(refs[0].name, "gm_rows<float, 1, 128, 2, 256, 4, 1>");
     gm_case o = {"gather_outer_bmv", 32, 4096, 128, 256};
     case_point(&o, "bfloat16", 1, "custom", 16, 256, &p);
     cr_assert_gt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);

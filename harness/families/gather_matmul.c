@@ -58,6 +58,10 @@ static const family_axis gm_params[] = {
     {"chunk", FAMILY_AXIS_INT, 1, 4096, NULL, "64", "columns of n per unit of work (block)"},
     {"threads", FAMILY_AXIS_INT, 32, 1024, NULL, "256", "threads per block"},
     {"unroll", FAMILY_AXIS_INT, 1, 16, NULL, "4", "independent row loads in flight per thread (row-major B)"},
+    {"full_occupancy", FAMILY_AXIS_BOOL, 0, 1, NULL, "false",
+     "row-major B: cap registers so that 2048 threads fit on an SM (__launch_bounds__)"},
+    {"stages", FAMILY_AXIS_INT, 0, 16, NULL, "0",
+     "inner ops, row-major B: cp.async pipeline depth (0: plain loads, gm_rows)"},
     {"dense", FAMILY_AXIS_BOOL, 0, 1, NULL, "false",
      "inner ops, transposed B: scatter A into a dense k_pre vector and stream whole rows of B"},
 };
@@ -82,6 +86,8 @@ typedef struct {
     int64_t g, k, kp, n; /* kp: k_pre (inner ops) or n_pre (outer) */
     /* custom kernel geometry */
     int64_t chunk, threads, unroll;
+    int full_occupancy;
+    int64_t stages;
     int vec, gs, cols; /* cols: gm_cols (transposed B) rather than gm_rows */
     int dense;         /* gm_dense */
     size_t smem;       /* dynamic shared memory */
@@ -159,6 +165,12 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
     d->chunk = point_int(cfg, "chunk", 64);
     d->threads = point_int(cfg, "threads", 256);
     d->unroll = point_int(cfg, "unroll", 4);
+    d->full_occupancy = (int)point_int(cfg, "full_occupancy", 0);
+    d->stages = point_int(cfg, "stages", 0);
+    if (d->stages == 1)
+        return gm_fail(why, why_size, "stages must be 0 (no pipeline) or >= 2");
+    if (d->stages && (d->op == GM_OUTER || d->trans))
+        return gm_fail(why, why_size, "stages applies only to the inner ops with row-major B");
     if (d->threads % 32 != 0)
         return gm_fail(why, why_size, "threads (%lld) must be a multiple of 32", (long long)d->threads);
     d->cols = d->trans;
@@ -186,6 +198,18 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
         if (d->chunk / d->vec > d->threads)
             return gm_fail(why, why_size, "chunk / vector width (%lld) exceeds threads (%lld)",
                            (long long)(d->chunk / d->vec), (long long)d->threads);
+        if (d->stages) {
+            int64_t lanes = d->chunk / d->vec, rows = d->threads / lanes;
+            int64_t parts = lanes < 32 && (lanes & (lanes - 1)) == 0 ? d->threads / 32 : rows;
+            int64_t bytes = d->stages * d->threads * d->vec * (int64_t)d->ds + 8192 +
+                            parts * d->chunk * 4;
+            if ((int64_t)d->vec * (int64_t)d->ds < 4)
+                return gm_fail(why, why_size, "stages needs copies of at least 4 bytes (chunk and n "
+                                              "multiples of %d)", (int)(4 / d->ds));
+            if (bytes > 48 * 1024)
+                return gm_fail(why, why_size, "stages: %lld bytes of shared memory exceed 48 KiB",
+                               (long long)bytes);
+        }
     } else {
         int64_t m[1] = {d->k};
         d->vec = d->op == GM_OUTER ? vec_width(d->ds, m, 1) : 1;
@@ -212,12 +236,16 @@ static void gm_custom_name(const gm_desc *d, char *buf, size_t size)
     if (d->dense)
         snprintf(buf, size, "gm_dense<%s, %d, %lld, %d, %d, %lld>", d->tname, d->op,
                  (long long)d->chunk, d->vec, d->gs, (long long)d->threads);
+    else if (d->stages)
+        snprintf(buf, size, "gm_rows_async<%s, %d, %lld, %d, %lld, %lld>", d->tname, d->op,
+                 (long long)d->chunk, d->vec, (long long)d->threads, (long long)d->stages);
     else if (d->cols)
         snprintf(buf, size, "gm_cols<%s, %d, %lld, %d, %d, %lld>", d->tname, d->op,
                  (long long)d->chunk, d->vec, d->gs, (long long)d->threads);
     else
-        snprintf(buf, size, "gm_rows<%s, %d, %lld, %d, %lld, %lld>", d->tname, d->op,
-                 (long long)d->chunk, d->vec, (long long)d->threads, (long long)d->unroll);
+        snprintf(buf, size, "gm_rows<%s, %d, %lld, %d, %lld, %lld, %lld>", d->tname, d->op,
+                 (long long)d->chunk, d->vec, (long long)d->threads, (long long)d->unroll,
+                 d->full_occupancy ? 2048 / (long long)d->threads : 1LL);
 }
 
 static void gm_ref(family_kernel_ref *r, const char *source, const char *fmt, const gm_desc *d)
