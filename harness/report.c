@@ -387,13 +387,31 @@ static void report_add_table(report *r, size_t field, report_style style, const 
     t->style = style;
 }
 
-static tune_status report_make_tables(report *r)
+/* 1 when parameter `name` takes more than one value over the rows (a "Best" table for a parameter
+ * the sweep kept fixed says nothing; its value stays in the CSV and JSON). */
+static int report_param_varies(const result_row *rows, size_t n, const char *name)
+{
+    expr_value first = {0}, v;
+    int seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (point_get(&rows[i].values, name, &v) != 0)
+            continue;
+        if (seen && !expr_value_equal(first, v))
+            return 1;
+        first = v;
+        seen = 1;
+    }
+    return 0;
+}
+
+static tune_status report_make_tables(report *r, const result_row *rows, size_t n)
 {
     r->tables = calloc(r->n_params + r->n_baselines + 4, sizeof *r->tables);
     if (!r->tables)
         return TUNE_ERR_NOMEM;
     for (size_t j = 0; j < r->n_params; j++)
-        report_add_table(r, report_field_param(r, j), REPORT_RAW, "Best %s", r->params[j]);
+        if (report_param_varies(rows, n, r->params[j]))
+            report_add_table(r, report_field_param(r, j), REPORT_RAW, "Best %s", r->params[j]);
     if (r->n_tuned > 1)
         report_add_table(r, report_field_method(r), REPORT_RAW, "Best %s", "method");
     size_t t = report_field_time(r);
@@ -420,7 +438,7 @@ static tune_status report_build_parts(report *r, const result_row *rows, size_t 
     if (st != TUNE_OK)
         return st;
     if (report_pick_best(r, rows, n) != TUNE_OK || report_make_fields(r) != TUNE_OK ||
-        report_make_tables(r) != TUNE_OK)
+        report_make_tables(r, rows, n) != TUNE_OK)
         return tune_error_set(err, TUNE_ERR_NOMEM, "report", "out of memory");
     return report_layout(r, spec, err);
 }
