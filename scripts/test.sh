@@ -10,4 +10,12 @@ base_deps
 need libcriterion-dev pkg-config --exists criterion
 install_missing
 configure_and_build -DTUNE_BUILD_TESTS=ON -DTUNE_WERROR=ON
-ctest --test-dir build --output-on-failure
+rc=0
+ctest --test-dir build --output-on-failure || rc=$?
+# ctest hides the output of passing tests: show which tests skipped themselves, and why
+skips=$(grep -h '^\[SKIP\]' build/Testing/Temporary/LastTest.log 2>/dev/null || true)
+if [ -n "$skips" ]; then
+  echo "Skipped tests:"
+  echo "$skips"
+fi
+exit "$rc"
