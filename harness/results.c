@@ -20,6 +20,7 @@ static const char *const results_reserved[] = {
     "reason",      "kernel",      "time_median", "time_mean", "time_min",  "time_max", "time_stdev",
     "time_stderr", "time_p10",    "time_p90",    "time_n",    "bytes",     "flops",    "bandwidth",
     "flop_rate",   "pct_read_bw", "read_bw",     "error",     "tolerance", "device",   "timestamp",
+    "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w", "throttle_reasons",
 };
 
 const char *result_status_str(result_status s)
@@ -44,6 +45,8 @@ void result_row_init(result_row *row)
     stats_summarize(NULL, 0, &row->time);
     row->bytes = row->flops = row->bandwidth = row->flop_rate = NAN;
     row->pct_read_bw = row->read_bw = row->error = row->tolerance = NAN;
+    row->clock_sm_mhz = row->clock_mem_mhz = row->temperature_c = row->power_w = NAN;
+    row->throttle_reasons = -1;
 }
 
 /* ---- directories ---- */
@@ -214,6 +217,13 @@ static void results_put_measures(json_t *o, const result_row *row, int *failed)
     results_put(o, "read_bw", results_json_num(row->read_bw), failed);
     results_put(o, "error", results_json_num(row->error), failed);
     results_put(o, "tolerance", results_json_num(row->tolerance), failed);
+    results_put(o, "clock_sm_mhz", results_json_num(row->clock_sm_mhz), failed);
+    results_put(o, "clock_mem_mhz", results_json_num(row->clock_mem_mhz), failed);
+    results_put(o, "temperature_c", results_json_num(row->temperature_c), failed);
+    results_put(o, "power_w", results_json_num(row->power_w), failed);
+    results_put(o, "throttle_reasons",
+                row->throttle_reasons >= 0 ? json_integer(row->throttle_reasons) : json_null(),
+                failed);
 }
 
 /* New JSON object for row, keys in the documented order; NULL with err set. */
@@ -463,10 +473,17 @@ static tune_status results_get_measures(const json_t *o, result_row *row, const 
         {"read_bw", &row->read_bw},
         {"error", &row->error},
         {"tolerance", &row->tolerance},
+        {"clock_sm_mhz", &row->clock_sm_mhz},
+        {"clock_mem_mhz", &row->clock_mem_mhz},
+        {"temperature_c", &row->temperature_c},
+        {"power_w", &row->power_w},
     };
     tune_status st = TUNE_OK;
     for (size_t i = 0; st == TUNE_OK && i < sizeof nums / sizeof *nums; i++)
         st = results_get_num(o, nums[i].key, nums[i].dst, where, err);
+    double throttle;
+    if (st == TUNE_OK && (st = results_get_num(o, "throttle_reasons", &throttle, where, err)) == TUNE_OK)
+        row->throttle_reasons = isnan(throttle) ? -1 : (long long)throttle;
     return st;
 }
 

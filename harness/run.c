@@ -14,6 +14,7 @@
 
 #include "compile.h"
 #include "gpu.h"
+#include "monitor.h"
 #include "report.h"
 #include "results.h"
 #include "space.h"
@@ -43,7 +44,8 @@ typedef struct {
     run_kernel *kernels;
     size_t n_kernels, cap_kernels;
     tune_error *err;
-    double t0; /* start of the run (monotonic seconds) */
+    double t0;    /* start of the run (monotonic seconds) */
+    monitor *mon; /* NVML, NULL when absent */
 } run_ctx;
 
 void run_options_init(run_options *opt)
@@ -295,9 +297,10 @@ static json_t *meta_build(const run_ctx *rc, const gpu_info *gi, const run_summa
                                       "runtime", gi->runtime_version, "nvrtc",
                                       compile_nvrtc_version(), "cublas", cb));
         char drv[256];
-        if (driver_version_text(drv, sizeof drv))
+        if (monitor_driver_version(rc->mon, drv, sizeof drv) || driver_version_text(drv, sizeof drv))
             json_object_set_new(json_object_get(m, "versions"), "driver", json_string(drv));
     }
+    json_object_set_new(m, "nvml", json_boolean(rc->mon != NULL));
     json_object_set_new(m, "seed", json_integer((json_int_t)rc->opt->seed));
     json_object_set_new(m, "read_bw",
                         json_pack("{s:f, s:s}", "bytes_per_second", sum->read_bw, "source",
@@ -459,6 +462,14 @@ static void measure_config(run_ctx *rc, void *state, timing *tm, size_t ci, cons
         row->flop_rate = row->flops / row->time.median;
         row->read_bw = read_bw;
         row->pct_read_bw = 100.0 * row->bandwidth / read_bw;
+        monitor_sample ms;
+        if (monitor_read(rc->mon, &ms) == 0) {
+            row->clock_sm_mhz = ms.sm_mhz;
+            row->clock_mem_mhz = ms.mem_mhz;
+            row->temperature_c = ms.temperature_c;
+            row->power_w = ms.power_w;
+            row->throttle_reasons = ms.throttle_reasons;
+        }
     }
     free(samples);
     (void)ci;
@@ -592,7 +603,7 @@ done:
 
 tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum, tune_error *err)
 {
-    run_ctx rc = {sw, opt, NULL, NULL, NULL, 0, 0, err, now_seconds()};
+    run_ctx rc = {sw, opt, NULL, NULL, NULL, 0, 0, err, now_seconds(), NULL};
     gpu_info gi;
     memset(sum, 0, sizeof *sum);
     tune_status st = TUNE_OK;
@@ -624,7 +635,9 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
                     rc.kernels[i].job.name, rc.kernels[i].job.log ? rc.kernels[i].job.log : "");
     if (opt->compile_only)
         goto done;
+    rc.mon = monitor_open(gi.pci_bus_id);
     st = run_gpu(&rc, &gi, sum);
+    monitor_close(rc.mon);
     if (st == TUNE_OK)
         st = print_and_write_report(sw, sum->out_dir, opt->quiet, err);
 done:

@@ -87,6 +87,10 @@ Test(results, round_trip)
     result_row in[2];
     fill_tuned(&in[0], 256, 16);
     fill_tuned(&in[1], 1024, 0);
+    in[0].clock_sm_mhz = 1980;
+    in[0].temperature_c = 41;
+    in[0].power_w = 312.5;
+    in[0].throttle_reasons = 4;
     in[1].method = "cublas"; /* a baseline: no parameter value */
     in[1].values.n = 2;
     in[1].status = RESULT_CRASHED;
@@ -122,6 +126,12 @@ Test(results, round_trip)
     cr_expect(isnan(out[0].error));
     cr_expect_str_eq(out[0].kernel, "k<16>");
     cr_expect_str_eq(out[0].timestamp, "2026-11-22T10:15:00Z");
+    cr_expect_float_eq(out[0].clock_sm_mhz, 1980, 1e-9);
+    cr_expect(isnan(out[0].clock_mem_mhz), "not measured reads back as NAN");
+    cr_expect_float_eq(out[0].temperature_c, 41, 1e-9);
+    cr_expect_float_eq(out[0].power_w, 312.5, 1e-9);
+    cr_expect_eq(out[0].throttle_reasons, 4);
+    cr_expect_eq(out[1].throttle_reasons, -1);
 
     cr_expect_str_eq(out[1].method, "cublas");
     cr_expect_eq(out[1].values.n, 2, "a baseline reads back without its parameter");

@@ -1,0 +1,33 @@
+/* monitor.h - clocks, temperature, power and throttle reasons of a GPU through NVML, opened with
+ * dlopen so that binaries start on machines without a driver (DESIGN.md 5).
+ *
+ *   monitor *m = monitor_open(info.pci_bus_id);   // NULL when NVML is absent: not an error
+ *   monitor_sample s;
+ *   if (monitor_read(m, &s) == 0) printf("%.0f MHz\n", s.sm_mhz);
+ *   monitor_close(m);
+ *
+ * tune only reads: it never changes clocks or any other setting of the GPU.
+ */
+#ifndef TUNE_MONITOR_H
+#define TUNE_MONITOR_H
+
+#include <stddef.h>
+
+typedef struct {
+    double sm_mhz, mem_mhz; /* current clocks */
+    double temperature_c;
+    double power_w;
+    long long throttle_reasons; /* NVML's clocks-event/throttle bit mask; -1 when unknown */
+} monitor_sample;
+
+typedef struct monitor monitor;
+
+/* New monitor of the device with this PCI bus id ("0000:00:06.0"), or NULL without NVML. */
+monitor *monitor_open(const char *pci_bus_id);
+void monitor_close(monitor *m);
+/* 0 and a sample (NAN / -1 for what NVML could not say), -1 when m is NULL. */
+int monitor_read(monitor *m, monitor_sample *out);
+/* The driver version NVML reports ("580.159.04"), or NULL. */
+const char *monitor_driver_version(monitor *m, char *buf, size_t size);
+
+#endif
