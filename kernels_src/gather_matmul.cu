@@ -40,18 +40,56 @@ __device__ __forceinline__ void gm_stage(const T *__restrict__ Ag, const int *__
     }
 }
 
+// The row kernels' epilogue: sums the partial rows of the block (warp shuffles when a warp holds
+// several rows, then shared memory) and writes the block's CHUNK output columns of out_g.
+template <int CHUNK, int VEC, int THREADS> struct gm_rows_shape {
+    static constexpr int LANES = CHUNK / VEC;
+    static constexpr int ROWS = THREADS / LANES;
+    static constexpr bool SHFL = LANES < 32 && (LANES & (LANES - 1)) == 0 && THREADS % 32 == 0;
+    static constexpr int PARTS = SHFL ? THREADS / 32 : ROWS;
+};
+
+template <typename T, int CHUNK, int VEC, int THREADS>
+__device__ __forceinline__ void gm_rows_reduce(float (&acc)[VEC], float *red, int row, int lane,
+                                               T *__restrict__ out_g, int c0, int n)
+{
+    typedef gm_rows_shape<CHUNK, VEC, THREADS> shape;
+    int part = row;
+    bool store = row < shape::ROWS;
+    if (shape::SHFL) {
+#pragma unroll
+        for (int off = 16; off >= shape::LANES; off >>= 1)
+#pragma unroll
+            for (int v = 0; v < VEC; v++)
+                acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], off);
+        part = threadIdx.x / 32;
+        store = threadIdx.x % 32 < shape::LANES;
+    }
+    if (store) {
+#pragma unroll
+        for (int v = 0; v < VEC; v++)
+            red[part * CHUNK + lane * VEC + v] = acc[v];
+    }
+    __syncthreads();
+    for (int cc = threadIdx.x; cc < CHUNK && c0 + cc < n; cc += THREADS) {
+        float sum = 0.f;
+#pragma unroll 4
+        for (int p = 0; p < shape::PARTS; p++)
+            sum += red[p * CHUNK + cc];
+        out_g[c0 + cc] = from_f32<T>(sum);
+    }
+}
+
 template <typename T, int OP, int CHUNK, int VEC, int THREADS, int U, int MINB>
 __global__ void __launch_bounds__(THREADS, MINB)
     gm_rows(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
             T *__restrict__ out, int g, int k, int kp, int n)
 {
     static_assert(CHUNK % VEC == 0, "CHUNK must be a multiple of VEC");
-    constexpr int LANES = CHUNK / VEC;
+    constexpr int LANES = gm_rows_shape<CHUNK, VEC, THREADS>::LANES;
     static_assert(LANES <= THREADS, "CHUNK / VEC must not exceed THREADS");
-    constexpr int ROWS = THREADS / LANES;
-    // Rows of a warp reduced with shuffles when LANES is a power of two below 32.
-    constexpr bool SHFL = LANES < 32 && (LANES & (LANES - 1)) == 0 && THREADS % 32 == 0;
-    constexpr int PARTS = SHFL ? THREADS / 32 : ROWS;
+    constexpr int ROWS = gm_rows_shape<CHUNK, VEC, THREADS>::ROWS;
+    constexpr int PARTS = gm_rows_shape<CHUNK, VEC, THREADS>::PARTS;
     static_assert(U >= 1, "U (row loads in flight per thread) must be >= 1");
 
     __shared__ float red[PARTS * CHUNK];
@@ -125,30 +163,7 @@ __global__ void __launch_bounds__(THREADS, MINB)
         }
     }
 
-    int part = row;
-    bool store = row < ROWS;
-    if (SHFL) {
-#pragma unroll
-        for (int off = 16; off >= LANES; off >>= 1)
-#pragma unroll
-            for (int v = 0; v < VEC; v++)
-                acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], off);
-        part = threadIdx.x / 32;
-        store = threadIdx.x % 32 < LANES;
-    }
-    if (store) {
-#pragma unroll
-        for (int v = 0; v < VEC; v++)
-            red[part * CHUNK + lane * VEC + v] = acc[v];
-    }
-    __syncthreads();
-    for (int cc = threadIdx.x; cc < CHUNK && c0 + cc < n; cc += THREADS) {
-        float s = 0.f;
-#pragma unroll 4
-        for (int p = 0; p < PARTS; p++)
-            s += red[p * CHUNK + cc];
-        out[gi * n + c0 + cc] = from_f32<T>(s);
-    }
+    gm_rows_reduce<T, CHUNK, VEC, THREADS>(acc, red, row, lane, out + gi * n, c0, n);
 }
 
 // Inner ops, row-major B, with cp.async: each thread copies its gathered row segments straight
@@ -165,11 +180,10 @@ __global__ void __launch_bounds__(THREADS)
     static_assert(S >= 2, "S (pipeline stages) must be >= 2");
     constexpr int BYTES = VEC * (int)sizeof(T);
     static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
-    constexpr int LANES = CHUNK / VEC;
+    constexpr int LANES = gm_rows_shape<CHUNK, VEC, THREADS>::LANES;
     static_assert(CHUNK % VEC == 0 && LANES <= THREADS, "CHUNK / VEC must divide and fit THREADS");
-    constexpr int ROWS = THREADS / LANES;
-    constexpr bool SHFL = LANES < 32 && (LANES & (LANES - 1)) == 0 && THREADS % 32 == 0;
-    constexpr int PARTS = SHFL ? THREADS / 32 : ROWS;
+    constexpr int ROWS = gm_rows_shape<CHUNK, VEC, THREADS>::ROWS;
+    constexpr int PARTS = gm_rows_shape<CHUNK, VEC, THREADS>::PARTS;
 
     __shared__ int sI[GM_KT];
     __shared__ float sA[GM_KT];
@@ -222,30 +236,7 @@ __global__ void __launch_bounds__(THREADS)
         cp_async_wait<0>();
     }
 
-    int part = row;
-    bool store = row < ROWS;
-    if (SHFL) {
-#pragma unroll
-        for (int off = 16; off >= LANES; off >>= 1)
-#pragma unroll
-            for (int v = 0; v < VEC; v++)
-                acc[v] += __shfl_xor_sync(0xffffffffu, acc[v], off);
-        part = threadIdx.x / 32;
-        store = threadIdx.x % 32 < LANES;
-    }
-    if (store) {
-#pragma unroll
-        for (int v = 0; v < VEC; v++)
-            red[part * CHUNK + lane * VEC + v] = acc[v];
-    }
-    __syncthreads();
-    for (int cc = threadIdx.x; cc < CHUNK && c0 + cc < n; cc += THREADS) {
-        float sum = 0.f;
-#pragma unroll 4
-        for (int p = 0; p < PARTS; p++)
-            sum += red[p * CHUNK + cc];
-        out[gi * n + c0 + cc] = from_f32<T>(sum);
-    }
+    gm_rows_reduce<T, CHUNK, VEC, THREADS>(acc, red, row, lane, out + gi * n, c0, n);
 }
 
 template <typename T, int OP, int CHUNK, int VEC, int GS, int THREADS>
