@@ -556,18 +556,17 @@ def heatmap(run, table, rows, cols, values, stem, what, cbar_label, written, fmt
     cm = (plt.get_cmap(cmap) if isinstance(cmap, str) else cmap).copy()
     cm.set_bad("0.92")
     im = ax.imshow(grid, aspect="auto", cmap=cm, vmin=vmin, vmax=vmax, interpolation="nearest")
-    finite = [v for row in grid for v in row if not math.isnan(v)]
-    lo, hi = (vmin if vmin is not None else min(finite, default=0),
-              vmax if vmax is not None else max(finite, default=1))
+    norm = im.norm
     for i in range(len(rkeys)):
         for j in range(len(ckeys)):
             v = raw[i][j]
             if v is None or (isinstance(v, float) and math.isnan(v)):
                 continue
             g = grid[i][j]
-            frac = 0.5 if (math.isnan(g) or hi == lo) else (g - lo) / (hi - lo)
+            r_, g_, b_, _ = cm(norm(g)) if not math.isnan(g) else (0.92, 0.92, 0.92, 1)
+            dark = 0.299 * r_ + 0.587 * g_ + 0.114 * b_ < 0.5
             ax.text(j, i, fmt(v), ha="center", va="center", fontsize=8,
-                    color="white" if frac < 0.55 else "black")
+                    color="white" if dark else "black")
     ax.set_xticks(range(len(ckeys)))
     ax.set_xticklabels(["/".join(fmt_val(v) for v in k) for k in ckeys],
                        rotation=45 if len(ckeys) > 6 else 0, ha="right" if len(ckeys) > 6 else "center",
@@ -585,6 +584,9 @@ def heatmap(run, table, rows, cols, values, stem, what, cbar_label, written, fmt
         cb.set_ticklabels([fmt_val(v) for v in cats])
         cb.ax.tick_params(length=0)
     elif log:
+        if vmax is not None and vmin is not None and vmax - vmin >= 2:
+            cb.set_ticks([t for t in ticker.MaxNLocator(integer=True).tick_values(vmin, vmax)
+                          if vmin <= t <= vmax])
         cb.ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda x, _: fmt_val(float(2 ** x))))
     ax.set_title(title(run, what, detail, note), fontsize=9, loc="left")
     save(fig, run, stem, written)
@@ -686,7 +688,7 @@ def fig_speedup_vs_m(run, args, written):
     n = len(panels)
     ncol = min(n, args.columns)
     nrow = math.ceil(n / ncol)
-    fig, axs = plt.subplots(nrow, ncol, figsize=(3.3 * ncol + 0.4, 2.6 * nrow + 1.0), squeeze=False,
+    fig, axs = plt.subplots(nrow, ncol, figsize=(3.3 * ncol + 0.4, 2.6 * nrow + 0.3), squeeze=False,
                             sharex=True, sharey=True)
     ms = sort_vals(tab[m].unique())
     styles = {}
@@ -736,10 +738,10 @@ def fig_speedup_vs_m(run, args, written):
     handles.append(Line2D([], [], color="0.5", lw=0.8, label=f"{args.reference} (= 1)"))
     fixed = fixed_detail(run, tab, panel_axes + [m])
     note = status_note(run.df)
+    fig.tight_layout()
     fig.suptitle(title(run, f"speedup over {args.reference} vs {m}", fixed, note or None),
                  fontsize=10, x=0.02, ha="left", y=1.0, va="bottom")
     fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, fontsize=9)
-    fig.tight_layout()
     save(fig, run, f"speedup_vs_{m}", written)
 
 
