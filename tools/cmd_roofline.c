@@ -1,0 +1,374 @@
+/* cmd_roofline.c - `tune calibrate` (measure a device's ceilings) and `tune roofline` (how far a
+ * run's times are from the roofline model). docs/roofline.md. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "compile.h"
+#include "gpu.h"
+#include "results.h"
+#include "roofline.h"
+
+int tune_cmd_calibrate(int argc, char **argv);
+int tune_cmd_roofline(int argc, char **argv);
+
+enum { EXIT_USAGE = 2, EXIT_NO_GPU = 3 };
+
+static const char calibrate_usage[] =
+    "usage: tune calibrate [--device N] [--out FILE] [options]\n"
+    "  measures the device's ceilings (read and copy bandwidth, cuBLAS GEMM rates, launch\n"
+    "  overhead) and writes them, with provenance, to results/calibration/<device>.json\n"
+    "  --device N      CUDA device ordinal (default 0)\n"
+    "  --out FILE      calibration file to write (default ROOT/calibration/<device>.json)\n"
+    "  --results ROOT  results root (default results)\n"
+    "  --cache DIR     kernel cache folder (default $TUNE_CACHE_DIR or ~/.cache/tune)\n"
+    "  --no-cache      compile everything, cache nothing\n"
+    "  --kernels DIR   kernel sources (default: found beside the binary)\n"
+    "  --specs FILE    GPU specs table to compare with (default data/gpus.json)\n"
+    "  --quiet         print only the file written\n";
+
+static const char roofline_usage[] =
+    "usage: tune roofline RESULTS_DIR... [--calibration FILE] [options]\n"
+    "  prints the roofline model's prediction error per method (geometric mean and worst of\n"
+    "  max(roofline / measured, measured / roofline)) and writes roofline.json into the first folder\n"
+    "  --calibration FILE  measured ceilings (default ROOT/calibration/<device>.json when present)\n"
+    "  --results ROOT      results root holding calibration/ (default results)\n"
+    "  --specs FILE        GPU specs table (default data/gpus.json)\n"
+    "  --quiet             no tables\n";
+
+static int fail(const char *verb, const tune_error *err)
+{
+    char buf[4096];
+    fprintf(stderr, "tune %s: %s\n", verb, tune_error_text(err, buf, sizeof buf));
+    return err->code == TUNE_ERR_NO_GPU ? EXIT_NO_GPU : EXIT_FAILURE;
+}
+
+/* Value of option argv[*i] (advancing *i), or NULL after printing the usage. */
+static const char *option_value(int argc, char **argv, int *i, const char *usage)
+{
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "tune %s: option %s needs a value\n%s", argv[0], argv[*i], usage);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static void print_comparison(const roofline_calibration *cal, const roofline_gpu *g)
+{
+    printf("\n| ceiling | measured | peak (%s) | measured / peak |\n|---|---|---|---|\n",
+           g ? g->name : "not in data/gpus.json");
+    const double peak_bw = g ? g->mem_bw : NAN;
+    printf("| read bandwidth | %.0f GB/s | %.0f GB/s | %.3f |\n", cal->read_bw / 1e9, peak_bw / 1e9,
+           cal->read_bw / peak_bw);
+    printf("| copy bandwidth (read + written) | %.0f GB/s | %.0f GB/s | %.3f |\n", cal->copy_bw / 1e9,
+           peak_bw / 1e9, cal->copy_bw / peak_bw);
+    for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++) {
+        if (!isfinite(cal->gemm_rate[p]))
+            continue;
+        double peak = g ? g->flops[p] : NAN;
+        printf("| GEMM %s (%d^3) | %.1f TFLOP/s | %.1f TFLOP/s | %.3f |\n",
+               roofline_precision_str((roofline_precision)p), cal->gemm_n, cal->gemm_rate[p] / 1e12,
+               peak / 1e12, cal->gemm_rate[p] / peak);
+    }
+    printf("| launch overhead | %.2f us | %.2f us (table) | |\n", cal->launch_s * 1e6,
+           g ? g->launch_s * 1e6 : NAN);
+}
+
+int tune_cmd_calibrate(int argc, char **argv)
+{
+    roofline_calibrate_options opt = {0};
+    const char *out = NULL, *root = "results", *specs_path = NULL;
+    char cache[PATH_MAX];
+    int quiet = 0;
+    opt.cache_dir = compile_default_cache_dir(cache, sizeof cache);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (strcmp(a, "--no-cache") == 0) {
+            opt.cache_dir = NULL;
+        } else if (strcmp(a, "--quiet") == 0) {
+            quiet = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(calibrate_usage, stdout);
+            return EXIT_SUCCESS;
+        } else if (strcmp(a, "--device") == 0 || strcmp(a, "--out") == 0 ||
+                   strcmp(a, "--results") == 0 || strcmp(a, "--cache") == 0 ||
+                   strcmp(a, "--kernels") == 0 || strcmp(a, "--specs") == 0) {
+            if (!(v = option_value(argc, argv, &i, calibrate_usage)))
+                return EXIT_USAGE;
+            if (strcmp(a, "--device") == 0) {
+                char *end;
+                long d = strtol(v, &end, 10);
+                if (*end || d < 0 || d > 1024)
+                    return fprintf(stderr, "tune calibrate: --device expects an ordinal, got '%s'\n", v),
+                           EXIT_USAGE;
+                opt.device = (int)d;
+            } else if (strcmp(a, "--out") == 0) {
+                out = v;
+            } else if (strcmp(a, "--results") == 0) {
+                root = v;
+            } else if (strcmp(a, "--cache") == 0) {
+                opt.cache_dir = v;
+            } else if (strcmp(a, "--kernels") == 0) {
+                opt.kernels_dir = v;
+            } else {
+                specs_path = v;
+            }
+        } else {
+            fprintf(stderr, "tune calibrate: unknown argument %s\n%s", a, calibrate_usage);
+            return EXIT_USAGE;
+        }
+    }
+    tune_error err = {0};
+    gpu_info gi;
+    if (gpu_query(opt.device, &gi, &err) != TUNE_OK)
+        return fail("calibrate", &err);
+    if (!quiet) {
+        fprintf(stderr, "tune calibrate: %s (device %d, sm_%d%d, %d SMs)\n", gi.name, opt.device,
+                gi.cc_major, gi.cc_minor, gi.sm_count);
+        opt.log = stderr;
+    }
+    roofline_calibration cal;
+    if (roofline_calibrate(&opt, &cal, &err) != TUNE_OK)
+        return fail("calibrate", &err);
+    char path[PATH_MAX];
+    if (!out)
+        out = roofline_calibration_path(root, cal.device, path, sizeof path);
+    if (roofline_calibration_save(out, &cal, &err) != TUNE_OK)
+        return fail("calibrate", &err);
+    if (!quiet) {
+        tune_error serr = {0};
+        roofline_specs *specs = roofline_specs_load(specs_path, &serr);
+        char buf[4096];
+        if (!specs)
+            fprintf(stderr, "tune calibrate: no comparison with the specs table: %s\n",
+                    tune_error_text(&serr, buf, sizeof buf));
+        print_comparison(&cal, roofline_specs_match(specs, cal.device));
+        roofline_specs_free(specs);
+    }
+    printf("%swrote %s\n", quiet ? "" : "\n", out);
+    return EXIT_SUCCESS;
+}
+
+/* ---- tune roofline ---- */
+
+/* Device name of a results folder: meta.json's device.name, else the first row's device. */
+static void folder_device(const char *dir, const result_row *rows, size_t n, char *buf, size_t size)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    json_t *meta = json_load_file(path, 0, NULL);
+    const char *name = json_string_value(json_object_get(json_object_get(meta, "device"), "name"));
+    for (size_t i = 0; !name && i < n; i++)
+        name = rows[i].device;
+    snprintf(buf, size, "%s", name ? name : "");
+    json_decref(meta);
+}
+
+static int file_exists(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (f)
+        fclose(f);
+    return f != NULL;
+}
+
+/* The calibration file for a device: ROOT/calibration/<slug>.json, else the one beside the
+ * folder's sweep folder (DIR/../../calibration/<slug>.json). */
+static const char *find_calibration(const char *root, const char *dir, const char *device,
+                                    char *buf, size_t size)
+{
+    roofline_calibration_path(root, device, buf, size);
+    if (file_exists(buf))
+        return buf;
+    char alt[PATH_MAX + 16];
+    snprintf(alt, sizeof alt, "%s/../..", dir);
+    roofline_calibration_path(alt, device, buf, size);
+    return file_exists(buf) ? buf : NULL;
+}
+
+static void print_ceilings(const char *label, const roofline_ceilings *c)
+{
+    printf("- %s: read %.0f GB/s, copy %.0f GB/s, GEMM fp16 %.0f / bf16 %.0f / tf32 %.0f / fp32 "
+           "%.1f TFLOP/s, launch %.2f us\n",
+           label, c->read_bw / 1e9, c->copy_bw / 1e9, c->rate[ROOFLINE_FP16] / 1e12,
+           c->rate[ROOFLINE_BF16] / 1e12, c->rate[ROOFLINE_TF32] / 1e12,
+           c->rate[ROOFLINE_FP32] / 1e12, c->launch_s * 1e6);
+}
+
+typedef struct {
+    const char *dirs[256];
+    size_t n_dirs;
+    const char *calibration, *root, *specs;
+    int quiet;
+} roofline_cli;
+
+/* Predicts the rows of one folder with each model that applies; adds them to the report and a
+ * description to inputs. */
+static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs,
+                              const char *dir, roofline_report *rep, json_t *inputs,
+                              tune_error *err)
+{
+    char path[PATH_MAX + 16], device[256], calpath[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    result_row *rows = NULL;
+    size_t n = 0;
+    tune_status st = results_read(path, &rows, &n, err);
+    if (st != TUNE_OK)
+        return st;
+    folder_device(dir, rows, n, device, sizeof device);
+    const roofline_gpu *g = roofline_specs_match(specs, device);
+    const char *cal_file = c->calibration ? c->calibration
+                                          : find_calibration(c->root, dir, device, calpath,
+                                                             sizeof calpath);
+    roofline_calibration cal;
+    int have_cal = 0;
+    if (cal_file) {
+        if ((st = roofline_calibration_load(cal_file, &cal, err)) != TUNE_OK)
+            goto done;
+        have_cal = 1;
+        char a[256], b[256];
+        if (strcmp(roofline_device_slug(cal.device, a, sizeof a),
+                   roofline_device_slug(device, b, sizeof b)) != 0)
+            fprintf(stderr, "tune roofline: warning: %s is a calibration of %s, the results of %s are "
+                            "from %s\n",
+                    cal_file, cal.device, dir, device[0] ? device : "an unknown device");
+    }
+    if (!have_cal && !g) {
+        st = tune_error_set(err, TUNE_ERR_INVALID, dir,
+                            "no ceilings for device '%s': it is not in the specs table "
+                            "(data/gpus.json) and has no calibration file (run tune calibrate on it)",
+                            device);
+        goto done;
+    }
+    double *pred = malloc((n ? n : 1) * sizeof *pred);
+    roofline_bound *bound = malloc((n ? n : 1) * sizeof *bound);
+    if (!pred || !bound) {
+        free(pred);
+        free(bound);
+        st = tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+        goto done;
+    }
+    json_t *in = json_pack("{s:s, s:s, s:I, s:o, s:o}", "dir", dir, "device", device, "rows",
+                           (json_int_t)n, "calibration",
+                           have_cal ? json_string(cal_file) : json_null(), "specs",
+                           g ? json_string(g->name) : json_null());
+    json_array_append_new(inputs, in);
+    if (!c->quiet)
+        printf("\n%s (%s), %zu rows:\n", dir, device, n);
+    roofline_ceilings ceil;
+    if (have_cal) {
+        roofline_ceilings_from_calibration(&cal, g, &ceil);
+        roofline_predict_rows(&ceil, rows, n, pred, bound);
+        st = roofline_report_add(rep, "calibrated", dir, device, &ceil, rows, n, pred, bound, err);
+        if (!c->quiet) {
+            char label[PATH_MAX + 128];
+            snprintf(label, sizeof label, "calibrated (%s, %s)", cal_file, cal.date);
+            print_ceilings(label, &ceil);
+        }
+    }
+    if (st == TUNE_OK && g) {
+        roofline_ceilings_from_gpu(g, &ceil);
+        roofline_predict_rows(&ceil, rows, n, pred, bound);
+        st = roofline_report_add(rep, "datasheet", dir, device, &ceil, rows, n, pred, bound, err);
+        if (!c->quiet) {
+            char label[512];
+            snprintf(label, sizeof label, "datasheet (%s x achievable %.2f memory, %.2f matmul)",
+                     g->name, g->frac_memory, g->frac_matmul);
+            print_ceilings(label, &ceil);
+        }
+    }
+    free(pred);
+    free(bound);
+done:
+    results_rows_free(rows, n);
+    return st;
+}
+
+int tune_cmd_roofline(int argc, char **argv)
+{
+    roofline_cli c = {.root = "results"};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        if (strcmp(a, "--quiet") == 0) {
+            c.quiet = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(roofline_usage, stdout);
+            return EXIT_SUCCESS;
+        } else if (strcmp(a, "--calibration") == 0 || strcmp(a, "--results") == 0 ||
+                   strcmp(a, "--specs") == 0) {
+            if (!(v = option_value(argc, argv, &i, roofline_usage)))
+                return EXIT_USAGE;
+            if (strcmp(a, "--calibration") == 0)
+                c.calibration = v;
+            else if (strcmp(a, "--results") == 0)
+                c.root = v;
+            else
+                c.specs = v;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "tune roofline: unknown option %s\n%s", a, roofline_usage);
+            return EXIT_USAGE;
+        } else if (c.n_dirs == sizeof c.dirs / sizeof c.dirs[0]) {
+            fprintf(stderr, "tune roofline: too many folders\n");
+            return EXIT_USAGE;
+        } else {
+            c.dirs[c.n_dirs++] = a;
+        }
+    }
+    if (!c.n_dirs) {
+        fprintf(stderr, "tune roofline: name at least one results folder\n%s", roofline_usage);
+        return EXIT_USAGE;
+    }
+    tune_error err = {0};
+    roofline_specs *specs = roofline_specs_load(c.specs, &err);
+    if (!specs)
+        return fail("roofline", &err);
+    roofline_report *rep = roofline_report_new();
+    json_t *extra = json_object();
+    json_t *inputs = json_array();
+    tune_status st = rep ? TUNE_OK : tune_error_set(&err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+    if (!c.quiet && st == TUNE_OK)
+        printf("# Roofline prediction error\n\nroofline time = max(bytes / bandwidth, FLOPs / "
+               "rate(dtype), launch overhead); error = max(roofline / measured, measured / "
+               "roofline); \"best\" = the fastest row of each shape.\n\nCeilings:\n");
+    for (size_t d = 0; d < c.n_dirs && st == TUNE_OK; d++)
+        st = add_folder(&c, specs, c.dirs[d], rep, inputs, &err);
+    if (st == TUNE_OK) {
+        json_t *av = json_array();
+        for (int i = 0; i < argc; i++)
+            json_array_append_new(av, json_string(argv[i]));
+        json_object_set_new(extra, "schema_version", json_integer(1));
+        json_object_set_new(extra, "tool", json_pack("{s:s, s:s}", "name", "tune", "version",
+                                                     TUNE_VERSION));
+        json_object_set_new(extra, "argv", av);
+        json_object_set_new(extra, "definitions",
+                            json_pack("{s:s, s:s, s:s}", "roofline_time",
+                                      "max(bytes / max(read_bw, copy_bw), flops / rate[dtype], "
+                                      "launch_overhead_s)",
+                                      "error", "max(roofline_time / time_median, time_median / "
+                                      "roofline_time); gmean and worst over the group's rows",
+                                      "best", "the fastest ok row of each shape, per method"));
+        json_object_set_new(extra, "inputs", inputs);
+        inputs = NULL;
+        char *text = json_dumps(extra, JSON_PRESERVE_ORDER);
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/roofline.json", c.dirs[0]);
+        if (!c.quiet) {
+            printf("\n");
+            roofline_report_write_markdown(rep, stdout);
+        }
+        st = text ? roofline_report_write_json(rep, path, text, &err)
+                  : tune_error_set(&err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+        free(text);
+        if (st == TUNE_OK && !c.quiet)
+            printf("\nwrote %s\n", path);
+    }
+    json_decref(inputs);
+    json_decref(extra);
+    roofline_report_free(rep);
+    roofline_specs_free(specs);
+    return st == TUNE_OK ? EXIT_SUCCESS : fail("roofline", &err);
+}
