@@ -411,13 +411,30 @@ static int rule_eval(const fit_data *d, const rule *r, size_t s, int64_t *out)
     return 0;
 }
 
+/* "(axis >= t) * hi + (axis < t) * lo" without the terms whose value is "0". */
+static void split_text(const char *axis, int64_t t, const char *hi, const char *lo, char *buf,
+                       size_t size)
+{
+    int has_hi = strcmp(hi, "0") != 0, has_lo = strcmp(lo, "0") != 0;
+    buf[0] = '\0';
+    if (has_hi)
+        snprintf(buf, size, "(%s >= %" PRId64 ") * (%s)", axis, t, hi);
+    if (has_lo)
+        snprintf(buf + strlen(buf), size - strlen(buf), "%s(%s < %" PRId64 ") * (%s)",
+                 has_hi ? " + " : "", axis, t, lo);
+    if (!has_hi && !has_lo)
+        snprintf(buf, size, "0");
+}
+
 static void side_text(const fit_data *d, const rule_side *sd, char *buf, size_t size)
 {
+    char hi[32], lo[32];
+    snprintf(hi, sizeof hi, "%" PRId64, sd->hi);
+    snprintf(lo, sizeof lo, "%" PRId64, sd->lo);
     if (!sd->split)
-        snprintf(buf, size, "%" PRId64, sd->hi);
+        snprintf(buf, size, "%s", hi);
     else
-        snprintf(buf, size, "(%s >= %" PRId64 ") * %" PRId64 " + (%s < %" PRId64 ") * %" PRId64,
-                 d->axes[sd->axis], sd->t, sd->hi, d->axes[sd->axis], sd->t, sd->lo);
+        split_text(d->axes[sd->axis], sd->t, hi, lo, buf, size);
 }
 
 /* Text of the rule in the expression language (canonicalised later by expr_to_string). */
@@ -431,9 +448,7 @@ static void rule_text(const fit_data *d, const rule *r, char *buf, size_t size)
         char hi[256], lo[256];
         side_text(d, &r->side[0], hi, sizeof hi);
         side_text(d, &r->side[1], lo, sizeof lo);
-        const char *name = d->axes[r->axis];
-        snprintf(buf, size, "(%s >= %" PRId64 ") * (%s) + (%s < %" PRId64 ") * (%s)", name, r->t,
-                 hi, name, r->t, lo);
+        split_text(d->axes[r->axis], r->t, hi, lo, buf, size);
         return;
     }
     char term[128];

@@ -411,6 +411,25 @@ static void check_header(const fit_data *d, const char *rule, const char *tag)
     expr_free(e);
 }
 
+Test(fit, threshold_leaves_out_zero_terms, .init = make_tmpdir, .fini = remove_tmpdir)
+{
+    table t = {0};
+    for (size_t i = 0; i < 4; i++) {
+        int big = K[i] >= 256;
+        add_row(&t, 1, 1, K[i], 0, 256, big ? 2.0 : 1.0, RESULT_OK);
+        add_row(&t, 1, 1, K[i], 4, 256, big ? 1.0 : 2.0, RESULT_OK);
+    }
+    tune_error err = {0};
+    fit_data *d = build(&t, &err);
+    fit_result r;
+    fit_or_fail(d, &r);
+    cr_expect_str_eq(chosen(&r)->eval.rule, "(k >= 256) * 4");
+    check_header(d, chosen(&r)->eval.rule, "zero");
+    fit_result_release(&r);
+    fit_data_free(d);
+    free(t.rows);
+}
+
 Test(fit, header_compiles_and_agrees, .init = make_tmpdir, .fini = remove_tmpdir)
 {
     table t = synth(seed_rule, G, 2, KP, 2, K, 4);
