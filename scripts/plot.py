@@ -42,6 +42,7 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
 BASELINE_MARKERS = ["+", "x", "1", "2", "3", "4", "|", "_"]
 LINESTYLES = ["-", "-.", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (1, 1))]
 DPI = 110
+matplotlib.rcParams["svg.hashsalt"] = "tune"  # stable SVG ids: re-running gives the same files
 
 
 def warn(msg):
@@ -227,7 +228,13 @@ def status_note(df):
 
 
 def varying(df, cols):
+    """Columns taking more than one value (a missing value counts as one)."""
     return [c for c in cols if c in df and df[c].astype(str).nunique(dropna=False) > 1]
+
+
+def tuned_params(run, df):
+    """Parameters taking more than one non-null value."""
+    return [p for p in run.params if p in df and df[p].dropna().astype(str).nunique() > 1]
 
 
 def fmt_val(v):
@@ -344,7 +351,7 @@ def pick_shape(run, shapes, shape_axes, wanted, explicit):
     if wanted:
         hit = [s for s in shapes if matches(s, wanted)]
         if hit:
-            return hit[len(hit) // 2] if len(hit) > 2 else hit[0]
+            return hit[(len(hit) - 1) // 2]
         if explicit:
             warn(f"{run.name}: no shape matches --shape; using the middle shape")
     return shapes[len(shapes) // 2]
@@ -356,14 +363,14 @@ def fig_bw_vs_param(run, args, written):
     if custom.empty:
         warn(f"{run.name}: no '{args.custom}' rows; skipping bw_vs_{args.x or 'chunk'}")
         return
-    tuned = varying(custom[custom["_ok"]], run.params) or run.params
+    tuned = tuned_params(run, custom[custom["_ok"]]) or run.params
     x = args.x or ("chunk" if "chunk" in run.params else (tuned[0] if tuned else None))
     if x is None or x not in df:
         warn(f"{run.name}: no parameter to put on x; skipping bw_vs_param")
         return
     shape_axes = run.axes
     shapes = sorted({tuple(r) for r in custom[shape_axes].itertuples(index=False, name=None)},
-                    key=lambda t: tuple((0, v) if is_num(v) else (1, str(v)) for v in t))
+                    key=lambda t: tuple(sort_key(v) for v in t))
     explicit = args.shape is not None
     wanted = parse_shape(args.shape) if explicit else {"g": "1024", "k_pre": "4096", "k": "64"}
     key = pick_shape(run, shapes, shape_axes, wanted, explicit)
@@ -377,10 +384,11 @@ def fig_bw_vs_param(run, args, written):
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
     if not cok.empty:
         many = len(cok) > 300
-        ax.scatter(cok[x].astype(float), cok["_bw"], s=14, color="C0", alpha=0.25, linewidths=0,
-                   label=f"{args.custom}: every config", rasterized=many, zorder=2)
+        if cok.groupby(x).size().max() > 1:  # only when there is more than the best per x
+            ax.scatter(cok[x].astype(float), cok["_bw"], s=14, color="C0", alpha=0.25, linewidths=0,
+                       label=f"{args.custom}: every config", rasterized=many, zorder=2)
         best = cok.loc[cok.groupby(x)["_time"].idxmin()].sort_values(x)
-        others = [p for p in varying(cok, run.params) if p != x]
+        others = [p for p in tuned_params(run, cok) if p != x]
         lab = f"{args.custom}: best per {x}" + (f" (over {', '.join(others)})" if others else "")
         ax.plot(best[x].astype(float), best["_bw"], "-o", color="C0", ms=5, label=lab, zorder=3)
         xs = sorted(cok[x].astype(float).unique())
@@ -428,8 +436,12 @@ def value_colors(values):
     return {v: cmap(0.1 + 0.75 * (i / (n - 1) if n > 1 else 0.5)) for i, v in enumerate(values)}
 
 
+def sort_key(v):
+    return (0, float(v), "") if is_num(v) else (1, 0.0, str(v))
+
+
 def sort_vals(vals):
-    return sorted(vals, key=lambda v: (0, float(v)) if is_num(v) else (1, str(v)))
+    return sorted(vals, key=sort_key)
 
 
 def fig_bw_vs_bytes(run, args, written):
@@ -521,12 +533,12 @@ def heatmap(run, table, rows, cols, values, stem, what, cbar_label, written, fmt
     """table: best rows; values: column name holding the numbers to show."""
     if table.empty:
         return
-    def keyof(r, ax_):
-        return tuple(r[a] for a in ax_)
+    def keyof(r, ax_):  # NaN (axis absent from some merged rows) as None, so keys compare equal
+        return tuple(None if (isinstance(r[a], float) and math.isnan(r[a])) else r[a] for a in ax_)
     rkeys = sorted({keyof(r, rows) for _, r in table.iterrows()},
-                   key=lambda t: tuple((0, float(v)) if is_num(v) else (1, str(v)) for v in t))
+                   key=lambda t: tuple(sort_key(v) for v in t))
     ckeys = sorted({keyof(r, cols) for _, r in table.iterrows()},
-                   key=lambda t: tuple((0, float(v)) if is_num(v) else (1, str(v)) for v in t))
+                   key=lambda t: tuple(sort_key(v) for v in t))
     grid = [[float("nan")] * len(ckeys) for _ in rkeys]
     raw = [[None] * len(ckeys) for _ in rkeys]
     ri = {k: i for i, k in enumerate(rkeys)}
@@ -611,8 +623,7 @@ def param_heatmaps(run, args, written):
         return best
     note = status_note(df) or None
     detail = fixed_detail(run, df, rows + cols)
-    tuned = varying(custom[custom["_ok"]], run.params)
-    for p in tuned:
+    for p in tuned_params(run, custom[custom["_ok"]]):
         heatmap(run, best, rows, cols, p, f"best_{p}", f"best {p} (fastest {args.custom} config per shape)",
                 f"best {p}", written, fmt_val, cmap="viridis", detail=detail, note=note, ordinal=True)
     return best
@@ -683,7 +694,7 @@ def fig_speedup_vs_m(run, args, written):
         return
     panel_axes = [a for a in varying(tab, run.axes) if a != m]
     panels = (sorted({tuple(r) for r in tab[panel_axes].itertuples(index=False, name=None)},
-                     key=lambda t: tuple((0, float(v)) if is_num(v) else (1, str(v)) for v in t))
+                     key=lambda t: tuple(sort_key(v) for v in t))
               if panel_axes else [()])
     n = len(panels)
     ncol = min(n, args.columns)
