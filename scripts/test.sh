@@ -8,6 +8,9 @@ source scripts/quickstart.sh
 
 base_deps
 need libcriterion-dev pkg-config --exists criterion
+# the plotting scripts' test (tests/test_plots.sh) runs on Debian's python3 with these
+need python3-matplotlib /usr/bin/python3 -c "import matplotlib"
+need python3-pandas /usr/bin/python3 -c "import pandas"
 install_missing
 configure_and_build -DTUNE_BUILD_TESTS=ON -DTUNE_WERROR=ON
 rc=0
