@@ -35,12 +35,14 @@ int roofline_precision_parse(const char *s, roofline_precision *out)
         const char *name;
         roofline_precision p;
     } aliases[] = {
-        {"fp32", ROOFLINE_FP32},     {"float32", ROOFLINE_FP32},      {"float", ROOFLINE_FP32},
-        {"tf32", ROOFLINE_TF32},     {"fp16", ROOFLINE_FP16},         {"float16", ROOFLINE_FP16},
-        {"half", ROOFLINE_FP16},     {"bf16", ROOFLINE_BF16},         {"bfloat16", ROOFLINE_BF16},
-        {"fp8", ROOFLINE_FP8},       {"float8_e4m3fn", ROOFLINE_FP8}, {"float8_e4m3", ROOFLINE_FP8},
-        {"float8_e5m2", ROOFLINE_FP8}, {"e4m3", ROOFLINE_FP8},        {"e5m2", ROOFLINE_FP8},
-        {"int8", ROOFLINE_INT8},
+        {"fp32", ROOFLINE_FP32},         {"float32", ROOFLINE_FP32},
+        {"float", ROOFLINE_FP32},        {"tf32", ROOFLINE_TF32},
+        {"fp16", ROOFLINE_FP16},         {"float16", ROOFLINE_FP16},
+        {"half", ROOFLINE_FP16},         {"bf16", ROOFLINE_BF16},
+        {"bfloat16", ROOFLINE_BF16},     {"fp8", ROOFLINE_FP8},
+        {"float8_e4m3fn", ROOFLINE_FP8}, {"float8_e4m3", ROOFLINE_FP8},
+        {"float8_e5m2", ROOFLINE_FP8},   {"e4m3", ROOFLINE_FP8},
+        {"e5m2", ROOFLINE_FP8},          {"int8", ROOFLINE_INT8},
     };
     for (size_t i = 0; s && i < sizeof aliases / sizeof aliases[0]; i++)
         if (strcmp(s, aliases[i].name) == 0) {
@@ -53,9 +55,12 @@ int roofline_precision_parse(const char *s, roofline_precision *out)
 const char *roofline_bound_str(roofline_bound b)
 {
     switch (b) {
-    case ROOFLINE_BOUND_MEMORY: return "memory";
-    case ROOFLINE_BOUND_COMPUTE: return "compute";
-    case ROOFLINE_BOUND_LAUNCH: return "launch";
+    case ROOFLINE_BOUND_MEMORY:
+        return "memory";
+    case ROOFLINE_BOUND_COMPUTE:
+        return "compute";
+    case ROOFLINE_BOUND_LAUNCH:
+        return "launch";
     }
     return "?";
 }
@@ -73,7 +78,8 @@ typedef struct {
     tune_error *err;
 } specs_ctx;
 
-static tune_status specs_fail(const specs_ctx *cx, const char *path, const char *fmt, const char *what)
+static tune_status specs_fail(const specs_ctx *cx, const char *path, const char *fmt,
+                              const char *what)
 {
     int line = 0, col = 0;
     char where[512];
@@ -132,8 +138,8 @@ static int parse_gpu(const specs_ctx *cx, json_t *e, const char *base, double la
     json_t *m = json_object_get(e, "match");
     snprintf(path, sizeof path, "%s.match", base);
     if (!json_is_array(m) || json_array_size(m) == 0 || json_array_size(m) > ROOFLINE_MAX_PATTERNS)
-        return specs_fail(cx, m ? path : base, "expected \"match\": an array of 1 to 8 name patterns%s",
-                          ""),
+        return specs_fail(cx, m ? path : base,
+                          "expected \"match\": an array of 1 to 8 name patterns%s", ""),
                -1;
     size_t i;
     json_t *v;
@@ -150,8 +156,8 @@ static int parse_gpu(const specs_ctx *cx, json_t *e, const char *base, double la
     json_t *f = json_object_get(e, "flops");
     snprintf(path, sizeof path, "%s.flops", base);
     if (!json_is_object(f))
-        return specs_fail(cx, f ? path : base, "expected \"flops\": an object of rates per precision%s",
-                          ""),
+        return specs_fail(cx, f ? path : base,
+                          "expected \"flops\": an object of rates per precision%s", ""),
                -1;
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         if (get_positive(cx, f, path, precision_names[p], p != ROOFLINE_FP32, &g->flops[p]) != 0)
@@ -165,7 +171,8 @@ static int parse_gpu(const specs_ctx *cx, json_t *e, const char *base, double la
     json_t *a = json_object_get(e, "achievable");
     snprintf(path, sizeof path, "%s.achievable", base);
     if (!json_is_object(a))
-        return specs_fail(cx, a ? path : base, "expected \"achievable\": {\"memory\", \"matmul\"}%s", ""),
+        return specs_fail(cx, a ? path : base,
+                          "expected \"achievable\": {\"memory\", \"matmul\"}%s", ""),
                -1;
     if (get_positive(cx, a, path, "memory", 0, &g->frac_memory) != 0 ||
         get_positive(cx, a, path, "matmul", 0, &g->frac_matmul) != 0)
@@ -177,7 +184,8 @@ static int parse_gpu(const specs_ctx *cx, json_t *e, const char *base, double la
     json_t *s = json_object_get(e, "source");
     snprintf(path, sizeof path, "%s.source", base);
     if (!json_is_object(s))
-        return specs_fail(cx, s ? path : base, "expected \"source\": an object citing each figure%s", ""),
+        return specs_fail(cx, s ? path : base,
+                          "expected \"source\": an object citing each figure%s", ""),
                -1;
     if (get_string(cx, s, path, "mem_bw", &g->source_mem_bw) != 0 ||
         get_string(cx, s, path, "flops", &g->source_flops) != 0 ||
@@ -432,8 +440,9 @@ tune_status roofline_calibration_save(const char *path, const roofline_calibrati
                                   c->pci_bus_id, "compute_capability", c->compute_capability,
                                   "sm_count", c->sm_count, "l2_bytes", (json_int_t)c->l2_bytes));
     json_object_set_new(root, "date", json_string(c->date));
-    json_object_set_new(root, "tool", json_pack("{s:s, s:s, s:s}", "name", "tune", "version",
-                                                c->tool_version, "git_rev", c->tool_rev));
+    json_object_set_new(root, "tool",
+                        json_pack("{s:s, s:s, s:s}", "name", "tune", "version", c->tool_version,
+                                  "git_rev", c->tool_rev));
     json_object_set_new(root, "host", json_string(c->host));
     json_object_set_new(root, "versions",
                         json_pack("{s:i, s:i, s:i, s:s}", "driver_cuda", c->driver_version,
@@ -452,9 +461,12 @@ tune_status roofline_calibration_save(const char *path, const roofline_calibrati
     set_if(ceil, "copy_bw", ceiling_json(c->copy_bw, "B/s", method));
     json_t *gemm = json_object();
     static const char *const what[ROOFLINE_N_PRECISIONS] = {
-        "fp32 in and out, CUBLAS_COMPUTE_32F (no TF32)", "fp32 in and out, CUBLAS_COMPUTE_32F_FAST_TF32",
+        "fp32 in and out, CUBLAS_COMPUTE_32F (no TF32)",
+        "fp32 in and out, CUBLAS_COMPUTE_32F_FAST_TF32",
         "fp16 in and out, fp32 accumulation (CUBLAS_COMPUTE_32F)",
-        "bf16 in and out, fp32 accumulation (CUBLAS_COMPUTE_32F)", "fp8", "int8"};
+        "bf16 in and out, fp32 accumulation (CUBLAS_COMPUTE_32F)",
+        "fp8",
+        "int8"};
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++) {
         snprintf(method, sizeof method,
                  "cublasGemmEx %d x %d x %d, %s, uniform random data; 2 m n k / median of %d reps, "
@@ -733,7 +745,8 @@ static int same_shape(const result_row *a, const result_row *b)
         const expr_value *u = &a->values.vals[i];
         if (u->type != v.type)
             return 0;
-        if (u->type == EXPR_STR ? strcmp(u->s, v.s) != 0 : expr_value_as_double(*u) != expr_value_as_double(v))
+        if (u->type == EXPR_STR ? strcmp(u->s, v.s) != 0
+                                : expr_value_as_double(*u) != expr_value_as_double(v))
             return 0;
     }
     return 1;
@@ -745,10 +758,9 @@ static char *dup_str(const char *s)
 }
 
 static tune_status add_group(roofline_report *r, const char *model, const char *source,
-                             const char *device,
-                             const char *method, const char *selection, const result_row *rows,
-                             const size_t *idx, size_t m, const double *pred,
-                             const roofline_bound *bound, tune_error *err)
+                             const char *device, const char *method, const char *selection,
+                             const result_row *rows, const size_t *idx, size_t m,
+                             const double *pred, const roofline_bound *bound, tune_error *err)
 {
     if (r->n_groups == r->cap_groups) {
         size_t cap = r->cap_groups ? 2 * r->cap_groups : 16;
@@ -873,7 +885,8 @@ tune_status roofline_report_add(roofline_report *r, const char *model, const cha
         }
         st = add_group(r, model, source, device, method, "all", rows, idx, m, pred, bound, err);
         if (st == TUNE_OK)
-            st = add_group(r, model, source, device, method, "best", rows, best, nb, pred, bound, err);
+            st = add_group(r, model, source, device, method, "best", rows, best, nb, pred, bound,
+                           err);
     }
 done:
     free(idx);
@@ -888,18 +901,21 @@ void roofline_report_write_markdown(const roofline_report *r, FILE *f)
         if (i == 0 || strcmp(g->source, r->groups[i - 1].g.source) != 0 ||
             strcmp(g->device, r->groups[i - 1].g.device) != 0) {
             fprintf(f, "%s## %s (%s)\n\n", i ? "\n" : "", g->source, g->device);
-            fprintf(f, "| model | method | rows | geo-mean error | worst error | worst row | roofline "
-                       "/ measured (us) | %% of roofline | memory / compute / launch bound |\n");
+            fprintf(f,
+                    "| model | method | rows | geo-mean error | worst error | worst row | roofline "
+                    "/ measured (us) | %% of roofline | memory / compute / launch bound |\n");
             fprintf(f, "|---|---|---|---|---|---|---|---|---|\n");
         }
         if (!g->err.n) {
             fprintf(f, "| %s | %s (%s) | 0 | | | | | | |\n", g->model, g->method, g->selection);
             continue;
         }
-        fprintf(f, "| %s | %s (%s) | %zu | %.2fx | %.2fx | %s | %.2f / %.2f | %.1f | %zu / %zu / %zu |\n",
-                g->model, g->method, g->selection, g->err.n, g->err.gmean_error, g->err.worst_error,
-                g->worst_shape, g->worst_pred * 1e6, g->worst_meas * 1e6,
-                100.0 * g->err.gmean_ratio, g->n_bound[0], g->n_bound[1], g->n_bound[2]);
+        fprintf(
+            f,
+            "| %s | %s (%s) | %zu | %.2fx | %.2fx | %s | %.2f / %.2f | %.1f | %zu / %zu / %zu |\n",
+            g->model, g->method, g->selection, g->err.n, g->err.gmean_error, g->err.worst_error,
+            g->worst_shape, g->worst_pred * 1e6, g->worst_meas * 1e6, 100.0 * g->err.gmean_ratio,
+            g->n_bound[0], g->n_bound[1], g->n_bound[2]);
     }
 }
 
@@ -929,32 +945,32 @@ tune_status roofline_report_write_json(const roofline_report *r, const char *pat
     }
     json_t *models = json_array(), *groups = json_array(), *rows = json_array();
     for (size_t i = 0; i < r->n_models; i++)
-        json_array_append_new(models, json_pack("{s:s, s:s, s:s, s:o}", "model",
-                                                r->models[i].model, "source", r->models[i].source,
-                                                "device", r->models[i].device, "ceilings",
+        json_array_append_new(models, json_pack("{s:s, s:s, s:s, s:o}", "model", r->models[i].model,
+                                                "source", r->models[i].source, "device",
+                                                r->models[i].device, "ceilings",
                                                 ceilings_json(&r->models[i].c)));
     for (size_t i = 0; i < r->n_groups; i++) {
         const roofline_report_group *g = &r->groups[i].g;
         json_array_append_new(
             groups,
-            json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o, s:s, s:o, s:o, s:{s:I, s:I, s:I}}",
-                      "model", g->model, "source", g->source, "device", g->device, "method", g->method, "selection",
-                      g->selection, "n", (json_int_t)g->err.n, "gmean_error",
-                      num_or_null(g->err.gmean_error), "worst_error", num_or_null(g->err.worst_error),
-                      "gmean_fraction_of_roofline", num_or_null(g->err.gmean_ratio), "worst_shape",
-                      g->worst_shape, "worst_roofline_time", num_or_null(g->worst_pred),
-                      "worst_measured_time", num_or_null(g->worst_meas), "bound", "memory",
-                      (json_int_t)g->n_bound[0], "compute", (json_int_t)g->n_bound[1], "launch",
-                      (json_int_t)g->n_bound[2]));
+            json_pack(
+                "{s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o, s:s, s:o, s:o, s:{s:I, s:I, s:I}}",
+                "model", g->model, "source", g->source, "device", g->device, "method", g->method,
+                "selection", g->selection, "n", (json_int_t)g->err.n, "gmean_error",
+                num_or_null(g->err.gmean_error), "worst_error", num_or_null(g->err.worst_error),
+                "gmean_fraction_of_roofline", num_or_null(g->err.gmean_ratio), "worst_shape",
+                g->worst_shape, "worst_roofline_time", num_or_null(g->worst_pred),
+                "worst_measured_time", num_or_null(g->worst_meas), "bound", "memory",
+                (json_int_t)g->n_bound[0], "compute", (json_int_t)g->n_bound[1], "launch",
+                (json_int_t)g->n_bound[2]));
     }
     for (size_t i = 0; i < r->n_rows; i++) {
         const report_row *rr = &r->rows[i];
-        json_array_append_new(rows, json_pack("{s:s, s:s, s:I, s:f, s:f, s:s}", "model",
-                                              r->models[rr->model].model, "source",
-                                              r->models[rr->model].source, "index",
-                                              (json_int_t)rr->index, "roofline_time", rr->pred,
-                                              "ratio", rr->ratio, "bound",
-                                              roofline_bound_str(rr->bound)));
+        json_array_append_new(
+            rows, json_pack("{s:s, s:s, s:I, s:f, s:f, s:s}", "model", r->models[rr->model].model,
+                            "source", r->models[rr->model].source, "index", (json_int_t)rr->index,
+                            "roofline_time", rr->pred, "ratio", rr->ratio, "bound",
+                            roofline_bound_str(rr->bound)));
     }
     json_object_set_new(root, "models", models);
     json_object_set_new(root, "groups", groups);
@@ -1000,8 +1016,8 @@ tune_status roofline_measure_read_bw(timing *tm, void *stream, void *read_probe,
     double *samples = malloc((size_t)(reps > 0 ? reps : 1) * sizeof *samples);
     if (!read_probe || reps <= 0 || !samples) {
         free(samples);
-        return tune_error_set(err, !samples ? TUNE_ERR_NOMEM : TUNE_ERR_INVALID, "roofline_measure_read_bw",
-                              "needs tune_read_probe and reps > 0");
+        return tune_error_set(err, !samples ? TUNE_ERR_NOMEM : TUNE_ERR_INVALID,
+                              "roofline_measure_read_bw", "needs tune_read_probe and reps > 0");
     }
     if ((st = gpu_malloc(&p.buf, bytes, err)) != TUNE_OK ||
         (st = gpu_malloc(&p.sink, grid * sizeof(unsigned), err)) != TUNE_OK)
@@ -1098,9 +1114,9 @@ static tune_status gemm_launch(void *ctx, tune_error *err)
 {
     gemm_ctx *g = ctx;
     const float alpha = 1.0f, beta = 0.0f;
-    cublasStatus_t cs = cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &alpha,
-                                     g->a, g->type, g->n, g->b, g->type, g->n, &beta, g->c, g->type,
-                                     g->n, g->compute, CUBLAS_GEMM_DEFAULT);
+    cublasStatus_t cs = cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &alpha, g->a,
+                                     g->type, g->n, g->b, g->type, g->n, &beta, g->c, g->type, g->n,
+                                     g->compute, CUBLAS_GEMM_DEFAULT);
     if (cs != CUBLAS_STATUS_SUCCESS)
         return tune_error_set(err, TUNE_ERR_CUBLAS, "cublasGemmEx", "%s",
                               cublasGetStatusString(cs));
@@ -1163,10 +1179,9 @@ static void logf_(FILE *log, const char *fmt, double value, const char *unit)
 tune_status roofline_calibrate(const roofline_calibrate_options *opt, roofline_calibration *cal,
                                tune_error *err)
 {
-    static const char *const names[K_COUNT] = {"tune_read_probe", "tune_fill_indices",
-                                               "tune_fill_uniform<float>",
-                                               "tune_fill_uniform<half_t>",
-                                               "tune_fill_uniform<bf16_t>"};
+    static const char *const names[K_COUNT] = {
+        "tune_read_probe", "tune_fill_indices", "tune_fill_uniform<float>",
+        "tune_fill_uniform<half_t>", "tune_fill_uniform<bf16_t>"};
     roofline_calibrate_options o = *opt;
     if (!o.read_bytes)
         o.read_bytes = (size_t)4 << 30;
@@ -1177,7 +1192,8 @@ tune_status roofline_calibrate(const roofline_calibrate_options *opt, roofline_c
     roofline_calibration_init(cal);
     gpu_info gi;
     tune_status st;
-    if ((st = gpu_query(o.device, &gi, err)) != TUNE_OK || (st = gpu_select(o.device, err)) != TUNE_OK)
+    if ((st = gpu_query(o.device, &gi, err)) != TUNE_OK ||
+        (st = gpu_select(o.device, err)) != TUNE_OK)
         return st;
 
     compile_job jobs[K_COUNT];
@@ -1192,7 +1208,8 @@ tune_status roofline_calibrate(const roofline_calibrate_options *opt, roofline_c
         snprintf(jobs[k].name, sizeof jobs[k].name, "%s", names[k]);
     }
     char kdir[PATH_MAX];
-    const char *kernels_dir = o.kernels_dir ? o.kernels_dir : compile_find_kernels_dir(kdir, sizeof kdir);
+    const char *kernels_dir =
+        o.kernels_dir ? o.kernels_dir : compile_find_kernels_dir(kdir, sizeof kdir);
     if (!kernels_dir)
         return tune_error_set(err, TUNE_ERR_IO, "kernels_src",
                               "cannot find the kernel sources (set TUNE_KERNELS_DIR)");
@@ -1237,8 +1254,10 @@ tune_status roofline_calibrate(const roofline_calibrate_options *opt, roofline_c
     const struct {
         roofline_precision p;
         int fill;
-    } gemms[] = {{ROOFLINE_FP16, K_FILL_F16}, {ROOFLINE_BF16, K_FILL_BF16},
-                 {ROOFLINE_TF32, K_FILL_F32}, {ROOFLINE_FP32, K_FILL_F32}};
+    } gemms[] = {{ROOFLINE_FP16, K_FILL_F16},
+                 {ROOFLINE_BF16, K_FILL_BF16},
+                 {ROOFLINE_TF32, K_FILL_F32},
+                 {ROOFLINE_FP32, K_FILL_F32}};
     for (size_t i = 0; i < sizeof gemms / sizeof gemms[0]; i++) {
         roofline_precision p = gemms[i].p;
         if ((st = measure_gemm(tm, stream, cublas, kern[gemms[i].fill], p, o.gemm_n, few,

@@ -15,7 +15,8 @@
  * roofline time = max(bytes / bandwidth, flops / rate(precision), launch overhead), where the
  * bandwidth is the larger of the read and copy bandwidths (rows count read + written bytes, and a
  * roofline is a bound no row may beat). The prediction error of a row is
- * max(roofline / measured, measured / roofline) >= 1; over rows: their geometric mean and the worst.
+ * max(roofline / measured, measured / roofline) >= 1; over rows: their geometric mean and the
+ * worst.
  */
 #ifndef TUNE_ROOFLINE_H
 #define TUNE_ROOFLINE_H
@@ -43,7 +44,11 @@ const char *roofline_precision_str(roofline_precision p);
  * 0 and *out, or -1 when unknown. */
 int roofline_precision_parse(const char *s, roofline_precision *out);
 
-typedef enum { ROOFLINE_BOUND_MEMORY, ROOFLINE_BOUND_COMPUTE, ROOFLINE_BOUND_LAUNCH } roofline_bound;
+typedef enum {
+    ROOFLINE_BOUND_MEMORY,
+    ROOFLINE_BOUND_COMPUTE,
+    ROOFLINE_BOUND_LAUNCH
+} roofline_bound;
 const char *roofline_bound_str(roofline_bound b); /* "memory", "compute", "launch" */
 
 /* ---- the specs table (data/gpus.json) ---- */
@@ -55,8 +60,8 @@ typedef struct {
     const char *name;
     const char *match[ROOFLINE_MAX_PATTERNS]; /* globs over device names, case-insensitive */
     size_t n_match;
-    double mem_bw;                           /* B/s */
-    double flops[ROOFLINE_N_PRECISIONS];     /* dense peak, FLOP/s (OP/s for int8); NAN: none */
+    double mem_bw;                       /* B/s */
+    double flops[ROOFLINE_N_PRECISIONS]; /* dense peak, FLOP/s (OP/s for int8); NAN: none */
     int sm_count;
     size_t l2_bytes;
     double frac_memory, frac_matmul; /* achievable fractions of peak */
@@ -177,7 +182,7 @@ typedef struct {
     const char *model, *source, *device, *method;
     const char *selection; /* "all" or "best" */
     roofline_error err;
-    size_t n_bound[3];   /* rows by bound */
+    size_t n_bound[3];       /* rows by bound */
     const char *worst_shape; /* "g=256 k=64 ..." of the worst row; borrowed from the report */
     double worst_pred, worst_meas;
 } roofline_report_group;
@@ -186,7 +191,8 @@ size_t roofline_report_n_groups(const roofline_report *r);
 const roofline_report_group *roofline_report_group_at(const roofline_report *r, size_t i);
 
 /* Per source, a heading "## <source> (<device>)" and a Markdown table: model, method (selection),
- * rows, geo-mean and worst error, the worst row with its times, mean % of roofline, rows by bound. */
+ * rows, geo-mean and worst error, the worst row with its times, mean % of roofline, rows by bound.
+ */
 void roofline_report_write_markdown(const roofline_report *r, FILE *f);
 /* roofline.json: {"models": [{"model", "source", "device", "ceilings": {...}}], "groups": [...],
  * "rows": [{"model", "source", "index", "roofline_time", "ratio", "bound"}]} for every row with
@@ -210,8 +216,8 @@ typedef struct {
     size_t read_bytes;       /* 0: 4 GiB */
     size_t copy_bytes;       /* 0: 4 GiB (8 GiB allocated) */
     int gemm_n;              /* 0: 8192 */
-    int reps;                /* every measurement's reps; 0: read 20, copy 10, GEMM 10, launch 100 */
-    FILE *log;               /* progress lines; NULL: none */
+    int reps;  /* every measurement's reps; 0: read 20, copy 10, GEMM 10, launch 100 */
+    FILE *log; /* progress lines; NULL: none */
 } roofline_calibrate_options;
 
 /* Measures the ceilings of a device: read bandwidth, device-to-device copy bandwidth, cuBLAS GEMM

@@ -56,11 +56,11 @@ Test(roofline, specs_table_loads_and_every_entry_is_complete)
         cr_assert_gt(g->mem_bw, 1e11, "%s", g->name);
         cr_assert_gt(g->flops[ROOFLINE_FP32], 1e12, "%s", g->name);
         for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
-            cr_assert(isnan(g->flops[p]) || g->flops[p] >= g->flops[ROOFLINE_FP32],
-                      "%s %s", g->name, roofline_precision_str((roofline_precision)p));
+            cr_assert(isnan(g->flops[p]) || g->flops[p] >= g->flops[ROOFLINE_FP32], "%s %s",
+                      g->name, roofline_precision_str((roofline_precision)p));
         /* fp16 and bf16 tensor rates are both given on every GPU of the table */
         cr_assert(isfinite(g->flops[ROOFLINE_FP16]) && isfinite(g->flops[ROOFLINE_BF16]) &&
-                  isfinite(g->flops[ROOFLINE_TF32]) && isfinite(g->flops[ROOFLINE_INT8]),
+                      isfinite(g->flops[ROOFLINE_TF32]) && isfinite(g->flops[ROOFLINE_INT8]),
                   "%s", g->name);
         cr_assert_gt(g->sm_count, 0, "%s", g->name);
         cr_assert_gt(g->l2_bytes, (size_t)1 << 20, "%s", g->name);
@@ -190,7 +190,8 @@ Test(roofline, precision_names)
     cr_expect_eq(p, ROOFLINE_FP8);
     cr_expect_eq(roofline_precision_parse("int4", &p), -1);
     for (int i = 0; i < ROOFLINE_N_PRECISIONS; i++) {
-        cr_assert_eq(roofline_precision_parse(roofline_precision_str((roofline_precision)i), &p), 0);
+        cr_assert_eq(roofline_precision_parse(roofline_precision_str((roofline_precision)i), &p),
+                     0);
         cr_expect_eq(p, (roofline_precision)i);
     }
 }
@@ -337,7 +338,8 @@ Test(roofline, calibration_round_trip)
     cr_expect(close_to(b.copy_bw, a.copy_bw));
     cr_expect(close_to(b.launch_s, a.launch_s));
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
-        cr_expect(isnan(a.gemm_rate[p]) ? isnan(b.gemm_rate[p]) : close_to(b.gemm_rate[p], a.gemm_rate[p]),
+        cr_expect(isnan(a.gemm_rate[p]) ? isnan(b.gemm_rate[p])
+                                        : close_to(b.gemm_rate[p], a.gemm_rate[p]),
                   "%s", roofline_precision_str((roofline_precision)p));
     cr_expect_eq(b.read_bytes, a.read_bytes);
     cr_expect_eq(b.copy_bytes, a.copy_bytes);
@@ -415,13 +417,13 @@ Test(roofline, report_on_a_fixture)
     c.read_bw = c.copy_bw = 1e12;
     c.launch_s = NAN;
     result_row rows[7];
-    fixture_row(&rows[0], "custom", 1, 1, 1e6, 2e-6, RESULT_OK);     /* error 2 */
-    fixture_row(&rows[1], "custom", 1, 2, 1e6, 1e-6, RESULT_OK);     /* error 1, best of g=1 */
-    fixture_row(&rows[2], "custom", 2, 1, 2e6, 8e-6, RESULT_OK);     /* error 4, worst */
-    fixture_row(&rows[3], "custom", 2, 2, 2e6, 4e-6, RESULT_OK);     /* error 2, best of g=2 */
+    fixture_row(&rows[0], "custom", 1, 1, 1e6, 2e-6, RESULT_OK);      /* error 2 */
+    fixture_row(&rows[1], "custom", 1, 2, 1e6, 1e-6, RESULT_OK);      /* error 1, best of g=1 */
+    fixture_row(&rows[2], "custom", 2, 1, 2e6, 8e-6, RESULT_OK);      /* error 4, worst */
+    fixture_row(&rows[3], "custom", 2, 2, 2e6, 4e-6, RESULT_OK);      /* error 2, best of g=2 */
     fixture_row(&rows[4], "custom", 2, 4, 2e6, 1e-9, RESULT_INVALID); /* left out */
-    fixture_row(&rows[5], "slice", 1, 0, 1e6, 1e-6, RESULT_OK);      /* error 1 */
-    fixture_row(&rows[6], "slice", 2, 0, 2e6, 2e-6, RESULT_OK);      /* error 1 */
+    fixture_row(&rows[5], "slice", 1, 0, 1e6, 1e-6, RESULT_OK);       /* error 1 */
+    fixture_row(&rows[6], "slice", 2, 0, 2e6, 2e-6, RESULT_OK);       /* error 1 */
     double pred[7];
     roofline_bound bound[7];
     roofline_predict_rows(&c, rows, 7, pred, bound);
@@ -485,7 +487,8 @@ Test(roofline, report_on_a_fixture)
     text[n] = '\0';
     fclose(f);
     cr_expect(strstr(text, "## fixture_dir (NVIDIA H200)") != NULL, "%s", text);
-    cr_expect(strstr(text, "| calibrated | custom (all) | 4 | 2.00x | 4.00x |") != NULL, "%s", text);
+    cr_expect(strstr(text, "| calibrated | custom (all) | 4 | 2.00x | 4.00x |") != NULL, "%s",
+              text);
     roofline_report_free(r);
     roofline_report_free(NULL);
 }

@@ -34,8 +34,10 @@ static const char calibrate_usage[] =
 static const char roofline_usage[] =
     "usage: tune roofline RESULTS_DIR... [--calibration FILE] [options]\n"
     "  prints the roofline model's prediction error per method (geometric mean and worst of\n"
-    "  max(roofline / measured, measured / roofline)) and writes roofline.json into the first folder\n"
-    "  --calibration FILE  measured ceilings (default ROOT/calibration/<device>.json when present)\n"
+    "  max(roofline / measured, measured / roofline)) and writes roofline.json into the first "
+    "folder\n"
+    "  --calibration FILE  measured ceilings (default ROOT/calibration/<device>.json when "
+    "present)\n"
     "  --results ROOT      results root holding calibration/ (default results)\n"
     "  --specs FILE        GPU specs table (default data/gpus.json)\n"
     "  --quiet             no tables\n";
@@ -64,8 +66,8 @@ static void print_comparison(const roofline_calibration *cal, const roofline_gpu
     const double peak_bw = g ? g->mem_bw : NAN;
     printf("| read bandwidth | %.0f GB/s | %.0f GB/s | %.3f |\n", cal->read_bw / 1e9, peak_bw / 1e9,
            cal->read_bw / peak_bw);
-    printf("| copy bandwidth (read + written) | %.0f GB/s | %.0f GB/s | %.3f |\n", cal->copy_bw / 1e9,
-           peak_bw / 1e9, cal->copy_bw / peak_bw);
+    printf("| copy bandwidth (read + written) | %.0f GB/s | %.0f GB/s | %.3f |\n",
+           cal->copy_bw / 1e9, peak_bw / 1e9, cal->copy_bw / peak_bw);
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++) {
         if (!isfinite(cal->gemm_rate[p]))
             continue;
@@ -103,7 +105,8 @@ int tune_cmd_calibrate(int argc, char **argv)
                 char *end;
                 long d = strtol(v, &end, 10);
                 if (*end || d < 0 || d > 1024)
-                    return fprintf(stderr, "tune calibrate: --device expects an ordinal, got '%s'\n", v),
+                    return fprintf(stderr,
+                                   "tune calibrate: --device expects an ordinal, got '%s'\n", v),
                            EXIT_USAGE;
                 opt.device = (int)d;
             } else if (strcmp(a, "--out") == 0) {
@@ -208,9 +211,8 @@ typedef struct {
 
 /* Predicts the rows of one folder with each model that applies; adds them to the report and a
  * description to inputs. */
-static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs,
-                              const char *dir, roofline_report *rep, json_t *inputs,
-                              tune_error *err)
+static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs, const char *dir,
+                              roofline_report *rep, json_t *inputs, tune_error *err)
 {
     char path[PATH_MAX + 16], device[256], calpath[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/raw.jsonl", dir);
@@ -221,9 +223,9 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
         return st;
     folder_device(dir, rows, n, device, sizeof device);
     const roofline_gpu *g = roofline_specs_match(specs, device);
-    const char *cal_file = c->calibration ? c->calibration
-                                          : find_calibration(c->root, dir, device, calpath,
-                                                             sizeof calpath);
+    const char *cal_file = c->calibration
+                               ? c->calibration
+                               : find_calibration(c->root, dir, device, calpath, sizeof calpath);
     roofline_calibration cal;
     int have_cal = 0;
     if (cal_file) {
@@ -233,15 +235,17 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
         char a[256], b[256];
         if (strcmp(roofline_device_slug(cal.device, a, sizeof a),
                    roofline_device_slug(device, b, sizeof b)) != 0)
-            fprintf(stderr, "tune roofline: warning: %s is a calibration of %s, the results of %s are "
-                            "from %s\n",
+            fprintf(stderr,
+                    "tune roofline: warning: %s is a calibration of %s, the results of %s are "
+                    "from %s\n",
                     cal_file, cal.device, dir, device[0] ? device : "an unknown device");
     }
     if (!have_cal && !g) {
-        st = tune_error_set(err, TUNE_ERR_INVALID, dir,
-                            "no ceilings for device '%s': it is not in the specs table "
-                            "(data/gpus.json) and has no calibration file (run tune calibrate on it)",
-                            device);
+        st = tune_error_set(
+            err, TUNE_ERR_INVALID, dir,
+            "no ceilings for device '%s': it is not in the specs table "
+            "(data/gpus.json) and has no calibration file (run tune calibrate on it)",
+            device);
         goto done;
     }
     double *pred = malloc((n ? n : 1) * sizeof *pred);
@@ -252,10 +256,10 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
         st = tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
         goto done;
     }
-    json_t *in = json_pack("{s:s, s:s, s:I, s:o, s:o}", "dir", dir, "device", device, "rows",
-                           (json_int_t)n, "calibration",
-                           have_cal ? json_string(cal_file) : json_null(), "specs",
-                           g ? json_string(g->name) : json_null());
+    json_t *in =
+        json_pack("{s:s, s:s, s:I, s:o, s:o}", "dir", dir, "device", device, "rows", (json_int_t)n,
+                  "calibration", have_cal ? json_string(cal_file) : json_null(), "specs",
+                  g ? json_string(g->name) : json_null());
     json_array_append_new(inputs, in);
     if (!c->quiet)
         printf("\n%s (%s), %zu rows:\n", dir, device, n);
@@ -329,7 +333,8 @@ int tune_cmd_roofline(int argc, char **argv)
     roofline_report *rep = roofline_report_new();
     json_t *extra = json_object();
     json_t *inputs = json_array();
-    tune_status st = rep ? TUNE_OK : tune_error_set(&err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+    tune_status st =
+        rep ? TUNE_OK : tune_error_set(&err, TUNE_ERR_NOMEM, "roofline", "out of memory");
     if (!c.quiet && st == TUNE_OK)
         printf("# Roofline prediction error\n\nroofline time = max(bytes / bandwidth, FLOPs / "
                "rate(dtype), launch overhead); error = max(roofline / measured, measured / "
@@ -341,14 +346,15 @@ int tune_cmd_roofline(int argc, char **argv)
         for (int i = 0; i < argc; i++)
             json_array_append_new(av, json_string(argv[i]));
         json_object_set_new(extra, "schema_version", json_integer(1));
-        json_object_set_new(extra, "tool", json_pack("{s:s, s:s}", "name", "tune", "version",
-                                                     TUNE_VERSION));
+        json_object_set_new(extra, "tool",
+                            json_pack("{s:s, s:s}", "name", "tune", "version", TUNE_VERSION));
         json_object_set_new(extra, "argv", av);
         json_object_set_new(extra, "definitions",
                             json_pack("{s:s, s:s, s:s}", "roofline_time",
                                       "max(bytes / max(read_bw, copy_bw), flops / rate[dtype], "
                                       "launch_overhead_s)",
-                                      "error", "max(roofline_time / time_median, time_median / "
+                                      "error",
+                                      "max(roofline_time / time_median, time_median / "
                                       "roofline_time); gmean and worst over the group's rows",
                                       "best", "the fastest ok row of each shape, per method"));
         json_object_set_new(extra, "inputs", inputs);
