@@ -21,6 +21,7 @@ static const char *const results_reserved[] = {
     "time_stderr", "time_p10",    "time_p90",    "time_n",    "bytes",     "flops",    "bandwidth",
     "flop_rate",   "pct_read_bw", "read_bw",     "error",     "tolerance", "device",   "timestamp",
     "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w", "throttle_reasons",
+    "roofline_time", "roofline_fraction",
 };
 
 const char *result_status_str(result_status s)
@@ -46,6 +47,7 @@ void result_row_init(result_row *row)
     row->bytes = row->flops = row->bandwidth = row->flop_rate = NAN;
     row->pct_read_bw = row->read_bw = row->error = row->tolerance = NAN;
     row->clock_sm_mhz = row->clock_mem_mhz = row->temperature_c = row->power_w = NAN;
+    row->roofline_time = row->roofline_fraction = NAN;
     row->throttle_reasons = -1;
 }
 
@@ -217,6 +219,8 @@ static void results_put_measures(json_t *o, const result_row *row, int *failed)
     results_put(o, "read_bw", results_json_num(row->read_bw), failed);
     results_put(o, "error", results_json_num(row->error), failed);
     results_put(o, "tolerance", results_json_num(row->tolerance), failed);
+    results_put(o, "roofline_time", results_json_num(row->roofline_time), failed);
+    results_put(o, "roofline_fraction", results_json_num(row->roofline_fraction), failed);
     results_put(o, "clock_sm_mhz", results_json_num(row->clock_sm_mhz), failed);
     results_put(o, "clock_mem_mhz", results_json_num(row->clock_mem_mhz), failed);
     results_put(o, "temperature_c", results_json_num(row->temperature_c), failed);
@@ -473,6 +477,8 @@ static tune_status results_get_measures(const json_t *o, result_row *row, const 
         {"read_bw", &row->read_bw},
         {"error", &row->error},
         {"tolerance", &row->tolerance},
+        {"roofline_time", &row->roofline_time},
+        {"roofline_fraction", &row->roofline_fraction},
         {"clock_sm_mhz", &row->clock_sm_mhz},
         {"clock_mem_mhz", &row->clock_mem_mhz},
         {"temperature_c", &row->temperature_c},

@@ -15,7 +15,7 @@
  * "time_median", "time_mean", "time_min", "time_max", "time_stdev", "time_stderr", "time_p10",
  * "time_p90", "time_n" (seconds), "bytes", "flops", "bandwidth" (B/s), "flop_rate" (FLOP/s),
  * "pct_read_bw" (0..100 of the measured read bandwidth), "read_bw" (that bandwidth, B/s),
- * "error", "tolerance", "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w",
+ * "error", "tolerance", "roofline_time", "roofline_fraction", "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w",
  * "throttle_reasons" (NVML, read right after the timed reps), "device", "timestamp" (ISO 8601
  * UTC). Absent measurements are null.
  * Keys come in that order; an axis or parameter named like one of the other keys is an error.
@@ -59,6 +59,9 @@ typedef struct {
     stats_summary time; /* seconds; time.n == 0 when not measured */
     double bytes, flops, bandwidth, flop_rate, pct_read_bw, read_bw; /* NAN when unknown */
     double error, tolerance;                                       /* NAN when not checked */
+    /* roofline time max(bytes / bandwidth, flops / rate, launch) of the run's ceilings (s), and
+     * roofline_time / time.median: the fraction of the roofline reached; NAN when unknown */
+    double roofline_time, roofline_fraction;
     /* GPU state read through NVML right after the timed reps: NAN (-1) when unknown */
     double clock_sm_mhz, clock_mem_mhz, temperature_c, power_w;
     long long throttle_reasons;

@@ -17,6 +17,7 @@
 #include "monitor.h"
 #include "report.h"
 #include "results.h"
+#include "roofline.h"
 #include "space.h"
 #include "stats.h"
 #include "timing.h"
@@ -46,6 +47,9 @@ typedef struct {
     tune_error *err;
     double t0;    /* start of the run (monotonic seconds) */
     monitor *mon; /* NVML, NULL when absent */
+    roofline_ceilings ceil; /* for every row's roofline time */
+    int have_ceil;
+    char ceil_source[512];
 } run_ctx;
 
 void run_options_init(run_options *opt)
@@ -177,48 +181,6 @@ static void free_ctx(run_ctx *rc)
     space_free(rc->sp);
 }
 
-/* ---- read bandwidth ---- */
-
-typedef struct {
-    void *kernel, *buf, *sink;
-    size_t words;
-    void *stream;
-} probe_ctx;
-
-static tune_status probe_launch(void *ctx, tune_error *err)
-{
-    probe_ctx *p = ctx;
-    unsigned long long n = p->words;
-    void *args[] = {&p->buf, &n, &p->sink};
-    return gpu_launch(p->kernel, 132 * 16, 512, 0, p->stream, args, err);
-}
-
-/* Read-only bandwidth over 4 GiB (well above L2): bytes / median time. */
-static tune_status measure_read_bw(run_ctx *rc, timing *tm, void *stream, double *bw)
-{
-    family_kernel_ref ref = {"common.cu", "tune_read_probe"};
-    probe_ctx p = {lookup_kernel(rc, ref.source, ref.name), NULL, NULL, 0, stream};
-    tune_status st = TUNE_OK;
-    size_t bytes = (size_t)4 << 30;
-    double samples[20];
-    if (!p.kernel)
-        return tune_error_set(rc->err, TUNE_ERR_CUDA, "common.cu", "tune_read_probe not loaded");
-    if ((st = gpu_malloc(&p.buf, bytes, rc->err)) != TUNE_OK ||
-        (st = gpu_malloc(&p.sink, 132 * 16 * sizeof(unsigned), rc->err)) != TUNE_OK)
-        goto done;
-    GPU_CHECK(cudaMemsetAsync(p.buf, 0x5a, bytes, (cudaStream_t)stream), rc->err, st, done);
-    p.words = bytes / 16;
-    if ((st = timing_run_fn(tm, probe_launch, &p, 3, 20, 1, samples, rc->err)) != TUNE_OK)
-        goto done;
-    stats_summary s;
-    stats_summarize(samples, 20, &s);
-    *bw = (double)bytes / s.median;
-done:
-    gpu_free(p.buf);
-    gpu_free(p.sink);
-    return st;
-}
-
 /* ---- meta.json ---- */
 
 static json_t *device_json(const gpu_info *gi)
@@ -301,6 +263,7 @@ static json_t *meta_build(const run_ctx *rc, const gpu_info *gi, const run_summa
             json_object_set_new(json_object_get(m, "versions"), "driver", json_string(drv));
     }
     json_object_set_new(m, "nvml", json_boolean(rc->mon != NULL));
+    json_object_set_new(m, "roofline_ceilings", json_string(rc->ceil_source));
     json_object_set_new(m, "seed", json_integer((json_int_t)rc->opt->seed));
     json_object_set_new(m, "read_bw",
                         json_pack("{s:f, s:s}", "bytes_per_second", sum->read_bw, "source",
@@ -462,6 +425,11 @@ static void measure_config(run_ctx *rc, void *state, timing *tm, size_t ci, cons
         row->flop_rate = row->flops / row->time.median;
         row->read_bw = read_bw;
         row->pct_read_bw = 100.0 * row->bandwidth / read_bw;
+        if (rc->have_ceil) {
+            row->roofline_time = roofline_time(&rc->ceil, row->bytes, row->flops,
+                                               roofline_row_precision(row), NULL);
+            row->roofline_fraction = row->roofline_time / row->time.median;
+        }
         monitor_sample ms;
         if (monitor_read(rc->mon, &ms) == 0) {
             row->clock_sm_mhz = ms.sm_mhz;
@@ -532,6 +500,40 @@ static tune_status make_run_dir(const run_ctx *rc, char *dir, size_t size)
 static tune_status print_and_write_report(const sweep *sw, const char *dir, int quiet,
                                           tune_error *err);
 
+/* Ceilings for the rows' roofline times: the device's calibration file (results root's
+ * calibration/<device>.json, from `tune calibrate`) when there is one, else the specs table's
+ * peak x achievable; the read bandwidth measured by this run replaces either's. */
+static void load_ceilings(run_ctx *rc, const gpu_info *gi, double read_bw)
+{
+    tune_error e = {0};
+    roofline_specs *specs = roofline_specs_load(NULL, &e);
+    const roofline_gpu *g = specs ? roofline_specs_match(specs, gi->name) : NULL;
+    char path[PATH_MAX];
+    roofline_calibration cal;
+    roofline_calibration_init(&cal);
+    roofline_calibration_path(rc->opt->out_root, gi->name, path, sizeof path);
+    if (roofline_calibration_load(path, &cal, NULL) == TUNE_OK) {
+        roofline_ceilings_from_calibration(&cal, g, &rc->ceil);
+        snprintf(rc->ceil_source, sizeof rc->ceil_source, "calibration %.400s (%.30s)", path,
+                 cal.date);
+        rc->have_ceil = 1;
+    } else if (g) {
+        roofline_ceilings_from_gpu(g, &rc->ceil);
+        snprintf(rc->ceil_source, sizeof rc->ceil_source, "specs table: %s, peak x achievable",
+                 g->name);
+        rc->have_ceil = 1;
+    } else {
+        snprintf(rc->ceil_source, sizeof rc->ceil_source, "none: %.400s",
+                 specs ? "device not in the specs table" : e.message);
+    }
+    if (rc->have_ceil) {
+        rc->ceil.read_bw = read_bw;
+        if (rc->ceil.copy_bw > read_bw)
+            rc->ceil.copy_bw = read_bw;
+    }
+    roofline_specs_free(specs);
+}
+
 static tune_status run_gpu(run_ctx *rc, const gpu_info *gi, run_summary *sum)
 {
     tune_status st = TUNE_OK;
@@ -554,8 +556,13 @@ static tune_status run_gpu(run_ctx *rc, const gpu_info *gi, run_summary *sum)
         goto done;
     }
     sum->read_bw = rc->opt->read_bw;
-    if (sum->read_bw <= 0 && (st = measure_read_bw(rc, tm, stream, &sum->read_bw)) != TUNE_OK)
+    if (sum->read_bw <= 0 &&
+        (st = roofline_measure_read_bw(tm, stream,
+                                       lookup_kernel(rc, "common.cu", "tune_read_probe"),
+                                       gi->sm_count, (size_t)4 << 30, 20, &sum->read_bw,
+                                       rc->err)) != TUNE_OK)
         goto done;
+    load_ceilings(rc, gi, sum->read_bw);
     if ((st = make_run_dir(rc, sum->out_dir, sizeof sum->out_dir)) != TUNE_OK)
         goto done;
     if (!(w = results_open(sum->out_dir, rc->err))) {
@@ -603,7 +610,7 @@ done:
 
 tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum, tune_error *err)
 {
-    run_ctx rc = {sw, opt, NULL, NULL, NULL, 0, 0, err, now_seconds(), NULL};
+    run_ctx rc = {.sw = sw, .opt = opt, .err = err, .t0 = now_seconds()};
     gpu_info gi;
     memset(sum, 0, sizeof *sum);
     tune_status st = TUNE_OK;

@@ -17,6 +17,8 @@ enum { EXIT_USAGE = 2, EXIT_NO_GPU = 3 };
 
 /* Commands with their own option parsing (tools/cmd_*.c); argv[0] is the command's name. */
 int tune_cmd_fit(int argc, char **argv);
+int tune_cmd_calibrate(int argc, char **argv);
+int tune_cmd_roofline(int argc, char **argv);
 
 static const char usage[] =
     "usage: tune [run] SWEEP.json [options]   compile, validate and time a sweep; print the tables\n"
@@ -25,6 +27,8 @@ static const char usage[] =
     "       tune report RESULTS_DIR...        rebuild best-config tables from raw.jsonl (merged)\n"
     "       tune fit RESULTS_DIR... --param NAME [--target 0.98] [--rule EXPR]\n"
     "                                         fit (or evaluate) a heuristic for a parameter\n"
+    "       tune roofline RESULTS_DIR...      roofline model's prediction error over runs\n"
+    "       tune calibrate [--device N]       measure the GPU's ceilings (bandwidths, GEMM rates)\n"
     "       tune devices                      list CUDA devices\n"
     "options:\n"
     "  --results ROOT   results root (default results): ROOT/<sweep>/<UTC time>/\n"
@@ -246,6 +250,10 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (strcmp(cmd, "fit") == 0)
         return tune_cmd_fit(argc - 1, argv + 1);
+    if (strcmp(cmd, "calibrate") == 0)
+        return tune_cmd_calibrate(argc - 1, argv + 1);
+    if (strcmp(cmd, "roofline") == 0)
+        return tune_cmd_roofline(argc - 1, argv + 1);
     int known = strcmp(cmd, "run") == 0 || strcmp(cmd, "validate") == 0 ||
                 strcmp(cmd, "compile") == 0 || strcmp(cmd, "report") == 0 ||
                 strcmp(cmd, "devices") == 0;
