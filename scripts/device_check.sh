@@ -14,6 +14,8 @@ sweeps=("$@")
 
 { nvidia-smi; nvidia-smi -q -d CLOCK,PERFORMANCE,POWER,TEMPERATURE; } >"$OUT/nvidia-smi.txt" 2>&1
 build/tune devices 2>&1 | tee "$OUT/devices.txt"
+# the ceilings first, so that the sweeps' rows get roofline times from measured values
+[ -n "${SKIP_CALIBRATE:-}" ] || build/tune calibrate 2>&1 | tee "$OUT/calibrate.txt"
 if [ -z "${SKIP_TESTS:-}" ]; then
   for t in build/test_*; do
     "$t" --verbose=0 -j4 >"$OUT/tests.log" 2>&1
