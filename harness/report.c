@@ -292,8 +292,9 @@ static tune_status report_layout(report *r, const report_spec *spec, tune_error 
 
 /* ---- fields (CSV / JSON columns) and tables ---- */
 
-/* Field layout: axes, "method", parameters, best_time_us, bandwidth_gb_s, pct_read_bw, then
- * time_us_<baseline> and speedup_<baseline> for every baseline. */
+/* Field layout: axes, "method", parameters, best_time_us, bandwidth_gb_s, pct_read_bw, tflop_s,
+ * pct_roofline, then time_us_<baseline> and speedup_<baseline> for every baseline. */
+#define REPORT_N_BEST_FIELDS 5
 static size_t report_field_method(const report *r)
 {
     return r->n_axes;
@@ -308,7 +309,7 @@ static size_t report_field_time(const report *r)
 }
 static size_t report_field_baseline(const report *r, size_t b)
 {
-    return report_field_time(r) + 3 + 2 * b;
+    return report_field_time(r) + REPORT_N_BEST_FIELDS + 2 * b;
 }
 
 static tune_status report_make_fields(report *r)
@@ -326,12 +327,14 @@ static tune_status report_make_fields(report *r)
             snprintf(buf, sizeof buf, "method");
         else if (f < t)
             snprintf(buf, sizeof buf, "%s", r->params[f - r->n_axes - 1]);
-        else if (f < t + 3)
+        else if (f < t + REPORT_N_BEST_FIELDS)
             snprintf(buf, sizeof buf, "%s",
-                     (const char *[]){"best_time_us", "bandwidth_gb_s", "pct_read_bw"}[f - t]);
+                     (const char *[]){"best_time_us", "bandwidth_gb_s", "pct_read_bw", "tflop_s",
+                                      "pct_roofline"}[f - t]);
         else
-            snprintf(buf, sizeof buf, "%s_%s", (f - t - 3) % 2 ? "speedup" : "time_us",
-                     r->methods[r->baselines[(f - t - 3) / 2]].name);
+            snprintf(buf, sizeof buf, "%s_%s",
+                     (f - t - REPORT_N_BEST_FIELDS) % 2 ? "speedup" : "time_us",
+                     r->methods[r->baselines[(f - t - REPORT_N_BEST_FIELDS) / 2]].name);
         if (!(r->fields[f] = strdup(buf)))
             return TUNE_ERR_NOMEM;
     }
@@ -361,8 +364,8 @@ static report_cell report_field(const report *r, const report_shape *s, size_t f
     if (f < r->n_axes) {
         c.kind = REPORT_VALUE;
         c.v = s->key[f];
-    } else if (f >= t + 3) {
-        c = report_baseline_cell(s, f - t - 3);
+    } else if (f >= t + REPORT_N_BEST_FIELDS) {
+        c = report_baseline_cell(s, f - t - REPORT_N_BEST_FIELDS);
     } else if (!s->best) {
         return c;
     } else if (f == report_field_method(r)) {
@@ -372,7 +375,8 @@ static report_cell report_field(const report *r, const report_shape *s, size_t f
         c.kind = point_get(&s->best->values, r->params[f - r->n_axes - 1], &c.v) == 0 ? REPORT_VALUE
                                                                                       : REPORT_NONE;
     } else {
-        double d[] = {s->best->time.median * 1e6, s->best->bandwidth / 1e9, s->best->pct_read_bw};
+        double d[] = {s->best->time.median * 1e6, s->best->bandwidth / 1e9, s->best->pct_read_bw,
+                      s->best->flop_rate / 1e12, 100.0 * s->best->roofline_fraction};
         c = report_num_cell(d[f - t]);
     }
     return c;
@@ -385,6 +389,16 @@ static void report_add_table(report *r, size_t field, report_style style, const 
     snprintf(t->title, sizeof t->title, fmt, name);
     t->field = field;
     t->style = style;
+}
+
+/* 1 when some shape has a number in field f (e.g. rows measured before roofline times existed
+ * have none). */
+static int report_any_finite(const report *r, size_t f)
+{
+    for (size_t i = 0; i < r->n_shapes; i++)
+        if (report_field(r, &r->shapes[i], f).kind == REPORT_NUM)
+            return 1;
+    return 0;
 }
 
 /* 1 when parameter `name` takes more than one value over the rows (a "Best" table for a parameter
@@ -406,7 +420,7 @@ static int report_param_varies(const result_row *rows, size_t n, const char *nam
 
 static tune_status report_make_tables(report *r, const result_row *rows, size_t n)
 {
-    r->tables = calloc(r->n_params + r->n_baselines + 4, sizeof *r->tables);
+    r->tables = calloc(r->n_params + r->n_baselines + 5, sizeof *r->tables);
     if (!r->tables)
         return TUNE_ERR_NOMEM;
     for (size_t j = 0; j < r->n_params; j++)
@@ -417,6 +431,8 @@ static tune_status report_make_tables(report *r, const result_row *rows, size_t 
     size_t t = report_field_time(r);
     report_add_table(r, t + 1, REPORT_F0, "%s", "Achieved bandwidth (GB/s)");
     report_add_table(r, t + 2, REPORT_F1, "%s", "% of measured read bandwidth");
+    if (report_any_finite(r, t + 4))
+        report_add_table(r, t + 4, REPORT_F1, "%s", "% of roofline (roofline time / time)");
     report_add_table(r, t, REPORT_F2, "%s", "Best time (us)");
     for (size_t b = 0; b < r->n_baselines; b++)
         report_add_table(r, report_field_baseline(r, b) + 1, REPORT_SPEEDUP, "Speedup over %s",

@@ -700,7 +700,18 @@ static tune_status print_and_write_report(const sweep *sw, const char *dir, int 
     return report_dirs(&dir, 1, &spec, quiet, err);
 }
 
-tune_status run_report(const char *const *dirs, size_t n_dirs, int quiet, tune_error *err)
+/* Splits a comma-separated list into names (pointing into buf, which it modifies). */
+static size_t split_names(char *buf, const char **names, size_t max)
+{
+    size_t n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < max;
+         t = strtok_r(NULL, ",", &save))
+        names[n++] = t;
+    return n;
+}
+
+tune_status run_report(const char *const *dirs, size_t n_dirs, const char *rows_csv,
+                       const char *cols_csv, int quiet, tune_error *err)
 {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/meta.json", dirs[0]);
@@ -716,6 +727,13 @@ tune_status run_report(const char *const *dirs, size_t n_dirs, int quiet, tune_e
     json_array_foreach(json_object_get(rep, "cols"), i, v) if (spec.n_cols < TUNE_MAX_AXES)
         cols[spec.n_cols++] = json_string_value(v);
     spec.title = json_string_value(json_object_get(json_object_get(meta, "sweep"), "name"));
+    char rows_buf[1024], cols_buf[1024];
+    if (rows_csv || cols_csv) {
+        snprintf(rows_buf, sizeof rows_buf, "%s", rows_csv ? rows_csv : "");
+        snprintf(cols_buf, sizeof cols_buf, "%s", cols_csv ? cols_csv : "");
+        spec.n_rows = split_names(rows_buf, rows, TUNE_MAX_AXES);
+        spec.n_cols = split_names(cols_buf, cols, TUNE_MAX_AXES);
+    }
     tune_status st = report_dirs(dirs, n_dirs, &spec, quiet, err);
     json_decref(meta);
     return st;

@@ -47,7 +47,9 @@ void run_options_init(run_options *opt);
 tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum, tune_error *err);
 
 /* Rebuilds best.md/csv/json of a results folder from its raw.jsonl (several folders: merged, the
- * tables written to the first); prints the Markdown unless quiet. */
-tune_status run_report(const char *const *dirs, size_t n_dirs, int quiet, tune_error *err);
+ * tables written to the first); prints the Markdown unless quiet. rows / cols: comma-separated
+ * problem axes of the pivots, NULL for the sweep's (meta.json's report). */
+tune_status run_report(const char *const *dirs, size_t n_dirs, const char *rows, const char *cols,
+                       int quiet, tune_error *err);
 
 #endif

@@ -41,10 +41,13 @@ static const char usage[] =
     "  --read-bw GBPS   the device's read bandwidth in GB/s instead of measuring it\n"
     "  --kernels DIR    kernel sources (default: found beside the binary)\n"
     "  --quiet          no progress line and no tables\n"
+    "  --rows A,B       report: problem axes down the pivots (default: the sweep's report.rows)\n"
+    "  --cols C,D       report: problem axes across the pivots (default: the sweep's report.cols)\n"
     "exit status: 0 ok, 1 failure, 2 usage, 3 no GPU\n";
 
 typedef struct {
     run_options run;
+    const char *rows, *cols; /* report pivots */
     char cache[PATH_MAX];
     const char *files[256];
     size_t n_files;
@@ -82,6 +85,10 @@ static int parse_args(int argc, char **argv, int first, cli *c)
             return fprintf(stderr, "tune: option %s needs a value\n%s", a, usage), -1;
         } else if (strcmp(a, "--results") == 0) {
             c->run.out_root = val;
+        } else if (strcmp(a, "--rows") == 0) {
+            c->rows = val;
+        } else if (strcmp(a, "--cols") == 0) {
+            c->cols = val;
         } else if (strcmp(a, "--out") == 0) {
             c->run.out_dir = val;
         } else if (strcmp(a, "--cache") == 0) {
@@ -218,7 +225,7 @@ static int cmd_report(cli *c)
     if (!c->n_files)
         return fprintf(stderr, "tune report: name at least one results folder\n"), EXIT_USAGE;
     tune_error err = {0};
-    if (run_report(c->files, c->n_files, c->run.quiet, &err) != TUNE_OK)
+    if (run_report(c->files, c->n_files, c->rows, c->cols, c->run.quiet, &err) != TUNE_OK)
         return fail(&err);
     return EXIT_SUCCESS;
 }
