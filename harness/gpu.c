@@ -159,3 +159,11 @@ void gpu_free(void *p)
     if (p && cudaFree(p) != cudaSuccess)
         (void)cudaGetLastError();
 }
+
+int gpu_context_broken(void)
+{
+    (void)cudaGetLastError();
+    cudaError_t rc = cudaDeviceSynchronize();
+    (void)cudaGetLastError();
+    return rc != cudaSuccess;
+}

@@ -48,6 +48,10 @@ void gpu_library_free(gpu_library *lib);
 tune_status gpu_launch(void *kernel, unsigned grid, unsigned block, size_t smem, void *stream,
                        void **args, tune_error *err);
 
+/* 1 when the process's CUDA context is broken by a sticky error (illegal address, trap, ...):
+ * nothing more can run in this process. Clears non-sticky errors. */
+int gpu_context_broken(void);
+
 /* cudaMalloc; TUNE_ERR_OOM when it does not fit. */
 tune_status gpu_malloc(void **p, size_t bytes, tune_error *err);
 void gpu_free(void *p);

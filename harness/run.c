@@ -1,9 +1,13 @@
 #include "run.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +26,7 @@
 #include "stats.h"
 #include "timing.h"
 #include "tune_git_rev.h"
+#include "worker.h"
 
 /* One distinct kernel instantiation: compiled once, loaded on first use. */
 typedef struct {
@@ -50,7 +55,27 @@ typedef struct {
     roofline_ceilings ceil; /* for every row's roofline time */
     int have_ceil;
     char ceil_source[512];
+    gpu_info gi;            /* the device (queried in a child process) */
+    double read_bw;         /* B/s: given, or measured by the first worker */
+    unsigned char *done;    /* per configuration: a row exists (this run or a resumed one) */
+    char out_dir[PATH_MAX]; /* the run's folder */
 } run_ctx;
+
+/* 64-bit FNV-1a, for the run key. */
+typedef struct {
+    uint64_t v;
+} hash_state;
+
+static hash_state hash_init(void) { return (hash_state){0xcbf29ce484222325ull}; }
+
+static void hash_bytes_add(hash_state *h, const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++)
+        h->v = (h->v ^ p[i]) * 0x100000001b3ull;
+}
+
+static void hash_add(hash_state *h, const char *s) { hash_bytes_add(h, s, strlen(s) + 1); }
 
 void run_options_init(run_options *opt)
 {
@@ -170,6 +195,7 @@ static void *lookup_kernel(void *kctx, const char *source, const char *name)
 
 static void free_ctx(run_ctx *rc)
 {
+    free(rc->done);
     for (size_t i = 0; rc->plans && i < space_n_configs(rc->sp); i++)
         free(rc->plans[i].skip);
     free(rc->plans);
@@ -216,7 +242,7 @@ static json_t *strings_json(char *const *s, size_t n)
 }
 
 static json_t *meta_build(const run_ctx *rc, const gpu_info *gi, const run_summary *sum,
-                          const char *start, const char *end)
+                          const char *start, const char *end, json_t *key)
 {
     const sweep *sw = rc->sw;
     json_t *m = json_object();
@@ -262,6 +288,8 @@ static json_t *meta_build(const run_ctx *rc, const gpu_info *gi, const run_summa
         if (monitor_driver_version(rc->mon, drv, sizeof drv) || driver_version_text(drv, sizeof drv))
             json_object_set_new(json_object_get(m, "versions"), "driver", json_string(drv));
     }
+    if (key)
+        json_object_set(m, "key", key);
     json_object_set_new(m, "nvml", json_boolean(rc->mon != NULL));
     json_object_set_new(m, "roofline_ceilings", json_string(rc->ceil_source));
     json_object_set_new(m, "seed", json_integer((json_int_t)rc->opt->seed));
@@ -273,10 +301,11 @@ static json_t *meta_build(const run_ctx *rc, const gpu_info *gi, const run_summa
         json_object_set_new(m, "end", json_string(end));
     json_object_set_new(
         m, "summary",
-        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "configs",
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "configs",
                   (json_int_t)sum->n_configs, "pruned", (json_int_t)sum->n_pruned, "ok",
                   (json_int_t)sum->n_ok, "invalid", (json_int_t)sum->n_invalid, "compile_error",
-                  (json_int_t)sum->n_compile_error, "launch_error", (json_int_t)sum->n_launch_error,
+                  (json_int_t)sum->n_compile_error, "launch_error", (json_int_t)sum->n_launch_error, "crashed", (json_int_t)sum->n_crashed,
+                  "timeout", (json_int_t)sum->n_timeout,
                   "skipped", (json_int_t)sum->n_skipped, "kernels", (json_int_t)sum->n_kernels,
                   "kernels_cached", (json_int_t)sum->n_cached, "kernel_errors",
                   (json_int_t)sum->n_kernel_errors, "compile_seconds", sum->compile_seconds,
@@ -299,11 +328,9 @@ static tune_status meta_write(const char *dir, json_t *meta, tune_error *err)
 
 typedef struct {
     const run_ctx *rc;
-    results_writer *w;
     run_summary *sum;
-    const char *device;
     double t0;
-    size_t done, failed;
+    size_t done, total, failed;
     double last_print;
     int tty;
 } run_progress;
@@ -339,37 +366,52 @@ static void fill_row(const run_ctx *rc, size_t ci, const tune_point *p, result_r
         row->flops = expr_value_as_double(v);
 }
 
+/* Identity of a row's configuration: "method|name=value|..." over axes then parameters. Two rows
+ * of one sweep have equal identities exactly when they measure the same configuration. */
+static const char *row_identity(const result_row *row, char *buf, size_t size)
+{
+    size_t len = (size_t)snprintf(buf, size, "%s", row->method ? row->method : "");
+    for (size_t i = 0; i < row->values.n && len < size; i++) {
+        char v[256];
+        len += (size_t)snprintf(buf + len, size - len, "|%s=%s", row->values.names[i],
+                                expr_value_format(row->values.vals[i], v, sizeof v));
+    }
+    return buf;
+}
+
 static void progress_print(run_progress *pr, int final)
 {
     double now = now_seconds();
     if (!final && now - pr->last_print < (pr->tty ? 0.2 : 10.0))
         return;
     pr->last_print = now;
-    size_t total = pr->sum->n_configs;
     double el = now - pr->t0;
-    double eta = pr->done ? el / (double)pr->done * (double)(total - pr->done) : 0;
+    double eta = pr->done ? el / (double)pr->done * (double)(pr->total - pr->done) : 0;
     fprintf(stderr, "%s[%zu/%zu] failed %zu, elapsed %.0fs, ETA %.0fs%s", pr->tty ? "\r" : "",
-            pr->done, total, pr->failed, el, eta, pr->tty && !final ? "   " : "\n");
+            pr->done, pr->total, pr->failed, el, eta, pr->tty && !final ? "   " : "\n");
     fflush(stderr);
 }
 
-static tune_status emit(run_progress *pr, result_row *row, char *time_buf)
+static void count_status(run_summary *s, result_status st)
 {
-    run_summary *s = pr->sum;
-    row->timestamp = time_buf;
-    utc_stamp(time_buf, 32, "%Y-%m-%dT%H:%M:%SZ");
-    switch (row->status) {
+    switch (st) {
     case RESULT_OK: s->n_ok++; break;
     case RESULT_INVALID: s->n_invalid++; break;
     case RESULT_COMPILE_ERROR: s->n_compile_error++; break;
     case RESULT_SKIPPED: s->n_skipped++; break;
+    case RESULT_CRASHED: s->n_crashed++; break;
+    case RESULT_TIMEOUT: s->n_timeout++; break;
     default: s->n_launch_error++; break;
     }
+}
+
+static void progress_count(run_progress *pr, result_status st)
+{
+    count_status(pr->sum, st);
     pr->done++;
-    pr->failed += row->status != RESULT_OK && row->status != RESULT_SKIPPED;
+    pr->failed += st != RESULT_OK && st != RESULT_SKIPPED;
     if (!pr->rc->opt->quiet)
         progress_print(pr, 0);
-    return results_write_row(pr->w, row, pr->rc->err);
 }
 
 /* Status and reason of a configuration whose kernels failed to compile, or -1. */
@@ -387,7 +429,7 @@ static int compile_failure(const run_ctx *rc, size_t ci, char **reason)
 }
 
 /* Validates and times configuration ci on the shape's state; fills the row. */
-static void measure_config(run_ctx *rc, void *state, timing *tm, size_t ci, const tune_point *p,
+static void measure_config(run_ctx *rc, void *state, timing *tm, const tune_point *p,
                            double read_bw, result_row *row, char *reason, size_t reason_size)
 {
     const tune_family *fam = rc->sw->family;
@@ -440,49 +482,6 @@ static void measure_config(run_ctx *rc, void *state, timing *tm, size_t ci, cons
         }
     }
     free(samples);
-    (void)ci;
-}
-
-static tune_status run_shape(run_ctx *rc, run_progress *pr, const family_env *env, timing *tm,
-                             size_t first, size_t last, double read_bw)
-{
-    const tune_family *fam = rc->sw->family;
-    const space_config *c0 = space_config_at(rc->sp, first);
-    tune_error e = {0};
-    void *state = fam->shape_init(env, space_shape(rc->sp, c0->shape), &e);
-    char reason[4096], shape_reason[2048] = "", stamp[32];
-    if (!state)
-        snprintf(shape_reason, sizeof shape_reason, "%s%s",
-                 e.code == TUNE_ERR_OOM ? "out of memory: " : "",
-                 tune_error_text(&e, reason, sizeof reason));
-    tune_status st = TUNE_OK;
-    for (size_t ci = first; ci < last && st == TUNE_OK; ci++) {
-        tune_point p;
-        space_config_point(rc->sp, ci, &p);
-        result_row row;
-        fill_row(rc, ci, &p, &row, pr->device);
-        const run_plan *pl = &rc->plans[ci];
-        char *log = NULL;
-        if (pl->n_refs > 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
-            row.kernel = rc->kernels[pl->refs[0]].job.name;
-        if (pl->skip) {
-            row.status = RESULT_SKIPPED;
-            row.reason = pl->skip;
-        } else if (compile_failure(rc, ci, &log) >= 0) {
-            row.status = RESULT_COMPILE_ERROR;
-            row.reason = log ? log : "compile error";
-        } else if (!state) {
-            row.status = e.code == TUNE_ERR_OOM || e.code == TUNE_ERR_UNSUPPORTED
-                             ? RESULT_SKIPPED
-                             : RESULT_LAUNCH_ERROR;
-            row.reason = shape_reason;
-        } else {
-            measure_config(rc, state, tm, ci, &p, read_bw, &row, reason, sizeof reason);
-        }
-        st = emit(pr, &row, stamp);
-    }
-    fam->shape_free(state);
-    return st;
 }
 
 static tune_status make_run_dir(const run_ctx *rc, char *dir, size_t size)
@@ -534,92 +533,512 @@ static void load_ceilings(run_ctx *rc, const gpu_info *gi, double read_bw)
     roofline_specs_free(specs);
 }
 
-static tune_status run_gpu(run_ctx *rc, const gpu_info *gi, run_summary *sum)
+/* ---- the worker: a child process that owns the GPU (crash isolation) ----
+ *
+ * Messages to the coordinator, one per line:
+ *   R <bytes/s>          the read bandwidth it measured
+ *   B <i>                configuration i begins (the watchdog starts)
+ *   E <i> <status>       configuration i's row is written
+ *   C <i> <text>         configuration i broke the CUDA context (sticky error); the worker exits
+ *   F <code> <text>      the worker cannot start (no GPU, out of memory for its buffers, ...)
+ */
+
+enum { WORKER_EXIT_STICKY = 3, WORKER_EXIT_FATAL = 4 };
+
+/* The row of configuration ci, measured on the shape's state (NULL when the shape could not be
+ * set up: shape_err says why). Returns 1 when the CUDA context broke (the row is not valid). */
+static int worker_config(run_ctx *rc, void *state, const tune_error *shape_err, timing *tm,
+                         size_t ci, result_row *row, char *reason, size_t reason_size)
 {
+    tune_point p;
+    space_config_point(rc->sp, ci, &p);
+    fill_row(rc, ci, &p, row, rc->gi.name);
+    const run_plan *pl = &rc->plans[ci];
+    char *log = NULL;
+    if (pl->n_refs > 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
+        row->kernel = rc->kernels[pl->refs[0]].job.name;
+    if (pl->skip) {
+        row->status = RESULT_SKIPPED;
+        row->reason = pl->skip;
+    } else if (compile_failure(rc, ci, &log) >= 0) {
+        row->status = RESULT_COMPILE_ERROR;
+        row->reason = log ? log : "compile error";
+    } else if (!state) {
+        char text[2048];
+        row->status = shape_err->code == TUNE_ERR_OOM || shape_err->code == TUNE_ERR_UNSUPPORTED
+                          ? RESULT_SKIPPED
+                          : RESULT_LAUNCH_ERROR;
+        snprintf(reason, reason_size, "%s%s", shape_err->code == TUNE_ERR_OOM ? "out of memory: " : "",
+                 tune_error_text(shape_err, text, sizeof text));
+        row->reason = reason;
+    } else {
+        measure_config(rc, state, tm, &p, rc->read_bw, row, reason, reason_size);
+    }
+    return row->status == RESULT_LAUNCH_ERROR && gpu_context_broken();
+}
+
+static int worker_body(void *ctx, int fd)
+{
+    run_ctx *rc = ctx;
+    tune_error e = {0};
     tune_status st = TUNE_OK;
     cudaStream_t stream = NULL;
     cublasHandle_t cublas = NULL;
     timing *tm = NULL;
     results_writer *w = NULL;
-    json_t *meta = NULL;
-    char start[32], end[32];
-    utc_stamp(start, sizeof start, "%Y-%m-%dT%H:%M:%SZ");
-    GPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), rc->err, st, done);
+    rc->err = &e; /* the child's own error record */
+    if ((st = gpu_select(rc->gi.ordinal, &e)) != TUNE_OK)
+        goto fatal;
+    GPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), &e, st, fatal);
     if (cublasCreate(&cublas) != CUBLAS_STATUS_SUCCESS ||
         cublasSetStream(cublas, stream) != CUBLAS_STATUS_SUCCESS) {
-        st = tune_error_set(rc->err, TUNE_ERR_CUBLAS, "cublasCreate", "cannot create a handle");
-        goto done;
+        st = tune_error_set(&e, TUNE_ERR_CUBLAS, "cublasCreate", "cannot create a handle");
+        goto fatal;
     }
-    if (!(tm = timing_init(stream, gi->l2_bytes, lookup_kernel(rc, "common.cu", "tune_read_probe"),
-                           rc->err))) {
-        st = rc->err ? rc->err->code : TUNE_ERR_CUDA;
-        goto done;
+    void *probe = lookup_kernel(rc, "common.cu", "tune_read_probe");
+    if (!(tm = timing_init(stream, rc->gi.l2_bytes, probe, &e))) {
+        st = e.code;
+        goto fatal;
     }
-    sum->read_bw = rc->opt->read_bw;
-    if (sum->read_bw <= 0 &&
-        (st = roofline_measure_read_bw(tm, stream,
-                                       lookup_kernel(rc, "common.cu", "tune_read_probe"),
-                                       gi->sm_count, (size_t)4 << 30, 20, &sum->read_bw,
-                                       rc->err)) != TUNE_OK)
-        goto done;
-    load_ceilings(rc, gi, sum->read_bw);
-    if ((st = make_run_dir(rc, sum->out_dir, sizeof sum->out_dir)) != TUNE_OK)
-        goto done;
-    if (!(w = results_open(sum->out_dir, rc->err))) {
-        st = TUNE_ERR_IO;
-        goto done;
+    if (rc->read_bw <= 0) {
+        if ((st = roofline_measure_read_bw(tm, stream, probe, rc->gi.sm_count, (size_t)4 << 30, 20,
+                                           &rc->read_bw, &e)) != TUNE_OK)
+            goto fatal;
+        worker_send(fd, "R %.17g", rc->read_bw);
     }
-    meta = meta_build(rc, gi, sum, start, NULL);
-    if ((st = meta_write(sum->out_dir, meta, rc->err)) != TUNE_OK)
-        goto done;
-    if (!rc->opt->quiet)
-        fprintf(stderr, "tune: %s on %s, read bandwidth %.0f GB/s, results in %s\n", rc->sw->name,
-                gi->name, sum->read_bw / 1e9, sum->out_dir);
+    load_ceilings(rc, &rc->gi, rc->read_bw);
+    rc->mon = monitor_open(rc->gi.pci_bus_id);
+    if (!(w = results_open(rc->out_dir, &e))) {
+        st = e.code;
+        goto fatal;
+    }
 
-    family_env env = {gi->ordinal, stream, cublas, gi->l2_bytes, rc->opt->seed, lookup_kernel, rc};
-    run_progress pr = {rc, w, sum, gi->name, now_seconds(), 0, 0, 0, isatty(2)};
-    size_t n = space_n_configs(rc->sp);
-    for (size_t first = 0; first < n && st == TUNE_OK;) {
-        size_t last = first + 1;
-        while (last < n && space_config_at(rc->sp, last)->shape == space_config_at(rc->sp, first)->shape)
-            last++;
-        st = run_shape(rc, &pr, &env, tm, first, last, sum->read_bw);
-        first = last;
+    family_env env = {rc->gi.ordinal, stream, cublas, rc->gi.l2_bytes, rc->opt->seed, lookup_kernel, rc};
+    const tune_family *fam = rc->sw->family;
+    void *state = NULL;
+    size_t shape = SIZE_MAX;
+    tune_error shape_err = {0};
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++) {
+        if (rc->done[ci])
+            continue;
+        worker_send(fd, "B %zu", ci);
+        size_t si = space_config_at(rc->sp, ci)->shape;
+        if (si != shape) {
+            fam->shape_free(state);
+            tune_error_clear(&shape_err);
+            state = fam->shape_init(&env, space_shape(rc->sp, si), &shape_err);
+            shape = si;
+        }
+        result_row row;
+        char reason[4096], stamp[32];
+        if (worker_config(rc, state, &shape_err, tm, ci, &row, reason, sizeof reason)) {
+            worker_send(fd, "C %zu %s", ci, row.reason ? row.reason : "CUDA context broken");
+            return WORKER_EXIT_STICKY; /* the process exits: the driver frees the context */
+        }
+        utc_stamp(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ");
+        row.timestamp = stamp;
+        if (results_write_row(w, &row, &e) != TUNE_OK) {
+            st = e.code;
+            goto fatal;
+        }
+        worker_send(fd, "E %zu %d", ci, (int)row.status);
+    }
+    fam->shape_free(state);
+    results_close(w);
+    monitor_close(rc->mon);
+    timing_free(tm);
+    cublasDestroy(cublas);
+    cudaStreamDestroy(stream);
+    return 0;
+fatal:
+    worker_send(fd, "F %d %s%s%s", (int)st, e.where, e.where[0] ? ": " : "", e.message);
+    return WORKER_EXIT_FATAL;
+}
+
+/* ---- the coordinator ---- */
+
+/* Writes the row of a configuration whose worker died (crashed) or hung (timeout). */
+static tune_status write_lost_row(run_ctx *rc, size_t ci, result_status status, const char *reason)
+{
+    tune_point p;
+    result_row row;
+    char stamp[32];
+    space_config_point(rc->sp, ci, &p);
+    fill_row(rc, ci, &p, &row, rc->gi.name);
+    const run_plan *pl = &rc->plans[ci];
+    if (pl->n_refs > 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
+        row.kernel = rc->kernels[pl->refs[0]].job.name;
+    row.status = status;
+    row.reason = (char *)reason;
+    utc_stamp(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ");
+    row.timestamp = stamp;
+    results_writer *w = results_open(rc->out_dir, rc->err);
+    if (!w)
+        return rc->err ? rc->err->code : TUNE_ERR_IO;
+    tune_status st = results_write_row(w, &row, rc->err);
+    results_close(w);
+    return st;
+}
+
+/* Runs workers until every configuration has a row: a worker that crashes or hangs costs its
+ * current configuration a `crashed` or `timeout` row, and a new worker goes on with the next. */
+static tune_status coordinate(run_ctx *rc, run_summary *sum)
+{
+    size_t n = space_n_configs(rc->sp), left = 0;
+    for (size_t i = 0; i < n; i++)
+        left += !rc->done[i];
+    run_progress pr = {rc, sum, now_seconds(), 0, left, 0, 0, isatty(2)};
+    const double watchdog = rc->opt->watchdog_s > 0 ? rc->opt->watchdog_s : 20.0;
+    tune_status st = TUNE_OK;
+    while (left > 0 && st == TUNE_OK) {
+        worker *w = worker_start(worker_body, rc, rc->err);
+        if (!w)
+            return rc->err ? rc->err->code : TUNE_ERR_IO;
+        size_t current = SIZE_MAX, rows = 0;
+        double timeout = watchdog + 60; /* start-up: context, read bandwidth */
+        char line[4096], crash[4096] = "", fatal[4096] = "", how[256];
+        int r;
+        while ((r = worker_read_line(w, line, sizeof line, timeout)) == 1) {
+            size_t i = 0;
+            int code = 0, off = 0;
+            if (line[0] == 'B' && sscanf(line, "B %zu", &i) == 1 && i < n) {
+                current = i;
+                timeout = watchdog;
+            } else if (line[0] == 'E' && sscanf(line, "E %zu %d", &i, &code) == 2 && i < n) {
+                rc->done[i] = 1;
+                left--;
+                rows++;
+                progress_count(&pr, (result_status)code);
+                current = SIZE_MAX;
+            } else if (line[0] == 'C' && sscanf(line, "C %zu %n", &i, &off) == 1) {
+                snprintf(crash, sizeof crash, "%s", line + off);
+            } else if (line[0] == 'R') {
+                rc->read_bw = sum->read_bw = strtod(line + 2, NULL);
+            } else if (line[0] == 'F') {
+                snprintf(fatal, sizeof fatal, "%s", line + 2);
+            }
+        }
+        if (r < 0)
+            worker_kill(w);
+        int code = worker_wait(w, how, sizeof how);
+        if (fatal[0] || (current == SIZE_MAX && code != 0)) {
+            char *msg = fatal[0] ? fatal : how;
+            int status = (int)strtol(msg, &msg, 10);
+            return tune_error_set(rc->err, status == TUNE_ERR_NO_GPU ? TUNE_ERR_NO_GPU : TUNE_ERR_CUDA,
+                                  "worker", "%s", fatal[0] ? msg + 1 : how);
+        }
+        if (current != SIZE_MAX) {
+            char reason[4352];
+            if (r < 0)
+                snprintf(reason, sizeof reason, "no progress for %.0f s (watchdog): worker killed",
+                         watchdog);
+            else
+                snprintf(reason, sizeof reason, "%s (worker %s)", crash[0] ? crash : "worker died",
+                         how);
+            result_status rs = r < 0 ? RESULT_TIMEOUT : RESULT_CRASHED;
+            st = write_lost_row(rc, current, rs, reason);
+            rc->done[current] = 1;
+            left--;
+            progress_count(&pr, rs);
+            if (!rc->opt->quiet)
+                fprintf(stderr, "%stune: configuration %zu %s: %s\n", pr.tty ? "\n" : "", current,
+                        result_status_str(rs), reason);
+        }
+        (void)rows;
     }
     if (!rc->opt->quiet)
         progress_print(&pr, 1);
+    return st;
+}
+
+/* ---- the device, queried without touching CUDA in this process ---- */
+
+static int probe_body(void *ctx, int fd)
+{
+    const run_options *opt = ctx;
+    gpu_info gi;
+    tune_error e = {0};
+    if (gpu_query(opt->device, &gi, &e) != TUNE_OK) {
+        worker_send(fd, "F %d %s", (int)e.code, e.message);
+        return 1;
+    }
+    char hex[2 * sizeof gi + 1];
+    const unsigned char *b = (const unsigned char *)&gi;
+    for (size_t i = 0; i < sizeof gi; i++)
+        snprintf(hex + 2 * i, 3, "%02x", b[i]);
+    worker_send(fd, "G %s", hex);
+    return 0;
+}
+
+static tune_status probe_device(const run_options *opt, gpu_info *gi, tune_error *err)
+{
+    worker *w = worker_start(probe_body, (void *)opt, err);
+    if (!w)
+        return err ? err->code : TUNE_ERR_IO;
+    char line[4096], how[256];
+    tune_status st = TUNE_ERR_NO_GPU;
+    int r = worker_read_line(w, line, sizeof line, 120);
+    if (r == 1 && line[0] == 'G' && strlen(line + 2) == 2 * sizeof *gi) {
+        unsigned char *b = (unsigned char *)gi;
+        for (size_t i = 0; i < sizeof *gi; i++) {
+            unsigned v;
+            sscanf(line + 2 + 2 * i, "%2x", &v);
+            b[i] = (unsigned char)v;
+        }
+        st = TUNE_OK;
+    } else if (r == 1 && line[0] == 'F') {
+        char *msg;
+        st = (tune_status)strtol(line + 2, &msg, 10);
+        tune_error_set(err, st, "", "%s", msg + (*msg == ' '));
+    } else {
+        worker_kill(w);
+    }
+    int code = worker_wait(w, how, sizeof how);
+    if (st != TUNE_OK && (!err || err->code == TUNE_OK))
+        tune_error_set(err, TUNE_ERR_CUDA, "device query", "the device query ended: %s", how);
+    (void)code;
+    return st;
+}
+
+/* ---- the results folder: lock, resume ---- */
+
+/* Holds an exclusive lock on dir/lock for the process's life (and its workers'); fails when
+ * another run holds it. Returns the descriptor, or -1. */
+static int lock_run_dir(const char *dir, tune_error *err)
+{
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s/lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        tune_error_set(err, TUNE_ERR_IO, path, "cannot open the lock file: %s", strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t k = pread(fd, pid, sizeof pid - 1, 0);
+        pid[k > 0 ? k : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        close(fd);
+        tune_error_set(err, TUNE_ERR_IO, dir,
+                       "another tune run (pid %s) is writing this results folder; wait for it or "
+                       "use another folder",
+                       pid[0] ? pid : "?");
+        return -1;
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len)
+        (void)0; /* the pid is informative only */
+    return fd;
+}
+
+/* The latest run folder of the sweep under the results root (names are UTC times). */
+static tune_status latest_run_dir(const run_ctx *rc, char *dir, size_t size)
+{
+    char root[PATH_MAX];
+    snprintf(root, sizeof root, "%s/%s", rc->opt->out_root, rc->sw->name);
+    DIR *d = opendir(root);
+    char best[256] = "";
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.' && strcmp(e->d_name, best) > 0)
+            snprintf(best, sizeof best, "%s", e->d_name);
+    if (d)
+        closedir(d);
+    if (!best[0])
+        return tune_error_set(rc->err, TUNE_ERR_IO, root, "no earlier run of sweep '%s' to resume",
+                              rc->sw->name);
+    if ((size_t)snprintf(dir, size, "%.3800s/%.200s", root, best) >= size)
+        return tune_error_set(rc->err, TUNE_ERR_IO, root, "path too long");
+    return TUNE_OK;
+}
+
+/* Cuts a last line that a killed run left without its newline, so appending stays valid JSONL. */
+static void trim_partial_line(const char *path)
+{
+    int fd = open(path, O_RDWR);
+    if (fd < 0)
+        return;
+    off_t size = lseek(fd, 0, SEEK_END), keep = size;
+    char c;
+    while (keep > 0 && pread(fd, &c, 1, keep - 1) == 1 && c != '\n')
+        keep--;
+    if (keep < size && ftruncate(fd, keep) != 0)
+        (void)0;
+    close(fd);
+}
+
+/* Marks the configurations that already have a row in dir/raw.jsonl (any status: a crashed
+ * configuration is not run again). Returns the number found through *n_found. */
+static tune_status load_done(run_ctx *rc, run_summary *sum, size_t *n_found)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/raw.jsonl", rc->out_dir);
+    *n_found = 0;
+    if (access(path, F_OK) != 0)
+        return TUNE_OK;
+    trim_partial_line(path);
+    result_row *rows = NULL;
+    size_t n_rows = 0, n = space_n_configs(rc->sp);
+    tune_status st = results_read(path, &rows, &n_rows, rc->err);
+    if (st != TUNE_OK)
+        return st;
+    char **ids = calloc(n ? n : 1, sizeof *ids);
+    for (size_t i = 0; ids && i < n; i++) {
+        tune_point p;
+        result_row row;
+        char buf[4096];
+        space_config_point(rc->sp, i, &p);
+        fill_row(rc, i, &p, &row, NULL);
+        ids[i] = strdup(row_identity(&row, buf, sizeof buf));
+    }
+    for (size_t r = 0; ids && r < n_rows; r++) {
+        char buf[4096];
+        row_identity(&rows[r], buf, sizeof buf);
+        for (size_t i = 0; i < n; i++)
+            if (!rc->done[i] && ids[i] && strcmp(ids[i], buf) == 0) {
+                rc->done[i] = 1;
+                count_status(sum, rows[r].status);
+                (*n_found)++;
+                break;
+            }
+    }
+    for (size_t i = 0; ids && i < n; i++)
+        free(ids[i]);
+    free(ids);
+    results_rows_free(rows, n_rows);
+    return TUNE_OK;
+}
+
+/* The key of a run's results: what must not change between a run and its resumption. */
+static json_t *run_key(const run_ctx *rc)
+{
+    hash_state h = hash_init();
+    for (size_t i = 0; i < rc->n_kernels; i++) {
+        hash_add(&h, rc->kernels[i].job.source);
+        hash_add(&h, rc->kernels[i].job.name);
+        if (rc->kernels[i].job.cubin)
+            hash_bytes_add(&h, rc->kernels[i].job.cubin, rc->kernels[i].job.cubin_size);
+    }
+    char kh[40];
+    snprintf(kh, sizeof kh, "%016llx", (unsigned long long)h.v);
+    char drv[256] = "";
+    if (!monitor_driver_version(rc->mon, drv, sizeof drv))
+        driver_version_text(drv, sizeof drv);
+    return json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:I}", "kernels_hash", kh, "nvrtc",
+                     compile_nvrtc_version(), "cuda_driver", rc->gi.driver_version, "driver", drv,
+                     "device", rc->gi.name, "pci_bus_id", rc->gi.pci_bus_id, "seed",
+                     (json_int_t)rc->opt->seed);
+}
+
+/* Compares the key of the run being resumed (its meta.json) with this one's. */
+static tune_status check_resume_key(const run_ctx *rc, const json_t *key)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/meta.json", rc->out_dir);
+    json_t *meta = json_load_file(path, 0, NULL);
+    json_t *old = meta ? json_object_get(meta, "key") : NULL;
+    char diff[2048] = "";
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)key, k, v)
+    {
+        json_t *o = old ? json_object_get(old, k) : NULL;
+        if (!o || !json_equal(o, v)) {
+            char *a = o ? json_dumps(o, JSON_ENCODE_ANY) : NULL, *b = json_dumps(v, JSON_ENCODE_ANY);
+            size_t len = strlen(diff);
+            snprintf(diff + len, sizeof diff - len, "%s%s was %s, now %s", len ? "; " : "", k,
+                     a ? a : "absent", b ? b : "?");
+            free(a);
+            free(b);
+        }
+    }
+    json_decref(meta);
+    if (diff[0])
+        return tune_error_set(rc->err, TUNE_ERR_INVALID, rc->out_dir,
+                              "cannot resume: the results were measured with something else (%s); "
+                              "start a new run instead",
+                              diff);
+    return TUNE_OK;
+}
+
+static tune_status run_gpu(run_ctx *rc, run_summary *sum)
+{
+    tune_status st = TUNE_OK;
+    json_t *meta = NULL, *key = NULL;
+    char start[32], end[32];
+    int lock_fd = -1;
+    size_t n = space_n_configs(rc->sp), n_found = 0;
+    utc_stamp(start, sizeof start, "%Y-%m-%dT%H:%M:%SZ");
+    rc->read_bw = rc->opt->read_bw;
+    rc->done = calloc(n ? n : 1, 1);
+    if (!rc->done)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    if (rc->opt->resume && !rc->opt->out_dir)
+        st = latest_run_dir(rc, rc->out_dir, sizeof rc->out_dir);
+    else
+        st = make_run_dir(rc, rc->out_dir, sizeof rc->out_dir);
+    if (st != TUNE_OK || (st = results_mkdirs(rc->out_dir, rc->err)) != TUNE_OK)
+        return st;
+    snprintf(sum->out_dir, sizeof sum->out_dir, "%s", rc->out_dir);
+    if ((lock_fd = lock_run_dir(rc->out_dir, rc->err)) < 0)
+        return rc->err ? rc->err->code : TUNE_ERR_IO;
+    key = run_key(rc);
+    if (rc->opt->resume) {
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/meta.json", rc->out_dir);
+        json_t *old = json_load_file(path, 0, NULL);
+        if (old) {
+            json_t *s0 = json_object_get(old, "start");
+            if (json_is_string(s0))
+                snprintf(start, sizeof start, "%s", json_string_value(s0));
+            json_t *bw = json_object_get(json_object_get(old, "read_bw"), "bytes_per_second");
+            if (rc->read_bw <= 0 && json_is_number(bw) && json_number_value(bw) > 0)
+                rc->read_bw = json_number_value(bw); /* keep the percentages comparable */
+        }
+        json_decref(old);
+        if ((st = check_resume_key(rc, key)) != TUNE_OK ||
+            (st = load_done(rc, sum, &n_found)) != TUNE_OK)
+            goto done;
+        if (!rc->opt->quiet)
+            fprintf(stderr, "tune: resuming %s: %zu of %zu configurations already have a row\n",
+                    rc->out_dir, n_found, n);
+    }
+    sum->read_bw = rc->read_bw;
+    meta = meta_build(rc, &rc->gi, sum, start, NULL, key);
+    if ((st = meta_write(rc->out_dir, meta, rc->err)) != TUNE_OK)
+        goto done;
+    if (!rc->opt->quiet)
+        fprintf(stderr, "tune: %s on %s, results in %s\n", rc->sw->name, rc->gi.name, rc->out_dir);
+    st = coordinate(rc, sum);
 done:
-    results_close(w);
-    timing_free(tm);
-    if (cublas)
-        cublasDestroy(cublas);
-    if (stream)
-        cudaStreamDestroy(stream);
     if (meta) {
         utc_stamp(end, sizeof end, "%Y-%m-%dT%H:%M:%SZ");
         sum->wall_seconds = now_seconds() - rc->t0;
+        sum->read_bw = rc->read_bw;
         json_decref(meta);
-        meta = meta_build(rc, gi, sum, start, end);
-        tune_status mst = meta_write(sum->out_dir, meta, rc->err);
+        meta = meta_build(rc, &rc->gi, sum, start, st == TUNE_OK ? end : NULL, key);
+        tune_status mst = meta_write(rc->out_dir, meta, rc->err);
         json_decref(meta);
         if (st == TUNE_OK)
             st = mst;
     }
+    json_decref(key);
+    if (lock_fd >= 0)
+        close(lock_fd);
     return st;
 }
 
 tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum, tune_error *err)
 {
     run_ctx rc = {.sw = sw, .opt = opt, .err = err, .t0 = now_seconds()};
-    gpu_info gi;
     memset(sum, 0, sizeof *sum);
     tune_status st = TUNE_OK;
     int arch = opt->arch ? opt->arch : 90;
+    /* This process never initialises CUDA: workers (child processes) own the GPU. */
     if (!opt->compile_only) {
-        if ((st = gpu_query(opt->device, &gi, err)) != TUNE_OK ||
-            (st = gpu_select(opt->device, err)) != TUNE_OK)
+        if ((st = probe_device(opt, &rc.gi, err)) != TUNE_OK)
             return st;
-        arch = gi.cc_major * 10 + gi.cc_minor;
+        arch = rc.gi.cc_major * 10 + rc.gi.cc_minor;
     }
     if (!(rc.sp = space_build(sw, err)))
         return err ? err->code : TUNE_ERR_INVALID;
@@ -642,8 +1061,8 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
                     rc.kernels[i].job.name, rc.kernels[i].job.log ? rc.kernels[i].job.log : "");
     if (opt->compile_only)
         goto done;
-    rc.mon = monitor_open(gi.pci_bus_id);
-    st = run_gpu(&rc, &gi, sum);
+    rc.mon = monitor_open(rc.gi.pci_bus_id);
+    st = run_gpu(&rc, sum);
     monitor_close(rc.mon);
     if (st == TUNE_OK)
         st = print_and_write_report(sw, sum->out_dir, opt->quiet, err);

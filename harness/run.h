@@ -30,13 +30,15 @@ typedef struct {
     int quiet;         /* no progress line, no tables */
     uint64_t seed;     /* random inputs */
     double read_bw;    /* > 0: the device's read bandwidth in B/s, not measured */
+    int resume;        /* continue the latest run of the sweep (or out_dir): only what is missing */
+    double watchdog_s; /* a configuration making no progress this long is killed; 0: 20 s */
     int argc;
     char **argv;
 } run_options;
 
 typedef struct {
     size_t n_configs, n_pruned;
-    size_t n_ok, n_invalid, n_compile_error, n_launch_error, n_skipped;
+    size_t n_ok, n_invalid, n_compile_error, n_launch_error, n_skipped, n_crashed, n_timeout;
     size_t n_kernels, n_cached, n_kernel_errors;
     double compile_seconds, wall_seconds;
     double read_bw; /* B/s used for percentages */

@@ -41,6 +41,9 @@ static const char usage[] =
     "  --read-bw GBPS   the device's read bandwidth in GB/s instead of measuring it\n"
     "  --kernels DIR    kernel sources (default: found beside the binary)\n"
     "  --quiet          no progress line and no tables\n"
+    "  --resume         continue the latest run of the sweep (or --out DIR): measure only the\n"
+    "                   configurations without a row; refused if kernels, driver or device changed\n"
+    "  --watchdog S     kill a configuration that makes no progress for S seconds (default 20)\n"
     "  --rows A,B       report: problem axes down the pivots (default: the sweep's report.rows)\n"
     "  --cols C,D       report: problem axes across the pivots (default: the sweep's report.cols)\n"
     "exit status: 0 ok, 1 failure, 2 usage, 3 no GPU\n";
@@ -76,6 +79,9 @@ static int parse_args(int argc, char **argv, int first, cli *c)
         } else if (strcmp(a, "--quiet") == 0) {
             c->run.quiet = 1;
             takes = 0;
+        } else if (strcmp(a, "--resume") == 0) {
+            c->run.resume = 1;
+            takes = 0;
         } else if (a[0] != '-' || strcmp(a, "-") == 0) {
             if (c->n_files == sizeof c->files / sizeof c->files[0])
                 return fprintf(stderr, "tune: too many files\n"), -1;
@@ -99,6 +105,10 @@ static int parse_args(int argc, char **argv, int first, cli *c)
             c->run.device = atoi(val);
         } else if (strcmp(a, "--seed") == 0) {
             c->run.seed = strtoull(val, NULL, 0);
+        } else if (strcmp(a, "--watchdog") == 0) {
+            c->run.watchdog_s = strtod(val, NULL);
+            if (c->run.watchdog_s <= 0)
+                return fprintf(stderr, "tune: --watchdog expects seconds > 0, got '%s'\n", val), -1;
         } else if (strcmp(a, "--read-bw") == 0) {
             c->run.read_bw = strtod(val, NULL) * 1e9;
         } else if (strcmp(a, "--arch") == 0) {
@@ -214,9 +224,10 @@ static int cmd_run(cli *c)
         return fail(&err);
     fprintf(stderr,
             "tune: %zu configs: %zu ok, %zu invalid, %zu compile errors, %zu launch errors, %zu "
-            "skipped; %.1f s (compile %.1f s); results in %s\n",
+            "crashed, %zu timeouts, %zu skipped; %.1f s (compile %.1f s); results in %s\n",
             sum.n_configs, sum.n_ok, sum.n_invalid, sum.n_compile_error, sum.n_launch_error,
-            sum.n_skipped, sum.wall_seconds, sum.compile_seconds, sum.out_dir);
+            sum.n_crashed, sum.n_timeout, sum.n_skipped, sum.wall_seconds, sum.compile_seconds,
+            sum.out_dir);
     return EXIT_SUCCESS;
 }
 
