@@ -3,8 +3,9 @@
 #include <string.h>
 
 extern const tune_family gather_matmul_family;
+extern const tune_family fault_test_family;
 
-static const tune_family *const families[] = {&gather_matmul_family, NULL};
+static const tune_family *const families[] = {&gather_matmul_family, &fault_test_family, NULL};
 
 const tune_family *const *family_all(void) { return families; }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@ worker *worker_start(worker_fn fn, void *ctx, tune_error *err)
         return NULL;
     }
     fflush(NULL); /* nothing buffered is written twice */
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         close(p[0]);
@@ -37,6 +39,11 @@ worker *worker_start(worker_fn fn, void *ctx, tune_error *err)
         return NULL;
     }
     if (pid == 0) {
+        /* a worker never outlives its coordinator (kill -9 of tune must not leave a worker
+         * writing rows or holding the GPU and the folder's lock) */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(1);
         close(p[0]);
         signal(SIGPIPE, SIG_IGN);
         int status = fn(ctx, p[1]);
