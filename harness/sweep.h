@@ -16,7 +16,9 @@
  *   "methods": ["custom", "gather"],       required, non-empty, distinct methods of the family
  *   "skip_if": "expr" | ["expr", ...],     optional constraints: a config is pruned when one is true
  *   "bytes": "expr", "flops": "expr",      optional, override the op's models
- *   "timing": { "warmup": 10, "reps": 100, "flush_l2": true, "fresh_indices": true },
+ *   "timing": { "warmup": 10, "reps": 100, "mode": "cold", "fresh_indices": true },
+ *             or { "stop": "adaptive", "rel_stderr": 0.005, "min_reps": 10, "max_reps": 10000,
+ *                  "min_time_s": 0.005, "max_time_s": 1.0, "mode": "graph", "batch": 0 }
  *   "report": { "rows": ["g"], "cols": ["k_pre", "k"] }
  * }
  * VALUES: a scalar (int, string, bool), a non-empty array of scalars of one type,
@@ -45,11 +47,32 @@ typedef struct {
     char **strs;   /* when is_str */
 } sweep_axis;
 
+typedef enum {
+    SWEEP_TIMING_STOP_FIXED,   /* warmup + reps, exactly (default) */
+    SWEEP_TIMING_STOP_ADAPTIVE /* until the relative standard error is under rel_stderr */
+} sweep_timing_stop;
+
+typedef enum {
+    SWEEP_TIMING_MODE_COLD, /* L2 flushed before every rep (default) */
+    SWEEP_TIMING_MODE_HOT,  /* no flush: inputs stay in L2 from the previous rep */
+    SWEEP_TIMING_MODE_GRAPH /* hot, `batch` launches per CUDA-graph replay, time / batch */
+} sweep_timing_mode;
+
+/* "timing" (docs/sweep-format.md, docs/timing.md). */
 typedef struct {
-    int warmup;        /* >= 0, default 10 */
-    int reps;          /* >= 1, default 100 */
-    int flush_l2;      /* default 1 */
-    int fresh_indices; /* default 1 */
+    int warmup;        /* >= 0, default 10 (graph mode: replays) */
+    int reps;          /* >= 1, default 100; stop fixed only */
+    int flush_l2;      /* mode == COLD; kept for old sweeps and readers ("flush_l2": false = hot) */
+    int fresh_indices; /* default 1; graph mode: once per replay, not per launch */
+    sweep_timing_stop stop;
+    sweep_timing_mode mode;
+    int batch;         /* graph mode: launches per replay, 1..1000; 0 = automatic (default) */
+    /* stop adaptive only (defaults otherwise, unused): */
+    double rel_stderr; /* target stderr / mean, (0, 1), default 0.005 */
+    int min_reps;      /* >= 2, default 10 */
+    int max_reps;      /* >= min_reps, default 10000 */
+    double min_time_s; /* minimum total measured GPU time, >= 0, default 0.005 */
+    double max_time_s; /* time-out (host wall time of the measurement), > 0, default 1.0 */
 } sweep_timing;
 
 typedef struct {

@@ -328,3 +328,89 @@ Test(corpus, shipped_sweeps_load)
     }
     globfree(&g);
 }
+
+/* ---- timing keys ---- */
+
+static sweep *timing_sweep(const char *timing, tune_error *err)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"name\": \"t\", \"family\": \"gather_matmul\", \"op\": \"gather_inner_bmv\","
+             " \"problem\": {\"g\": 1, \"k_pre\": 1, \"k\": 1, \"n\": 1}, \"methods\": [\"slice\"]"
+             "%s%s}",
+             timing ? ", \"timing\": " : "", timing ? timing : "");
+    return sweep_parse(text, "t.json", err);
+}
+
+Test(sweep_timing, defaults_are_fixed_cold)
+{
+    sweep *sw = timing_sweep(NULL, NULL);
+    cr_assert_not_null(sw);
+    const sweep_timing *t = &sw->timing;
+    cr_expect_eq(t->stop, SWEEP_TIMING_STOP_FIXED);
+    cr_expect_eq(t->mode, SWEEP_TIMING_MODE_COLD);
+    cr_expect_eq(t->warmup, 10);
+    cr_expect_eq(t->reps, 100);
+    cr_expect_eq(t->flush_l2, 1);
+    cr_expect_eq(t->fresh_indices, 1);
+    cr_expect_eq(t->batch, 0);
+    cr_expect_float_eq(t->rel_stderr, 0.005, 1e-12);
+    cr_expect_eq(t->min_reps, 10);
+    cr_expect_eq(t->max_reps, 10000);
+    cr_expect_float_eq(t->min_time_s, 0.005, 1e-12);
+    cr_expect_float_eq(t->max_time_s, 1.0, 1e-12);
+    sweep_free(sw);
+}
+
+Test(sweep_timing, adaptive_graph_values)
+{
+    sweep *sw = timing_sweep("{\"stop\": \"adaptive\", \"rel_stderr\": 0.02, \"min_reps\": 5,"
+                             " \"max_reps\": 500, \"min_time_s\": 0, \"max_time_s\": 3,"
+                             " \"mode\": \"graph\", \"batch\": 64}",
+                             NULL);
+    cr_assert_not_null(sw);
+    const sweep_timing *t = &sw->timing;
+    cr_expect_eq(t->stop, SWEEP_TIMING_STOP_ADAPTIVE);
+    cr_expect_eq(t->mode, SWEEP_TIMING_MODE_GRAPH);
+    cr_expect_eq(t->flush_l2, 0, "graph mode is hot");
+    cr_expect_eq(t->batch, 64);
+    cr_expect_float_eq(t->rel_stderr, 0.02, 1e-12);
+    cr_expect_eq(t->min_reps, 5);
+    cr_expect_eq(t->max_reps, 500);
+    cr_expect_float_eq(t->min_time_s, 0.0, 1e-12);
+    cr_expect_float_eq(t->max_time_s, 3.0, 1e-12);
+    sweep_free(sw);
+}
+
+Test(sweep_timing, flush_l2_is_the_mode)
+{
+    static const struct {
+        const char *timing;
+        sweep_timing_mode mode;
+        int flush;
+    } cases[] = {
+        {"{\"flush_l2\": false}", SWEEP_TIMING_MODE_HOT, 0},
+        {"{\"flush_l2\": true}", SWEEP_TIMING_MODE_COLD, 1},
+        {"{\"flush_l2\": false, \"mode\": \"hot\"}", SWEEP_TIMING_MODE_HOT, 0},
+        {"{\"flush_l2\": false, \"mode\": \"graph\"}", SWEEP_TIMING_MODE_GRAPH, 0},
+        {"{\"flush_l2\": true, \"mode\": \"cold\"}", SWEEP_TIMING_MODE_COLD, 1},
+        {"{\"mode\": \"hot\"}", SWEEP_TIMING_MODE_HOT, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tune_error err = {0};
+        sweep *sw = timing_sweep(cases[i].timing, &err);
+        cr_assert_not_null(sw, "%s: %s %s", cases[i].timing, err.where, err.message);
+        cr_expect_eq(sw->timing.mode, cases[i].mode, "%s", cases[i].timing);
+        cr_expect_eq(sw->timing.flush_l2, cases[i].flush, "%s", cases[i].timing);
+        sweep_free(sw);
+    }
+}
+
+Test(sweep_timing, max_reps_alone_may_not_undercut_min_reps)
+{
+    tune_error err = {0};
+    cr_expect_null(timing_sweep("{\"stop\": \"adaptive\", \"max_reps\": 5}", &err));
+    cr_expect_eq(err.code, TUNE_ERR_INVALID);
+    cr_expect_str_eq(err.where, "t.json:1:182: $.timing.max_reps");
+    cr_expect_str_eq(err.message, "timing.min_reps (10) exceeds timing.max_reps (5)");
+}
