@@ -148,7 +148,7 @@ static tune_status plan_configs(run_ctx *rc)
     return TUNE_OK;
 }
 
-static tune_status compile_all(run_ctx *rc, int arch, run_summary *sum)
+static tune_status compile_all(run_ctx *rc, int arch, const char *cache_dir, run_summary *sum)
 {
     char kdir[4096];
     const char *kernels_dir = rc->opt->kernels_dir;
@@ -160,7 +160,7 @@ static tune_status compile_all(run_ctx *rc, int arch, run_summary *sum)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     for (size_t i = 0; i < rc->n_kernels; i++)
         jobs[i] = rc->kernels[i].job;
-    compile_options copt = {kernels_dir, rc->opt->cache_dir, arch, 0};
+    compile_options copt = {kernels_dir, cache_dir, arch, 0};
     double t0 = now_seconds();
     tune_status st = compile_run(jobs, rc->n_kernels, &copt, rc->err);
     sum->compile_seconds = now_seconds() - t0;
@@ -171,6 +171,73 @@ static tune_status compile_all(run_ctx *rc, int arch, run_summary *sum)
     }
     sum->n_kernels = rc->n_kernels;
     free(jobs);
+    return st;
+}
+
+/* Removes a private kernel cache folder (its files, then itself). */
+static void remove_cache_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        char path[PATH_MAX];
+        if (e->d_name[0] != '.' && (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path)
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+/* NVRTC, once it has compiled, leaves this process unable to hand CUDA to a forked worker (the
+ * worker's first CUDA call fails with "initialization error"; seen on the H200 machine with CUDA
+ * 13.0). So a GPU run compiles in a child process that fills the kernel cache, and this process
+ * then only reads the cache. The child reports its counts: "K kernels cached errors seconds". */
+typedef struct {
+    run_ctx *rc;
+    int arch;
+    const char *cache_dir;
+} compile_child_ctx;
+
+static int compile_child_body(void *ctx, int fd)
+{
+    compile_child_ctx *c = ctx;
+    run_summary sum;
+    memset(&sum, 0, sizeof sum);
+    tune_error e = {0};
+    c->rc->err = &e;
+    if (compile_all(c->rc, c->arch, c->cache_dir, &sum) != TUNE_OK) {
+        worker_send(fd, "F %d %s%s%s", (int)e.code, e.where, e.where[0] ? ": " : "", e.message);
+        return 1;
+    }
+    worker_send(fd, "K %zu %zu %zu %.17g", sum.n_kernels, sum.n_cached, sum.n_kernel_errors,
+                sum.compile_seconds);
+    return 0;
+}
+
+static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir, run_summary *sum)
+{
+    compile_child_ctx c = {rc, arch, cache_dir};
+    worker *w = worker_start(compile_child_body, &c, rc->err);
+    if (!w)
+        return rc->err ? rc->err->code : TUNE_ERR_IO;
+    char line[4096], how[256];
+    run_summary child;
+    memset(&child, 0, sizeof child);
+    int got = 0;
+    while (worker_read_line(w, line, sizeof line, 3600) == 1) {
+        if (line[0] == 'K')
+            got = sscanf(line, "K %zu %zu %zu %lg", &child.n_kernels, &child.n_cached,
+                         &child.n_kernel_errors, &child.compile_seconds) == 4;
+        else if (line[0] == 'F')
+            tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "%s", line + 2);
+    }
+    int code = worker_wait(w, how, sizeof how);
+    if (!got || code != 0)
+        return tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "the compile process ended: %s",
+                              how);
+    tune_status st = compile_all(rc, arch, cache_dir, sum); /* cache reads only */
+    sum->n_cached = child.n_cached;
+    sum->compile_seconds = child.compile_seconds;
     return st;
 }
 
@@ -1047,7 +1114,18 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
     family_kernel_ref probe = {"common.cu", "tune_read_probe"};
     if ((st = plan_configs(&rc)) != TUNE_OK || (!opt->compile_only && kernel_index(&rc, &probe) == SIZE_MAX))
         goto done;
-    if ((st = compile_all(&rc, arch, sum)) != TUNE_OK)
+    /* a GPU run needs the cache to carry the child's cubins: a private one under --no-cache */
+    char tmp_cache[] = "/tmp/tune-kcache-XXXXXX";
+    const char *cache = opt->cache_dir;
+    if (!opt->compile_only && !cache && !(cache = mkdtemp(tmp_cache))) {
+        st = tune_error_set(err, TUNE_ERR_IO, "/tmp", "cannot create a kernel cache folder");
+        goto done;
+    }
+    st = opt->compile_only ? compile_all(&rc, arch, cache, sum)
+                           : compile_isolated(&rc, arch, cache, sum);
+    if (cache == tmp_cache)
+        remove_cache_dir(tmp_cache);
+    if (st != TUNE_OK)
         goto done;
     if (!opt->quiet)
         fprintf(stderr,
