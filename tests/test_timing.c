@@ -1,0 +1,340 @@
+/* test_timing.c - the measurement loop on the GPU with a family-like launch (common.cu's
+ * tune_fill_indices or tune_read_probe): fixed mode writes exactly reps samples, adaptive stopping
+ * converges or stops at max_reps or the time-out, graph mode gives per-launch times near hot
+ * mode's, hot mode is not slower than cold, a capture the launch refuses falls back to hot. Every
+ * GPU test skips with the reason when no GPU is usable. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "compile.h"
+#include "family.h"
+#include "gpu.h"
+#include "stats.h"
+#include "timing.h"
+
+static char no_gpu[2048];
+
+static void require_gpu(void)
+{
+    tune_error err = {0};
+    int n = 0;
+    if (gpu_count(&n, &err) != TUNE_OK) {
+        snprintf(no_gpu, sizeof no_gpu, "%s", err.message);
+        cr_skip_test("skipped: %s", no_gpu);
+    }
+    cr_assert_eq(gpu_select(0, &err), TUNE_OK, "%s", err.message);
+}
+
+/* One kernel of common.cu, compiled with NVRTC (cached under /tmp). */
+static void *load_kernel(const char *name, compile_job *job, gpu_library **lib)
+{
+    memset(job, 0, sizeof *job);
+    snprintf(job->source, sizeof job->source, "common.cu");
+    snprintf(job->name, sizeof job->name, "%s", name);
+    char kdir[4096];
+    cr_assert_not_null(compile_find_kernels_dir(kdir, sizeof kdir));
+    int major = 9, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+    compile_options opt = {kdir, "/tmp/tune-test-cache", major * 10 + minor, 0};
+    tune_error err = {0};
+    cr_assert_eq(compile_run(job, 1, &opt, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(job->status, TUNE_OK, "%s failed to compile: %s", name, job->log);
+    *lib = gpu_library_load(job->cubin, &err);
+    cr_assert_not_null(*lib, "%s", err.message);
+    void *k = gpu_library_kernel(*lib, job->lowered, &err);
+    cr_assert_not_null(k, "%s", err.message);
+    return k;
+}
+
+/* ---- a family-like test fixture ---- */
+
+typedef enum { TT_FILL, TT_READ } tt_kind;
+
+typedef struct {
+    cudaStream_t stream;
+    void *fill, *read; /* kernels */
+    compile_job jobs[2];
+    gpu_library *libs[2];
+    void *buf, *sink;
+    size_t bytes;
+    tt_kind kind;
+    unsigned long long n;
+    int refuse_capture; /* the launch fails while the stream is capturing */
+    unsigned n_before;  /* before_rep calls */
+    timing *t;
+    int lock_fd;
+} tt_env;
+
+static tt_env env;
+
+static tune_status tt_launch(void *state, tune_error *err)
+{
+    tt_env *e = state;
+    if (e->refuse_capture) {
+        enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        cudaStreamIsCapturing(e->stream, &cs);
+        if (cs != cudaStreamCaptureStatusNone)
+            return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "tt_launch",
+                                  "refuses to be captured (as a library might)");
+    }
+    if (e->kind == TT_FILL) {
+        unsigned long long seed = 7;
+        int range = 1000;
+        void *args[] = {&e->buf, &e->n, &seed, &range};
+        return gpu_launch(e->fill, 528, 256, 0, e->stream, args, err);
+    }
+    void *args[] = {&e->buf, &e->n, &e->sink};
+    return gpu_launch(e->read, 1024, 512, 0, e->stream, args, err);
+}
+
+static tune_status tt_before_rep(void *state, unsigned rep, tune_error *err)
+{
+    (void)rep;
+    (void)err;
+    ((tt_env *)state)->n_before++;
+    return TUNE_OK;
+}
+
+static const tune_family tt_family = {
+    .name = "timing_test", .before_rep = tt_before_rep, .launch = tt_launch};
+
+/* Criterion runs tests in parallel processes; timings taken while another test uses the GPU mean
+ * nothing, so the GPU tests take turns through a file lock (released when the process exits). */
+static void tt_setup(void)
+{
+    require_gpu();
+    tune_error err = {0};
+    gpu_info gi;
+    cr_assert_eq(gpu_query(0, &gi, &err), TUNE_OK, "%s", err.message);
+    memset(&env, 0, sizeof env);
+    env.lock_fd = open("/tmp/tune-test-timing.lock", O_RDWR | O_CREAT, 0666);
+    cr_assert_geq(env.lock_fd, 0);
+    cr_assert_eq(flock(env.lock_fd, LOCK_EX), 0);
+    cr_assert_eq(cudaStreamCreateWithFlags(&env.stream, cudaStreamNonBlocking), cudaSuccess);
+    env.fill = load_kernel("tune_fill_indices", &env.jobs[0], &env.libs[0]);
+    env.read = load_kernel("tune_read_probe", &env.jobs[1], &env.libs[1]);
+    env.bytes = (size_t)64 << 20;
+    cr_assert_eq(gpu_malloc(&env.buf, env.bytes, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(gpu_malloc(&env.sink, 1 << 20, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(cudaMemset(env.buf, 0x5a, env.bytes), cudaSuccess);
+    env.t = timing_init(env.stream, gi.l2_bytes, env.read, &err);
+    cr_assert_not_null(env.t, "%s", err.message);
+}
+
+static void tt_teardown(void)
+{
+    if (!env.t)
+        return;
+    timing_free(env.t);
+    gpu_free(env.buf);
+    gpu_free(env.sink);
+    for (int i = 0; i < 2; i++) {
+        gpu_library_free(env.libs[i]);
+        compile_job_clear(&env.jobs[i]);
+    }
+    cudaStreamDestroy(env.stream);
+    close(env.lock_fd);
+    memset(&env, 0, sizeof env);
+}
+
+/* The fill kernel over `bytes` of ints, or the read probe over `bytes`. */
+static void tt_use(tt_kind kind, size_t bytes)
+{
+    env.kind = kind;
+    env.n = kind == TT_FILL ? bytes / 4 : bytes / 16;
+}
+
+static sweep_timing fixed(sweep_timing_mode mode, int warmup, int reps)
+{
+    return (sweep_timing){.warmup = warmup,
+                          .reps = reps,
+                          .flush_l2 = mode == SWEEP_TIMING_MODE_COLD,
+                          .fresh_indices = 1,
+                          .stop = SWEEP_TIMING_STOP_FIXED,
+                          .mode = mode,
+                          .rel_stderr = 0.005,
+                          .min_reps = 10,
+                          .max_reps = 10000,
+                          .min_time_s = 0.005,
+                          .max_time_s = 1.0};
+}
+
+static sweep_timing adaptive(sweep_timing_mode mode, double rel, int max_reps, double max_time)
+{
+    sweep_timing st = fixed(mode, 5, 100);
+    st.stop = SWEEP_TIMING_STOP_ADAPTIVE;
+    st.rel_stderr = rel;
+    st.max_reps = max_reps;
+    st.max_time_s = max_time;
+    st.min_time_s = 0.001;
+    return st;
+}
+
+/* Measures; returns the median (seconds) and fills info. */
+static double measure(const sweep_timing *st, timing_info *info)
+{
+    tune_error err = {0};
+    size_t cap = timing_max_samples(st);
+    double *s = malloc(cap * sizeof *s);
+    cr_assert_not_null(s);
+    cr_assert_eq(timing_measure(env.t, &tt_family, &env, st, s, info, &err), TUNE_OK, "%s: %s",
+                 err.where, err.message);
+    cr_assert_leq(info->n, cap);
+    for (size_t i = 0; i < info->n; i++)
+        cr_assert(s[i] > 0 && isfinite(s[i]), "sample %zu = %g", i, s[i]);
+    stats_summary sum;
+    stats_summarize(s, info->n, &sum);
+    free(s);
+    cr_log_info("%s %s: n %zu, batch %d, median %.3f us, rel stderr %.4f, stop %s, wall %.3f s%s%s",
+                st->stop == SWEEP_TIMING_STOP_FIXED ? "fixed" : "adaptive", info->mode, info->n,
+                info->batch, sum.median * 1e6, info->rel_stderr, info->stop_reason, info->wall_s,
+                info->note ? ", note: " : "", info->note ? info->note : "");
+    return sum.median;
+}
+
+/* ---- CPU ---- */
+
+Test(timing, max_samples)
+{
+    sweep_timing st = fixed(SWEEP_TIMING_MODE_COLD, 10, 37);
+    cr_expect_eq(timing_max_samples(&st), 37);
+    st.stop = SWEEP_TIMING_STOP_ADAPTIVE;
+    st.max_reps = 1234;
+    cr_expect_eq(timing_max_samples(&st), 1234);
+}
+
+/* ---- GPU ---- */
+
+TestSuite(timing_gpu, .init = tt_setup, .fini = tt_teardown, .timeout = 120);
+
+Test(timing_gpu, fixed_gives_exactly_reps_samples)
+{
+    tt_use(TT_FILL, (size_t)1 << 20);
+    static const sweep_timing_mode modes[] = {SWEEP_TIMING_MODE_COLD, SWEEP_TIMING_MODE_HOT,
+                                              SWEEP_TIMING_MODE_GRAPH};
+    for (size_t m = 0; m < 3; m++) {
+        timing_info info;
+        sweep_timing st = fixed(modes[m], 3, 37);
+        env.n_before = 0;
+        measure(&st, &info);
+        cr_expect_eq(info.n, 37, "mode %zu", m);
+        cr_expect_str_eq(info.stop_reason, "fixed");
+        if (modes[m] == SWEEP_TIMING_MODE_COLD) {
+            cr_expect_str_eq(info.mode, "cold");
+            cr_expect_eq(info.batch, 1);
+            cr_expect_eq(env.n_before, 3 + 37, "before_rep once per rep, warmup included");
+        } else if (modes[m] == SWEEP_TIMING_MODE_HOT) {
+            cr_expect_str_eq(info.mode, "hot");
+        }
+    }
+    /* The former entry point: fixed only. */
+    sweep_timing st = fixed(SWEEP_TIMING_MODE_COLD, 1, 5);
+    double s[5];
+    tune_error err = {0};
+    cr_expect_eq(timing_run(env.t, &tt_family, &env, &st, s, &err), TUNE_OK, "%s", err.message);
+    st = adaptive(SWEEP_TIMING_MODE_COLD, 0.01, 5, 1.0);
+    cr_expect_eq(timing_run(env.t, &tt_family, &env, &st, s, &err), TUNE_ERR_UNSUPPORTED);
+}
+
+Test(timing_gpu, adaptive_converges_on_a_steady_kernel)
+{
+    tt_use(TT_FILL, (size_t)16 << 20);
+    timing_info info;
+    sweep_timing st = adaptive(SWEEP_TIMING_MODE_COLD, 0.01, 10000, 5.0);
+    measure(&st, &info);
+    cr_expect_str_eq(info.stop_reason, "converged");
+    cr_expect_geq(info.n, 10);
+    cr_expect_lt(info.n, 10000);
+    cr_expect_lt(info.rel_stderr, 0.01);
+}
+
+Test(timing_gpu, adaptive_stops_at_max_reps)
+{
+    tt_use(TT_FILL, (size_t)1 << 20);
+    timing_info info;
+    sweep_timing st = adaptive(SWEEP_TIMING_MODE_HOT, 1e-12, 55, 30.0); /* cannot converge */
+    measure(&st, &info);
+    cr_expect_str_eq(info.stop_reason, "max_reps");
+    cr_expect_eq(info.n, 55);
+}
+
+Test(timing_gpu, adaptive_stops_at_the_time_out)
+{
+    tt_use(TT_FILL, (size_t)1 << 20);
+    timing_info info;
+    sweep_timing st = adaptive(SWEEP_TIMING_MODE_COLD, 1e-12, 100000, 0.05);
+    measure(&st, &info);
+    cr_expect_str_eq(info.stop_reason, "timeout");
+    cr_expect_lt(info.n, 100000);
+    cr_expect_geq(info.n, 10);
+    cr_expect_geq(info.wall_s, 0.05);
+    cr_expect_lt(info.wall_s, 1.0, "the time-out is checked every few reps");
+}
+
+Test(timing_gpu, graph_per_launch_time_is_close_to_hot)
+{
+    tt_use(TT_FILL, (size_t)12 << 20); /* a few microseconds */
+    timing_info hot, graph;
+    sweep_timing st = fixed(SWEEP_TIMING_MODE_HOT, 10, 200);
+    double t_hot = measure(&st, &hot);
+    st.mode = SWEEP_TIMING_MODE_GRAPH;
+    double t_graph = measure(&st, &graph);
+    cr_expect_str_eq(graph.mode, "graph", "%s", graph.note ? graph.note : "");
+    cr_expect_null(graph.note);
+    cr_expect_geq(graph.batch, 2, "a few-microsecond kernel needs many launches per replay");
+    cr_expect_leq(graph.batch, 1000);
+    cr_expect_leq(t_graph * graph.batch, 5e-3, "one replay stays near the 200 us target");
+    cr_expect(t_graph < 2 * t_hot && t_hot < 2 * t_graph, "graph %.3f us vs hot %.3f us",
+              t_graph * 1e6, t_hot * 1e6);
+    st.batch = 7;
+    measure(&st, &graph);
+    cr_expect_eq(graph.batch, 7, "an explicit batch is kept");
+}
+
+Test(timing_gpu, graph_falls_back_to_hot_when_capture_is_refused)
+{
+    tt_use(TT_FILL, (size_t)1 << 20);
+    env.refuse_capture = 1;
+    timing_info info;
+    sweep_timing st = fixed(SWEEP_TIMING_MODE_GRAPH, 2, 20);
+    measure(&st, &info);
+    cr_expect_str_eq(info.mode, "hot");
+    cr_expect_eq(info.batch, 1);
+    cr_expect_eq(info.n, 20);
+    cr_assert_not_null(info.note);
+    cr_expect(strstr(info.note, "refuses to be captured") != NULL, "%s", info.note);
+    /* the stream is usable afterwards */
+    env.refuse_capture = 0;
+    measure(&st, &info);
+    cr_expect_str_eq(info.mode, "graph");
+}
+
+Test(timing_gpu, hot_is_not_slower_than_cold)
+{
+    timing_info hot, cold;
+    /* 64 MiB: about the L2 size, so hot gains little; it must not lose (1 % for noise). */
+    tt_use(TT_READ, (size_t)64 << 20);
+    sweep_timing st = fixed(SWEEP_TIMING_MODE_COLD, 10, 200);
+    double t_cold = measure(&st, &cold);
+    st.mode = SWEEP_TIMING_MODE_HOT;
+    double t_hot = measure(&st, &hot);
+    cr_expect_leq(t_hot, t_cold * 1.01, "64 MiB: hot %.3f us, cold %.3f us", t_hot * 1e6,
+                  t_cold * 1e6);
+    /* 16 MiB fits in the L2: hot reads it from there. */
+    tt_use(TT_READ, (size_t)16 << 20);
+    st.mode = SWEEP_TIMING_MODE_COLD;
+    t_cold = measure(&st, &cold);
+    st.mode = SWEEP_TIMING_MODE_HOT;
+    t_hot = measure(&st, &hot);
+    cr_expect_lt(t_hot, t_cold * 0.9, "16 MiB: hot %.3f us, cold %.3f us", t_hot * 1e6,
+                 t_cold * 1e6);
+}
