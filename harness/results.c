@@ -21,7 +21,7 @@ static const char *const results_reserved[] = {
     "time_stderr", "time_p10",    "time_p90",    "time_n",    "bytes",     "flops",    "bandwidth",
     "flop_rate",   "pct_read_bw", "read_bw",     "error",     "tolerance", "device",   "timestamp",
     "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w", "throttle_reasons",
-    "roofline_time", "roofline_fraction",
+    "roofline_time", "roofline_fraction", "timing_mode", "stop_reason", "batch",
 };
 
 const char *result_status_str(result_status s)
@@ -228,6 +228,9 @@ static void results_put_measures(json_t *o, const result_row *row, int *failed)
     results_put(o, "throttle_reasons",
                 row->throttle_reasons >= 0 ? json_integer(row->throttle_reasons) : json_null(),
                 failed);
+    results_put(o, "timing_mode", results_json_str(row->timing_mode), failed);
+    results_put(o, "stop_reason", results_json_str(row->stop_reason), failed);
+    results_put(o, "batch", row->batch > 0 ? json_integer(row->batch) : json_null(), failed);
 }
 
 /* New JSON object for row, keys in the documented order; NULL with err set. */
@@ -487,6 +490,9 @@ static tune_status results_get_measures(const json_t *o, result_row *row, const 
     tune_status st = TUNE_OK;
     for (size_t i = 0; st == TUNE_OK && i < sizeof nums / sizeof *nums; i++)
         st = results_get_num(o, nums[i].key, nums[i].dst, where, err);
+    double batch;
+    if (st == TUNE_OK && (st = results_get_num(o, "batch", &batch, where, err)) == TUNE_OK)
+        row->batch = isnan(batch) ? 0 : (int)batch;
     double throttle;
     if (st == TUNE_OK && (st = results_get_num(o, "throttle_reasons", &throttle, where, err)) == TUNE_OK)
         row->throttle_reasons = isnan(throttle) ? -1 : (long long)throttle;
@@ -503,6 +509,7 @@ static tune_status results_get_strings(const json_t *o, result_row *row, const c
         {"sweep", &row->sweep},   {"family", &row->family},       {"op", &row->op},
         {"method", &row->method}, {"reason", &row->reason},       {"kernel", &row->kernel},
         {"device", &row->device}, {"timestamp", &row->timestamp},
+        {"timing_mode", &row->timing_mode}, {"stop_reason", &row->stop_reason},
     };
     tune_status st = TUNE_OK;
     for (size_t i = 0; st == TUNE_OK && i < sizeof strs / sizeof *strs; i++)
@@ -596,8 +603,8 @@ tune_status results_read(const char *path, result_row **rows, size_t *n, tune_er
 
 static void results_row_release(result_row *row)
 {
-    char *strs[] = {row->sweep,  row->family, row->op,     row->method,
-                    row->reason, row->kernel, row->device, row->timestamp};
+    char *strs[] = {row->sweep,  row->family, row->op,          row->method,     row->reason,
+                    row->kernel, row->device, row->timestamp, row->timing_mode, row->stop_reason};
     for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
         free(strs[i]);
     for (size_t i = 0; i < row->values.n; i++) {

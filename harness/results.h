@@ -15,7 +15,8 @@
  * "time_median", "time_mean", "time_min", "time_max", "time_stdev", "time_stderr", "time_p10",
  * "time_p90", "time_n" (seconds), "bytes", "flops", "bandwidth" (B/s), "flop_rate" (FLOP/s),
  * "pct_read_bw" (0..100 of the measured read bandwidth), "read_bw" (that bandwidth, B/s),
- * "error", "tolerance", "roofline_time", "roofline_fraction", "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w",
+ * "error", "tolerance", "roofline_time", "roofline_fraction", "timing_mode", "stop_reason",
+ * "batch", "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w",
  * "throttle_reasons" (NVML, read right after the timed reps), "device", "timestamp" (ISO 8601
  * UTC). Absent measurements are null.
  * Keys come in that order; an axis or parameter named like one of the other keys is an error.
@@ -62,6 +63,10 @@ typedef struct {
     /* roofline time max(bytes / bandwidth, flops / rate, launch) of the run's ceilings (s), and
      * roofline_time / time.median: the fraction of the roofline reached; NAN when unknown */
     double roofline_time, roofline_fraction;
+    /* how it was timed (timing.h): mode "cold" | "hot" | "graph", stop "fixed" | "converged" |
+     * "max_reps" | "timeout", launches per sample; NULL / 0 when not measured */
+    char *timing_mode, *stop_reason;
+    int batch;
     /* GPU state read through NVML right after the timed reps: NAN (-1) when unknown */
     double clock_sm_mhz, clock_mem_mhz, temperature_c, power_w;
     long long throttle_reasons;

@@ -331,10 +331,22 @@ static json_t *meta_build(const run_ctx *rc, const gpu_info *gi, const run_summa
                         json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "file", sw->file, "name",
                                   sw->name, "family", sw->family_name, "op", sw->op, "bytes",
                                   sw->bytes_src, "flops", sw->flops_src));
-    json_object_set_new(m, "timing", json_pack("{s:i, s:i, s:b, s:b}", "warmup", sw->timing.warmup,
-                                               "reps", sw->timing.reps, "flush_l2",
-                                               sw->timing.flush_l2, "fresh_indices",
-                                               sw->timing.fresh_indices));
+    const sweep_timing *tt = &sw->timing;
+    json_t *timing_j = json_pack(
+        "{s:i, s:i, s:b, s:b, s:s, s:s, s:i}", "warmup", tt->warmup, "reps", tt->reps, "flush_l2",
+        tt->flush_l2, "fresh_indices", tt->fresh_indices, "stop",
+        tt->stop == SWEEP_TIMING_STOP_ADAPTIVE ? "adaptive" : "fixed", "mode",
+        tt->mode == SWEEP_TIMING_MODE_HOT     ? "hot"
+        : tt->mode == SWEEP_TIMING_MODE_GRAPH ? "graph"
+                                              : "cold",
+        "batch", tt->batch);
+    if (tt->stop == SWEEP_TIMING_STOP_ADAPTIVE)
+        json_object_update_new(timing_j,
+                               json_pack("{s:f, s:i, s:i, s:f, s:f}", "rel_stderr", tt->rel_stderr,
+                                         "min_reps", tt->min_reps, "max_reps", tt->max_reps,
+                                         "min_time_s", tt->min_time_s, "max_time_s",
+                                         tt->max_time_s));
+    json_object_set_new(m, "timing", timing_j);
     json_object_set_new(m, "report",
                         json_pack("{s:o, s:o}", "rows",
                                   strings_json(sw->report_rows, sw->n_report_rows), "cols",
@@ -522,13 +534,22 @@ static void measure_config(run_ctx *rc, void *state, timing *tm, const tune_poin
         row->reason = reason;
         return;
     }
-    double *samples = malloc((size_t)rc->sw->timing.reps * sizeof *samples);
-    st = samples ? timing_run(tm, fam, state, &rc->sw->timing, samples, &e) : TUNE_ERR_NOMEM;
+    double *samples = malloc(timing_max_samples(&rc->sw->timing) * sizeof *samples);
+    timing_info ti;
+    st = samples ? timing_measure(tm, fam, state, &rc->sw->timing, samples, &ti, &e)
+                 : TUNE_ERR_NOMEM;
     if (st != TUNE_OK) {
         row->status = RESULT_LAUNCH_ERROR;
         row->reason = (char *)tune_error_text(&e, reason, reason_size);
     } else {
-        stats_summarize(samples, (size_t)rc->sw->timing.reps, &row->time);
+        stats_summarize(samples, ti.n, &row->time);
+        row->timing_mode = (char *)ti.mode; /* static strings */
+        row->stop_reason = (char *)ti.stop_reason;
+        row->batch = ti.batch;
+        if (ti.note) { /* why graph mode fell back to hot: kept in the reason */
+            snprintf(reason, reason_size, "%s", ti.note);
+            row->reason = reason;
+        }
         row->status = RESULT_OK;
         row->bandwidth = row->bytes / row->time.median;
         row->flop_rate = row->flops / row->time.median;
@@ -667,6 +688,7 @@ static int worker_body(void *ctx, int fd)
         st = e.code;
         goto fatal;
     }
+    timing_set_cublas(tm, cublas);
     if (rc->read_bw <= 0) {
         if ((st = roofline_measure_read_bw(tm, stream, probe, rc->gi.sm_count, (size_t)4 << 30, 20,
                                            &rc->read_bw, &e)) != TUNE_OK)
