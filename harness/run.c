@@ -621,6 +621,102 @@ static void load_ceilings(run_ctx *rc, const gpu_info *gi, double read_bw)
     roofline_specs_free(specs);
 }
 
+/* ---- interleaved re-timing of each shape's top candidates ---- */
+
+typedef struct {
+    size_t ci;
+    double median;
+} run_candidate;
+
+static int candidate_cmp(const void *a, const void *b)
+{
+    double x = ((const run_candidate *)a)->median, y = ((const run_candidate *)b)->median;
+    return x < y ? -1 : x > y;
+}
+
+static json_t *params_json(const run_ctx *rc, const tune_point *p)
+{
+    json_t *o = json_object();
+    for (size_t a = 0; a < rc->sw->n_params; a++) {
+        expr_value v;
+        if (point_get(p, rc->sw->params[a].name, &v) == 0)
+            json_object_set_new(o, rc->sw->params[a].name,
+                                v.type == EXPR_STR ? json_string(v.s) : json_integer(v.i));
+    }
+    return o;
+}
+
+#define RETIME_TOP 3
+#define RETIME_ROUNDS 30
+
+/* Re-times the shape's fastest RETIME_TOP configurations interleaved and appends the verdict to
+ * retime.jsonl: the winner, its margin over the runner-up, and "tie" when that margin is within
+ * twice the combined standard error of the two medians. */
+static void retime_shape(run_ctx *rc, void *state, timing *tm, run_candidate *cands, size_t n)
+{
+    if (n < 2)
+        return;
+    qsort(cands, n, sizeof *cands, candidate_cmp);
+    size_t k = n < RETIME_TOP ? n : RETIME_TOP;
+    tune_point pts[RETIME_TOP];
+    const tune_point *cfgs[RETIME_TOP];
+    for (size_t c = 0; c < k; c++) {
+        space_config_point(rc->sp, cands[c].ci, &pts[c]);
+        cfgs[c] = &pts[c];
+    }
+    double samples[RETIME_TOP * RETIME_ROUNDS];
+    tune_error e = {0};
+    if (timing_interleaved(tm, rc->sw->family, state, cfgs, k, RETIME_ROUNDS,
+                           rc->sw->timing.flush_l2, samples, &e) != TUNE_OK)
+        return; /* a retime that fails costs nothing measured */
+    stats_summary st[RETIME_TOP];
+    size_t win = 0, second = SIZE_MAX;
+    for (size_t c = 0; c < k; c++) {
+        stats_summarize(samples + c * RETIME_ROUNDS, RETIME_ROUNDS, &st[c]);
+        if (st[c].median < st[win].median)
+            win = c;
+    }
+    for (size_t c = 0; c < k; c++)
+        if (c != win && (second == SIZE_MAX || st[c].median < st[second].median))
+            second = c;
+    /* standard error of a median ~ 1.2533 sigma / sqrt(n) */
+    double se_w = 1.2533 * st[win].stdev / sqrt((double)RETIME_ROUNDS);
+    double se_s = 1.2533 * st[second].stdev / sqrt((double)RETIME_ROUNDS);
+    double diff = st[second].median - st[win].median;
+    int tie = diff < 2.0 * sqrt(se_w * se_w + se_s * se_s);
+
+    json_t *shape = json_object();
+    const tune_point *sp = space_shape(rc->sp, space_config_at(rc->sp, cands[0].ci)->shape);
+    for (size_t a = 0; a < rc->sw->n_problem; a++) {
+        expr_value v;
+        if (point_get(sp, rc->sw->problem[a].name, &v) == 0)
+            json_object_set_new(shape, rc->sw->problem[a].name,
+                                v.type == EXPR_STR ? json_string(v.s) : json_integer(v.i));
+    }
+    json_t *list = json_array();
+    for (size_t c = 0; c < k; c++)
+        json_array_append_new(
+            list, json_pack("{s:o, s:f, s:f, s:f}", "params", params_json(rc, cfgs[c]),
+                            "first_median", cands[c].median, "median", st[c].median, "stderr",
+                            1.2533 * st[c].stdev / sqrt((double)RETIME_ROUNDS)));
+    json_t *rec = json_pack("{s:o, s:s, s:i, s:o, s:O, s:O, s:f, s:b}", "shape", shape, "method",
+                            rc->sw->methods[space_config_at(rc->sp, cands[0].ci)->method], "rounds",
+                            RETIME_ROUNDS, "candidates", list, "winner",
+                            json_object_get(json_array_get(list, win), "params"), "runner_up",
+                            json_object_get(json_array_get(list, second), "params"), "margin",
+                            diff / st[win].median, "tie", tie);
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/retime.jsonl", rc->out_dir);
+    char *line = rec ? json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    FILE *f = line ? fopen(path, "a") : NULL;
+    if (f) {
+        fprintf(f, "%s\n", line);
+        fclose(f);
+    }
+    free(line);
+    json_decref(rec);
+}
+
 /* ---- the worker: a child process that owns the GPU (crash isolation) ----
  *
  * Messages to the coordinator, one per line:
@@ -705,14 +801,24 @@ static int worker_body(void *ctx, int fd)
     family_env env = {rc->gi.ordinal, stream, cublas, rc->gi.l2_bytes, rc->opt->seed, lookup_kernel, rc};
     const tune_family *fam = rc->sw->family;
     void *state = NULL;
-    size_t shape = SIZE_MAX;
+    size_t shape = SIZE_MAX, n_cand = 0;
     tune_error shape_err = {0};
+    run_candidate *cands = calloc(space_n_configs(rc->sp) + 1, sizeof *cands);
+    if (!cands) {
+        st = tune_error_set(&e, TUNE_ERR_NOMEM, "worker", "out of memory");
+        goto fatal;
+    }
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++) {
         if (rc->done[ci])
             continue;
         worker_send(fd, "B %zu", ci);
         size_t si = space_config_at(rc->sp, ci)->shape;
         if (si != shape) {
+            if (state && n_cand >= 2) {
+                worker_send(fd, "T");
+                retime_shape(rc, state, tm, cands, n_cand);
+            }
+            n_cand = 0;
             fam->shape_free(state);
             tune_error_clear(&shape_err);
             state = fam->shape_init(&env, space_shape(rc->sp, si), &shape_err);
@@ -731,7 +837,14 @@ static int worker_body(void *ctx, int fd)
             goto fatal;
         }
         worker_send(fd, "E %zu %d", ci, (int)row.status);
+        if (row.status == RESULT_OK && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
+            cands[n_cand++] = (run_candidate){ci, row.time.median};
     }
+    if (state && n_cand >= 2) {
+        worker_send(fd, "T");
+        retime_shape(rc, state, tm, cands, n_cand);
+    }
+    free(cands);
     fam->shape_free(state);
     results_close(w);
     monitor_close(rc->mon);
@@ -784,14 +897,18 @@ static tune_status coordinate(run_ctx *rc, run_summary *sum)
         if (!w)
             return rc->err ? rc->err->code : TUNE_ERR_IO;
         size_t current = SIZE_MAX, rows = 0;
+        int retiming = 0; /* between a shape's last row and the next configuration */
         double timeout = watchdog + 60; /* start-up: context, read bandwidth */
         char line[4096], crash[4096] = "", fatal[4096] = "", how[256];
         int r;
         while ((r = worker_read_line(w, line, sizeof line, timeout)) == 1) {
             size_t i = 0;
             int code = 0, off = 0;
-            if (line[0] == 'B' && sscanf(line, "B %zu", &i) == 1 && i < n) {
+            if (line[0] == 'T') {
+                retiming = 1;
+            } else if (line[0] == 'B' && sscanf(line, "B %zu", &i) == 1 && i < n) {
                 current = i;
+                retiming = 0;
                 timeout = watchdog;
             } else if (line[0] == 'E' && sscanf(line, "E %zu %d", &i, &code) == 2 && i < n) {
                 rc->done[i] = 1;
@@ -810,6 +927,13 @@ static tune_status coordinate(run_ctx *rc, run_summary *sum)
         if (r < 0)
             worker_kill(w);
         int code = worker_wait(w, how, sizeof how);
+        if (!fatal[0] && current == SIZE_MAX && code != 0 && retiming) {
+            /* the re-timing of measured configurations failed: nothing is lost, go on */
+            if (!rc->opt->quiet)
+                fprintf(stderr, "tune: the interleaved re-timing of a shape ended the worker (%s)\n",
+                        how);
+            continue;
+        }
         if (fatal[0] || (current == SIZE_MAX && code != 0)) {
             char *msg = fatal[0] ? fatal : how;
             int status = (int)strtol(msg, &msg, 10);
@@ -1211,12 +1335,82 @@ static tune_status report_dirs(const char *const *dirs, size_t n_dirs, const rep
     return st;
 }
 
+static void params_text(const json_t *params, char *buf, size_t size)
+{
+    const char *k;
+    json_t *v;
+    size_t len = 0;
+    buf[0] = '\0';
+    json_object_foreach((json_t *)params, k, v)
+    {
+        char val[64];
+        if (json_is_string(v))
+            snprintf(val, sizeof val, "%s", json_string_value(v));
+        else
+            snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
+        len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s=%s", len ? " " : "",
+                                k, val);
+    }
+}
+
+/* The interleaved re-timing's verdicts (retime.jsonl) as a Markdown table appended to best.md
+ * (and printed): per shape, the winner, the runner-up, the margin and "tie" when the margin is
+ * within the noise. */
+static void append_retime_table(const char *dir, int quiet)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/retime.jsonl", dir);
+    FILE *in = fopen(path, "r");
+    if (!in)
+        return;
+    snprintf(path, sizeof path, "%s/best.md", dir);
+    FILE *outs[2] = {fopen(path, "a"), quiet ? NULL : stdout};
+    for (int o = 0; o < 2; o++)
+        if (outs[o])
+            fprintf(outs[o],
+                    "\n## Winners re-timed interleaved (%d rounds, A B C A B C ...)\n\n"
+                    "| shape | winner | runner-up | margin | verdict |\n|---|---|---|---|---|\n",
+                    RETIME_ROUNDS);
+    char line[16384];
+    size_t n = 0, ties = 0;
+    while (fgets(line, sizeof line, in)) {
+        json_t *r = json_loads(line, 0, NULL);
+        if (!r)
+            continue;
+        char shape[512], win[256], run[256];
+        params_text(json_object_get(r, "shape"), shape, sizeof shape);
+        params_text(json_object_get(r, "winner"), win, sizeof win);
+        params_text(json_object_get(r, "runner_up"), run, sizeof run);
+        int tie = json_is_true(json_object_get(r, "tie"));
+        double margin = json_real_value(json_object_get(r, "margin"));
+        for (int o = 0; o < 2; o++)
+            if (outs[o])
+                fprintf(outs[o], "| %s | %s | %s | %.2f %% | %s |\n", shape, win, run,
+                        100 * margin, tie ? "tie" : "win");
+        n++;
+        ties += tie;
+        json_decref(r);
+    }
+    for (int o = 0; o < 2; o++)
+        if (outs[o])
+            fprintf(outs[o],
+                    "\n%zu shapes re-timed, %zu ties: a tie means the runner-up is within twice the "
+                    "combined standard error of the two medians.\n",
+                    n, ties);
+    fclose(in);
+    if (outs[0])
+        fclose(outs[0]);
+}
+
 static tune_status print_and_write_report(const sweep *sw, const char *dir, int quiet,
                                           tune_error *err)
 {
     report_spec spec = {(const char *const *)sw->report_rows, sw->n_report_rows,
                         (const char *const *)sw->report_cols, sw->n_report_cols, sw->name};
-    return report_dirs(&dir, 1, &spec, quiet, err);
+    tune_status st = report_dirs(&dir, 1, &spec, quiet, err);
+    if (st == TUNE_OK)
+        append_retime_table(dir, quiet);
+    return st;
 }
 
 /* Splits a comma-separated list into names (pointing into buf, which it modifies). */
@@ -1254,6 +1448,8 @@ tune_status run_report(const char *const *dirs, size_t n_dirs, const char *rows_
         spec.n_cols = split_names(cols_buf, cols, TUNE_MAX_AXES);
     }
     tune_status st = report_dirs(dirs, n_dirs, &spec, quiet, err);
+    if (st == TUNE_OK && n_dirs == 1)
+        append_retime_table(dirs[0], quiet);
     json_decref(meta);
     return st;
 }

@@ -485,3 +485,34 @@ tune_status timing_run_fn(timing *t, tune_status (*fn)(void *ctx, tune_error *er
 {
     return loop(t, NULL, fn, ctx, warmup, reps, flush, samples, err);
 }
+
+tune_status timing_interleaved(timing *t, const tune_family *fam, void *state,
+                               const tune_point *const *cfgs, size_t n, int rounds, int flush,
+                               double *samples, tune_error *err)
+{
+    tune_status st = ensure_events(t, (int)n * rounds, err);
+    if (st != TUNE_OK)
+        return st;
+    int ev = 0;
+    for (int r = 0; r < rounds; r++)
+        for (size_t c = 0; c < n; c++, ev++) {
+            if ((st = fam->prepare(state, cfgs[c], err)) != TUNE_OK ||
+                (fam->before_rep && (st = fam->before_rep(state, (unsigned)ev, err)) != TUNE_OK) ||
+                (flush && (st = flush_l2(t, ev, err)) != TUNE_OK))
+                return st;
+            GPU_CHECK(cudaEventRecord(t->start[ev], t->stream), err, st, done);
+            if ((st = fam->launch(state, err)) != TUNE_OK)
+                return st;
+            GPU_CHECK(cudaEventRecord(t->stop[ev], t->stream), err, st, done);
+        }
+    GPU_CHECK(cudaStreamSynchronize(t->stream), err, st, done);
+    for (int r = 0; r < rounds; r++)
+        for (size_t c = 0; c < n; c++) {
+            float ms = 0;
+            int e = r * (int)n + (int)c;
+            GPU_CHECK(cudaEventElapsedTime(&ms, t->start[e], t->stop[e]), err, st, done);
+            samples[c * (size_t)rounds + (size_t)r] = (double)ms * 1e-3;
+        }
+done:
+    return st;
+}

@@ -73,4 +73,11 @@ tune_status timing_run(timing *t, const tune_family *fam, void *state, const swe
 tune_status timing_run_fn(timing *t, tune_status (*fn)(void *ctx, tune_error *err), void *ctx,
                           int warmup, int reps, int flush, double *samples, tune_error *err);
 
+/* Re-times n configurations interleaved (A B C A B C ...), `rounds` samples each, so that drift
+ * (clocks, temperature, other tenants) hits them alike: for each, fam->prepare(cfgs[c]), fresh
+ * inputs, the flush (when flush), then the timed launch. samples[c * rounds + r] in seconds. */
+tune_status timing_interleaved(timing *t, const tune_family *fam, void *state,
+                               const tune_point *const *cfgs, size_t n, int rounds, int flush,
+                               double *samples, tune_error *err);
+
 #endif
