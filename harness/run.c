@@ -1236,8 +1236,12 @@ done:
             st = mst;
     }
     json_decref(key);
-    if (lock_fd >= 0)
+    if (lock_fd >= 0) {
+        char lock[PATH_MAX + 8];
+        snprintf(lock, sizeof lock, "%.4000s/lock", rc->out_dir);
+        unlink(lock); /* still held: a run starting now fails to lock the old file, or makes a new one */
         close(lock_fd);
+    }
     return st;
 }
 
