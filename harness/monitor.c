@@ -90,3 +90,9 @@ const char *monitor_driver_version(monitor *m, char *buf, size_t size)
         return NULL;
     return buf;
 }
+
+int monitor_throttled(const monitor_sample *a, const monitor_sample *b)
+{
+    return (a->throttle_reasons > 0 && (a->throttle_reasons & MONITOR_SLOWDOWN_MASK)) ||
+           (b->throttle_reasons > 0 && (b->throttle_reasons & MONITOR_SLOWDOWN_MASK));
+}

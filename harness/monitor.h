@@ -27,6 +27,13 @@ monitor *monitor_open(const char *pci_bus_id);
 void monitor_close(monitor *m);
 /* 0 and a sample (NAN / -1 for what NVML could not say), -1 when m is NULL. */
 int monitor_read(monitor *m, monitor_sample *out);
+/* NVML reasons that lower clocks below what the card would run at: SW power cap (0x4), HW slowdown
+ * (0x8), SW thermal (0x20), HW thermal (0x40), HW power brake (0x80). Idle (0x1), application
+ * clocks (0x2), sync boost (0x10) and display clocks (0x100) do not count. */
+#define MONITOR_SLOWDOWN_MASK 0xECLL
+/* 1 when either sample shows a slowdown reason. */
+int monitor_throttled(const monitor_sample *a, const monitor_sample *b);
+
 /* The driver version NVML reports ("580.159.04"), or NULL. */
 const char *monitor_driver_version(monitor *m, char *buf, size_t size);
 

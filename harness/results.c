@@ -21,7 +21,7 @@ static const char *const results_reserved[] = {
     "time_stderr", "time_p10",    "time_p90",    "time_n",    "bytes",     "flops",    "bandwidth",
     "flop_rate",   "pct_read_bw", "read_bw",     "error",     "tolerance", "device",   "timestamp",
     "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w", "throttle_reasons",
-    "roofline_time", "roofline_fraction", "timing_mode", "stop_reason", "batch",
+    "roofline_time", "roofline_fraction", "timing_mode", "stop_reason", "batch", "throttled",
 };
 
 const char *result_status_str(result_status s)
@@ -228,6 +228,7 @@ static void results_put_measures(json_t *o, const result_row *row, int *failed)
     results_put(o, "throttle_reasons",
                 row->throttle_reasons >= 0 ? json_integer(row->throttle_reasons) : json_null(),
                 failed);
+    results_put(o, "throttled", json_boolean(row->throttled), failed);
     results_put(o, "timing_mode", results_json_str(row->timing_mode), failed);
     results_put(o, "stop_reason", results_json_str(row->stop_reason), failed);
     results_put(o, "batch", row->batch > 0 ? json_integer(row->batch) : json_null(), failed);
@@ -493,6 +494,7 @@ static tune_status results_get_measures(const json_t *o, result_row *row, const 
     double batch;
     if (st == TUNE_OK && (st = results_get_num(o, "batch", &batch, where, err)) == TUNE_OK)
         row->batch = isnan(batch) ? 0 : (int)batch;
+    row->throttled = json_is_true(json_object_get(o, "throttled"));
     double throttle;
     if (st == TUNE_OK && (st = results_get_num(o, "throttle_reasons", &throttle, where, err)) == TUNE_OK)
         row->throttle_reasons = isnan(throttle) ? -1 : (long long)throttle;

@@ -17,7 +17,8 @@
  * "pct_read_bw" (0..100 of the measured read bandwidth), "read_bw" (that bandwidth, B/s),
  * "error", "tolerance", "roofline_time", "roofline_fraction", "timing_mode", "stop_reason",
  * "batch", "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w",
- * "throttle_reasons" (NVML, read right after the timed reps), "device", "timestamp" (ISO 8601
+ * "throttle_reasons" (NVML, read right after the timed reps), "throttled" (a slowdown reason was
+ * seen before or after the timed reps), "device", "timestamp" (ISO 8601
  * UTC). Absent measurements are null.
  * Keys come in that order; an axis or parameter named like one of the other keys is an error.
  * Reading requires "method", "status", "axes", "params" and every listed axis; other keys may be
@@ -70,6 +71,7 @@ typedef struct {
     /* GPU state read through NVML right after the timed reps: NAN (-1) when unknown */
     double clock_sm_mhz, clock_mem_mhz, temperature_c, power_w;
     long long throttle_reasons;
+    int throttled; /* NVML saw a slowdown reason before or after the timed reps (monitor.h) */
     char *device;
     char *timestamp;
     int owns; /* 1 when read by results_read: results_rows_free frees names and strings */

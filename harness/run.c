@@ -536,8 +536,21 @@ static void measure_config(run_ctx *rc, void *state, timing *tm, const tune_poin
     }
     double *samples = malloc(timing_max_samples(&rc->sw->timing) * sizeof *samples);
     timing_info ti;
-    st = samples ? timing_measure(tm, fam, state, &rc->sw->timing, samples, &ti, &e)
-                 : TUNE_ERR_NOMEM;
+    /* A measurement during which NVML reported a slowdown (power cap, thermal, hardware slowdown)
+     * is flagged; with --retake-throttled N it is taken again, up to N times. */
+    int throttled = 0;
+    for (int attempt = 0; samples; attempt++) {
+        monitor_sample before, after;
+        int seen = monitor_read(rc->mon, &before) == 0;
+        st = timing_measure(tm, fam, state, &rc->sw->timing, samples, &ti, &e);
+        seen = seen && monitor_read(rc->mon, &after) == 0;
+        throttled = seen && monitor_throttled(&before, &after);
+        if (st != TUNE_OK || !throttled || attempt >= rc->opt->retake_throttled)
+            break;
+    }
+    if (!samples)
+        st = TUNE_ERR_NOMEM;
+    row->throttled = throttled;
     if (st != TUNE_OK) {
         row->status = RESULT_LAUNCH_ERROR;
         row->reason = (char *)tune_error_text(&e, reason, reason_size);

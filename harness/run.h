@@ -32,6 +32,7 @@ typedef struct {
     double read_bw;    /* > 0: the device's read bandwidth in B/s, not measured */
     int resume;        /* continue the latest run of the sweep (or out_dir): only what is missing */
     double watchdog_s; /* a configuration making no progress this long is killed; 0: 20 s */
+    int retake_throttled; /* re-measure a configuration NVML saw throttled, up to this many times */
     int argc;
     char **argv;
 } run_options;

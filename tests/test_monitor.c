@@ -34,3 +34,15 @@ Test(monitor, gpu_readings_are_plausible)
     cr_expect_not_null(monitor_driver_version(m, buf, sizeof buf));
     monitor_close(m);
 }
+
+Test(monitor, throttled_means_a_slowdown_reason)
+{
+    monitor_sample idle = {1980, 3201, 40, 100, 0x1}, power_cap = {1500, 3201, 70, 700, 0x4};
+    monitor_sample app_clocks = {1800, 3201, 40, 100, 0x2}, thermal = {1400, 3201, 90, 650, 0x20};
+    monitor_sample unknown = {NAN, NAN, NAN, NAN, -1};
+    cr_expect_not(monitor_throttled(&idle, &idle), "idle is not a slowdown");
+    cr_expect_not(monitor_throttled(&app_clocks, &idle), "application clocks are a setting");
+    cr_expect(monitor_throttled(&idle, &power_cap));
+    cr_expect(monitor_throttled(&thermal, &idle));
+    cr_expect_not(monitor_throttled(&unknown, &unknown), "unknown is not throttled");
+}

@@ -91,6 +91,7 @@ Test(results, round_trip)
     in[0].temperature_c = 41;
     in[0].power_w = 312.5;
     in[0].throttle_reasons = 4;
+    in[0].throttled = 1;
     in[1].method = "cublas"; /* a baseline: no parameter value */
     in[1].values.n = 2;
     in[1].status = RESULT_CRASHED;
@@ -131,6 +132,8 @@ Test(results, round_trip)
     cr_expect_float_eq(out[0].temperature_c, 41, 1e-9);
     cr_expect_float_eq(out[0].power_w, 312.5, 1e-9);
     cr_expect_eq(out[0].throttle_reasons, 4);
+    cr_expect_eq(out[0].throttled, 1);
+    cr_expect_eq(out[1].throttled, 0);
     cr_expect_eq(out[1].throttle_reasons, -1);
 
     cr_expect_str_eq(out[1].method, "cublas");

@@ -44,6 +44,7 @@ static const char usage[] =
     "  --resume         continue the latest run of the sweep (or --out DIR): measure only the\n"
     "                   configurations without a row; refused if kernels, driver or device changed\n"
     "  --watchdog S     kill a configuration that makes no progress for S seconds (default 20)\n"
+    "  --retake-throttled N  measure again (up to N times) when NVML saw the GPU throttled\n"
     "  --rows A,B       report: problem axes down the pivots (default: the sweep's report.rows)\n"
     "  --cols C,D       report: problem axes across the pivots (default: the sweep's report.cols)\n"
     "exit status: 0 ok, 1 failure, 2 usage, 3 no GPU\n";
@@ -109,6 +110,8 @@ static int parse_args(int argc, char **argv, int first, cli *c)
             c->run.watchdog_s = strtod(val, NULL);
             if (c->run.watchdog_s <= 0)
                 return fprintf(stderr, "tune: --watchdog expects seconds > 0, got '%s'\n", val), -1;
+        } else if (strcmp(a, "--retake-throttled") == 0) {
+            c->run.retake_throttled = atoi(val);
         } else if (strcmp(a, "--read-bw") == 0) {
             c->run.read_bw = strtod(val, NULL) * 1e9;
         } else if (strcmp(a, "--arch") == 0) {
