@@ -1277,32 +1277,5 @@ tune_status fit_write_header(const fit_data *d, const char *rule_in, const char 
 tune_status fit_read_results(const char *const *dirs, size_t n_dirs, result_row **rows_out,
                              size_t *n_out, tune_error *err)
 {
-    result_row *all = NULL;
-    size_t n_all = 0;
-    tune_status st = TUNE_OK;
-    for (size_t i = 0; i < n_dirs && st == TUNE_OK; i++) {
-        char path[PATH_MAX + 16];
-        snprintf(path, sizeof path, "%s/raw.jsonl", dirs[i]);
-        result_row *rows = NULL;
-        size_t n = 0;
-        if ((st = results_read(path, &rows, &n, err)) != TUNE_OK)
-            break;
-        result_row *grown = realloc(all, (n_all + n + 1) * sizeof *all);
-        if (!grown) {
-            results_rows_free(rows, n);
-            st = tune_error_set(err, TUNE_ERR_NOMEM, "fit", "out of memory");
-            break;
-        }
-        all = grown;
-        memcpy(all + n_all, rows, n * sizeof *rows);
-        n_all += n;
-        free(rows); /* the rows' contents now belong to all */
-    }
-    if (st != TUNE_OK) {
-        results_rows_free(all, n_all);
-        return st;
-    }
-    *rows_out = all;
-    *n_out = n_all;
-    return TUNE_OK;
+    return results_read_dirs(dirs, n_dirs, rows_out, n_out, err);
 }

@@ -1,5 +1,7 @@
 #include "results.h"
 
+#include <limits.h>
+
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -624,4 +626,38 @@ void results_rows_free(result_row *rows, size_t n)
         if (rows[i].owns)
             results_row_release(&rows[i]);
     free(rows);
+}
+
+tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, result_row **rows_out,
+                              size_t *n_out, tune_error *err)
+{
+    result_row *all = NULL;
+    size_t n_all = 0;
+    tune_status st = TUNE_OK;
+    for (size_t d = 0; d < n_dirs && st == TUNE_OK; d++) {
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/raw.jsonl", dirs[d]);
+        result_row *rows = NULL;
+        size_t n = 0;
+        if ((st = results_read(path, &rows, &n, err)) != TUNE_OK)
+            break;
+        result_row *grown = realloc(all, (n_all + n + 1) * sizeof *all);
+        if (!grown) {
+            results_rows_free(rows, n);
+            st = tune_error_set(err, TUNE_ERR_NOMEM, "results", "out of memory");
+            break;
+        }
+        all = grown;
+        memcpy(all + n_all, rows, n * sizeof *rows);
+        n_all += n;
+        free(rows); /* the rows' contents now belong to all */
+    }
+    if (st != TUNE_OK) {
+        results_rows_free(all, n_all);
+        all = NULL;
+        n_all = 0;
+    }
+    *rows_out = all;
+    *n_out = n_all;
+    return st;
 }

@@ -93,6 +93,9 @@ void results_close(results_writer *w);
  * results_rows_free). */
 tune_status results_read(const char *path, result_row **rows, size_t *n, tune_error *err);
 void results_rows_free(result_row *rows, size_t n);
+/* Reads and concatenates dirs[i]/raw.jsonl of several results folders (a merged view). */
+tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, result_row **rows,
+                              size_t *n, tune_error *err);
 
 /* Creates directories like mkdir -p. */
 tune_status results_mkdirs(const char *dir, tune_error *err);

@@ -333,40 +333,9 @@ const roofline_gpu *roofline_specs_match(const roofline_specs *s, const char *de
     return NULL;
 }
 
-static int is_dir(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 const char *roofline_find_data_dir(char *buf, size_t size)
 {
-    const char *env = getenv("TUNE_DATA_DIR");
-    if (env && is_dir(env)) {
-        snprintf(buf, size, "%s", env);
-        return buf;
-    }
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
-        exe[len] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = '\0';
-        const char *rel[] = {"/../data", "/../../data"};
-        for (size_t i = 0; i < 2; i++) {
-            snprintf(buf, size, "%s%s", exe, rel[i]);
-            if (is_dir(buf))
-                return buf;
-        }
-    }
-    const char *fixed[] = {"data", TUNE_SOURCE_DIR "/data"};
-    for (size_t i = 0; i < 2; i++)
-        if (is_dir(fixed[i])) {
-            snprintf(buf, size, "%s", fixed[i]);
-            return buf;
-        }
-    return NULL;
+    return compile_find_dir("TUNE_DATA_DIR", "data", buf, size);
 }
 
 /* ---- calibration files ---- */

@@ -1320,25 +1320,7 @@ static tune_status report_dirs(const char *const *dirs, size_t n_dirs, const rep
 {
     result_row *all = NULL;
     size_t n_all = 0;
-    tune_status st = TUNE_OK;
-    for (size_t d = 0; d < n_dirs && st == TUNE_OK; d++) {
-        char path[PATH_MAX + 16];
-        snprintf(path, sizeof path, "%s/raw.jsonl", dirs[d]);
-        result_row *rows = NULL;
-        size_t n = 0;
-        if ((st = results_read(path, &rows, &n, err)) != TUNE_OK)
-            break;
-        result_row *grown = realloc(all, (n_all + n + 1) * sizeof *all);
-        if (!grown) {
-            results_rows_free(rows, n);
-            st = tune_error_set(err, TUNE_ERR_NOMEM, "report", "out of memory");
-            break;
-        }
-        all = grown;
-        memcpy(all + n_all, rows, n * sizeof *rows);
-        n_all += n;
-        free(rows); /* the rows' contents now belong to all */
-    }
+    tune_status st = results_read_dirs(dirs, n_dirs, &all, &n_all, err);
     report *r = st == TUNE_OK ? report_build(all, n_all, spec, err) : NULL;
     if (st == TUNE_OK && !r)
         st = err ? err->code : TUNE_ERR_INVALID;
