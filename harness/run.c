@@ -909,7 +909,7 @@ static tune_status coordinate(run_ctx *rc, run_summary *sum)
         worker *w = worker_start(worker_body, rc, rc->err);
         if (!w)
             return rc->err ? rc->err->code : TUNE_ERR_IO;
-        size_t current = SIZE_MAX, rows = 0;
+        size_t current = SIZE_MAX;
         int retiming = 0; /* between a shape's last row and the next configuration */
         double timeout = watchdog + 60; /* start-up: context, read bandwidth */
         char line[4096], crash[4096] = "", fatal[4096] = "", how[256];
@@ -926,7 +926,6 @@ static tune_status coordinate(run_ctx *rc, run_summary *sum)
             } else if (line[0] == 'E' && sscanf(line, "E %zu %d", &i, &code) == 2 && i < n) {
                 rc->done[i] = 1;
                 left--;
-                rows++;
                 progress_count(&pr, (result_status)code);
                 current = SIZE_MAX;
             } else if (line[0] == 'C' && sscanf(line, "C %zu %n", &i, &off) == 1) {
@@ -970,7 +969,6 @@ static tune_status coordinate(run_ctx *rc, run_summary *sum)
                 fprintf(stderr, "%stune: configuration %zu %s: %s\n", pr.tty ? "\n" : "", current,
                         result_status_str(rs), reason);
         }
-        (void)rows;
     }
     if (!rc->opt->quiet)
         progress_print(&pr, 1);
@@ -1019,10 +1017,9 @@ static tune_status probe_device(const run_options *opt, gpu_info *gi, tune_error
     } else {
         worker_kill(w);
     }
-    int code = worker_wait(w, how, sizeof how);
+    worker_wait(w, how, sizeof how);
     if (st != TUNE_OK && (!err || err->code == TUNE_OK))
         tune_error_set(err, TUNE_ERR_CUDA, "device query", "the device query ended: %s", how);
-    (void)code;
     return st;
 }
 
