@@ -23,35 +23,6 @@ typedef struct {
     char *header_texts[COMPILE_MAX_HEADERS];
 } source_set;
 
-static char *read_file(const char *path, size_t *size_out)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t cap = 0, len = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 16384;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
-    buf[len] = '\0';
-    if (size_out)
-        *size_out = len;
-    return buf;
-}
 
 static void source_set_free(source_set *s)
 {
@@ -84,7 +55,7 @@ static tune_status add_includes(source_set *s, const char *dir, const char *text
                                   COMPILE_MAX_HEADERS);
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, name);
-        char *h = read_file(path, NULL);
+        char *h = tune_read_file(path, NULL, NULL);
         if (!h)
             return tune_error_set(err, TUNE_ERR_IO, path, "cannot read header: %s",
                                   strerror(errno));
@@ -102,7 +73,7 @@ static tune_status source_set_load(source_set *s, const char *dir, const char *n
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    s->text = read_file(path, NULL);
+    s->text = tune_read_file(path, NULL, NULL);
     if (!s->text)
         return tune_error_set(err, TUNE_ERR_IO, path, "cannot read kernel source: %s",
                               strerror(errno));
@@ -158,7 +129,7 @@ static void cache_path(char *buf, size_t size, const char *dir, hash128 key)
 static int cache_read(const char *path, compile_job *job)
 {
     size_t size;
-    char *buf = read_file(path, &size);
+    char *buf = tune_read_file(path, &size, NULL);
     if (!buf)
         return -1;
     const size_t mlen = strlen(CACHE_MAGIC);

@@ -1,7 +1,9 @@
 #include "error.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *tune_status_str(tune_status s)
@@ -50,5 +52,44 @@ const char *tune_error_text(const tune_error *err, char *buf, size_t size)
         snprintf(buf, size, "%s: %s", err->where, err->message);
     else
         snprintf(buf, size, "%s", err->message);
+    return buf;
+}
+
+char *tune_read_file(const char *path, size_t *size, tune_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tune_error_set(err, TUNE_ERR_IO, path, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    size_t cap = 16384, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len - 1, f);
+        if (len < cap - 1)
+            break;
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (!buf) {
+        tune_error_set(err, TUNE_ERR_NOMEM, path, "out of host memory");
+        return NULL;
+    }
+    if (failed) {
+        free(buf);
+        tune_error_set(err, TUNE_ERR_IO, path, "cannot read");
+        return NULL;
+    }
+    buf[len] = '\0';
+    if (size)
+        *size = len;
     return buf;
 }

@@ -43,6 +43,10 @@ tune_status tune_error_set(tune_error *err, tune_status code, const char *where,
 
 void tune_error_clear(tune_error *err);
 
+/* New NUL-terminated contents of a file (its length in *size when size is not NULL), or NULL with
+ * err set: TUNE_ERR_IO "cannot open: <reason>" / "cannot read", where = path. */
+char *tune_read_file(const char *path, size_t *size, tune_error *err);
+
 /* "where: message" (or just the message when where is empty) into buf; returns buf. */
 const char *tune_error_text(const tune_error *err, char *buf, size_t size);
 

@@ -196,33 +196,6 @@ static int parse_gpu(const specs_ctx *cx, json_t *e, const char *base, double la
     return 0;
 }
 
-static char *read_text_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? 2 * cap : 65536;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    fclose(f);
-    buf[len] = '\0';
-    return buf;
-}
 
 roofline_specs *roofline_specs_load(const char *path, tune_error *err)
 {
@@ -236,7 +209,7 @@ roofline_specs *roofline_specs_load(const char *path, tune_error *err)
         snprintf(dflt, sizeof dflt, "%s/gpus.json", dir);
         path = dflt;
     }
-    char *text = read_text_file(path);
+    char *text = tune_read_file(path, NULL, NULL);
     if (!text) {
         tune_error_set(err, TUNE_ERR_IO, path, "cannot read");
         return NULL;

@@ -1020,47 +1020,9 @@ sweep *sweep_parse(const char *text, const char *label, tune_error *err)
     return sw;
 }
 
-/* New NUL-terminated contents of path, or NULL with err set. */
-static char *sweep_read_file(const char *path, tune_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tune_error_set(err, TUNE_ERR_IO, path, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - len - 1, f);
-        if (len < cap - 1)
-            break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    int failed = ferror(f);
-    fclose(f);
-    if (!buf) {
-        tune_error_set(err, TUNE_ERR_NOMEM, path, "out of host memory");
-        return NULL;
-    }
-    if (failed) {
-        free(buf);
-        tune_error_set(err, TUNE_ERR_IO, path, "cannot read");
-        return NULL;
-    }
-    buf[len] = '\0';
-    return buf;
-}
-
 sweep *sweep_load(const char *path, tune_error *err)
 {
-    char *text = sweep_read_file(path, err);
+    char *text = tune_read_file(path, NULL, err);
     if (!text)
         return NULL;
     sweep *sw = sweep_parse(text, path, err);
