@@ -239,6 +239,24 @@ __global__ void __launch_bounds__(THREADS)
     gm_rows_reduce<T, CHUNK, VEC, THREADS>(acc, red, row, lane, out + gi * n, c0, n);
 }
 
+// The column kernels' epilogue: each group of GS lanes sums its partial dot products with
+// shuffles and its first lane writes the group's columns j0, j0 + NG, ... below c1.
+template <typename T, int CPG, int GS, int NG>
+__device__ __forceinline__ void gm_cols_store(const float (&acc)[CPG], T *__restrict__ out_g,
+                                              int j0, int c1, int lane)
+{
+#pragma unroll
+    for (int q = 0; q < CPG; q++) {
+        float s = acc[q];
+#pragma unroll
+        for (int off = GS / 2; off >= 1; off >>= 1)
+            s += __shfl_xor_sync(0xffffffffu, s, off);
+        const int j = j0 + q * NG;
+        if (lane == 0 && j < c1)
+            out_g[j] = from_f32<T>(s);
+    }
+}
+
 template <typename T, int OP, int CHUNK, int VEC, int GS, int THREADS>
 __global__ void __launch_bounds__(THREADS)
     gm_cols(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
@@ -315,16 +333,7 @@ __global__ void __launch_bounds__(THREADS)
             }
         }
     }
-#pragma unroll
-    for (int q = 0; q < CPG; q++) {
-        float s = acc[q];
-#pragma unroll
-        for (int off = GS / 2; off >= 1; off >>= 1)
-            s += __shfl_xor_sync(0xffffffffu, s, off);
-        const int j = c0 + grp + q * NG;
-        if (lane == 0 && j < c1)
-            out[gi * n + j] = from_f32<T>(s);
-    }
+    gm_cols_store<T, CPG, GS, NG>(acc, out + gi * n, c0 + grp, c1, lane);
 }
 
 // Inner ops with transposed B and a short k_pre (SparQ step 1: k_pre = 128 = head dim): the hardware
@@ -384,16 +393,7 @@ __global__ void __launch_bounds__(THREADS)
             for (int v = 0; v < VEC; v++)
                 acc[q] = fmaf(w[c + v], b[q][v], acc[q]);
     }
-#pragma unroll
-    for (int q = 0; q < CPG; q++) {
-        float s = acc[q];
-#pragma unroll
-        for (int off = GS / 2; off >= 1; off >>= 1)
-            s += __shfl_xor_sync(0xffffffffu, s, off);
-        const int j = c0 + grp + q * NG;
-        if (lane == 0 && j < c1)
-            out[gi * n + j] = from_f32<T>(s);
-    }
+    gm_cols_store<T, CPG, GS, NG>(acc, out + gi * n, c0 + grp, c1, lane);
 }
 
 // Naive reference: one thread per output element, fp32, no staging. TRANS as in the kernels.
