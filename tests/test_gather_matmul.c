@@ -14,6 +14,7 @@
 #include "compile.h"
 #include "family.h"
 #include "gpu.h"
+#include "util.h"
 
 extern const tune_family gather_matmul_family;
 
@@ -40,18 +41,6 @@ static const int64_t threads[] = {32, 256};
 static const int64_t denses[] = {0, 1};
 static const int64_t stages[] = {0, 3};
 
-static char no_gpu[2048];
-
-static void require_gpu(void)
-{
-    tune_error err = {0};
-    int n = 0;
-    if (gpu_count(&n, &err) != TUNE_OK) {
-        snprintf(no_gpu, sizeof no_gpu, "%s", err.message);
-        cr_skip_test("skipped: %s", no_gpu);
-    }
-    cr_assert_eq(gpu_select(0, &err), TUNE_OK, "%s", err.message);
-}
 
 /* ---- kernels compiled on demand (cached under the build's temp folder) ---- */
 

@@ -7,34 +7,12 @@
 #include <unistd.h>
 
 #include "results.h"
+#include "util.h"
 
 #define FIXTURE "tests/data/results/raw.jsonl"
 
-static char tmpdir[64];
-
-static void make_tmpdir(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_results.XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static void remove_tmpdir(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    cr_expect_eq(system(cmd), 0);
-}
-
 TestSuite(results, .init = make_tmpdir, .fini = remove_tmpdir);
 
-static void write_file(const char *name, const char *text, char *path, size_t size)
-{
-    snprintf(path, size, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
-}
 
 static char *read_text(const char *path)
 {

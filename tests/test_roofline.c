@@ -9,32 +9,10 @@
 
 #include "gpu.h"
 #include "roofline.h"
-
-static char tmpdir[64];
-
-static void make_tmpdir(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_roofline.XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static void remove_tmpdir(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    cr_expect_eq(system(cmd), 0);
-}
+#include "util.h"
 
 TestSuite(roofline, .init = make_tmpdir, .fini = remove_tmpdir);
 
-static void write_file(const char *name, const char *text, char *path, size_t size)
-{
-    snprintf(path, size, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
-}
 
 static int close_to(double a, double b)
 {

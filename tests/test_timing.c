@@ -17,21 +17,10 @@
 #include "compile.h"
 #include "family.h"
 #include "gpu.h"
+#include "util.h"
 #include "stats.h"
 #include "timing.h"
 
-static char no_gpu[2048];
-
-static void require_gpu(void)
-{
-    tune_error err = {0};
-    int n = 0;
-    if (gpu_count(&n, &err) != TUNE_OK) {
-        snprintf(no_gpu, sizeof no_gpu, "%s", err.message);
-        cr_skip_test("skipped: %s", no_gpu);
-    }
-    cr_assert_eq(gpu_select(0, &err), TUNE_OK, "%s", err.message);
-}
 
 /* One kernel of common.cu, compiled with NVRTC (cached under /tmp). */
 static void *load_kernel(const char *name, compile_job *job, gpu_library **lib)
