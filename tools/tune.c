@@ -19,6 +19,7 @@ enum { EXIT_USAGE = 2, EXIT_NO_GPU = 3 };
 int tune_cmd_fit(int argc, char **argv);
 int tune_cmd_calibrate(int argc, char **argv);
 int tune_cmd_roofline(int argc, char **argv);
+int tune_cmd_compare(int argc, char **argv);
 
 static const char usage[] =
     "usage: tune [run] SWEEP.json [options]   compile, validate and time a sweep; print the tables\n"
@@ -28,6 +29,8 @@ static const char usage[] =
     "       tune fit RESULTS_DIR... --param NAME [--target 0.98] [--rule EXPR]\n"
     "                                         fit (or evaluate) a heuristic for a parameter\n"
     "       tune roofline RESULTS_DIR...      roofline model's prediction error over runs\n"
+    "       tune compare BASE NEW [--threshold PCT] [--allow-mismatch] [--out DIR] [--param NAME]\n"
+    "                                         compare two runs; exit 1 on a regression\n"
     "       tune calibrate [--device N]       measure the GPU's ceilings (bandwidths, GEMM rates)\n"
     "       tune devices                      list CUDA devices\n"
     "options:\n"
@@ -275,6 +278,8 @@ int main(int argc, char **argv)
         return tune_cmd_calibrate(argc - 1, argv + 1);
     if (strcmp(cmd, "roofline") == 0)
         return tune_cmd_roofline(argc - 1, argv + 1);
+    if (strcmp(cmd, "compare") == 0)
+        return tune_cmd_compare(argc - 1, argv + 1);
     int known = strcmp(cmd, "run") == 0 || strcmp(cmd, "validate") == 0 ||
                 strcmp(cmd, "compile") == 0 || strcmp(cmd, "report") == 0 ||
                 strcmp(cmd, "devices") == 0;
