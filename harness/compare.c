@@ -1,4 +1,5 @@
-/* compare.c - two runs compared: matching, significance, shapes, heuristics, environment, outputs. */
+/* compare.c - two runs compared: matching, significance, shapes, heuristics, environment, outputs.
+ */
 #include "compare.h"
 
 #include <errno.h>
@@ -40,8 +41,8 @@ static const compare_env_key env_keys[] = {
 #define COMPARE_N_ENV (sizeof env_keys / sizeof env_keys[0])
 
 static const char *const env_key_names[] = {
-    "gpu",  "pci_bus_id", "driver", "cuda_driver", "cuda_runtime", "nvrtc", "cublas",
-    "kernels", "tool",    "sweep",  "timing",      "host",         "seed",  NULL};
+    "gpu",     "pci_bus_id", "driver", "cuda_driver", "cuda_runtime", "nvrtc", "cublas",
+    "kernels", "tool",       "sweep",  "timing",      "host",         "seed",  NULL};
 
 static const char *const verdict_names[COMPARE_N_VERDICTS] = {
     [COMPARE_SAME] = "same",           [COMPARE_FASTER] = "faster",
@@ -53,9 +54,9 @@ static const char *const verdict_names[COMPARE_N_VERDICTS] = {
 
 /* A side's rows with their matching keys. */
 typedef struct {
-    char *key;              /* op, method, every value; new */
-    const result_row *row;  /* borrowed from the side's rows */
-    size_t order;           /* position in the side's rows: the last duplicate wins */
+    char *key;             /* op, method, every value; new */
+    const result_row *row; /* borrowed from the side's rows */
+    size_t order;          /* position in the side's rows: the last duplicate wins */
 } compare_entry;
 
 struct compare {
@@ -78,7 +79,7 @@ struct compare {
     compare_heuristic *heuristics;
     size_t n_heuristics;
     compare_env_item env[COMPARE_N_ENV];
-    int meta_missing; /* some folder has no readable meta.json */
+    int meta_missing;                             /* some folder has no readable meta.json */
     double change_median, change_min, change_max; /* over the configurations ok in both */
     compare_counts counts;
 };
@@ -115,7 +116,7 @@ double compare_row_noise(const result_row *row)
 compare_verdict compare_change_verdict(double change, double noise_base, double noise_new,
                                        double threshold)
 {
-    double noise = isnan(noise_base) ? noise_new
+    double noise = isnan(noise_base)  ? noise_new
                    : isnan(noise_new) ? noise_base
                                       : fmax(noise_base, noise_new);
     if (isnan(change) || isnan(noise))
@@ -346,9 +347,8 @@ static void compare_collect_names(compare *c)
 
 /* Appends " name=value" for the names [from, to) that vary (every one when all_when_none and
  * none of them varies) and that the row has. */
-static size_t compare_append_values(const compare *c, const result_row *row, size_t from,
-                                    size_t to, int all_when_none, char *buf, size_t size,
-                                    size_t len)
+static size_t compare_append_values(const compare *c, const result_row *row, size_t from, size_t to,
+                                    int all_when_none, char *buf, size_t size, size_t len)
 {
     int any = 0;
     for (size_t i = from; i < to; i++)
@@ -365,8 +365,7 @@ static size_t compare_append_values(const compare *c, const result_row *row, siz
     return len;
 }
 
-const char *compare_config_name(const compare *c, const compare_config *cfg, char *buf,
-                                size_t size)
+const char *compare_config_name(const compare *c, const compare_config *cfg, char *buf, size_t size)
 {
     const result_row *row = compare_config_row(cfg);
     buf[0] = '\0';
@@ -562,7 +561,8 @@ static tune_status compare_build_shapes(compare *c, tune_error *err)
     for (size_t from = 0; from < c->n_configs;) {
         const result_row *row = compare_config_row(&c->configs[from]);
         size_t to = from + 1;
-        while (to < c->n_configs && compare_shape_cmp(row, compare_config_row(&c->configs[to])) == 0)
+        while (to < c->n_configs &&
+               compare_shape_cmp(row, compare_config_row(&c->configs[to])) == 0)
             to++;
         compare_shape *s = &c->shapes[c->n_shapes++];
         s->any_row = row;
@@ -595,7 +595,8 @@ static int compare_list_has(char **list, size_t n, const char *s)
 }
 
 /* Adds heuristics.json's "param" of each folder to list (new strings). */
-static void compare_params_from_files(char **dirs, size_t n_dirs, char **list, size_t *n, size_t max)
+static void compare_params_from_files(char **dirs, size_t n_dirs, char **list, size_t *n,
+                                      size_t max)
 {
     for (size_t d = 0; d < n_dirs; d++) {
         char path[PATH_MAX + 32];
@@ -659,15 +660,14 @@ static void compare_fit_one(compare *c, compare_heuristic *h)
         h->new_rule = nr ? compare_strdup(nr) : NULL;
         fit_eval ev;
         if (!br || !nr) {
-            snprintf(h->note, sizeof h->note, "no rule could be fitted on %s",
-                     br ? "NEW" : "BASE");
+            snprintf(h->note, sizeof h->note, "no rule could be fitted on %s", br ? "NEW" : "BASE");
         } else if (fit_evaluate(dn, br, &ev, &e) == TUNE_OK) {
             h->base_eff_new = ev.efficiency;
             h->base_infeasible_new = ev.n_infeasible;
             fit_eval_release(&ev);
             h->changed = strcmp(br, nr) != 0;
-            h->regression = isfinite(h->base_eff) &&
-                            !(h->base_eff_new >= h->base_eff * (1 - c->threshold));
+            h->regression =
+                isfinite(h->base_eff) && !(h->base_eff_new >= h->base_eff * (1 - c->threshold));
         }
     }
     if (e.code != TUNE_OK)
@@ -767,8 +767,8 @@ static tune_status compare_env_side(compare *c, char **dirs, size_t n_dirs, int 
 {
     json_t **metas = calloc(n_dirs, sizeof *metas);
     char **texts = calloc(n_dirs, sizeof *texts);
-    tune_status st = metas && texts ? TUNE_OK
-                                    : tune_error_set(err, TUNE_ERR_NOMEM, "", "out of memory");
+    tune_status st =
+        metas && texts ? TUNE_OK : tune_error_set(err, TUNE_ERR_NOMEM, "", "out of memory");
     for (size_t d = 0; st == TUNE_OK && d < n_dirs; d++) {
         char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/meta.json", dirs[d]);
@@ -937,18 +937,39 @@ void compare_free(compare *c)
 
 /* ---- accessors ---- */
 
-const char *const *compare_env_key_names(void) { return env_key_names; }
-size_t compare_n_configs(const compare *c) { return c->n_configs; }
-size_t compare_n_shapes(const compare *c) { return c->n_shapes; }
-size_t compare_n_heuristics(const compare *c) { return c->n_heuristics; }
+const char *const *compare_env_key_names(void)
+{
+    return env_key_names;
+}
+size_t compare_n_configs(const compare *c)
+{
+    return c->n_configs;
+}
+size_t compare_n_shapes(const compare *c)
+{
+    return c->n_shapes;
+}
+size_t compare_n_heuristics(const compare *c)
+{
+    return c->n_heuristics;
+}
 size_t compare_n_env(const compare *c)
 {
     (void)c;
     return COMPARE_N_ENV;
 }
-const compare_counts *compare_get_counts(const compare *c) { return &c->counts; }
-double compare_threshold(const compare *c) { return c->threshold; }
-size_t compare_env_refused(const compare *c) { return c->counts.env_refused; }
+const compare_counts *compare_get_counts(const compare *c)
+{
+    return &c->counts;
+}
+double compare_threshold(const compare *c)
+{
+    return c->threshold;
+}
+size_t compare_env_refused(const compare *c)
+{
+    return c->counts.env_refused;
+}
 
 const compare_config *compare_config_at(const compare *c, size_t i)
 {
@@ -1027,7 +1048,8 @@ static void compare_config_line(const compare *c, const compare_config *cfg, FIL
     char name[1024], tb[128], tn[128], ch[32], nb[32], nn[32];
     fprintf(f, "| %s | %s | %s | %s | %s | %s |\n", compare_config_name(c, cfg, name, sizeof name),
             compare_time_text(cfg->base_row, tb, sizeof tb),
-            compare_time_text(cfg->new_row, tn, sizeof tn), compare_pct(cfg->change, 1, ch, sizeof ch),
+            compare_time_text(cfg->new_row, tn, sizeof tn),
+            compare_pct(cfg->change, 1, ch, sizeof ch),
             compare_pct(cfg->noise_base, 0, nb, sizeof nb),
             compare_pct(cfg->noise_new, 0, nn, sizeof nn));
 }
@@ -1101,11 +1123,12 @@ static void compare_write_env(const compare *c, FILE *f)
                 c->counts.env_refused ? " (not allowed: the comparison is refused)"
                                       : " (allowed with --allow-mismatch)");
     if (c->meta_missing)
-        fprintf(f, "A folder has no readable meta.json: its environment is unknown (\"absent\").\n\n");
+        fprintf(f,
+                "A folder has no readable meta.json: its environment is unknown (\"absent\").\n\n");
     fprintf(f, "| | BASE | NEW | |\n|:--|:--|:--|:--|\n");
     for (size_t k = 0; k < COMPARE_N_ENV; k++) {
         const compare_env_item *it = &c->env[k];
-        const char *mark = !it->differs ? ""
+        const char *mark = !it->differs   ? ""
                            : !it->checked ? "differs (not checked)"
                            : it->allowed  ? "**differs** (allowed)"
                                           : "**differs**";
@@ -1150,11 +1173,12 @@ static void compare_write_configs(const compare *c, FILE *f)
             k->configs[COMPARE_FIXED], k->configs[COMPARE_FAILING], k->configs[COMPARE_ONLY_BASE],
             k->configs[COMPARE_ONLY_NEW]);
     if (!isnan(c->change_median))
-        fprintf(f, "Change of the median times, configurations ok in both: median %s, from %s to "
-                   "%s; %zu significantly faster by more than the threshold.\n",
+        fprintf(f,
+                "Change of the median times, configurations ok in both: median %s, from %s to "
+                "%s; %zu significantly faster by more than the threshold.\n",
                 compare_pct(c->change_median, 1, m, sizeof m),
-                compare_pct(c->change_min, 1, a, sizeof a), compare_pct(c->change_max, 1, b, sizeof b),
-                k->improved);
+                compare_pct(c->change_min, 1, a, sizeof a),
+                compare_pct(c->change_max, 1, b, sizeof b), k->improved);
     if (k->duplicates_base || k->duplicates_new)
         fprintf(f, "\nMeasured more than once (the last row kept): %zu in BASE, %zu in NEW.\n",
                 k->duplicates_base, k->duplicates_new);
@@ -1168,9 +1192,10 @@ static void compare_write_shapes(const compare *c, FILE *f)
 {
     const compare_counts *k = &c->counts;
     fprintf(f, "\n## Shapes (best configuration of each)\n\n");
-    fprintf(f, "%zu shapes: same %zu, faster %zu, slower %zu, regression %zu, broken %zu, "
-               "fixed %zu. The winner changed on %zu; the old winner is significantly slower "
-               "than the new one, in NEW's numbers, on %zu.\n\n",
+    fprintf(f,
+            "%zu shapes: same %zu, faster %zu, slower %zu, regression %zu, broken %zu, "
+            "fixed %zu. The winner changed on %zu; the old winner is significantly slower "
+            "than the new one, in NEW's numbers, on %zu.\n\n",
             c->n_shapes, k->shapes[COMPARE_SAME], k->shapes[COMPARE_FASTER],
             k->shapes[COMPARE_SLOWER], k->shapes[COMPARE_REGRESSION], k->shapes[COMPARE_BROKEN],
             k->shapes[COMPARE_FIXED], k->winners_changed, k->winner_losses);
@@ -1208,11 +1233,13 @@ static void compare_write_heuristics(const compare *c, FILE *f)
         fprintf(f, "No tuned integer parameter to fit.\n");
         return;
     }
-    fprintf(f, "Rules fitted by `tune fit` (target 98 %%) on each run; BASE's rule also evaluated on "
-               "NEW's data. A regression: BASE's rule on NEW below its efficiency on BASE by more "
-               "than the threshold (relative).\n\n");
-    fprintf(f, "| parameter | BASE rule | NEW rule | BASE rule on BASE | BASE rule on NEW | NEW rule "
-               "on NEW | verdict |\n|:--|:--|:--|--:|--:|--:|:--|\n");
+    fprintf(f,
+            "Rules fitted by `tune fit` (target 98 %%) on each run; BASE's rule also evaluated on "
+            "NEW's data. A regression: BASE's rule on NEW below its efficiency on BASE by more "
+            "than the threshold (relative).\n\n");
+    fprintf(f,
+            "| parameter | BASE rule | NEW rule | BASE rule on BASE | BASE rule on NEW | NEW rule "
+            "on NEW | verdict |\n|:--|:--|:--|--:|--:|--:|:--|\n");
     for (size_t i = 0; i < c->n_heuristics; i++) {
         const compare_heuristic *h = &c->heuristics[i];
         char a[32], b[64], n[32];
@@ -1222,11 +1249,12 @@ static void compare_write_heuristics(const compare *c, FILE *f)
                      h->base_infeasible_new);
         fprintf(f, "| %s | `%s` | `%s` | %s | %s | %s | %s |\n", h->param,
                 h->base_rule ? h->base_rule : "-", h->new_rule ? h->new_rule : "-",
-                compare_pct(h->base_eff, 0, a, sizeof a), b, compare_pct(h->new_eff, 0, n, sizeof n),
-                h->note[0]       ? "not compared"
-                : h->regression  ? "**regression**"
-                : h->changed     ? "rule changed"
-                                 : "same rule");
+                compare_pct(h->base_eff, 0, a, sizeof a), b,
+                compare_pct(h->new_eff, 0, n, sizeof n),
+                h->note[0]      ? "not compared"
+                : h->regression ? "**regression**"
+                : h->changed    ? "rule changed"
+                                : "same rule");
     }
     for (size_t i = 0; i < c->n_heuristics; i++)
         if (c->heuristics[i].note[0])
@@ -1254,17 +1282,19 @@ void compare_write_markdown(const compare *c, FILE *f)
     if (!n)
         fprintf(f, "**No regression beyond %s.**\n\n", thr);
     else
-        fprintf(f, "**%zu regression%s**: %zu configuration%s slower by more than %s, %zu that "
-                   "ran ok in BASE and failed in NEW, %zu shape%s, %zu heuristic%s.\n\n",
+        fprintf(f,
+                "**%zu regression%s**: %zu configuration%s slower by more than %s, %zu that "
+                "ran ok in BASE and failed in NEW, %zu shape%s, %zu heuristic%s.\n\n",
                 n, n == 1 ? "" : "s", k->configs[COMPARE_REGRESSION],
                 k->configs[COMPARE_REGRESSION] == 1 ? "" : "s", thr, k->configs[COMPARE_BROKEN],
                 k->shapes[COMPARE_REGRESSION] + k->shapes[COMPARE_BROKEN],
                 k->shapes[COMPARE_REGRESSION] + k->shapes[COMPARE_BROKEN] == 1 ? "" : "s",
                 k->heuristic_regressions, k->heuristic_regressions == 1 ? "" : "s");
-    fprintf(f, "A change counts only when |NEW - BASE| / BASE of the median times exceeds the "
-               "noise (stdev / median) of both rows; a regression is a change that counts and is "
-               "slower by more than %s, or a configuration or shape that ran ok in BASE and not "
-               "in NEW (docs/compare.md).\n\n",
+    fprintf(f,
+            "A change counts only when |NEW - BASE| / BASE of the median times exceeds the "
+            "noise (stdev / median) of both rows; a regression is a change that counts and is "
+            "slower by more than %s, or a configuration or shape that ran ok in BASE and not "
+            "in NEW (docs/compare.md).\n\n",
             thr);
     compare_write_env(c, f);
     fprintf(f, "\n");
@@ -1381,7 +1411,8 @@ static json_t *compare_heuristic_json(const compare_heuristic *h)
     json_object_set_new(o, "base_efficiency", compare_num(h->base_eff));
     json_object_set_new(o, "base_efficiency_on_new", compare_num(h->base_eff_new));
     json_object_set_new(o, "new_efficiency", compare_num(h->new_eff));
-    json_object_set_new(o, "base_infeasible_on_new", json_integer((json_int_t)h->base_infeasible_new));
+    json_object_set_new(o, "base_infeasible_on_new",
+                        json_integer((json_int_t)h->base_infeasible_new));
     json_object_set_new(o, "changed", json_boolean(h->changed));
     json_object_set_new(o, "regression", json_boolean(h->regression));
     json_object_set_new(o, "note", h->note[0] ? json_string(h->note) : json_null());
@@ -1411,9 +1442,10 @@ json_t *compare_to_json(const compare *c)
     json_object_set_new(o, "base", compare_dirs_json(c->base_dirs, c->n_base_dirs));
     json_object_set_new(o, "new", compare_dirs_json(c->new_dirs, c->n_new_dirs));
     json_object_set_new(o, "threshold", json_real(c->threshold));
-    json_object_set_new(o, "rule", json_string("significant: |change| > max(noise_base, noise_new), "
-                                               "noise = stdev / median; regression: significant "
-                                               "and change > threshold, or ok -> not ok"));
+    json_object_set_new(o, "rule",
+                        json_string("significant: |change| > max(noise_base, noise_new), "
+                                    "noise = stdev / median; regression: significant "
+                                    "and change > threshold, or ok -> not ok"));
     json_object_set_new(o, "regression", json_boolean(compare_n_regressions(c) > 0));
     json_object_set_new(o, "regressions", json_integer((json_int_t)compare_n_regressions(c)));
     json_t *counts = json_object();
@@ -1422,7 +1454,8 @@ json_t *compare_to_json(const compare *c)
     json_object_set_new(counts, "shapes", compare_verdict_counts(k->shapes));
     json_object_set_new(counts, "winners_changed", json_integer((json_int_t)k->winners_changed));
     json_object_set_new(counts, "winner_losses", json_integer((json_int_t)k->winner_losses));
-    json_object_set_new(counts, "heuristics_changed", json_integer((json_int_t)k->heuristics_changed));
+    json_object_set_new(counts, "heuristics_changed",
+                        json_integer((json_int_t)k->heuristics_changed));
     json_object_set_new(counts, "heuristic_regressions",
                         json_integer((json_int_t)k->heuristic_regressions));
     json_object_set_new(counts, "duplicates_base", json_integer((json_int_t)k->duplicates_base));
@@ -1436,10 +1469,10 @@ json_t *compare_to_json(const compare *c)
     json_object_set_new(env, "refused", json_integer((json_int_t)k->env_refused));
     for (size_t i = 0; i < COMPARE_N_ENV; i++) {
         const compare_env_item *it = &c->env[i];
-        json_array_append_new(items, json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b}", "key", it->key,
-                                               "label", it->label, "base", it->base_value, "new",
-                                               it->new_value, "checked", it->checked, "differs",
-                                               it->differs, "allowed", it->allowed));
+        json_array_append_new(items, json_pack("{s:s, s:s, s:s, s:s, s:b, s:b, s:b}", "key",
+                                               it->key, "label", it->label, "base", it->base_value,
+                                               "new", it->new_value, "checked", it->checked,
+                                               "differs", it->differs, "allowed", it->allowed));
     }
     json_object_set_new(env, "items", items);
     json_object_set_new(o, "environment", env);

@@ -113,20 +113,20 @@ typedef struct {
 } compare_shape;
 
 typedef struct {
-    char *param;              /* new */
+    char *param;                /* new */
     char *base_rule, *new_rule; /* new; NULL when no rule could be fitted (note says why) */
-    double base_eff;          /* BASE's rule on BASE */
-    double base_eff_new;      /* BASE's rule on NEW (NAN when infeasible everywhere) */
-    double new_eff;           /* NEW's rule on NEW */
+    double base_eff;            /* BASE's rule on BASE */
+    double base_eff_new;        /* BASE's rule on NEW (NAN when infeasible everywhere) */
+    double new_eff;             /* NEW's rule on NEW */
     size_t base_infeasible_new; /* NEW shapes where BASE's rule picks an unmeasured value */
-    int changed;              /* the two rules differ */
+    int changed;                /* the two rules differ */
     int regression;
-    char note[512];           /* empty, or why there is no comparison */
+    char note[512]; /* empty, or why there is no comparison */
 } compare_heuristic;
 
 typedef struct {
-    const char *key;   /* "gpu", "pci_bus_id", ... (static) */
-    const char *label; /* "GPU", "PCI bus id", ... (static) */
+    const char *key;              /* "gpu", "pci_bus_id", ... (static) */
+    const char *label;            /* "GPU", "PCI bus id", ... (static) */
     char *base_value, *new_value; /* new; "absent" without meta.json or the key; the values of
                                    * several folders of a side joined with ", " */
     int checked; /* a difference refuses the comparison unless allowed; else informational */

@@ -110,7 +110,8 @@ static int compare_parse(int argc, char **argv, compare_cli *c)
             continue;
         }
         if (!val)
-            return fprintf(stderr, "tune compare: option %s needs a value\n%s", a, compare_usage), -1;
+            return fprintf(stderr, "tune compare: option %s needs a value\n%s", a, compare_usage),
+                   -1;
         i++;
         if (strcmp(a, "--threshold") == 0) {
             char *end;
@@ -119,8 +120,11 @@ static int compare_parse(int argc, char **argv, compare_cli *c)
             if (*end == '%')
                 end++;
             if (errno || end == val || *end || !(c->threshold >= 0 && c->threshold < 1e6))
-                return fprintf(stderr, "tune compare: --threshold needs a percentage >= 0, got "
-                                       "'%s'\n", val), -1;
+                return fprintf(stderr,
+                               "tune compare: --threshold needs a percentage >= 0, got "
+                               "'%s'\n",
+                               val),
+                       -1;
         } else if (strcmp(a, "--param") == 0) {
             if (compare_split(c, val, c->params, &c->n_params) != 0)
                 return fprintf(stderr, "tune compare: too many parameters\n"), -1;
@@ -132,19 +136,25 @@ static int compare_parse(int argc, char **argv, compare_cli *c)
         side = 0;
     }
     if (n_pos && (c->n_base || c->n_now))
-        return fprintf(stderr, "tune compare: name the folders either as BASE NEW or with --base "
-                               "and --new, not both\n%s", compare_usage), -1;
+        return fprintf(stderr,
+                       "tune compare: name the folders either as BASE NEW or with --base "
+                       "and --new, not both\n%s",
+                       compare_usage),
+               -1;
     if (n_pos) {
         if (n_pos != 2)
-            return fprintf(stderr, "tune compare: expected two results folders, BASE and NEW, got "
-                                   "%zu (several per side: --base DIR... --new DIR...)\n%s",
-                           n_pos, compare_usage), -1;
+            return fprintf(stderr,
+                           "tune compare: expected two results folders, BASE and NEW, got "
+                           "%zu (several per side: --base DIR... --new DIR...)\n%s",
+                           n_pos, compare_usage),
+                   -1;
         c->base[c->n_base++] = pos[0];
         c->now[c->n_now++] = pos[1];
     }
     if (!c->n_base || !c->n_now)
         return fprintf(stderr, "tune compare: name a BASE and a NEW results folder\n%s",
-                       compare_usage), -1;
+                       compare_usage),
+               -1;
     return 0;
 }
 
@@ -187,8 +197,9 @@ int tune_cmd_compare(int argc, char **argv)
             rc = COMPARE_EXIT_USAGE;
         } else {
             size_t n = compare_n_regressions(cmp);
-            fprintf(stderr, "tune compare: %zu regression%s beyond %g %%; wrote %s/compare.md and "
-                            "%s/compare.json\n",
+            fprintf(stderr,
+                    "tune compare: %zu regression%s beyond %g %%; wrote %s/compare.md and "
+                    "%s/compare.json\n",
                     n, n == 1 ? "" : "s", c.threshold, dir, dir);
             rc = n ? COMPARE_EXIT_REGRESSION : EXIT_SUCCESS;
         }
