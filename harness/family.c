@@ -3,9 +3,11 @@
 #include <string.h>
 
 extern const tune_family gather_matmul_family;
+extern const tune_family mixed_gemm_family;
 extern const tune_family fault_test_family;
 
-static const tune_family *const families[] = {&gather_matmul_family, &fault_test_family, NULL};
+static const tune_family *const families[] = {&gather_matmul_family, &mixed_gemm_family,
+                                              &fault_test_family, NULL};
 
 const tune_family *const *family_all(void) { return families; }
 

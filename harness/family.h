@@ -49,7 +49,7 @@ typedef struct {
     const char *help;
 } family_method;
 
-#define FAMILY_MAX_KERNELS 8
+#define FAMILY_MAX_KERNELS 16
 
 typedef struct {
     const char *source; /* file name under kernels_src/, e.g. "gather_matmul.cu" */

@@ -145,6 +145,22 @@ done:
     return st;
 }
 
+tune_status gpu_launch_grid(void *kernel, const unsigned grid[3], unsigned block, size_t smem,
+                            void *stream, void **args, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    dim3 g = {grid[0], grid[1], grid[2]}, b = {block, 1, 1};
+    if (smem > 48 * 1024)
+        GPU_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)smem),
+                  err, st, done);
+    GPU_CHECK(cudaLaunchKernel((const void *)kernel, g, b, args, smem, (cudaStream_t)stream), err,
+              st, done);
+    GPU_CHECK(cudaGetLastError(), err, st, done);
+done:
+    return st;
+}
+
 tune_status gpu_malloc(void **p, size_t bytes, tune_error *err)
 {
     tune_status st = TUNE_OK;

@@ -48,6 +48,10 @@ void gpu_library_free(gpu_library *lib);
 tune_status gpu_launch(void *kernel, unsigned grid, unsigned block, size_t smem, void *stream,
                        void **args, tune_error *err);
 
+/* Launches kernel with a 3-D grid; dynamic shared memory above the 48 KiB default is opted into
+ * (cudaFuncAttributeMaxDynamicSharedMemorySize) first. */
+tune_status gpu_launch_grid(void *kernel, const unsigned grid[3], unsigned block, size_t smem,
+                            void *stream, void **args, tune_error *err);
 /* 1 when the process's CUDA context is broken by a sticky error (illegal address, trap, ...):
  * nothing more can run in this process. Clears non-sticky errors. */
 int gpu_context_broken(void);

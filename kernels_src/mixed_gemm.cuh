@@ -1,0 +1,118 @@
+// mixed_gemm.cuh - what the fused kernel and the helper kernels of the mixed-input GEMM share:
+// the packed weight layout, fast int4 -> fp16/bf16 conversion, and the tensor-core wrappers.
+// Device code only; compiles with NVRTC and with nvcc unchanged.
+//
+// Semantics (DESIGN.md 6.2): Y[m,n] = X[m,k] . dequant(W)[k,n], dequant(W)[i,j] = (q[i,j] - z) *
+// s[i/G, j], q in 0..15, z = 8 (symmetric) or a per-group zero point z[i/G, j] in 0..15.
+//
+// Raw (user) layouts: q is row-major k x n nibbles, two per byte along n (low nibble = even column);
+// s is row-major (k/G) x n of T; z is row-major (k/G) x n bytes.
+//
+// Packed layout (what mg_pack writes, what mg_fused reads): the weight is cut into units of 16 rows
+// x 64 columns; unit (kk, u) holds 512 bytes at ((kk * n/64) + u) * 512, and lane L of a warp
+// (t = L % 4, g = L / 4) owns the 16 bytes at L * 16: four 32-bit words, word j holding the
+// m16n8k16 B fragments of the unit's n8 tiles 2j and 2j+1 for that lane:
+//   bits  0..3  q[2t  ][c0]   bits 16..19 q[2t+1][c0]    (tile 2j,   fragment register b0)
+//   bits  4..7  q[2t+8][c0]   bits 20..23 q[2t+9][c0]    (tile 2j,   register b1)
+//   bits  8..11 q[2t  ][c1]   bits 24..27 q[2t+1][c1]    (tile 2j+1, register b0)
+//   bits 12..15 q[2t+8][c1]   bits 28..31 q[2t+9][c1]    (tile 2j+1, register b1)
+// with rows relative to the unit, c0 = 16j + g, c1 = 16j + 8 + g. So a lane loads its B fragments
+// for 8 MMAs with one 16-byte load, and (w >> 4p) & 0x000f000f puts two values in the two halves.
+// Scales (and the zero points, stored as T holding MAGIC + z) are permuted within each 64 columns
+// so that a lane's 8 values (columns 8t + g, t = 0..7) are 16 contiguous bytes: packed column
+// 8g + t holds raw column 8t + g.
+#pragma once
+
+#include "common.cuh"
+
+// Element traits: the magic exponent that turns a nibble into MAGIC + q exactly, and the MMA.
+template <typename T> struct mg_type;
+template <> struct mg_type<half_t> {
+    static constexpr unsigned MAGIC2 = 0x64006400u; // 1024.0 in both halves: 1024 + q exact
+    static constexpr unsigned short MAGIC = 0x6400u;
+    static constexpr float MAGIC_F = 1024.0f;
+    static constexpr unsigned ONE2 = 0x3c003c00u;
+};
+template <> struct mg_type<bf16_t> {
+    static constexpr unsigned MAGIC2 = 0x43004300u; // 128.0 in both halves: 128 + q exact
+    static constexpr unsigned short MAGIC = 0x4300u;
+    static constexpr float MAGIC_F = 128.0f;
+    static constexpr unsigned ONE2 = 0x3f803f80u;
+};
+
+__device__ __forceinline__ unsigned mg_lop3_and_or(unsigned a, unsigned b, unsigned c)
+{
+    unsigned d; // (a & b) | c
+    asm("lop3.b32 %0, %1, %2, %3, 0xea;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+// d = a * b + c on two packed 16-bit values.
+template <typename T> __device__ __forceinline__ unsigned mg_fma2(unsigned a, unsigned b, unsigned c);
+template <> __device__ __forceinline__ unsigned mg_fma2<half_t>(unsigned a, unsigned b, unsigned c)
+{
+    unsigned d;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+template <> __device__ __forceinline__ unsigned mg_fma2<bf16_t>(unsigned a, unsigned b, unsigned c)
+{
+    unsigned d;
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+// Two dequantized values from the pair at bit offset 4p of w: ((MAGIC + q) - (MAGIC + z)) * s,
+// exact up to the final product's rounding. nmz2 = -(MAGIC + z) in both halves, s2 = s in both.
+template <typename T>
+__device__ __forceinline__ unsigned mg_dequant2(unsigned w, unsigned nmz2, unsigned s2)
+{
+    const unsigned v = mg_lop3_and_or(w, 0x000f000fu, mg_type<T>::MAGIC2);
+    const unsigned d = mg_fma2<T>(v, mg_type<T>::ONE2, nmz2); // q - z, exact
+    return mg_fma2<T>(d, s2, 0x80008000u);               // (q - z) * s
+}
+
+// Tensor-core MMA m16n8k16, fp32 accumulation: c += a (16x16, row) . b (16x8, col).
+template <typename T>
+__device__ __forceinline__ void mg_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1);
+template <>
+__device__ __forceinline__ void mg_mma<half_t>(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                               unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mg_mma<bf16_t>(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                               unsigned b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void mg_ldmatrix_x4(unsigned (&a)[4], const void *smem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+                 : "r"(s));
+}
+
+// cp.async of 16 bytes that writes zeros instead when !valid (gmem must still be a valid address).
+__device__ __forceinline__ void mg_cp_async16_zfill(void *smem, const void *gmem, bool valid)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    const int n = valid ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(n));
+}
+
+// Nibble of raw q at (row i, column j); ldq = n / 2 bytes per row.
+__device__ __forceinline__ unsigned mg_raw_q(const unsigned char *q, long long ldq, long long i,
+                                             long long j)
+{
+    return (q[i * ldq + (j >> 1)] >> ((j & 1) * 4)) & 0xfu;
+}
