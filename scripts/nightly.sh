@@ -1,0 +1,284 @@
+#!/usr/bin/env bash
+# Nightly sweeps (docs/nightly.md): run each configured sweep into ROOT/nightly/<date>/<sweep>/,
+# compare it with the last earlier night's run of the same sweep (`tune compare`), draw its plots
+# (scripts/plot.py), write <date>/summary.md and rebuild ROOT/nightly/index.md and index.json.
+#
+#   scripts/nightly.sh [options] [SWEEP.json...]
+#
+# Exit status: 0 every sweep ran and none regressed (or there was nothing to compare with);
+# 1 a regression beyond the threshold; 2 a sweep failed or could not be compared (a refused
+# environment mismatch, an input error), or a usage error.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+usage() {
+    cat <<'EOF'
+usage: scripts/nightly.sh [options] [SWEEP.json...]
+  --config FILE        sweeps and settings (default: nightly.conf when it exists)
+  --root DIR           results root (default results): DIR/nightly/YYYY-MM-DD/<sweep>/
+  --date YYYY-MM-DD    the night (default: today, UTC)
+  --tune PATH          the tune binary (default build/tune)
+  --threshold PCT      regression threshold for tune compare (default 5)
+  --allow-mismatch K   environment keys allowed to differ from the previous night, comma-
+                       separated, or "all" or "none" (default kernels,tool: new code is what a
+                       nightly run is for; a GPU, driver or CUDA change is refused)
+  --param NAME         parameters whose fitted rules are compared (default: tune compare's)
+  --from-results DIR   import results instead of running the GPU: DIR/raw.jsonl, else
+                       DIR/<sweep>/raw.jsonl, else the latest DIR/<sweep>/<run>/ (test mode)
+  --no-plots           skip scripts/plot.py
+  --force              replace this night's folder of a sweep when it exists
+exit status: 0 no regression, 1 a regression, 2 a sweep failed or could not be compared
+EOF
+}
+
+die() { echo "nightly: $*" >&2; exit 2; }
+
+config= root= date= tune= threshold= allow= params= from= plots= force=0
+sweeps=()
+cli_sweeps=()
+tune_args=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        -h|--help) usage; exit 0 ;;
+        --config) config=${2:?}; shift ;;
+        --root) root=${2:?}; shift ;;
+        --date) date=${2:?}; shift ;;
+        --tune) tune=${2:?}; shift ;;
+        --threshold) threshold=${2:?}; shift ;;
+        --allow-mismatch) allow=${2:?}; shift ;;
+        --param) params="${params:+$params,}${2:?}"; shift ;;
+        --from-results) from=${2:?}; shift ;;
+        --no-plots) plots=no ;;
+        --force) force=1 ;;
+        -*) usage >&2; die "unknown option $1" ;;
+        *) cli_sweeps+=("$1") ;;
+    esac
+    shift
+done
+
+# nightly.conf: "key = value" lines set what the options set (root, tune, threshold,
+# allow_mismatch, params, plots = yes|no, tune_args = extra arguments of `tune run`); other
+# non-empty lines name sweep files; # starts a comment. Options given on the command line win.
+[ -z "$config" ] && [ -f nightly.conf ] && config=nightly.conf
+if [ -n "$config" ]; then
+    [ -f "$config" ] || die "no config file $config"
+    while IFS= read -r line || [ -n "$line" ]; do
+        line=${line%%#*}
+        line=$(echo "$line" | sed 's/^[[:space:]]*//; s/[[:space:]]*$//')
+        [ -z "$line" ] && continue
+        if [[ $line =~ ^([a-z_]+)[[:space:]]*=[[:space:]]*(.*)$ ]]; then
+            key=${BASH_REMATCH[1]} val=${BASH_REMATCH[2]}
+            case $key in
+                root) root=${root:-$val} ;;
+                tune) tune=${tune:-$val} ;;
+                threshold) threshold=${threshold:-$val} ;;
+                allow_mismatch) allow=${allow:-$val} ;;
+                params) params=${params:-$val} ;;
+                plots) plots=${plots:-$val} ;;
+                tune_args) read -r -a tune_args <<<"$val" ;;
+                *) die "$config: unknown setting '$key'" ;;
+            esac
+        else
+            sweeps+=("$line")
+        fi
+    done <"$config"
+fi
+[ ${#cli_sweeps[@]} -gt 0 ] && sweeps=("${cli_sweeps[@]}")
+root=${root:-results}
+date=${date:-$(date -u +%F)}
+tune=${tune:-build/tune}
+threshold=${threshold:-5}
+allow=${allow:-kernels,tool}
+plots=${plots:-yes}
+[[ $date =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]] || die "--date expects YYYY-MM-DD, got '$date'"
+[ ${#sweeps[@]} -gt 0 ] || { usage >&2; die "no sweeps: name sweep files or list them in a config"; }
+[ -x "$tune" ] || die "no tune binary at $tune (build it, or --tune PATH)"
+
+case $allow in
+    none) allow_arg=() ;;
+    all) allow_arg=(--allow-mismatch) ;;
+    *) allow_arg=("--allow-mismatch=$allow") ;;
+esac
+param_arg=()
+[ -n "$params" ] && param_arg=(--param "$params")
+
+# python3 with matplotlib and pandas for the plots: $PYTHON, else python3, else Debian's
+py=
+if [ "$plots" = yes ]; then
+    for p in ${PYTHON:-python3 /usr/bin/python3}; do
+        if "$p" -c 'import matplotlib, pandas' >/dev/null 2>&1; then py=$p; break; fi
+    done
+fi
+
+nightly=$root/nightly
+night=$nightly/$date
+mkdir -p "$night" || die "cannot create $night"
+
+# The run folder to import for a sweep: DIR itself, DIR/<id>, or DIR/<id>'s latest run.
+import_dir() {
+    local id=$1 d
+    if [ -f "$from/raw.jsonl" ]; then echo "$from"; return; fi
+    if [ -f "$from/$id/raw.jsonl" ]; then echo "$from/$id"; return; fi
+    d=$(ls -d "$from/$id"/*/ 2>/dev/null | sort | tail -n 1)
+    [ -n "$d" ] && [ -f "$d/raw.jsonl" ] && echo "${d%/}"
+}
+
+# The latest night before this one whose run of the sweep completed.
+previous_night() {
+    local id=$1 d
+    for d in $(ls -d "$nightly"/????-??-??/ 2>/dev/null | sort -r); do
+        d=${d%/}
+        [ "$(basename "$d")" \< "$date" ] || continue
+        [ -f "$d/$id/raw.jsonl" ] || continue
+        grep -qx 'status=failed' "$d/$id/nightly.txt" 2>/dev/null && continue
+        echo "$d"
+        return
+    done
+}
+
+# key of a nightly.txt
+field() { sed -n "s/^$2=//p" "$1" 2>/dev/null | head -n 1; }
+
+record() { # dir status regressions baseline message
+    printf 'status=%s\nregressions=%s\nbaseline=%s\nmessage=%s\n' "$2" "$3" "$4" "$5" >"$1/nightly.txt"
+}
+
+worst=0
+for sweep in "${sweeps[@]}"; do
+    id=$(basename "$sweep" .json | tr -c 'A-Za-z0-9_.\n-' '_')
+    out=$night/$id
+    echo "nightly: $date $id"
+    if [ -e "$out" ]; then
+        [ $force -eq 1 ] || die "$out exists (this night already ran; --force replaces it)"
+        rm -rf "$out"
+    fi
+    mkdir -p "$out"
+    log=$out/nightly.log
+    if [ -n "$from" ]; then
+        src=$(import_dir "$id")
+        if [ -z "$src" ]; then
+            record "$out" failed 0 none "nothing to import for $id under $from"
+            echo "nightly: $id: nothing to import under $from" >&2; worst=2; continue
+        fi
+        # the run's data; tables and plots are made again below
+        for f in raw.jsonl meta.json retime.jsonl heuristics.json; do
+            [ -f "$src/$f" ] && cp "$src/$f" "$out/"
+        done
+        echo "imported $src" >"$log"
+        "$tune" report "$out" --quiet >>"$log" 2>&1
+        rc=$?
+    else
+        [ -f "$sweep" ] || { record "$out" failed 0 none "no sweep file $sweep"; worst=2; continue; }
+        "$tune" run "$sweep" --out "$out" --quiet "${tune_args[@]}" >"$log" 2>&1
+        rc=$?
+    fi
+    if [ $rc -ne 0 ]; then
+        msg=$(tail -n 1 "$log")
+        record "$out" failed 0 none "${msg//$'\n'/ }"
+        echo "nightly: $id: the run failed (exit $rc): $msg" >&2; worst=2; continue
+    fi
+    if [ -n "$py" ]; then
+        MPLBACKEND=Agg "$py" scripts/plot.py "$out" >>"$log" 2>&1 ||
+            echo "nightly: $id: plots failed (see $log)" >&2
+    elif [ "$plots" = yes ]; then
+        echo "plots skipped: no python3 with matplotlib and pandas" >>"$log"
+    fi
+    prev=$(previous_night "$id")
+    if [ -z "$prev" ]; then
+        record "$out" first 0 none "no earlier night to compare with"
+        continue
+    fi
+    base=$(basename "$prev")
+    "$tune" compare "$prev/$id" "$out" --out "$out" --quiet --threshold "$threshold" \
+        "${allow_arg[@]}" "${param_arg[@]}" >>"$log" 2>"$out/compare.err"
+    rc=$?
+    cat "$out/compare.err" >>"$log"
+    msg=$(grep -m1 'tune compare' "$out/compare.err" | sed 's/^tune compare: //; s/; wrote .*//')
+    n=$(grep -o '"regressions": *[0-9]*' "$out/compare.json" 2>/dev/null | head -n 1 | grep -o '[0-9]*$')
+    rm -f "$out/compare.err"
+    case $rc in
+        0) record "$out" ok "${n:-0}" "$base" "$msg" ;;
+        1) record "$out" regression "${n:-0}" "$base" "$msg"; [ $worst -lt 1 ] && worst=1 ;;
+        *) if [[ $msg == "not compared:"* ]]; then st=mismatch; else st=error; fi
+           record "$out" "$st" 0 "$base" "$msg"; worst=2 ;;
+    esac
+    echo "nightly: $id: $(field "$out/nightly.txt" status) against $base: $msg"
+done
+
+# The night's summary.
+{
+    echo "# Nightly $date"
+    echo
+    echo "Threshold $threshold %; allowed to differ from the previous night: $allow."
+    echo
+    echo "| sweep | status | regressions | compared with | details |"
+    echo "|:--|:--|--:|:--|:--|"
+    for d in "$night"/*/; do
+        d=${d%/}; id=$(basename "$d")
+        [ -f "$d/nightly.txt" ] || continue
+        st=$(field "$d/nightly.txt" status)
+        link="[run]($id/)"
+        [ -f "$d/compare.md" ] && link="[compare.md]($id/compare.md), $link"
+        [ -f "$d/best.md" ] && link="$link, [best.md]($id/best.md)"
+        echo "| $id | $st | $(field "$d/nightly.txt" regressions) | $(field "$d/nightly.txt" baseline) | $link |"
+    done
+    echo
+    for d in "$night"/*/; do
+        d=${d%/}
+        [ -f "$d/nightly.txt" ] || continue
+        echo "- $(basename "$d"): $(field "$d/nightly.txt" message)"
+        [ -f "$d/compare.md" ] && grep -m1 '^\*\*' "$d/compare.md" | sed 's/^/  /'
+    done
+    imgs=$(cd "$night" && ls */*.png 2>/dev/null)
+    if [ -n "$imgs" ]; then
+        echo
+        echo "## Plots"
+        echo
+        for f in $imgs; do echo "- [$f]($f)"; done
+    fi
+} >"$night/summary.md"
+
+# A night's status: the worst of its sweeps.
+rank() {
+    case $1 in
+        failed | error | mismatch) echo 4 ;; regression) echo 3 ;; ok) echo 2 ;; first) echo 1 ;;
+        *) echo 0 ;;
+    esac
+}
+
+# The index of every night, newest first, rebuilt from the nights' nightly.txt files.
+{
+    echo "# Nightly runs"
+    echo
+    echo "| night | status | regressions | sweeps |"
+    echo "|:--|:--|--:|:--|"
+} >"$nightly/index.md.tmp"
+printf '{\n  "nights": [' >"$nightly/index.json.tmp"
+first_night=1
+for d in $(ls -d "$nightly"/????-??-??/ 2>/dev/null | sort -r); do
+    d=${d%/}; day=$(basename "$d")
+    status=none total=0 cells= items= sep=
+    for s in "$d"/*/; do
+        s=${s%/}; id=$(basename "$s")
+        [ -f "$s/nightly.txt" ] || continue
+        st=$(field "$s/nightly.txt" status); n=$(field "$s/nightly.txt" regressions)
+        base=$(field "$s/nightly.txt" baseline)
+        [ "$(rank "$st")" -gt "$(rank "$status")" ] && status=$st
+        total=$((total + ${n:-0}))
+        cells="$cells${cells:+, }[$id]($day/$id/) $st"
+        items="$items$sep"$'\n'"        {\"sweep\": \"$id\", \"status\": \"$st\", \"regressions\": ${n:-0}, \"baseline\": \"$base\"}"
+        sep=,
+    done
+    [ "$status" = none ] && continue
+    echo "| [$day]($day/summary.md) | $status | $total | $cells |" >>"$nightly/index.md.tmp"
+    [ $first_night -eq 1 ] || printf ',' >>"$nightly/index.json.tmp"
+    first_night=0
+    printf '\n    {"date": "%s", "status": "%s", "regressions": %d, "summary": "%s/summary.md",\n     "sweeps": [%s\n     ]}' \
+        "$day" "$status" "$total" "$day" "$items" >>"$nightly/index.json.tmp"
+done
+printf '\n  ]\n}\n' >>"$nightly/index.json.tmp"
+mv "$nightly/index.md.tmp" "$nightly/index.md"
+mv "$nightly/index.json.tmp" "$nightly/index.json"
+
+echo "nightly: $night/summary.md, $nightly/index.md"
+exit $worst
