@@ -18,6 +18,131 @@
 
 #include "mixed_gemm.cuh"
 
+// The end of both kernels: warps wk > 0 hand their partial sums to warp wk = 0 of the same
+// (wm, wn) through shared memory (free once the caller synchronised); then either Y is written, or
+// (gridDim.z > 1) the fp32 partial tile goes to ws and the last block of the tile adds all of them
+// in split order and writes Y. acc[a][b][c][] is the m16n8 tile at rows m0 + wm * MT * 16 + 16 a,
+// columns n0 + (wn * NU + b) * 64 + 8 c.
+template <typename T, int MT, int NU, int WM, int WN, int WK>
+__device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned char *smem,
+                                            T *__restrict__ Y, float *__restrict__ ws,
+                                            int *__restrict__ counters, int m, int n, int m0, int n0,
+                                            int wm, int wn, int wk)
+{
+    constexpr int MW = MT * 16;
+    __shared__ int last;
+    const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, tq = lane & 3;
+    const int splits = gridDim.z, z = blockIdx.z;
+    // WK > 1: warps wk > 0 hand their partial sums to warp wk = 0 of the same (wm, wn).
+    if (WK > 1) {
+        constexpr int ACC = MT * NU * 8 * 4;
+        float *red = reinterpret_cast<float *>(smem);
+        const int wmn = wm * WN + wn;
+        if (wk > 0) {
+            float *dst = red + ((long long)((wk - 1) * WM * WN + wmn) * ACC) * 32 + lane;
+            int i = 0;
+#pragma unroll
+            for (int a = 0; a < MT; a++)
+#pragma unroll
+                for (int b = 0; b < NU; b++)
+#pragma unroll
+                    for (int c = 0; c < 8; c++)
+#pragma unroll
+                        for (int d = 0; d < 4; d++, i++)
+                            dst[i * 32] = acc[a][b][c][d];
+        }
+        __syncthreads();
+        if (wk == 0) {
+            for (int w = 1; w < WK; w++) {
+                const float *src = red + ((long long)((w - 1) * WM * WN + wmn) * ACC) * 32 + lane;
+                int i = 0;
+#pragma unroll
+                for (int a = 0; a < MT; a++)
+#pragma unroll
+                    for (int b = 0; b < NU; b++)
+#pragma unroll
+                        for (int c = 0; c < 8; c++)
+#pragma unroll
+                            for (int d = 0; d < 4; d++, i++)
+                                acc[a][b][c][d] += src[i * 32];
+            }
+        }
+    }
+
+    if (splits > 1) {
+        if (wk == 0) {
+#pragma unroll
+            for (int a = 0; a < MT; a++)
+#pragma unroll
+                for (int b = 0; b < NU; b++)
+#pragma unroll
+                    for (int c = 0; c < 8; c++)
+#pragma unroll
+                        for (int h = 0; h < 2; h++) {
+                            const int row = m0 + wm * MW + a * 16 + g + h * 8;
+                            const int col = n0 + (wn * NU + b) * 64 + c * 8 + tq * 2;
+                            if (row < m)
+                                __stcg(reinterpret_cast<float2 *>(ws + ((long long)z * m + row) * n + col),
+                                       make_float2(acc[a][b][c][2 * h], acc[a][b][c][2 * h + 1]));
+                        }
+        }
+        __threadfence();
+        __syncthreads();
+        const int tile = blockIdx.y * gridDim.x + blockIdx.x;
+        if (tid == 0)
+            last = atomicAdd(counters + tile, 1) == splits - 1;
+        __syncthreads();
+        if (!last)
+            return;
+        __threadfence();
+        if (wk == 0) {
+#pragma unroll
+            for (int a = 0; a < MT; a++)
+#pragma unroll
+                for (int b = 0; b < NU; b++)
+#pragma unroll
+                    for (int c = 0; c < 8; c++)
+#pragma unroll
+                        for (int h = 0; h < 2; h++) {
+                            const int row = m0 + wm * MW + a * 16 + g + h * 8;
+                            const int col = n0 + (wn * NU + b) * 64 + c * 8 + tq * 2;
+                            if (row >= m)
+                                continue;
+                            float s0 = 0.f, s1 = 0.f;
+                            for (int p = 0; p < splits; p++) {
+                                const float2 v = __ldcg(reinterpret_cast<const float2 *>(
+                                    ws + ((long long)p * m + row) * n + col));
+                                s0 += v.x;
+                                s1 += v.y;
+                            }
+                            acc[a][b][c][2 * h] = s0;
+                            acc[a][b][c][2 * h + 1] = s1;
+                        }
+        }
+        if (tid == 0)
+            counters[tile] = 0; // ready for the next launch
+    }
+    if (wk != 0)
+        return;
+#pragma unroll
+    for (int a = 0; a < MT; a++)
+#pragma unroll
+        for (int b = 0; b < NU; b++)
+#pragma unroll
+            for (int c = 0; c < 8; c++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int row = m0 + wm * MW + a * 16 + g + h * 8;
+                    const int col = n0 + (wn * NU + b) * 64 + c * 8 + tq * 2;
+                    if (row < m) {
+                        const T lo = from_f32<T>(acc[a][b][c][2 * h]);
+                        const T hi = from_f32<T>(acc[a][b][c][2 * h + 1]);
+                        *reinterpret_cast<unsigned *>(Y + (long long)row * n + col) =
+                            (unsigned)lo.x | ((unsigned)hi.x << 16);
+                    }
+                }
+}
+
 template <typename T, int BM, int BN, int BK, int WM, int WN, int WK, int STAGES, int ZP>
 __global__ void __launch_bounds__(WM *WN *WK * 32)
     mg_fused(const T *__restrict__ X, const uint4 *__restrict__ Wp, const T *__restrict__ S,
@@ -39,7 +164,6 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
     static_assert(STAGES >= 2, "STAGES >= 2");
 
     extern __shared__ uint4 mg_smem[];
-    __shared__ int mg_last;
     unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -156,112 +280,135 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
     cp_async_wait<0>();
     __syncthreads();
 
-    // WK > 1: warps wk > 0 hand their partial sums to warp wk = 0 of the same (wm, wn).
-    if (WK > 1) {
-        constexpr int ACC = MT * NU * 8 * 4;
-        float *red = reinterpret_cast<float *>(smem);
-        const int wmn = wm * WN + wn;
-        if (wk > 0) {
-            float *dst = red + ((long long)((wk - 1) * WM * WN + wmn) * ACC) * 32 + lane;
-            int i = 0;
+    mg_epilogue<T, MT, NU, WM, WN, WK>(acc, smem, Y, ws, counters, m, n, m0, n0, wm, wn, wk);
+}
+
+// mg_direct - the small-m kernel (m <= 16 per block): weights stream from global memory straight
+// into registers (UNROLL 16-byte loads in flight per lane, no shared-memory staging, no block
+// barrier in the main loop); X for the block's k range sits in shared memory. Each warp owns one
+// 64-column unit and a contiguous share of the block's k range (WK warps along k, WN along n).
+// The scale is applied to the accumulator, once per group, not to every weight: the MMA multiplies
+// X by MAGIC + q (one lop3 per two weights), a ninth MMA against ones sums X over the same steps,
+// and at the end of each run of steps within one group
+//     acc += s * (P - (MAGIC + z) * sum(X)),
+// which is sum X (q - z) s with the bias cancelled in fp32.
+// Requirements (host): n % (64 WN) == 0, k % 64 == 0, every split's k range <= KC,
+// G >= 32 a power of two, or G = k (gsh = -1).
+template <typename T, int WN, int WK, int UNROLL, int KC, int ZP>
+__global__ void __launch_bounds__(WN *WK * 32)
+    mg_direct(const T *__restrict__ X, const uint4 *__restrict__ Wp, const T *__restrict__ S,
+              const T *__restrict__ Z, T *__restrict__ Y, float *__restrict__ ws,
+              int *__restrict__ counters, int m, int n, int k, int group, int gsh)
+{
+    constexpr int NT = WN * WK * 32;
+    static_assert(KC % 64 == 0, "KC: a multiple of 64");
+    extern __shared__ uint4 mg_smem[];
+    unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
+    T *xs = reinterpret_cast<T *>(smem);
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wk = warp % WK, wn = warp / WK;
+    const int g = lane >> 2;
+    const int n0 = blockIdx.x * (64 * WN), m0 = blockIdx.y * 16;
+    const int splits = gridDim.z, z = blockIdx.z;
+    const int steps = k / 16;
+    const int s_begin = (int)((long long)z * steps / splits);
+    const int s_end = (int)((long long)(z + 1) * steps / splits);
+    const int len = s_end - s_begin; // k16 steps of this block (<= KC / 16)
+    const long long units_n = n / 64;
+    const int unit = n0 / 64 + wn;
+
+    // X[m0 .. m0 + 15][16 s_begin .. 16 s_end) -> shared memory, swizzled by 16-byte chunks
+    constexpr int XCH = KC / 8;
+    for (int c = tid; c < 16 * len * 2; c += NT) {
+        const int r = c / (len * 2), ch = c % (len * 2);
+        const int row = m0 + r;
+        const bool valid = row < m;
+        const T *src = X + (long long)(valid ? row : 0) * k + s_begin * 16 + ch * 8;
+        mg_cp_async16_zfill(xs + r * KC + ((ch ^ (r & 7)) * 8), src, valid);
+    }
+    cp_async_commit();
+
+    // this warp's steps: [w_begin, w_end) relative to s_begin
+    const int w_begin = wk * len / WK, w_end = (wk + 1) * len / WK;
+    const int nw = w_end - w_begin;
+    const uint4 *wsrc = Wp + ((long long)(s_begin + w_begin) * units_n + unit) * 32 + lane;
+    const long long wstride = units_n * 32;
+
+    uint4 buf[UNROLL];
 #pragma unroll
-            for (int a = 0; a < MT; a++)
-#pragma unroll
-                for (int b = 0; b < NU; b++)
-#pragma unroll
-                    for (int c = 0; c < 8; c++)
-#pragma unroll
-                        for (int d = 0; d < 4; d++, i++)
-                            dst[i * 32] = acc[a][b][c][d];
+    for (int i = 0; i < UNROLL; i++)
+        if (i < nw) {
+            raw_vec<16> v;
+            ld_nc(v, wsrc + i * wstride);
+            buf[i] = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
         }
-        __syncthreads();
-        if (wk == 0) {
-            for (int w = 1; w < WK; w++) {
-                const float *src = red + ((long long)((w - 1) * WM * WN + wmn) * ACC) * 32 + lane;
-                int i = 0;
+
+    float acc[1][1][8][4], P[8][4], sx[4];
 #pragma unroll
-                for (int a = 0; a < MT; a++)
+    for (int c = 0; c < 8; c++)
 #pragma unroll
-                    for (int b = 0; b < NU; b++)
+        for (int d = 0; d < 4; d++)
+            acc[0][0][c][d] = P[c][d] = 0.f;
+    sx[0] = sx[1] = sx[2] = sx[3] = 0.f;
+
+    cp_async_wait<0>();
+    __syncthreads();
+
+    const unsigned ones = mg_type<T>::ONE2;
+    const float mz_sym = mg_type<T>::MAGIC_F + 8.0f;
+    for (int base = 0; base < nw; base += UNROLL) {
 #pragma unroll
-                        for (int c = 0; c < 8; c++)
+        for (int i = 0; i < UNROLL; i++) {
+            const int st = base + i;
+            if (st >= nw)
+                break;
+            const uint4 w = buf[i];
+            if (st + UNROLL < nw) {
+                raw_vec<16> v;
+                ld_nc(v, wsrc + (long long)(st + UNROLL) * wstride);
+                buf[i] = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
+            }
+            const int ls = w_begin + st; // step within the block's range
+            unsigned a[4];
+            {
+                const int r = lane & 15, ch = ls * 2 + (lane >> 4);
+                mg_ldmatrix_x4(a, xs + r * KC + ((ch ^ (r & 7)) * 8));
+            }
+            const unsigned wv[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
-                            for (int d = 0; d < 4; d++, i++)
-                                acc[a][b][c][d] += src[i * 32];
+            for (int t = 0; t < 8; t++) {
+                const unsigned word = wv[t >> 1] >> ((t & 1) * 8);
+                const unsigned b0 = mg_lop3_and_or(word, 0x000f000fu, mg_type<T>::MAGIC2);
+                const unsigned b1 = mg_lop3_and_or(word >> 4, 0x000f000fu, mg_type<T>::MAGIC2);
+                mg_mma<T>(P[t], a, b0, b1);
+            }
+            mg_mma<T>(sx, a, ones, ones);
+            // end of a run within one group: apply the scale (and the bias) to the accumulator
+            const int kg = (s_begin + ls) * 16 + 16; // first k after this step
+            const bool run_end = st == nw - 1 || (gsh >= 0 && (kg & ((1 << gsh) - 1)) == 0);
+            if (run_end) {
+                const long long grp = gsh >= 0 ? (long long)((kg - 16) >> gsh) : 0;
+                const uint4 sv = *reinterpret_cast<const uint4 *>(S + grp * n + unit * 64 + g * 8);
+                uint4 zv = make_uint4(0, 0, 0, 0);
+                if (ZP)
+                    zv = *reinterpret_cast<const uint4 *>(Z + grp * n + unit * 64 + g * 8);
+                const T *s8 = reinterpret_cast<const T *>(&sv);
+                const T *z8 = reinterpret_cast<const T *>(&zv);
+#pragma unroll
+                for (int t = 0; t < 8; t++) {
+                    const float sc = to_f32(s8[t]);
+                    const float mz = ZP ? to_f32(z8[t]) : mz_sym;
+#pragma unroll
+                    for (int d = 0; d < 4; d++) {
+                        acc[0][0][t][d] += sc * (P[t][d] - mz * sx[d & 2]);
+                        P[t][d] = 0.f;
+                    }
+                }
+                sx[0] = sx[1] = sx[2] = sx[3] = 0.f;
             }
         }
     }
-
-    if (splits > 1) {
-        if (wk == 0) {
-#pragma unroll
-            for (int a = 0; a < MT; a++)
-#pragma unroll
-                for (int b = 0; b < NU; b++)
-#pragma unroll
-                    for (int c = 0; c < 8; c++)
-#pragma unroll
-                        for (int h = 0; h < 2; h++) {
-                            const int row = m0 + wm * MW + a * 16 + g + h * 8;
-                            const int col = n0 + (wn * NU + b) * 64 + c * 8 + tq * 2;
-                            if (row < m)
-                                __stcg(reinterpret_cast<float2 *>(ws + ((long long)z * m + row) * n + col),
-                                       make_float2(acc[a][b][c][2 * h], acc[a][b][c][2 * h + 1]));
-                        }
-        }
-        __threadfence();
-        __syncthreads();
-        const int tile = blockIdx.y * gridDim.x + blockIdx.x;
-        if (tid == 0)
-            mg_last = atomicAdd(counters + tile, 1) == splits - 1;
-        __syncthreads();
-        if (!mg_last)
-            return;
-        __threadfence();
-        if (wk == 0) {
-#pragma unroll
-            for (int a = 0; a < MT; a++)
-#pragma unroll
-                for (int b = 0; b < NU; b++)
-#pragma unroll
-                    for (int c = 0; c < 8; c++)
-#pragma unroll
-                        for (int h = 0; h < 2; h++) {
-                            const int row = m0 + wm * MW + a * 16 + g + h * 8;
-                            const int col = n0 + (wn * NU + b) * 64 + c * 8 + tq * 2;
-                            if (row >= m)
-                                continue;
-                            float s0 = 0.f, s1 = 0.f;
-                            for (int p = 0; p < splits; p++) {
-                                const float2 v = __ldcg(reinterpret_cast<const float2 *>(
-                                    ws + ((long long)p * m + row) * n + col));
-                                s0 += v.x;
-                                s1 += v.y;
-                            }
-                            acc[a][b][c][2 * h] = s0;
-                            acc[a][b][c][2 * h + 1] = s1;
-                        }
-        }
-        if (tid == 0)
-            counters[tile] = 0; // ready for the next launch
-    }
-    if (wk != 0)
-        return;
-#pragma unroll
-    for (int a = 0; a < MT; a++)
-#pragma unroll
-        for (int b = 0; b < NU; b++)
-#pragma unroll
-            for (int c = 0; c < 8; c++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int row = m0 + wm * MW + a * 16 + g + h * 8;
-                    const int col = n0 + (wn * NU + b) * 64 + c * 8 + tq * 2;
-                    if (row < m) {
-                        const T lo = from_f32<T>(acc[a][b][c][2 * h]);
-                        const T hi = from_f32<T>(acc[a][b][c][2 * h + 1]);
-                        *reinterpret_cast<unsigned *>(Y + (long long)row * n + col) =
-                            (unsigned)lo.x | ((unsigned)hi.x << 16);
-                    }
-                }
+    __syncthreads(); // X is no longer read: the epilogue may reuse shared memory
+    mg_epilogue<T, 1, 1, 1, WN, WK>(acc, smem, Y, ws, counters, m, n, m0, n0, 0, wn, wk);
 }

@@ -55,6 +55,10 @@ static const family_axis mg_params[] = {
     {"wk", FAMILY_AXIS_INT, 1, 16, NULL, "1", "warps along k (partial sums added in shared memory)"},
     {"stages", FAMILY_AXIS_INT, 2, 16, NULL, "4", "cp.async pipeline stages"},
     {"splitk", FAMILY_AXIS_INT, 1, 64, NULL, "1", "blocks along k (reduced in the kernel)"},
+    {"unroll", FAMILY_AXIS_INT, 0, 32, NULL, "0",
+     "0: the staged kernel (cp.async pipeline); N >= 1: the direct kernel (bm = 16, bn = 64 wn, "
+     "N weight loads in flight per lane; bk and stages unused)"},
+    {"kc", FAMILY_AXIS_INT, 64, 8192, NULL, "1024", "direct kernel: most k per block (X kept in shared memory)"},
 };
 
 static const family_method mg_methods[] = {
@@ -74,7 +78,7 @@ typedef struct {
     int zp;
     int64_t m, n, k, group, g_eff; /* g_eff: rows per scale (k when group == 0) */
     /* fused kernel geometry */
-    int64_t bm, bn, bk, wm, wn, wk, stages, splitk;
+    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc;
     int gsh;
     size_t smem;
     unsigned grid[3], threads;
@@ -110,6 +114,43 @@ static size_t mg_smem_bytes(const mg_desc *d)
     int64_t mt = d->bm / d->wm / 16, nu = d->bn / d->wn / 64;
     int64_t red = (d->wk - 1) * d->wm * d->wn * mt * nu * 32 * 32 * 4;
     return (size_t)(stage * d->stages > red ? stage * d->stages : red);
+}
+
+/* The direct kernel's geometry (unroll >= 1): 16 rows per block, one 64-column unit per warp. */
+static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
+{
+    if (d->bm != 16 || d->wm != 1)
+        return mg_fail(why, why_size, "tile shape: the direct kernel takes bm = 16, wm = 1");
+    if (d->bn != 64 * d->wn)
+        return mg_fail(why, why_size, "tile shape: the direct kernel takes bn = 64 x wn");
+    if (d->kc % 64 != 0)
+        return mg_fail(why, why_size, "tile shape: kc = %lld is not a multiple of 64", (long long)d->kc);
+    int64_t threads = d->wn * d->wk * 32;
+    if (threads > 1024)
+        return mg_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
+    if (d->n % d->bn != 0)
+        return mg_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
+                       (long long)d->n, (long long)d->bn);
+    int64_t steps = d->k / 16;
+    if (d->splitk < 1 || d->splitk > steps / d->wk)
+        return mg_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld x wk %lld > k / 16",
+                       (long long)d->splitk, (long long)d->wk);
+    if ((steps + d->splitk - 1) / d->splitk * 16 > d->kc)
+        return mg_fail(why, why_size, "split-K too shallow for kc: k / splitk = %lld > kc = %lld",
+                       (long long)((steps + d->splitk - 1) / d->splitk * 16), (long long)d->kc);
+    int64_t red = (d->wk - 1) * d->wn * 32 * 32 * 4, xs = 16 * d->kc * 2;
+    d->smem = (size_t)(xs > red ? xs : red);
+    if (d->smem > MG_SMEM_LIMIT)
+        return mg_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
+                       d->smem / 1024, MG_SMEM_LIMIT / 1024);
+    d->gsh = d->group == 0 ? -1 : ilog2(d->g_eff);
+    d->threads = (unsigned)threads;
+    d->grid[0] = (unsigned)(d->n / d->bn);
+    d->grid[1] = (unsigned)((d->m + 15) / 16);
+    d->grid[2] = (unsigned)d->splitk;
+    if (d->grid[1] > 65535)
+        return mg_fail(why, why_size, "tile shape: m / 16 = %u blocks exceeds the grid limit", d->grid[1]);
+    return 0;
 }
 
 /* Describes cfg; -1 with `why` (a category, a colon, the details) when it cannot run. */
@@ -160,6 +201,10 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
     d->wk = point_int(cfg, "wk", 1);
     d->stages = point_int(cfg, "stages", 4);
     d->splitk = point_int(cfg, "splitk", 1);
+    d->unroll = point_int(cfg, "unroll", 0);
+    d->kc = point_int(cfg, "kc", 1024);
+    if (d->unroll > 0)
+        return mg_describe_direct(d, why, why_size);
     if (d->bk % 64 != 0)
         return mg_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 64", (long long)d->bk);
     if (d->wm < 1 || d->bm % (16 * d->wm) != 0)
@@ -210,6 +255,11 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
 
 static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
 {
+    if (d->unroll > 0) {
+        snprintf(buf, size, "mg_direct<%s, %lld, %lld, %lld, %lld, %d>", d->tname, (long long)d->wn,
+                 (long long)d->wk, (long long)d->unroll, (long long)d->kc, d->zp);
+        return;
+    }
     snprintf(buf, size, "mg_fused<%s, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d>", d->tname,
              (long long)d->bm, (long long)d->bn, (long long)d->bk, (long long)d->wm,
              (long long)d->wn, (long long)d->wk, (long long)d->stages, d->zp);
