@@ -389,18 +389,23 @@ __global__ void __launch_bounds__(WN *WK * 32)
             const bool run_end = st == nw - 1 || (gsh >= 0 && (kg & ((1 << gsh) - 1)) == 0);
             if (run_end) {
                 const long long grp = gsh >= 0 ? (long long)((kg - 16) >> gsh) : 0;
-                const uint4 sv = *reinterpret_cast<const uint4 *>(S + grp * n + unit * 64 + g * 8);
-                uint4 zv = make_uint4(0, 0, 0, 0);
-                if (ZP)
-                    zv = *reinterpret_cast<const uint4 *>(Z + grp * n + unit * 64 + g * 8);
-                const T *s8 = reinterpret_cast<const T *>(&sv);
-                const T *z8 = reinterpret_cast<const T *>(&zv);
+                // the accumulator's columns are 8 t + 2 tq + e (e = d & 1): in the permuted scale
+                // layout those are element t of the 8 values at 16 tq + 8 e
+                const T *srow = S + grp * n + unit * 64 + 16 * (lane & 3);
+                const uint4 sv[2] = {*reinterpret_cast<const uint4 *>(srow),
+                                     *reinterpret_cast<const uint4 *>(srow + 8)};
+                uint4 zv[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+                if (ZP) {
+                    const T *zrow = Z + grp * n + unit * 64 + 16 * (lane & 3);
+                    zv[0] = *reinterpret_cast<const uint4 *>(zrow);
+                    zv[1] = *reinterpret_cast<const uint4 *>(zrow + 8);
+                }
 #pragma unroll
                 for (int t = 0; t < 8; t++) {
-                    const float sc = to_f32(s8[t]);
-                    const float mz = ZP ? to_f32(z8[t]) : mz_sym;
 #pragma unroll
                     for (int d = 0; d < 4; d++) {
+                        const float sc = to_f32(reinterpret_cast<const T *>(&sv[d & 1])[t]);
+                        const float mz = ZP ? to_f32(reinterpret_cast<const T *>(&zv[d & 1])[t]) : mz_sym;
                         acc[0][0][t][d] += sc * (P[t][d] - mz * sx[d & 2]);
                         P[t][d] = 0.f;
                     }
