@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REPORT_N_STATUS ((size_t)RESULT_SKIPPED + 1)
+#define REPORT_N_STATUS ((size_t)RESULT_COMPILED + 1)
 #define REPORT_CELL 64
 
 typedef struct {

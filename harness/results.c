@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 static const char *const results_status_names[] = {
-    "ok", "invalid", "compile_error", "launch_error", "crashed", "timeout", "skipped",
+    "ok", "invalid", "compile_error", "launch_error", "crashed", "timeout", "skipped", "compiled",
 };
 #define RESULTS_N_STATUS (sizeof results_status_names / sizeof *results_status_names)
 
@@ -438,7 +438,7 @@ static tune_status results_get_status(const json_t *o, result_row *row, const ch
     if (!json_is_string(v) || result_status_parse(json_string_value(v), &row->status) != 0)
         return tune_error_set(err, TUNE_ERR_INVALID, where,
                               "key 'status': expected one of ok, invalid, compile_error, "
-                              "launch_error, crashed, timeout, skipped");
+                              "launch_error, crashed, timeout, skipped, compiled");
     return TUNE_OK;
 }
 

@@ -40,7 +40,8 @@ typedef enum {
     RESULT_LAUNCH_ERROR,  /* the launch or a CUDA call around it failed */
     RESULT_CRASHED,       /* sticky device error */
     RESULT_TIMEOUT,       /* watchdog */
-    RESULT_SKIPPED        /* not run: reason says why (out of memory, unsupported) */
+    RESULT_SKIPPED,       /* not run: reason says why (out of memory, unsupported) */
+    RESULT_COMPILED       /* compile-only run (--compile-only): compiled, not run */
 } result_status;
 
 const char *result_status_str(result_status s); /* "ok", "invalid", "compile_error", ... */

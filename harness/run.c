@@ -22,6 +22,7 @@
 #include "report.h"
 #include "results.h"
 #include "roofline.h"
+#include "shard.h"
 #include "space.h"
 #include "stats.h"
 #include "timing.h"
@@ -59,6 +60,8 @@ typedef struct {
     double read_bw;         /* B/s: given, or measured by the first worker */
     unsigned char *done;    /* per configuration: a row exists (this run or a resumed one) */
     char out_dir[PATH_MAX]; /* the run's folder */
+    shard_plan *plan;       /* --shard: the sweep's shards; NULL: the whole sweep */
+    char arch_name[16];     /* "sm_90": what the kernels were compiled for */
 } run_ctx;
 
 /* 64-bit FNV-1a, for the run key. */
@@ -262,6 +265,7 @@ static void *lookup_kernel(void *kctx, const char *source, const char *name)
 
 static void free_ctx(run_ctx *rc)
 {
+    shard_plan_free(rc->plan);
     free(rc->done);
     for (size_t i = 0; rc->plans && i < space_n_configs(rc->sp); i++)
         free(rc->plans[i].skip);
@@ -367,6 +371,19 @@ static json_t *meta_build(const run_ctx *rc, const gpu_info *gi, const run_summa
         if (monitor_driver_version(rc->mon, drv, sizeof drv) || driver_version_text(drv, sizeof drv))
             json_object_set_new(json_object_get(m, "versions"), "driver", json_string(drv));
     }
+    if (rc->opt->compile_only)
+        json_object_set_new(m, "compile_only", json_pack("{s:s}", "arch", rc->arch_name));
+    if (rc->plan) {
+        size_t si = rc->opt->shard_index;
+        json_object_set_new(
+            m, "shard",
+            json_pack("{s:I, s:I, s:I, s:I, s:s, s:f, s:f}", "index", (json_int_t)si, "count",
+                      (json_int_t)shard_plan_count(rc->plan), "configs",
+                      (json_int_t)shard_plan_n_configs(rc->plan, si), "total_configs",
+                      (json_int_t)space_n_configs(rc->sp), "plan", shard_plan_hash(rc->plan),
+                      "estimated_seconds", shard_plan_cost(rc->plan, si),
+                      "total_estimated_seconds", shard_plan_total_cost(rc->plan)));
+    }
     if (key)
         json_object_set(m, "key", key);
     json_object_set_new(m, "nvml", json_boolean(rc->mon != NULL));
@@ -374,7 +391,8 @@ static json_t *meta_build(const run_ctx *rc, const gpu_info *gi, const run_summa
     json_object_set_new(m, "seed", json_integer((json_int_t)rc->opt->seed));
     json_object_set_new(m, "read_bw",
                         json_pack("{s:f, s:s}", "bytes_per_second", sum->read_bw, "source",
-                                  rc->opt->read_bw > 0 ? "given" : "measured (read-only probe, 4 GiB, median of 20)"));
+                                  rc->opt->compile_only ? "none (compile-only)"
+                                  : rc->opt->read_bw > 0 ? "given" : "measured (read-only probe, 4 GiB, median of 20)"));
     json_object_set_new(m, "start", json_string(start));
     if (end)
         json_object_set_new(m, "end", json_string(end));
@@ -389,6 +407,9 @@ static json_t *meta_build(const run_ctx *rc, const gpu_info *gi, const run_summa
                   "kernels_cached", (json_int_t)sum->n_cached, "kernel_errors",
                   (json_int_t)sum->n_kernel_errors, "compile_seconds", sum->compile_seconds,
                   "wall_seconds", sum->wall_seconds));
+    if (rc->opt->compile_only)
+        json_object_set_new(json_object_get(m, "summary"), "compiled",
+                            json_integer((json_int_t)sum->n_compiled));
     return m;
 }
 
@@ -480,6 +501,7 @@ static void count_status(run_summary *s, result_status st)
     case RESULT_SKIPPED: s->n_skipped++; break;
     case RESULT_CRASHED: s->n_crashed++; break;
     case RESULT_TIMEOUT: s->n_timeout++; break;
+    case RESULT_COMPILED: s->n_compiled++; break;
     default: s->n_launch_error++; break;
     }
 }
@@ -975,6 +997,47 @@ static tune_status coordinate(run_ctx *rc, run_summary *sum)
     return st;
 }
 
+/* A compile-only run's rows (--compile-only): compiled, compile_error with the NVRTC log, or
+ * skipped when the family cannot run the configuration; nothing measured. */
+static tune_status write_compile_rows(run_ctx *rc, run_summary *sum)
+{
+    results_writer *w = results_open(rc->out_dir, rc->err);
+    if (!w)
+        return rc->err ? rc->err->code : TUNE_ERR_IO;
+    tune_status st = TUNE_OK;
+    for (size_t ci = 0; ci < space_n_configs(rc->sp) && st == TUNE_OK; ci++) {
+        if (rc->done[ci])
+            continue;
+        tune_point p;
+        result_row row;
+        char stamp[32];
+        space_config_point(rc->sp, ci, &p);
+        fill_row(rc, ci, &p, &row, NULL);
+        const run_plan *pl = &rc->plans[ci];
+        char *log = NULL;
+        if (pl->n_refs > 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
+            row.kernel = rc->kernels[pl->refs[0]].job.name;
+        if (pl->skip) {
+            row.status = RESULT_SKIPPED;
+            row.reason = pl->skip;
+        } else if (compile_failure(rc, ci, &log) >= 0) {
+            row.status = RESULT_COMPILE_ERROR;
+            row.reason = log ? log : "compile error";
+        } else {
+            row.status = RESULT_COMPILED;
+        }
+        utc_stamp(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ");
+        row.timestamp = stamp;
+        st = results_write_row(w, &row, rc->err);
+        if (st == TUNE_OK) {
+            rc->done[ci] = 1;
+            count_status(sum, row.status);
+        }
+    }
+    results_close(w);
+    return st;
+}
+
 /* ---- the device, queried without touching CUDA in this process ---- */
 
 static int probe_body(void *ctx, int fd)
@@ -1145,12 +1208,26 @@ static json_t *run_key(const run_ctx *rc)
     char kh[40];
     snprintf(kh, sizeof kh, "%016llx", (unsigned long long)h.v);
     char drv[256] = "";
-    if (!monitor_driver_version(rc->mon, drv, sizeof drv))
-        driver_version_text(drv, sizeof drv);
-    return json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:I}", "kernels_hash", kh, "nvrtc",
-                     compile_nvrtc_version(), "cuda_driver", rc->gi.driver_version, "driver", drv,
-                     "device", rc->gi.name, "pci_bus_id", rc->gi.pci_bus_id, "seed",
-                     (json_int_t)rc->opt->seed);
+    json_t *key;
+    if (rc->opt->compile_only) {
+        key = json_pack("{s:s, s:i, s:s, s:I}", "kernels_hash", kh, "nvrtc",
+                        compile_nvrtc_version(), "arch", rc->arch_name, "seed",
+                        (json_int_t)rc->opt->seed);
+    } else {
+        if (!monitor_driver_version(rc->mon, drv, sizeof drv))
+            driver_version_text(drv, sizeof drv);
+        key = json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:I}", "kernels_hash", kh, "nvrtc",
+                        compile_nvrtc_version(), "cuda_driver", rc->gi.driver_version, "driver",
+                        drv, "device", rc->gi.name, "pci_bus_id", rc->gi.pci_bus_id, "seed",
+                        (json_int_t)rc->opt->seed);
+    }
+    if (key && rc->plan) { /* a shard resumes only as the same shard of the same plan */
+        char sh[64];
+        snprintf(sh, sizeof sh, "%zu/%zu %s", rc->opt->shard_index, shard_plan_count(rc->plan),
+                 shard_plan_hash(rc->plan));
+        json_object_set_new(key, "shard", json_string(sh));
+    }
+    return key;
 }
 
 /* Compares the key of the run being resumed (its meta.json) with this one's. */
@@ -1161,6 +1238,12 @@ static tune_status check_resume_key(const run_ctx *rc, const json_t *key)
     json_t *meta = json_load_file(path, 0, NULL);
     json_t *old = meta ? json_object_get(meta, "key") : NULL;
     char diff[2048] = "";
+    if (json_is_true(json_object_get(json_object_get(meta, "shard"), "merged"))) {
+        json_decref(meta);
+        return tune_error_set(rc->err, TUNE_ERR_INVALID, rc->out_dir,
+                              "cannot resume: this folder holds merged shards; resume the run "
+                              "with the same --gpus, or each shard folder with its --shard I/N");
+    }
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)key, k, v)
@@ -1196,6 +1279,8 @@ static tune_status run_gpu(run_ctx *rc, run_summary *sum)
     rc->done = calloc(n ? n : 1, 1);
     if (!rc->done)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    for (size_t i = 0; rc->plan && i < n; i++) /* other shards' configurations: not ours to run */
+        rc->done[i] = shard_plan_owner(rc->plan, i) != rc->opt->shard_index;
     if (rc->opt->resume && !rc->opt->out_dir)
         st = latest_run_dir(rc, rc->out_dir, sizeof rc->out_dir);
     else
@@ -1227,19 +1312,25 @@ static tune_status run_gpu(run_ctx *rc, run_summary *sum)
                     rc->out_dir, n_found, n);
     }
     sum->read_bw = rc->read_bw;
-    meta = meta_build(rc, &rc->gi, sum, start, NULL, key);
+    meta = meta_build(rc, rc->opt->compile_only ? NULL : &rc->gi, sum, start, NULL, key);
     if ((st = meta_write(rc->out_dir, meta, rc->err)) != TUNE_OK)
         goto done;
-    if (!rc->opt->quiet)
-        fprintf(stderr, "tune: %s on %s, results in %s\n", rc->sw->name, rc->gi.name, rc->out_dir);
-    st = coordinate(rc, sum);
+    if (!rc->opt->quiet) {
+        char shard[64] = "";
+        if (rc->plan)
+            snprintf(shard, sizeof shard, " (shard %zu/%zu)", rc->opt->shard_index,
+                     shard_plan_count(rc->plan));
+        fprintf(stderr, "tune: %s%s on %s, results in %s\n", rc->sw->name, shard,
+                rc->opt->compile_only ? "no GPU (compile-only)" : rc->gi.name, rc->out_dir);
+    }
+    st = rc->opt->compile_only ? write_compile_rows(rc, sum) : coordinate(rc, sum);
 done:
     if (meta) {
         utc_stamp(end, sizeof end, "%Y-%m-%dT%H:%M:%SZ");
         sum->wall_seconds = now_seconds() - rc->t0;
         sum->read_bw = rc->read_bw;
         json_decref(meta);
-        meta = meta_build(rc, &rc->gi, sum, start, st == TUNE_OK ? end : NULL, key);
+        meta = meta_build(rc, rc->opt->compile_only ? NULL : &rc->gi, sum, start, st == TUNE_OK ? end : NULL, key);
         tune_status mst = meta_write(rc->out_dir, meta, rc->err);
         json_decref(meta);
         if (st == TUNE_OK)
@@ -1255,8 +1346,266 @@ done:
     return st;
 }
 
+/* ---- one coordinator per GPU (--gpus), merged at the end ---- */
+
+static int count_body(void *ctx, int fd)
+{
+    (void)ctx;
+    int n = 0;
+    tune_error e = {0};
+    if (gpu_count(&n, &e) != TUNE_OK) {
+        worker_send(fd, "F %d %s", (int)e.code, e.message);
+        return 1;
+    }
+    worker_send(fd, "N %d", n);
+    return 0;
+}
+
+/* The number of CUDA devices, counted in a child process (this one never initialises CUDA). */
+static tune_status probe_count(int *n, tune_error *err)
+{
+    worker *w = worker_start(count_body, NULL, err);
+    if (!w)
+        return err ? err->code : TUNE_ERR_IO;
+    char line[4096], how[256];
+    tune_status st = TUNE_ERR_NO_GPU;
+    int r = worker_read_line(w, line, sizeof line, 120);
+    if (r == 1 && sscanf(line, "N %d", n) == 1) {
+        st = TUNE_OK;
+    } else if (r == 1 && line[0] == 'F') {
+        char *msg;
+        st = (tune_status)strtol(line + 2, &msg, 10);
+        tune_error_set(err, st, "", "%s", msg + (*msg == ' '));
+    } else {
+        worker_kill(w);
+    }
+    worker_wait(w, how, sizeof how);
+    if (st != TUNE_OK && (!err || err->code == TUNE_OK))
+        tune_error_set(err, TUNE_ERR_CUDA, "device count", "the device query ended: %s", how);
+    return st;
+}
+
+/* The devices of --gpus: "all" (every device a child process sees) or a list "0,1,3". */
+static tune_status parse_gpus(const run_options *opt, int *devs, size_t max, size_t *n,
+                              tune_error *err)
+{
+    *n = 0;
+    if (strcmp(opt->gpus, "all") == 0) {
+        int count = 0;
+        tune_status st = probe_count(&count, err);
+        if (st != TUNE_OK)
+            return st;
+        for (int d = 0; d < count && *n < max; d++)
+            devs[(*n)++] = d;
+        return TUNE_OK;
+    }
+    for (const char *p = opt->gpus; *p;) {
+        char *end;
+        long d = strtol(p, &end, 10);
+        if (end == p || d < 0 || d > 1023 || (*end != ',' && *end != '\0') || *n == max)
+            return tune_error_set(err, TUNE_ERR_INVALID, "--gpus",
+                                  "expected 'all' or a list of device ordinals like 0,1,3, got "
+                                  "'%s'",
+                                  opt->gpus);
+        for (size_t i = 0; i < *n; i++)
+            if (devs[i] == (int)d)
+                return tune_error_set(err, TUNE_ERR_INVALID, "--gpus", "GPU %ld is listed twice",
+                                      d);
+        devs[(*n)++] = (int)d;
+        p = *end ? end + 1 : end;
+    }
+    if (*n == 0)
+        return tune_error_set(err, TUNE_ERR_INVALID, "--gpus", "no GPU listed");
+    return TUNE_OK;
+}
+
+typedef struct {
+    const sweep *sw;
+    run_options opt; /* the shard's: --shard i/n --device d --out <run>/shards/<i> */
+    char dir[PATH_MAX];
+    worker *w;
+    int code;          /* exit status, -1 while running */
+    char failure[2048];
+} gpu_shard;
+
+/* A shard's coordinator, in a child process: run_sweep with its output in <dir>/log.txt. */
+static int gpu_shard_body(void *ctx, int fd)
+{
+    gpu_shard *g = ctx;
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/log.txt", g->dir);
+    int lf = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (lf >= 0) {
+        dup2(lf, 1);
+        dup2(lf, 2);
+        close(lf);
+    }
+    run_summary sum;
+    tune_error e = {0};
+    if (run_sweep(g->sw, &g->opt, &sum, &e) != TUNE_OK) {
+        char buf[2600];
+        tune_error_text(&e, buf, sizeof buf);
+        fprintf(stderr, "tune: %s\n", buf);
+        worker_send(fd, "F %d %s", (int)e.code, buf);
+        return e.code == TUNE_ERR_NO_GPU ? 3 : 1;
+    }
+    return 0;
+}
+
+static size_t count_lines(const char *dir)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    size_t n = 0;
+    char buf[65536];
+    for (size_t k; f && (k = fread(buf, 1, sizeof buf, f)) > 0;)
+        for (size_t i = 0; i < k; i++)
+            n += buf[i] == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static tune_status run_gpus(const sweep *sw, const run_options *opt, run_summary *sum,
+                            tune_error *err)
+{
+    memset(sum, 0, sizeof *sum);
+    int devs[SHARD_MAX];
+    size_t n = 0;
+    tune_status st = parse_gpus(opt, devs, SHARD_MAX, &n, err);
+    if (st != TUNE_OK)
+        return st;
+    run_ctx rc = {.sw = sw, .opt = opt, .err = err, .t0 = now_seconds()};
+    if (!(rc.sp = space_build(sw, err)))
+        return err ? err->code : TUNE_ERR_INVALID;
+    gpu_shard *g = calloc(n, sizeof *g);
+    const char **dirs = calloc(n, sizeof *dirs);
+    int lock_fd = -1;
+    if (!g || !dirs) {
+        st = tune_error_set(err, TUNE_ERR_NOMEM, "run", "out of memory");
+        goto done;
+    }
+    if (!(rc.plan = shard_plan_build(sw, rc.sp, n, err))) {
+        st = err ? err->code : TUNE_ERR_NOMEM;
+        goto done;
+    }
+    if (opt->resume && !opt->out_dir)
+        st = latest_run_dir(&rc, rc.out_dir, sizeof rc.out_dir);
+    else
+        st = make_run_dir(&rc, rc.out_dir, sizeof rc.out_dir);
+    if (st != TUNE_OK || (st = results_mkdirs(rc.out_dir, err)) != TUNE_OK)
+        goto done;
+    if ((lock_fd = lock_run_dir(rc.out_dir, err)) < 0) {
+        st = err ? err->code : TUNE_ERR_IO;
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char meta[PATH_MAX + 16];
+        snprintf(g[i].dir, sizeof g[i].dir, "%.4000s/shards/%zu", rc.out_dir, i);
+        snprintf(meta, sizeof meta, "%s/meta.json", g[i].dir);
+        if ((st = results_mkdirs(g[i].dir, err)) != TUNE_OK)
+            goto done;
+        g[i].sw = sw;
+        g[i].opt = *opt;
+        g[i].opt.gpus = NULL;
+        g[i].opt.shard_index = i;
+        g[i].opt.shard_count = n;
+        g[i].opt.device = devs[i];
+        g[i].opt.out_dir = g[i].dir;
+        g[i].opt.quiet = 0; /* into its log.txt */
+        g[i].opt.resume = opt->resume && access(meta, F_OK) == 0;
+        g[i].code = -1;
+        dirs[i] = g[i].dir;
+    }
+    if (!opt->quiet) {
+        fprintf(stderr, "tune: %s on %zu GPUs, results in %s\n", sw->name, n, rc.out_dir);
+        for (size_t i = 0; i < n; i++)
+            fprintf(stderr, "tune:   GPU %d: shard %zu/%zu, %zu configurations, estimated %.1f s "
+                    "(log: %s/log.txt)\n", devs[i], i, n, shard_plan_n_configs(rc.plan, i),
+                    shard_plan_cost(rc.plan, i), g[i].dir);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!(g[i].w = worker_start(gpu_shard_body, &g[i], err))) {
+            st = err ? err->code : TUNE_ERR_IO;
+            for (size_t j = 0; j < i; j++) { /* all or none */
+                worker_kill(g[j].w);
+                worker_wait(g[j].w, g[j].failure, sizeof g[j].failure);
+            }
+            goto done;
+        }
+    size_t running = n;
+    int tty = isatty(2);
+    double last = 0;
+    while (running > 0) {
+        for (size_t i = 0; i < n; i++) {
+            if (g[i].code >= 0)
+                continue;
+            char line[4096];
+            int r;
+            while ((r = worker_read_line(g[i].w, line, sizeof line, 0.05)) == 1)
+                if (line[0] == 'F')
+                    snprintf(g[i].failure, sizeof g[i].failure, "%.2000s", line + 2);
+            if (r == 0) {
+                char how[256];
+                g[i].code = worker_wait(g[i].w, how, sizeof how);
+                g[i].w = NULL;
+                if (g[i].code != 0 && !g[i].failure[0])
+                    snprintf(g[i].failure, sizeof g[i].failure, "0 the shard's process ended: %s",
+                             how);
+                running--;
+            }
+        }
+        double now = now_seconds();
+        if (!opt->quiet && (running == 0 || now - last >= (tty ? 1.0 : 30.0))) {
+            last = now;
+            size_t done_rows = 0;
+            char parts[1024] = "";
+            for (size_t i = 0, len = 0; i < n; i++) {
+                size_t k = count_lines(g[i].dir);
+                done_rows += k;
+                len += (size_t)snprintf(parts + len, len < sizeof parts ? sizeof parts - len : 0,
+                                        "%sGPU %d %zu/%zu", i ? ", " : "", devs[i], k,
+                                        shard_plan_n_configs(rc.plan, i));
+            }
+            fprintf(stderr, "%s[%zu/%zu] %s, elapsed %.0fs%s", tty ? "\r" : "", done_rows,
+                    space_n_configs(rc.sp), parts, now - rc.t0, tty && running ? "   " : "\n");
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (g[i].code == 0)
+            continue;
+        char *msg;
+        tune_status code = (tune_status)strtol(g[i].failure, &msg, 10);
+        st = tune_error_set(err, code == TUNE_ERR_NO_GPU ? TUNE_ERR_NO_GPU : TUNE_ERR_CUDA, "--gpus",
+                            "GPU %d (shard %zu/%zu) failed: %s (log: %s/log.txt); the other "
+                            "shards' rows are kept: run again with --resume%s%s",
+                            devs[i], i, n, msg + (*msg == ' '), g[i].dir,
+                            opt->out_dir ? " --out " : "", opt->out_dir ? opt->out_dir : "");
+    }
+    if (st != TUNE_OK)
+        goto done;
+    shard_merge_options mo = {opt->quiet, opt->argc, opt->argv};
+    st = shard_merge(rc.out_dir, dirs, n, &mo, sum, err);
+    sum->wall_seconds = now_seconds() - rc.t0;
+done:
+    if (lock_fd >= 0) {
+        char lock[PATH_MAX + 8];
+        snprintf(lock, sizeof lock, "%.4000s/lock", rc.out_dir);
+        unlink(lock);
+        close(lock_fd);
+    }
+    snprintf(sum->out_dir, sizeof sum->out_dir, "%s", rc.out_dir);
+    free(g);
+    free(dirs);
+    free_ctx(&rc);
+    return st;
+}
+
 tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum, tune_error *err)
 {
+    if (opt->gpus)
+        return run_gpus(sw, opt, sum, err);
     run_ctx rc = {.sw = sw, .opt = opt, .err = err, .t0 = now_seconds()};
     memset(sum, 0, sizeof *sum);
     tune_status st = TUNE_OK;
@@ -1271,6 +1620,20 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
         return err ? err->code : TUNE_ERR_INVALID;
     sum->n_configs = space_n_configs(rc.sp);
     sum->n_pruned = space_n_pruned(rc.sp);
+    snprintf(rc.arch_name, sizeof rc.arch_name, "sm_%d", arch);
+    if (opt->shard_count > 0) {
+        if (opt->shard_index >= opt->shard_count) {
+            st = tune_error_set(err, TUNE_ERR_INVALID, "--shard",
+                                "shard %zu/%zu: shards are counted from 0 to %zu", opt->shard_index,
+                                opt->shard_count, opt->shard_count - 1);
+            goto done;
+        }
+        if (!(rc.plan = shard_plan_build(sw, rc.sp, opt->shard_count, err))) {
+            st = err ? err->code : TUNE_ERR_NOMEM;
+            goto done;
+        }
+        sum->n_configs = shard_plan_n_configs(rc.plan, opt->shard_index);
+    }
     family_kernel_ref probe = {"common.cu", "tune_read_probe"};
     if ((st = plan_configs(&rc)) != TUNE_OK || (!opt->compile_only && kernel_index(&rc, &probe) == SIZE_MAX))
         goto done;
@@ -1297,13 +1660,15 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
         if (rc.kernels[i].job.status != TUNE_OK)
             fprintf(stderr, "tune: %s: %s failed to compile:\n%s\n", rc.kernels[i].job.source,
                     rc.kernels[i].job.name, rc.kernels[i].job.log ? rc.kernels[i].job.log : "");
-    if (opt->compile_only)
+    if (opt->compile_only && !opt->compile_rows)
         goto done;
-    rc.mon = monitor_open(rc.gi.pci_bus_id);
+    if (!opt->compile_only)
+        rc.mon = monitor_open(rc.gi.pci_bus_id);
     st = run_gpu(&rc, sum);
     monitor_close(rc.mon);
+    /* a compile-only run's tables hold only the status counts: written, not printed */
     if (st == TUNE_OK)
-        st = print_and_write_report(sw, sum->out_dir, opt->quiet, err);
+        st = print_and_write_report(sw, sum->out_dir, opt->quiet || opt->compile_only, err);
 done:
     sum->wall_seconds = now_seconds() - rc.t0;
     free_ctx(&rc);

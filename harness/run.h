@@ -7,7 +7,13 @@
  *   if (run_sweep(sw, &opt, &sum, &err) != TUNE_OK) ...
  *
  * Without a GPU, run_sweep fails with TUNE_ERR_NO_GPU (one sentence) unless opt.compile_only is
- * set, which compiles every variant for opt.arch and measures nothing.
+ * set, which compiles every variant for opt.arch and measures nothing; with opt.compile_rows too,
+ * it also writes a results folder with one row per configuration (status compiled, compile_error
+ * or skipped), which can be sharded, resumed and merged like a measured run.
+ *
+ * Sharding (shard.h, docs/sharding.md): opt.shard_count = n runs only shard opt.shard_index of
+ * n; opt.gpus = "all" or "0,2" runs one coordinator per GPU, each on its shard, into
+ * <run folder>/shards/<i>/, and merges them into the run folder.
  */
 #ifndef TUNE_RUN_H
 #define TUNE_RUN_H
@@ -33,6 +39,9 @@ typedef struct {
     int resume;        /* continue the latest run of the sweep (or out_dir): only what is missing */
     double watchdog_s; /* a configuration making no progress this long is killed; 0: 20 s */
     int retake_throttled; /* re-measure a configuration NVML saw throttled, up to this many times */
+    size_t shard_index, shard_count; /* shard_count > 0: only shard shard_index (0-based) of n */
+    int compile_rows;     /* with compile_only: write a results folder, a row per configuration */
+    const char *gpus;     /* "all" or a list "0,1,3": one coordinator per GPU, then merge */
     int argc;
     char **argv;
 } run_options;
@@ -40,6 +49,7 @@ typedef struct {
 typedef struct {
     size_t n_configs, n_pruned;
     size_t n_ok, n_invalid, n_compile_error, n_launch_error, n_skipped, n_crashed, n_timeout;
+    size_t n_compiled; /* compile-only rows (opt.compile_rows) */
     size_t n_kernels, n_cached, n_kernel_errors;
     double compile_seconds, wall_seconds;
     double read_bw; /* B/s used for percentages */

@@ -10,6 +10,7 @@
 #include "compile.h"
 #include "gpu.h"
 #include "run.h"
+#include "shard.h"
 #include "space.h"
 #include "sweep.h"
 
@@ -26,6 +27,7 @@ static const char usage[] =
     "       tune validate SWEEP.json...       check sweep files and count their configurations\n"
     "       tune compile [SWEEP.json|DIR]...  compile every variant (default: sweeps/), no GPU needed\n"
     "       tune report RESULTS_DIR...        rebuild best-config tables from raw.jsonl (merged)\n"
+    "       tune merge OUT SHARD_DIR...       merge the folders of a sharded run (--shard) into OUT\n"
     "       tune fit RESULTS_DIR... --param NAME [--target 0.98] [--rule EXPR]\n"
     "                                         fit (or evaluate) a heuristic for a parameter\n"
     "       tune roofline RESULTS_DIR...      roofline model's prediction error over runs\n"
@@ -48,6 +50,10 @@ static const char usage[] =
     "                   configurations without a row; refused if kernels, driver or device changed\n"
     "  --watchdog S     kill a configuration that makes no progress for S seconds (default 20)\n"
     "  --retake-throttled N  measure again (up to N times) when NVML saw the GPU throttled\n"
+    "  --shard I/N      run only shard I of N (0-based: 0/4 .. 3/4), balanced by estimated cost\n"
+    "  --gpus all|0,1   one coordinator per GPU, each on its shard, merged at the end\n"
+    "  --compile-only   no GPU: compile, and write a row per configuration (compiled,\n"
+    "                   compile_error, skipped) into a results folder\n"
     "  --rows A,B       report: problem axes down the pivots (default: the sweep's report.rows)\n"
     "  --cols C,D       report: problem axes across the pivots (default: the sweep's report.cols)\n"
     "exit status: 0 ok, 1 failure, 2 usage, 3 no GPU\n";
@@ -86,6 +92,9 @@ static int parse_args(int argc, char **argv, int first, cli *c)
         } else if (strcmp(a, "--resume") == 0) {
             c->run.resume = 1;
             takes = 0;
+        } else if (strcmp(a, "--compile-only") == 0) {
+            c->run.compile_only = c->run.compile_rows = 1;
+            takes = 0;
         } else if (a[0] != '-' || strcmp(a, "-") == 0) {
             if (c->n_files == sizeof c->files / sizeof c->files[0])
                 return fprintf(stderr, "tune: too many files\n"), -1;
@@ -115,6 +124,15 @@ static int parse_args(int argc, char **argv, int first, cli *c)
                 return fprintf(stderr, "tune: --watchdog expects seconds > 0, got '%s'\n", val), -1;
         } else if (strcmp(a, "--retake-throttled") == 0) {
             c->run.retake_throttled = atoi(val);
+        } else if (strcmp(a, "--shard") == 0) {
+            shard_spec sh;
+            tune_error err = {0};
+            if (shard_parse(val, &sh, &err) != TUNE_OK)
+                return fprintf(stderr, "tune: --shard: %s\n", err.message), -1;
+            c->run.shard_index = sh.index;
+            c->run.shard_count = sh.count;
+        } else if (strcmp(a, "--gpus") == 0) {
+            c->run.gpus = val;
         } else if (strcmp(a, "--read-bw") == 0) {
             c->run.read_bw = strtod(val, NULL) * 1e9;
         } else if (strcmp(a, "--arch") == 0) {
@@ -197,6 +215,10 @@ static int cmd_compile(cli *c)
     size_t n = expand_sweeps(c, files, 512);
     int rc = n ? 0 : (fprintf(stderr, "tune compile: no sweep files found\n"), EXIT_FAILURE);
     size_t kernels = 0, errors = 0;
+    if (c->run.shard_count || c->run.gpus || c->run.compile_rows)
+        return fprintf(stderr, "tune compile: --shard, --gpus and --compile-only are options of "
+                               "`tune run` (tune SWEEP --compile-only --shard I/N)\n"),
+               EXIT_USAGE;
     c->run.compile_only = 1;
     for (size_t i = 0; i < n; i++) {
         tune_error err = {0};
@@ -219,6 +241,10 @@ static int cmd_run(cli *c)
 {
     if (c->n_files != 1)
         return fprintf(stderr, "tune run: name exactly one sweep file\n%s", usage), EXIT_USAGE;
+    if (c->run.gpus && c->run.shard_count)
+        return fprintf(stderr, "tune run: --gpus runs every shard itself: give --gpus or --shard, "
+                               "not both\n"),
+               EXIT_USAGE;
     tune_error err = {0};
     run_summary sum;
     sweep *sw = sweep_load(c->files[0], &err);
@@ -228,11 +254,33 @@ static int cmd_run(cli *c)
     sweep_free(sw);
     if (st != TUNE_OK)
         return fail(&err);
+    char compiled[64] = "";
+    if (c->run.compile_only)
+        snprintf(compiled, sizeof compiled, "%zu compiled, ", sum.n_compiled);
     fprintf(stderr,
-            "tune: %zu configs: %zu ok, %zu invalid, %zu compile errors, %zu launch errors, %zu "
+            "tune: %zu configs: %s%zu ok, %zu invalid, %zu compile errors, %zu launch errors, %zu "
             "crashed, %zu timeouts, %zu skipped; %.1f s (compile %.1f s); results in %s\n",
-            sum.n_configs, sum.n_ok, sum.n_invalid, sum.n_compile_error, sum.n_launch_error,
-            sum.n_crashed, sum.n_timeout, sum.n_skipped, sum.wall_seconds, sum.compile_seconds,
+            sum.n_configs, compiled, sum.n_ok, sum.n_invalid, sum.n_compile_error,
+            sum.n_launch_error, sum.n_crashed, sum.n_timeout, sum.n_skipped, sum.wall_seconds,
+            sum.compile_seconds, sum.out_dir);
+    return EXIT_SUCCESS;
+}
+
+static int cmd_merge(cli *c)
+{
+    if (c->n_files < 2)
+        return fprintf(stderr, "tune merge: name the merged folder and the shard folders\n"),
+               EXIT_USAGE;
+    tune_error err = {0};
+    run_summary sum;
+    shard_merge_options mo = {c->run.quiet, c->run.argc, c->run.argv};
+    if (shard_merge(c->files[0], c->files + 1, c->n_files - 1, &mo, &sum, &err) != TUNE_OK)
+        return fail(&err);
+    fprintf(stderr,
+            "tune merge: %zu shards, %zu configs: %zu ok, %zu compiled, %zu invalid, %zu compile "
+            "errors, %zu launch errors, %zu crashed, %zu timeouts, %zu skipped; results in %s\n",
+            c->n_files - 1, sum.n_configs, sum.n_ok, sum.n_compiled, sum.n_invalid,
+            sum.n_compile_error, sum.n_launch_error, sum.n_crashed, sum.n_timeout, sum.n_skipped,
             sum.out_dir);
     return EXIT_SUCCESS;
 }
@@ -282,7 +330,7 @@ int main(int argc, char **argv)
         return tune_cmd_compare(argc - 1, argv + 1);
     int known = strcmp(cmd, "run") == 0 || strcmp(cmd, "validate") == 0 ||
                 strcmp(cmd, "compile") == 0 || strcmp(cmd, "report") == 0 ||
-                strcmp(cmd, "devices") == 0;
+                strcmp(cmd, "devices") == 0 || strcmp(cmd, "merge") == 0;
     cli c;
     memset(&c, 0, sizeof c);
     if (parse_args(argc, argv, known ? 2 : 1, &c) != 0)
@@ -295,5 +343,7 @@ int main(int argc, char **argv)
         return cmd_compile(&c);
     if (strcmp(cmd, "report") == 0)
         return cmd_report(&c);
+    if (strcmp(cmd, "merge") == 0)
+        return cmd_merge(&c);
     return cmd_devices();
 }
