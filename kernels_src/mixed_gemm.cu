@@ -308,7 +308,6 @@ __global__ void __launch_bounds__(WN *WK * 32)
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wk = warp % WK, wn = warp / WK;
-    const int g = lane >> 2;
     const int n0 = blockIdx.x * (64 * WN), m0 = blockIdx.y * 16;
     const int splits = gridDim.z, z = blockIdx.z;
     const int steps = k / 16;
@@ -318,14 +317,14 @@ __global__ void __launch_bounds__(WN *WK * 32)
     const long long units_n = n / 64;
     const int unit = n0 / 64 + wn;
 
-    // X[m0 .. m0 + 15][16 s_begin .. 16 s_end) -> shared memory, swizzled by 16-byte chunks
-    constexpr int XCH = KC / 8;
-    for (int c = tid; c < 16 * len * 2; c += NT) {
-        const int r = c / (len * 2), ch = c % (len * 2);
-        const int row = m0 + r;
-        const bool valid = row < m;
-        const T *src = X + (long long)(valid ? row : 0) * k + s_begin * 16 + ch * 8;
-        mg_cp_async16_zfill(xs + r * KC + ((ch ^ (r & 7)) * 8), src, valid);
+    // X[m0 .. m0 + rows)[16 s_begin .. 16 s_end) -> shared memory (min(m, 16) rows of KC, the
+    // host sizes it so), swizzled by 16-byte chunks. The MMA's rows past m repeat the last row:
+    // they only feed accumulator rows that are never stored.
+    const int rows = m - m0 < 16 ? m - m0 : 16;
+    for (int c = tid; c < rows * len * 2; c += NT) {
+        const int r = c / (len * 2), ch = c - r * (len * 2);
+        const T *src = X + (long long)(m0 + r) * k + s_begin * 16 + ch * 8;
+        cp_async<16>(xs + r * KC + ((ch ^ (r & 7)) * 8), src);
     }
     cp_async_commit();
 
@@ -372,7 +371,7 @@ __global__ void __launch_bounds__(WN *WK * 32)
             const int ls = w_begin + st; // step within the block's range
             unsigned a[4];
             {
-                const int r = lane & 15, ch = ls * 2 + (lane >> 4);
+                const int r = min(lane & 15, rows - 1), ch = ls * 2 + (lane >> 4);
                 mg_ldmatrix_x4(a, xs + r * KC + ((ch ^ (r & 7)) * 8));
             }
             const unsigned wv[4] = {w.x, w.y, w.z, w.w};

@@ -138,7 +138,7 @@ static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
     if ((steps + d->splitk - 1) / d->splitk * 16 > d->kc)
         return mg_fail(why, why_size, "split-K too shallow for kc: k / splitk = %lld > kc = %lld",
                        (long long)((steps + d->splitk - 1) / d->splitk * 16), (long long)d->kc);
-    int64_t red = (d->wk - 1) * d->wn * 32 * 32 * 4, xs = 16 * d->kc * 2;
+    int64_t red = (d->wk - 1) * d->wn * 32 * 32 * 4, xs = (d->m < 16 ? d->m : 16) * d->kc * 2;
     d->smem = (size_t)(xs > red ? xs : red);
     if (d->smem > MG_SMEM_LIMIT)
         return mg_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
