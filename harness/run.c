@@ -1230,8 +1230,27 @@ static json_t *run_key(const run_ctx *rc)
     return key;
 }
 
+/* A shard (--shard) may resume on another GPU of the same model, as shards of one run run on
+ * several: a requeued Slurm task lands where a GPU is free. Its key then lists every PCI bus id
+ * the shard ran on. Returns 1 when key's pci_bus_id was updated that way. */
+static int shard_pci_moved(const run_ctx *rc, const json_t *old, json_t *key)
+{
+    const char *was = json_string_value(json_object_get(old, "pci_bus_id"));
+    const char *now = json_string_value(json_object_get(key, "pci_bus_id"));
+    if (!rc->plan || !was || !now)
+        return 0;
+    if (!strstr(was, now)) {
+        char both[1024];
+        snprintf(both, sizeof both, "%s,%s", was, now);
+        json_object_set_new(key, "pci_bus_id", json_string(both));
+    } else {
+        json_object_set_new(key, "pci_bus_id", json_string(was));
+    }
+    return 1;
+}
+
 /* Compares the key of the run being resumed (its meta.json) with this one's. */
-static tune_status check_resume_key(const run_ctx *rc, const json_t *key)
+static tune_status check_resume_key(const run_ctx *rc, json_t *key)
 {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/meta.json", rc->out_dir);
@@ -1246,9 +1265,11 @@ static tune_status check_resume_key(const run_ctx *rc, const json_t *key)
     }
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)key, k, v)
+    json_object_foreach(key, k, v)
     {
         json_t *o = old ? json_object_get(old, k) : NULL;
+        if (strcmp(k, "pci_bus_id") == 0 && shard_pci_moved(rc, old, key))
+            continue;
         if (!o || !json_equal(o, v)) {
             char *a = o ? json_dumps(o, JSON_ENCODE_ANY) : NULL, *b = json_dumps(v, JSON_ENCODE_ANY);
             size_t len = strlen(diff);

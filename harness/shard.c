@@ -688,8 +688,9 @@ tune_status shard_merge(const char *out_dir, const char *const *dirs, size_t n_d
             st = tune_error_set(err, TUNE_ERR_IO, path, "cannot write");
     }
     json_decref(meta);
+    /* a compile-only run's tables hold only the status counts: written, not printed */
     if (st == TUNE_OK)
-        st = run_report(&out_dir, 1, NULL, NULL, opt ? opt->quiet : 0, err);
+        st = run_report(&out_dir, 1, NULL, NULL, (opt ? opt->quiet : 0) || sum->n_ok == 0, err);
     goto done;
 refuse:
     st = tune_error_set(err, TUNE_ERR_INVALID, "merge", "cannot merge: %s", pb.text);
