@@ -100,15 +100,15 @@ const char *shard_config_identity(const sweep *sw, const space *sp, size_t confi
 
 /* The nominal GPU of the cost model (shard.h). Only ratios matter for the balance; the values are
  * close to what the SparQ sweeps cost on an H200 (docs/sharding.md). */
-#define SHARD_BW 2e12            /* B/s an average configuration moves */
-#define SHARD_RATE 2e14          /* FLOP/s */
-#define SHARD_KERNEL_MIN 5e-6    /* s: launch and the shortest kernel */
-#define SHARD_REP_COLD 40e-6     /* s per rep: L2 flush, fresh indices, events */
-#define SHARD_REP_HOT 10e-6      /* s per rep without the flush */
-#define SHARD_CONFIG 5e-3        /* s per configuration: prepare, check, NVML, row */
-#define SHARD_SHAPE 50e-3        /* s per shape: allocate and fill the inputs */
-#define SHARD_RETIME_TOP 3       /* run.c re-times a shape's three fastest candidates ... */
-#define SHARD_RETIME_ROUNDS 30   /* ... over 30 interleaved rounds */
+#define SHARD_BW 2e12          /* B/s an average configuration moves */
+#define SHARD_RATE 2e14        /* FLOP/s */
+#define SHARD_KERNEL_MIN 5e-6  /* s: launch and the shortest kernel */
+#define SHARD_REP_COLD 40e-6   /* s per rep: L2 flush, fresh indices, events */
+#define SHARD_REP_HOT 10e-6    /* s per rep without the flush */
+#define SHARD_CONFIG 5e-3      /* s per configuration: prepare, check, NVML, row */
+#define SHARD_SHAPE 50e-3      /* s per shape: allocate and fill the inputs */
+#define SHARD_RETIME_TOP 3     /* run.c re-times a shape's three fastest candidates ... */
+#define SHARD_RETIME_ROUNDS 30 /* ... over 30 interleaved rounds */
 
 struct shard_plan {
     size_t n_shards, n_configs;
@@ -159,7 +159,10 @@ static double config_seconds(const sweep *sw, const tune_point *p, double *rep)
     return (double)tt->warmup * *rep + timed + SHARD_CONFIG;
 }
 
-static uint64_t to_us(double s) { return s > 0 ? (uint64_t)llround(s * 1e6) : 0; }
+static uint64_t to_us(double s)
+{
+    return s > 0 ? (uint64_t)llround(s * 1e6) : 0;
+}
 
 static void hash_str(uint64_t *h, const char *s)
 {
@@ -262,7 +265,10 @@ void shard_plan_free(shard_plan *p)
     free(p);
 }
 
-size_t shard_plan_count(const shard_plan *p) { return p->n_shards; }
+size_t shard_plan_count(const shard_plan *p)
+{
+    return p->n_shards;
+}
 
 size_t shard_plan_owner(const shard_plan *p, size_t config)
 {
@@ -284,9 +290,15 @@ double shard_plan_cost(const shard_plan *p, size_t shard)
     return shard < p->n_shards ? 1e-6 * (double)p->shard_us[shard] : 0;
 }
 
-double shard_plan_total_cost(const shard_plan *p) { return 1e-6 * (double)p->total_us; }
+double shard_plan_total_cost(const shard_plan *p)
+{
+    return 1e-6 * (double)p->total_us;
+}
 
-const char *shard_plan_hash(const shard_plan *p) { return p->hash; }
+const char *shard_plan_hash(const shard_plan *p)
+{
+    return p->hash;
+}
 
 /* ---- merge ---- */
 
@@ -350,8 +362,7 @@ static void part_load(merge_part *pt, merge_problems *pb)
     }
     json_t *sh = json_object_get(pt->meta, "shard");
     if (!json_is_object(sh) || json_is_true(json_object_get(sh, "merged"))) {
-        problem(pb, "%s: not a shard (meta.json has no 'shard': run it with --shard I/N)",
-                pt->dir);
+        problem(pb, "%s: not a shard (meta.json has no 'shard': run it with --shard I/N)", pt->dir);
         return;
     }
     pt->index = json_size(sh, "index");
@@ -376,7 +387,10 @@ static void part_load(merge_part *pt, merge_problems *pb)
 }
 
 /* The key without what may differ between the shards of one run. */
-static int key_ignored(const char *k) { return strcmp(k, "shard") == 0 || strcmp(k, "pci_bus_id") == 0; }
+static int key_ignored(const char *k)
+{
+    return strcmp(k, "shard") == 0 || strcmp(k, "pci_bus_id") == 0;
+}
 
 static void compare_keys(const merge_part *a, const merge_part *b, merge_problems *pb)
 {
@@ -419,7 +433,8 @@ static void check_rows(merge_part *parts, size_t n, merge_problems *pb)
     for (size_t i = 0; ids && i < n; i++)
         for (size_t r = 0; r < parts[i].n_rows; r++) {
             char buf[4096];
-            ids[k++] = (merge_id){strdup(shard_row_identity(&parts[i].rows[r], buf, sizeof buf)), i};
+            ids[k++] =
+                (merge_id){strdup(shard_row_identity(&parts[i].rows[r], buf, sizeof buf)), i};
         }
     if (!ids) {
         problem(pb, "out of memory");
@@ -448,8 +463,8 @@ static tune_status copy_lines(FILE *out, const char *path, tune_error *err)
     char *text = tune_read_file(path, &size, err);
     if (!text)
         return TUNE_ERR_IO;
-    int ok = fwrite(text, 1, size, out) == size && (size == 0 || text[size - 1] == '\n' ||
-                                                     fputc('\n', out) != EOF);
+    int ok = fwrite(text, 1, size, out) == size &&
+             (size == 0 || text[size - 1] == '\n' || fputc('\n', out) != EOF);
     free(text);
     return ok ? TUNE_OK : tune_error_set(err, TUNE_ERR_IO, path, "cannot copy");
 }
@@ -491,14 +506,30 @@ static tune_status merge_file(const char *out_dir, merge_part *parts, size_t n, 
 static void count_row(run_summary *s, result_status st)
 {
     switch (st) {
-    case RESULT_OK: s->n_ok++; break;
-    case RESULT_INVALID: s->n_invalid++; break;
-    case RESULT_COMPILE_ERROR: s->n_compile_error++; break;
-    case RESULT_LAUNCH_ERROR: s->n_launch_error++; break;
-    case RESULT_CRASHED: s->n_crashed++; break;
-    case RESULT_TIMEOUT: s->n_timeout++; break;
-    case RESULT_SKIPPED: s->n_skipped++; break;
-    case RESULT_COMPILED: s->n_compiled++; break;
+    case RESULT_OK:
+        s->n_ok++;
+        break;
+    case RESULT_INVALID:
+        s->n_invalid++;
+        break;
+    case RESULT_COMPILE_ERROR:
+        s->n_compile_error++;
+        break;
+    case RESULT_LAUNCH_ERROR:
+        s->n_launch_error++;
+        break;
+    case RESULT_CRASHED:
+        s->n_crashed++;
+        break;
+    case RESULT_TIMEOUT:
+        s->n_timeout++;
+        break;
+    case RESULT_SKIPPED:
+        s->n_skipped++;
+        break;
+    case RESULT_COMPILED:
+        s->n_compiled++;
+        break;
     }
 }
 
@@ -576,12 +607,12 @@ static json_t *merged_meta(const merge_part *parts, size_t n, const shard_merge_
         json_object_set_new(m, "summary", s);
     }
     json_object_update_new(
-        s, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "configs",
-                     (json_int_t)sum->n_configs, "ok", (json_int_t)sum->n_ok, "invalid",
-                     (json_int_t)sum->n_invalid, "compile_error", (json_int_t)sum->n_compile_error,
-                     "launch_error", (json_int_t)sum->n_launch_error, "crashed",
-                     (json_int_t)sum->n_crashed, "timeout", (json_int_t)sum->n_timeout, "skipped",
-                     (json_int_t)sum->n_skipped));
+        s,
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "configs", (json_int_t)sum->n_configs,
+                  "ok", (json_int_t)sum->n_ok, "invalid", (json_int_t)sum->n_invalid,
+                  "compile_error", (json_int_t)sum->n_compile_error, "launch_error",
+                  (json_int_t)sum->n_launch_error, "crashed", (json_int_t)sum->n_crashed, "timeout",
+                  (json_int_t)sum->n_timeout, "skipped", (json_int_t)sum->n_skipped));
     if (sum->n_compiled)
         json_object_set_new(s, "compiled", json_integer((json_int_t)sum->n_compiled));
     json_object_set_new(s, "compile_seconds", json_real(compile));
@@ -629,11 +660,12 @@ tune_status shard_merge(const char *out_dir, const char *const *dirs, size_t n_d
         if (strcmp(pn, name) != 0)
             problem(&pb, "%s is a shard of sweep '%s', %s of '%s'", p->dir, pn, ref->dir, name);
         else if (p->count != ref->count)
-            problem(&pb, "%s is a shard of %zu, %s of %zu", p->dir, p->count, ref->dir,
-                    ref->count);
+            problem(&pb, "%s is a shard of %zu, %s of %zu", p->dir, p->count, ref->dir, ref->count);
         else if (strcmp(p->plan, ref->plan) != 0 || p->total != ref->total)
-            problem(&pb, "%s and %s were planned differently (plan %s, %s): another version of "
-                    "the sweep file or of tune", p->dir, ref->dir, p->plan, ref->plan);
+            problem(&pb,
+                    "%s and %s were planned differently (plan %s, %s): another version of "
+                    "the sweep file or of tune",
+                    p->dir, ref->dir, p->plan, ref->plan);
         else
             compare_keys(ref, p, &pb);
     }

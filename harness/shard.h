@@ -80,8 +80,8 @@ const char *shard_config_identity(const sweep *sw, const space *sp, size_t confi
                                   size_t size);
 
 typedef struct {
-    int quiet;   /* no tables on stdout */
-    int argc;    /* the merge's command line, for meta.json */
+    int quiet; /* no tables on stdout */
+    int argc;  /* the merge's command line, for meta.json */
     char **argv;
 } shard_merge_options;
 

@@ -113,8 +113,8 @@ Test(shard, deterministic)
             shard_plan *pa = plan(a, n), *pb = plan(b, n);
             cr_assert_str_eq(shard_plan_hash(pa), shard_plan_hash(pb));
             for (size_t i = 0; i < space_n_configs(a.sp); i++)
-                cr_assert_eq(shard_plan_owner(pa, i), shard_plan_owner(pb, i), "%s n=%zu config %zu",
-                             shipped[f], n, i);
+                cr_assert_eq(shard_plan_owner(pa, i), shard_plan_owner(pb, i),
+                             "%s n=%zu config %zu", shipped[f], n, i);
             shard_plan_free(pa);
             shard_plan_free(pb);
             unload(a);
