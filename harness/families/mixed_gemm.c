@@ -23,6 +23,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu.h"
+#include "mixed_gemm.h"
 
 #define MG_SMEM_LIMIT (227 * 1024) /* opt-in dynamic shared memory per block on sm_90 */
 #define MG_LT_WORKSPACE ((size_t)32 << 20)
@@ -311,6 +312,49 @@ static int mg_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max
         mg_ref(refs, &n, strncmp(mg_shape_kernels[i], "tune_", 5) == 0 ? "common.cu" : MG_UTIL,
                mg_shape_kernels[i], &d);
     return (int)n;
+}
+
+/* ---- CPU packing (the reference of mg_pack_w / mg_pack_sz) ---- */
+
+void mixed_gemm_packed_pos(int64_t i, int64_t j, int64_t n, size_t *word, int *shift)
+{
+    int64_t kk = i / 16, u = j / 64;
+    int r = (int)(i % 16), c = (int)(j % 64);
+    int tile = c / 8, g = c % 8, t = (r % 8) / 2, hi = r >= 8, odd = r & 1;
+    *word = (size_t)(((kk * (n / 64) + u) * 32 + g * 4 + t) * 4 + tile / 2);
+    *shift = 8 * (tile & 1) + 4 * hi + 16 * odd;
+}
+
+void mixed_gemm_pack_cpu(const uint8_t *q, int64_t k, int64_t n, uint32_t *out)
+{
+    memset(out, 0, (size_t)(k * n / 2));
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < n; j++) {
+            size_t w;
+            int sh;
+            mixed_gemm_packed_pos(i, j, n, &w, &sh);
+            out[w] |= (uint32_t)((q[(i * n + j) / 2] >> (4 * (j & 1))) & 0xf) << sh;
+        }
+}
+
+void mixed_gemm_unpack_cpu(const uint32_t *packed, int64_t k, int64_t n, uint8_t *q)
+{
+    memset(q, 0, (size_t)(k * n / 2));
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < n; j++) {
+            size_t w;
+            int sh;
+            mixed_gemm_packed_pos(i, j, n, &w, &sh);
+            q[(i * n + j) / 2] |= (uint8_t)(((packed[w] >> sh) & 0xf) << (4 * (j & 1)));
+        }
+}
+
+void mixed_gemm_pack_scales_cpu(const uint16_t *s, int64_t groups, int64_t n, uint16_t *out)
+{
+    for (int64_t i = 0; i < groups * n; i++) {
+        int64_t col = i % n, base = i - col % 64, c = col % 64;
+        out[i] = s[base + 8 * (c % 8) + c / 8];
+    }
 }
 
 /* ---- GPU side ---- */
@@ -704,7 +748,7 @@ static tune_status mg_check_pack(mg_state *s, double *error, tune_error *err)
 {
     tune_status st;
     unsigned char *back = NULL, *hq = NULL, *hback = NULL;
-    uint16_t *hs = NULL, *hsp = NULL;
+    uint16_t *hs = NULL, *hsp = NULL, *hs2 = NULL;
     long long k = s->shape.k, n = s->shape.n;
     GPU_CHECK(cudaMemsetAsync(s->wp, 0, s->n_q, (cudaStream_t)s->env.stream), err, st, done);
     if ((st = mg_pack(s, err)) || (st = gpu_malloc((void **)&back, s->n_q, err)))
@@ -721,7 +765,8 @@ static tune_status mg_check_pack(mg_state *s, double *error, tune_error *err)
     hback = malloc(s->n_q);
     hs = malloc(s->n_sz * 2);
     hsp = malloc(s->n_sz * 2);
-    if (!hq || !hback || !hs || !hsp) {
+    hs2 = malloc(s->n_sz * 2);
+    if (!hq || !hback || !hs || !hsp || !hs2) {
         st = tune_error_set(err, TUNE_ERR_NOMEM, "mg_check_pack", "out of host memory");
         goto done;
     }
@@ -734,10 +779,9 @@ static tune_status mg_check_pack(mg_state *s, double *error, tune_error *err)
     size_t bad = 0;
     for (size_t i = 0; i < s->n_q; i++)
         bad += hq[i] != hback[i];
-    for (size_t i = 0; i < s->n_sz; i++) {
-        size_t col = i % (size_t)n, base = i - col % 64, c = col % 64;
-        bad += hsp[i] != hs[base + 8 * (c % 8) + c / 8];
-    }
+    mixed_gemm_pack_scales_cpu(hs, (int64_t)(s->n_sz / (size_t)n), n, hs2);
+    for (size_t i = 0; i < s->n_sz; i++)
+        bad += hsp[i] != hs2[i];
     *error = (double)bad / (double)(s->n_q + s->n_sz);
 done:
     gpu_free(back);
@@ -745,6 +789,7 @@ done:
     free(hback);
     free(hs);
     free(hsp);
+    free(hs2);
     return st;
 }
 

@@ -1,0 +1,379 @@
+/* Tests of the mixed_gemm family. CPU: the packed layout round-trips and puts every nibble where
+ * the m16n8k16 B fragment wants it; configurations that cannot run are refused with a reason in
+ * the right category; one instantiation of every template path compiles with NVRTC. GPU (skipped
+ * with the reason when no GPU is usable): the GPU packing equals the CPU packing, the reference's
+ * dequantization equals the CPU's, and every kernel variant class and baseline passes the family's
+ * own check on awkward sizes (m = 1, 3, 17, 33, 257), both zero-point modes, fp16 and bf16. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "compile.h"
+#include "families/mixed_gemm.h"
+#include "family.h"
+#include "gpu.h"
+#include "util.h"
+
+extern const tune_family mixed_gemm_family;
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd32(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng >> 16);
+}
+
+static uint8_t nibble(const uint8_t *q, int64_t n, int64_t i, int64_t j)
+{
+    return (q[(i * n + j) / 2] >> (4 * (j & 1))) & 0xf;
+}
+
+Test(mixed_gemm, packing_round_trips)
+{
+    const int64_t k = 96, n = 192;
+    uint8_t *q = malloc(k * n / 2), *back = malloc(k * n / 2);
+    uint32_t *p = malloc(k * n / 2);
+    for (int64_t i = 0; i < k * n / 2; i++)
+        q[i] = (uint8_t)rnd32();
+    mixed_gemm_pack_cpu(q, k, n, p);
+    mixed_gemm_unpack_cpu(p, k, n, back);
+    cr_expect_eq(memcmp(q, back, k * n / 2), 0, "unpack(pack(q)) != q");
+    /* a different q packs differently (the test can fail) */
+    q[7] ^= 0x10;
+    uint32_t *p2 = malloc(k * n / 2);
+    mixed_gemm_pack_cpu(q, k, n, p2);
+    cr_expect_neq(memcmp(p, p2, k * n / 2), 0);
+    free(q);
+    free(back);
+    free(p);
+    free(p2);
+}
+
+/* What a lane extracts for tile t of a unit, as the kernels do: register b0 = pair at bit offset
+ * 8 (t & 1), b1 = pair at 8 (t & 1) + 4 of word t / 2, each pair = (bits 0..3, bits 16..19). The
+ * PTX m16n8k16 B fragment: b0 holds B[2 tq][g], B[2 tq + 1][g]; b1 holds B[2 tq + 8][g],
+ * B[2 tq + 9][g], with g = lane / 4, tq = lane % 4. */
+Test(mixed_gemm, packed_layout_matches_the_mma_fragment)
+{
+    const int64_t k = 32, n = 128;
+    uint8_t *q = malloc(k * n / 2);
+    uint32_t *p = malloc(k * n / 2);
+    for (int64_t i = 0; i < k * n / 2; i++)
+        q[i] = (uint8_t)rnd32();
+    mixed_gemm_pack_cpu(q, k, n, p);
+    int checked = 0;
+    for (int64_t kk = 0; kk < k / 16; kk++)
+        for (int64_t u = 0; u < n / 64; u++)
+            for (int lane = 0; lane < 32; lane++) {
+                const uint32_t *w = p + ((kk * (n / 64) + u) * 32 + lane) * 4;
+                int g = lane / 4, tq = lane % 4;
+                for (int t = 0; t < 8; t++) {
+                    uint32_t word = w[t / 2] >> (8 * (t & 1));
+                    int64_t col = u * 64 + t * 8 + g, r0 = kk * 16 + 2 * tq;
+                    cr_assert_eq(word & 0xf, nibble(q, n, r0, col));
+                    cr_assert_eq((word >> 16) & 0xf, nibble(q, n, r0 + 1, col));
+                    cr_assert_eq((word >> 4) & 0xf, nibble(q, n, r0 + 8, col));
+                    cr_assert_eq((word >> 20) & 0xf, nibble(q, n, r0 + 9, col));
+                    checked += 4;
+                }
+            }
+    cr_expect_eq(checked, k * n);
+    free(q);
+    free(p);
+}
+
+Test(mixed_gemm, scale_permutation_gives_each_lane_its_columns)
+{
+    const int64_t groups = 2, n = 128;
+    uint16_t s[2 * 128], ps[2 * 128];
+    for (int i = 0; i < groups * n; i++)
+        s[i] = (uint16_t)i;
+    mixed_gemm_pack_scales_cpu(s, groups, n, ps);
+    /* lane g's 8 contiguous values are the scales of columns 8t + g, t = 0..7 */
+    for (int64_t row = 0; row < groups; row++)
+        for (int64_t u = 0; u < n / 64; u++)
+            for (int g = 0; g < 8; g++)
+                for (int t = 0; t < 8; t++)
+                    cr_assert_eq(ps[row * n + u * 64 + g * 8 + t], s[row * n + u * 64 + t * 8 + g]);
+}
+
+static void mg_point(tune_point *p, const char *method, int64_t m, int64_t n, int64_t k,
+                     int64_t group, int zp, const char *dtype)
+{
+    memset(p, 0, sizeof *p);
+    point_set_str(p, "op", "w4a16");
+    point_set_str(p, "method", method);
+    point_set_int(p, "m", m);
+    point_set_int(p, "n", n);
+    point_set_int(p, "k", k);
+    point_set_int(p, "group", group);
+    point_set_int(p, "zero_point", zp);
+    point_set_str(p, "dtype", dtype);
+    point_set_int(p, "dsize", 2);
+}
+
+static void mg_tile(tune_point *p, int64_t bm, int64_t bn, int64_t bk, int64_t wm, int64_t wn,
+                    int64_t wk, int64_t stages, int64_t splitk, int64_t unroll, int64_t kc)
+{
+    point_set_int(p, "bm", bm);
+    point_set_int(p, "bn", bn);
+    point_set_int(p, "bk", bk);
+    point_set_int(p, "wm", wm);
+    point_set_int(p, "wn", wn);
+    point_set_int(p, "wk", wk);
+    point_set_int(p, "stages", stages);
+    point_set_int(p, "splitk", splitk);
+    point_set_int(p, "unroll", unroll);
+    point_set_int(p, "kc", kc);
+}
+
+static void expect_refused(const tune_point *p, const char *category)
+{
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[256] = "";
+    cr_expect_lt(mixed_gemm_family.kernels(p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
+                 "expected '%s' to refuse", category);
+    cr_expect(strncmp(why, category, strlen(category)) == 0, "want '%s...', got '%s'", category, why);
+}
+
+Test(mixed_gemm, refuses_what_cannot_run_with_a_reason)
+{
+    tune_point p;
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[256];
+    mg_point(&p, "fused", 17, 512, 1024, 128, 0, "float16");
+    mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 1, 0, 1024);
+    cr_assert_gt(mixed_gemm_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].name, "mg_fused<half_t, 16, 128, 128, 1, 2, 1, 4, 0>");
+
+    mg_point(&p, "fused", 17, 640, 1024, 128, 0, "float16"); /* 640 % 256 */
+    mg_tile(&p, 16, 256, 128, 1, 2, 1, 4, 1, 0, 1024);
+    expect_refused(&p, "tile does not divide the problem");
+    mg_point(&p, "fused", 17, 512, 1024, 128, 0, "float16");
+    mg_tile(&p, 128, 256, 256, 2, 2, 1, 6, 1, 0, 1024);
+    expect_refused(&p, "too many registers"); /* 64 x 128 warp tile: 256 accumulators */
+    mg_tile(&p, 64, 128, 256, 2, 2, 1, 8, 1, 0, 1024);
+    expect_refused(&p, "shared memory over the device limit");
+    mg_point(&p, "fused", 17, 512, 1536, 128, 0, "float16");
+    mg_tile(&p, 16, 128, 192, 1, 2, 1, 3, 1, 0, 1024);
+    expect_refused(&p, "group and bk do not nest"); /* 128-row groups in 192-row stages */
+}
+
+Test(mixed_gemm, refuses_bad_shapes_and_splits)
+{
+    tune_point p;
+    mg_point(&p, "cublas", 4, 512, 1000, 128, 0, "float16");
+    expect_refused(&p, "layout"); /* k % 64 */
+    mg_point(&p, "cublas", 4, 512, 1088, 128, 0, "float16");
+    expect_refused(&p, "group: k = 1088 is not a multiple of the group size 128");
+    mg_point(&p, "cublas", 4, 500, 1024, 128, 0, "float16");
+    expect_refused(&p, "layout: n = 500");
+    mg_point(&p, "cublas", 4, 512, 1024, 48, 0, "float16");
+    expect_refused(&p, "group: 48 is not a power of two");
+    mg_point(&p, "fused", 4, 512, 1024, 128, 0, "float16");
+    mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 16, 0, 1024);
+    expect_refused(&p, "split-K deeper than the k tiles");
+    mg_tile(&p, 16, 64, 128, 1, 1, 2, 4, 1, 4, 512); /* direct: 1024 > kc = 512 without split-K */
+    expect_refused(&p, "split-K too shallow for kc");
+    mg_tile(&p, 16, 128, 128, 1, 1, 2, 4, 2, 4, 512);
+    expect_refused(&p, "tile shape: the direct kernel takes bn = 64 x wn");
+    mg_point(&p, "fused", 4, 512, 1024, 128, 0, "float32");
+    expect_refused(&p, "unsupported dtype");
+}
+
+/* The group/bk rule in both directions: groups of 32 inside stages of 128 nest; groups of 128
+ * across stages of 64 nest too (one scale row per stage); per-column groups always nest. */
+Test(mixed_gemm, group_and_stage_depth)
+{
+    tune_point p;
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[256];
+    const int64_t groups[] = {32, 64, 128, 0};
+    for (size_t i = 0; i < 4; i++) {
+        mg_point(&p, "fused", 3, 256, 1024, groups[i], 1, "bfloat16");
+        mg_tile(&p, 16, 128, 64, 1, 2, 1, 3, 1, 0, 1024);
+        cr_expect_gt(mixed_gemm_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
+                     "group %lld: %s", (long long)groups[i], why);
+    }
+}
+
+/* ---- NVRTC: one instantiation of every template path (CPU, no GPU needed) ---- */
+
+static const char *kernel_dir(void)
+{
+    static char dir[4096];
+    cr_assert_not_null(compile_find_kernels_dir(dir, sizeof dir));
+    return dir;
+}
+
+/* The configurations the compile and GPU tests share: every variant class. */
+typedef struct {
+    const char *method;
+    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc;
+} mg_variant;
+
+static const mg_variant variants[] = {
+    {"fused", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024},  /* staged, small m */
+    {"fused", 16, 128, 128, 1, 1, 4, 2, 3, 0, 1024},  /* warps along k, split-K */
+    {"fused", 64, 128, 64, 2, 2, 1, 4, 1, 0, 1024},   /* staged, larger tiles */
+    {"fused", 64, 256, 64, 2, 4, 2, 3, 2, 0, 1024},   /* 8 warps, k warps, split-K */
+    {"fused", 16, 64, 128, 1, 1, 1, 3, 1, 4, 1024},   /* direct */
+    {"fused", 16, 128, 128, 1, 2, 2, 3, 3, 8, 512},   /* direct, warps along k, split-K */
+    {"dequant", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024},
+    {"cublas", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024},
+    {"fp8", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024},
+    {"pack", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024},
+};
+
+Test(mixed_gemm_compile, every_template_path_compiles, .timeout = 1200)
+{
+    compile_job jobs[256];
+    size_t n_jobs = 0;
+    const char *dtypes[] = {"float16", "bfloat16"};
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++)
+        for (int d = 0; d < 2; d++)
+            for (int zp = 0; zp < 2; zp++) {
+                tune_point p;
+                family_kernel_ref refs[FAMILY_MAX_KERNELS];
+                char why[256];
+                const mg_variant *x = &variants[v];
+                mg_point(&p, x->method, 33, 256, 1024, 128, zp, dtypes[d]);
+                mg_tile(&p, x->bm, x->bn, x->bk, x->wm, x->wn, x->wk, x->stages, x->splitk,
+                        x->unroll, x->kc);
+                int nr = mixed_gemm_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+                cr_assert_gt(nr, 0, "variant %zu: %s", v, why);
+                for (int r = 0; r < nr; r++) {
+                    int seen = 0;
+                    for (size_t j = 0; j < n_jobs; j++)
+                        seen |= strcmp(jobs[j].source, refs[r].source) == 0 &&
+                                strcmp(jobs[j].name, refs[r].name) == 0;
+                    if (seen)
+                        continue;
+                    cr_assert_lt(n_jobs, 256);
+                    memset(&jobs[n_jobs], 0, sizeof jobs[n_jobs]);
+                    snprintf(jobs[n_jobs].source, sizeof jobs[n_jobs].source, "%s", refs[r].source);
+                    snprintf(jobs[n_jobs].name, sizeof jobs[n_jobs].name, "%s", refs[r].name);
+                    n_jobs++;
+                }
+            }
+    compile_options opt = {kernel_dir(), NULL, 90, 0};
+    tune_error err = {0};
+    cr_assert_eq(compile_run(jobs, n_jobs, &opt, &err), TUNE_OK, "%s", err.message);
+    for (size_t j = 0; j < n_jobs; j++) {
+        cr_expect_eq(jobs[j].status, TUNE_OK, "%s failed:\n%s", jobs[j].name,
+                     jobs[j].log ? jobs[j].log : "");
+        compile_job_clear(&jobs[j]);
+    }
+    cr_expect_gt(n_jobs, 30, "%zu kernels", n_jobs);
+}
+
+/* ---- GPU ---- */
+
+typedef struct {
+    compile_job job;
+    gpu_library *lib;
+    void *kernel;
+} test_kernel;
+
+static test_kernel loaded[512];
+static size_t n_loaded;
+
+static void *get_kernel(void *ctx, const char *source, const char *name)
+{
+    (void)ctx;
+    for (size_t i = 0; i < n_loaded; i++)
+        if (strcmp(loaded[i].job.source, source) == 0 && strcmp(loaded[i].job.name, name) == 0)
+            return loaded[i].kernel;
+    cr_assert_lt(n_loaded, 512);
+    test_kernel *t = &loaded[n_loaded++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->job.source, sizeof t->job.source, "%s", source);
+    snprintf(t->job.name, sizeof t->job.name, "%s", name);
+    compile_options opt = {kernel_dir(), "/tmp/tune-test-cache", 90, 0};
+    tune_error err = {0};
+    cr_assert_eq(compile_run(&t->job, 1, &opt, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(t->job.status, TUNE_OK, "%s failed to compile: %s", name, t->job.log);
+    t->lib = gpu_library_load(t->job.cubin, &err);
+    cr_assert_not_null(t->lib, "%s", err.message);
+    t->kernel = gpu_library_kernel(t->lib, t->job.lowered, &err);
+    cr_assert_not_null(t->kernel, "%s", err.message);
+    return t->kernel;
+}
+
+Test(mixed_gemm_gpu, gpu_packing_equals_cpu_packing)
+{
+    require_gpu();
+    long long k = 256, n = 320;
+    size_t bytes = (size_t)(k * n / 2);
+    uint8_t *q = malloc(bytes);
+    uint32_t *want = malloc(bytes), *got = malloc(bytes);
+    for (size_t i = 0; i < bytes; i++)
+        q[i] = (uint8_t)rnd32();
+    mixed_gemm_pack_cpu(q, k, n, want);
+    void *dq = NULL, *dp = NULL;
+    tune_error err = {0};
+    cr_assert_eq(gpu_malloc(&dq, bytes, &err), TUNE_OK);
+    cr_assert_eq(gpu_malloc(&dp, bytes, &err), TUNE_OK);
+    cr_assert_eq(cudaMemcpy(dq, q, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    void *args[] = {&dq, &dp, &k, &n};
+    cr_assert_eq(gpu_launch(get_kernel(NULL, "mixed_gemm_util.cu", "mg_pack_w"), 64, 256, 0, NULL,
+                            args, &err),
+                 TUNE_OK, "%s", err.message);
+    cr_assert_eq(cudaMemcpy(got, dp, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    cr_expect_eq(memcmp(want, got, bytes), 0, "GPU packing differs from the CPU packing");
+    gpu_free(dq);
+    gpu_free(dp);
+    free(q);
+    free(want);
+    free(got);
+}
+
+static void run_family_checks(const char *dtype, int zp)
+{
+    const tune_family *fam = &mixed_gemm_family;
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    cr_assert_eq(cudaStreamCreate(&stream), cudaSuccess);
+    cr_assert_eq(cublasCreate(&cublas), CUBLAS_STATUS_SUCCESS);
+    cublasSetStream(cublas, stream);
+    family_env env = {0, stream, cublas, 50u << 20, 42, get_kernel, NULL};
+    const int64_t ms[] = {1, 3, 17, 33, 257};
+    const int64_t groups[] = {32, 128, 0};
+    for (size_t mi = 0; mi < 5; mi++)
+        for (size_t gi = 0; gi < 3; gi++) {
+            tune_point shape;
+            mg_point(&shape, "cublas", ms[mi], 512, 1024, groups[gi], zp, dtype);
+            tune_error err = {0};
+            void *state = fam->shape_init(&env, &shape, &err);
+            cr_assert_not_null(state, "%s", err.message);
+            for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+                const mg_variant *x = &variants[v];
+                tune_point p;
+                mg_point(&p, x->method, ms[mi], 512, 1024, groups[gi], zp, dtype);
+                mg_tile(&p, x->bm, x->bn, x->bk, x->wm, x->wn, x->wk, x->stages, x->splitk,
+                        x->unroll, x->kc);
+                double e, tol;
+                cr_assert_eq(fam->prepare(state, &p, &err), TUNE_OK, "%s", err.message);
+                cr_assert_eq(fam->check(state, &e, &tol, &err), TUNE_OK, "%s", err.message);
+                cr_expect_leq(e, tol, "%s variant %zu m=%lld group=%lld zp=%d %s: error %g > %g",
+                              x->method, v, (long long)ms[mi], (long long)groups[gi], zp, dtype, e,
+                              tol);
+            }
+            fam->shape_free(state);
+        }
+    cublasDestroy(cublas);
+    cudaStreamDestroy(stream);
+}
+
+Test(mixed_gemm_gpu, fp16_symmetric, .timeout = 900) { require_gpu(); run_family_checks("float16", 0); }
+Test(mixed_gemm_gpu, fp16_zero_points, .timeout = 900) { require_gpu(); run_family_checks("float16", 1); }
+Test(mixed_gemm_gpu, bf16_symmetric, .timeout = 900) { require_gpu(); run_family_checks("bfloat16", 0); }
+Test(mixed_gemm_gpu, bf16_zero_points, .timeout = 900) { require_gpu(); run_family_checks("bfloat16", 1); }
