@@ -1344,6 +1344,12 @@ static tune_status run_gpu(run_ctx *rc, run_summary *sum)
         fprintf(stderr, "tune: %s%s on %s, results in %s\n", rc->sw->name, shard,
                 rc->opt->compile_only ? "no GPU (compile-only)" : rc->gi.name, rc->out_dir);
     }
+    results_writer *created = results_open(rc->out_dir, rc->err); /* an empty shard has a file */
+    if (!created) {
+        st = rc->err ? rc->err->code : TUNE_ERR_IO;
+        goto done;
+    }
+    results_close(created);
     st = rc->opt->compile_only ? write_compile_rows(rc, sum) : coordinate(rc, sum);
 done:
     if (meta) {
@@ -1675,7 +1681,7 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
         fprintf(stderr,
                 "tune: %s: %zu configs (%zu pruned), %zu kernels for sm_%d: %zu from cache, %zu "
                 "compile errors, %.1f s\n",
-                sw->name, sum->n_configs, sum->n_pruned, sum->n_kernels, arch, sum->n_cached,
+                sw->name, space_n_configs(rc.sp), sum->n_pruned, sum->n_kernels, arch, sum->n_cached,
                 sum->n_kernel_errors, sum->compile_seconds);
     for (size_t i = 0; !opt->quiet && i < rc.n_kernels; i++)
         if (rc.kernels[i].job.status != TUNE_OK)
@@ -1687,9 +1693,13 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
         rc.mon = monitor_open(rc.gi.pci_bus_id);
     st = run_gpu(&rc, sum);
     monitor_close(rc.mon);
-    /* a compile-only run's tables hold only the status counts: written, not printed */
-    if (st == TUNE_OK)
+    /* a compile-only run's tables hold only the status counts: written, not printed; a shard
+     * of a sweep with fewer shapes than shards may have no rows, and no tables */
+    if (st == TUNE_OK && sum->n_configs > 0)
         st = print_and_write_report(sw, sum->out_dir, opt->quiet || opt->compile_only, err);
+    else if (st == TUNE_OK && !opt->quiet)
+        fprintf(stderr, "tune: shard %zu/%zu has no configurations (more shards than shapes)\n",
+                opt->shard_index, opt->shard_count);
 done:
     sum->wall_seconds = now_seconds() - rc.t0;
     free_ctx(&rc);

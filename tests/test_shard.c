@@ -548,6 +548,28 @@ Test(shard_run, other_plan_and_resume_as_another_shard)
     sweep_free(sw);
 }
 
+/* 4 shapes in 5 shards: the last is empty, writes no rows, and merges like the others. */
+Test(shard_run, empty_shard)
+{
+    char single[512], d[5][512];
+    const char *dirs[5];
+    run_shard(path_in(single, sizeof single, "single"), 0, 1, 0);
+    for (size_t i = 0; i < 5; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%zu", i);
+        dirs[i] = path_in(d[i], sizeof d[i], name);
+        run_shard(d[i], i, 5, 0);
+    }
+    size_t n;
+    char **set = row_set(d[4], &n);
+    cr_expect_eq(n, 0);
+    free(set);
+    tune_error err = {0};
+    char m[512];
+    cr_assert_eq(merge("m", dirs, 5, &err), TUNE_OK, "%s", err.message);
+    expect_same_rows(single, path_in(m, sizeof m, "m"));
+}
+
 /* --gpus with an explicit list and --compile-only: one coordinator per "GPU" into shards/<i>,
  * merged into the run folder; no GPU needed. */
 Test(shard_run, gpus_compile_only)
