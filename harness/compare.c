@@ -21,28 +21,34 @@ typedef struct {
     const char *key, *label;
     const char *path[3]; /* keys into meta.json, NULL-terminated */
     int checked;
+    const char *alt[3]; /* where a compile-only run's meta.json has it (its "key") */
 } compare_env_key;
 
 static const compare_env_key env_keys[] = {
-    {"gpu", "GPU", {"device", "name", NULL}, 1},
-    {"pci_bus_id", "PCI bus id", {"device", "pci_bus_id", NULL}, 1},
-    {"driver", "driver", {"versions", "driver", NULL}, 1},
-    {"cuda_driver", "CUDA driver API", {"versions", "driver_cuda", NULL}, 1},
-    {"cuda_runtime", "CUDA runtime", {"versions", "runtime", NULL}, 1},
-    {"nvrtc", "NVRTC", {"versions", "nvrtc", NULL}, 1},
-    {"cublas", "cuBLAS", {"versions", "cublas", NULL}, 1},
-    {"kernels", "kernel sources (hash)", {"key", "kernels_hash", NULL}, 1},
-    {"tool", "tune revision", {"tool", "git_rev", NULL}, 1},
-    {"sweep", "sweep", {"sweep", "name", NULL}, 1},
-    {"timing", "timing settings", {"timing", NULL, NULL}, 1},
-    {"host", "host", {"host", "hostname", NULL}, 0},
-    {"seed", "seed", {"seed", NULL, NULL}, 0},
+    {"gpu", "GPU", {"device", "name", NULL}, 1, {"key", "device", NULL}},
+    {"pci_bus_id", "PCI bus id", {"device", "pci_bus_id", NULL}, 1, {"key", "pci_bus_id", NULL}},
+    {"driver", "driver", {"versions", "driver", NULL}, 1, {"key", "driver", NULL}},
+    {"cuda_driver",
+     "CUDA driver API",
+     {"versions", "driver_cuda", NULL},
+     1,
+     {"key", "cuda_driver", NULL}},
+    {"cuda_runtime", "CUDA runtime", {"versions", "runtime", NULL}, 1, {NULL}},
+    {"nvrtc", "NVRTC", {"versions", "nvrtc", NULL}, 1, {"key", "nvrtc", NULL}},
+    {"cublas", "cuBLAS", {"versions", "cublas", NULL}, 1, {NULL}},
+    {"kernels", "kernel sources (hash)", {"key", "kernels_hash", NULL}, 1, {NULL}},
+    {"arch", "architecture (compile-only runs)", {"key", "arch", NULL}, 1, {NULL}},
+    {"tool", "tune revision", {"tool", "git_rev", NULL}, 1, {NULL}},
+    {"sweep", "sweep", {"sweep", "name", NULL}, 1, {NULL}},
+    {"timing", "timing settings", {"timing", NULL, NULL}, 1, {NULL}},
+    {"host", "host", {"host", "hostname", NULL}, 0, {NULL}},
+    {"seed", "seed", {"seed", NULL, NULL}, 0, {NULL}},
 };
 #define COMPARE_N_ENV (sizeof env_keys / sizeof env_keys[0])
 
 static const char *const env_key_names[] = {
-    "gpu",     "pci_bus_id", "driver", "cuda_driver", "cuda_runtime", "nvrtc", "cublas",
-    "kernels", "tool",       "sweep",  "timing",      "host",         "seed",  NULL};
+    "gpu",  "pci_bus_id", "driver", "cuda_driver", "cuda_runtime", "nvrtc", "cublas", "kernels",
+    "arch", "tool",       "sweep",  "timing",      "host",         "seed",  NULL};
 
 static const char *const verdict_names[COMPARE_N_VERDICTS] = {
     [COMPARE_SAME] = "same",           [COMPARE_FASTER] = "faster",
@@ -135,11 +141,17 @@ static compare_verdict compare_rows(const result_row *b, const result_row *n, do
     *change = *noise_b = *noise_n = NAN;
     if (!b || !n)
         return b ? COMPARE_ONLY_BASE : COMPARE_ONLY_NEW;
-    int bok = b->status == RESULT_OK, nok = n->status == RESULT_OK;
-    if (bok && !nok)
+    /* a compile-only run's "compiled" is its success; nothing was timed */
+    int bgood = b->status == RESULT_OK || b->status == RESULT_COMPILED;
+    int ngood = n->status == RESULT_OK || n->status == RESULT_COMPILED;
+    if (bgood && !ngood)
         return COMPARE_BROKEN;
-    if (!bok)
-        return nok ? COMPARE_FIXED : COMPARE_FAILING;
+    if (!bgood)
+        return ngood ? COMPARE_FIXED : COMPARE_FAILING;
+    if (b->status == RESULT_COMPILED && n->status == RESULT_COMPILED)
+        return COMPARE_SAME;
+    if (b->status != n->status)
+        return COMPARE_UNKNOWN; /* ok in one run, only compiled in the other */
     *noise_b = compare_row_noise(b);
     *noise_n = compare_row_noise(n);
     if (!compare_timed(b) || !compare_timed(n))
@@ -740,6 +752,16 @@ static char *compare_json_text(const json_t *v)
     return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
 }
 
+/* meta.json's value at path (NULL-terminated keys); NULL when absent or the path is empty. */
+static const json_t *compare_meta_get(const json_t *meta, const char *const *path)
+{
+    if (!path[0])
+        return NULL;
+    for (size_t p = 0; meta && p < 3 && path[p]; p++)
+        meta = json_object_get(meta, path[p]);
+    return meta;
+}
+
 /* The distinct values of one key over a side's folders, joined with ", "; new string. */
 static char *compare_env_join(char **texts, size_t n)
 {
@@ -777,9 +799,9 @@ static tune_status compare_env_side(compare *c, char **dirs, size_t n_dirs, int 
     }
     for (size_t k = 0; st == TUNE_OK && k < COMPARE_N_ENV; k++) {
         for (size_t d = 0; d < n_dirs; d++) {
-            const json_t *v = metas[d];
-            for (size_t p = 0; v && p < 3 && env_keys[k].path[p]; p++)
-                v = json_object_get(v, env_keys[k].path[p]);
+            const json_t *v = compare_meta_get(metas[d], env_keys[k].path);
+            if (!v)
+                v = compare_meta_get(metas[d], env_keys[k].alt);
             texts[d] = compare_json_text(v);
             if (!texts[d])
                 st = tune_error_set(err, TUNE_ERR_NOMEM, "", "out of memory");
@@ -809,8 +831,8 @@ static tune_status compare_env(compare *c, const compare_options *opt, tune_erro
         if (k == COMPARE_N_ENV)
             return tune_error_set(err, TUNE_ERR_INVALID, "",
                                   "'%s' is not an environment key (gpu, pci_bus_id, driver, "
-                                  "cuda_driver, cuda_runtime, nvrtc, cublas, kernels, tool, "
-                                  "sweep, timing)",
+                                  "cuda_driver, cuda_runtime, nvrtc, cublas, kernels, arch, "
+                                  "tool, sweep, timing)",
                                   opt->allow[a]);
         c->env[k].allowed = 1;
     }

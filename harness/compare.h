@@ -38,16 +38,17 @@
 #include "results.h"
 
 typedef enum {
-    COMPARE_SAME = 0,   /* ok in both, the change within the spread of both rows */
+    COMPARE_SAME = 0,   /* ok in both, the change within the spread of both rows; or compiled
+                         * in both (compile-only runs: status compiled) */
     COMPARE_FASTER,     /* ok in both, NEW significantly faster */
     COMPARE_SLOWER,     /* ok in both, NEW significantly slower, by at most the threshold */
     COMPARE_REGRESSION, /* ok in both, NEW significantly slower by more than the threshold */
-    COMPARE_UNKNOWN,    /* ok in both, neither row has a spread */
-    COMPARE_BROKEN,     /* ok in BASE, not in NEW: a regression */
-    COMPARE_FIXED,      /* not ok in BASE, ok in NEW */
-    COMPARE_FAILING,    /* not ok in either run (failed, skipped, compiled only) */
-    COMPARE_ONLY_BASE,  /* no row in NEW */
-    COMPARE_ONLY_NEW,   /* no row in BASE */
+    COMPARE_UNKNOWN, /* ok in both, neither row has a spread; or ok in one, compiled in the other */
+    COMPARE_BROKEN,  /* ok (or compiled) in BASE, any other status in NEW: a regression */
+    COMPARE_FIXED,   /* neither ok nor compiled in BASE, one of them in NEW */
+    COMPARE_FAILING, /* neither ok nor compiled in either run */
+    COMPARE_ONLY_BASE, /* no row in NEW */
+    COMPARE_ONLY_NEW,  /* no row in BASE */
     COMPARE_N_VERDICTS
 } compare_verdict;
 

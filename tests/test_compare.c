@@ -322,6 +322,31 @@ Test(compare_mini, markdown_and_json)
     compare_free(c);
 }
 
+/* Compile-only runs (status compiled, nothing timed), the second with other kernel sources: a
+ * configuration that compiled and no longer does is broken. */
+Test(compare_mini, compile_only_runs)
+{
+    compare *c = load(MINI "/compiled_base", MINI "/compiled_new", NULL);
+    cr_expect_eq(compare_env_refused(c), 1);
+    char buf[512];
+    cr_expect_str_eq(compare_env_text(c, 1, buf, sizeof buf),
+                     "kernel sources (hash) (e08eeb70892565f1 vs 0123456789abcdef)");
+    for (size_t i = 0; i < compare_n_env(c); i++) {
+        const compare_env_item *it = compare_env_at(c, i);
+        if (strcmp(it->key, "nvrtc") == 0 || strcmp(it->key, "arch") == 0)
+            cr_expect_str_eq(it->base_value, strcmp(it->key, "arch") ? "13000" : "sm_90",
+                             "read from meta.json's key");
+    }
+    expect_verdict(c, "g=256 k=64 n=128 dtype=float16 custom chunk=16", COMPARE_SAME);
+    expect_verdict(c, "g=256 k=64 n=128 dtype=float16 custom chunk=32", COMPARE_BROKEN);
+    expect_verdict(c, "g=256 k=64 n=128 dtype=float16 custom chunk=64", COMPARE_FIXED);
+    cr_expect_eq(compare_n_regressions(c), 1);
+    cr_expect_eq(compare_n_shapes(c), 1);
+    cr_expect_eq(compare_shape_at(c, 0)->verdict, COMPARE_FAILING, "no timed row in either run");
+    cr_expect_eq(compare_n_heuristics(c), 0, "nothing ran ok: no rule to fit");
+    compare_free(c);
+}
+
 /* ---- the environment ---- */
 
 Test(compare_mini, mismatch_refused)
