@@ -91,16 +91,16 @@ merge=(--time="$merge_time" --job-name="tune-$name-merge" --output="$run/slurm/m
        --export=ALL,TUNE="$tune" --kill-on-invalid-dep=yes)
 
 if [ $dry -eq 1 ]; then
-  echo sbatch --parsable "${common[@]}" "${array[@]}" "$here/sweep_array.sbatch" "$sweep" "$run" "$shards" "${tune_args[@]}"
-  echo sbatch --parsable "${common[@]}" "${merge[@]}" --dependency=afterok:ARRAY_JOB "$here/merge_compare.sbatch" "$run" "$shards" $prev
+  echo sbatch --parsable ${common[@]+"${common[@]}"} "${array[@]}" "$here/sweep_array.sbatch" "$sweep" "$run" "$shards" ${tune_args[@]+"${tune_args[@]}"}
+  echo sbatch --parsable ${common[@]+"${common[@]}"} "${merge[@]}" --dependency=afterok:ARRAY_JOB "$here/merge_compare.sbatch" "$run" "$shards" ${prev:+"$prev"}
   exit 0
 fi
 mkdir -p "$run/slurm"
-array_job=$(sbatch --parsable "${common[@]}" "${array[@]}" "$here/sweep_array.sbatch" "$sweep" \
+array_job=$(sbatch --parsable ${common[@]+"${common[@]}"} "${array[@]}" "$here/sweep_array.sbatch" "$sweep" \
   "$run" "$shards" ${tune_args[@]+"${tune_args[@]}"})
 array_job=${array_job%%;*}
-merge_job=$(sbatch --parsable "${common[@]}" "${merge[@]}" --dependency="afterok:$array_job" \
-  "$here/merge_compare.sbatch" "$run" "$shards" $prev)
+merge_job=$(sbatch --parsable ${common[@]+"${common[@]}"} "${merge[@]}" --dependency="afterok:$array_job" \
+  "$here/merge_compare.sbatch" "$run" "$shards" ${prev:+"$prev"})
 merge_job=${merge_job%%;*}
 echo "run=$run"
 echo "array_job=$array_job"
