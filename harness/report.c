@@ -37,6 +37,13 @@ typedef struct {
     double d;
 } report_cell;
 
+/* Skipped configurations of one reason category: the reason up to its first ':' ("tile does
+ * not divide the problem", "shared memory over the device limit", ...). */
+typedef struct {
+    char category[64];
+    size_t count;
+} report_skip;
+
 struct report {
     char *title;
     size_t n_axes, n_params;
@@ -57,6 +64,8 @@ struct report {
     size_t n_fields;
     report_table *tables;
     size_t n_tables;
+    report_skip *skips; /* skipped rows by reason category */
+    size_t n_skips;
 };
 
 /* ---- values and shapes ---- */
@@ -149,6 +158,26 @@ static void report_add_param(report *r, const char *name)
         r->params[r->n_params++] = name;
 }
 
+static tune_status report_count_skip(report *r, const char *reason)
+{
+    char cat[64];
+    size_t len = strcspn(reason ? reason : "", ":");
+    snprintf(cat, sizeof cat, "%.*s", (int)(len < sizeof cat - 1 ? len : sizeof cat - 1),
+             reason && *reason ? reason : "no reason given");
+    for (size_t i = 0; i < r->n_skips; i++)
+        if (strcmp(r->skips[i].category, cat) == 0) {
+            r->skips[i].count++;
+            return TUNE_OK;
+        }
+    report_skip *grown = realloc(r->skips, (r->n_skips + 1) * sizeof *grown);
+    if (!grown)
+        return TUNE_ERR_NOMEM;
+    r->skips = grown;
+    snprintf(r->skips[r->n_skips].category, sizeof r->skips[0].category, "%s", cat);
+    r->skips[r->n_skips++].count = 1;
+    return TUNE_OK;
+}
+
 static tune_status report_collect_methods(report *r, const result_row *rows, size_t n)
 {
     r->methods = calloc(n ? n : 1, sizeof *r->methods);
@@ -160,6 +189,8 @@ static tune_status report_collect_methods(report *r, const result_row *rows, siz
             &r->methods[report_method_index(r, rows[i].method ? rows[i].method : "?")];
         if ((size_t)rows[i].status < REPORT_N_STATUS)
             m->counts[rows[i].status]++;
+        if (rows[i].status == RESULT_SKIPPED && report_count_skip(r, rows[i].reason) != TUNE_OK)
+            return TUNE_ERR_NOMEM;
         m->tuned |= report_is_tuned_row(r, &rows[i]);
         for (size_t j = 0; j < rows[i].n_params; j++)
             report_add_param(r, rows[i].param_names[j]);
@@ -489,6 +520,7 @@ void report_free(report *r)
     free(r->base_store);
     free(r->shapes);
     free(r->baselines);
+    free(r->skips);
     free(r->methods);
     free(r->title);
     free(r);
@@ -801,6 +833,18 @@ static void report_write_counts(const report *r, int level, FILE *f)
     for (size_t j = 0; j <= nc; j++)
         snprintf(report_text_at(&t, r->n_methods + 1, j + 1), REPORT_CELL, "%zu", col_total[j]);
     report_write_heading(f, level, "Runs by status");
+    report_text_write(&t, f);
+    free(t.cell);
+    if (r->n_skips == 0 || report_text_init(&t, r->n_skips, 1) != 0)
+        return;
+    snprintf(report_text_at(&t, 0, 0), REPORT_CELL, "reason");
+    snprintf(report_text_at(&t, 0, 1), REPORT_CELL, "skipped");
+    for (size_t i = 0; i < r->n_skips; i++) {
+        snprintf(report_text_at(&t, i + 1, 0), REPORT_CELL, "%s", r->skips[i].category);
+        snprintf(report_text_at(&t, i + 1, 1), REPORT_CELL, "%zu", r->skips[i].count);
+    }
+    fputc('\n', f);
+    report_write_heading(f, level, "Skipped configurations by reason");
     report_text_write(&t, f);
     free(t.cell);
 }

@@ -283,3 +283,28 @@ Test(report_mem, mismatched_axes_and_empty_input)
     free(md);
     report_free(r);
 }
+
+/* Skipped configurations are counted by the category of their reason (the text before ':'). */
+Test(report_mem, skipped_by_reason)
+{
+    result_row in[] = {
+        make_row("a", 1, "float16", 64, RESULT_OK, 5.0),
+        make_row("a", 1, "float16", 32, RESULT_SKIPPED, 0),
+        make_row("a", 2, "float16", 32, RESULT_SKIPPED, 0),
+        make_row("a", 2, "float16", 16, RESULT_SKIPPED, 0),
+        make_row("a", 2, "float16", 64, RESULT_OK, 4.0),
+    };
+    in[1].reason = "tile does not divide the problem: n = 100, bn = 32";
+    in[2].reason = "tile does not divide the problem: n = 200, bn = 32";
+    in[3].reason = "shared memory over the device limit: 300 KiB > 227 KiB";
+    const char *r_axes[] = {"m"};
+    report_spec spec = {r_axes, 1, NULL, 0, NULL};
+    report *r = report_build(in, 5, &spec, NULL);
+    cr_assert_not_null(r);
+    char *md = capture(report_write_markdown, r);
+    expect_contains(md, "## Skipped configurations by reason\n\n");
+    expect_contains(md, "| tile does not divide the problem    |       2 |\n");
+    expect_contains(md, "| shared memory over the device limit |       1 |\n");
+    free(md);
+    report_free(r);
+}
