@@ -451,7 +451,7 @@ static int report_param_varies(const result_row *rows, size_t n, const char *nam
 
 static tune_status report_make_tables(report *r, const result_row *rows, size_t n)
 {
-    r->tables = calloc(r->n_params + r->n_baselines + 5, sizeof *r->tables);
+    r->tables = calloc(r->n_params + r->n_baselines + 6, sizeof *r->tables);
     if (!r->tables)
         return TUNE_ERR_NOMEM;
     for (size_t j = 0; j < r->n_params; j++)
@@ -462,6 +462,8 @@ static tune_status report_make_tables(report *r, const result_row *rows, size_t 
     size_t t = report_field_time(r);
     report_add_table(r, t + 1, REPORT_F0, "%s", "Achieved bandwidth (GB/s)");
     report_add_table(r, t + 2, REPORT_F1, "%s", "% of measured read bandwidth");
+    if (report_any_finite(r, t + 3))
+        report_add_table(r, t + 3, REPORT_F1, "%s", "TFLOP/s");
     if (report_any_finite(r, t + 4))
         report_add_table(r, t + 4, REPORT_F1, "%s", "% of roofline (roofline time / time)");
     report_add_table(r, t, REPORT_F2, "%s", "Best time (us)");
