@@ -106,7 +106,7 @@ slurmd_port=$(free_port)
 
 "${SUDO[@]}" sh -c "dd if=/dev/urandom of='$T/munge.key' bs=1024 count=1 2>/dev/null && chmod 400 '$T/munge.key'"
 "${SUDO[@]}" /usr/sbin/munged --force --socket="$T/munge.sock" --key-file="$T/munge.key" \
-    --log-file="$T/log/munged.log" --pid-file="$T/munged.pid" --seed-file="$T/munged.seed" ||
+    --log-file="$T/log/munged.log" --pid-file="$T/munged.pid" --seed-file="$T/munged.seed" 2>>"$T/log/munged.stderr.log" ||
     skip "munged does not start: $(tail -n 1 "$T/log/munged.log" 2>/dev/null)"
 for _ in $(seq 1 20); do [ -S "$T/munge.sock" ] && break; sleep 0.25; done
 [ -f "$T/munged.pid" ] && pids+=("$(cat "$T/munged.pid")")
