@@ -131,20 +131,26 @@ __global__ void mg_dequant_raw(const unsigned char *__restrict__ q, const TS *__
 
 // The "dequantize then cuBLAS" path: the packed weight (and packed scales / zeros) to a row-major
 // k x n weight of T. One warp per 16 x 64 unit: a 16-byte load per lane, the fused kernel's
-// dequantization, a transpose through shared memory, 128-byte row stores.
+// dequantization (the next unit's load in flight), a shuffle that pairs adjacent columns, 32-bit stores into a shared-memory tile,
+// and 16-byte row stores (128 contiguous bytes per row).
 template <typename T, int ZP>
 __global__ void __launch_bounds__(256)
     mg_dequant_packed(const uint4 *__restrict__ Wp, const T *__restrict__ S, const T *__restrict__ Z,
                       T *__restrict__ out, long long k, long long n, int group)
 {
-    __shared__ unsigned short tile_s[8][16][64 + 8];
+    __shared__ __align__(16) unsigned tile_w[8][16][36]; // 64 columns + 8 of padding, as pairs
     const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
     const int g = lane >> 2, tq = lane & 3;
     const long long units = (k / 16) * (n / 64);
     constexpr unsigned NMZ_SYM = ((mg_type<T>::MAGIC + 8u) | 0x8000u) * 0x10001u;
-    for (long long unit = blockIdx.x * 8LL + wib; unit < units; unit += gridDim.x * 8LL) {
+    const long long stride = gridDim.x * 8LL;
+    long long unit = blockIdx.x * 8LL + wib;
+    uint4 w_next = unit < units ? Wp[unit * 32 + lane] : make_uint4(0, 0, 0, 0);
+    for (; unit < units; unit += stride) {
         const long long kk = unit / (n / 64), u = unit % (n / 64);
-        const uint4 w = Wp[unit * 32 + lane];
+        const uint4 w = w_next; // the next unit's weights load while this one is dequantized
+        if (unit + stride < units)
+            w_next = Wp[(unit + stride) * 32 + lane];
         const long long srow = (kk * 16) / group;
         const uint4 sv = *reinterpret_cast<const uint4 *>(S + srow * n + u * 64 + g * 8);
         uint4 zv = make_uint4(NMZ_SYM, NMZ_SYM, NMZ_SYM, NMZ_SYM);
@@ -159,22 +165,24 @@ __global__ void __launch_bounds__(256)
             if (ZP)
                 nmz2 = __byte_perm(z4[t >> 1], 0, (t & 1) ? 0x3232 : 0x1010) ^ 0x80008000u;
             const unsigned word = wv[t >> 1] >> ((t & 1) * 8);
+            // b0: rows 2tq, 2tq + 1 of column 8t + g; b1: rows 2tq + 8, 2tq + 9
             const unsigned b0 = mg_dequant2<T>(word, nmz2, s2), b1 = mg_dequant2<T>(word >> 4, nmz2, s2);
-            const int col = t * 8 + g;
-            tile_s[wib][2 * tq][col] = (unsigned short)b0;
-            tile_s[wib][2 * tq + 1][col] = (unsigned short)(b0 >> 16);
-            tile_s[wib][2 * tq + 8][col] = (unsigned short)b1;
-            tile_s[wib][2 * tq + 9][col] = (unsigned short)(b1 >> 16);
+            const unsigned p0 = __shfl_xor_sync(0xffffffffu, b0, 4); // column 8t + (g ^ 1)
+            const unsigned p1 = __shfl_xor_sync(0xffffffffu, b1, 4);
+            const int c2 = (t * 8 + (g & ~1)) / 2; // the column pair, as a 32-bit index
+            if ((g & 1) == 0) { // even column: the first row of each register pair
+                tile_w[wib][2 * tq][c2] = __byte_perm(b0, p0, 0x5410);
+                tile_w[wib][2 * tq + 8][c2] = __byte_perm(b1, p1, 0x5410);
+            } else {            // odd column: the second row
+                tile_w[wib][2 * tq + 1][c2] = __byte_perm(p0, b0, 0x7632);
+                tile_w[wib][2 * tq + 9][c2] = __byte_perm(p1, b1, 0x7632);
+            }
         }
         __syncwarp();
 #pragma unroll
         for (int p = 0; p < 4; p++) { // 16 rows x 128 bytes: 4 x 16 bytes per lane
             const int idx = p * 32 + lane, r = idx / 8, c8 = (idx % 8) * 8;
-            uint4 v;
-            v.x = tile_s[wib][r][c8] | ((unsigned)tile_s[wib][r][c8 + 1] << 16);
-            v.y = tile_s[wib][r][c8 + 2] | ((unsigned)tile_s[wib][r][c8 + 3] << 16);
-            v.z = tile_s[wib][r][c8 + 4] | ((unsigned)tile_s[wib][r][c8 + 5] << 16);
-            v.w = tile_s[wib][r][c8 + 6] | ((unsigned)tile_s[wib][r][c8 + 7] << 16);
+            const uint4 v = *reinterpret_cast<const uint4 *>(&tile_w[wib][r][c8 / 2]);
             *reinterpret_cast<uint4 *>(out + (kk * 16 + r) * n + u * 64 + c8) = v;
         }
         __syncwarp();
