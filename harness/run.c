@@ -1599,19 +1599,25 @@ static tune_status run_gpus(const sweep *sw, const run_options *opt, run_summary
                     space_n_configs(rc.sp), parts, now - rc.t0, tty && running ? "   " : "\n");
         }
     }
-    for (size_t i = 0; i < n; i++) {
+    char failed[1536] = "";
+    tune_status code = TUNE_OK;
+    for (size_t i = 0, len = 0; i < n; i++) {
         if (g[i].code == 0)
             continue;
         char *msg;
-        tune_status code = (tune_status)strtol(g[i].failure, &msg, 10);
-        st = tune_error_set(err, code == TUNE_ERR_NO_GPU ? TUNE_ERR_NO_GPU : TUNE_ERR_CUDA, "--gpus",
-                            "GPU %d (shard %zu/%zu) failed: %s (log: %s/log.txt); the other "
-                            "shards' rows are kept: run again with --resume%s%s",
-                            devs[i], i, n, msg + (*msg == ' '), g[i].dir,
-                            opt->out_dir ? " --out " : "", opt->out_dir ? opt->out_dir : "");
+        tune_status c = (tune_status)strtol(g[i].failure, &msg, 10);
+        c = c == TUNE_OK ? TUNE_ERR_CUDA : c; /* it died without a word */
+        code = code == TUNE_OK || code == TUNE_ERR_NO_GPU ? c : code;
+        len += (size_t)snprintf(failed + len, len < sizeof failed ? sizeof failed - len : 0,
+                                "%sGPU %d (shard %zu/%zu) failed: %.300s (log: %.300s/log.txt)",
+                                len ? "; " : "", devs[i], i, n, msg + (*msg == ' '), g[i].dir);
     }
-    if (st != TUNE_OK)
+    if (code != TUNE_OK) {
+        st = tune_error_set(err, code == TUNE_ERR_NO_GPU ? TUNE_ERR_NO_GPU : TUNE_ERR_CUDA, "--gpus",
+                            "%s; the rows measured are kept: run again with --resume%s%s", failed,
+                            opt->out_dir ? " --out " : "", opt->out_dir ? opt->out_dir : "");
         goto done;
+    }
     shard_merge_options mo = {opt->quiet, opt->argc, opt->argv};
     st = shard_merge(rc.out_dir, dirs, n, &mo, sum, err);
     sum->wall_seconds = now_seconds() - rc.t0;
