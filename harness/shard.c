@@ -413,6 +413,18 @@ static void compare_keys(const merge_part *a, const merge_part *b, merge_problem
                 b->dir, k, a->index, a->count);
 }
 
+/* Equal timing settings and models: the plan does not depend on them, the rows do. */
+static int same_settings(const merge_part *a, const merge_part *b)
+{
+    const json_t *sa = json_object_get(a->meta, "sweep"), *sb = json_object_get(b->meta, "sweep");
+    const char *keys[] = {"family", "op", "bytes", "flops"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(json_str(sa, keys[i]), json_str(sb, keys[i])) != 0)
+            return 0;
+    const json_t *ta = json_object_get(a->meta, "timing"), *tb = json_object_get(b->meta, "timing");
+    return (!ta && !tb) || (ta && tb && json_equal((json_t *)ta, (json_t *)tb));
+}
+
 typedef struct {
     char *id;
     size_t part;
@@ -668,6 +680,9 @@ tune_status shard_merge(const char *out_dir, const char *const *dirs, size_t n_d
                     p->dir, ref->dir, p->plan, ref->plan);
         else
             compare_keys(ref, p, &pb);
+        if (!same_settings(ref, p))
+            problem(&pb, "%s and %s were measured with other timing settings or byte/FLOP models",
+                    p->dir, ref->dir);
     }
     if (pb.n)
         goto refuse;

@@ -422,6 +422,21 @@ Test(shard_run, missing_and_twice)
     shard_merge_options mo = {1, 0, NULL};
     cr_expect_eq(shard_merge(dirs[1], self, 3, &mo, NULL, &err), TUNE_ERR_INVALID);
     cr_expect(strstr(err.message, "is also a shard folder") != NULL, "%s", err.message);
+    /* one shard measured with other timing settings */
+    char path[600];
+    snprintf(path, sizeof path, "%s/meta.json", dirs[2]);
+    char *meta = tune_read_file(path, NULL, NULL);
+    cr_assert_not_null(meta);
+    char *reps = strstr(meta, "\"reps\": 100");
+    cr_assert_not_null(reps, "%s", meta);
+    reps[9] = '2'; /* 100 -> 120 */
+    FILE *f = fopen(path, "w");
+    fputs(meta, f);
+    fclose(f);
+    free(meta);
+    tune_error_clear(&err);
+    cr_expect_eq(merge("m", self, 3, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "other timing settings") != NULL, "%s", err.message);
 }
 
 /* Drops the last k lines of dir/raw.jsonl; returns them (new). */
