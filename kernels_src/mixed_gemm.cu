@@ -9,6 +9,10 @@
 //                   steps and their partial sums are added in shared memory at the end)
 //   STAGES          cp.async pipeline depth (>= 2)
 //   ZP              0: symmetric (z = 8); 1: per-group zero points
+//   SA              0: dequantize every weight ((MAGIC + q - (MAGIC + z)) * s, two fma per pair);
+//                   1: scale the accumulator once per group instead, as mg_direct does (MMA on
+//                   MAGIC + q, a ninth MMA against ones for sum(X), acc += s (P - (MAGIC + z) sum X)
+//                   at each group end): one lop3 per two weights, twice the accumulators
 // Grid: (n / BN, ceil(m / BM), splits). With splits > 1 every block writes its fp32 partial tile
 // to ws[split][m][n]; the last block to finish a tile (counted in counters[], which it resets)
 // adds the partials in split order and writes Y, so results do not depend on arrival order.
@@ -17,6 +21,21 @@
 // gsh = log2(G) when G <= BK, else -1 (one scale row per stage).
 
 #include "mixed_gemm.cuh"
+
+// Calls f(a, b, c, h) for every pair of accumulators (acc[a][b][c][2h], acc[a][b][c][2h + 1]):
+// row 16 a + g + 8 h of the warp tile, columns 64 b + 8 c + 2 tq and the next.
+template <int MT, int NU, typename F> __device__ __forceinline__ void mg_for_pairs(F f)
+{
+#pragma unroll
+    for (int a = 0; a < MT; a++)
+#pragma unroll
+        for (int b = 0; b < NU; b++)
+#pragma unroll
+            for (int c = 0; c < 8; c++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    f(a, b, c, h);
+}
 
 // The end of both kernels: warps wk > 0 hand their partial sums to warp wk = 0 of the same
 // (wm, wn) through shared memory (free once the caller synchronised); then either Y is written, or
@@ -33,59 +52,40 @@ __device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned
     __shared__ int last;
     const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, tq = lane & 3;
     const int splits = gridDim.z, z = blockIdx.z;
-    // WK > 1: warps wk > 0 hand their partial sums to warp wk = 0 of the same (wm, wn).
-    if (WK > 1) {
-        constexpr int ACC = MT * NU * 8 * 4;
-        float *red = reinterpret_cast<float *>(smem);
+    auto row_of = [&](int a, int h) { return m0 + wm * MW + a * 16 + g + h * 8; };
+    auto col_of = [&](int b, int c) { return n0 + (wn * NU + b) * 64 + c * 8 + tq * 2; };
+    auto slot = [](int a, int b, int c, int h) { return ((a * NU + b) * 8 + c) * 4 + 2 * h; };
+
+    if (WK > 1) { // lane-major: conflict-free
+        float *red = reinterpret_cast<float *>(smem) + lane;
         const int wmn = wm * WN + wn;
+        constexpr int ACC = MT * NU * 8 * 4;
         if (wk > 0) {
-            float *dst = red + ((long long)((wk - 1) * WM * WN + wmn) * ACC) * 32 + lane;
-            int i = 0;
-#pragma unroll
-            for (int a = 0; a < MT; a++)
-#pragma unroll
-                for (int b = 0; b < NU; b++)
-#pragma unroll
-                    for (int c = 0; c < 8; c++)
-#pragma unroll
-                        for (int d = 0; d < 4; d++, i++)
-                            dst[i * 32] = acc[a][b][c][d];
+            float *dst = red + (long long)((wk - 1) * WM * WN + wmn) * ACC * 32;
+            mg_for_pairs<MT, NU>([&](int a, int b, int c, int h) {
+                dst[slot(a, b, c, h) * 32] = acc[a][b][c][2 * h];
+                dst[(slot(a, b, c, h) + 1) * 32] = acc[a][b][c][2 * h + 1];
+            });
         }
         __syncthreads();
-        if (wk == 0) {
+        if (wk == 0)
             for (int w = 1; w < WK; w++) {
-                const float *src = red + ((long long)((w - 1) * WM * WN + wmn) * ACC) * 32 + lane;
-                int i = 0;
-#pragma unroll
-                for (int a = 0; a < MT; a++)
-#pragma unroll
-                    for (int b = 0; b < NU; b++)
-#pragma unroll
-                        for (int c = 0; c < 8; c++)
-#pragma unroll
-                            for (int d = 0; d < 4; d++, i++)
-                                acc[a][b][c][d] += src[i * 32];
+                const float *src = red + (long long)((w - 1) * WM * WN + wmn) * ACC * 32;
+                mg_for_pairs<MT, NU>([&](int a, int b, int c, int h) {
+                    acc[a][b][c][2 * h] += src[slot(a, b, c, h) * 32];
+                    acc[a][b][c][2 * h + 1] += src[(slot(a, b, c, h) + 1) * 32];
+                });
             }
-        }
     }
 
     if (splits > 1) {
-        if (wk == 0) {
-#pragma unroll
-            for (int a = 0; a < MT; a++)
-#pragma unroll
-                for (int b = 0; b < NU; b++)
-#pragma unroll
-                    for (int c = 0; c < 8; c++)
-#pragma unroll
-                        for (int h = 0; h < 2; h++) {
-                            const int row = m0 + wm * MW + a * 16 + g + h * 8;
-                            const int col = n0 + (wn * NU + b) * 64 + c * 8 + tq * 2;
-                            if (row < m)
-                                __stcg(reinterpret_cast<float2 *>(ws + ((long long)z * m + row) * n + col),
-                                       make_float2(acc[a][b][c][2 * h], acc[a][b][c][2 * h + 1]));
-                        }
-        }
+        if (wk == 0)
+            mg_for_pairs<MT, NU>([&](int a, int b, int c, int h) {
+                const int row = row_of(a, h), col = col_of(b, c);
+                if (row < m)
+                    __stcg(reinterpret_cast<float2 *>(ws + ((long long)z * m + row) * n + col),
+                           make_float2(acc[a][b][c][2 * h], acc[a][b][c][2 * h + 1]));
+            });
         __threadfence();
         __syncthreads();
         const int tile = blockIdx.y * gridDim.x + blockIdx.x;
@@ -95,55 +95,37 @@ __device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned
         if (!last)
             return;
         __threadfence();
-        if (wk == 0) {
-#pragma unroll
-            for (int a = 0; a < MT; a++)
-#pragma unroll
-                for (int b = 0; b < NU; b++)
-#pragma unroll
-                    for (int c = 0; c < 8; c++)
-#pragma unroll
-                        for (int h = 0; h < 2; h++) {
-                            const int row = m0 + wm * MW + a * 16 + g + h * 8;
-                            const int col = n0 + (wn * NU + b) * 64 + c * 8 + tq * 2;
-                            if (row >= m)
-                                continue;
-                            float s0 = 0.f, s1 = 0.f;
-                            for (int p = 0; p < splits; p++) {
-                                const float2 v = __ldcg(reinterpret_cast<const float2 *>(
-                                    ws + ((long long)p * m + row) * n + col));
-                                s0 += v.x;
-                                s1 += v.y;
-                            }
-                            acc[a][b][c][2 * h] = s0;
-                            acc[a][b][c][2 * h + 1] = s1;
-                        }
-        }
+        if (wk == 0)
+            mg_for_pairs<MT, NU>([&](int a, int b, int c, int h) {
+                const int row = row_of(a, h), col = col_of(b, c);
+                if (row >= m)
+                    return;
+                float s0 = 0.f, s1 = 0.f;
+                for (int p = 0; p < splits; p++) {
+                    const float2 v =
+                        __ldcg(reinterpret_cast<const float2 *>(ws + ((long long)p * m + row) * n + col));
+                    s0 += v.x;
+                    s1 += v.y;
+                }
+                acc[a][b][c][2 * h] = s0;
+                acc[a][b][c][2 * h + 1] = s1;
+            });
         if (tid == 0)
             counters[tile] = 0; // ready for the next launch
     }
     if (wk != 0)
         return;
-#pragma unroll
-    for (int a = 0; a < MT; a++)
-#pragma unroll
-        for (int b = 0; b < NU; b++)
-#pragma unroll
-            for (int c = 0; c < 8; c++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int row = m0 + wm * MW + a * 16 + g + h * 8;
-                    const int col = n0 + (wn * NU + b) * 64 + c * 8 + tq * 2;
-                    if (row < m) {
-                        const T lo = from_f32<T>(acc[a][b][c][2 * h]);
-                        const T hi = from_f32<T>(acc[a][b][c][2 * h + 1]);
-                        *reinterpret_cast<unsigned *>(Y + (long long)row * n + col) =
-                            (unsigned)lo.x | ((unsigned)hi.x << 16);
-                    }
-                }
+    mg_for_pairs<MT, NU>([&](int a, int b, int c, int h) {
+        const int row = row_of(a, h), col = col_of(b, c);
+        if (row < m) {
+            const T lo = from_f32<T>(acc[a][b][c][2 * h]), hi = from_f32<T>(acc[a][b][c][2 * h + 1]);
+            *reinterpret_cast<unsigned *>(Y + (long long)row * n + col) =
+                (unsigned)lo.x | ((unsigned)hi.x << 16);
+        }
+    });
 }
 
-template <typename T, int BM, int BN, int BK, int WM, int WN, int WK, int STAGES, int ZP>
+template <typename T, int BM, int BN, int BK, int WM, int WN, int WK, int STAGES, int ZP, int SA>
 __global__ void __launch_bounds__(WM *WN *WK * 32)
     mg_fused(const T *__restrict__ X, const uint4 *__restrict__ Wp, const T *__restrict__ S,
              const T *__restrict__ Z, T *__restrict__ Y, float *__restrict__ ws,
@@ -208,17 +190,19 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
     };
 
     float acc[MT][NU][8][4];
-#pragma unroll
-    for (int a = 0; a < MT; a++)
-#pragma unroll
-        for (int b = 0; b < NU; b++)
-#pragma unroll
-            for (int c = 0; c < 8; c++)
-#pragma unroll
-                for (int d = 0; d < 4; d++)
-                    acc[a][b][c][d] = 0.f;
+    mg_for_pairs<MT, NU>([&](int a, int b, int c, int h) { acc[a][b][c][2 * h] = acc[a][b][c][2 * h + 1] = 0.f; });
 
     constexpr unsigned NMZ_SYM = ((mg_type<T>::MAGIC + 8u) | 0x8000u) * 0x10001u; // -(MAGIC + 8)
+    // SA: per-group partial sums on MAGIC + q, and sum(X) per row, since the last group end
+    float P[SA ? MT : 1][SA ? NU : 1][8][4], sx[SA ? MT : 1][4];
+    if (SA) {
+        mg_for_pairs<SA ? MT : 1, SA ? NU : 1>(
+            [&](int a, int b, int c, int h) { P[a][b][c][2 * h] = P[a][b][c][2 * h + 1] = 0.f; });
+#pragma unroll
+        for (int a = 0; a < (SA ? MT : 1); a++)
+            sx[a][0] = sx[a][1] = sx[a][2] = sx[a][3] = 0.f;
+    }
+    const int glog = (group & (group - 1)) == 0 ? __ffs(group) - 1 : 30; // per column: one group
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
@@ -261,18 +245,65 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
                 const unsigned z4[4] = {zv.x, zv.y, zv.z, zv.w};
 #pragma unroll
                 for (int t = 0; t < 8; t++) {
+                    const unsigned word = wv[t >> 1] >> ((t & 1) * 8);
+                    if (SA) {
+                        const unsigned b0 = mg_lop3_and_or(word, 0x000f000fu, mg_type<T>::MAGIC2);
+                        const unsigned b1 = mg_lop3_and_or(word >> 4, 0x000f000fu, mg_type<T>::MAGIC2);
+#pragma unroll
+                        for (int mt = 0; mt < MT; mt++)
+                            mg_mma<T>(P[SA ? mt : 0][SA ? u : 0][t], a[mt], b0, b1);
+                        continue;
+                    }
                     // scale (and zero) of tile t: 16-bit element t of the lane's 8
                     const unsigned sp = s4[t >> 1], zp = z4[t >> 1];
                     const unsigned s2 = __byte_perm(sp, 0, (t & 1) ? 0x3232 : 0x1010);
                     unsigned nmz2 = NMZ_SYM;
                     if (ZP)
                         nmz2 = __byte_perm(zp, 0, (t & 1) ? 0x3232 : 0x1010) ^ 0x80008000u;
-                    const unsigned word = wv[t >> 1] >> ((t & 1) * 8);
                     const unsigned b0 = mg_dequant2<T>(word, nmz2, s2);
                     const unsigned b1 = mg_dequant2<T>(word >> 4, nmz2, s2);
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++)
                         mg_mma<T>(acc[mt][u][t], a[mt], b0, b1);
+                }
+            }
+            if (SA) {
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
+                    mg_mma<T>(sx[SA ? mt : 0], a[mt], mg_type<T>::ONE2, mg_type<T>::ONE2);
+                // this warp's next step is 16 WK further; apply the scale when it leaves the group
+                const int kg = (kb_begin + it) * BK + j * 16;
+                const bool end = (it == L - 1 && j + WK >= KS) || (kg >> glog) != ((kg + 16 * WK) >> glog);
+                if (end) {
+#pragma unroll
+                    for (int u = 0; u < NU; u++) {
+                        // accumulator columns 8 t + 2 tq + e: element t of the 8 at 16 tq + 8 e
+                        const T *srw = ss + srow * BN + (wn * NU + u) * 64 + 16 * tq;
+                        const uint4 sv2[2] = {*reinterpret_cast<const uint4 *>(srw),
+                                              *reinterpret_cast<const uint4 *>(srw + 8)};
+                        uint4 zv2[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+                        if (ZP) {
+                            zv2[0] = *reinterpret_cast<const uint4 *>(srw + SR * BN);
+                            zv2[1] = *reinterpret_cast<const uint4 *>(srw + SR * BN + 8);
+                        }
+#pragma unroll
+                        for (int t = 0; t < 8; t++)
+#pragma unroll
+                            for (int d = 0; d < 4; d++) {
+                                const float sc = to_f32(reinterpret_cast<const T *>(&sv2[d & 1])[t]);
+                                const float mz = ZP ? to_f32(reinterpret_cast<const T *>(&zv2[d & 1])[t])
+                                                    : mg_type<T>::MAGIC_F + 8.0f;
+#pragma unroll
+                                for (int mt = 0; mt < MT; mt++) {
+                                    float &pv = P[SA ? mt : 0][SA ? u : 0][t][d];
+                                    acc[mt][u][t][d] += sc * (pv - mz * sx[SA ? mt : 0][d & 2]);
+                                    pv = 0.f;
+                                }
+                            }
+                    }
+#pragma unroll
+                    for (int mt = 0; mt < MT; mt++)
+                        sx[SA ? mt : 0][0] = sx[SA ? mt : 0][1] = sx[SA ? mt : 0][2] = sx[SA ? mt : 0][3] = 0.f;
                 }
             }
         }

@@ -42,43 +42,6 @@ static const int64_t denses[] = {0, 1};
 static const int64_t stages[] = {0, 3};
 
 
-/* ---- kernels compiled on demand (cached under the build's temp folder) ---- */
-
-typedef struct {
-    compile_job job;
-    gpu_library *lib;
-    void *kernel;
-} test_kernel;
-
-static test_kernel loaded[4096];
-static size_t n_loaded;
-
-static void *get_kernel(void *ctx, const char *source, const char *name)
-{
-    (void)ctx;
-    for (size_t i = 0; i < n_loaded; i++)
-        if (strcmp(loaded[i].job.source, source) == 0 && strcmp(loaded[i].job.name, name) == 0)
-            return loaded[i].kernel;
-    cr_assert_lt(n_loaded, 4096);
-    test_kernel *t = &loaded[n_loaded++];
-    memset(t, 0, sizeof *t);
-    snprintf(t->job.source, sizeof t->job.source, "%s", source);
-    snprintf(t->job.name, sizeof t->job.name, "%s", name);
-    char kdir[4096];
-    cr_assert_not_null(compile_find_kernels_dir(kdir, sizeof kdir));
-    int dev = 0, major = 9, minor = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    compile_options opt = {kdir, "/tmp/tune-test-cache", major * 10 + minor, 0};
-    tune_error err = {0};
-    cr_assert_eq(compile_run(&t->job, 1, &opt, &err), TUNE_OK, "%s", err.message);
-    cr_assert_eq(t->job.status, TUNE_OK, "%s failed to compile: %s", name, t->job.log);
-    t->lib = gpu_library_load(t->job.cubin, &err);
-    cr_assert_not_null(t->lib, "%s", err.message);
-    t->kernel = gpu_library_kernel(t->lib, t->job.lowered, &err);
-    cr_assert_not_null(t->kernel, "%s", err.message);
-    return t->kernel;
-}
 
 /* ---- host data ---- */
 
@@ -302,7 +265,7 @@ Test(gather_matmul_gpu, reference_kernel_matches_cpu)
                 char why[256];
                 int nr = gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
                 cr_assert_geq(nr, 2, "%s", why);
-                void *k = get_kernel(NULL, refs[1].source, refs[1].name); /* gm_reference */
+                void *k = test_get_kernel(NULL, refs[1].source, refs[1].name); /* gm_reference */
                 launch_kernel(k, c, &d, (unsigned)((d.n_out + 255) / 256), 256, 0);
                 double e = case_error(&d, dtypes[di], 1);
                 cr_expect_leq(e, 1e-6, "%s %s trans=%d g=%lld k=%lld n=%lld: error %g", c->op,
@@ -333,7 +296,7 @@ Test(gather_matmul_gpu, custom_kernels_match_cpu, .timeout = 600)
                         if (gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why,
                                                          sizeof why) < 0)
                             continue; /* e.g. chunk too wide for 32 threads: a skipped config */
-                        void *k = get_kernel(NULL, refs[0].source, refs[0].name);
+                        void *k = test_get_kernel(NULL, refs[0].source, refs[0].name);
                         int64_t grid = c->g * ((c->n + chunks[hi] - 1) / chunks[hi]);
                         size_t smem = denses[ti / 2 % 2] ? (size_t)c->kp * sizeof(float) : 0;
                         launch_kernel(k, c, &d, (unsigned)grid, (unsigned)threads[ti % 2], smem);
@@ -355,7 +318,7 @@ static void run_family_check(const char *method)
     cr_assert_eq(cudaStreamCreate(&stream), cudaSuccess);
     cr_assert_eq(cublasCreate(&cublas), CUBLAS_STATUS_SUCCESS);
     cublasSetStream(cublas, stream);
-    family_env env = {0, stream, cublas, 50u << 20, 42, get_kernel, NULL};
+    family_env env = {0, stream, cublas, 50u << 20, 42, test_get_kernel, NULL};
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
         for (size_t di = 0; di < 3; di++)
             for (int trans = 0; trans < 2; trans++) {
@@ -367,7 +330,7 @@ static void run_family_check(const char *method)
                 if (nr < 0)
                     continue; /* slice needs k <= k_pre */
                 for (int r = 0; r < nr; r++)
-                    get_kernel(NULL, refs[r].source, refs[r].name);
+                    test_get_kernel(NULL, refs[r].source, refs[r].name);
                 tune_error err = {0};
                 void *state = fam->shape_init(&env, &p, &err);
                 cr_assert_not_null(state, "%s", err.message);

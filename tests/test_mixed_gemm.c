@@ -152,7 +152,7 @@ Test(mixed_gemm, refuses_what_cannot_run_with_a_reason)
     mg_point(&p, "fused", 17, 512, 1024, 128, 0, "float16");
     mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 1, 0, 1024);
     cr_assert_gt(mixed_gemm_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
-    cr_expect_str_eq(refs[0].name, "mg_fused<half_t, 16, 128, 128, 1, 2, 1, 4, 0>");
+    cr_expect_str_eq(refs[0].name, "mg_fused<half_t, 16, 128, 128, 1, 2, 1, 4, 0, 0>");
 
     mg_point(&p, "fused", 17, 640, 1024, 128, 0, "float16"); /* 640 % 256 */
     mg_tile(&p, 16, 256, 128, 1, 2, 1, 4, 1, 0, 1024);
@@ -217,20 +217,22 @@ static const char *kernel_dir(void)
 /* The configurations the compile and GPU tests share: every variant class. */
 typedef struct {
     const char *method;
-    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc;
+    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa;
 } mg_variant;
 
 static const mg_variant variants[] = {
-    {"fused", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024},  /* staged, small m */
-    {"fused", 16, 128, 128, 1, 1, 4, 2, 3, 0, 1024},  /* warps along k, split-K */
-    {"fused", 64, 128, 64, 2, 2, 1, 4, 1, 0, 1024},   /* staged, larger tiles */
-    {"fused", 64, 256, 64, 2, 4, 2, 3, 2, 0, 1024},   /* 8 warps, k warps, split-K */
-    {"fused", 16, 64, 128, 1, 1, 1, 3, 1, 4, 1024},   /* direct */
-    {"fused", 16, 128, 128, 1, 2, 2, 3, 3, 8, 512},   /* direct, warps along k, split-K */
-    {"dequant", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024},
-    {"cublas", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024},
-    {"fp8", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024},
-    {"pack", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024},
+    {"fused", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0}, /* staged, small m */
+    {"fused", 16, 128, 128, 1, 1, 4, 2, 3, 0, 1024, 0}, /* warps along k, split-K */
+    {"fused", 64, 128, 64, 2, 2, 1, 4, 1, 0, 1024, 0},  /* staged, larger tiles */
+    {"fused", 64, 256, 64, 2, 4, 2, 3, 2, 0, 1024, 0},  /* 8 warps, k warps, split-K */
+    {"fused", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 1}, /* scale on the accumulator */
+    {"fused", 32, 128, 64, 2, 1, 2, 3, 3, 0, 1024, 1},  /* ... k warps, split-K, 2 n units */
+    {"fused", 16, 64, 128, 1, 1, 1, 3, 1, 4, 1024, 0},  /* direct */
+    {"fused", 16, 128, 128, 1, 2, 2, 3, 3, 8, 512, 0},  /* direct, warps along k, split-K */
+    {"dequant", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
+    {"cublas", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
+    {"fp8", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
+    {"pack", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
 };
 
 Test(mixed_gemm_compile, every_template_path_compiles, .timeout = 1200)
@@ -248,6 +250,7 @@ Test(mixed_gemm_compile, every_template_path_compiles, .timeout = 1200)
                 mg_point(&p, x->method, 33, 256, 1024, 128, zp, dtypes[d]);
                 mg_tile(&p, x->bm, x->bn, x->bk, x->wm, x->wn, x->wk, x->stages, x->splitk,
                         x->unroll, x->kc);
+                point_set_int(&p, "sa", x->sa);
                 int nr = mixed_gemm_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
                 cr_assert_gt(nr, 0, "variant %zu: %s", v, why);
                 for (int r = 0; r < nr; r++) {
@@ -277,36 +280,6 @@ Test(mixed_gemm_compile, every_template_path_compiles, .timeout = 1200)
 
 /* ---- GPU ---- */
 
-typedef struct {
-    compile_job job;
-    gpu_library *lib;
-    void *kernel;
-} test_kernel;
-
-static test_kernel loaded[512];
-static size_t n_loaded;
-
-static void *get_kernel(void *ctx, const char *source, const char *name)
-{
-    (void)ctx;
-    for (size_t i = 0; i < n_loaded; i++)
-        if (strcmp(loaded[i].job.source, source) == 0 && strcmp(loaded[i].job.name, name) == 0)
-            return loaded[i].kernel;
-    cr_assert_lt(n_loaded, 512);
-    test_kernel *t = &loaded[n_loaded++];
-    memset(t, 0, sizeof *t);
-    snprintf(t->job.source, sizeof t->job.source, "%s", source);
-    snprintf(t->job.name, sizeof t->job.name, "%s", name);
-    compile_options opt = {kernel_dir(), "/tmp/tune-test-cache", 90, 0};
-    tune_error err = {0};
-    cr_assert_eq(compile_run(&t->job, 1, &opt, &err), TUNE_OK, "%s", err.message);
-    cr_assert_eq(t->job.status, TUNE_OK, "%s failed to compile: %s", name, t->job.log);
-    t->lib = gpu_library_load(t->job.cubin, &err);
-    cr_assert_not_null(t->lib, "%s", err.message);
-    t->kernel = gpu_library_kernel(t->lib, t->job.lowered, &err);
-    cr_assert_not_null(t->kernel, "%s", err.message);
-    return t->kernel;
-}
 
 Test(mixed_gemm_gpu, gpu_packing_equals_cpu_packing)
 {
@@ -324,7 +297,7 @@ Test(mixed_gemm_gpu, gpu_packing_equals_cpu_packing)
     cr_assert_eq(gpu_malloc(&dp, bytes, &err), TUNE_OK);
     cr_assert_eq(cudaMemcpy(dq, q, bytes, cudaMemcpyHostToDevice), cudaSuccess);
     void *args[] = {&dq, &dp, &k, &n};
-    cr_assert_eq(gpu_launch(get_kernel(NULL, "mixed_gemm_util.cu", "mg_pack_w"), 64, 256, 0, NULL,
+    cr_assert_eq(gpu_launch(test_get_kernel(NULL, "mixed_gemm_util.cu", "mg_pack_w"), 64, 256, 0, NULL,
                             args, &err),
                  TUNE_OK, "%s", err.message);
     cr_assert_eq(cudaMemcpy(got, dp, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -344,7 +317,7 @@ static void run_family_checks(const char *dtype, int zp)
     cr_assert_eq(cudaStreamCreate(&stream), cudaSuccess);
     cr_assert_eq(cublasCreate(&cublas), CUBLAS_STATUS_SUCCESS);
     cublasSetStream(cublas, stream);
-    family_env env = {0, stream, cublas, 50u << 20, 42, get_kernel, NULL};
+    family_env env = {0, stream, cublas, 50u << 20, 42, test_get_kernel, NULL};
     const int64_t ms[] = {1, 3, 17, 33, 257};
     const int64_t groups[] = {32, 128, 0};
     for (size_t mi = 0; mi < 5; mi++)
@@ -360,6 +333,7 @@ static void run_family_checks(const char *dtype, int zp)
                 mg_point(&p, x->method, ms[mi], 512, 1024, groups[gi], zp, dtype);
                 mg_tile(&p, x->bm, x->bn, x->bk, x->wm, x->wn, x->wk, x->stages, x->splitk,
                         x->unroll, x->kc);
+                point_set_int(&p, "sa", x->sa);
                 double e, tol;
                 cr_assert_eq(fam->prepare(state, &p, &err), TUNE_OK, "%s", err.message);
                 cr_assert_eq(fam->check(state, &e, &tol, &err), TUNE_OK, "%s", err.message);

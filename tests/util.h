@@ -7,6 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "compile.h"
 #include "gpu.h"
 
 /* Skips the calling test, with the reason, when no GPU is usable; else selects GPU 0. */
@@ -46,6 +51,45 @@ static inline void write_file(const char *name, const char *text, char *path, si
     cr_assert_not_null(f);
     fputs(text, f);
     fclose(f);
+}
+
+/* A family_env.kernel for the GPU tests: compiles (source, name) with NVRTC for the current
+ * device on first use (cached in /tmp/tune-test-cache) and returns the loaded kernel. */
+typedef struct {
+    compile_job job;
+    gpu_library *lib;
+    void *kernel;
+} test_kernel;
+
+static test_kernel test_kernels[1024];
+static size_t test_n_kernels;
+
+static inline void *test_get_kernel(void *ctx, const char *source, const char *name)
+{
+    (void)ctx;
+    for (size_t i = 0; i < test_n_kernels; i++)
+        if (strcmp(test_kernels[i].job.source, source) == 0 &&
+            strcmp(test_kernels[i].job.name, name) == 0)
+            return test_kernels[i].kernel;
+    cr_assert_lt(test_n_kernels, sizeof test_kernels / sizeof test_kernels[0]);
+    test_kernel *t = &test_kernels[test_n_kernels++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->job.source, sizeof t->job.source, "%s", source);
+    snprintf(t->job.name, sizeof t->job.name, "%s", name);
+    char kdir[4096];
+    cr_assert_not_null(compile_find_kernels_dir(kdir, sizeof kdir));
+    int major = 9, minor = 0;
+    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
+    compile_options opt = {kdir, "/tmp/tune-test-cache", major * 10 + minor, 0};
+    tune_error err = {0};
+    cr_assert_eq(compile_run(&t->job, 1, &opt, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(t->job.status, TUNE_OK, "%s failed to compile: %s", name, t->job.log);
+    t->lib = gpu_library_load(t->job.cubin, &err);
+    cr_assert_not_null(t->lib, "%s", err.message);
+    t->kernel = gpu_library_kernel(t->lib, t->job.lowered, &err);
+    cr_assert_not_null(t->kernel, "%s", err.message);
+    return t->kernel;
 }
 
 #endif

@@ -60,6 +60,9 @@ static const family_axis mg_params[] = {
      "0: the staged kernel (cp.async pipeline); N >= 1: the direct kernel (bm = 16, bn = 64 wn, "
      "N weight loads in flight per lane; bk and stages unused)"},
     {"kc", FAMILY_AXIS_INT, 64, 8192, NULL, "1024", "direct kernel: most k per block (X kept in shared memory)"},
+    {"sa", FAMILY_AXIS_INT, 0, 1, NULL, "0",
+     "staged kernel: 1 applies the scale to the accumulator once per group (the direct kernel "
+     "always does) instead of dequantizing every weight"},
 };
 
 static const family_method mg_methods[] = {
@@ -79,7 +82,7 @@ typedef struct {
     int zp;
     int64_t m, n, k, group, g_eff; /* g_eff: rows per scale (k when group == 0) */
     /* fused kernel geometry */
-    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc;
+    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa;
     int gsh;
     size_t smem;
     unsigned grid[3], threads;
@@ -204,6 +207,7 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
     d->splitk = point_int(cfg, "splitk", 1);
     d->unroll = point_int(cfg, "unroll", 0);
     d->kc = point_int(cfg, "kc", 1024);
+    d->sa = point_int(cfg, "sa", 0);
     if (d->unroll > 0)
         return mg_describe_direct(d, why, why_size);
     if (d->bk % 64 != 0)
@@ -234,8 +238,9 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
     if (d->splitk < 1 || d->splitk > d->k / d->bk)
         return mg_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
                        (long long)d->splitk, (long long)(d->k / d->bk));
-    /* accumulators: 32 fp32 registers per 16 x 64 warp tile, plus ~60 for fragments and addresses */
-    int64_t acc_regs = (d->bm / d->wm / 16) * (d->bn / d->wn / 64) * 32;
+    /* accumulators: 32 fp32 registers per 16 x 64 warp tile (twice with sa), plus ~60 for
+     * fragments and addresses */
+    int64_t acc_regs = (d->bm / d->wm / 16) * (d->bn / d->wn / 64) * 32 * (d->sa ? 2 : 1);
     if (acc_regs + 60 > 255)
         return mg_fail(why, why_size, "too many registers: %lld accumulators per thread",
                        (long long)acc_regs);
@@ -261,9 +266,9 @@ static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
                  (long long)d->wk, (long long)d->unroll, (long long)d->kc, d->zp);
         return;
     }
-    snprintf(buf, size, "mg_fused<%s, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d>", d->tname,
+    snprintf(buf, size, "mg_fused<%s, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d>", d->tname,
              (long long)d->bm, (long long)d->bn, (long long)d->bk, (long long)d->wm,
-             (long long)d->wn, (long long)d->wk, (long long)d->stages, d->zp);
+             (long long)d->wn, (long long)d->wk, (long long)d->stages, d->zp, d->sa != 0);
 }
 
 static void mg_ref(family_kernel_ref *refs, size_t *n, const char *source, const char *fmt,
