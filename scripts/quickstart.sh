@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Quick start: install missing build dependencies (apt-get), build tune into build/, then run
-# `build/tune sweeps/sparq.json`; without a GPU, compile every variant of sweeps/ instead.
+# `build/tune sweeps/sparq.json`; without a GPU, compile every variant of that sweep instead.
 # scripts/test.sh sources this file for need/install_missing/find_cuda/configure_and_build.
 set -euo pipefail
 
@@ -59,8 +59,8 @@ main() {
   local rc=0 out
   out=$(build/tune devices 2>&1) || rc=$?
   if [ "$rc" -eq 3 ]; then
-    echo "No GPU on this machine, so instead of running sweeps/sparq.json this compiles every variant of every sweep in sweeps/ (build/tune compile)."
-    build/tune compile
+    echo "No GPU on this machine, so instead of running sweeps/sparq.json this compiles every variant of it (build/tune compile sweeps/sparq.json; build/tune compile alone compiles every sweep in sweeps/, which takes long on few cores)."
+    build/tune compile sweeps/sparq.json
   elif [ "$rc" -eq 0 ]; then
     echo "$out"
     build/tune sweeps/sparq.json
