@@ -41,8 +41,10 @@ template <int MT, int NU, typename F> __device__ __forceinline__ void mg_for_pai
 // (wm, wn) through shared memory (free once the caller synchronised); then either Y is written, or
 // (gridDim.z > 1) the fp32 partial tile goes to ws and the last block of the tile adds all of them
 // in split order and writes Y. acc[a][b][c][] is the m16n8 tile at rows m0 + wm * MT * 16 + 16 a,
-// columns n0 + (wn * NU + b) * 64 + 8 c.
-template <typename T, int MT, int NU, int WM, int WN, int WK>
+// columns n0 + (wn * NU + b) * 64 + 8 c. SW (swapped, mg_direct: MT = NU = 1): acc[0][0][c][] is
+// the transposed tile Y^T[16 (c % 4) .. +16][8 (c / 4) .. +8] of the warp's 64 columns: element
+// 2h + e is at row m0 + 8 (c / 4) + 2 tq + e, column n0 + 64 wn + 16 (c % 4) + g + 8 h.
+template <typename T, int MT, int NU, int WM, int WN, int WK, int SW = 0>
 __device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned char *smem,
                                             T *__restrict__ Y, float *__restrict__ ws,
                                             int *__restrict__ counters, int m, int n, int m0, int n0,
@@ -54,6 +56,9 @@ __device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned
     const int splits = gridDim.z, z = blockIdx.z;
     auto row_of = [&](int a, int h) { return m0 + wm * MW + a * 16 + g + h * 8; };
     auto col_of = [&](int b, int c) { return n0 + (wn * NU + b) * 64 + c * 8 + tq * 2; };
+    // element e of pair (c, h) in the swapped layout
+    auto sw_row = [&](int c, int e) { return m0 + (c >> 2) * 8 + 2 * tq + e; };
+    auto sw_col = [&](int c, int h) { return n0 + wn * 64 + (c & 3) * 16 + g + 8 * h; };
     auto slot = [](int a, int b, int c, int h) { return ((a * NU + b) * 8 + c) * 4 + 2 * h; };
 
     if (WK > 1) { // lane-major: conflict-free
@@ -81,6 +86,13 @@ __device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned
     if (splits > 1) {
         if (wk == 0)
             mg_for_pairs<MT, NU>([&](int a, int b, int c, int h) {
+                if (SW) {
+                    for (int e = 0; e < 2; e++)
+                        if (sw_row(c, e) < m)
+                            __stcg(ws + ((long long)z * m + sw_row(c, e)) * n + sw_col(c, h),
+                                   acc[a][b][c][2 * h + e]);
+                    return;
+                }
                 const int row = row_of(a, h), col = col_of(b, c);
                 if (row < m)
                     __stcg(reinterpret_cast<float2 *>(ws + ((long long)z * m + row) * n + col),
@@ -97,6 +109,17 @@ __device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned
         __threadfence();
         if (wk == 0)
             mg_for_pairs<MT, NU>([&](int a, int b, int c, int h) {
+                if (SW) {
+                    for (int e = 0; e < 2; e++) {
+                        if (sw_row(c, e) >= m)
+                            continue;
+                        float sum = 0.f;
+                        for (int p = 0; p < splits; p++)
+                            sum += __ldcg(ws + ((long long)p * m + sw_row(c, e)) * n + sw_col(c, h));
+                        acc[a][b][c][2 * h + e] = sum;
+                    }
+                    return;
+                }
                 const int row = row_of(a, h), col = col_of(b, c);
                 if (row >= m)
                     return;
@@ -116,6 +139,12 @@ __device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned
     if (wk != 0)
         return;
     mg_for_pairs<MT, NU>([&](int a, int b, int c, int h) {
+        if (SW) {
+            for (int e = 0; e < 2; e++)
+                if (sw_row(c, e) < m)
+                    Y[(long long)sw_row(c, e) * n + sw_col(c, h)] = from_f32<T>(acc[a][b][c][2 * h + e]);
+            return;
+        }
         const int row = row_of(a, h), col = col_of(b, c);
         if (row < m) {
             const T lo = from_f32<T>(acc[a][b][c][2 * h]), hi = from_f32<T>(acc[a][b][c][2 * h + 1]);
@@ -318,8 +347,12 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
 // into registers (UNROLL 16-byte loads in flight per lane, no shared-memory staging, no block
 // barrier in the main loop); X for the block's k range sits in shared memory. Each warp owns one
 // 64-column unit and a contiguous share of the block's k range (WK warps along k, WN along n).
+// Operands swapped: it computes Y^T = W^T X^T, the weight as the MMA's A operand (16 columns x
+// 16 k per MMA: each 32-bit word of the packed layout is exactly one lane's A fragment) and X as
+// B (8 rows of X per MMA; a second MMA only when the block has more than 8 rows), so m = 1 pays 4
+// MMAs per 1 024 weights instead of 8.
 // The scale is applied to the accumulator, once per group, not to every weight: the MMA multiplies
-// X by MAGIC + q (one lop3 per two weights), a ninth MMA against ones sums X over the same steps,
+// by MAGIC + q (one lop3 per two weights), an MMA of ones against X sums X over the same steps,
 // and at the end of each run of steps within one group
 //     acc += s * (P - (MAGIC + z) * sum(X)),
 // which is sum X (q - z) s with the bias cancelled in fp32.
@@ -374,19 +407,25 @@ __global__ void __launch_bounds__(WN *WK * 32)
             buf[i] = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
         }
 
-    float acc[1][1][8][4], P[8][4], sx[4];
+    // acc[0][0][4 nt + j][]: the n8 tile nt of X's rows, word j (columns 16 j .. 16 j + 15)
+    float acc[1][1][8][4], P[2][4][4], sx[2][4];
 #pragma unroll
     for (int c = 0; c < 8; c++)
 #pragma unroll
         for (int d = 0; d < 4; d++)
-            acc[0][0][c][d] = P[c][d] = 0.f;
-    sx[0] = sx[1] = sx[2] = sx[3] = 0.f;
+            acc[0][0][c][d] = P[c >> 2][c & 3][d] = 0.f;
+#pragma unroll
+    for (int d = 0; d < 4; d++)
+        sx[0][d] = sx[1][d] = 0.f;
 
     cp_async_wait<0>();
     __syncthreads();
 
     const unsigned ones = mg_type<T>::ONE2;
+    const unsigned ones4[4] = {ones, ones, ones, ones};
     const float mz_sym = mg_type<T>::MAGIC_F + 8.0f;
+    const bool two = rows > 8; // a second n8 tile of X's rows (warp-uniform)
+    const int g = lane >> 2;
     for (int base = 0; base < nw; base += UNROLL) {
 #pragma unroll
         for (int i = 0; i < UNROLL; i++) {
@@ -400,50 +439,59 @@ __global__ void __launch_bounds__(WN *WK * 32)
                 buf[i] = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
             }
             const int ls = w_begin + st; // step within the block's range
-            unsigned a[4];
+            // B fragments of X (rows 0-7 and 8-15, k 0-7 and 8-15 of the step) in one ldmatrix
+            unsigned xb[4];
             {
-                const int r = min(lane & 15, rows - 1), ch = ls * 2 + (lane >> 4);
-                mg_ldmatrix_x4(a, xs + r * KC + ((ch ^ (r & 7)) * 8));
+                const int r = min((lane & 7) + ((lane >> 4) << 3), rows - 1);
+                const int ch = ls * 2 + ((lane >> 3) & 1);
+                mg_ldmatrix_x4(xb, xs + r * KC + ((ch ^ (r & 7)) * 8));
             }
             const unsigned wv[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
-            for (int t = 0; t < 8; t++) {
-                const unsigned word = wv[t >> 1] >> ((t & 1) * 8);
-                const unsigned b0 = mg_lop3_and_or(word, 0x000f000fu, mg_type<T>::MAGIC2);
-                const unsigned b1 = mg_lop3_and_or(word >> 4, 0x000f000fu, mg_type<T>::MAGIC2);
-                mg_mma<T>(P[t], a, b0, b1);
+            for (int j = 0; j < 4; j++) {
+                // A fragment: a0 = (col g, k 2t..), a1 = (col g + 8, k 2t..), a2 = (col g, k 2t + 8..),
+                // a3 = (col g + 8, k 2t + 8..): bit offsets 0, 8, 4, 12 of word j
+                const unsigned af[4] = {mg_lop3_and_or(wv[j], 0x000f000fu, mg_type<T>::MAGIC2),
+                                        mg_lop3_and_or(wv[j] >> 8, 0x000f000fu, mg_type<T>::MAGIC2),
+                                        mg_lop3_and_or(wv[j] >> 4, 0x000f000fu, mg_type<T>::MAGIC2),
+                                        mg_lop3_and_or(wv[j] >> 12, 0x000f000fu, mg_type<T>::MAGIC2)};
+                mg_mma<T>(P[0][j], af, xb[0], xb[1]);
+                if (two)
+                    mg_mma<T>(P[1][j], af, xb[2], xb[3]);
             }
-            mg_mma<T>(sx, a, ones, ones);
+            mg_mma<T>(sx[0], ones4, xb[0], xb[1]);
+            if (two)
+                mg_mma<T>(sx[1], ones4, xb[2], xb[3]);
             // end of a run within one group: apply the scale (and the bias) to the accumulator
             const int kg = (s_begin + ls) * 16 + 16; // first k after this step
             const bool run_end = st == nw - 1 || (gsh >= 0 && (kg & ((1 << gsh) - 1)) == 0);
             if (run_end) {
                 const long long grp = gsh >= 0 ? (long long)((kg - 16) >> gsh) : 0;
-                // the accumulator's columns are 8 t + 2 tq + e (e = d & 1): in the permuted scale
-                // layout those are element t of the 8 values at 16 tq + 8 e
-                const T *srow = S + grp * n + unit * 64 + 16 * (lane & 3);
-                const uint4 sv[2] = {*reinterpret_cast<const uint4 *>(srow),
-                                     *reinterpret_cast<const uint4 *>(srow + 8)};
-                uint4 zv[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
-                if (ZP) {
-                    const T *zrow = Z + grp * n + unit * 64 + 16 * (lane & 3);
-                    zv[0] = *reinterpret_cast<const uint4 *>(zrow);
-                    zv[1] = *reinterpret_cast<const uint4 *>(zrow + 8);
-                }
+                // this lane's columns 16 j + g + 8 h are element 2 j + h of the 8 at 8 g
+                const uint4 sv = *reinterpret_cast<const uint4 *>(S + grp * n + unit * 64 + g * 8);
+                uint4 zv = make_uint4(0, 0, 0, 0);
+                if (ZP)
+                    zv = *reinterpret_cast<const uint4 *>(Z + grp * n + unit * 64 + g * 8);
+                const T *s8 = reinterpret_cast<const T *>(&sv);
+                const T *z8 = reinterpret_cast<const T *>(&zv);
 #pragma unroll
-                for (int t = 0; t < 8; t++) {
+                for (int j = 0; j < 4; j++)
 #pragma unroll
                     for (int d = 0; d < 4; d++) {
-                        const float sc = to_f32(reinterpret_cast<const T *>(&sv[d & 1])[t]);
-                        const float mz = ZP ? to_f32(reinterpret_cast<const T *>(&zv[d & 1])[t]) : mz_sym;
-                        acc[0][0][t][d] += sc * (P[t][d] - mz * sx[d & 2]);
-                        P[t][d] = 0.f;
+                        const float sc = to_f32(s8[2 * j + (d >> 1)]);
+                        const float mz = ZP ? to_f32(z8[2 * j + (d >> 1)]) : mz_sym;
+#pragma unroll
+                        for (int nt = 0; nt < 2; nt++) {
+                            acc[0][0][4 * nt + j][d] += sc * (P[nt][j][d] - mz * sx[nt][d & 1]);
+                            P[nt][j][d] = 0.f;
+                        }
                     }
-                }
-                sx[0] = sx[1] = sx[2] = sx[3] = 0.f;
+#pragma unroll
+                for (int d = 0; d < 4; d++)
+                    sx[0][d] = sx[1][d] = 0.f;
             }
         }
     }
     __syncthreads(); // X is no longer read: the epilogue may reuse shared memory
-    mg_epilogue<T, 1, 1, 1, WN, WK>(acc, smem, Y, ws, counters, m, n, m0, n0, 0, wn, wk);
+    mg_epilogue<T, 1, 1, 1, WN, WK, 1>(acc, smem, Y, ws, counters, m, n, m0, n0, 0, wn, wk);
 }
