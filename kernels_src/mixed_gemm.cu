@@ -186,6 +186,7 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
     const int kb_begin = (int)((long long)z * iters / splits);
     const int kb_end = (int)((long long)(z + 1) * iters / splits);
     const int L = kb_end - kb_begin;
+    const long long units_n = n / 64;
 
     auto load_stage = [&](int slot, int kb) {
         unsigned char *st = smem + slot * STAGE_BYTES;
@@ -202,10 +203,8 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
             mg_cp_async16_zfill(xs + r * BK + ((ch ^ (r & 7)) * 8), src, valid);
         }
         for (int c = tid; c < KS * BU * 32; c += NT) {
-            const int kk = (c / 32) % KS, rest = (c / (32 * KS)) * 32 + c % 32;
-            // units are stored column-major (k16 rows of one 64-column unit contiguous)
-            const int u = rest / 32, ln = rest % 32;
-            const uint4 *src = Wp + ((long long)(n0 / 64 + u) * (k / 16) + k0 / 16 + kk) * 32 + ln;
+            const int kk = c / (BU * 32), rest = c % (BU * 32);
+            const uint4 *src = Wp + ((long long)(k0 / 16 + kk) * units_n + n0 / 64) * 32 + rest;
             cp_async<16>(wsm + kk * BU * 32 + rest, src);
         }
         const int rows = gsh >= 0 ? BK >> gsh : 1;
@@ -379,6 +378,7 @@ __global__ void __launch_bounds__(WN *WK * 32)
     const int s_begin = (int)((long long)z * steps / splits);
     const int s_end = (int)((long long)(z + 1) * steps / splits);
     const int len = s_end - s_begin; // k16 steps of this block (<= KC / 16)
+    const long long units_n = n / 64;
     const int unit = n0 / 64 + wn;
 
     // X[m0 .. m0 + rows)[16 s_begin .. 16 s_end) -> shared memory (min(m, 16) rows of KC, the
@@ -395,9 +395,8 @@ __global__ void __launch_bounds__(WN *WK * 32)
     // this warp's steps: [w_begin, w_end) relative to s_begin
     const int w_begin = wk * len / WK, w_end = (wk + 1) * len / WK;
     const int nw = w_end - w_begin;
-    // this warp's unit is contiguous along k: one 512-byte step after another
-    const uint4 *wsrc = Wp + ((long long)unit * steps + s_begin + w_begin) * 32 + lane;
-    const long long wstride = 32;
+    const uint4 *wsrc = Wp + ((long long)(s_begin + w_begin) * units_n + unit) * 32 + lane;
+    const long long wstride = units_n * 32;
 
     uint4 buf[UNROLL];
 #pragma unroll

@@ -9,8 +9,7 @@
 // s is row-major (k/G) x n of T; z is row-major (k/G) x n bytes.
 //
 // Packed layout (what mg_pack writes, what mg_fused reads): the weight is cut into units of 16 rows
-// x 64 columns; unit (kk, u) holds 512 bytes at (u * k/16 + kk) * 512 (column-major over units, so
-// streaming one 64-column slice along k reads contiguous memory), and lane L of a warp
+// x 64 columns; unit (kk, u) holds 512 bytes at ((kk * n/64) + u) * 512, and lane L of a warp
 // (t = L % 4, g = L / 4) owns the 16 bytes at L * 16: four 32-bit words, word j holding the
 // m16n8k16 B fragments of the unit's n8 tiles 2j and 2j+1 for that lane:
 //   bits  0..3  q[2t  ][c0]   bits 16..19 q[2t+1][c0]    (tile 2j,   fragment register b0)

@@ -41,7 +41,7 @@ template <typename T> __global__ void mg_fill_scales(T *p, long long n, unsigned
 }
 
 // Position of raw q[i][j] in the packed weight: the 32-bit word's index and the bit offset.
-__device__ __forceinline__ void mg_packed_pos(long long i, long long j, long long k, long long &word,
+__device__ __forceinline__ void mg_packed_pos(long long i, long long j, long long n, long long &word,
                                               int &shift)
 {
     const long long kk = i / 16, u = j / 64;
@@ -49,7 +49,7 @@ __device__ __forceinline__ void mg_packed_pos(long long i, long long j, long lon
     const int tile = c / 8, g = c % 8;
     const int t = (r % 8) / 2, hi = r >= 8, odd = r & 1;
     const int lane = g * 4 + t;
-    word = ((u * (k / 16) + kk) * 32 + lane) * 4 + tile / 2; // units column-major
+    word = ((kk * (n / 64) + u) * 32 + lane) * 4 + tile / 2;
     shift = 8 * (tile & 1) + 4 * hi + 16 * odd;
 }
 
@@ -62,7 +62,7 @@ extern "C" __global__ void mg_pack_w(const unsigned char *__restrict__ q, unsign
     {
         const int jw = (int)(w % 4), lane = (int)((w / 4) % 32);
         const long long unit = w / 128;
-        const long long kk = unit % (k / 16), u = unit / (k / 16);
+        const long long kk = unit / (n / 64), u = unit % (n / 64);
         const int t = lane % 4, g = lane / 4;
         unsigned v = 0;
 #pragma unroll
@@ -89,7 +89,7 @@ extern "C" __global__ void mg_unpack_w(const unsigned *__restrict__ packed, unsi
         for (int e = 0; e < 2; e++) {
             long long word;
             int shift;
-            mg_packed_pos(i, j + e, k, word, shift);
+            mg_packed_pos(i, j + e, n, word, shift);
             v |= ((packed[word] >> shift) & 0xfu) << (4 * e);
         }
         q[b] = (unsigned char)v;
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(256)
     long long unit = blockIdx.x * 8LL + wib;
     uint4 w_next = unit < units ? Wp[unit * 32 + lane] : make_uint4(0, 0, 0, 0);
     for (; unit < units; unit += stride) {
-        const long long kk = unit % (k / 16), u = unit / (k / 16);
+        const long long kk = unit / (n / 64), u = unit % (n / 64);
         const uint4 w = w_next; // the next unit's weights load while this one is dequantized
         if (unit + stride < units)
             w_next = Wp[(unit + stride) * 32 + lane];

@@ -73,7 +73,7 @@ Test(mixed_gemm, packed_layout_matches_the_mma_fragment)
     for (int64_t kk = 0; kk < k / 16; kk++)
         for (int64_t u = 0; u < n / 64; u++)
             for (int lane = 0; lane < 32; lane++) {
-                const uint32_t *w = p + ((u * (k / 16) + kk) * 32 + lane) * 4;
+                const uint32_t *w = p + ((kk * (n / 64) + u) * 32 + lane) * 4;
                 int g = lane / 4, tq = lane % 4;
                 for (int t = 0; t < 8; t++) {
                     uint32_t word = w[t / 2] >> (8 * (t & 1));

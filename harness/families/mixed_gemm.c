@@ -321,12 +321,12 @@ static int mg_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max
 
 /* ---- CPU packing (the reference of mg_pack_w / mg_pack_sz) ---- */
 
-void mixed_gemm_packed_pos(int64_t i, int64_t j, int64_t k, size_t *word, int *shift)
+void mixed_gemm_packed_pos(int64_t i, int64_t j, int64_t n, size_t *word, int *shift)
 {
     int64_t kk = i / 16, u = j / 64;
     int r = (int)(i % 16), c = (int)(j % 64);
     int tile = c / 8, g = c % 8, t = (r % 8) / 2, hi = r >= 8, odd = r & 1;
-    *word = (size_t)(((u * (k / 16) + kk) * 32 + g * 4 + t) * 4 + tile / 2);
+    *word = (size_t)(((kk * (n / 64) + u) * 32 + g * 4 + t) * 4 + tile / 2);
     *shift = 8 * (tile & 1) + 4 * hi + 16 * odd;
 }
 
@@ -337,7 +337,7 @@ void mixed_gemm_pack_cpu(const uint8_t *q, int64_t k, int64_t n, uint32_t *out)
         for (int64_t j = 0; j < n; j++) {
             size_t w;
             int sh;
-            mixed_gemm_packed_pos(i, j, k, &w, &sh);
+            mixed_gemm_packed_pos(i, j, n, &w, &sh);
             out[w] |= (uint32_t)((q[(i * n + j) / 2] >> (4 * (j & 1))) & 0xf) << sh;
         }
 }
@@ -349,7 +349,7 @@ void mixed_gemm_unpack_cpu(const uint32_t *packed, int64_t k, int64_t n, uint8_t
         for (int64_t j = 0; j < n; j++) {
             size_t w;
             int sh;
-            mixed_gemm_packed_pos(i, j, k, &w, &sh);
+            mixed_gemm_packed_pos(i, j, n, &w, &sh);
             q[(i * n + j) / 2] |= (uint8_t)(((packed[w] >> sh) & 0xf) << (4 * (j & 1)));
         }
 }

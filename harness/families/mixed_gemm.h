@@ -10,9 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Word index and bit offset of raw q[i][j] in the packed weight of k rows (units of 16 x 64
- * stored column-major: a unit column is contiguous along k). */
-void mixed_gemm_packed_pos(int64_t i, int64_t j, int64_t k, size_t *word, int *shift);
+/* Word index and bit offset of raw q[i][j] in the packed weight (n a multiple of 64). */
+void mixed_gemm_packed_pos(int64_t i, int64_t j, int64_t n, size_t *word, int *shift);
 /* Packs raw q (k x n nibbles; k % 16 == 0, n % 64 == 0) into out (k * n / 8 words). */
 void mixed_gemm_pack_cpu(const uint8_t *q, int64_t k, int64_t n, uint32_t *out);
 /* The inverse: raw q (k * n / 2 bytes) from the packed words. */
