@@ -221,7 +221,6 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
     float acc[MT][NU][8][4];
     mg_for_pairs<MT, NU>([&](int a, int b, int c, int h) { acc[a][b][c][2 * h] = acc[a][b][c][2 * h + 1] = 0.f; });
 
-    constexpr unsigned NMZ_SYM = ((mg_type<T>::MAGIC + 8u) | 0x8000u) * 0x10001u; // -(MAGIC + 8)
     // SA: per-group partial sums on MAGIC + q, and sum(X) per row, since the last group end
     float P[SA ? MT : 1][SA ? NU : 1][8][4], sx[SA ? MT : 1][4];
     if (SA) {
@@ -266,7 +265,7 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
                 const int uc = wn * NU + u;
                 const uint4 w = wsm[(j * BU + uc) * 32 + lane];
                 const uint4 sv = *reinterpret_cast<const uint4 *>(ss + srow * BN + uc * 64 + g * 8);
-                uint4 zv = make_uint4(NMZ_SYM, NMZ_SYM, NMZ_SYM, NMZ_SYM);
+                uint4 zv = make_uint4(0, 0, 0, 0);
                 if (ZP)
                     zv = *reinterpret_cast<const uint4 *>(ss + SR * BN + srow * BN + uc * 64 + g * 8);
                 const unsigned wv[4] = {w.x, w.y, w.z, w.w};
@@ -274,8 +273,8 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
                 const unsigned z4[4] = {zv.x, zv.y, zv.z, zv.w};
 #pragma unroll
                 for (int t = 0; t < 8; t++) {
-                    const unsigned word = wv[t >> 1] >> ((t & 1) * 8);
                     if (SA) {
+                        const unsigned word = wv[t >> 1] >> ((t & 1) * 8);
                         const unsigned b0 = mg_lop3_and_or(word, 0x000f000fu, mg_type<T>::MAGIC2);
                         const unsigned b1 = mg_lop3_and_or(word >> 4, 0x000f000fu, mg_type<T>::MAGIC2);
 #pragma unroll
@@ -283,14 +282,8 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
                             mg_mma<T>(P[SA ? mt : 0][SA ? u : 0][t], a[mt], b0, b1);
                         continue;
                     }
-                    // scale (and zero) of tile t: 16-bit element t of the lane's 8
-                    const unsigned sp = s4[t >> 1], zp = z4[t >> 1];
-                    const unsigned s2 = __byte_perm(sp, 0, (t & 1) ? 0x3232 : 0x1010);
-                    unsigned nmz2 = NMZ_SYM;
-                    if (ZP)
-                        nmz2 = __byte_perm(zp, 0, (t & 1) ? 0x3232 : 0x1010) ^ 0x80008000u;
-                    const unsigned b0 = mg_dequant2<T>(word, nmz2, s2);
-                    const unsigned b1 = mg_dequant2<T>(word >> 4, nmz2, s2);
+                    unsigned b0, b1;
+                    mg_dequant_tile<T, ZP>(wv, s4, z4, t, b0, b1);
 #pragma unroll
                     for (int mt = 0; mt < MT; mt++)
                         mg_mma<T>(acc[mt][u][t], a[mt], b0, b1);

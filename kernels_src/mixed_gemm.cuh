@@ -32,12 +32,14 @@ template <> struct mg_type<half_t> {
     static constexpr unsigned short MAGIC = 0x6400u;
     static constexpr float MAGIC_F = 1024.0f;
     static constexpr unsigned ONE2 = 0x3c003c00u;
+    static constexpr unsigned NMZ8 = 0xe408e408u; // -(MAGIC + 8) in both halves: z = 8
 };
 template <> struct mg_type<bf16_t> {
     static constexpr unsigned MAGIC2 = 0x43004300u; // 128.0 in both halves: 128 + q exact
     static constexpr unsigned short MAGIC = 0x4300u;
     static constexpr float MAGIC_F = 128.0f;
     static constexpr unsigned ONE2 = 0x3f803f80u;
+    static constexpr unsigned NMZ8 = 0xc308c308u; // -(MAGIC + 8) in both halves: z = 8
 };
 
 __device__ __forceinline__ unsigned mg_lop3_and_or(unsigned a, unsigned b, unsigned c)
@@ -70,6 +72,22 @@ __device__ __forceinline__ unsigned mg_dequant2(unsigned w, unsigned nmz2, unsig
     const unsigned v = mg_lop3_and_or(w, 0x000f000fu, mg_type<T>::MAGIC2);
     const unsigned d = mg_fma2<T>(v, mg_type<T>::ONE2, nmz2); // q - z, exact
     return mg_fma2<T>(d, s2, 0x80008000u);               // (q - z) * s
+}
+
+// Registers b0, b1 of tile t (0..7) of a lane's 16 packed bytes wv, dequantized: (q - z) * s with
+// the lane's 8 scales s4 (and, with ZP, its 8 zero points z4 stored as MAGIC + z) of the same
+// columns; z = 8 without ZP (z4 unused).
+template <typename T, int ZP>
+__device__ __forceinline__ void mg_dequant_tile(const unsigned (&wv)[4], const unsigned (&s4)[4],
+                                                const unsigned (&z4)[4], int t, unsigned &b0,
+                                                unsigned &b1)
+{
+    const unsigned sel = (t & 1) ? 0x3232 : 0x1010; // 16-bit element t of the 8, in both halves
+    const unsigned s2 = __byte_perm(s4[t >> 1], 0, sel);
+    const unsigned nmz2 = ZP ? __byte_perm(z4[t >> 1], 0, sel) ^ 0x80008000u : mg_type<T>::NMZ8;
+    const unsigned word = wv[t >> 1] >> ((t & 1) * 8);
+    b0 = mg_dequant2<T>(word, nmz2, s2);
+    b1 = mg_dequant2<T>(word >> 4, nmz2, s2);
 }
 
 // Tensor-core MMA m16n8k16, fp32 accumulation: c += a (16x16, row) . b (16x8, col).

@@ -142,7 +142,6 @@ __global__ void __launch_bounds__(256)
     const int lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
     const int g = lane >> 2, tq = lane & 3;
     const long long units = (k / 16) * (n / 64);
-    constexpr unsigned NMZ_SYM = ((mg_type<T>::MAGIC + 8u) | 0x8000u) * 0x10001u;
     const long long stride = gridDim.x * 8LL;
     long long unit = blockIdx.x * 8LL + wib;
     uint4 w_next = unit < units ? Wp[unit * 32 + lane] : make_uint4(0, 0, 0, 0);
@@ -153,20 +152,16 @@ __global__ void __launch_bounds__(256)
             w_next = Wp[(unit + stride) * 32 + lane];
         const long long srow = (kk * 16) / group;
         const uint4 sv = *reinterpret_cast<const uint4 *>(S + srow * n + u * 64 + g * 8);
-        uint4 zv = make_uint4(NMZ_SYM, NMZ_SYM, NMZ_SYM, NMZ_SYM);
+        uint4 zv = make_uint4(0, 0, 0, 0);
         if (ZP)
             zv = *reinterpret_cast<const uint4 *>(Z + srow * n + u * 64 + g * 8);
         const unsigned wv[4] = {w.x, w.y, w.z, w.w}, s4[4] = {sv.x, sv.y, sv.z, sv.w},
                        z4[4] = {zv.x, zv.y, zv.z, zv.w};
 #pragma unroll
         for (int t = 0; t < 8; t++) {
-            const unsigned s2 = __byte_perm(s4[t >> 1], 0, (t & 1) ? 0x3232 : 0x1010);
-            unsigned nmz2 = NMZ_SYM;
-            if (ZP)
-                nmz2 = __byte_perm(z4[t >> 1], 0, (t & 1) ? 0x3232 : 0x1010) ^ 0x80008000u;
-            const unsigned word = wv[t >> 1] >> ((t & 1) * 8);
             // b0: rows 2tq, 2tq + 1 of column 8t + g; b1: rows 2tq + 8, 2tq + 9
-            const unsigned b0 = mg_dequant2<T>(word, nmz2, s2), b1 = mg_dequant2<T>(word >> 4, nmz2, s2);
+            unsigned b0, b1;
+            mg_dequant_tile<T, ZP>(wv, s4, z4, t, b0, b1);
             const unsigned p0 = __shfl_xor_sync(0xffffffffu, b0, 4); // column 8t + (g ^ 1)
             const unsigned p1 = __shfl_xor_sync(0xffffffffu, b1, 4);
             const int c2 = (t * 8 + (g & ~1)) / 2; // the column pair, as a 32-bit index

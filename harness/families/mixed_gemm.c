@@ -391,7 +391,7 @@ typedef struct {
     int lt_ready;
     void *k_fill_bytes, *k_fill_zeros, *k_fill_scales, *k_pack_w, *k_pack_sz, *k_to_f32, *k_error,
         *k_deq_f32, *k_fill_x;
-    void *k_main, *k_aux; /* the prepared configuration's kernels */
+    void *k_main; /* the prepared configuration's kernel */
 } mg_state;
 
 static void *mg_kernel(mg_state *s, const char *source, const char *fmt, const mg_desc *d,
@@ -630,7 +630,7 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     const mg_desc *sh = &s->shape;
     tune_status st = TUNE_OK;
     long long k = sh->k, n = sh->n, group = sh->g_eff;
-    s->k_main = s->k_aux = NULL;
+    s->k_main = NULL;
     switch (d->method) {
     case MG_FUSED: {
         char name[256];
