@@ -1057,12 +1057,32 @@ static int probe_body(void *ctx, int fd)
     return 0;
 }
 
+/* The end of a probe child: st is TUNE_OK when its answer line (r == 1: line) was understood;
+ * otherwise the line is its failure ("F <code> <message>", kept in err) or the child is killed.
+ * Waits for the child. */
+static tune_status probe_finish(worker *w, int r, const char *line, tune_status st,
+                                const char *what, tune_error *err)
+{
+    char how[256];
+    if (st != TUNE_OK && r == 1 && line[0] == 'F') {
+        char *msg;
+        st = (tune_status)strtol(line + 2, &msg, 10);
+        tune_error_set(err, st, "", "%s", msg + (*msg == ' '));
+    } else if (st != TUNE_OK) {
+        worker_kill(w);
+    }
+    worker_wait(w, how, sizeof how);
+    if (st != TUNE_OK && (!err || err->code == TUNE_OK))
+        tune_error_set(err, TUNE_ERR_CUDA, what, "the device query ended: %s", how);
+    return st;
+}
+
 static tune_status probe_device(const run_options *opt, gpu_info *gi, tune_error *err)
 {
     worker *w = worker_start(probe_body, (void *)opt, err);
     if (!w)
         return err ? err->code : TUNE_ERR_IO;
-    char line[4096], how[256];
+    char line[4096];
     tune_status st = TUNE_ERR_NO_GPU;
     int r = worker_read_line(w, line, sizeof line, 120);
     if (r == 1 && line[0] == 'G' && strlen(line + 2) == 2 * sizeof *gi) {
@@ -1073,17 +1093,8 @@ static tune_status probe_device(const run_options *opt, gpu_info *gi, tune_error
             b[i] = (unsigned char)v;
         }
         st = TUNE_OK;
-    } else if (r == 1 && line[0] == 'F') {
-        char *msg;
-        st = (tune_status)strtol(line + 2, &msg, 10);
-        tune_error_set(err, st, "", "%s", msg + (*msg == ' '));
-    } else {
-        worker_kill(w);
     }
-    worker_wait(w, how, sizeof how);
-    if (st != TUNE_OK && (!err || err->code == TUNE_OK))
-        tune_error_set(err, TUNE_ERR_CUDA, "device query", "the device query ended: %s", how);
-    return st;
+    return probe_finish(w, r, line, st, "device query", err);
 }
 
 /* ---- the results folder: lock, resume ---- */
@@ -1394,22 +1405,10 @@ static tune_status probe_count(int *n, tune_error *err)
     worker *w = worker_start(count_body, NULL, err);
     if (!w)
         return err ? err->code : TUNE_ERR_IO;
-    char line[4096], how[256];
-    tune_status st = TUNE_ERR_NO_GPU;
+    char line[4096];
     int r = worker_read_line(w, line, sizeof line, 120);
-    if (r == 1 && sscanf(line, "N %d", n) == 1) {
-        st = TUNE_OK;
-    } else if (r == 1 && line[0] == 'F') {
-        char *msg;
-        st = (tune_status)strtol(line + 2, &msg, 10);
-        tune_error_set(err, st, "", "%s", msg + (*msg == ' '));
-    } else {
-        worker_kill(w);
-    }
-    worker_wait(w, how, sizeof how);
-    if (st != TUNE_OK && (!err || err->code == TUNE_OK))
-        tune_error_set(err, TUNE_ERR_CUDA, "device count", "the device query ended: %s", how);
-    return st;
+    tune_status st = r == 1 && sscanf(line, "N %d", n) == 1 ? TUNE_OK : TUNE_ERR_NO_GPU;
+    return probe_finish(w, r, line, st, "device count", err);
 }
 
 /* The devices of --gpus: "all" (every device a child process sees) or a list "0,1,3". */
