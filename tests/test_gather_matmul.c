@@ -313,12 +313,9 @@ Test(gather_matmul_gpu, custom_kernels_match_cpu, .timeout = 600)
 static void run_family_check(const char *method)
 {
     const tune_family *fam = &gather_matmul_family;
-    cudaStream_t stream;
-    cublasHandle_t cublas;
-    cr_assert_eq(cudaStreamCreate(&stream), cudaSuccess);
-    cr_assert_eq(cublasCreate(&cublas), CUBLAS_STATUS_SUCCESS);
-    cublasSetStream(cublas, stream);
-    family_env env = {0, stream, cublas, 50u << 20, 42, test_get_kernel, NULL};
+    test_family_env t;
+    test_family_env_init(&t);
+    const family_env env = t.env;
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
         for (size_t di = 0; di < 3; di++)
             for (int trans = 0; trans < 2; trans++) {
@@ -341,8 +338,7 @@ static void run_family_check(const char *method)
                               dtypes[di], trans, e, tol);
                 fam->shape_free(state);
             }
-    cublasDestroy(cublas);
-    cudaStreamDestroy(stream);
+    test_family_env_free(&t);
 }
 
 Test(gather_matmul_gpu, gather_baseline_passes_check) { require_gpu(); run_family_check("gather"); }

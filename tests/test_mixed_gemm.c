@@ -312,12 +312,9 @@ Test(mixed_gemm_gpu, gpu_packing_equals_cpu_packing)
 static void run_family_checks(const char *dtype, int zp)
 {
     const tune_family *fam = &mixed_gemm_family;
-    cudaStream_t stream;
-    cublasHandle_t cublas;
-    cr_assert_eq(cudaStreamCreate(&stream), cudaSuccess);
-    cr_assert_eq(cublasCreate(&cublas), CUBLAS_STATUS_SUCCESS);
-    cublasSetStream(cublas, stream);
-    family_env env = {0, stream, cublas, 50u << 20, 42, test_get_kernel, NULL};
+    test_family_env t;
+    test_family_env_init(&t);
+    const family_env env = t.env;
     const int64_t ms[] = {1, 3, 17, 33, 257};
     const int64_t groups[] = {32, 128, 0};
     for (size_t mi = 0; mi < 5; mi++)
@@ -343,8 +340,7 @@ static void run_family_checks(const char *dtype, int zp)
             }
             fam->shape_free(state);
         }
-    cublasDestroy(cublas);
-    cudaStreamDestroy(stream);
+    test_family_env_free(&t);
 }
 
 Test(mixed_gemm_gpu, fp16_symmetric, .timeout = 900) { require_gpu(); run_family_checks("float16", 0); }

@@ -22,28 +22,6 @@
 #include "timing.h"
 
 
-/* One kernel of common.cu, compiled with NVRTC (cached under /tmp). */
-static void *load_kernel(const char *name, compile_job *job, gpu_library **lib)
-{
-    memset(job, 0, sizeof *job);
-    snprintf(job->source, sizeof job->source, "common.cu");
-    snprintf(job->name, sizeof job->name, "%s", name);
-    char kdir[4096];
-    cr_assert_not_null(compile_find_kernels_dir(kdir, sizeof kdir));
-    int major = 9, minor = 0;
-    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
-    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
-    compile_options opt = {kdir, "/tmp/tune-test-cache", major * 10 + minor, 0};
-    tune_error err = {0};
-    cr_assert_eq(compile_run(job, 1, &opt, &err), TUNE_OK, "%s", err.message);
-    cr_assert_eq(job->status, TUNE_OK, "%s failed to compile: %s", name, job->log);
-    *lib = gpu_library_load(job->cubin, &err);
-    cr_assert_not_null(*lib, "%s", err.message);
-    void *k = gpu_library_kernel(*lib, job->lowered, &err);
-    cr_assert_not_null(k, "%s", err.message);
-    return k;
-}
-
 /* ---- a family-like test fixture ---- */
 
 typedef enum { TT_FILL, TT_READ } tt_kind;
@@ -51,8 +29,6 @@ typedef enum { TT_FILL, TT_READ } tt_kind;
 typedef struct {
     cudaStream_t stream;
     void *fill, *read; /* kernels */
-    compile_job jobs[2];
-    gpu_library *libs[2];
     void *buf, *sink;
     size_t bytes;
     tt_kind kind;
@@ -109,8 +85,8 @@ static void tt_setup(void)
     cr_assert_geq(env.lock_fd, 0);
     cr_assert_eq(flock(env.lock_fd, LOCK_EX), 0);
     cr_assert_eq(cudaStreamCreateWithFlags(&env.stream, cudaStreamNonBlocking), cudaSuccess);
-    env.fill = load_kernel("tune_fill_indices", &env.jobs[0], &env.libs[0]);
-    env.read = load_kernel("tune_read_probe", &env.jobs[1], &env.libs[1]);
+    env.fill = test_get_kernel(NULL, "common.cu", "tune_fill_indices");
+    env.read = test_get_kernel(NULL, "common.cu", "tune_read_probe");
     env.bytes = (size_t)64 << 20;
     cr_assert_eq(gpu_malloc(&env.buf, env.bytes, &err), TUNE_OK, "%s", err.message);
     cr_assert_eq(gpu_malloc(&env.sink, 1 << 20, &err), TUNE_OK, "%s", err.message);
@@ -126,10 +102,6 @@ static void tt_teardown(void)
     timing_free(env.t);
     gpu_free(env.buf);
     gpu_free(env.sink);
-    for (int i = 0; i < 2; i++) {
-        gpu_library_free(env.libs[i]);
-        compile_job_clear(&env.jobs[i]);
-    }
     cudaStreamDestroy(env.stream);
     close(env.lock_fd);
     memset(&env, 0, sizeof env);

@@ -9,9 +9,11 @@
 
 #include <string.h>
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #include "compile.h"
+#include "family.h"
 #include "gpu.h"
 
 /* Skips the calling test, with the reason, when no GPU is usable; else selects GPU 0. */
@@ -90,6 +92,29 @@ static inline void *test_get_kernel(void *ctx, const char *source, const char *n
     t->kernel = gpu_library_kernel(t->lib, t->job.lowered, &err);
     cr_assert_not_null(t->kernel, "%s", err.message);
     return t->kernel;
+}
+
+/* A family_env on a new stream and cuBLAS handle (kernels through test_get_kernel); undone by
+ * test_family_env_free. */
+typedef struct {
+    family_env env;
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+} test_family_env;
+
+static inline void test_family_env_init(test_family_env *t)
+{
+    cr_assert_eq(cudaStreamCreate(&t->stream), cudaSuccess);
+    cr_assert_eq(cublasCreate(&t->cublas), CUBLAS_STATUS_SUCCESS);
+    cublasSetStream(t->cublas, t->stream);
+    family_env env = {0, t->stream, t->cublas, 50u << 20, 42, test_get_kernel, NULL};
+    t->env = env;
+}
+
+static inline void test_family_env_free(test_family_env *t)
+{
+    cublasDestroy(t->cublas);
+    cudaStreamDestroy(t->stream);
 }
 
 #endif
