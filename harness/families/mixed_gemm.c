@@ -2,12 +2,14 @@
  * Y[m,n] = X[m,k] . dequant(W)[k,n], int4 W with per-group scales (and optionally zero points),
  * fp16/bf16 X and Y, fp32 accumulation.
  *
- * Methods: `fused` (tuned: kernels_src/mixed_gemm.cu over its tile space), `dequant` (tuned: the
+ * Methods: `fused` (tuned: kernels_src/mixed_gemm.cu over its tile space), `decode` (tuned: the
+ * streaming kernel of kernels_src/mixed_gemm_decode.cu for small m), `dequant` (tuned: the
  * packed weight dequantized to T, then cuBLAS; it has no tile parameters, so a sweep measures it
  * at one parameter point), and the baselines `cublas` (cuBLAS GEMM in T on the weight dequantized
  * beforehand), `fp8` (cuBLASLt e4m3 GEMM, per-tensor scales, inputs converted beforehand) and
  * `pack` (the packing of the weight, scales and zero points into the fused kernel's layout, timed
- * on its own: it happens once per weight, never inside a timed GEMM).
+ * on its own: it happens once per weight, never inside a timed GEMM) and `stream` (one read of
+ * the packed weight, scales and zero points: the floor of any W4A16 kernel on the shape).
  */
 #include "family.h"
 
@@ -48,7 +50,8 @@ static const family_op mg_ops[] = {
 };
 
 static const family_axis mg_params[] = {
-    {"bm", FAMILY_AXIS_INT, 16, 256, NULL, "16", "block tile rows (m)"},
+    {"bm", FAMILY_AXIS_INT, 8, 256, NULL, "16",
+     "block tile rows (m): a multiple of 16 (fused), of 8 up to 64 (decode)"},
     {"bn", FAMILY_AXIS_INT, 64, 1024, NULL, "128", "block tile columns (n)"},
     {"bk", FAMILY_AXIS_INT, 64, 1024, NULL, "128", "block tile depth (k) per pipeline stage"},
     {"wm", FAMILY_AXIS_INT, 1, 16, NULL, "1", "warps along m"},
@@ -60,9 +63,10 @@ static const family_axis mg_params[] = {
      "0: the staged kernel (cp.async pipeline); N >= 1: the direct kernel (bm = 16, bn = 64 wn, "
      "N weight loads in flight per lane; bk and stages unused)"},
     {"kc", FAMILY_AXIS_INT, 64, 8192, NULL, "1024", "direct kernel: most k per block (X kept in shared memory)"},
-    {"sa", FAMILY_AXIS_INT, 0, 1, NULL, "0",
-     "staged kernel: 1 applies the scale to the accumulator once per group (the direct kernel "
-     "always does) instead of dequantizing every weight"},
+    {"sa", FAMILY_AXIS_INT, 0, 2, NULL, "0",
+     "0: every weight dequantized; 1 (staged, decode): the scale applied to the accumulator once "
+     "per group (the direct kernel always does); 2 (decode): that, and the zero point too, "
+     "through a sum of X"},
 };
 
 static const family_method mg_methods[] = {
@@ -71,9 +75,13 @@ static const family_method mg_methods[] = {
     {"cublas", 0, "cuBLAS fp16/bf16 GEMM on the weight dequantized beforehand"},
     {"fp8", 0, "cuBLASLt fp8 e4m3 GEMM (per-tensor scales), inputs converted beforehand"},
     {"pack", 0, "packing of weight, scales and zero points into the fused layout (once per weight)"},
+    {"decode", 1,
+     "tune's streaming kernel for small m: bulk-copy ring fed by a producer warp, weight as the "
+     "MMA's A operand (bm = 8 x tiles of X rows, bn = 64 wn, bk = 16 x steps per stage)"},
+    {"stream", 0, "one read of the packed weight, scales and zero points: the floor of the shape"},
 };
 
-enum { MG_FUSED, MG_DEQUANT, MG_CUBLAS, MG_FP8, MG_PACK };
+enum { MG_FUSED, MG_DEQUANT, MG_CUBLAS, MG_FP8, MG_PACK, MG_DECODE, MG_STREAM };
 
 typedef struct {
     int method;
@@ -157,6 +165,68 @@ static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
     return 0;
 }
 
+/* Shared memory of the decode kernel: barriers, the ring of stages (or the cross-warp reduction if
+ * larger) and the block's X rows; the formulas of mg_decode_layout in mixed_gemm_decode.cu. */
+static size_t mg_decode_smem(const mg_desc *d)
+{
+    int64_t xt = d->bm / 8, ks = d->bk / 16, bn = d->bn, sr = ks / 2 > 0 ? ks / 2 : 1;
+    int64_t stage = ks * d->wn * 512 + sr * bn * 2 * (1 + d->zp);
+    int64_t red = (d->wk - 1) * d->wn * xt * 16 * 32 * 4;
+    int64_t ring = stage * d->stages > red ? stage * d->stages : red;
+    int64_t bar = ((2 * d->stages + 1) * 8 + 127) / 128 * 128;
+    int64_t kb = d->k / d->bk, xstride = (kb + d->splitk - 1) / d->splitk * d->bk + 8;
+    int64_t rows = d->m < d->bm ? d->m : d->bm;
+    return (size_t)(bar + ring + rows * xstride * 2);
+}
+
+/* The decode kernel's geometry: bm = 8 XT rows, bn = 64 wn, bk = 16 KS, one producer warp. */
+static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
+{
+    if (d->bm % 8 != 0 || d->bm > 64)
+        return mg_fail(why, why_size, "tile shape: the decode kernel takes bm = 8, 16, ..., 64");
+    if (d->wn < 1 || d->bn != 64 * d->wn)
+        return mg_fail(why, why_size, "tile shape: the decode kernel takes bn = 64 x wn");
+    if (d->bk % 32 != 0)
+        return mg_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 32",
+                       (long long)d->bk);
+    if (d->stages < 2 || d->wk < 1 || d->stages < d->wk)
+        return mg_fail(why, why_size, "tile shape: stages = %lld, wk = %lld (stages >= 2 and >= wk)",
+                       (long long)d->stages, (long long)d->wk);
+    int64_t threads = (d->wn * d->wk + 1) * 32;
+    if (threads > 1024)
+        return mg_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
+    if (d->n % d->bn != 0)
+        return mg_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
+                       (long long)d->n, (long long)d->bn);
+    if (d->k % d->bk != 0)
+        return mg_fail(why, why_size, "tile does not divide the problem: k = %lld, bk = %lld",
+                       (long long)d->k, (long long)d->bk);
+    if (d->g_eff <= d->bk ? d->bk % d->g_eff != 0 : d->g_eff % d->bk != 0)
+        return mg_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
+                       (long long)d->g_eff, (long long)d->bk);
+    if (d->splitk < 1 || d->splitk > d->k / d->bk)
+        return mg_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
+                       (long long)d->splitk, (long long)(d->k / d->bk));
+    /* accumulators: 16 fp32 per n8 tile of X (twice with sa), plus ~60 for fragments and
+     * addresses */
+    int64_t acc_regs = d->bm / 8 * (16 + (d->sa ? 16 : 0) + (d->sa == 2 ? 4 : 0));
+    if (acc_regs + 60 > 255)
+        return mg_fail(why, why_size, "too many registers: %lld accumulators per thread",
+                       (long long)acc_regs);
+    d->smem = mg_decode_smem(d);
+    if (d->smem > MG_SMEM_LIMIT)
+        return mg_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
+                       d->smem / 1024, MG_SMEM_LIMIT / 1024);
+    d->gsh = d->g_eff <= d->bk ? ilog2(d->g_eff) : -1;
+    d->threads = (unsigned)threads;
+    d->grid[0] = (unsigned)((d->m + d->bm - 1) / d->bm);
+    d->grid[1] = (unsigned)(d->n / d->bn);
+    d->grid[2] = (unsigned)d->splitk;
+    if (d->grid[1] > 65535)
+        return mg_fail(why, why_size, "tile shape: n / bn = %u blocks exceeds the grid limit", d->grid[1]);
+    return 0;
+}
+
 /* Describes cfg; -1 with `why` (a category, a colon, the details) when it cannot run. */
 static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
 {
@@ -194,7 +264,7 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
                        (long long)d->k, (long long)d->g_eff);
     if ((d->m * d->k > INT32_MAX || d->m * d->n > INT32_MAX || d->k * d->n > 16 * (int64_t)INT32_MAX))
         return mg_fail(why, why_size, "bad shape: a matrix exceeds 2^31 elements");
-    if (d->method != MG_FUSED)
+    if (d->method != MG_FUSED && d->method != MG_DECODE)
         return 0;
 
     d->bm = point_int(cfg, "bm", 16);
@@ -208,6 +278,10 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
     d->unroll = point_int(cfg, "unroll", 0);
     d->kc = point_int(cfg, "kc", 1024);
     d->sa = point_int(cfg, "sa", 0);
+    if (d->method == MG_DECODE)
+        return mg_describe_decode(d, why, why_size);
+    if (d->sa == 2)
+        return mg_fail(why, why_size, "tile shape: sa = 2 is the decode kernel's");
     if (d->unroll > 0)
         return mg_describe_direct(d, why, why_size);
     if (d->bk % 64 != 0)
@@ -261,6 +335,12 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
 
 static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
 {
+    if (d->method == MG_DECODE) {
+        snprintf(buf, size, "mg_decode<%s, %lld, %lld, %lld, %lld, %lld, %d, %d>", d->tname,
+                 (long long)(d->bm / 8), (long long)d->wn, (long long)d->wk, (long long)(d->bk / 16),
+                 (long long)d->stages, d->zp, d->sa != 0);
+        return;
+    }
     if (d->unroll > 0) {
         snprintf(buf, size, "mg_direct<%s, %lld, %lld, %lld, %lld, %d>", d->tname, (long long)d->wn,
                  (long long)d->wk, (long long)d->unroll, (long long)d->kc, d->zp);
@@ -280,6 +360,14 @@ static void mg_ref(family_kernel_ref *refs, size_t *n, const char *source, const
 }
 
 #define MG_UTIL "mixed_gemm_util.cu"
+#define MG_STREAM_KERNEL "mg_stream<8>"
+#define MG_STREAM_BLOCKS_PER_SM 8
+
+/* The kernel source of a tuned configuration's main kernel. */
+static const char *mg_main_source(const mg_desc *d)
+{
+    return d->method == MG_DECODE ? "mixed_gemm_decode.cu" : "mixed_gemm.cu";
+}
 
 /* Helper kernels every shape needs (inputs, packing, reference, error). */
 static const char *const mg_shape_kernels[] = {
@@ -297,8 +385,8 @@ static int mg_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max
     size_t n = 0, n_shape = sizeof mg_shape_kernels / sizeof mg_shape_kernels[0];
     if (max < n_shape + 3)
         return mg_fail(why, why_size, "too few kernel slots");
-    if (d.method == MG_FUSED) {
-        refs[n].source = "mixed_gemm.cu";
+    if (d.method == MG_FUSED || d.method == MG_DECODE) {
+        refs[n].source = mg_main_source(&d);
         mg_fused_name(&d, refs[n].name, sizeof refs[n].name);
         n++;
     } else if (d.method == MG_DEQUANT) {
@@ -307,6 +395,8 @@ static int mg_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max
         refs[n].source = MG_UTIL;
         snprintf(refs[n].name, sizeof refs[n].name, "mg_dequant_raw<%s, %s>", d.tname, d.tname);
         n++;
+    } else if (d.method == MG_STREAM) {
+        mg_ref(refs, &n, MG_UTIL, MG_STREAM_KERNEL, &d);
     } else if (d.method == MG_FP8) {
         mg_ref(refs, &n, MG_UTIL, "mg_weight_fp8<%s>", &d);
         mg_ref(refs, &n, MG_UTIL, "mg_x_fp8<%s>", &d);
@@ -383,6 +473,8 @@ typedef struct {
     size_t ws_bytes;
     int *counters;
     size_t n_counters;
+    unsigned *xor_out;      /* the stream method's XOR words, one per block */
+    int sms;                /* multiprocessors of the device */
     cublasLtHandle_t lt;
     void *lt_ws;
     cublasLtMatmulDesc_t lt_op;
@@ -393,6 +485,9 @@ typedef struct {
         *k_deq_f32, *k_fill_x;
     void *k_main; /* the prepared configuration's kernel */
 } mg_state;
+
+/* The stream method's grid: MG_STREAM_BLOCKS_PER_SM blocks of 256 threads per multiprocessor. */
+static size_t mg_stream_blocks(const mg_state *s) { return (size_t)s->sms * MG_STREAM_BLOCKS_PER_SM; }
 
 static void *mg_kernel(mg_state *s, const char *source, const char *fmt, const mg_desc *d,
                        tune_error *err)
@@ -447,7 +542,7 @@ static void mg_shape_free(void *state)
         return;
     mg_lt_free(s);
     void *bufs[] = {s->q, s->zr, s->s, s->wp, s->sp, s->zp, s->x, s->y, s->ref, s->sums,
-                    s->wd, s->w8, s->x8, s->ws, s->counters, s->lt_ws};
+                    s->wd, s->w8, s->x8, s->ws, s->counters, s->lt_ws, s->xor_out};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         gpu_free(bufs[i]);
     free(s);
@@ -632,11 +727,13 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     long long k = sh->k, n = sh->n, group = sh->g_eff;
     s->k_main = NULL;
     switch (d->method) {
-    case MG_FUSED: {
+    case MG_FUSED:
+    case MG_DECODE: {
         char name[256];
         mg_fused_name(d, name, sizeof name);
-        if (!(s->k_main = s->env.kernel(s->env.kctx, "mixed_gemm.cu", name)))
-            return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm.cu", "kernel %s is not loaded", name);
+        if (!(s->k_main = s->env.kernel(s->env.kctx, mg_main_source(d), name)))
+            return tune_error_set(err, TUNE_ERR_CUDA, mg_main_source(d), "kernel %s is not loaded",
+                                  name);
         if (d->splitk > 1) {
             size_t tiles = (size_t)d->grid[0] * d->grid[1];
             if ((st = mg_grow((void **)&s->ws, &s->ws_bytes, (size_t)d->splitk * s->n_y * 4, err)))
@@ -695,6 +792,17 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
         if (!s->lt_ready && (st = mg_lt_setup(s, err)))
             return st;
         break;
+    case MG_STREAM:
+        if (!(s->k_main = s->env.kernel(s->env.kctx, MG_UTIL, MG_STREAM_KERNEL)))
+            return tune_error_set(err, TUNE_ERR_CUDA, MG_UTIL, "kernel %s is not loaded",
+                                  MG_STREAM_KERNEL);
+        if (!s->sms)
+            GPU_CHECK(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, s->env.device),
+                      err, st, done);
+        if (!s->xor_out &&
+            (st = gpu_malloc((void **)&s->xor_out, mg_stream_blocks(s) * sizeof(unsigned), err)))
+            return st;
+        break;
     case MG_PACK:
         break;
     }
@@ -721,7 +829,15 @@ static tune_status mg_launch(void *state, tune_error *err)
     int m = (int)d->m, n = (int)d->n, k = (int)d->k, group = (int)d->g_eff, gsh = d->gsh;
     long long kl = d->k, nl = d->n;
     switch (d->method) {
-    case MG_FUSED: {
+    case MG_STREAM: {
+        long long nw = (long long)s->n_q / 16, ns = (long long)s->n_sz * 2 / 16,
+                  nz = s->zp ? ns : 0;
+        void *args[] = {&s->wp, &nw, &s->sp, &ns, &s->zp, &nz, &s->xor_out};
+        return gpu_launch(s->k_main, (unsigned)mg_stream_blocks(s), 256, 0, s->env.stream, args,
+                          err);
+    }
+    case MG_FUSED:
+    case MG_DECODE: {
         void *args[] = {&s->x, &s->wp, &s->sp, &s->zp, &s->y, &s->ws, &s->counters,
                         &m, &n, &k, &group, &gsh};
         return gpu_launch_grid(s->k_main, d->grid, d->threads, d->smem, s->env.stream, args, err);
@@ -798,6 +914,42 @@ done:
     return st;
 }
 
+/* XOR of the 32-bit words of n bytes (a multiple of 4) of device memory p, on the host. */
+static tune_status mg_host_xor(const void *p, size_t n, cudaStream_t str, unsigned *out, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    uint32_t *h = malloc(n ? n : 1);
+    if (!h)
+        return tune_error_set(err, TUNE_ERR_NOMEM, "mg_host_xor", "out of host memory");
+    GPU_CHECK(cudaMemcpyAsync(h, p, n, cudaMemcpyDeviceToHost, str), err, st, done);
+    GPU_CHECK(cudaStreamSynchronize(str), err, st, done);
+    for (size_t i = 0; i < n / 4; i++)
+        *out ^= h[i];
+done:
+    free(h);
+    return st;
+}
+
+/* The stream method's check: its XOR of everything it read against the host's. *error = 0 when
+ * they agree, 1 when not (tolerance 0). */
+static tune_status mg_check_stream(mg_state *s, double *error, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    cudaStream_t str = (cudaStream_t)s->env.stream;
+    unsigned want = 0, got = 0;
+    size_t blocks = mg_stream_blocks(s);
+    GPU_CHECK(cudaMemsetAsync(s->xor_out, 0xa5, blocks * sizeof(unsigned), str), err, st, done);
+    if ((st = mg_launch(s, err)) || (st = mg_host_xor(s->xor_out, blocks * sizeof(unsigned), str, &got, err)))
+        goto done;
+    if ((st = mg_host_xor(s->wp, s->n_q, str, &want, err)) ||
+        (st = mg_host_xor(s->sp, s->n_sz * 2, str, &want, err)) ||
+        (s->zp && (st = mg_host_xor(s->zp, s->n_sz * 2, str, &want, err))))
+        goto done;
+    *error = got == want ? 0.0 : 1.0;
+done:
+    return st;
+}
+
 static tune_status mg_check(void *state, double *error, double *tolerance, tune_error *err)
 {
     mg_state *s = state;
@@ -810,6 +962,10 @@ static tune_status mg_check(void *state, double *error, double *tolerance, tune_
     if (d->method == MG_PACK) {
         *tolerance = 0;
         return mg_check_pack(s, error, err);
+    }
+    if (d->method == MG_STREAM) {
+        *tolerance = 0;
+        return mg_check_stream(s, error, err);
     }
     /* fp8 rounds X and W to 3 mantissa bits: its normalised error is ~3e-2 by construction */
     *tolerance = d->method == MG_FP8 ? 0.1 : d->bf16 ? 1.6e-2 : 2e-3;

@@ -1,0 +1,400 @@
+// mixed_gemm_decode.cu - the streaming mixed-input GEMM for small m ("decode"):
+// Y[m,n] = X[m,k] . dequant(W)[k,n] with int4 W in the packed layout of mixed_gemm.cuh.
+// Device code only; compiles with NVRTC and with nvcc unchanged (sm_90: bulk copies, mbarriers).
+//
+// Built for memory-level parallelism: one producer warp per block streams the block's packed
+// weight (and its scales and zero points) into a STAGES-deep ring of shared-memory stages with
+// the bulk copy engine (cp.async.bulk, completion counted in bytes on an mbarrier), so each block
+// keeps STAGES x ~16 KB in flight with a handful of instructions; the consumer warps only read
+// shared memory, dequantize and multiply. Operands are swapped as in mg_direct: the weight is the
+// MMA's A operand (each 32-bit word of a lane's 16 packed bytes is exactly its A fragment of
+// 16 columns x 16 k), X is B (8 rows per n8 tile), so m <= 8 pays 4 mma.sync per 1 024 weights.
+//
+// Template parameters (the tile space):
+//   XT       n8 tiles of X rows per block: the block covers BM = 8 XT rows of m
+//   WN       consumer warps along n, one 64-column unit each (BN = 64 WN)
+//   WK       consumer warps along k: warp wk takes the whole stages wk, wk + WK, ... (so a group
+//            of G <= BK rows never spans two of its runs); their partial sums are added in
+//            shared memory at the end
+//   KS       k16 steps per stage (BK = 16 KS)
+//   STAGES   depth of the shared-memory ring (>= WK)
+//   ZP       0: symmetric (z = 8); 1: per-group zero points (stored as MAGIC + z in T)
+//   SA       0: every weight dequantized to (q - z) s in T before the MMA;
+//            1: the MMA multiplies q - z (exact in T), the scale is applied to the fp32
+//               accumulator once per group (acc += s P);
+//            2: the MMA multiplies MAGIC + q as the lop3 leaves it (one instruction per two
+//               weights), an MMA of ones sums X, and at each group end
+//               acc += s (P - (MAGIC + z) sum X): the fewest instructions per weight
+// Grid: (ceil(m / BM), n / BN, splits): row blocks that share a weight slice are neighbours, so
+// they run together and the second reads it from L2. Split k: block z takes stages
+// [z KB / splits, (z + 1) KB / splits) of the KB = k / BK; with splits > 1 every block writes its
+// fp32 partial tile to ws[z][m][n] and the last block of a tile (counted in counters[], which it
+// resets) adds the partials in split order, so results do not depend on arrival order.
+// Requirements (checked on the host): n % BN == 0, k % BK == 0, KS even or 1, G a
+// power of two >= 32 with G % BK == 0 or BK % G == 0, or G = k (gsh = -1 when G > BK);
+// splits <= KB; shared memory as mg_decode_smem computes.
+#include "mixed_gemm.cuh"
+
+__device__ __forceinline__ unsigned mg_saddr(const void *p)
+{
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void mg_mbar_init(unsigned long long *bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mg_saddr(bar)), "r"(count)
+                 : "memory");
+}
+
+__device__ __forceinline__ void mg_mbar_expect_tx(unsigned long long *bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mg_saddr(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void mg_mbar_arrive(unsigned long long *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(mg_saddr(bar)) : "memory");
+}
+
+__device__ __forceinline__ void mg_mbar_wait(unsigned long long *bar, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(mg_saddr(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+// Bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to shared
+// memory, completing on bar's transaction count.
+__device__ __forceinline__ void mg_bulk_g2s(void *dst, const void *src, unsigned bytes,
+                                            unsigned long long *bar)
+{
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+            "r"(mg_saddr(dst)),
+        "l"(src), "r"(bytes), "r"(mg_saddr(bar))
+        : "memory");
+}
+
+__device__ __forceinline__ void mg_ldmatrix_x2(unsigned (&a)[2], const void *smem)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                 : "=r"(a[0]), "=r"(a[1])
+                 : "r"(mg_saddr(smem)));
+}
+
+// The shared-memory layout of mg_decode, shared with the host's sizing (mixed_gemm.c repeats
+// these formulas in mg_decode_smem; a test compares them through the kernel's failure to launch).
+template <int XT, int WN, int WK, int KS, int STAGES, int ZP> struct mg_decode_layout {
+    static constexpr int BN = 64 * WN, BK = 16 * KS;
+    static constexpr int SR = KS / 2 > 0 ? KS / 2 : 1; // most scale rows in one stage (G >= 32)
+    static constexpr int W_BYTES = KS * WN * 512;
+    static constexpr int S_BYTES = SR * BN * 2;
+    static constexpr int STAGE = W_BYTES + S_BYTES * (1 + ZP);
+    static constexpr int RED = (WK - 1) * WN * XT * 16 * 32 * 4; // cross-warp reduction
+    static constexpr int RING = STAGE * STAGES > RED ? STAGE *STAGES : RED;
+    static constexpr int BAR = ((2 * STAGES + 1) * 8 + 127) / 128 * 128;
+};
+
+template <typename T, int XT, int WN, int WK, int KS, int STAGES, int ZP, int SA>
+__global__ void __launch_bounds__((WN * WK + 1) * 32)
+    mg_decode(const T *__restrict__ X, const uint4 *__restrict__ Wp, const T *__restrict__ S,
+              const T *__restrict__ Z, T *__restrict__ Y, float *__restrict__ ws,
+              int *__restrict__ counters, int m, int n, int k, int group, int gsh)
+{
+    using LY = mg_decode_layout<XT, WN, WK, KS, STAGES, ZP>;
+    constexpr int NC = WN * WK; // consumer warps; warp NC is the producer
+    constexpr int BN = LY::BN, BK = LY::BK, BM = 8 * XT;
+    static_assert(KS == 1 || KS % 2 == 0, "KS: 1 or even");
+    extern __shared__ uint4 mg_smem[];
+    unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
+    unsigned long long *full = reinterpret_cast<unsigned long long *>(smem);
+    unsigned long long *empty = full + STAGES;
+    unsigned long long *xbar = empty + STAGES;
+    unsigned char *ring = smem + LY::BAR;
+    T *xs = reinterpret_cast<T *>(ring + LY::RING);
+    __shared__ int last;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, tq = lane & 3;
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const int splits = gridDim.z, z = blockIdx.z;
+    const int KB = k / BK;
+    const int kb0 = (int)((long long)z * KB / splits),
+              kb1 = (int)((long long)(z + 1) * KB / splits);
+    const int L = kb1 - kb0;
+    const int xstride =
+        (KB + splits - 1) / splits * BK + 8; // padded: ldmatrix rows hit distinct banks
+    const int rows = m - m0 < BM ? m - m0 : BM;
+    const int srows = gsh >= 0 ? BK >> gsh : 1;
+    const long long units_n = n / 64;
+
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; s++) {
+            mg_mbar_init(full + s, 1);
+            mg_mbar_init(empty + s, WN); // the WN warps that consume stage s
+        }
+        mg_mbar_init(xbar, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+
+    const int wn = warp / WK, wk = warp % WK;
+    float acc[XT][4][4];
+#pragma unroll
+    for (int t = 0; t < XT; t++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int d = 0; d < 4; d++)
+                acc[t][j][d] = 0.f;
+
+    if (warp == NC) {
+        if (lane == 0) { // the producer: X once, then the ring
+            const unsigned xrow = (unsigned)(L * BK * 2);
+            mg_mbar_expect_tx(xbar, xrow * (unsigned)rows);
+            for (int r = 0; r < rows; r++)
+                mg_bulk_g2s(xs + (long long)r * xstride,
+                            X + (long long)(m0 + r) * k + (long long)kb0 * BK, xrow, xbar);
+            const unsigned sbytes = (unsigned)(srows * BN * 2);
+            for (int it = 0; it < L; it++) {
+                const int s = it % STAGES;
+                if (it >= STAGES)
+                    mg_mbar_wait(empty + s, ((it / STAGES) + 1) & 1);
+                unsigned char *st = ring + s * LY::STAGE;
+                const int kb = kb0 + it;
+                mg_mbar_expect_tx(full + s, LY::W_BYTES + sbytes * (1 + ZP));
+                for (int kk = 0; kk < KS; kk++)
+                    mg_bulk_g2s(st + kk * WN * 512,
+                                Wp + (((long long)kb * KS + kk) * units_n + n0 / 64) * 32, WN * 512,
+                                full + s);
+                const long long grow0 = (long long)kb * BK / group;
+                for (int r = 0; r < srows; r++) {
+                    mg_bulk_g2s(st + LY::W_BYTES + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2,
+                                full + s);
+                    if (ZP)
+                        mg_bulk_g2s(st + LY::W_BYTES + LY::S_BYTES + r * BN * 2,
+                                    Z + (grow0 + r) * n + n0, BN * 2, full + s);
+                }
+            }
+        }
+    } else {
+        // SA >= 1: P sums the group's products before the scale; SA == 2: sx sums X (an MMA of
+        // ones), so the MMA can take MAGIC + q without subtracting z first
+        float P[SA ? XT : 1][4][4], sx[SA == 2 ? XT : 1][4];
+#pragma unroll
+        for (int t = 0; t < (SA ? XT : 1); t++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+#pragma unroll
+                for (int d = 0; d < 4; d++)
+                    P[t][j][d] = sx[SA == 2 ? t : 0][d] = 0.f;
+        const unsigned ones4[4] = {mg_type<T>::ONE2, mg_type<T>::ONE2, mg_type<T>::ONE2, mg_type<T>::ONE2};
+        const int gmask = gsh >= 0 ? (1 << (gsh - 4)) - 1 : -1; // k16 steps per group - 1
+        mg_mbar_wait(xbar, 0);
+        // warp wk takes whole stages wk, wk + WK, ...: a group never spans two of its stages
+        // unless G > BK, and then the scale is applied once per stage
+        for (int it = wk; it < L; it += WK) {
+            const int s = it % STAGES;
+            mg_mbar_wait(full + s, (it / STAGES) & 1);
+            const unsigned char *st = ring + s * LY::STAGE;
+            const T *ss = reinterpret_cast<const T *>(st + LY::W_BYTES) + wn * 64 + g * 8;
+#pragma unroll
+            for (int j = 0; j < KS; j++) {
+                const uint4 w = *reinterpret_cast<const uint4 *>(st + (j * WN + wn) * 512 + lane * 16);
+                const int srow = gsh >= 0 ? (j * 16) >> gsh : 0;
+                const int kx = (it * KS + j) * 16;
+                // B fragments of X: tiles t and t + 1 in one ldmatrix.x4, a last odd tile in .x2
+                unsigned xb[XT][2];
+#pragma unroll
+                for (int t = 0; t < XT; t += 2) {
+                    const int mat = lane >> 3;
+                    if (t + 1 < XT) {
+                        int r = 8 * (t + (mat >> 1)) + (lane & 7);
+                        r = r < rows ? r : rows - 1;
+                        unsigned f[4];
+                        mg_ldmatrix_x4(f, xs + (long long)r * xstride + kx + 8 * (mat & 1));
+                        xb[t][0] = f[0];
+                        xb[t][1] = f[1];
+                        xb[t + 1 < XT ? t + 1 : t][0] = f[2];
+                        xb[t + 1 < XT ? t + 1 : t][1] = f[3];
+                    } else {
+                        int r = 8 * t + (lane & 7);
+                        r = r < rows ? r : rows - 1;
+                        unsigned f[2];
+                        mg_ldmatrix_x2(f, xs + (long long)r * xstride + kx + 8 * (mat & 1));
+                        xb[t][0] = f[0];
+                        xb[t][1] = f[1];
+                    }
+                }
+                const unsigned wv[4] = {w.x, w.y, w.z, w.w};
+                // this lane's columns 16 j4 + g + 8 h are element 2 j4 + h of the 8 at 8 g
+                uint4 zv = make_uint4(0, 0, 0, 0);
+                if (ZP && SA < 2)
+                    zv = *reinterpret_cast<const uint4 *>(ss + LY::SR * BN + srow * BN);
+                const unsigned z4[4] = {zv.x, zv.y, zv.z, zv.w};
+                if (SA == 0) {
+                    const uint4 sv = *reinterpret_cast<const uint4 *>(ss + srow * BN);
+                    const unsigned s4[4] = {sv.x, sv.y, sv.z, sv.w};
+#pragma unroll
+                    for (int j4 = 0; j4 < 4; j4++) {
+                        const unsigned s0 = __byte_perm(s4[j4], 0, 0x1010),
+                                       s1 = __byte_perm(s4[j4], 0, 0x3232);
+                        const unsigned z0 =
+                            ZP ? __byte_perm(z4[j4], 0, 0x1010) ^ 0x80008000u : mg_type<T>::NMZ8;
+                        const unsigned z1 =
+                            ZP ? __byte_perm(z4[j4], 0, 0x3232) ^ 0x80008000u : mg_type<T>::NMZ8;
+                        const unsigned af[4] = {mg_dequant2<T>(wv[j4], z0, s0),
+                                                mg_dequant2<T>(wv[j4] >> 8, z1, s1),
+                                                mg_dequant2<T>(wv[j4] >> 4, z0, s0),
+                                                mg_dequant2<T>(wv[j4] >> 12, z1, s1)};
+#pragma unroll
+                        for (int t = 0; t < XT; t++)
+                            mg_mma<T>(acc[t][j4], af, xb[t][0], xb[t][1]);
+                    }
+                } else {
+#pragma unroll
+                    for (int j4 = 0; j4 < 4; j4++) {
+                        const unsigned z0 =
+                            ZP ? __byte_perm(z4[j4], 0, 0x1010) ^ 0x80008000u : mg_type<T>::NMZ8;
+                        const unsigned z1 =
+                            ZP ? __byte_perm(z4[j4], 0, 0x3232) ^ 0x80008000u : mg_type<T>::NMZ8;
+                        auto qz = [&](unsigned word, unsigned nmz) {
+                            const unsigned v = mg_lop3_and_or(word, 0x000f000fu, mg_type<T>::MAGIC2);
+                            // SA == 1: q - z, exact in T; SA == 2: MAGIC + q as it is
+                            return SA == 1 ? mg_fma2<T>(v, mg_type<T>::ONE2, nmz) : v;
+                        };
+                        const unsigned af[4] = {qz(wv[j4], z0), qz(wv[j4] >> 8, z1),
+                                                qz(wv[j4] >> 4, z0), qz(wv[j4] >> 12, z1)};
+#pragma unroll
+                        for (int t = 0; t < XT; t++)
+                            mg_mma<T>(P[SA ? t : 0][j4], af, xb[t][0], xb[t][1]);
+                    }
+                    if (SA == 2)
+#pragma unroll
+                        for (int t = 0; t < XT; t++)
+                            mg_mma<T>(sx[SA == 2 ? t : 0], ones4, xb[t][0], xb[t][1]);
+                    // the group ends after this step, or this warp's run of steps does
+                    if (j == KS - 1 || ((j + 1) & gmask) == 0) {
+                        const uint4 sv = *reinterpret_cast<const uint4 *>(ss + srow * BN);
+                        const T *s8 = reinterpret_cast<const T *>(&sv);
+                        uint4 zv2 = make_uint4(0, 0, 0, 0);
+                        if (ZP && SA == 2)
+                            zv2 = *reinterpret_cast<const uint4 *>(ss + LY::SR * BN + srow * BN);
+                        const T *z8 = reinterpret_cast<const T *>(&zv2);
+#pragma unroll
+                        for (int j4 = 0; j4 < 4; j4++)
+#pragma unroll
+                            for (int d = 0; d < 4; d++) {
+                                const float sc = to_f32(s8[2 * j4 + (d >> 1)]);
+                                const float mz =
+                                    ZP ? to_f32(z8[2 * j4 + (d >> 1)]) : mg_type<T>::MAGIC_F + 8.0f;
+#pragma unroll
+                                for (int t = 0; t < XT; t++) {
+                                    float &pv = P[SA ? t : 0][j4][d];
+                                    acc[t][j4][d] += sc * (SA == 2 ? pv - mz * sx[SA == 2 ? t : 0][d & 1] : pv);
+                                    pv = 0.f;
+                                }
+                            }
+                        if (SA == 2)
+#pragma unroll
+                            for (int t = 0; t < XT; t++)
+                                sx[SA == 2 ? t : 0][0] = sx[SA == 2 ? t : 0][1] = sx[SA == 2 ? t : 0][2] =
+                                    sx[SA == 2 ? t : 0][3] = 0.f;
+                    }
+                }
+            }
+            __syncwarp();
+            if (lane == 0)
+                mg_mbar_arrive(empty + s);
+        }
+    }
+
+    // Epilogue. acc[t][j4][d] is Y[m0 + 8 t + 2 tq + (d & 1)][n0 + 64 wn + 16 j4 + g + 8 (d >> 1)].
+    const bool cons = warp < NC;
+    auto row_of = [&](int t, int d) { return m0 + 8 * t + 2 * tq + (d & 1); };
+    auto col_of = [&](int j4, int d) { return n0 + 64 * wn + 16 * j4 + g + 8 * (d >> 1); };
+    if (WK > 1) {
+        __syncthreads(); // the ring is free: every stage was consumed
+        float *red = reinterpret_cast<float *>(ring) + lane;
+        constexpr int ACC = XT * 16;
+        if (cons && wk > 0) {
+            float *dst = red + (long long)((wk - 1) * WN + wn) * ACC * 32;
+#pragma unroll
+            for (int t = 0; t < XT; t++)
+#pragma unroll
+                for (int j4 = 0; j4 < 4; j4++)
+#pragma unroll
+                    for (int d = 0; d < 4; d++)
+                        dst[((t * 4 + j4) * 4 + d) * 32] = acc[t][j4][d];
+        }
+        __syncthreads();
+        if (cons && wk == 0)
+            for (int w = 1; w < WK; w++) {
+                const float *src = red + (long long)((w - 1) * WN + wn) * ACC * 32;
+#pragma unroll
+                for (int t = 0; t < XT; t++)
+#pragma unroll
+                    for (int j4 = 0; j4 < 4; j4++)
+#pragma unroll
+                        for (int d = 0; d < 4; d++)
+                            acc[t][j4][d] += src[((t * 4 + j4) * 4 + d) * 32];
+            }
+    }
+    const bool mine = cons && wk == 0;
+    if (splits > 1) {
+        if (mine)
+#pragma unroll
+            for (int t = 0; t < XT; t++)
+#pragma unroll
+                for (int j4 = 0; j4 < 4; j4++)
+#pragma unroll
+                    for (int d = 0; d < 4; d++)
+                        if (row_of(t, d) < m0 + rows)
+                            __stcg(ws + ((long long)z * m + row_of(t, d)) * n + col_of(j4, d),
+                                   acc[t][j4][d]);
+        __threadfence();
+        __syncthreads();
+        const int tile = blockIdx.y * gridDim.x + blockIdx.x;
+        if (tid == 0)
+            last = atomicAdd(counters + tile, 1) == splits - 1;
+        __syncthreads();
+        if (!last)
+            return;
+        __threadfence();
+        if (mine)
+#pragma unroll
+            for (int t = 0; t < XT; t++)
+#pragma unroll
+                for (int j4 = 0; j4 < 4; j4++)
+#pragma unroll
+                    for (int d = 0; d < 4; d++) {
+                        if (row_of(t, d) >= m0 + rows)
+                            continue;
+                        float sum = 0.f;
+                        for (int p = 0; p < splits; p++)
+                            sum +=
+                                __ldcg(ws + ((long long)p * m + row_of(t, d)) * n + col_of(j4, d));
+                        acc[t][j4][d] = sum;
+                    }
+        if (tid == 0)
+            counters[tile] = 0; // ready for the next launch
+    }
+    if (!mine)
+        return;
+#pragma unroll
+    for (int t = 0; t < XT; t++)
+#pragma unroll
+        for (int j4 = 0; j4 < 4; j4++)
+#pragma unroll
+            for (int d = 0; d < 4; d++)
+                if (row_of(t, d) < m0 + rows)
+                    Y[(long long)row_of(t, d) * n + col_of(j4, d)] = from_f32<T>(acc[t][j4][d]);
+}
