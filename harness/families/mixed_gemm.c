@@ -338,7 +338,7 @@ static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
     if (d->method == MG_DECODE) {
         snprintf(buf, size, "mg_decode<%s, %lld, %lld, %lld, %lld, %lld, %d, %d>", d->tname,
                  (long long)(d->bm / 8), (long long)d->wn, (long long)d->wk, (long long)(d->bk / 16),
-                 (long long)d->stages, d->zp, d->sa != 0);
+                 (long long)d->stages, d->zp, (int)d->sa);
         return;
     }
     if (d->unroll > 0) {
