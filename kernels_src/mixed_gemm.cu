@@ -107,34 +107,12 @@ __device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned
         if (!last)
             return;
         __threadfence();
-        if (wk == 0)
-            mg_for_pairs<MT, NU>([&](int a, int b, int c, int h) {
-                if (SW) {
-                    for (int e = 0; e < 2; e++) {
-                        if (sw_row(c, e) >= m)
-                            continue;
-                        float sum = 0.f;
-                        for (int p = 0; p < splits; p++)
-                            sum += __ldcg(ws + ((long long)p * m + sw_row(c, e)) * n + sw_col(c, h));
-                        acc[a][b][c][2 * h + e] = sum;
-                    }
-                    return;
-                }
-                const int row = row_of(a, h), col = col_of(b, c);
-                if (row >= m)
-                    return;
-                float s0 = 0.f, s1 = 0.f;
-                for (int p = 0; p < splits; p++) {
-                    const float2 v =
-                        __ldcg(reinterpret_cast<const float2 *>(ws + ((long long)p * m + row) * n + col));
-                    s0 += v.x;
-                    s1 += v.y;
-                }
-                acc[a][b][c][2 * h] = s0;
-                acc[a][b][c][2 * h + 1] = s1;
-            });
+        constexpr int BMT = SW ? 16 : WM * MW, BNT = WN * NU * 64;
+        const int rows = m - m0 < BMT ? m - m0 : BMT;
+        mg_splitk_sum<T, BNT, WM * WN * WK * 32>(ws, Y, m, n, m0, n0, rows, splits);
         if (tid == 0)
             counters[tile] = 0; // ready for the next launch
+        return;
     }
     if (wk != 0)
         return;

@@ -134,3 +134,31 @@ __device__ __forceinline__ unsigned mg_raw_q(const unsigned char *q, long long l
 {
     return (q[i * ldq + (j >> 1)] >> ((j & 1) * 4)) & 0xfu;
 }
+
+// The end of a split-K tile, run by every thread of the last block to finish it:
+// Y[m0 + r][n0 + c] = sum over p = 0 .. splits - 1 (in that order) of ws[p][m0 + r][n0 + c], for
+// r < rows, c < BN; each thread takes 4-column chunks and keeps several loads in flight (one
+// chain of dependent loads per element would make the last blocks the kernel's tail).
+template <typename T, int BN, int NT>
+__device__ __forceinline__ void mg_splitk_sum(const float *__restrict__ ws, T *__restrict__ Y, int m,
+                                              int n, int m0, int n0, int rows, int splits)
+{
+    constexpr int CH = BN / 4;
+    for (int c = threadIdx.x; c < rows * CH; c += NT) {
+        const int r = c / CH, col = (c - r * CH) * 4;
+        const float *src = ws + (long long)(m0 + r) * n + n0 + col;
+        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 8
+        for (int p = 0; p < splits; p++) {
+            const float4 v = __ldcg(reinterpret_cast<const float4 *>(src + (long long)p * m * n));
+            sum.x += v.x;
+            sum.y += v.y;
+            sum.z += v.z;
+            sum.w += v.w;
+        }
+        const T y0 = from_f32<T>(sum.x), y1 = from_f32<T>(sum.y), y2 = from_f32<T>(sum.z),
+                y3 = from_f32<T>(sum.w);
+        *reinterpret_cast<uint2 *>(Y + (long long)(m0 + r) * n + n0 + col) =
+            make_uint2((unsigned)y0.x | ((unsigned)y1.x << 16), (unsigned)y2.x | ((unsigned)y3.x << 16));
+    }
+}

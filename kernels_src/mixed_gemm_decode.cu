@@ -369,26 +369,7 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
         if (!last)
             return;
         __threadfence();
-        // the last block adds the partials of its tile in split order, every thread on its own
-        // 4-column chunks, with several loads in flight (a chain of dependent loads per element
-        // would make this block the kernel's tail)
-        constexpr int NT = (NC + 1) * 32, CH = BN / 4;
-        for (int c = tid; c < rows * CH; c += NT) {
-            const int r = c / CH, col = (c - r * CH) * 4;
-            const float *src = ws + (long long)(m0 + r) * n + n0 + col;
-            float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll 8
-            for (int p = 0; p < splits; p++) {
-                const float4 v = __ldcg(reinterpret_cast<const float4 *>(src + (long long)p * m * n));
-                sum.x += v.x;
-                sum.y += v.y;
-                sum.z += v.z;
-                sum.w += v.w;
-            }
-            const T y4[4] = {from_f32<T>(sum.x), from_f32<T>(sum.y), from_f32<T>(sum.z), from_f32<T>(sum.w)};
-            *reinterpret_cast<uint2 *>(Y + (long long)(m0 + r) * n + n0 + col) =
-                make_uint2((unsigned)y4[0].x | ((unsigned)y4[1].x << 16), (unsigned)y4[2].x | ((unsigned)y4[3].x << 16));
-        }
+        mg_splitk_sum<T, BN, (NC + 1) * 32>(ws, Y, m, n, m0, n0, rows, splits);
         if (tid == 0)
             counters[tile] = 0; // ready for the next launch
         return;

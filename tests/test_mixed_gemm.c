@@ -189,6 +189,39 @@ Test(mixed_gemm, refuses_bad_shapes_and_splits)
     expect_refused(&p, "unsupported dtype");
 }
 
+/* The decode kernel's name and its own refusals; the stream method's kernel. */
+Test(mixed_gemm, decode_kernel_and_stream)
+{
+    tune_point p;
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[256];
+    mg_point(&p, "decode", 3, 512, 1024, 128, 1, "bfloat16");
+    mg_tile(&p, 24, 128, 256, 1, 2, 2, 4, 2, 0, 1024);
+    point_set_int(&p, "sa", 2);
+    cr_assert_gt(mixed_gemm_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].source, "mixed_gemm_decode.cu");
+    cr_expect_str_eq(refs[0].name, "mg_decode<bf16_t, 3, 2, 2, 16, 4, 1, 2>");
+    mg_tile(&p, 72, 128, 256, 1, 2, 2, 4, 2, 0, 1024);
+    expect_refused(&p, "tile shape: the decode kernel takes bm = 8, 16, ..., 64");
+    mg_tile(&p, 8, 256, 256, 1, 2, 2, 4, 2, 0, 1024);
+    expect_refused(&p, "tile shape: the decode kernel takes bn = 64 x wn");
+    mg_tile(&p, 8, 128, 256, 1, 2, 4, 2, 2, 0, 1024);
+    expect_refused(&p, "tile shape: stages = 2, wk = 4");
+    mg_tile(&p, 64, 128, 128, 1, 2, 1, 4, 2, 0, 1024); /* 8 X tiles, twice with sa */
+    expect_refused(&p, "too many registers");
+    mg_point(&p, "decode", 64, 512, 8192, 128, 0, "float16");
+    mg_tile(&p, 64, 128, 128, 1, 2, 1, 4, 1, 0, 1024); /* 64 rows of 8192 k in shared memory */
+    point_set_int(&p, "sa", 0);
+    expect_refused(&p, "shared memory over the device limit");
+    mg_point(&p, "fused", 3, 512, 1024, 128, 0, "float16");
+    mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 1, 0, 1024);
+    point_set_int(&p, "sa", 2);
+    expect_refused(&p, "tile shape: sa = 2 is the decode kernel's");
+    mg_point(&p, "stream", 3, 512, 1024, 128, 0, "float16");
+    cr_assert_gt(mixed_gemm_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].name, "mg_stream<8>");
+}
+
 /* The group/bk rule in both directions: groups of 32 inside stages of 128 nest; groups of 128
  * across stages of 64 nest too (one scale row per stage); per-column groups always nest. */
 Test(mixed_gemm, group_and_stage_depth)
@@ -229,6 +262,11 @@ static const mg_variant variants[] = {
     {"fused", 32, 128, 64, 2, 1, 2, 3, 3, 0, 1024, 1},  /* ... k warps, split-K, 2 n units */
     {"fused", 16, 64, 128, 1, 1, 1, 3, 1, 4, 1024, 0},  /* direct */
     {"fused", 16, 128, 128, 1, 2, 2, 3, 3, 8, 512, 0},  /* direct, warps along k, split-K */
+    {"decode", 8, 128, 128, 1, 2, 2, 4, 1, 0, 1024, 0},  /* decode: 1 X tile, k warps */
+    {"decode", 24, 128, 64, 1, 2, 1, 2, 3, 0, 1024, 1},  /* 3 X tiles (odd), split-K, sa 1 */
+    {"decode", 16, 64, 128, 1, 1, 4, 4, 3, 0, 1024, 2},  /* 2 X tiles, 4 k warps, sa 2 */
+    {"decode", 64, 128, 128, 1, 2, 1, 4, 2, 0, 1024, 0}, /* 8 X tiles */
+    {"stream", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
     {"dequant", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
     {"cublas", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
     {"fp8", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
