@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compare.h"
+#include "analysis/compare.h"
 #include "util.h"
 
 /* tests/data/compare: a hand-made pair of runs (sweep "mini", g in {256, 1024}, k=64, chunk, and

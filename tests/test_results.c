@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "results.h"
+#include "store/results.h"
 #include "util.h"
 
 #define FIXTURE "tests/data/results/raw.jsonl"

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu.h"
-#include "roofline.h"
+#include "device/gpu.h"
+#include "analysis/roofline.h"
 #include "util.h"
 
 TestSuite(roofline, .init = make_tmpdir, .fini = remove_tmpdir);

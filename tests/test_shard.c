@@ -9,11 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compile.h"
-#include "run.h"
-#include "shard.h"
-#include "space.h"
-#include "sweep.h"
+#include "device/compile.h"
+#include "run/run.h"
+#include "model/shard.h"
+#include "model/space.h"
+#include "model/sweep.h"
 #include "util.h"
 
 TestSuite(shard, .timeout = 600);

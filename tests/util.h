@@ -12,9 +12,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "compile.h"
-#include "family.h"
-#include "gpu.h"
+#include "device/compile.h"
+#include "model/family.h"
+#include "device/gpu.h"
 
 /* Skips the calling test, with the reason, when no GPU is usable; else selects GPU 0. */
 static inline void require_gpu(void)

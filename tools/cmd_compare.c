@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compare.h"
+#include "analysis/compare.h"
 
 int tune_cmd_compare(int argc, char **argv);
 

@@ -8,10 +8,10 @@
 
 #include <jansson.h>
 
-#include "compile.h"
-#include "gpu.h"
-#include "results.h"
-#include "roofline.h"
+#include "device/compile.h"
+#include "device/gpu.h"
+#include "store/results.h"
+#include "analysis/roofline.h"
 
 int tune_cmd_calibrate(int argc, char **argv);
 int tune_cmd_roofline(int argc, char **argv);

@@ -7,12 +7,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "compile.h"
-#include "gpu.h"
-#include "run.h"
-#include "shard.h"
-#include "space.h"
-#include "sweep.h"
+#include "device/compile.h"
+#include "device/gpu.h"
+#include "run/run.h"
+#include "model/shard.h"
+#include "model/space.h"
+#include "model/sweep.h"
 
 enum { EXIT_USAGE = 2, EXIT_NO_GPU = 3 };
 

@@ -2,7 +2,7 @@
  * write, trap, hang, compile error, wrong answer, misaligned access), so that a sweep can mix
  * faults with good configurations and check that every fault is recorded with its kind while the
  * good ones are measured (kernels_src/testing/faults.cu; sweeps/testing/faults.json). */
-#include "family.h"
+#include "model/family.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "gpu.h"
+#include "device/gpu.h"
 
 static const char *const fault_names[] = {"none",          "oob_write",    "trap",       "hang",
                                           "compile_error", "wrong_answer", "misaligned", NULL};

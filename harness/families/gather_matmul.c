@@ -1,6 +1,6 @@
 /* gather_matmul.c - SparQ's gather-matmul ops (DESIGN.md 6.1): batched vector x gathered-matrix
  * products, tuned over `chunk` (columns of n per unit of work) and `threads` (block size). */
-#include "family.h"
+#include "model/family.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -12,7 +12,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "gpu.h"
+#include "device/gpu.h"
 
 static const char *const dtypes[] = {"float16", "bfloat16", "float32", NULL};
 static const char *const index_patterns[] = {"random", "identity", NULL};

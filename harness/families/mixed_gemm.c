@@ -9,7 +9,7 @@
  * `pack` (the packing of the weight, scales and zero points into the fused kernel's layout, timed
  * on its own: it happens once per weight, never inside a timed GEMM).
  */
-#include "family.h"
+#include "model/family.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -22,7 +22,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "gpu.h"
+#include "device/gpu.h"
 #include "mixed_gemm.h"
 
 #define MG_SMEM_LIMIT (227 * 1024) /* opt-in dynamic shared memory per block on sm_90 */

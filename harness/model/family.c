@@ -1,0 +1,36 @@
+#include "model/family.h"
+
+#include <string.h>
+
+extern const tune_family gather_matmul_family;
+extern const tune_family mixed_gemm_family;
+extern const tune_family fault_test_family;
+
+static const tune_family *const families[] = {&gather_matmul_family, &mixed_gemm_family,
+                                              &fault_test_family, NULL};
+
+const tune_family *const *family_all(void) { return families; }
+
+const tune_family *family_find(const char *name)
+{
+    for (size_t i = 0; name && families[i]; i++)
+        if (strcmp(families[i]->name, name) == 0)
+            return families[i];
+    return NULL;
+}
+
+const family_op *family_find_op(const tune_family *fam, const char *op)
+{
+    for (size_t i = 0; fam && op && i < fam->n_ops; i++)
+        if (strcmp(fam->ops[i].name, op) == 0)
+            return &fam->ops[i];
+    return NULL;
+}
+
+const family_method *family_find_method(const tune_family *fam, const char *method)
+{
+    for (size_t i = 0; fam && method && i < fam->n_methods; i++)
+        if (strcmp(fam->methods[i].name, method) == 0)
+            return &fam->methods[i];
+    return NULL;
+}
