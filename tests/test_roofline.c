@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include "device/gpu.h"
-#include "analysis/roofline.h"
+#include "analysis/roofline_calibration.h"
+#include "analysis/roofline_report.h"
+#include "device/calibrate.h"
 #include "util.h"
 
 TestSuite(roofline, .init = make_tmpdir, .fini = remove_tmpdir);
@@ -479,10 +481,10 @@ Test(roofline, calibrate_without_gpu_says_so)
     tune_error probe = {0};
     if (gpu_count(&n, &probe) == TUNE_OK && n > 0)
         cr_skip_test("a GPU is present: the no-GPU path cannot be exercised here");
-    roofline_calibrate_options opt = {0};
+    calibrate_options opt = {0};
     roofline_calibration cal;
     tune_error err = {0};
-    cr_expect_eq(roofline_calibrate(&opt, &cal, &err), TUNE_ERR_NO_GPU);
+    cr_expect_eq(calibrate_device(&opt, &cal, &err), TUNE_ERR_NO_GPU);
     cr_expect_eq(err.code, TUNE_ERR_NO_GPU);
     cr_expect_gt(strlen(err.message), 10);
     cr_expect_null(strchr(err.message, '\n'), "one sentence: %s", err.message);

@@ -314,7 +314,7 @@ static char **row_set(const char *dir, size_t *n)
     char **set = calloc(*n + 1, sizeof *set);
     for (size_t i = 0; i < *n; i++) {
         char line[4200];
-        snprintf(line, sizeof line, "%s %s %s", shard_row_identity(&rows[i], id, sizeof id),
+        snprintf(line, sizeof line, "%s %s %s", results_row_identity(&rows[i], id, sizeof id),
                  result_status_str(rows[i].status), rows[i].kernel ? rows[i].kernel : "-");
         set[i] = strdup(line);
     }
@@ -347,8 +347,8 @@ static void expect_same_rows(const char *a, const char *b)
 static tune_status merge(const char *out, const char **dirs, size_t n, tune_error *err)
 {
     char o[512];
-    shard_merge_options mo = {1, 0, NULL};
-    return shard_merge(path_in(o, sizeof o, out), dirs, n, &mo, NULL, err);
+    merge_options mo = {1, 0, NULL};
+    return run_merge(path_in(o, sizeof o, out), dirs, n, &mo, NULL, err);
 }
 
 TestSuite(shard_run, .init = setup_merge, .fini = remove_tmpdir, .timeout = 600);
@@ -419,8 +419,8 @@ Test(shard_run, missing_and_twice)
     cr_expect(strstr(err.message, "shard 1/3 is given twice") != NULL, "%s", err.message);
     tune_error_clear(&err);
     const char *self[] = {dirs[0], dirs[1], dirs[2]};
-    shard_merge_options mo = {1, 0, NULL};
-    cr_expect_eq(shard_merge(dirs[1], self, 3, &mo, NULL, &err), TUNE_ERR_INVALID);
+    merge_options mo = {1, 0, NULL};
+    cr_expect_eq(run_merge(dirs[1], self, 3, &mo, NULL, &err), TUNE_ERR_INVALID);
     cr_expect(strstr(err.message, "is also a shard folder") != NULL, "%s", err.message);
     /* one shard measured with other timing settings */
     char path[600];

@@ -10,8 +10,11 @@
 
 #include "device/compile.h"
 #include "device/gpu.h"
+#include "store/meta.h"
 #include "store/results.h"
-#include "analysis/roofline.h"
+#include "analysis/roofline_calibration.h"
+#include "analysis/roofline_report.h"
+#include "device/calibrate.h"
 
 int tune_cmd_calibrate(int argc, char **argv);
 int tune_cmd_roofline(int argc, char **argv);
@@ -82,7 +85,7 @@ static void print_comparison(const roofline_calibration *cal, const roofline_gpu
 
 int tune_cmd_calibrate(int argc, char **argv)
 {
-    roofline_calibrate_options opt = {0};
+    calibrate_options opt = {0};
     const char *out = NULL, *root = "results", *specs_path = NULL;
     char cache[PATH_MAX];
     int quiet = 0;
@@ -135,7 +138,7 @@ int tune_cmd_calibrate(int argc, char **argv)
         opt.log = stderr;
     }
     roofline_calibration cal;
-    if (roofline_calibrate(&opt, &cal, &err) != TUNE_OK)
+    if (calibrate_device(&opt, &cal, &err) != TUNE_OK)
         return fail("calibrate", &err);
     char path[PATH_MAX];
     if (!out)
@@ -161,10 +164,8 @@ int tune_cmd_calibrate(int argc, char **argv)
 /* Device name of a results folder: meta.json's device.name, else the first row's device. */
 static void folder_device(const char *dir, const result_row *rows, size_t n, char *buf, size_t size)
 {
-    char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/meta.json", dir);
-    json_t *meta = json_load_file(path, 0, NULL);
-    const char *name = json_string_value(json_object_get(json_object_get(meta, "device"), "name"));
+    json_t *meta = meta_load(dir, NULL);
+    const char *name = meta_device_name(meta);
     for (size_t i = 0; !name && i < n; i++)
         name = rows[i].device;
     snprintf(buf, size, "%s", name ? name : "");

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analysis/fit.h"
+#include "store/meta.h"
 
 /* Markdown lists at most this many lines per table; compare.json has every one. */
 #define COMPARE_MD_LIMIT 20
@@ -17,34 +18,8 @@
 /* (p90 - p10) / stdev of a normal distribution: 2 * 1.2816 */
 #define COMPARE_P10_P90_SIGMAS 2.5631
 
-typedef struct {
-    const char *key, *label;
-    const char *path[3]; /* keys into meta.json, NULL-terminated */
-    int checked;
-    const char *alt[3]; /* where a compile-only run's meta.json has it (its "key") */
-} compare_env_key;
-
-static const compare_env_key env_keys[] = {
-    {"gpu", "GPU", {"device", "name", NULL}, 1, {"key", "device", NULL}},
-    {"pci_bus_id", "PCI bus id", {"device", "pci_bus_id", NULL}, 1, {"key", "pci_bus_id", NULL}},
-    {"driver", "driver", {"versions", "driver", NULL}, 1, {"key", "driver", NULL}},
-    {"cuda_driver",
-     "CUDA driver API",
-     {"versions", "driver_cuda", NULL},
-     1,
-     {"key", "cuda_driver", NULL}},
-    {"cuda_runtime", "CUDA runtime", {"versions", "runtime", NULL}, 1, {NULL}},
-    {"nvrtc", "NVRTC", {"versions", "nvrtc", NULL}, 1, {"key", "nvrtc", NULL}},
-    {"cublas", "cuBLAS", {"versions", "cublas", NULL}, 1, {NULL}},
-    {"kernels", "kernel sources (hash)", {"key", "kernels_hash", NULL}, 1, {NULL}},
-    {"arch", "architecture (compile-only runs)", {"key", "arch", NULL}, 1, {NULL}},
-    {"tool", "tune revision", {"tool", "git_rev", NULL}, 1, {NULL}},
-    {"sweep", "sweep", {"sweep", "name", NULL}, 1, {NULL}},
-    {"timing", "timing settings", {"timing", NULL, NULL}, 1, {NULL}},
-    {"host", "host", {"host", "hostname", NULL}, 0, {NULL}},
-    {"seed", "seed", {"seed", NULL, NULL}, 0, {NULL}},
-};
-#define COMPARE_N_ENV (sizeof env_keys / sizeof env_keys[0])
+/* The environment items are meta.json's (store/meta.h). */
+#define COMPARE_N_ENV META_N_ENV
 
 static const char *const env_key_names[] = {
     "gpu",  "pci_bus_id", "driver", "cuda_driver", "cuda_runtime", "nvrtc", "cublas", "kernels",
@@ -733,35 +708,6 @@ static tune_status compare_heuristics(compare *c, const compare_options *opt, tu
 
 /* ---- environment ---- */
 
-/* Text of a meta.json value: strings as they are, numbers, compact JSON; new string. */
-static char *compare_json_text(const json_t *v)
-{
-    char buf[64];
-    if (!v)
-        return compare_strdup("absent");
-    if (json_is_string(v))
-        return compare_strdup(json_string_value(v));
-    if (json_is_integer(v)) {
-        snprintf(buf, sizeof buf, "%lld", (long long)json_integer_value(v));
-        return compare_strdup(buf);
-    }
-    if (json_is_real(v)) {
-        snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
-        return compare_strdup(buf);
-    }
-    return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
-}
-
-/* meta.json's value at path (NULL-terminated keys); NULL when absent or the path is empty. */
-static const json_t *compare_meta_get(const json_t *meta, const char *const *path)
-{
-    if (!path[0])
-        return NULL;
-    for (size_t p = 0; meta && p < 3 && path[p]; p++)
-        meta = json_object_get(meta, path[p]);
-    return meta;
-}
-
 /* The distinct values of one key over a side's folders, joined with ", "; new string. */
 static char *compare_env_join(char **texts, size_t n)
 {
@@ -792,17 +738,12 @@ static tune_status compare_env_side(compare *c, char **dirs, size_t n_dirs, int 
     tune_status st =
         metas && texts ? TUNE_OK : tune_error_set(err, TUNE_ERR_NOMEM, "", "out of memory");
     for (size_t d = 0; st == TUNE_OK && d < n_dirs; d++) {
-        char path[PATH_MAX + 32];
-        snprintf(path, sizeof path, "%s/meta.json", dirs[d]);
-        metas[d] = json_load_file(path, 0, NULL);
+        metas[d] = meta_load(dirs[d], NULL);
         c->meta_missing |= metas[d] == NULL;
     }
     for (size_t k = 0; st == TUNE_OK && k < COMPARE_N_ENV; k++) {
         for (size_t d = 0; d < n_dirs; d++) {
-            const json_t *v = compare_meta_get(metas[d], env_keys[k].path);
-            if (!v)
-                v = compare_meta_get(metas[d], env_keys[k].alt);
-            texts[d] = compare_json_text(v);
+            texts[d] = meta_env_text(metas[d], k);
             if (!texts[d])
                 st = tune_error_set(err, TUNE_ERR_NOMEM, "", "out of memory");
         }
@@ -826,7 +767,7 @@ static tune_status compare_env(compare *c, const compare_options *opt, tune_erro
 {
     for (size_t a = 0; a < opt->n_allow; a++) {
         size_t k = 0;
-        while (k < COMPARE_N_ENV && strcmp(env_keys[k].key, opt->allow[a]) != 0)
+        while (k < COMPARE_N_ENV && strcmp(meta_env_items[k].key, opt->allow[a]) != 0)
             k++;
         if (k == COMPARE_N_ENV)
             return tune_error_set(err, TUNE_ERR_INVALID, "",
@@ -843,9 +784,9 @@ static tune_status compare_env(compare *c, const compare_options *opt, tune_erro
         return st;
     for (size_t k = 0; k < COMPARE_N_ENV; k++) {
         compare_env_item *it = &c->env[k];
-        it->key = env_keys[k].key;
-        it->label = env_keys[k].label;
-        it->checked = env_keys[k].checked;
+        it->key = meta_env_items[k].key;
+        it->label = meta_env_items[k].label;
+        it->checked = meta_env_items[k].checked;
         it->allowed |= opt->allow_all;
         it->differs = strcmp(it->base_value, it->new_value) != 0;
         if (it->differs && it->checked) {

@@ -1,6 +1,7 @@
 #include "core/point.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static long point_find(const tune_point *p, const char *name)
@@ -108,4 +109,30 @@ size_t tune_dtype_size(const char *dtype)
         if (strcmp(dtype, sizes[k].name) == 0)
             return sizes[k].size;
     return 0;
+}
+
+typedef struct {
+    const char *name;
+    expr_value v;
+} point_pair;
+
+static int pair_cmp(const void *a, const void *b)
+{
+    return strcmp(((const point_pair *)a)->name, ((const point_pair *)b)->name);
+}
+
+const char *point_identity(const char *method, const tune_point *p, char *buf, size_t size)
+{
+    point_pair pairs[TUNE_MAX_AXES];
+    size_t n = p->n < TUNE_MAX_AXES ? p->n : TUNE_MAX_AXES;
+    for (size_t i = 0; i < n; i++)
+        pairs[i] = (point_pair){p->names[i], p->vals[i]};
+    qsort(pairs, n, sizeof *pairs, pair_cmp);
+    size_t len = (size_t)snprintf(buf, size, "%s", method ? method : "");
+    for (size_t i = 0; i < n && len < size; i++) {
+        char v[256];
+        len += (size_t)snprintf(buf + len, size - len, "|%s=%s", pairs[i].name,
+                                expr_value_format(pairs[i].v, v, sizeof v));
+    }
+    return buf;
 }

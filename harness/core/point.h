@@ -40,6 +40,12 @@ int point_merge(tune_point *dst, const tune_point *src);
 /* "g=256 k_pre=1024 dtype=float16" into buf; returns buf. */
 const char *point_format(const tune_point *p, char *buf, size_t size);
 
+/* The identity of a configuration: "method|name=value|..." over p's values sorted by name, into
+ * buf; returns buf. The one definition that matches configurations: a resumed run's rows against
+ * its space (space_config_identity, results_row_identity), the shard plan's hash, the merge's
+ * duplicate check. */
+const char *point_identity(const char *method, const tune_point *p, char *buf, size_t size);
+
 /* Element size in bytes of a dtype name ("float16", "bfloat16", "float32", "int32", "float64"),
  * 0 if unknown. */
 size_t tune_dtype_size(const char *dtype);

@@ -13,6 +13,9 @@
 
 #include <nvrtc.h>
 
+#include "core/clock.h"
+#include "core/hash.h"
+
 #define COMPILE_MAX_HEADERS 8
 #define CACHE_MAGIC "TUNEC1\n"
 
@@ -87,14 +90,11 @@ typedef struct {
 
 static void hash_bytes(hash128 *h, const void *data, size_t n)
 {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h->a = (h->a ^ p[i]) * 0x100000001b3ull;
-        h->b = (h->b ^ p[i]) * 0x100000001b3ull;
-    }
+    h->a = hash_fnv1a(h->a, data, n);
+    h->b = hash_fnv1a(h->b, data, n);
     /* a separator so that ("ab","c") and ("a","bc") differ */
-    h->a = (h->a ^ 0xffu) * 0x100000001b3ull;
-    h->b = (h->b ^ 0xfeu) * 0x100000001b3ull;
+    h->a = hash_fnv1a(h->a, "\xff", 1);
+    h->b = hash_fnv1a(h->b, "\xfe", 1);
 }
 
 static void hash_str(hash128 *h, const char *s) { hash_bytes(h, s, strlen(s)); }
@@ -247,13 +247,6 @@ static void compile_one(compile_job *job, const source_set *src, const char *con
     nvrtcDestroyProgram(&prog);
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt, tune_error *err)
 {
     /* Distinct sources, loaded once before the parallel region (threads share them read-only). */
@@ -279,7 +272,7 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
         if (s == n_src) {
             src_names[n_src] = jobs[i].source;
             st = source_set_load(&srcs[n_src], opt->kernels_dir, jobs[i].source, err);
-            hash128 h = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
+            hash128 h = {HASH_FNV_OFFSET, 0x84222325cbf29ce4ull};
             hash_str(&h, "tune-compile-v1");
             if (st == TUNE_OK) {
                 hash_str(&h, srcs[s].text);
@@ -313,7 +306,7 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
 #pragma omp parallel for schedule(dynamic, 1)
         for (size_t i = 0; i < n; i++) {
             compile_job *job = &jobs[i];
-            double t0 = now_seconds();
+            double t0 = clock_now();
             hash128 key = src_hash[job_src[i]];
             hash_str(&key, job->name);
             char path[PATH_MAX];
@@ -323,7 +316,7 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
                     continue;
             }
             compile_one(job, &srcs[job_src[i]], opt_ptrs, n_opts);
-            job->seconds = now_seconds() - t0;
+            job->seconds = clock_now() - t0;
             if (opt->cache_dir)
                 cache_write(path, job);
         }

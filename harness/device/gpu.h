@@ -16,20 +16,7 @@
 #include <stddef.h>
 
 #include "core/error.h"
-
-typedef struct {
-    int ordinal;
-    char name[256];
-    char pci_bus_id[32];
-    int cc_major, cc_minor;
-    int sm_count;
-    size_t l2_bytes;
-    size_t global_mem;
-    int sm_clock_khz;  /* maximum SM clock */
-    int mem_clock_khz; /* maximum memory clock */
-    int mem_bus_bits;
-    int driver_version, runtime_version; /* 13000 = 13.0 */
-} gpu_info;
+#include "core/gpu_info.h"
 
 /* Number of devices; TUNE_ERR_NO_GPU with one sentence when there is none or no driver. */
 tune_status gpu_count(int *n, tune_error *err);

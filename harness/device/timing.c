@@ -10,6 +10,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "core/clock.h"
 #include "device/gpu.h"
 
 #define TIMING_CHUNK 10              /* reps per convergence check (and per held group) */
@@ -163,19 +164,12 @@ size_t timing_max_samples(const sweep_timing *st)
     return (size_t)(st->stop == SWEEP_TIMING_STOP_ADAPTIVE ? st->max_reps : st->reps);
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void CUDART_CB hold_wait(void *arg)
 {
     timing_hold *h = arg;
-    double t0 = now_s();
+    double t0 = clock_now();
     while (!atomic_load_explicit(&h->released, memory_order_acquire) &&
-           now_s() - t0 < TIMING_HOLD_LIMIT_S)
+           clock_now() - t0 < TIMING_HOLD_LIMIT_S)
         ;
 }
 
@@ -349,7 +343,7 @@ static const char *const timing_mode_names[] = {"cold", "hot", "graph"};
 tune_status timing_measure(timing *t, const tune_family *fam, void *state, const sweep_timing *st,
                            double *samples, timing_info *info, tune_error *err)
 {
-    double t0 = now_s();
+    double t0 = clock_now();
     timing_info dummy;
     if (!info)
         info = &dummy;
@@ -364,7 +358,7 @@ tune_status timing_measure(timing *t, const tune_family *fam, void *state, const
         tune_status s = loop(t, &fc, family_launch, &fc, st->warmup, st->reps, 1, samples, err);
         info->n = s == TUNE_OK ? cap : 0;
         info->rel_stderr = rel_stderr_of(samples, info->n);
-        info->wall_s = now_s() - t0;
+        info->wall_s = clock_now() - t0;
         return s;
     }
 
@@ -444,7 +438,7 @@ tune_status timing_measure(timing *t, const tune_family *fam, void *state, const
                 why = "converged";
             else if (n >= cap)
                 why = "max_reps";
-            else if (now_s() - t0 >= st->max_time_s)
+            else if (clock_now() - t0 >= st->max_time_s)
                 why = "timeout";
         }
         if (why) {
@@ -467,7 +461,7 @@ out:
     }
     if (e.exec)
         cudaGraphExecDestroy(e.exec);
-    info->wall_s = now_s() - t0;
+    info->wall_s = clock_now() - t0;
     return s;
 }
 

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
+
 struct worker {
     pid_t pid;
     int fd;        /* read end */
@@ -78,16 +80,9 @@ void worker_send(int fd, const char *fmt, ...)
     }
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int worker_read_line(worker *w, char *out, size_t size, double timeout_s)
 {
-    double deadline = now_s() + timeout_s;
+    double deadline = clock_now() + timeout_s;
     for (;;) {
         char *nl = memchr(w->buf, '\n', w->len);
         if (nl) {
@@ -102,7 +97,7 @@ int worker_read_line(worker *w, char *out, size_t size, double timeout_s)
             w->len = 0;
             return 1;
         }
-        double left = deadline - now_s();
+        double left = deadline - clock_now();
         if (left <= 0)
             return -1;
         struct pollfd pfd = {w->fd, POLLIN, 0};

@@ -2,17 +2,9 @@
 
 #include <string.h>
 
-extern const tune_family gather_matmul_family;
-extern const tune_family mixed_gemm_family;
-extern const tune_family fault_test_family;
-
-static const tune_family *const families[] = {&gather_matmul_family, &mixed_gemm_family,
-                                              &fault_test_family, NULL};
-
-const tune_family *const *family_all(void) { return families; }
-
 const tune_family *family_find(const char *name)
 {
+    const tune_family *const *families = family_all();
     for (size_t i = 0; name && families[i]; i++)
         if (strcmp(families[i]->name, name) == 0)
             return families[i];

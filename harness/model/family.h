@@ -98,7 +98,8 @@ typedef struct tune_family {
     tune_status (*check)(void *state, double *error, double *tolerance, tune_error *err);
 } tune_family;
 
-/* Registered families, NULL-terminated. */
+/* Registered families, NULL-terminated. Defined by the families layer (families/registry.c):
+ * a program that looks families up links it. */
 const tune_family *const *family_all(void);
 const tune_family *family_find(const char *name);
 const family_op *family_find_op(const tune_family *fam, const char *op);

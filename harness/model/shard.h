@@ -1,6 +1,6 @@
 /* shard.h - a sweep split over several processes (GPUs of a host, hosts, Slurm array tasks): a
- * deterministic share of the configurations for each, balanced by estimated cost; and the merge of
- * the shards' results folders into one (docs/sharding.md).
+ * deterministic share of the configurations for each, balanced by estimated cost
+ * (docs/sharding.md). The shards' results folders are merged by store/merge.h.
  *
  *   shard_spec s;
  *   if (shard_parse("1/4", &s, &err) != TUNE_OK) ...        // shard 1 of 4, 0-based: 0/4 .. 3/4
@@ -8,9 +8,6 @@
  *   for (size_t i = 0; i < space_n_configs(sp); i++)
  *       if (shard_plan_owner(p, i) == s.index) ... configuration i is this shard's ...
  *   shard_plan_free(p);
- *
- *   const char *dirs[] = {"run/shards/0", "run/shards/1"};
- *   shard_merge("run", dirs, 2, &mopt, &sum, &err);   // run/raw.jsonl, meta.json, best.*
  *
  * The unit of assignment is a shape: every method and parameter point of one shape goes to the
  * same shard, so a shape's inputs are set up once, its baselines are timed on the same GPU as its
@@ -36,8 +33,6 @@
 #include <stddef.h>
 
 #include "core/error.h"
-#include "store/results.h"
-#include "run/run.h"
 #include "model/space.h"
 #include "model/sweep.h"
 
@@ -72,29 +67,5 @@ double shard_plan_total_cost(const shard_plan *p);
 /* 16 hex digits identifying the sweep's configurations and their assignment: equal plans give
  * equal hashes on every host. Borrowed. */
 const char *shard_plan_hash(const shard_plan *p);
-
-/* Identity of a configuration, the same for a row read back and for a configuration of the
- * space: "method|name=value|..." with the problem axes and parameters sorted by name. */
-const char *shard_row_identity(const result_row *row, char *buf, size_t size);
-const char *shard_config_identity(const sweep *sw, const space *sp, size_t config, char *buf,
-                                  size_t size);
-
-typedef struct {
-    int quiet; /* no tables on stdout */
-    int argc;  /* the merge's command line, for meta.json */
-    char **argv;
-} shard_merge_options;
-
-/* Merges the results folders of the shards of one sweep run (each written with --shard I/N)
- * into out_dir: raw.jsonl (every shard's rows, in shard order, lines as written), retime.jsonl,
- * meta.json (the first shard's, with a summary of the merged rows and a "shards" list: each
- * shard's folder, host, device, times and counts), then the best-config tables (run_report).
- * Refused, with every problem listed, unless the folders come from the same sweep, plan and key
- * (kernels, toolkit, driver, device name, seed; the PCI bus id may differ), every shard is there
- * exactly once and complete, and no configuration has two rows. out_dir may not be one of dirs;
- * its raw.jsonl, retime.jsonl and meta.json are replaced. sum (may be NULL) gets the counts of
- * the merged rows. */
-tune_status shard_merge(const char *out_dir, const char *const *dirs, size_t n_dirs,
-                        const shard_merge_options *opt, run_summary *sum, tune_error *err);
 
 #endif

@@ -328,3 +328,19 @@ void space_config_point(const space *sp, size_t i, tune_point *out)
 }
 
 size_t space_n_pruned(const space *sp) { return sp->n_pruned; }
+
+const char *space_config_identity(const sweep *sw, const space *sp, size_t config, char *buf,
+                                  size_t size)
+{
+    const space_config *c = space_config_at(sp, config);
+    tune_point p, id = {0};
+    space_config_point(sp, config, &p);
+    expr_value v;
+    for (size_t a = 0; a < sw->n_problem; a++)
+        if (point_get(&p, sw->problem[a].name, &v) == 0)
+            point_set(&id, sw->problem[a].name, v);
+    for (size_t a = 0; c->param != SPACE_NO_PARAM && a < sw->n_params; a++)
+        if (point_get(&p, sw->params[a].name, &v) == 0)
+            point_set(&id, sw->params[a].name, v);
+    return point_identity(sw->methods[c->method], &id, buf, size);
+}

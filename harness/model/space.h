@@ -50,4 +50,9 @@ void space_config_point(const space *sp, size_t i, tune_point *out);
 /* Configurations removed by constraints (counted as if they had been enumerated). */
 size_t space_n_pruned(const space *sp);
 
+/* The identity (core/point.h: point_identity) of configuration `config` of the space built from
+ * sw: its method, problem axes and (tuned methods) parameters. Returns buf. */
+const char *space_config_identity(const sweep *sw, const space *sp, size_t config, char *buf,
+                                  size_t size);
+
 #endif

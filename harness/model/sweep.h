@@ -75,6 +75,12 @@ typedef struct {
     double max_time_s; /* time-out (host wall time of the measurement), > 0, default 1.0 */
 } sweep_timing;
 
+/* After a shape's configurations are measured, its SWEEP_RETIME_TOP fastest tuned configurations
+ * are re-timed interleaved over SWEEP_RETIME_ROUNDS rounds (docs/timing.md); the shard plan
+ * counts what that costs. */
+#define SWEEP_RETIME_TOP 3
+#define SWEEP_RETIME_ROUNDS 30
+
 typedef struct {
     char *file; /* path it was loaded from (or the label given to sweep_parse) */
     char *name;

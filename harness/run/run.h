@@ -11,7 +11,7 @@
  * it also writes a results folder with one row per configuration (status compiled, compile_error
  * or skipped), which can be sharded, resumed and merged like a measured run.
  *
- * Sharding (shard.h, docs/sharding.md): opt.shard_count = n runs only shard opt.shard_index of
+ * Sharding (model/shard.h, docs/sharding.md): opt.shard_count = n runs only shard opt.shard_index of
  * n; opt.gpus = "all" or "0,2" runs one coordinator per GPU, each on its shard, into
  * <run folder>/shards/<i>/, and merges them into the run folder.
  */
@@ -24,6 +24,8 @@
 
 #include "core/error.h"
 #include "model/sweep.h"
+#include "store/merge.h"
+#include "store/meta.h"
 
 typedef struct {
     const char *out_root;    /* results root, default "results" */
@@ -46,23 +48,13 @@ typedef struct {
     char **argv;
 } run_options;
 
-typedef struct {
-    size_t n_configs, n_pruned;
-    size_t n_ok, n_invalid, n_compile_error, n_launch_error, n_skipped, n_crashed, n_timeout;
-    size_t n_compiled; /* compile-only rows (opt.compile_rows) */
-    size_t n_kernels, n_cached, n_kernel_errors;
-    double compile_seconds, wall_seconds;
-    double read_bw; /* B/s used for percentages */
-    char out_dir[PATH_MAX];
-} run_summary;
-
 void run_options_init(run_options *opt);
 tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum, tune_error *err);
 
-/* Rebuilds best.md/csv/json of a results folder from its raw.jsonl (several folders: merged, the
- * tables written to the first); prints the Markdown unless quiet. rows / cols: comma-separated
- * problem axes of the pivots, NULL for the sweep's (meta.json's report). */
-tune_status run_report(const char *const *dirs, size_t n_dirs, const char *rows, const char *cols,
-                       int quiet, tune_error *err);
+/* Merges the shards' results folders into out_dir (store/merge.h: merge_shards) and writes its
+ * best-config tables (analysis/report.h: report_rebuild), printed unless opt->quiet or no row is
+ * ok. */
+tune_status run_merge(const char *out_dir, const char *const *dirs, size_t n_dirs,
+                      const merge_options *opt, run_summary *sum, tune_error *err);
 
 #endif

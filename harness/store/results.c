@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+
 static const char *const results_status_names[] = {
     "ok", "invalid", "compile_error", "launch_error", "crashed", "timeout", "skipped", "compiled",
 };
@@ -660,4 +661,9 @@ tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, result_row
     *rows_out = all;
     *n_out = n_all;
     return st;
+}
+
+const char *results_row_identity(const result_row *row, char *buf, size_t size)
+{
+    return point_identity(row->method, &row->values, buf, size);
 }

@@ -98,6 +98,10 @@ void results_rows_free(result_row *rows, size_t n);
 tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, result_row **rows,
                               size_t *n, tune_error *err);
 
+/* The identity of the row's configuration (core/point.h: point_identity): equal for a row read back and for
+ * the configuration of the space it measured. Returns buf. */
+const char *results_row_identity(const result_row *row, char *buf, size_t size);
+
 /* Creates directories like mkdir -p. */
 tune_status results_mkdirs(const char *dir, tune_error *err);
 
