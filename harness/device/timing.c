@@ -111,48 +111,6 @@ done:
     return st;
 }
 
-typedef struct {
-    const tune_family *fam;
-    void *state;
-    int fresh;
-} family_call;
-
-static tune_status loop(timing *t, const family_call *fc, tune_status (*fn)(void *, tune_error *),
-                        void *ctx, int warmup, int reps, int flush, double *samples,
-                        tune_error *err)
-{
-    tune_status st = ensure_events(t, reps, err);
-    if (st != TUNE_OK)
-        return st;
-    for (int i = 0; i < warmup + reps; i++) {
-        if (fc && fc->fresh && fc->fam->before_rep &&
-            (st = fc->fam->before_rep(fc->state, (unsigned)i, err)) != TUNE_OK)
-            return st;
-        if (flush && (st = flush_l2(t, i, err)) != TUNE_OK)
-            return st;
-        if (i >= warmup)
-            GPU_CHECK(cudaEventRecord(t->start[i - warmup], t->stream), err, st, done);
-        if ((st = fn(ctx, err)) != TUNE_OK)
-            return st;
-        if (i >= warmup)
-            GPU_CHECK(cudaEventRecord(t->stop[i - warmup], t->stream), err, st, done);
-    }
-    GPU_CHECK(cudaStreamSynchronize(t->stream), err, st, done);
-    for (int i = 0; i < reps; i++) {
-        float ms = 0;
-        GPU_CHECK(cudaEventElapsedTime(&ms, t->start[i], t->stop[i]), err, st, done);
-        samples[i] = (double)ms * 1e-3;
-    }
-done:
-    return st;
-}
-
-static tune_status family_launch(void *ctx, tune_error *err)
-{
-    const family_call *fc = ctx;
-    return fc->fam->launch(fc->state, err);
-}
-
 void timing_set_cublas(timing *t, void *cublas)
 {
     if (t)
@@ -173,33 +131,116 @@ static void CUDART_CB hold_wait(void *arg)
         ;
 }
 
-/* One measurement in progress: what a rep enqueues. */
-typedef struct {
-    timing *t;
-    const family_call *fc;
-    sweep_timing_mode mode; /* as measured (graph falls back to hot) */
-    cudaGraphExec_t exec;   /* graph mode */
-    int batch;
-    unsigned rep; /* counts every rep, warmup included: before_rep's and the flush's argument */
-} timing_engine;
 
-/* Enqueues one rep; ev >= 0: timed between start[ev] and stop[ev]. */
-static tune_status engine_rep(timing_engine *e, int ev, tune_error *err)
+/* ---- what is measured: the work of one rep ---- */
+
+/* One rep's work: fresh inputs outside the timed region (optional), then the timed launch. */
+typedef struct {
+    tune_status (*before_rep)(void *ctx, unsigned rep, tune_error *err); /* NULL: none */
+    tune_status (*launch)(void *ctx, tune_error *err);
+    void *ctx;
+} timing_work;
+
+typedef struct {
+    const tune_family *fam;
+    void *state;
+    const tune_point *const *cfgs; /* interleaved: the configurations, prepared in turn */
+    size_t n_cfgs;
+} family_call;
+
+static tune_status family_launch(void *ctx, tune_error *err)
+{
+    const family_call *fc = ctx;
+    return fc->fam->launch(fc->state, err);
+}
+
+static tune_status family_before_rep(void *ctx, unsigned rep, tune_error *err)
+{
+    const family_call *fc = ctx;
+    return fc->fam->before_rep(fc->state, rep, err);
+}
+
+/* Interleaved: rep i prepares configuration i mod n, then regenerates its inputs. */
+static tune_status interleaved_before_rep(void *ctx, unsigned rep, tune_error *err)
+{
+    const family_call *fc = ctx;
+    tune_status st = fc->fam->prepare(fc->state, fc->cfgs[rep % fc->n_cfgs], err);
+    if (st == TUNE_OK && fc->fam->before_rep)
+        st = fc->fam->before_rep(fc->state, rep, err);
+    return st;
+}
+
+/* ---- the engine ---- */
+
+typedef struct timing_engine timing_engine;
+
+/* A measurement mode: what a timed rep enqueues around the work. */
+typedef struct timing_mode_i {
+    const char *name; /* "cold", "hot", "graph" */
+    int flush;        /* the L2 is flushed before every rep */
+    int held;         /* grouped reps wait behind a hold (cold needs none: each rep's flush outlasts
+                         the host's enqueueing of the next one) */
+    /* Optional: set up after the first launch; returns the mode measured (graph falls back to
+     * hot when it cannot capture). */
+    const struct timing_mode_i *(*setup)(timing_engine *e, tune_status *st, tune_error *err);
+    tune_status (*launch)(timing_engine *e, tune_error *err); /* the timed part of a rep */
+} timing_mode_i;
+
+/* A stopping criterion (nvbench's stopping_criterion_base): after each group of samples is
+ * read, the reason to stop, or NULL to go on. */
+typedef struct {
+    const char *(*check)(void *ctx, const double *samples, size_t n, size_t cap, double sum_s,
+                         double elapsed_s);
+    void *ctx;
+} timing_stop;
+
+/* How reps are enqueued and synchronised. */
+typedef struct {
+    int first_launch;   /* one untimed, unheld rep and a synchronisation before the rest */
+    int chunk;          /* warmup and timed reps in groups of chunk, synchronised between; the
+                           next group is enqueued before waiting for the current one. 0: every
+                           rep in one pass, one synchronisation at the end */
+    int drain_on_error; /* synchronise the stream after a failure */
+} timing_schedule;
+
+/* The grouped schedule of stop adaptive and of the hot and graph modes. */
+static const timing_schedule schedule_grouped = {1, TIMING_CHUNK, 1};
+/* The first loop of tune, kept for fixed cold measurements (their numbers must not move), the
+ * calibrator's timings and the interleaved re-timing: warmup and reps in one pass, each rep's
+ * inputs, flush, events and launch, then one synchronisation. */
+static const timing_schedule schedule_simple = {0, 0, 0};
+
+/* One measurement in progress. */
+struct timing_engine {
+    timing *t;
+    const timing_work *w;
+    const timing_mode_i *mode; /* as measured (graph falls back to hot) */
+    int holds;                 /* the schedule holds grouped reps in held modes */
+    cudaGraphExec_t exec;      /* graph mode */
+    int want_batch;            /* graph mode: launches per replay asked for; <= 0: automatic */
+    int batch;                 /* launches per sample */
+    unsigned rep; /* counts every rep, warmup included: before_rep's and the flush's argument */
+};
+
+static tune_status work_launch(timing_engine *e, tune_error *err)
+{
+    return e->w->launch(e->w->ctx, err);
+}
+
+/* Enqueues one rep; ev >= 0: timed between start[ev] and stop[ev]. untimed_plain: the work's own
+ * launch, whatever the mode (the first launch, before graph mode is set up). */
+static tune_status engine_rep(timing_engine *e, int ev, int plain, tune_error *err)
 {
     tune_status st = TUNE_OK;
     timing *t = e->t;
-    const family_call *fc = e->fc;
-    if (fc->fresh && fc->fam->before_rep &&
-        (st = fc->fam->before_rep(fc->state, e->rep, err)) != TUNE_OK)
+    if (e->w->before_rep && (st = e->w->before_rep(e->w->ctx, e->rep, err)) != TUNE_OK)
         return st;
-    if (e->mode == SWEEP_TIMING_MODE_COLD && (st = flush_l2(t, (int)e->rep, err)) != TUNE_OK)
+    if (e->mode->flush && (st = flush_l2(t, (int)e->rep, err)) != TUNE_OK)
         return st;
     e->rep++;
     if (ev >= 0)
         GPU_CHECK(cudaEventRecord(t->start[ev], t->stream), err, st, done);
-    if (e->mode == SWEEP_TIMING_MODE_GRAPH)
-        GPU_CHECK(cudaGraphLaunch(e->exec, t->stream), err, st, done);
-    else if ((st = family_launch((void *)fc, err)) != TUNE_OK)
+    if ((st = plain ? work_launch(e, err) : e->mode->launch(e, err)) != TUNE_OK)
         return st;
     if (ev >= 0)
         GPU_CHECK(cudaEventRecord(t->stop[ev], t->stream), err, st, done);
@@ -207,20 +248,19 @@ done:
     return st;
 }
 
-/* Enqueues count reps (timed on events first.. when first >= 0). Hot and graph: behind a hold,
- * released once all are enqueued, so they run back to back. Cold needs none: each rep's flush
- * outlasts the host's enqueueing of the next one. */
+/* Enqueues count reps (timed on events first.. when first >= 0), behind a hold in held modes
+ * (released once all are enqueued, so they run back to back). */
 static tune_status engine_group(timing_engine *e, int first, int count, timing_hold *h,
                                 tune_error *err)
 {
     tune_status st = TUNE_OK;
-    int held = e->mode != SWEEP_TIMING_MODE_COLD;
+    int held = e->holds && e->mode->held;
     if (held) {
         atomic_store_explicit(&h->released, 0, memory_order_release);
         GPU_CHECK(cudaLaunchHostFunc(e->t->stream, hold_wait, h), err, st, done);
     }
     for (int i = 0; i < count && st == TUNE_OK; i++)
-        st = engine_rep(e, first >= 0 ? first + i : -1, err);
+        st = engine_rep(e, first >= 0 ? first + i : -1, 0, err);
 done:
     if (held)
         atomic_store_explicit(&h->released, 1, memory_order_release);
@@ -241,7 +281,7 @@ static tune_status estimate_launch(timing_engine *e, double *seconds, tune_error
     GPU_CHECK(cudaLaunchHostFunc(t->stream, hold_wait, h), err, st, release);
     GPU_CHECK(cudaEventRecord(t->start[0], t->stream), err, st, release);
     for (int i = 0; i < TIMING_CHUNK && st == TUNE_OK; i++)
-        st = family_launch((void *)e->fc, err);
+        st = work_launch(e, err);
     if (st != TUNE_OK)
         goto release;
     GPU_CHECK(cudaEventRecord(t->stop[0], t->stream), err, st, release);
@@ -289,7 +329,7 @@ static void engine_capture(timing_engine *e)
     }
     tune_status st = TUNE_OK;
     for (int i = 0; i < e->batch && st == TUNE_OK; i++)
-        st = family_launch((void *)e->fc, &le);
+        st = work_launch(e, &le);
     rc = cudaStreamEndCapture(t->stream, &graph); /* always: leaves capture mode */
     if (st != TUNE_OK) {
         snprintf(t->note, sizeof t->note, "graph capture failed: the launch: %s",
@@ -338,111 +378,115 @@ static double rel_stderr_of(const double *x, size_t n)
     return sqrt(ss / (double)(n - 1) / (double)n) / mean;
 }
 
-static const char *const timing_mode_names[] = {"cold", "hot", "graph"};
 
-tune_status timing_measure(timing *t, const tune_family *fam, void *state, const sweep_timing *st,
-                           double *samples, timing_info *info, tune_error *err)
+/* Graph mode's setup: the batch (given, or enough launches for TIMING_GRAPH_TARGET_S per
+ * replay), then the capture; hot mode when the capture fails (t->note says why). */
+static const timing_mode_i *graph_setup(timing_engine *e, tune_status *st, tune_error *err);
+
+static tune_status graph_launch(timing_engine *e, tune_error *err)
 {
-    double t0 = clock_now();
-    timing_info dummy;
-    if (!info)
-        info = &dummy;
-    *info = (timing_info){0, "fixed", timing_mode_names[st->mode], 1, NAN, 0, NULL};
-    t->note[0] = '\0';
-    family_call fc = {fam, state, st->fresh_indices};
-    int adaptive = st->stop == SWEEP_TIMING_STOP_ADAPTIVE;
-    size_t cap = timing_max_samples(st);
+    tune_status st = TUNE_OK;
+    GPU_CHECK(cudaGraphLaunch(e->exec, e->t->stream), err, st, done);
+done:
+    return st;
+}
 
-    /* Fixed cold: the original loop, so that its numbers do not change. */
-    if (!adaptive && st->mode == SWEEP_TIMING_MODE_COLD) {
-        tune_status s = loop(t, &fc, family_launch, &fc, st->warmup, st->reps, 1, samples, err);
-        info->n = s == TUNE_OK ? cap : 0;
-        info->rel_stderr = rel_stderr_of(samples, info->n);
-        info->wall_s = clock_now() - t0;
-        return s;
+static const timing_mode_i mode_cold = {"cold", 1, 0, NULL, work_launch};
+static const timing_mode_i mode_hot = {"hot", 0, 1, NULL, work_launch};
+static const timing_mode_i mode_graph = {"graph", 0, 1, graph_setup, graph_launch};
+
+static const timing_mode_i *graph_setup(timing_engine *e, tune_status *st, tune_error *err)
+{
+    e->batch = e->want_batch;
+    if (e->batch <= 0) {
+        double one = 0;
+        if (e->w->before_rep && (*st = e->w->before_rep(e->w->ctx, e->rep++, err)) != TUNE_OK)
+            return &mode_graph;
+        if ((*st = estimate_launch(e, &one, err)) != TUNE_OK)
+            return &mode_graph;
+        double b = one > 0 ? ceil(TIMING_GRAPH_TARGET_S / one) : TIMING_GRAPH_MAX_BATCH;
+        e->batch = b < 1 ? 1 : b > TIMING_GRAPH_MAX_BATCH ? TIMING_GRAPH_MAX_BATCH : (int)b;
     }
+    engine_capture(e);
+    if (e->exec)
+        return &mode_graph;
+    e->batch = 1;
+    return &mode_hot;
+}
 
-    timing_engine e = {t, &fc, st->mode, NULL, 1, 0};
+static const timing_mode_i *const timing_modes[] = {
+    [SWEEP_TIMING_MODE_COLD] = &mode_cold,
+    [SWEEP_TIMING_MODE_HOT] = &mode_hot,
+    [SWEEP_TIMING_MODE_GRAPH] = &mode_graph,
+};
+
+/* ---- stopping criteria ---- */
+
+static const char *stop_fixed(void *ctx, const double *samples, size_t n, size_t cap,
+                              double sum_s, double elapsed_s)
+{
+    (void)ctx, (void)samples, (void)sum_s, (void)elapsed_s;
+    return n >= cap ? "fixed" : NULL;
+}
+
+/* Until the relative standard error is under st->rel_stderr, with at least min_reps samples and
+ * min_time_s of GPU time; at most max_reps (cap) samples and max_time_s of host time. */
+static const char *stop_adaptive(void *ctx, const double *samples, size_t n, size_t cap,
+                                 double sum_s, double elapsed_s)
+{
+    const sweep_timing *st = ctx;
+    if (n >= (size_t)st->min_reps && sum_s >= st->min_time_s &&
+        rel_stderr_of(samples, n) < st->rel_stderr)
+        return "converged";
+    if (n >= cap)
+        return "max_reps";
+    if (elapsed_s >= st->max_time_s)
+        return "timeout";
+    return NULL;
+}
+
+/* ---- the measurement ---- */
+
+/* Warmup, then timed groups until the stopping criterion says so. Samples (seconds per launch)
+ * into samples[0 .. info->n). */
+static tune_status engine_measure(timing_engine *e, const timing_schedule *sch, int warmup,
+                                  const timing_stop *stop, size_t cap, double *samples,
+                                  timing_info *info, double t0, tune_error *err)
+{
+    timing *t = e->t;
     tune_status s = TUNE_OK;
-    if (cap > (size_t)INT_MAX)
-        return tune_error_set(err, TUNE_ERR_INVALID, "timing", "too many reps: %zu", cap);
-
-    /* One launch, not held, then synchronise: the first launch of a kernel may load it (CUDA's
-     * lazy loading) or let a library initialise, which can wait for the stream, and so would
-     * stall behind a hold until it times out. */
-    e.mode = st->mode == SWEEP_TIMING_MODE_COLD ? SWEEP_TIMING_MODE_COLD : SWEEP_TIMING_MODE_HOT;
-    s = engine_rep(&e, -1, err);
-    e.mode = st->mode;
-    if (s != TUNE_OK)
-        goto out;
-    GPU_CHECK(cudaStreamSynchronize(t->stream), err, s, out);
-
-    if (e.mode == SWEEP_TIMING_MODE_GRAPH) {
-        e.batch = st->batch;
-        if (e.batch <= 0) {
-            double one = 0;
-            if (fc.fresh && fam->before_rep &&
-                (s = fam->before_rep(state, e.rep++, err)) != TUNE_OK)
-                goto out;
-            if ((s = estimate_launch(&e, &one, err)) != TUNE_OK)
-                goto out;
-            double b = one > 0 ? ceil(TIMING_GRAPH_TARGET_S / one) : TIMING_GRAPH_MAX_BATCH;
-            e.batch = b < 1 ? 1 : b > TIMING_GRAPH_MAX_BATCH ? TIMING_GRAPH_MAX_BATCH : (int)b;
-        }
-        engine_capture(&e);
-        if (!e.exec) {
-            e.mode = SWEEP_TIMING_MODE_HOT;
-            e.batch = 1;
-            info->note = t->note;
-        }
-    }
-    info->mode = timing_mode_names[e.mode];
-    info->batch = e.batch;
-
-    /* Warmup (replays in graph mode), then synchronise so the timed groups start fresh. */
-    for (int done = 0; done < st->warmup && s == TUNE_OK; done += TIMING_CHUNK) {
-        int n = st->warmup - done < TIMING_CHUNK ? st->warmup - done : TIMING_CHUNK;
-        s = engine_group(&e, -1, n, &t->holds[0], err);
-        if (s == TUNE_OK)
+    int chunk = sch->chunk > 0 ? sch->chunk : (int)(cap > (size_t)warmup ? cap : (size_t)warmup);
+    /* Warmup (replays in graph mode); grouped: synchronised so the timed groups start fresh. */
+    for (int done = 0; done < warmup && s == TUNE_OK; done += chunk) {
+        int n = warmup - done < chunk ? warmup - done : chunk;
+        s = engine_group(e, -1, n, &t->holds[0], err);
+        if (s == TUNE_OK && sch->chunk > 0)
             GPU_CHECK(cudaStreamSynchronize(t->stream), err, s, out);
     }
     if (s != TUNE_OK)
         goto out;
-
-    /* Groups of TIMING_CHUNK reps; the next group is enqueued before waiting for the current one,
-     * so the GPU never waits for the host's decision. */
-    size_t a = 0, a_end = cap < TIMING_CHUNK ? cap : TIMING_CHUNK, b_end;
+    size_t a = 0, a_end = cap < (size_t)chunk ? cap : (size_t)chunk, b_end;
     double sum = 0;
-    int k = 0;
     /* Events are created as groups need them (a few per group, while the GPU is busy). */
     if ((s = ensure_events(t, (int)a_end, err)) != TUNE_OK ||
-        (s = engine_group(&e, 0, (int)a_end, &t->holds[0], err)) != TUNE_OK)
+        (s = engine_group(e, 0, (int)a_end, &t->holds[0], err)) != TUNE_OK)
         goto out;
-    for (;; k++) {
-        b_end = cap - a_end < TIMING_CHUNK ? cap : a_end + TIMING_CHUNK;
+    for (int k = 0;; k++) {
+        b_end = cap - a_end < (size_t)chunk ? cap : a_end + (size_t)chunk;
         if (b_end > a_end &&
             ((s = ensure_events(t, (int)b_end, err)) != TUNE_OK ||
-             (s = engine_group(&e, (int)a_end, (int)(b_end - a_end), &t->holds[(k + 1) & 1],
+             (s = engine_group(e, (int)a_end, (int)(b_end - a_end), &t->holds[(k + 1) & 1],
                                err)) != TUNE_OK))
             goto out;
-        GPU_CHECK(cudaEventSynchronize(t->stop[a_end - 1]), err, s, out);
-        if ((s = engine_read(&e, a, a_end, samples, &sum, err)) != TUNE_OK)
+        if (sch->chunk > 0)
+            GPU_CHECK(cudaEventSynchronize(t->stop[a_end - 1]), err, s, out);
+        else
+            GPU_CHECK(cudaStreamSynchronize(t->stream), err, s, out);
+        if ((s = engine_read(e, a, a_end, samples, &sum, err)) != TUNE_OK)
             goto out;
-        size_t n = a_end;
-        const char *why = NULL;
-        if (!adaptive) {
-            why = n >= cap ? "fixed" : NULL;
-        } else {
-            if (n >= (size_t)st->min_reps && sum >= st->min_time_s &&
-                rel_stderr_of(samples, n) < st->rel_stderr)
-                why = "converged";
-            else if (n >= cap)
-                why = "max_reps";
-            else if (clock_now() - t0 >= st->max_time_s)
-                why = "timeout";
-        }
+        const char *why = stop->check(stop->ctx, samples, a_end, cap, sum, clock_now() - t0);
         if (why) {
-            info->n = n;
+            info->n = a_end;
             info->stop_reason = why;
             break;
         }
@@ -450,19 +494,74 @@ tune_status timing_measure(timing *t, const tune_family *fam, void *state, const
         a_end = b_end;
     }
     /* Lets a group enqueued past the decision finish; its samples are not used. */
-    GPU_CHECK(cudaStreamSynchronize(t->stream), err, s, out);
+    if (sch->chunk > 0)
+        GPU_CHECK(cudaStreamSynchronize(t->stream), err, s, out);
     info->rel_stderr = rel_stderr_of(samples, info->n);
+out:
+    return s;
+}
+
+/* The one measurement engine: `work` measured in `mode` on the schedule, until `stop`.
+ * Notes why graph mode fell back to hot in info->note. */
+static tune_status engine_run(timing *t, const timing_work *work, const timing_mode_i *mode,
+                              int want_batch, const timing_schedule *sch, int warmup,
+                              const timing_stop *stop, size_t cap, double *samples,
+                              timing_info *info, tune_error *err)
+{
+    double t0 = clock_now();
+    *info = (timing_info){0, "fixed", mode->name, 1, NAN, 0, NULL};
+    t->note[0] = '\0';
+    timing_engine e = {t, work, mode, sch->chunk > 0, NULL, want_batch, 1, 0};
+    tune_status s = TUNE_OK;
+    if (cap > (size_t)INT_MAX)
+        return tune_error_set(err, TUNE_ERR_INVALID, "timing", "too many reps: %zu", cap);
+    if (!sch->first_launch && (s = ensure_events(t, (int)cap, err)) != TUNE_OK)
+        goto out;
+    if (sch->first_launch) {
+        /* One launch, not held, then synchronise: the first launch of a kernel may load it
+         * (CUDA's lazy loading) or let a library initialise, which can wait for the stream, and
+         * so would stall behind a hold until it times out. */
+        if ((s = engine_rep(&e, -1, 1, err)) != TUNE_OK)
+            goto out;
+        GPU_CHECK(cudaStreamSynchronize(t->stream), err, s, out);
+    }
+    if (mode->setup) {
+        e.mode = mode->setup(&e, &s, err);
+        if (s != TUNE_OK)
+            goto out;
+        if (e.mode != mode)
+            info->note = t->note;
+    }
+    info->mode = e.mode->name;
+    info->batch = e.batch;
+    s = engine_measure(&e, sch, warmup, stop, cap, samples, info, t0, err);
 out:
     if (s != TUNE_OK) {
         info->n = 0;
         /* Never leave work of this configuration in the stream for the next one. */
-        if (cudaStreamSynchronize(t->stream) != cudaSuccess)
+        if (sch->drain_on_error && cudaStreamSynchronize(t->stream) != cudaSuccess)
             (void)cudaGetLastError();
     }
     if (e.exec)
         cudaGraphExecDestroy(e.exec);
     info->wall_s = clock_now() - t0;
     return s;
+}
+
+tune_status timing_measure(timing *t, const tune_family *fam, void *state, const sweep_timing *st,
+                           double *samples, timing_info *info, tune_error *err)
+{
+    timing_info dummy;
+    family_call fc = {fam, state, NULL, 0};
+    timing_work work = {st->fresh_indices && fam->before_rep ? family_before_rep : NULL,
+                        family_launch, &fc};
+    int adaptive = st->stop == SWEEP_TIMING_STOP_ADAPTIVE;
+    timing_stop stop = {adaptive ? stop_adaptive : stop_fixed, (void *)st};
+    /* Fixed cold keeps the simple schedule, so that its numbers do not change. */
+    const timing_schedule *sch =
+        !adaptive && st->mode == SWEEP_TIMING_MODE_COLD ? &schedule_simple : &schedule_grouped;
+    return engine_run(t, &work, timing_modes[st->mode], st->batch, sch, st->warmup, &stop,
+                      timing_max_samples(st), samples, info ? info : &dummy, err);
 }
 
 tune_status timing_run(timing *t, const tune_family *fam, void *state, const sweep_timing *st,
@@ -477,36 +576,30 @@ tune_status timing_run(timing *t, const tune_family *fam, void *state, const swe
 tune_status timing_run_fn(timing *t, tune_status (*fn)(void *ctx, tune_error *err), void *ctx,
                           int warmup, int reps, int flush, double *samples, tune_error *err)
 {
-    return loop(t, NULL, fn, ctx, warmup, reps, flush, samples, err);
+    timing_info info;
+    timing_work work = {NULL, fn, ctx};
+    timing_stop stop = {stop_fixed, NULL};
+    return engine_run(t, &work, flush ? &mode_cold : &mode_hot, 1, &schedule_simple, warmup,
+                      &stop, (size_t)reps, samples, &info, err);
 }
 
 tune_status timing_interleaved(timing *t, const tune_family *fam, void *state,
                                const tune_point *const *cfgs, size_t n, int rounds, int flush,
                                double *samples, tune_error *err)
 {
-    tune_status st = ensure_events(t, (int)n * rounds, err);
-    if (st != TUNE_OK)
-        return st;
-    int ev = 0;
-    for (int r = 0; r < rounds; r++)
-        for (size_t c = 0; c < n; c++, ev++) {
-            if ((st = fam->prepare(state, cfgs[c], err)) != TUNE_OK ||
-                (fam->before_rep && (st = fam->before_rep(state, (unsigned)ev, err)) != TUNE_OK) ||
-                (flush && (st = flush_l2(t, ev, err)) != TUNE_OK))
-                return st;
-            GPU_CHECK(cudaEventRecord(t->start[ev], t->stream), err, st, done);
-            if ((st = fam->launch(state, err)) != TUNE_OK)
-                return st;
-            GPU_CHECK(cudaEventRecord(t->stop[ev], t->stream), err, st, done);
-        }
-    GPU_CHECK(cudaStreamSynchronize(t->stream), err, st, done);
-    for (int r = 0; r < rounds; r++)
-        for (size_t c = 0; c < n; c++) {
-            float ms = 0;
-            int e = r * (int)n + (int)c;
-            GPU_CHECK(cudaEventElapsedTime(&ms, t->start[e], t->stop[e]), err, st, done);
-            samples[c * (size_t)rounds + (size_t)r] = (double)ms * 1e-3;
-        }
-done:
+    size_t cap = n * (size_t)rounds;
+    double *by_rep = malloc((cap ? cap : 1) * sizeof *by_rep);
+    if (!by_rep)
+        return tune_error_set(err, TUNE_ERR_NOMEM, "timing", "out of memory");
+    family_call fc = {fam, state, cfgs, n};
+    timing_work work = {interleaved_before_rep, family_launch, &fc};
+    timing_stop stop = {stop_fixed, NULL};
+    timing_info info;
+    tune_status st = engine_run(t, &work, flush ? &mode_cold : &mode_hot, 1, &schedule_simple, 0,
+                                &stop, cap, by_rep, &info, err);
+    for (size_t r = 0; st == TUNE_OK && r < (size_t)rounds; r++) /* rep r * n + c: A B C A B C */
+        for (size_t c = 0; c < n; c++)
+            samples[c * (size_t)rounds + r] = by_rep[r * n + c];
+    free(by_rep);
     return st;
 }

@@ -1,4 +1,4 @@
-/* timing.h - the measurement loop (docs/timing.md): warmup, fresh inputs outside the timed region,
+/* timing.h - the measurement engine (docs/timing.md): warmup, fresh inputs outside the timed region,
  * CUDA events around the launch only, and the sweep's "timing" choices: stop fixed (warmup + reps)
  * or adaptive (until the relative standard error of the mean is under a target), mode cold (L2
  * flushed before every rep), hot (no flush) or graph (a CUDA graph of `batch` launches per
@@ -18,6 +18,15 @@
  * launch latency stays out of the number. read_kernel NULL: memset only. Hot and graph: the stream
  * is held by a host function while a group of reps is enqueued, then released, so the reps run
  * back to back from a full queue (nvbench's blocking-kernel idea without device code).
+ *
+ * One engine (timing.c) measures everything: the work of a rep (fresh inputs, then the timed
+ * launch), a mode (cold, hot, graph: what a rep enqueues around the work), a stopping criterion
+ * (fixed, adaptive: after each group of samples, stop or go on, as nvbench's
+ * stopping_criterion_base) and a schedule. Two schedules: grouped (one untimed launch first,
+ * groups of 10 reps synchronised between, held in hot and graph modes) for stop adaptive and the
+ * hot and graph modes; simple (warmup and reps in one pass, one synchronisation) for fixed cold
+ * measurements, whose numbers predate the grouped schedule and must not move, for
+ * timing_run_fn and for timing_interleaved.
  */
 #ifndef TUNE_TIMING_H
 #define TUNE_TIMING_H
