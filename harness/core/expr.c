@@ -8,86 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Parentheses and unary operators nest at most this deep; any node of the tree is at most
- * EXPR_MAX_HEIGHT levels high (long chains like 1+1+...+1), which bounds every recursion. */
-#define EXPR_MAX_NESTING 256
-#define EXPR_MAX_HEIGHT 1024
-#define EXPR_TOKEN_SHOWN 40 /* bytes of a token quoted in an error message */
+#include "core/expr_impl.h"
 
-typedef enum {
-    TOK_END,
-    TOK_INT,
-    TOK_FLOAT,
-    TOK_STR,
-    TOK_NAME,
-    TOK_LPAREN,
-    TOK_RPAREN,
-    TOK_COMMA,
-    TOK_OR,
-    TOK_AND,
-    TOK_EQ,
-    TOK_NE,
-    TOK_LT,
-    TOK_LE,
-    TOK_GT,
-    TOK_GE,
-    TOK_ADD,
-    TOK_SUB,
-    TOK_MUL,
-    TOK_DIV,
-    TOK_MOD,
-    TOK_NOT
-} tok_type;
-
-static const char *const tok_op_text[] = {
+const char *const expr_tok_op_text[TOK_NOT + 1] = {
     [TOK_OR] = "||", [TOK_AND] = "&&", [TOK_EQ] = "==", [TOK_NE] = "!=", [TOK_LT] = "<",
     [TOK_LE] = "<=", [TOK_GT] = ">",   [TOK_GE] = ">=", [TOK_ADD] = "+", [TOK_SUB] = "-",
     [TOK_MUL] = "*", [TOK_DIV] = "/",  [TOK_MOD] = "%", [TOK_NOT] = "!",
 };
 
-/* Binding strength, lowest first; what parse_level and the printer agree on. */
-enum { LEVEL_OR = 1, LEVEL_AND, LEVEL_CMP, LEVEL_ADD, LEVEL_MUL, LEVEL_UNARY, LEVEL_PRIMARY };
-
-typedef enum { FN_MIN, FN_MAX, FN_ABS, FN_FLOOR_POW2, FN_CEIL_POW2, FN_LOG2, FN_COUNT } fn_id;
-
-static const struct {
-    const char *name;
-    size_t min_args, max_args;
-} expr_fns[FN_COUNT] = {
+const expr_fn_info expr_fns[FN_COUNT] = {
     [FN_MIN] = {"min", 2, SIZE_MAX},
     [FN_MAX] = {"max", 2, SIZE_MAX},
     [FN_ABS] = {"abs", 1, 1},
     [FN_FLOOR_POW2] = {"floor_pow2", 1, 1},
     [FN_CEIL_POW2] = {"ceil_pow2", 1, 1},
     [FN_LOG2] = {"log2", 1, 1},
-};
-
-typedef enum {
-    NODE_INT,
-    NODE_FLOAT,
-    NODE_STR,
-    NODE_NAME,
-    NODE_UNARY,
-    NODE_BINARY,
-    NODE_CALL
-} node_kind;
-
-typedef struct node {
-    node_kind kind;
-    int op;     /* tok_type of UNARY/BINARY, fn_id of CALL */
-    size_t col; /* 1-based: the literal, the name, the operator or the function name */
-    int height;
-    int64_t i;
-    double f;
-    char *s; /* STR value or NAME, owned */
-    struct node **kids;
-    size_t n_kids;
-} node;
-
-struct expr {
-    node *root;
-    const char **names; /* distinct NAME strings in order of first use, borrowed from the tree */
-    size_t n_names;
 };
 
 typedef struct {
@@ -105,13 +40,7 @@ typedef struct {
 
 /* ---- Small text builder (to_string and messages) ---- */
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-    int failed;
-} sbuf;
-
-static void sbuf_add(sbuf *b, const char *s, size_t n)
+void expr_sbuf_add(sbuf *b, const char *s, size_t n)
 {
     if (b->failed)
         return;
@@ -132,9 +61,9 @@ static void sbuf_add(sbuf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
-static void sbuf_puts(sbuf *b, const char *s)
+void expr_sbuf_puts(sbuf *b, const char *s)
 {
-    sbuf_add(b, s, strlen(s));
+    expr_sbuf_add(b, s, strlen(s));
 }
 
 /* ---- Errors ---- */
@@ -378,7 +307,7 @@ static node *node_op(parser *ps, node_kind kind, const token *op, node *a, node 
 
 static node *parse_level(parser *ps, int level);
 
-static int op_level(tok_type t)
+int expr_op_level(tok_type t)
 {
     switch (t) {
     case TOK_OR:
@@ -603,7 +532,7 @@ static node *parse_level(parser *ps, int level)
     if (level == LEVEL_UNARY)
         return parse_unary(ps);
     node *lhs = parse_level(ps, level + 1);
-    while (lhs && op_level(ps->tok.type) == level) {
+    while (lhs && expr_op_level(ps->tok.type) == level) {
         token op = ps->tok;
         node *rhs = lex_next(ps) ? NULL : parse_level(ps, level + 1);
         if (!rhs) {
@@ -611,7 +540,7 @@ static node *parse_level(parser *ps, int level)
             return NULL;
         }
         lhs = node_op(ps, NODE_BINARY, &op, lhs, rhs);
-        if (lhs && level == LEVEL_CMP && op_level(ps->tok.type) == LEVEL_CMP) {
+        if (lhs && level == LEVEL_CMP && expr_op_level(ps->tok.type) == LEVEL_CMP) {
             parse_fail(ps, tok_col(&ps->tok), TUNE_ERR_PARSE,
                        "comparisons do not chain; add parentheses");
             node_free(lhs);
@@ -697,493 +626,4 @@ expr *expr_parse(const char *text, tune_error *err)
         return NULL;
     }
     return e;
-}
-
-/* ---- Printing ---- */
-
-/* Shortest text that reads back as the same double, always marked as a float ("2.0"). */
-static void format_double(double f, char *buf, size_t size)
-{
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(buf, size, "%.*g", prec, f);
-        if (strtod(buf, NULL) == f)
-            break;
-    }
-    if (isfinite(f) && !strpbrk(buf, ".e"))
-        strncat(buf, ".0", size - strlen(buf) - 1);
-}
-
-static int node_level(const node *n)
-{
-    switch (n->kind) {
-    case NODE_UNARY:
-        return LEVEL_UNARY;
-    case NODE_BINARY:
-        return op_level((tok_type)n->op);
-    default:
-        return LEVEL_PRIMARY;
-    }
-}
-
-static void write_node(sbuf *b, const node *n);
-
-static void write_operand(sbuf *b, const node *n, int parens)
-{
-    if (parens)
-        sbuf_puts(b, "(");
-    write_node(b, n);
-    if (parens)
-        sbuf_puts(b, ")");
-}
-
-static void write_string(sbuf *b, const char *s)
-{
-    sbuf_puts(b, "\"");
-    for (; *s; s++) {
-        const char *esc = *s == '"'    ? "\\\""
-                          : *s == '\\' ? "\\\\"
-                          : *s == '\n' ? "\\n"
-                          : *s == '\t' ? "\\t"
-                                       : NULL;
-        if (esc)
-            sbuf_puts(b, esc);
-        else
-            sbuf_add(b, s, 1);
-    }
-    sbuf_puts(b, "\"");
-}
-
-static void write_node(sbuf *b, const node *n)
-{
-    char num[64];
-    int level = node_level(n);
-    switch (n->kind) {
-    case NODE_INT:
-        snprintf(num, sizeof num, "%" PRId64, n->i);
-        sbuf_puts(b, num);
-        break;
-    case NODE_FLOAT:
-        format_double(n->f, num, sizeof num);
-        sbuf_puts(b, num);
-        break;
-    case NODE_STR:
-        write_string(b, n->s);
-        break;
-    case NODE_NAME:
-        sbuf_puts(b, n->s);
-        break;
-    case NODE_UNARY:
-        sbuf_puts(b, tok_op_text[n->op]);
-        write_operand(b, n->kids[0], node_level(n->kids[0]) < LEVEL_UNARY);
-        break;
-    case NODE_BINARY:
-        /* Left-associative, and a comparison cannot take a bare comparison operand. */
-        write_operand(b, n->kids[0], node_level(n->kids[0]) < level + (level == LEVEL_CMP));
-        sbuf_puts(b, " ");
-        sbuf_puts(b, tok_op_text[n->op]);
-        sbuf_puts(b, " ");
-        write_operand(b, n->kids[1], node_level(n->kids[1]) <= level);
-        break;
-    case NODE_CALL:
-        sbuf_puts(b, expr_fns[n->op].name);
-        sbuf_puts(b, "(");
-        for (size_t k = 0; k < n->n_kids; k++) {
-            if (k)
-                sbuf_puts(b, ", ");
-            write_node(b, n->kids[k]);
-        }
-        sbuf_puts(b, ")");
-        break;
-    }
-}
-
-static char *node_to_string(const node *n)
-{
-    sbuf b = {0};
-    write_node(&b, n);
-    if (b.failed) {
-        free(b.p);
-        return NULL;
-    }
-    return b.p;
-}
-
-char *expr_to_string(const expr *e)
-{
-    return e ? node_to_string(e->root) : NULL;
-}
-
-/* ---- Evaluation ---- */
-
-typedef struct {
-    expr_lookup_fn lookup;
-    void *ctx;
-    tune_error *err;
-} eval_env;
-
-/* Records "<what> in '<text of n>'" at n's column. */
-static tune_status eval_fail(const eval_env *env, const node *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static tune_status eval_fail(const eval_env *env, const node *n, const char *fmt, ...)
-{
-    if (!env->err || env->err->code != TUNE_OK)
-        return TUNE_ERR_EVAL;
-    char where[32], what[512];
-    snprintf(where, sizeof where, "col %zu", n->col);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    char *text = node_to_string(n);
-    tune_error_set(env->err, TUNE_ERR_EVAL, where, "%s in '%s'", what, text ? text : "?");
-    free(text);
-    return TUNE_ERR_EVAL;
-}
-
-static tune_status eval_node(const node *n, const eval_env *env, expr_value *out);
-
-static tune_status eval_int_arith(const node *n, int64_t x, int64_t y, expr_value *out,
-                                  const eval_env *env)
-{
-    int64_t r = 0;
-    int overflow = 0;
-    switch (n->op) {
-    case TOK_ADD:
-        overflow = __builtin_add_overflow(x, y, &r);
-        break;
-    case TOK_SUB:
-        overflow = __builtin_sub_overflow(x, y, &r);
-        break;
-    case TOK_MUL:
-        overflow = __builtin_mul_overflow(x, y, &r);
-        break;
-    case TOK_DIV:
-        if (y == 0)
-            return eval_fail(env, n, "division by zero");
-        overflow = x == INT64_MIN && y == -1;
-        r = overflow ? 0 : x / y;
-        break;
-    case TOK_MOD:
-        if (y == 0)
-            return eval_fail(env, n, "remainder by zero");
-        r = y == -1 ? 0 : x % y; /* INT64_MIN % -1 traps on x86 */
-        break;
-    }
-    if (overflow)
-        return eval_fail(env, n, "integer overflow");
-    *out = expr_int(r);
-    return TUNE_OK;
-}
-
-static tune_status eval_arith(const node *n, expr_value a, expr_value b, expr_value *out,
-                              const eval_env *env)
-{
-    if (a.type == EXPR_STR || b.type == EXPR_STR)
-        return eval_fail(env, n, "'%s' needs numbers, got a string", tok_op_text[n->op]);
-    if (a.type == EXPR_INT && b.type == EXPR_INT)
-        return eval_int_arith(n, a.i, b.i, out, env);
-    double x = expr_value_as_double(a), y = expr_value_as_double(b);
-    switch (n->op) {
-    case TOK_ADD:
-        *out = expr_float(x + y);
-        break;
-    case TOK_SUB:
-        *out = expr_float(x - y);
-        break;
-    case TOK_MUL:
-        *out = expr_float(x * y);
-        break;
-    case TOK_DIV:
-        if (y == 0)
-            return eval_fail(env, n, "division by zero");
-        *out = expr_float(x / y);
-        break;
-    case TOK_MOD:
-        if (y == 0)
-            return eval_fail(env, n, "remainder by zero");
-        *out = expr_float(fmod(x, y));
-        break;
-    }
-    return TUNE_OK;
-}
-
-static const char *str_or_empty(const char *s)
-{
-    return s ? s : "";
-}
-
-/* -1, 0 or 1 as a <=> b; *unordered for NaN. */
-static int compare_numbers(expr_value a, expr_value b, int *unordered)
-{
-    *unordered = 0;
-    if (a.type == EXPR_INT && b.type == EXPR_INT)
-        return (a.i > b.i) - (a.i < b.i);
-    double x = expr_value_as_double(a), y = expr_value_as_double(b);
-    *unordered = isnan(x) || isnan(y);
-    return (x > y) - (x < y);
-}
-
-static tune_status eval_compare(const node *n, expr_value a, expr_value b, expr_value *out,
-                                const eval_env *env)
-{
-    int c, unordered = 0;
-    if (a.type == EXPR_STR || b.type == EXPR_STR) {
-        if (a.type != b.type)
-            return eval_fail(env, n, "cannot compare a string with a number");
-        if (n->op != TOK_EQ && n->op != TOK_NE)
-            return eval_fail(env, n, "strings support only == and !=");
-        c = strcmp(str_or_empty(a.s), str_or_empty(b.s)) != 0;
-    } else {
-        c = compare_numbers(a, b, &unordered);
-    }
-    int r = 0;
-    switch (n->op) {
-    case TOK_EQ:
-        r = !unordered && c == 0;
-        break;
-    case TOK_NE:
-        r = unordered || c != 0;
-        break;
-    case TOK_LT:
-        r = !unordered && c < 0;
-        break;
-    case TOK_LE:
-        r = !unordered && c <= 0;
-        break;
-    case TOK_GT:
-        r = !unordered && c > 0;
-        break;
-    case TOK_GE:
-        r = !unordered && c >= 0;
-        break;
-    }
-    *out = expr_int(r);
-    return TUNE_OK;
-}
-
-static tune_status eval_binary(const node *n, const eval_env *env, expr_value *out)
-{
-    expr_value a, b;
-    tune_status st = eval_node(n->kids[0], env, &a);
-    if (st != TUNE_OK)
-        return st;
-    if (n->op == TOK_AND || n->op == TOK_OR) {
-        int left = expr_value_truthy(a);
-        if (left == (n->op == TOK_OR)) {
-            *out = expr_int(left);
-            return TUNE_OK;
-        }
-        if ((st = eval_node(n->kids[1], env, &b)) == TUNE_OK)
-            *out = expr_int(expr_value_truthy(b));
-        return st;
-    }
-    if ((st = eval_node(n->kids[1], env, &b)) != TUNE_OK)
-        return st;
-    if (op_level((tok_type)n->op) == LEVEL_CMP)
-        return eval_compare(n, a, b, out, env);
-    return eval_arith(n, a, b, out, env);
-}
-
-static tune_status eval_unary(const node *n, const eval_env *env, expr_value *out)
-{
-    expr_value a;
-    tune_status st = eval_node(n->kids[0], env, &a);
-    if (st != TUNE_OK)
-        return st;
-    if (n->op == TOK_NOT) {
-        *out = expr_int(!expr_value_truthy(a));
-        return TUNE_OK;
-    }
-    if (a.type == EXPR_STR)
-        return eval_fail(env, n, "unary '%s' needs a number, got a string", tok_op_text[n->op]);
-    if (n->op == TOK_ADD)
-        *out = a;
-    else if (a.type == EXPR_FLOAT)
-        *out = expr_float(-a.f);
-    else if (a.i == INT64_MIN)
-        return eval_fail(env, n, "integer overflow");
-    else
-        *out = expr_int(-a.i);
-    return TUNE_OK;
-}
-
-static tune_status eval_min_max(const node *n, const expr_value *args, expr_value *out,
-                                const eval_env *env)
-{
-    expr_value best = args[0];
-    int any_float = 0;
-    for (size_t k = 0; k < n->n_kids; k++) {
-        if (args[k].type == EXPR_STR)
-            return eval_fail(env, n, "%s needs numbers, got a string", expr_fns[n->op].name);
-        int unordered;
-        int c = compare_numbers(args[k], best, &unordered);
-        if (n->op == FN_MIN ? c < 0 : c > 0)
-            best = args[k];
-        any_float |= args[k].type == EXPR_FLOAT;
-    }
-    *out = any_float ? expr_float(expr_value_as_double(best)) : best;
-    return TUNE_OK;
-}
-
-static tune_status eval_pow2(const node *n, expr_value x, expr_value *out, const eval_env *env)
-{
-    if (x.type != EXPR_INT || x.i < 1) {
-        char buf[64];
-        return eval_fail(env, n, "%s needs an integer >= 1, got %s", expr_fns[n->op].name,
-                         x.type == EXPR_STR ? "a string" : expr_value_format(x, buf, sizeof buf));
-    }
-    int64_t floor = INT64_C(1) << (63 - __builtin_clzll((unsigned long long)x.i));
-    if (n->op == FN_FLOOR_POW2 || floor == x.i)
-        *out = expr_int(floor);
-    else if (floor > INT64_MAX / 2)
-        return eval_fail(env, n, "integer overflow");
-    else
-        *out = expr_int(floor * 2);
-    return TUNE_OK;
-}
-
-static tune_status eval_fn1(const node *n, expr_value x, expr_value *out, const eval_env *env)
-{
-    if (n->op == FN_FLOOR_POW2 || n->op == FN_CEIL_POW2)
-        return eval_pow2(n, x, out, env);
-    if (x.type == EXPR_STR)
-        return eval_fail(env, n, "%s needs a number, got a string", expr_fns[n->op].name);
-    if (n->op == FN_LOG2) {
-        double v = expr_value_as_double(x);
-        if (!(v > 0))
-            return eval_fail(env, n, "log2 needs a positive number");
-        *out = expr_float(log2(v));
-    } else if (x.type == EXPR_FLOAT) {
-        *out = expr_float(fabs(x.f));
-    } else if (x.i == INT64_MIN) {
-        return eval_fail(env, n, "integer overflow");
-    } else {
-        *out = expr_int(x.i < 0 ? -x.i : x.i);
-    }
-    return TUNE_OK;
-}
-
-static tune_status eval_call(const node *n, const eval_env *env, expr_value *out)
-{
-    const char *name = expr_fns[n->op].name;
-    size_t lo = expr_fns[n->op].min_args, hi = expr_fns[n->op].max_args;
-    if (n->n_kids < lo || n->n_kids > hi) {
-        if (lo == hi)
-            return eval_fail(env, n, "%s takes %zu argument%s, got %zu", name, lo,
-                             lo == 1 ? "" : "s", n->n_kids);
-        return eval_fail(env, n, "%s takes at least %zu arguments, got %zu", name, lo, n->n_kids);
-    }
-    expr_value *args = calloc(n->n_kids, sizeof *args);
-    if (!args)
-        return tune_error_set(env->err, TUNE_ERR_NOMEM, "", "out of memory evaluating %s", name);
-    tune_status st = TUNE_OK;
-    for (size_t k = 0; k < n->n_kids && st == TUNE_OK; k++)
-        st = eval_node(n->kids[k], env, &args[k]);
-    if (st == TUNE_OK)
-        st = n->op == FN_MIN || n->op == FN_MAX ? eval_min_max(n, args, out, env)
-                                                : eval_fn1(n, args[0], out, env);
-    free(args);
-    return st;
-}
-
-static tune_status eval_name(const node *n, const eval_env *env, expr_value *out)
-{
-    if (env->lookup && env->lookup(env->ctx, n->s, out) == 0)
-        return TUNE_OK;
-    char where[32];
-    snprintf(where, sizeof where, "col %zu", n->col);
-    return tune_error_set(env->err, TUNE_ERR_EVAL, where, "unknown name '%s'", n->s);
-}
-
-static tune_status eval_node(const node *n, const eval_env *env, expr_value *out)
-{
-    switch (n->kind) {
-    case NODE_INT:
-        *out = expr_int(n->i);
-        return TUNE_OK;
-    case NODE_FLOAT:
-        *out = expr_float(n->f);
-        return TUNE_OK;
-    case NODE_STR:
-        *out = expr_str(n->s);
-        return TUNE_OK;
-    case NODE_NAME:
-        return eval_name(n, env, out);
-    case NODE_UNARY:
-        return eval_unary(n, env, out);
-    case NODE_BINARY:
-        return eval_binary(n, env, out);
-    case NODE_CALL:
-        return eval_call(n, env, out);
-    }
-    return TUNE_ERR_EVAL;
-}
-
-tune_status expr_eval(const expr *e, expr_lookup_fn lookup, void *ctx, expr_value *out,
-                      tune_error *err)
-{
-    if (!e || !out)
-        return tune_error_set(err, TUNE_ERR_EVAL, "", "no expression to evaluate");
-    eval_env env = {lookup, ctx, err};
-    expr_value v;
-    tune_status st = eval_node(e->root, &env, &v);
-    if (st == TUNE_OK)
-        *out = v;
-    return st;
-}
-
-/* ---- Values ---- */
-
-double expr_value_as_double(expr_value v)
-{
-    switch (v.type) {
-    case EXPR_INT:
-        return (double)v.i;
-    case EXPR_FLOAT:
-        return v.f;
-    default:
-        return NAN;
-    }
-}
-
-int expr_value_truthy(expr_value v)
-{
-    switch (v.type) {
-    case EXPR_INT:
-        return v.i != 0;
-    case EXPR_FLOAT:
-        return v.f != 0;
-    default:
-        return v.s && v.s[0];
-    }
-}
-
-int expr_value_equal(expr_value a, expr_value b)
-{
-    if (a.type == EXPR_STR || b.type == EXPR_STR)
-        return a.type == b.type && strcmp(str_or_empty(a.s), str_or_empty(b.s)) == 0;
-    int unordered;
-    return compare_numbers(a, b, &unordered) == 0 && !unordered;
-}
-
-const char *expr_value_format(expr_value v, char *buf, size_t size)
-{
-    if (!buf || size == 0)
-        return buf;
-    switch (v.type) {
-    case EXPR_INT:
-        snprintf(buf, size, "%" PRId64, v.i);
-        break;
-    case EXPR_FLOAT: {
-        char tmp[64];
-        format_double(v.f, tmp, sizeof tmp);
-        snprintf(buf, size, "%s", tmp);
-        break;
-    }
-    default:
-        snprintf(buf, size, "%s", str_or_empty(v.s));
-        break;
-    }
-    return buf;
 }
