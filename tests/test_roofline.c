@@ -406,10 +406,10 @@ Test(roofline, report_on_a_fixture)
     fixture_row(&rows[6], "slice", 2, 0, 2e6, 2e-6, RESULT_OK);       /* error 1 */
     double pred[7];
     roofline_bound bound[7];
-    roofline_predict_rows(&c, rows, 7, pred, bound);
+    roofline_predict_rows(&c, rows, 7, "dtype", pred, bound);
     cr_expect(close_to(pred[2], 2e-6));
     cr_expect_eq(bound[2], ROOFLINE_BOUND_MEMORY);
-    cr_expect_eq(roofline_row_precision(&rows[0]), ROOFLINE_FP16);
+    cr_expect_eq(roofline_row_precision(&rows[0], "dtype"), ROOFLINE_FP16);
 
     roofline_report *r = roofline_report_new();
     tune_error err = {0};

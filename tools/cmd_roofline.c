@@ -10,6 +10,7 @@
 
 #include "device/compile.h"
 #include "device/gpu.h"
+#include "model/family.h"
 #include "store/meta.h"
 #include "store/results.h"
 #include "analysis/roofline_calibration.h"
@@ -172,6 +173,13 @@ static void folder_device(const char *dir, const result_row *rows, size_t n, cha
     json_decref(meta);
 }
 
+/* The dtype axis of the rows' family (model/family.h); "dtype" for a family tune does not know. */
+static const char *rows_dtype_axis(const result_row *rows, size_t n)
+{
+    const tune_family *f = n ? family_find(rows[0].family) : NULL;
+    return f ? f->dtype_axis : "dtype";
+}
+
 static int file_exists(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -267,7 +275,7 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
     roofline_ceilings ceil;
     if (have_cal) {
         roofline_ceilings_from_calibration(&cal, g, &ceil);
-        roofline_predict_rows(&ceil, rows, n, pred, bound);
+        roofline_predict_rows(&ceil, rows, n, rows_dtype_axis(rows, n), pred, bound);
         st = roofline_report_add(rep, "calibrated", dir, device, &ceil, rows, n, pred, bound, err);
         if (!c->quiet) {
             char label[PATH_MAX + 128];
@@ -277,7 +285,7 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
     }
     if (st == TUNE_OK && g) {
         roofline_ceilings_from_gpu(g, &ceil);
-        roofline_predict_rows(&ceil, rows, n, pred, bound);
+        roofline_predict_rows(&ceil, rows, n, rows_dtype_axis(rows, n), pred, bound);
         st = roofline_report_add(rep, "datasheet", dir, device, &ceil, rows, n, pred, bound, err);
         if (!c->quiet) {
             char label[512];

@@ -77,23 +77,23 @@ double roofline_time(const roofline_ceilings *c, double bytes, double flops, roo
     return t;
 }
 
-roofline_precision roofline_row_precision(const result_row *row)
+roofline_precision roofline_row_precision(const result_row *row, const char *dtype_axis)
 {
     roofline_precision p = ROOFLINE_FP32;
-    const char *dtype = point_str(&row->values, "dtype", NULL);
+    const char *dtype = dtype_axis ? point_str(&row->values, dtype_axis, NULL) : NULL;
     if (dtype && roofline_precision_parse(dtype, &p) == 0)
         return p;
     return ROOFLINE_FP32;
 }
 
 void roofline_predict_rows(const roofline_ceilings *c, const result_row *rows, size_t n,
-                           double *pred, roofline_bound *bound)
+                           const char *dtype_axis, double *pred, roofline_bound *bound)
 {
     for (size_t i = 0; i < n; i++) {
         roofline_bound b = ROOFLINE_BOUND_MEMORY;
         double bytes = rows[i].bytes, flops = rows[i].flops;
         pred[i] = isfinite(bytes) || isfinite(flops)
-                      ? roofline_time(c, bytes, flops, roofline_row_precision(&rows[i]), &b)
+                      ? roofline_time(c, bytes, flops, roofline_row_precision(&rows[i], dtype_axis), &b)
                       : NAN;
         if (bound)
             bound[i] = b;

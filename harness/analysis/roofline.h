@@ -67,12 +67,13 @@ typedef struct {
 double roofline_time(const roofline_ceilings *c, double bytes, double flops, roofline_precision p,
                      roofline_bound *bound);
 
-/* Precision of a result row: its "dtype" value when it parses, else ROOFLINE_FP32. */
-roofline_precision roofline_row_precision(const result_row *row);
+/* Precision of a result row: the value of its dtype axis (the family's dtype_axis, model/family.h;
+ * NULL: none) when it parses, else ROOFLINE_FP32. */
+roofline_precision roofline_row_precision(const result_row *row, const char *dtype_axis);
 /* Roofline time of every row into pred[i] (NAN for rows without bytes and FLOPs), the bound into
- * bound[i] (may be NULL). */
+ * bound[i] (may be NULL); dtype_axis as for roofline_row_precision. */
 void roofline_predict_rows(const roofline_ceilings *c, const result_row *rows, size_t n,
-                           double *pred, roofline_bound *bound);
+                           const char *dtype_axis, double *pred, roofline_bound *bound);
 
 /* Prediction error over n (prediction, measurement) pairs; pairs with a non-positive or non-finite
  * value are left out. */

@@ -46,11 +46,10 @@ static int fault_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t 
                          size_t why_size)
 {
     int f = fault_index(cfg);
-    if (f < 0 || max < 2) {
-        snprintf(why, why_size, "unknown fault '%s'", point_str(cfg, "fault", "?"));
-        return -1;
-    }
+    if (f < 0 || max < 2)
+        return family_fail(why, why_size, "unknown fault '%s'", point_str(cfg, "fault", "?"));
     refs[0].source = "testing/faults.cu";
+    refs[0].row = 1;
     snprintf(refs[0].name, sizeof refs[0].name, "fault_scale<%d>", f);
     refs[1].source = "common.cu";
     snprintf(refs[1].name, sizeof refs[1].name, "tune_fill_uniform<float>");

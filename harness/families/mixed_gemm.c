@@ -88,16 +88,6 @@ typedef struct {
     unsigned grid[3], threads;
 } mg_desc;
 
-static int mg_fail(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int mg_fail(char *why, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, size, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static int is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 static int ilog2(int64_t v)
@@ -124,28 +114,28 @@ static size_t mg_smem_bytes(const mg_desc *d)
 static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
 {
     if (d->bm != 16 || d->wm != 1)
-        return mg_fail(why, why_size, "tile shape: the direct kernel takes bm = 16, wm = 1");
+        return family_fail(why, why_size, "tile shape: the direct kernel takes bm = 16, wm = 1");
     if (d->bn != 64 * d->wn)
-        return mg_fail(why, why_size, "tile shape: the direct kernel takes bn = 64 x wn");
+        return family_fail(why, why_size, "tile shape: the direct kernel takes bn = 64 x wn");
     if (d->kc % 64 != 0)
-        return mg_fail(why, why_size, "tile shape: kc = %lld is not a multiple of 64", (long long)d->kc);
+        return family_fail(why, why_size, "tile shape: kc = %lld is not a multiple of 64", (long long)d->kc);
     int64_t threads = d->wn * d->wk * 32;
     if (threads > 1024)
-        return mg_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
+        return family_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
     if (d->n % d->bn != 0)
-        return mg_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
+        return family_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
                        (long long)d->n, (long long)d->bn);
     int64_t steps = d->k / 16;
     if (d->splitk < 1 || d->splitk > steps / d->wk)
-        return mg_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld x wk %lld > k / 16",
+        return family_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld x wk %lld > k / 16",
                        (long long)d->splitk, (long long)d->wk);
     if ((steps + d->splitk - 1) / d->splitk * 16 > d->kc)
-        return mg_fail(why, why_size, "split-K too shallow for kc: k / splitk = %lld > kc = %lld",
+        return family_fail(why, why_size, "split-K too shallow for kc: k / splitk = %lld > kc = %lld",
                        (long long)((steps + d->splitk - 1) / d->splitk * 16), (long long)d->kc);
     int64_t red = (d->wk - 1) * d->wn * 32 * 32 * 4, xs = (d->m < 16 ? d->m : 16) * d->kc * 2;
     d->smem = (size_t)(xs > red ? xs : red);
     if (d->smem > MG_SMEM_LIMIT)
-        return mg_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
+        return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
                        d->smem / 1024, MG_SMEM_LIMIT / 1024);
     d->gsh = d->group == 0 ? -1 : ilog2(d->g_eff);
     d->threads = (unsigned)threads;
@@ -153,7 +143,7 @@ static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
     d->grid[1] = (unsigned)((d->m + 15) / 16);
     d->grid[2] = (unsigned)d->splitk;
     if (d->grid[1] > 65535)
-        return mg_fail(why, why_size, "tile shape: m / 16 = %u blocks exceeds the grid limit", d->grid[1]);
+        return family_fail(why, why_size, "tile shape: m / 16 = %u blocks exceeds the grid limit", d->grid[1]);
     return 0;
 }
 
@@ -167,11 +157,11 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
         if (strcmp(method, mg_methods[i].name) == 0)
             d->method = (int)i;
     if (d->method < 0)
-        return mg_fail(why, why_size, "unknown method '%s'", method);
+        return family_fail(why, why_size, "unknown method '%s'", method);
     const char *dtype = point_str(cfg, "dtype", "float16");
     d->bf16 = strcmp(dtype, "bfloat16") == 0;
     if (!d->bf16 && strcmp(dtype, "float16") != 0)
-        return mg_fail(why, why_size, "unsupported dtype: '%s' (float16 or bfloat16)", dtype);
+        return family_fail(why, why_size, "unsupported dtype: '%s' (float16 or bfloat16)", dtype);
     d->tname = d->bf16 ? "bf16_t" : "half_t";
     d->zp = point_int(cfg, "zero_point", 0) != 0;
     d->m = point_int(cfg, "m", 0);
@@ -179,21 +169,21 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
     d->k = point_int(cfg, "k", 0);
     d->group = point_int(cfg, "group", 128);
     if (d->m < 1 || d->n < 1 || d->k < 1)
-        return mg_fail(why, why_size, "bad shape: m, n and k must be >= 1");
+        return family_fail(why, why_size, "bad shape: m, n and k must be >= 1");
     if (d->n % 64 != 0)
-        return mg_fail(why, why_size, "layout: n = %lld is not a multiple of 64 (the packed unit)",
+        return family_fail(why, why_size, "layout: n = %lld is not a multiple of 64 (the packed unit)",
                        (long long)d->n);
     if (d->k % 64 != 0)
-        return mg_fail(why, why_size, "layout: k = %lld is not a multiple of 64", (long long)d->k);
+        return family_fail(why, why_size, "layout: k = %lld is not a multiple of 64", (long long)d->k);
     d->g_eff = d->group == 0 ? d->k : d->group;
     if (d->group != 0 && (!is_pow2(d->group) || d->group < 32))
-        return mg_fail(why, why_size, "group: %lld is not a power of two >= 32 (or 0: per column)",
+        return family_fail(why, why_size, "group: %lld is not a power of two >= 32 (or 0: per column)",
                        (long long)d->group);
     if (d->k % d->g_eff != 0)
-        return mg_fail(why, why_size, "group: k = %lld is not a multiple of the group size %lld",
+        return family_fail(why, why_size, "group: k = %lld is not a multiple of the group size %lld",
                        (long long)d->k, (long long)d->g_eff);
     if ((d->m * d->k > INT32_MAX || d->m * d->n > INT32_MAX || d->k * d->n > 16 * (int64_t)INT32_MAX))
-        return mg_fail(why, why_size, "bad shape: a matrix exceeds 2^31 elements");
+        return family_fail(why, why_size, "bad shape: a matrix exceeds 2^31 elements");
     if (d->method != MG_FUSED)
         return 0;
 
@@ -211,42 +201,42 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
     if (d->unroll > 0)
         return mg_describe_direct(d, why, why_size);
     if (d->bk % 64 != 0)
-        return mg_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 64", (long long)d->bk);
+        return family_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 64", (long long)d->bk);
     if (d->wm < 1 || d->bm % (16 * d->wm) != 0)
-        return mg_fail(why, why_size, "tile shape: bm = %lld is not a multiple of 16 x wm = %lld",
+        return family_fail(why, why_size, "tile shape: bm = %lld is not a multiple of 16 x wm = %lld",
                        (long long)d->bm, (long long)(16 * d->wm));
     if (d->wn < 1 || d->bn % (64 * d->wn) != 0)
-        return mg_fail(why, why_size, "tile shape: bn = %lld is not a multiple of 64 x wn = %lld",
+        return family_fail(why, why_size, "tile shape: bn = %lld is not a multiple of 64 x wn = %lld",
                        (long long)d->bn, (long long)(64 * d->wn));
     if (d->wk < 1 || (d->bk / 16) % d->wk != 0)
-        return mg_fail(why, why_size, "tile shape: bk / 16 = %lld is not a multiple of wk = %lld",
+        return family_fail(why, why_size, "tile shape: bk / 16 = %lld is not a multiple of wk = %lld",
                        (long long)(d->bk / 16), (long long)d->wk);
     if (d->stages < 2)
-        return mg_fail(why, why_size, "tile shape: stages must be >= 2");
+        return family_fail(why, why_size, "tile shape: stages must be >= 2");
     int64_t threads = d->wm * d->wn * d->wk * 32;
     if (threads > 1024)
-        return mg_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
+        return family_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
     if (d->n % d->bn != 0)
-        return mg_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
+        return family_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
                        (long long)d->n, (long long)d->bn);
     if (d->k % d->bk != 0)
-        return mg_fail(why, why_size, "tile does not divide the problem: k = %lld, bk = %lld",
+        return family_fail(why, why_size, "tile does not divide the problem: k = %lld, bk = %lld",
                        (long long)d->k, (long long)d->bk);
     if (d->g_eff <= d->bk ? d->bk % d->g_eff != 0 : d->g_eff % d->bk != 0)
-        return mg_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
+        return family_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
                        (long long)d->g_eff, (long long)d->bk);
     if (d->splitk < 1 || d->splitk > d->k / d->bk)
-        return mg_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
+        return family_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
                        (long long)d->splitk, (long long)(d->k / d->bk));
     /* accumulators: 32 fp32 registers per 16 x 64 warp tile (twice with sa), plus ~60 for
      * fragments and addresses */
     int64_t acc_regs = (d->bm / d->wm / 16) * (d->bn / d->wn / 64) * 32 * (d->sa ? 2 : 1);
     if (acc_regs + 60 > 255)
-        return mg_fail(why, why_size, "too many registers: %lld accumulators per thread",
+        return family_fail(why, why_size, "too many registers: %lld accumulators per thread",
                        (long long)acc_regs);
     d->smem = mg_smem_bytes(d);
     if (d->smem > MG_SMEM_LIMIT)
-        return mg_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
+        return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
                        d->smem / 1024, MG_SMEM_LIMIT / 1024);
     d->gsh = d->g_eff <= d->bk ? ilog2(d->g_eff) : -1;
     d->threads = (unsigned)threads;
@@ -254,7 +244,7 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
     d->grid[1] = (unsigned)((d->m + d->bm - 1) / d->bm);
     d->grid[2] = (unsigned)d->splitk;
     if (d->grid[1] > 65535)
-        return mg_fail(why, why_size, "tile shape: m / bm = %u blocks exceeds the grid limit",
+        return family_fail(why, why_size, "tile shape: m / bm = %u blocks exceeds the grid limit",
                        d->grid[1]);
     return 0;
 }
@@ -296,7 +286,8 @@ static int mg_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max
         return -1;
     size_t n = 0, n_shape = sizeof mg_shape_kernels / sizeof mg_shape_kernels[0];
     if (max < n_shape + 3)
-        return mg_fail(why, why_size, "too few kernel slots");
+        return family_fail(why, why_size, "too few kernel slots");
+    refs[0].row = d.method == MG_FUSED || d.method == MG_DEQUANT; /* the tuned methods' kernel */
     if (d.method == MG_FUSED) {
         refs[n].source = "mixed_gemm.cu";
         mg_fused_name(&d, refs[n].name, sizeof refs[n].name);
@@ -399,10 +390,7 @@ static void *mg_kernel(mg_state *s, const char *source, const char *fmt, const m
 {
     char name[256];
     snprintf(name, sizeof name, fmt, d->tname, d->zp);
-    void *k = s->env.kernel(s->env.kctx, source, name);
-    if (!k)
-        tune_error_set(err, TUNE_ERR_CUDA, source, "kernel %s is not loaded", name);
-    return k;
+    return family_kernel(&s->env, source, name, err);
 }
 
 static unsigned mg_grid(size_t n)
@@ -516,15 +504,15 @@ static void *mg_shape_init(const family_env *env, const tune_point *shape, tune_
     s->n_y = (size_t)(d->m * d->n);
     s->n_w = (size_t)(d->k * d->n);
     const char *u = MG_UTIL;
-    if (!(s->k_fill_bytes = mg_kernel(s, u, "mg_fill_bytes", d, err)) ||
-        !(s->k_fill_zeros = mg_kernel(s, u, "mg_fill_zeros", d, err)) ||
-        !(s->k_fill_scales = mg_kernel(s, u, "mg_fill_scales<%s>", d, err)) ||
-        !(s->k_pack_w = mg_kernel(s, u, "mg_pack_w", d, err)) ||
-        !(s->k_pack_sz = mg_kernel(s, u, "mg_pack_sz<%s>", d, err)) ||
-        !(s->k_to_f32 = mg_kernel(s, u, "mg_to_f32<%s>", d, err)) ||
-        !(s->k_error = mg_kernel(s, u, "mg_error<%s>", d, err)) ||
-        !(s->k_deq_f32 = mg_kernel(s, u, "mg_dequant_raw<%s, float>", d, err)) ||
-        !(s->k_fill_x = mg_kernel(s, "common.cu", "tune_fill_uniform<%s>", d, err)))
+    if (!(s->k_fill_bytes = mg_kernel(s, u, mg_shape_kernels[0], d, err)) ||
+        !(s->k_fill_zeros = mg_kernel(s, u, mg_shape_kernels[1], d, err)) ||
+        !(s->k_fill_scales = mg_kernel(s, u, mg_shape_kernels[2], d, err)) ||
+        !(s->k_pack_w = mg_kernel(s, u, mg_shape_kernels[3], d, err)) ||
+        !(s->k_pack_sz = mg_kernel(s, u, mg_shape_kernels[4], d, err)) ||
+        !(s->k_to_f32 = mg_kernel(s, u, mg_shape_kernels[5], d, err)) ||
+        !(s->k_error = mg_kernel(s, u, mg_shape_kernels[6], d, err)) ||
+        !(s->k_deq_f32 = mg_kernel(s, u, mg_shape_kernels[7], d, err)) ||
+        !(s->k_fill_x = mg_kernel(s, "common.cu", mg_shape_kernels[8], d, err)))
         goto fail;
     if (gpu_malloc((void **)&s->q, s->n_q, err) || gpu_malloc(&s->s, s->n_sz * 2, err) ||
         (d->zp && gpu_malloc((void **)&s->zr, s->n_sz, err)) || gpu_malloc(&s->wp, s->n_q, err) ||
@@ -837,6 +825,8 @@ const tune_family mixed_gemm_family = {
     .n_params = sizeof mg_params / sizeof mg_params[0],
     .methods = mg_methods,
     .n_methods = sizeof mg_methods / sizeof mg_methods[0],
+    .dtype_axis = "dtype",
+    .needs_cublas = 1,
     .kernels = mg_kernels,
     .shape_init = mg_shape_init,
     .shape_free = mg_shape_free,

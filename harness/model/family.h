@@ -12,7 +12,14 @@
  * reference.
  *
  * Configuration points (tune_point) hold every problem axis, every parameter (tuned methods only),
- * "op" and "method" (strings) and "dsize" (element size of dtype, when the op has a dtype axis).
+ * "op" and "method" (strings) and "dsize" (the element size of the family's dtype_axis, when it
+ * has one).
+ *
+ * The contract, besides the signatures below: kernels() lists every instantiation a
+ * configuration needs, and marks (row = 1) the one its row names; the harness compiles the union
+ * of the lists and loads them on first use (env->kernel). The harness creates a cuBLAS handle only
+ * for families with needs_cublas. A test-only family (fault injection) is registered only when
+ * TUNE_TEST_FAMILIES names it (families/registry.c).
  */
 #ifndef TUNE_FAMILY_H
 #define TUNE_FAMILY_H
@@ -54,6 +61,8 @@ typedef struct {
 typedef struct {
     const char *source; /* file name under kernels_src/, e.g. "gather_matmul.cu" */
     char name[256];     /* name expression: "gm_rows<half_t, 0, 128, 8, 256>" */
+    int row;            /* 1: the kernel a tuned configuration's row names (raw.jsonl "kernel");
+                           at most one per list; the harness zeroes the list before kernels() */
 } family_kernel_ref;
 
 /* What the harness gives a family on the GPU. */
@@ -77,6 +86,12 @@ typedef struct tune_family {
     size_t n_params;
     const family_method *methods;
     size_t n_methods;
+    /* The problem axis whose value, a dtype name ("float16"), gives the points' "dsize" (its
+     * element size, for the byte models) and the rows' roofline precision; NULL: none. */
+    const char *dtype_axis;
+    /* 1: the family's GPU side uses env->cublas; the harness creates a cuBLAS handle only for
+     * such families (env->cublas is NULL otherwise). */
+    int needs_cublas;
 
     /* CPU. Kernel instantiations cfg needs (method included): fills refs, returns their count,
      * or -1 with `why` when the configuration cannot run (recorded as skipped). */
@@ -97,6 +112,17 @@ typedef struct tune_family {
      * *error = normalised error, *tolerance = the bound it must stay under. */
     tune_status (*check)(void *state, double *error, double *tolerance, tune_error *err);
 } tune_family;
+
+/* Helpers every family shares. family_fail formats why (a configuration the family cannot run,
+ * in kernels()) and returns -1. family_kernel returns the loaded kernel (source, name) through
+ * env->kernel, or NULL with err set ("kernel NAME is not loaded"). */
+int family_fail(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void *family_kernel(const family_env *env, const char *source, const char *name, tune_error *err);
+/* The i-th kernel of the list fam->kernels(cfg) gives, loaded (through family_kernel): how a
+ * family's shape_init and prepare take their kernels, so that each name is written once, where
+ * kernels() lists it. NULL with err set. */
+void *family_kernel_at(const tune_family *fam, const family_env *env, const tune_point *cfg,
+                       size_t i, tune_error *err);
 
 /* Registered families, NULL-terminated. Defined by the families layer (families/registry.c):
  * a program that looks families up links it. */

@@ -161,7 +161,8 @@ static int space_shape_point(const space *sp, size_t idx, tune_point *p, tune_er
     memset(p, 0, sizeof *p);
     space_axes_point(sw->problem, sw->n_problem, idx, p);
     point_set_str(p, "op", sw->op);
-    const char *dtype = point_str(p, "dtype", NULL);
+    const char *axis = sw->family->dtype_axis;
+    const char *dtype = axis ? point_str(p, axis, NULL) : NULL;
     if (!dtype)
         return 0;
     size_t dsize = tune_dtype_size(dtype);

@@ -568,7 +568,8 @@ static int sweep_parse_methods(const sweep_ctx *cx, json_t *root, sweep *sw)
 
 static int sweep_has_dsize(const sweep *sw)
 {
-    return sweep_find_axis(sw->fop->axes, sw->fop->n_axes, "dtype") != NULL;
+    const char *axis = sw->family->dtype_axis;
+    return axis && sweep_find_axis(sw->fop->axes, sw->fop->n_axes, axis) != NULL;
 }
 
 /* Names an expression may read, in order: problem axes, then (constraints only) parameters,

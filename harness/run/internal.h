@@ -40,6 +40,7 @@ typedef struct {
 typedef struct {
     int n_refs;
     size_t refs[FAMILY_MAX_KERNELS]; /* indices into kernels */
+    int row_ref;                     /* the refs index of the kernel its row names, or -1 */
     char *skip;                      /* family says it cannot run: reason */
 } run_plan;
 

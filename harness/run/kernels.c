@@ -42,6 +42,7 @@ tune_status run_plan_configs(run_ctx *rc)
         tune_point p;
         space_config_point(rc->sp, i, &p);
         family_kernel_ref refs[FAMILY_MAX_KERNELS];
+        memset(refs, 0, sizeof refs);
         char why[512] = "";
         int nr = rc->sw->family->kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
         if (nr < 0) {
@@ -49,7 +50,10 @@ tune_status run_plan_configs(run_ctx *rc)
             continue;
         }
         rc->plans[i].n_refs = nr;
+        rc->plans[i].row_ref = -1;
         for (int r = 0; r < nr; r++) {
+            if (refs[r].row && rc->plans[i].row_ref < 0)
+                rc->plans[i].row_ref = r;
             size_t ki = run_kernel_index(rc, &refs[r]);
             if (ki == SIZE_MAX)
                 return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");

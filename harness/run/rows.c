@@ -39,8 +39,8 @@ void run_row_fill(const run_ctx *rc, size_t ci, const tune_point *p, result_row 
     if (expr_eval(sw->flops, point_lookup, (void *)p, &v, NULL) == TUNE_OK)
         row->flops = expr_value_as_double(v);
     const run_plan *pl = &rc->plans[ci];
-    if (pl->n_refs > 0 && c->param != SPACE_NO_PARAM)
-        row->kernel = rc->kernels[pl->refs[0]].job.name;
+    if (pl->n_refs > 0 && pl->row_ref >= 0 && c->param != SPACE_NO_PARAM)
+        row->kernel = rc->kernels[pl->refs[pl->row_ref]].job.name;
 }
 
 int run_row_unrunnable(const run_ctx *rc, size_t ci, result_row *row)
@@ -81,7 +81,7 @@ static void row_measured(run_ctx *rc, const double *samples, const timing_info *
     row->pct_read_bw = 100.0 * row->bandwidth / rc->read_bw;
     if (rc->have_ceil) {
         row->roofline_time = roofline_time(&rc->ceil, row->bytes, row->flops,
-                                           roofline_row_precision(row), NULL);
+                                           roofline_row_precision(row, rc->sw->family->dtype_axis), NULL);
         row->roofline_fraction = row->roofline_time / row->time.median;
     }
     monitor_sample ms;

@@ -63,8 +63,8 @@ static tune_status worker_setup(run_ctx *rc, worker_gpu *g, int fd, tune_error *
     if ((st = gpu_select(rc->gi.ordinal, e)) != TUNE_OK)
         return st;
     GPU_CHECK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), e, st, fail);
-    if (cublasCreate(&g->cublas) != CUBLAS_STATUS_SUCCESS ||
-        cublasSetStream(g->cublas, g->stream) != CUBLAS_STATUS_SUCCESS)
+    if (rc->sw->family->needs_cublas && (cublasCreate(&g->cublas) != CUBLAS_STATUS_SUCCESS ||
+                                         cublasSetStream(g->cublas, g->stream) != CUBLAS_STATUS_SUCCESS))
         return tune_error_set(e, TUNE_ERR_CUBLAS, "cublasCreate", "cannot create a handle");
     void *probe = run_lookup_kernel(rc, "common.cu", "tune_read_probe");
     if (!(g->tm = timing_init(g->stream, rc->gi.l2_bytes, probe, e)))
@@ -149,7 +149,8 @@ int run_worker_body(void *ctx, int fd)
     results_close(g.w);
     monitor_close(rc->mon);
     timing_free(g.tm);
-    cublasDestroy(g.cublas);
+    if (g.cublas)
+        cublasDestroy(g.cublas);
     cudaStreamDestroy(g.stream);
     return 0;
 fatal:
