@@ -12,7 +12,6 @@
 #include <jansson.h>
 
 #include "core/jsonloc.h"
-#include "device/compile.h"
 
 
 struct roofline_specs {
@@ -256,7 +255,7 @@ const roofline_gpu *roofline_specs_match(const roofline_specs *s, const char *de
 
 const char *roofline_find_data_dir(char *buf, size_t size)
 {
-    return compile_find_dir("TUNE_DATA_DIR", "data", buf, size);
+    return tune_find_dir("TUNE_DATA_DIR", "data", buf, size);
 }
 
 void roofline_ceilings_from_gpu(const roofline_gpu *g, roofline_ceilings *c)

@@ -1,10 +1,13 @@
 #include "core/error.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char *tune_status_str(tune_status s)
 {
@@ -92,4 +95,42 @@ char *tune_read_file(const char *path, size_t *size, tune_error *err)
     if (size)
         *size = len;
     return buf;
+}
+
+static int is_dir(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+const char *tune_find_dir(const char *env_name, const char *name, char *buf, size_t size)
+{
+    const char *env = getenv(env_name);
+    if (env && is_dir(env)) {
+        snprintf(buf, size, "%s", env);
+        return buf;
+    }
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        const char *rel[] = {"..", "../.."};
+        for (size_t i = 0; i < 2; i++) {
+            snprintf(buf, size, "%s/%s/%s", exe, rel[i], name);
+            if (is_dir(buf))
+                return buf;
+        }
+    }
+    char src[PATH_MAX];
+    snprintf(src, sizeof src, "%s/%s", TUNE_SOURCE_DIR, name);
+    const char *fixed[] = {name, src};
+    for (size_t i = 0; i < 2; i++)
+        if (is_dir(fixed[i])) {
+            snprintf(buf, size, "%s", fixed[i]);
+            return buf;
+        }
+    return NULL;
 }

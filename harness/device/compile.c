@@ -343,47 +343,9 @@ void compile_job_clear(compile_job *job)
     job->cubin_size = 0;
 }
 
-static int is_dir(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
-const char *compile_find_dir(const char *env_name, const char *name, char *buf, size_t size)
-{
-    const char *env = getenv(env_name);
-    if (env && is_dir(env)) {
-        snprintf(buf, size, "%s", env);
-        return buf;
-    }
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (len > 0) {
-        exe[len] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash)
-            *slash = '\0';
-        const char *rel[] = {"..", "../.."};
-        for (size_t i = 0; i < 2; i++) {
-            snprintf(buf, size, "%s/%s/%s", exe, rel[i], name);
-            if (is_dir(buf))
-                return buf;
-        }
-    }
-    char src[PATH_MAX];
-    snprintf(src, sizeof src, "%s/%s", TUNE_SOURCE_DIR, name);
-    const char *fixed[] = {name, src};
-    for (size_t i = 0; i < 2; i++)
-        if (is_dir(fixed[i])) {
-            snprintf(buf, size, "%s", fixed[i]);
-            return buf;
-        }
-    return NULL;
-}
-
 const char *compile_find_kernels_dir(char *buf, size_t size)
 {
-    return compile_find_dir("TUNE_KERNELS_DIR", "kernels_src", buf, size);
+    return tune_find_dir("TUNE_KERNELS_DIR", "kernels_src", buf, size);
 }
 
 const char *compile_default_cache_dir(char *buf, size_t size)

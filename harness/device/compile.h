@@ -50,11 +50,7 @@ void compile_job_clear(compile_job *job);
 /* NVRTC version as major * 1000 + minor * 10 (e.g. 13000), 0 if unavailable. */
 int compile_nvrtc_version(void);
 
-/* A folder shipped with tune (name: "kernels_src", "data"): $<env>, else <exe dir>/../<name>,
- * <exe dir>/../../<name>, ./<name>, then the source tree's. Writes into buf; returns buf or NULL
- * when none exists. */
-const char *compile_find_dir(const char *env, const char *name, char *buf, size_t size);
-/* compile_find_dir("TUNE_KERNELS_DIR", "kernels_src", ...): the kernel sources. */
+/* tune_find_dir("TUNE_KERNELS_DIR", "kernels_src", ...) (core/error.h): the kernel sources. */
 const char *compile_find_kernels_dir(char *buf, size_t size);
 /* Default cache folder: $TUNE_CACHE_DIR, else $XDG_CACHE_HOME/tune, else ~/.cache/tune. */
 const char *compile_default_cache_dir(char *buf, size_t size);
