@@ -114,40 +114,20 @@ char *compare_strdup(const char *s)
     return d;
 }
 
-typedef struct {
-    const char *name;
-    char text[160];
-} compare_pair;
-
-static int compare_pair_cmp(const void *pa, const void *pb)
-{
-    return strcmp(((const compare_pair *)pa)->name, ((const compare_pair *)pb)->name);
-}
-
 /* "op\x1fmethod\x1fname=Tvalue..." with the values sorted by name (T: the value's type), the
- * problem axes only when shape_only. New string or NULL. */
+ * problem axes only when shape_only (core/point.h: point_append_sorted). New string or NULL. */
 static char *compare_row_key(const result_row *row, int shape_only)
 {
-    compare_pair pairs[TUNE_MAX_AXES];
-    size_t n = shape_only ? row->n_axes : row->values.n, len = 0;
-    for (size_t i = 0; i < n && i < TUNE_MAX_AXES; i++) {
-        char v[128];
-        expr_value x = row->values.vals[i];
-        pairs[i].name = row->values.names[i];
-        snprintf(pairs[i].text, sizeof pairs[i].text, "%c%s", "ifs"[x.type],
-                 expr_value_format(x, v, sizeof v));
-    }
-    qsort(pairs, n, sizeof *pairs, compare_pair_cmp);
+    size_t n = shape_only ? row->n_axes : row->values.n;
     const char *op = row->op ? row->op : "", *method = shape_only ? "" : row->method;
-    len = strlen(op) + strlen(method) + 3;
-    for (size_t i = 0; i < n; i++)
-        len += strlen(pairs[i].name) + strlen(pairs[i].text) + 2;
+    size_t len = strlen(op) + strlen(method) + 3;
+    for (size_t i = 0; i < n && i < row->values.n; i++)
+        len += strlen(row->values.names[i]) + 260;
     char *key = malloc(len);
     if (!key)
         return NULL;
     size_t at = (size_t)snprintf(key, len, "%s\x1f%s", op, method);
-    for (size_t i = 0; i < n; i++)
-        at += (size_t)snprintf(key + at, len - at, "\x1f%s=%s", pairs[i].name, pairs[i].text);
+    point_append_sorted(&row->values, n, '\x1f', 1, key, len, at);
     return key;
 }
 

@@ -121,18 +121,30 @@ static int pair_cmp(const void *a, const void *b)
     return strcmp(((const point_pair *)a)->name, ((const point_pair *)b)->name);
 }
 
-const char *point_identity(const char *method, const tune_point *p, char *buf, size_t size)
+size_t point_append_sorted(const tune_point *p, size_t n, char sep, int typed, char *buf,
+                           size_t size, size_t len)
 {
     point_pair pairs[TUNE_MAX_AXES];
-    size_t n = p->n < TUNE_MAX_AXES ? p->n : TUNE_MAX_AXES;
+    n = n < p->n ? n : p->n;
+    n = n < TUNE_MAX_AXES ? n : TUNE_MAX_AXES;
     for (size_t i = 0; i < n; i++)
         pairs[i] = (point_pair){p->names[i], p->vals[i]};
     qsort(pairs, n, sizeof *pairs, pair_cmp);
-    size_t len = (size_t)snprintf(buf, size, "%s", method ? method : "");
     for (size_t i = 0; i < n && len < size; i++) {
         char v[256];
-        len += (size_t)snprintf(buf + len, size - len, "|%s=%s", pairs[i].name,
-                                expr_value_format(pairs[i].v, v, sizeof v));
+        const char *text = expr_value_format(pairs[i].v, v, sizeof v);
+        if (typed)
+            len += (size_t)snprintf(buf + len, size - len, "%c%s=%c%s", sep, pairs[i].name,
+                                    "ifs"[pairs[i].v.type], text);
+        else
+            len += (size_t)snprintf(buf + len, size - len, "%c%s=%s", sep, pairs[i].name, text);
     }
+    return len;
+}
+
+const char *point_identity(const char *method, const tune_point *p, char *buf, size_t size)
+{
+    size_t len = (size_t)snprintf(buf, size, "%s", method ? method : "");
+    point_append_sorted(p, p->n, '|', 0, buf, size, len);
     return buf;
 }

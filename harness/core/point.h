@@ -45,6 +45,11 @@ const char *point_format(const tune_point *p, char *buf, size_t size);
  * its space (space_config_identity, results_row_identity), the shard plan's hash, the merge's
  * duplicate check. */
 const char *point_identity(const char *method, const tune_point *p, char *buf, size_t size);
+/* What point_identity and `tune compare`'s matching keys are made of: "<sep>name=value" for p's
+ * first n values sorted by name, appended at buf[len] (typed: the value's type letter, i, f or s,
+ * before it); returns the new length (snprintf's, may exceed size). */
+size_t point_append_sorted(const tune_point *p, size_t n, char sep, int typed, char *buf,
+                           size_t size, size_t len);
 
 /* Element size in bytes of a dtype name ("float16", "bfloat16", "float32", "int32", "float64"),
  * 0 if unknown. */
