@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "analysis/compare.h"
-#include "util.h"
+#include "util_cpu.h"
 
 /* tests/data/compare: a hand-made pair of runs (sweep "mini", g in {256, 1024}, k=64, chunk, and
  * the slice baseline), each row made for one verdict (times in us, noise = stdev / median):

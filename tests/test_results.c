@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "store/results.h"
-#include "util.h"
+#include "util_cpu.h"
 
 #define FIXTURE "tests/data/results/raw.jsonl"
 
