@@ -301,6 +301,8 @@ done:
     return st;
 }
 
+/* `tune roofline`: options, then every folder's rows against the model, then the report. About
+ * 85 lines, most of them the option loop, one branch per option. */
 int tune_cmd_roofline(int argc, char **argv)
 {
     roofline_cli c = {.root = "results"};

@@ -126,15 +126,14 @@ static fit_data *build_fail(fit_data *d, row_ref *refs, tune_error *err, tune_st
     return NULL;
 }
 
-fit_data *fit_data_build(const result_row *rows, size_t n, const char *param, const char *method,
-                         tune_error *err)
+/* The rows of the method (all when NULL) with an integer value of param into refs, sorted by
+ * shape; *n_ok counts those that are ok and timed. Sets the problem axes from the first. */
+static tune_status collect_rows(fit_data *d, const result_row *rows, size_t n, const char *param,
+                                const char *method, row_ref *refs, size_t *n_refs, size_t *n_ok,
+                                tune_error *err)
 {
-    fit_data *d = calloc(1, sizeof *d);
-    row_ref *refs = calloc(n + 1, sizeof *refs);
-    if (!d || !refs || !(d->param = strdup(param)) || (method && !(d->method = strdup(method))))
-        return build_fail(d, refs, err, TUNE_ERR_NOMEM, "out of memory%s", "");
-    size_t n_refs = 0, n_ok = 0;
     const result_row *first = NULL;
+    *n_refs = *n_ok = 0;
     for (size_t i = 0; i < n; i++) {
         const result_row *r = &rows[i];
         if (method && (!r->method || strcmp(r->method, method) != 0))
@@ -144,8 +143,8 @@ fit_data *fit_data_build(const result_row *rows, size_t n, const char *param, co
         if (pv > 0)
             continue;
         if (pv < 0)
-            return build_fail(d, refs, err, TUNE_ERR_INVALID,
-                              "parameter '%s' has a value that is not an integer", param);
+            return tune_error_set(err, TUNE_ERR_INVALID, "fit",
+                                  "parameter '%s' has a value that is not an integer", param);
         if (!first) {
             first = r;
             d->n_axes = r->n_axes;
@@ -153,24 +152,103 @@ fit_data *fit_data_build(const result_row *rows, size_t n, const char *param, co
                 d->axes[a] = r->values.names[a];
         }
         if (r->n_axes != d->n_axes)
-            return build_fail(d, refs, err, TUNE_ERR_INVALID,
-                              "rows have different problem axes%s", "");
+            return tune_error_set(err, TUNE_ERR_INVALID, "fit", "rows have different problem axes");
         for (size_t a = 0; a < d->n_axes; a++)
             if (point_get(&r->values, d->axes[a], NULL) != 0)
-                return build_fail(d, refs, err, TUNE_ERR_INVALID,
-                                  "a row lacks the problem axis '%s'", d->axes[a]);
-        refs[n_refs++] = (row_ref){r, d};
-        n_ok += (size_t)row_counts(r);
+                return tune_error_set(err, TUNE_ERR_INVALID, "fit",
+                                      "a row lacks the problem axis '%s'", d->axes[a]);
+        refs[(*n_refs)++] = (row_ref){r, d};
+        *n_ok += (size_t)row_counts(r);
     }
-    if (n_ok == 0) {
-        tune_error_set(err, TUNE_ERR_INVALID, "fit", "no ok row has the parameter '%s'%s%s%s",
-                       param, method ? " (method " : "", method ? method : "", method ? ")" : "");
+    if (*n_ok == 0)
+        return tune_error_set(err, TUNE_ERR_INVALID, "fit",
+                              "no ok row has the parameter '%s'%s%s%s", param,
+                              method ? " (method " : "", method ? method : "", method ? ")" : "");
+    qsort(refs, *n_refs, sizeof *refs, compare_shapes);
+    return TUNE_OK;
+}
+
+/* The shape of refs[i..end) (one run of equal axis values): its best time per value, the best
+ * value, the log-ratios; counted as unmeasured when none of its rows is ok. */
+static void add_shape(fit_data *d, const row_ref *refs, size_t i, size_t end, const char *param)
+{
+    size_t V = d->n_values, s = d->n_shapes;
+    double *t = &d->time[s * V];
+    for (size_t j = 0; j < V; j++)
+        t[j] = INFINITY;
+    size_t ok = 0;
+    for (size_t k = i; k < end; k++) {
+        const result_row *r = refs[k].row;
+        int64_t v;
+        if (!row_counts(r) || param_value(r, param, &v) != 0)
+            continue;
+        size_t j = fit_value_index(d, v);
+        if (r->time.median < t[j])
+            t[j] = r->time.median;
+        ok++;
+    }
+    if (!ok) {
+        d->n_unmeasured++;
+        return;
+    }
+    tune_point *p = &d->shapes[s];
+    for (size_t a = 0; a < d->n_axes; a++) {
+        expr_value v;
+        point_get(&refs[i].row->values, d->axes[a], &v);
+        point_set(p, d->axes[a], v);
+        d->ax[s * d->n_axes + a] = v.type == EXPR_INT ? v.i : 0;
+    }
+    size_t bj = 0;
+    for (size_t j = 1; j < V; j++)
+        if (t[j] < t[bj])
+            bj = j;
+    d->best_time[s] = t[bj];
+    d->best_value[s] = d->values[bj];
+    for (size_t j = 0; j < V; j++)
+        d->lr[s * V + j] = isfinite(t[j]) ? log(t[bj] / t[j]) : NAN;
+    d->n_shapes++;
+}
+
+/* Axes: integer? varying? The features are the integer axes that vary, with their values. */
+static tune_status find_features(fit_data *d, tune_error *err)
+{
+    for (size_t a = 0; a < d->n_axes; a++) {
+        d->axis_int[a] = 1;
+        for (size_t s = 0; s < d->n_shapes; s++) {
+            if (d->shapes[s].vals[a].type != EXPR_INT)
+                d->axis_int[a] = 0;
+            if (s && compare_values(d->shapes[s].vals[a], d->shapes[0].vals[a]) != 0)
+                d->axis_varies[a] = 1;
+        }
+        if (!d->axis_int[a] || !d->axis_varies[a])
+            continue;
+        size_t f = d->n_feat;
+        int64_t *vals = malloc(d->n_shapes * sizeof *vals);
+        if (!vals)
+            return tune_error_set(err, TUNE_ERR_NOMEM, "fit", "out of memory");
+        for (size_t s = 0; s < d->n_shapes; s++)
+            vals[s] = d->ax[s * d->n_axes + a];
+        d->feat_axis[f] = a;
+        d->feat_vals[f] = vals;
+        d->n_feat_vals[f] = fit_unique_i64(vals, d->n_shapes);
+        d->n_feat++;
+    }
+    return TUNE_OK;
+}
+
+fit_data *fit_data_build(const result_row *rows, size_t n, const char *param, const char *method,
+                         tune_error *err)
+{
+    fit_data *d = calloc(1, sizeof *d);
+    row_ref *refs = calloc(n + 1, sizeof *refs);
+    if (!d || !refs || !(d->param = strdup(param)) || (method && !(d->method = strdup(method))))
+        return build_fail(d, refs, err, TUNE_ERR_NOMEM, "out of memory%s", "");
+    size_t n_refs = 0, n_ok = 0;
+    if (collect_rows(d, rows, n, param, method, refs, &n_refs, &n_ok, err) != TUNE_OK) {
         free(refs);
         fit_data_free(d);
         return NULL;
     }
-    qsort(refs, n_refs, sizeof *refs, compare_shapes);
-
     /* values */
     d->values = malloc(n_ok * sizeof *d->values);
     if (!d->values)
@@ -197,68 +275,12 @@ fit_data *fit_data_build(const result_row *rows, size_t n, const char *param, co
     for (size_t i = 0, end; i < n_refs; i = end) {
         for (end = i + 1; end < n_refs && compare_shapes(&refs[i], &refs[end]) == 0; end++)
             ;
-        size_t s = d->n_shapes;
-        double *t = &d->time[s * V];
-        for (size_t j = 0; j < V; j++)
-            t[j] = INFINITY;
-        size_t ok = 0;
-        for (size_t k = i; k < end; k++) {
-            const result_row *r = refs[k].row;
-            int64_t v;
-            if (!row_counts(r) || param_value(r, param, &v) != 0)
-                continue;
-            size_t j = fit_value_index(d, v);
-            if (r->time.median < t[j])
-                t[j] = r->time.median;
-            ok++;
-        }
-        if (!ok) {
-            d->n_unmeasured++;
-            continue;
-        }
-        tune_point *p = &d->shapes[s];
-        for (size_t a = 0; a < d->n_axes; a++) {
-            expr_value v;
-            point_get(&refs[i].row->values, d->axes[a], &v);
-            point_set(p, d->axes[a], v);
-            d->ax[s * d->n_axes + a] = v.type == EXPR_INT ? v.i : 0;
-        }
-        size_t bj = 0;
-        for (size_t j = 1; j < V; j++)
-            if (t[j] < t[bj])
-                bj = j;
-        d->best_time[s] = t[bj];
-        d->best_value[s] = d->values[bj];
-        for (size_t j = 0; j < V; j++)
-            d->lr[s * V + j] = isfinite(t[j]) ? log(t[bj] / t[j]) : NAN;
-        d->n_shapes++;
+        add_shape(d, refs, i, end, param);
     }
     free(refs);
-
-    /* axes: integer? varying? features */
-    for (size_t a = 0; a < d->n_axes; a++) {
-        d->axis_int[a] = 1;
-        for (size_t s = 0; s < d->n_shapes; s++) {
-            if (d->shapes[s].vals[a].type != EXPR_INT)
-                d->axis_int[a] = 0;
-            if (s && compare_values(d->shapes[s].vals[a], d->shapes[0].vals[a]) != 0)
-                d->axis_varies[a] = 1;
-        }
-        if (!d->axis_int[a] || !d->axis_varies[a])
-            continue;
-        size_t f = d->n_feat;
-        int64_t *vals = malloc(d->n_shapes * sizeof *vals);
-        if (!vals) {
-            tune_error_set(err, TUNE_ERR_NOMEM, "fit", "out of memory");
-            fit_data_free(d);
-            return NULL;
-        }
-        for (size_t s = 0; s < d->n_shapes; s++)
-            vals[s] = d->ax[s * d->n_axes + a];
-        d->feat_axis[f] = a;
-        d->feat_vals[f] = vals;
-        d->n_feat_vals[f] = fit_unique_i64(vals, d->n_shapes);
-        d->n_feat++;
+    if (find_features(d, err) != TUNE_OK) {
+        fit_data_free(d);
+        return NULL;
     }
     return d;
 }

@@ -10,6 +10,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "core/clock.h"
 #include "core/stats.h"
 #include "device/compile.h"
 #include "device/gpu.h"
@@ -206,12 +207,110 @@ static void logf_(FILE *log, const char *fmt, double value, const char *unit)
     }
 }
 
-tune_status calibrate_device(const calibrate_options *opt, roofline_calibration *cal,
-                               tune_error *err)
+/* The calibrator's kernels, compiled for the device and loaded. */
+typedef struct {
+    compile_job jobs[K_COUNT];
+    gpu_library *libs[K_COUNT];
+    void *kern[K_COUNT];
+} calibrate_kernels;
+
+static tune_status load_kernels(const calibrate_options *o, const gpu_info *gi,
+                                calibrate_kernels *k, tune_error *err)
 {
     static const char *const names[K_COUNT] = {
         "tune_read_probe", "tune_fill_indices", "tune_fill_uniform<float>",
         "tune_fill_uniform<half_t>", "tune_fill_uniform<bf16_t>"};
+    tune_status st;
+    for (int i = 0; i < K_COUNT; i++) {
+        snprintf(k->jobs[i].source, sizeof k->jobs[i].source, "common.cu");
+        snprintf(k->jobs[i].name, sizeof k->jobs[i].name, "%s", names[i]);
+    }
+    char kdir[PATH_MAX];
+    const char *kernels_dir =
+        o->kernels_dir ? o->kernels_dir : compile_find_kernels_dir(kdir, sizeof kdir);
+    if (!kernels_dir)
+        return tune_error_set(err, TUNE_ERR_IO, "kernels_src",
+                              "cannot find the kernel sources (set TUNE_KERNELS_DIR)");
+    compile_options copt = {kernels_dir, o->cache_dir, gi->cc_major * 10 + gi->cc_minor, 0};
+    if ((st = compile_run(k->jobs, K_COUNT, &copt, err)) != TUNE_OK)
+        return st;
+    for (int i = 0; i < K_COUNT; i++) {
+        if (k->jobs[i].status != TUNE_OK)
+            return tune_error_set(err, k->jobs[i].status, names[i], "does not compile: %s",
+                                  k->jobs[i].log ? k->jobs[i].log : "");
+        if (!(k->libs[i] = gpu_library_load(k->jobs[i].cubin, err)) ||
+            !(k->kern[i] = gpu_library_kernel(k->libs[i], k->jobs[i].lowered, err)))
+            return err ? err->code : TUNE_ERR_CUDA;
+    }
+    return TUNE_OK;
+}
+
+/* Every measurement: read and copy bandwidth, the GEMM rates, the launch overhead. */
+static tune_status measure_all(const calibrate_options *o, const gpu_info *gi,
+                               const calibrate_kernels *k, timing *tm, cudaStream_t stream,
+                               cublasHandle_t cublas, roofline_calibration *cal, tune_error *err)
+{
+    tune_status st;
+    int reps = o->reps > 0 ? o->reps : 20;
+    cal->reps = reps;
+    cal->read_bytes = o->read_bytes;
+    cal->copy_bytes = o->copy_bytes;
+    cal->gemm_n = o->gemm_n;
+    if ((st = calibrate_read_bw(tm, stream, k->kern[K_READ], gi->sm_count, o->read_bytes, reps,
+                                &cal->read_bw, err)) != TUNE_OK)
+        return st;
+    logf_(o->log, "read bandwidth      %8.1f %s\n", cal->read_bw / 1e9, "GB/s");
+    int few = o->reps > 0 ? o->reps : 10;
+    if ((st = measure_copy_bw(tm, stream, o->copy_bytes, few, &cal->copy_bw, err)) != TUNE_OK)
+        return st;
+    logf_(o->log, "copy bandwidth      %8.1f %s (read + written)\n", cal->copy_bw / 1e9, "GB/s");
+    const struct {
+        roofline_precision p;
+        int fill;
+    } gemms[] = {{ROOFLINE_FP16, K_FILL_F16},
+                 {ROOFLINE_BF16, K_FILL_BF16},
+                 {ROOFLINE_TF32, K_FILL_F32},
+                 {ROOFLINE_FP32, K_FILL_F32}};
+    for (size_t i = 0; i < sizeof gemms / sizeof gemms[0]; i++) {
+        roofline_precision p = gemms[i].p;
+        if ((st = measure_gemm(tm, stream, cublas, k->kern[gemms[i].fill], p, o->gemm_n, few,
+                               &cal->gemm_rate[p], err)) != TUNE_OK)
+            return st;
+        if (o->log) {
+            fprintf(o->log, "GEMM %-4s           %8.1f TFLOP/s\n", roofline_precision_str(p),
+                    cal->gemm_rate[p] / 1e12);
+            fflush(o->log);
+        }
+    }
+    if ((st = measure_launch(tm, stream, k->kern[K_INDICES], o->reps > 0 ? o->reps : 100,
+                             &cal->launch_s, err)) != TUNE_OK)
+        return st;
+    logf_(o->log, "launch overhead     %8.2f %s\n", cal->launch_s * 1e6, "us");
+    return TUNE_OK;
+}
+
+/* The calibration's provenance: device, versions, tool, host, date. */
+static void fill_provenance(const gpu_info *gi, roofline_calibration *cal)
+{
+    snprintf(cal->device, sizeof cal->device, "%s", gi->name);
+    snprintf(cal->pci_bus_id, sizeof cal->pci_bus_id, "%s", gi->pci_bus_id);
+    snprintf(cal->compute_capability, sizeof cal->compute_capability, "%d.%d", gi->cc_major,
+             gi->cc_minor);
+    cal->sm_count = gi->sm_count;
+    cal->l2_bytes = gi->l2_bytes;
+    cal->driver_version = gi->driver_version;
+    cal->runtime_version = gi->runtime_version;
+    cal->nvrtc_version = compile_nvrtc_version();
+    gpu_cublas_version(cal->cublas_version, sizeof cal->cublas_version);
+    snprintf(cal->tool_version, sizeof cal->tool_version, "%s", TUNE_VERSION);
+    snprintf(cal->tool_rev, sizeof cal->tool_rev, "%s", TUNE_GIT_REV);
+    gethostname(cal->host, sizeof cal->host - 1);
+    clock_utc(cal->date, sizeof cal->date, CLOCK_UTC_ISO);
+}
+
+tune_status calibrate_device(const calibrate_options *opt, roofline_calibration *cal,
+                             tune_error *err)
+{
     calibrate_options o = *opt;
     if (!o.read_bytes)
         o.read_bytes = (size_t)4 << 30;
@@ -225,115 +324,34 @@ tune_status calibrate_device(const calibrate_options *opt, roofline_calibration 
     if ((st = gpu_query(o.device, &gi, err)) != TUNE_OK ||
         (st = gpu_select(o.device, err)) != TUNE_OK)
         return st;
-
-    compile_job jobs[K_COUNT];
-    gpu_library *libs[K_COUNT] = {0};
-    void *kern[K_COUNT] = {0};
+    calibrate_kernels k;
+    memset(&k, 0, sizeof k);
     cudaStream_t stream = NULL;
     cublasHandle_t cublas = NULL;
     timing *tm = NULL;
-    memset(jobs, 0, sizeof jobs);
-    for (int k = 0; k < K_COUNT; k++) {
-        snprintf(jobs[k].source, sizeof jobs[k].source, "common.cu");
-        snprintf(jobs[k].name, sizeof jobs[k].name, "%s", names[k]);
-    }
-    char kdir[PATH_MAX];
-    const char *kernels_dir =
-        o.kernels_dir ? o.kernels_dir : compile_find_kernels_dir(kdir, sizeof kdir);
-    if (!kernels_dir)
-        return tune_error_set(err, TUNE_ERR_IO, "kernels_src",
-                              "cannot find the kernel sources (set TUNE_KERNELS_DIR)");
-    compile_options copt = {kernels_dir, o.cache_dir, gi.cc_major * 10 + gi.cc_minor, 0};
-    if ((st = compile_run(jobs, K_COUNT, &copt, err)) != TUNE_OK)
+    if ((st = load_kernels(&o, &gi, &k, err)) != TUNE_OK)
         goto done;
-    for (int k = 0; k < K_COUNT; k++) {
-        if (jobs[k].status != TUNE_OK) {
-            st = tune_error_set(err, jobs[k].status, names[k], "does not compile: %s",
-                                jobs[k].log ? jobs[k].log : "");
-            goto done;
-        }
-        if (!(libs[k] = gpu_library_load(jobs[k].cubin, err)) ||
-            !(kern[k] = gpu_library_kernel(libs[k], jobs[k].lowered, err))) {
-            st = err ? err->code : TUNE_ERR_CUDA;
-            goto done;
-        }
-    }
     GPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), err, st, done);
     if (cublasCreate(&cublas) != CUBLAS_STATUS_SUCCESS ||
         cublasSetStream(cublas, stream) != CUBLAS_STATUS_SUCCESS) {
         st = tune_error_set(err, TUNE_ERR_CUBLAS, "cublasCreate", "cannot create a handle");
         goto done;
     }
-    if (!(tm = timing_init(stream, gi.l2_bytes, kern[K_READ], err))) {
+    if (!(tm = timing_init(stream, gi.l2_bytes, k.kern[K_READ], err))) {
         st = err ? err->code : TUNE_ERR_CUDA;
         goto done;
     }
-    int reps = o.reps > 0 ? o.reps : 20;
-    cal->reps = reps;
-    cal->read_bytes = o.read_bytes;
-    cal->copy_bytes = o.copy_bytes;
-    cal->gemm_n = o.gemm_n;
-    if ((st = calibrate_read_bw(tm, stream, kern[K_READ], gi.sm_count, o.read_bytes, reps,
-                                       &cal->read_bw, err)) != TUNE_OK)
-        goto done;
-    logf_(o.log, "read bandwidth      %8.1f %s\n", cal->read_bw / 1e9, "GB/s");
-    int few = o.reps > 0 ? o.reps : 10;
-    if ((st = measure_copy_bw(tm, stream, o.copy_bytes, few, &cal->copy_bw, err)) != TUNE_OK)
-        goto done;
-    logf_(o.log, "copy bandwidth      %8.1f %s (read + written)\n", cal->copy_bw / 1e9, "GB/s");
-    const struct {
-        roofline_precision p;
-        int fill;
-    } gemms[] = {{ROOFLINE_FP16, K_FILL_F16},
-                 {ROOFLINE_BF16, K_FILL_BF16},
-                 {ROOFLINE_TF32, K_FILL_F32},
-                 {ROOFLINE_FP32, K_FILL_F32}};
-    for (size_t i = 0; i < sizeof gemms / sizeof gemms[0]; i++) {
-        roofline_precision p = gemms[i].p;
-        if ((st = measure_gemm(tm, stream, cublas, kern[gemms[i].fill], p, o.gemm_n, few,
-                               &cal->gemm_rate[p], err)) != TUNE_OK)
-            goto done;
-        if (o.log) {
-            fprintf(o.log, "GEMM %-4s           %8.1f TFLOP/s\n", roofline_precision_str((roofline_precision)p),
-                    cal->gemm_rate[p] / 1e12);
-            fflush(o.log);
-        }
-    }
-    if ((st = measure_launch(tm, stream, kern[K_INDICES], o.reps > 0 ? o.reps : 100, &cal->launch_s,
-                             err)) != TUNE_OK)
-        goto done;
-    logf_(o.log, "launch overhead     %8.2f %s\n", cal->launch_s * 1e6, "us");
-
-    snprintf(cal->device, sizeof cal->device, "%s", gi.name);
-    snprintf(cal->pci_bus_id, sizeof cal->pci_bus_id, "%s", gi.pci_bus_id);
-    snprintf(cal->compute_capability, sizeof cal->compute_capability, "%d.%d", gi.cc_major,
-             gi.cc_minor);
-    cal->sm_count = gi.sm_count;
-    cal->l2_bytes = gi.l2_bytes;
-    cal->driver_version = gi.driver_version;
-    cal->runtime_version = gi.runtime_version;
-    cal->nvrtc_version = compile_nvrtc_version();
-    int major = 0, minor = 0, patch = 0;
-    cublasGetProperty(MAJOR_VERSION, &major);
-    cublasGetProperty(MINOR_VERSION, &minor);
-    cublasGetProperty(PATCH_LEVEL, &patch);
-    snprintf(cal->cublas_version, sizeof cal->cublas_version, "%d.%d.%d", major, minor, patch);
-    snprintf(cal->tool_version, sizeof cal->tool_version, "%s", TUNE_VERSION);
-    snprintf(cal->tool_rev, sizeof cal->tool_rev, "%s", TUNE_GIT_REV);
-    gethostname(cal->host, sizeof cal->host - 1);
-    time_t now = time(NULL);
-    struct tm utc;
-    gmtime_r(&now, &utc);
-    strftime(cal->date, sizeof cal->date, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    if ((st = measure_all(&o, &gi, &k, tm, stream, cublas, cal, err)) == TUNE_OK)
+        fill_provenance(&gi, cal);
 done:
     timing_free(tm);
     if (cublas)
         cublasDestroy(cublas);
     if (stream)
         cudaStreamDestroy(stream);
-    for (int k = 0; k < K_COUNT; k++) {
-        gpu_library_free(libs[k]);
-        compile_job_clear(&jobs[k]);
+    for (int i = 0; i < K_COUNT; i++) {
+        gpu_library_free(k.libs[i]);
+        compile_job_clear(&k.jobs[i]);
     }
     return st;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 struct gpu_library {
@@ -182,4 +183,14 @@ int gpu_context_broken(void)
     cudaError_t rc = cudaDeviceSynchronize();
     (void)cudaGetLastError();
     return rc != cudaSuccess;
+}
+
+const char *gpu_cublas_version(char *buf, size_t size)
+{
+    int major = 0, minor = 0, patch = 0;
+    cublasGetProperty(MAJOR_VERSION, &major);
+    cublasGetProperty(MINOR_VERSION, &minor);
+    cublasGetProperty(PATCH_LEVEL, &patch);
+    snprintf(buf, size, "%d.%d.%d", major, minor, patch);
+    return buf;
 }

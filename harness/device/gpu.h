@@ -43,6 +43,9 @@ tune_status gpu_launch_grid(void *kernel, const unsigned grid[3], unsigned block
  * nothing more can run in this process. Clears non-sticky errors. */
 int gpu_context_broken(void);
 
+/* "13.0.2": the cuBLAS library's version (no handle needed). Returns buf. */
+const char *gpu_cublas_version(char *buf, size_t size);
+
 /* cudaMalloc; TUNE_ERR_OOM when it does not fit. */
 tune_status gpu_malloc(void **p, size_t bytes, tune_error *err);
 void gpu_free(void *p);

@@ -111,6 +111,9 @@ static int vec_width(size_t ds, const int64_t *m, size_t n_m)
     return v;
 }
 
+static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size_t why_size);
+
+/* Everything the CPU side derives from a configuration, or -1 with why when it cannot run. */
 static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_size)
 {
     memset(d, 0, sizeof *d);
@@ -146,13 +149,17 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
         int64_t want = d->op == GM_OUTER ? d->n : d->k;
         if (want > d->kp)
             return family_fail(why, why_size, "%s needs %s <= %s",
-                           d->method == GM_SLICE ? "slice" : "identity indices",
-                           d->op == GM_OUTER ? "n" : "k",
-                           d->op == GM_OUTER ? "n_pre" : "k_pre");
+                               d->method == GM_SLICE ? "slice" : "identity indices",
+                               d->op == GM_OUTER ? "n" : "k",
+                               d->op == GM_OUTER ? "n_pre" : "k_pre");
     }
-    if (d->method != GM_CUSTOM)
-        return 0;
+    return d->method == GM_CUSTOM ? gm_describe_custom(cfg, d, why, why_size) : 0;
+}
 
+/* The custom kernel's geometry (gm_rows, gm_rows_async, gm_cols or gm_dense) from the
+ * parameters, or -1 with why when the configuration cannot run. */
+static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size_t why_size)
+{
     d->chunk = point_int(cfg, "chunk", 64);
     d->threads = point_int(cfg, "threads", 256);
     d->unroll = point_int(cfg, "unroll", 4);
@@ -181,14 +188,14 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
             d->gs *= 2;
         if (ceil_div(d->chunk, d->threads / d->gs) * d->vec > 64)
             return family_fail(why, why_size, "chunk (%lld) over %lld column groups keeps more than 64 "
-                           "values in flight per thread", (long long)d->chunk,
-                           (long long)(d->threads / d->gs));
+                               "values in flight per thread", (long long)d->chunk,
+                               (long long)(d->threads / d->gs));
     } else if (!d->cols) {
         int64_t m[2] = {d->n, d->chunk};
         d->vec = d->op == GM_OUTER ? 1 : vec_width(d->ds, m, 2);
         if (d->chunk / d->vec > d->threads)
             return family_fail(why, why_size, "chunk / vector width (%lld) exceeds threads (%lld)",
-                           (long long)(d->chunk / d->vec), (long long)d->threads);
+                               (long long)(d->chunk / d->vec), (long long)d->threads);
         if (d->stages) {
             int64_t lanes = d->chunk / d->vec, rows = d->threads / lanes;
             int64_t parts = lanes < 32 && (lanes & (lanes - 1)) == 0 ? d->threads / 32 : rows;
@@ -199,7 +206,7 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
                                               "multiples of %d)", (int)(4 / d->ds));
             if (bytes > 48 * 1024)
                 return family_fail(why, why_size, "stages: %lld bytes of shared memory exceed 48 KiB",
-                               (long long)bytes);
+                                   (long long)bytes);
         }
     } else {
         int64_t m[1] = {d->k};
@@ -211,10 +218,10 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
         int64_t groups = d->threads / d->gs;
         if (ceil_div(d->chunk, groups) > 32)
             return family_fail(why, why_size, "chunk (%lld) over %lld column groups needs more than 32 "
-                           "columns per group", (long long)d->chunk, (long long)groups);
+                               "columns per group", (long long)d->chunk, (long long)groups);
         if (ceil_div(d->chunk, groups) * d->vec > 64)
             return family_fail(why, why_size, "chunk (%lld) over %lld column groups keeps more than 64 "
-                           "values in flight per thread", (long long)d->chunk, (long long)groups);
+                               "values in flight per thread", (long long)d->chunk, (long long)groups);
     }
     d->grid = d->g * ceil_div(d->n, d->chunk);
     if (d->grid > INT32_MAX)

@@ -124,19 +124,19 @@ static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
         return family_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
     if (d->n % d->bn != 0)
         return family_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
-                       (long long)d->n, (long long)d->bn);
+                           (long long)d->n, (long long)d->bn);
     int64_t steps = d->k / 16;
     if (d->splitk < 1 || d->splitk > steps / d->wk)
         return family_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld x wk %lld > k / 16",
-                       (long long)d->splitk, (long long)d->wk);
+                           (long long)d->splitk, (long long)d->wk);
     if ((steps + d->splitk - 1) / d->splitk * 16 > d->kc)
         return family_fail(why, why_size, "split-K too shallow for kc: k / splitk = %lld > kc = %lld",
-                       (long long)((steps + d->splitk - 1) / d->splitk * 16), (long long)d->kc);
+                           (long long)((steps + d->splitk - 1) / d->splitk * 16), (long long)d->kc);
     int64_t red = (d->wk - 1) * d->wn * 32 * 32 * 4, xs = (d->m < 16 ? d->m : 16) * d->kc * 2;
     d->smem = (size_t)(xs > red ? xs : red);
     if (d->smem > MG_SMEM_LIMIT)
         return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
-                       d->smem / 1024, MG_SMEM_LIMIT / 1024);
+                           d->smem / 1024, MG_SMEM_LIMIT / 1024);
     d->gsh = d->group == 0 ? -1 : ilog2(d->g_eff);
     d->threads = (unsigned)threads;
     d->grid[0] = (unsigned)(d->n / d->bn);
@@ -147,7 +147,9 @@ static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
     return 0;
 }
 
-/* Describes cfg; -1 with `why` (a category, a colon, the details) when it cannot run. */
+/* Describes cfg; -1 with `why` (a category, a colon, the details) when it cannot run. About 100
+ * lines: one check per constraint of the problem and of the staged kernel's tile space, each with
+ * its reason, in the order the reasons are reported (the direct kernel's are mg_describe_direct's). */
 static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
 {
     memset(d, 0, sizeof *d);
@@ -172,16 +174,16 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
         return family_fail(why, why_size, "bad shape: m, n and k must be >= 1");
     if (d->n % 64 != 0)
         return family_fail(why, why_size, "layout: n = %lld is not a multiple of 64 (the packed unit)",
-                       (long long)d->n);
+                           (long long)d->n);
     if (d->k % 64 != 0)
         return family_fail(why, why_size, "layout: k = %lld is not a multiple of 64", (long long)d->k);
     d->g_eff = d->group == 0 ? d->k : d->group;
     if (d->group != 0 && (!is_pow2(d->group) || d->group < 32))
         return family_fail(why, why_size, "group: %lld is not a power of two >= 32 (or 0: per column)",
-                       (long long)d->group);
+                           (long long)d->group);
     if (d->k % d->g_eff != 0)
         return family_fail(why, why_size, "group: k = %lld is not a multiple of the group size %lld",
-                       (long long)d->k, (long long)d->g_eff);
+                           (long long)d->k, (long long)d->g_eff);
     if ((d->m * d->k > INT32_MAX || d->m * d->n > INT32_MAX || d->k * d->n > 16 * (int64_t)INT32_MAX))
         return family_fail(why, why_size, "bad shape: a matrix exceeds 2^31 elements");
     if (d->method != MG_FUSED)
@@ -204,13 +206,13 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
         return family_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 64", (long long)d->bk);
     if (d->wm < 1 || d->bm % (16 * d->wm) != 0)
         return family_fail(why, why_size, "tile shape: bm = %lld is not a multiple of 16 x wm = %lld",
-                       (long long)d->bm, (long long)(16 * d->wm));
+                           (long long)d->bm, (long long)(16 * d->wm));
     if (d->wn < 1 || d->bn % (64 * d->wn) != 0)
         return family_fail(why, why_size, "tile shape: bn = %lld is not a multiple of 64 x wn = %lld",
-                       (long long)d->bn, (long long)(64 * d->wn));
+                           (long long)d->bn, (long long)(64 * d->wn));
     if (d->wk < 1 || (d->bk / 16) % d->wk != 0)
         return family_fail(why, why_size, "tile shape: bk / 16 = %lld is not a multiple of wk = %lld",
-                       (long long)(d->bk / 16), (long long)d->wk);
+                           (long long)(d->bk / 16), (long long)d->wk);
     if (d->stages < 2)
         return family_fail(why, why_size, "tile shape: stages must be >= 2");
     int64_t threads = d->wm * d->wn * d->wk * 32;
@@ -218,26 +220,26 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
         return family_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
     if (d->n % d->bn != 0)
         return family_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
-                       (long long)d->n, (long long)d->bn);
+                           (long long)d->n, (long long)d->bn);
     if (d->k % d->bk != 0)
         return family_fail(why, why_size, "tile does not divide the problem: k = %lld, bk = %lld",
-                       (long long)d->k, (long long)d->bk);
+                           (long long)d->k, (long long)d->bk);
     if (d->g_eff <= d->bk ? d->bk % d->g_eff != 0 : d->g_eff % d->bk != 0)
         return family_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
-                       (long long)d->g_eff, (long long)d->bk);
+                           (long long)d->g_eff, (long long)d->bk);
     if (d->splitk < 1 || d->splitk > d->k / d->bk)
         return family_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
-                       (long long)d->splitk, (long long)(d->k / d->bk));
+                           (long long)d->splitk, (long long)(d->k / d->bk));
     /* accumulators: 32 fp32 registers per 16 x 64 warp tile (twice with sa), plus ~60 for
      * fragments and addresses */
     int64_t acc_regs = (d->bm / d->wm / 16) * (d->bn / d->wn / 64) * 32 * (d->sa ? 2 : 1);
     if (acc_regs + 60 > 255)
         return family_fail(why, why_size, "too many registers: %lld accumulators per thread",
-                       (long long)acc_regs);
+                           (long long)acc_regs);
     d->smem = mg_smem_bytes(d);
     if (d->smem > MG_SMEM_LIMIT)
         return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
-                       d->smem / 1024, MG_SMEM_LIMIT / 1024);
+                           d->smem / 1024, MG_SMEM_LIMIT / 1024);
     d->gsh = d->g_eff <= d->bk ? ilog2(d->g_eff) : -1;
     d->threads = (unsigned)threads;
     d->grid[0] = (unsigned)(d->n / d->bn);
@@ -245,7 +247,7 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
     d->grid[2] = (unsigned)d->splitk;
     if (d->grid[1] > 65535)
         return family_fail(why, why_size, "tile shape: m / bm = %u blocks exceeds the grid limit",
-                       d->grid[1]);
+                           d->grid[1]);
     return 0;
 }
 

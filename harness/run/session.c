@@ -5,8 +5,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <cublas_v2.h>
-
 #include "analysis/report.h"
 #include "core/clock.h"
 #include "run/internal.h"
@@ -91,11 +89,7 @@ static json_t *run_meta(const run_ctx *rc, const run_summary *sum, const char *s
     const run_options *opt = rc->opt;
     char cb[32] = "", drv[256] = "";
     if (!opt->compile_only) {
-        int major = 0, minor = 0, patch = 0;
-        cublasGetProperty(MAJOR_VERSION, &major);
-        cublasGetProperty(MINOR_VERSION, &minor);
-        cublasGetProperty(PATCH_LEVEL, &patch);
-        snprintf(cb, sizeof cb, "%d.%d.%d", major, minor, patch);
+        gpu_cublas_version(cb, sizeof cb);
         run_driver_version(rc->mon, drv, sizeof drv);
     }
     meta_shard sh = rc->plan ? shard_of(rc) : (meta_shard){0};
