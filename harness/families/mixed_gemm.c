@@ -65,6 +65,8 @@ static const family_axis mg_params[] = {
      "always does) instead of dequantizing every weight"},
 };
 
+extern const tune_family mixed_gemm_family;
+
 static const family_method mg_methods[] = {
     {"fused", 1, "tune's fused kernel: int4 dequantization inside a tensor-core GEMM"},
     {"dequant", 1, "dequantize the packed weight to fp16/bf16, then cuBLAS (no tile parameters)"},
@@ -280,6 +282,8 @@ static const char *const mg_shape_kernels[] = {
     "tune_fill_uniform<%s>",
 };
 
+/* The method's kernels first (mg_prepare takes them by their place: fp8's weight, then x), then
+ * the shape's (mg_shape_kernels). */
 static int mg_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max, char *why,
                       size_t why_size)
 {
@@ -650,14 +654,12 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
         if (!s->wd && (st = gpu_malloc(&s->wd, s->n_w * 2, err)))
             return st;
         if (d->method == MG_DEQUANT) {
-            s->k_main = mg_kernel(s, MG_UTIL, "mg_dequant_packed<%s, %d>", d, err);
+            s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err);
             s->wd_raw = 0;
             return s->k_main ? TUNE_OK : TUNE_ERR_CUDA;
         }
         if (!s->wd_raw) { /* the weight cuBLAS multiplies, dequantized once, outside the timing */
-            char fmt[64];
-            snprintf(fmt, sizeof fmt, "mg_dequant_raw<%%s, %s>", d->tname);
-            void *kd = mg_kernel(s, MG_UTIL, fmt, d, err);
+            void *kd = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err);
             void *a[] = {&s->q, &s->s, &s->zr, &s->wd, &k, &n, &group};
             if (!kd || (st = mg_run1(s, kd, s->n_w, a, err)))
                 return kd ? st : TUNE_ERR_CUDA;
@@ -670,8 +672,8 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
             float wscale = 15.f * 0.008f / 448.f, xscale = 1.f / 448.f;
             float inv_w = 1.f / wscale, inv_x = 1.f / xscale;
             long long pairs = (long long)s->n_x / 2;
-            void *kw = mg_kernel(s, MG_UTIL, "mg_weight_fp8<%s>", d, err);
-            void *kx = mg_kernel(s, MG_UTIL, "mg_x_fp8<%s>", d, err);
+            void *kw = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err);
+            void *kx = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 1, err);
             if (!kw || !kx)
                 return TUNE_ERR_CUDA;
             if ((st = gpu_malloc(&s->w8, s->n_w, err)) || (st = gpu_malloc(&s->x8, s->n_x, err)))
