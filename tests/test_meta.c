@@ -15,9 +15,9 @@ Test(meta, count_status)
 {
     run_summary s;
     memset(&s, 0, sizeof s);
-    result_status all[] = {RESULT_OK,      RESULT_OK,      RESULT_INVALID, RESULT_COMPILE_ERROR,
-                           RESULT_LAUNCH_ERROR, RESULT_CRASHED, RESULT_TIMEOUT, RESULT_SKIPPED,
-                           RESULT_COMPILED};
+    result_status all[] = {
+        RESULT_OK,      RESULT_OK,      RESULT_INVALID, RESULT_COMPILE_ERROR, RESULT_LAUNCH_ERROR,
+        RESULT_CRASHED, RESULT_TIMEOUT, RESULT_SKIPPED, RESULT_COMPILED};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         meta_count_status(&s, all[i]);
     cr_expect_eq(s.n_ok, 2);
@@ -67,12 +67,13 @@ Test(meta, key_and_resume)
 
 Test(meta, readers)
 {
-    json_t *m = json_loads("{\"sweep\": {\"name\": \"sparq\"}, \"device\": {\"name\": \"NVIDIA H200\"},"
-                           " \"report\": {\"rows\": [\"g\"], \"cols\": [\"k_pre\", \"k\"]},"
-                           " \"versions\": {\"nvrtc\": 13000}, \"timing\": {\"reps\": 100},"
-                           " \"shard\": {\"index\": 1, \"count\": 4, \"configs\": 10,"
-                           " \"total_configs\": 40, \"plan\": \"abc\"}}",
-                           0, NULL);
+    json_t *m =
+        json_loads("{\"sweep\": {\"name\": \"sparq\"}, \"device\": {\"name\": \"NVIDIA H200\"},"
+                   " \"report\": {\"rows\": [\"g\"], \"cols\": [\"k_pre\", \"k\"]},"
+                   " \"versions\": {\"nvrtc\": 13000}, \"timing\": {\"reps\": 100},"
+                   " \"shard\": {\"index\": 1, \"count\": 4, \"configs\": 10,"
+                   " \"total_configs\": 40, \"plan\": \"abc\"}}",
+                   0, NULL);
     cr_assert_not_null(m);
     cr_expect_str_eq(meta_sweep_name(m), "sparq");
     cr_expect_str_eq(meta_device_name(m), "NVIDIA H200");

@@ -12,8 +12,13 @@ TestSuite(retime, .init = make_tmpdir, .fini = remove_tmpdir);
 
 Test(retime, round_trip)
 {
-    retime_record r = {.method = "custom", .rounds = 30, .n = 2, .winner = 1, .runner_up = 0,
-                       .margin = 0.0123, .tie = 1};
+    retime_record r = {.method = "custom",
+                       .rounds = 30,
+                       .n = 2,
+                       .winner = 1,
+                       .runner_up = 0,
+                       .margin = 0.0123,
+                       .tie = 1};
     point_set_int(&r.shape, "g", 256);
     point_set_str(&r.shape, "dtype", "float16");
     point_set_int(&r.cand[0].params, "chunk", 64);

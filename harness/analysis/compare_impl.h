@@ -60,8 +60,7 @@ const result_row *compare_config_row(const compare_config *cfg);
 /* 1 when the row has parameters (a tuned method). */
 int compare_is_tuned(const result_row *row);
 /* "name=value ..." of the row's parameters that vary into buf; returns buf. */
-const char *compare_params_text(const compare *c, const result_row *row, char *buf,
-                                size_t size);
+const char *compare_params_text(const compare *c, const result_row *row, char *buf, size_t size);
 /* A copy of s (new), or NULL when out of memory. */
 char *compare_strdup(const char *s);
 /* compare_context.c: the heuristics (fit.h) of both sides; the environment (meta.json) of both

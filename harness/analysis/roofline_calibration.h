@@ -48,7 +48,6 @@ const char *roofline_device_slug(const char *device, char *buf, size_t size);
 const char *roofline_calibration_path(const char *results_root, const char *device, char *buf,
                                       size_t size);
 
-
 /* The measured ceilings; what the calibration lacks (NAN) comes from g (peak x achievable) when g
  * is not NULL. */
 void roofline_ceilings_from_calibration(const roofline_calibration *cal, const roofline_gpu *g,

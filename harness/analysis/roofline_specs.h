@@ -47,7 +47,6 @@ const roofline_gpu *roofline_specs_match(const roofline_specs *s, const char *de
  * then the source tree's. Writes into buf; returns buf or NULL when none exists. */
 const char *roofline_find_data_dir(char *buf, size_t size);
 
-
 /* Peak x achievable fraction; launch overhead from the table. */
 void roofline_ceilings_from_gpu(const roofline_gpu *g, roofline_ceilings *c);
 

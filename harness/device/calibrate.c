@@ -16,7 +16,6 @@
 #include "device/gpu.h"
 #include "tune_git_rev.h"
 
-
 typedef struct {
     void *kernel, *buf, *sink;
     unsigned long long words;
@@ -39,7 +38,7 @@ static double median_of(double *samples, int reps)
 }
 
 tune_status calibrate_read_bw(timing *tm, void *stream, void *read_probe, int sm_count,
-                                     size_t bytes, int reps, double *bw, tune_error *err)
+                              size_t bytes, int reps, double *bw, tune_error *err)
 {
     unsigned grid = (unsigned)(sm_count > 0 ? sm_count : 132) * 16;
     probe_ctx p = {read_probe, NULL, NULL, bytes / 16, grid, stream};

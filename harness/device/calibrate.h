@@ -39,6 +39,6 @@ typedef struct {
  * tune_fill_indices of one element, L2 flushed like every row), and fills cal with provenance.
  * TUNE_ERR_NO_GPU (one sentence, from gpu_query) without a GPU. */
 tune_status calibrate_device(const calibrate_options *opt, roofline_calibration *cal,
-                            tune_error *err);
+                             tune_error *err);
 
 #endif

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/sweep.h"
 #include "core/jsonloc.h"
+#include "model/sweep.h"
 
 #define SWEEP_PATH_SIZE 256
 #define SWEEP_LIST_SIZE 1024
@@ -36,8 +36,7 @@ int sweep_fail(const sweep_ctx *cx, tune_status code, const char *path, jsonloc_
                const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 const family_axis *sweep_find_axis(const family_axis *axes, size_t n, const char *name);
 const char *sweep_join_list(char *buf, size_t size, const char *const *names);
-const char *sweep_join_names(char *buf, size_t size, const void *base, size_t stride,
-                             size_t n);
+const char *sweep_join_names(char *buf, size_t size, const void *base, size_t stride, size_t n);
 const char *sweep_json_kind(const json_t *v);
 int sweep_nomem(const sweep_ctx *cx);
 const char *sweep_path_index(char *buf, const char *parent, size_t index);

@@ -122,14 +122,15 @@ tune_status run_coordinate(run_ctx *rc, run_summary *sum)
         if (!o.fatal[0] && o.current == SIZE_MAX && code != 0 && o.retiming) {
             /* the re-timing of measured configurations failed: nothing is lost, go on */
             if (!rc->opt->quiet)
-                fprintf(stderr, "tune: the interleaved re-timing of a shape ended the worker (%s)\n",
-                        how);
+                fprintf(stderr,
+                        "tune: the interleaved re-timing of a shape ended the worker (%s)\n", how);
             continue;
         }
         if (o.fatal[0] || (o.current == SIZE_MAX && code != 0)) {
             char *msg = o.fatal[0] ? o.fatal : how;
             int status = (int)strtol(msg, &msg, 10);
-            return tune_error_set(rc->err, status == TUNE_ERR_NO_GPU ? TUNE_ERR_NO_GPU : TUNE_ERR_CUDA,
+            return tune_error_set(rc->err,
+                                  status == TUNE_ERR_NO_GPU ? TUNE_ERR_NO_GPU : TUNE_ERR_CUDA,
                                   "worker", "%s", o.fatal[0] ? msg + 1 : how);
         }
         if (o.current != SIZE_MAX) {

@@ -52,8 +52,8 @@ typedef struct {
     run_kernel *kernels;
     size_t n_kernels, cap_kernels;
     tune_error *err;
-    double t0;    /* start of the run (monotonic seconds) */
-    monitor *mon; /* NVML, NULL when absent */
+    double t0;              /* start of the run (monotonic seconds) */
+    monitor *mon;           /* NVML, NULL when absent */
     roofline_ceilings ceil; /* for every row's roofline time */
     int have_ceil;
     char ceil_source[512];

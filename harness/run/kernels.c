@@ -95,7 +95,8 @@ static void remove_cache_dir(const char *dir)
     DIR *d = opendir(dir);
     for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
         char path[PATH_MAX];
-        if (e->d_name[0] != '.' && (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path)
+        if (e->d_name[0] != '.' &&
+            (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path)
             unlink(path);
     }
     if (d)

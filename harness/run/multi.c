@@ -50,7 +50,7 @@ typedef struct {
     run_options opt; /* the shard's: --shard i/n --device d --out <run>/shards/<i> */
     char dir[PATH_MAX];
     worker *w;
-    int code;          /* exit status, -1 while running */
+    int code; /* exit status, -1 while running */
     char failure[2048];
 } gpu_shard;
 
@@ -105,9 +105,11 @@ static tune_status shards_setup(const run_ctx *rc, const int *devs, size_t n, gp
     if (!opt->quiet) {
         fprintf(stderr, "tune: %s on %zu GPUs, results in %s\n", rc->sw->name, n, rc->out_dir);
         for (size_t i = 0; i < n; i++)
-            fprintf(stderr, "tune:   GPU %d: shard %zu/%zu, %zu configurations, estimated %.1f s "
-                    "(log: %s/log.txt)\n", devs[i], i, n, shard_plan_n_configs(rc->plan, i),
-                    shard_plan_cost(rc->plan, i), g[i].dir);
+            fprintf(stderr,
+                    "tune:   GPU %d: shard %zu/%zu, %zu configurations, estimated %.1f s "
+                    "(log: %s/log.txt)\n",
+                    devs[i], i, n, shard_plan_n_configs(rc->plan, i), shard_plan_cost(rc->plan, i),
+                    g[i].dir);
     }
     return TUNE_OK;
 }

@@ -63,8 +63,8 @@ int run_row_unrunnable(const run_ctx *rc, size_t ci, result_row *row)
 }
 
 /* The measured part of an ok row: statistics, how it was timed, rates, roofline, NVML. */
-static void row_measured(run_ctx *rc, const double *samples, const timing_info *ti,
-                         result_row *row, char *reason, size_t reason_size)
+static void row_measured(run_ctx *rc, const double *samples, const timing_info *ti, result_row *row,
+                         char *reason, size_t reason_size)
 {
     stats_summarize(samples, ti->n, &row->time);
     row->timing_mode = (char *)ti->mode; /* static strings */
@@ -80,8 +80,9 @@ static void row_measured(run_ctx *rc, const double *samples, const timing_info *
     row->read_bw = rc->read_bw;
     row->pct_read_bw = 100.0 * row->bandwidth / rc->read_bw;
     if (rc->have_ceil) {
-        row->roofline_time = roofline_time(&rc->ceil, row->bytes, row->flops,
-                                           roofline_row_precision(row, rc->sw->family->dtype_axis), NULL);
+        row->roofline_time =
+            roofline_time(&rc->ceil, row->bytes, row->flops,
+                          roofline_row_precision(row, rc->sw->family->dtype_axis), NULL);
         row->roofline_fraction = row->roofline_time / row->time.median;
     }
     monitor_sample ms;
@@ -104,8 +105,8 @@ void run_row_measure(run_ctx *rc, void *state, timing *tm, const tune_point *p, 
     if (st == TUNE_OK)
         st = fam->check(state, &err_val, &tol, &e);
     if (st != TUNE_OK) {
-        row->status = st == TUNE_ERR_UNSUPPORTED || st == TUNE_ERR_OOM ? RESULT_SKIPPED
-                                                                        : RESULT_LAUNCH_ERROR;
+        row->status =
+            st == TUNE_ERR_UNSUPPORTED || st == TUNE_ERR_OOM ? RESULT_SKIPPED : RESULT_LAUNCH_ERROR;
         char text[2048];
         snprintf(reason, reason_size, "%s%s", st == TUNE_ERR_OOM ? "out of memory: " : "",
                  tune_error_text(&e, text, sizeof text));

@@ -11,9 +11,9 @@
  * it also writes a results folder with one row per configuration (status compiled, compile_error
  * or skipped), which can be sharded, resumed and merged like a measured run.
  *
- * Sharding (model/shard.h, docs/sharding.md): opt.shard_count = n runs only shard opt.shard_index of
- * n; opt.gpus = "all" or "0,2" runs one coordinator per GPU, each on its shard, into
- * <run folder>/shards/<i>/, and merges them into the run folder.
+ * Sharding (model/shard.h, docs/sharding.md): opt.shard_count = n runs only shard opt.shard_index
+ * of n; opt.gpus = "all" or "0,2" runs one coordinator per GPU, each on its shard, into <run
+ * folder>/shards/<i>/, and merges them into the run folder.
  */
 #ifndef TUNE_RUN_H
 #define TUNE_RUN_H
@@ -42,8 +42,8 @@ typedef struct {
     double watchdog_s; /* a configuration making no progress this long is killed; 0: 20 s */
     int retake_throttled; /* re-measure a configuration NVML saw throttled, up to this many times */
     size_t shard_index, shard_count; /* shard_count > 0: only shard shard_index (0-based) of n */
-    int compile_rows;     /* with compile_only: write a results folder, a row per configuration */
-    const char *gpus;     /* "all" or a list "0,1,3": one coordinator per GPU, then merge */
+    int compile_rows; /* with compile_only: write a results folder, a row per configuration */
+    const char *gpus; /* "all" or a list "0,1,3": one coordinator per GPU, then merge */
     int argc;
     char **argv;
 } run_options;

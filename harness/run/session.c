@@ -76,8 +76,12 @@ static json_t *run_key(const run_ctx *rc)
     if (!rc->opt->compile_only)
         run_driver_version(rc->mon, drv, sizeof drv);
     meta_shard sh = rc->plan ? shard_of(rc) : (meta_shard){0};
-    meta_key_info ki = {run_kernels_hash(rc), compile_nvrtc_version(),
-                        rc->opt->compile_only ? rc->arch_name : NULL, &rc->gi, drv, rc->opt->seed,
+    meta_key_info ki = {run_kernels_hash(rc),
+                        compile_nvrtc_version(),
+                        rc->opt->compile_only ? rc->arch_name : NULL,
+                        &rc->gi,
+                        drv,
+                        rc->opt->seed,
                         rc->plan ? &sh : NULL};
     return meta_key_build(&ki);
 }
@@ -107,7 +111,7 @@ static json_t *run_meta(const run_ctx *rc, const run_summary *sum, const char *s
         .nvml = rc->mon != NULL,
         .ceilings = rc->ceil_source,
         .seed = opt->seed,
-        .read_bw_source = opt->compile_only ? "none (compile-only)"
+        .read_bw_source = opt->compile_only  ? "none (compile-only)"
                           : opt->read_bw > 0 ? "given"
                                              : "measured (read-only probe, 4 GiB, median of 20)",
         .start = start,
@@ -123,8 +127,8 @@ static tune_status open_folder(run_ctx *rc, const run_options *opt, int *lock_fd
     if (opt->resume && !opt->out_dir)
         st = folder_latest(opt->out_root, rc->sw->name, rc->out_dir, sizeof rc->out_dir, rc->err);
     else
-        st = folder_make(opt->out_dir, opt->out_root, rc->sw->name, rc->out_dir,
-                         sizeof rc->out_dir, rc->err);
+        st = folder_make(opt->out_dir, opt->out_root, rc->sw->name, rc->out_dir, sizeof rc->out_dir,
+                         rc->err);
     if (st != TUNE_OK || (st = results_mkdirs(rc->out_dir, rc->err)) != TUNE_OK)
         return st;
     if ((*lock_fd = folder_lock(rc->out_dir, rc->err)) < 0)
@@ -281,7 +285,6 @@ tune_status run_merge(const char *out_dir, const char *const *dirs, size_t n_dir
     tune_status st = merge_shards(out_dir, dirs, n_dirs, opt, sum, err);
     /* a compile-only run's tables hold only the status counts: written, not printed */
     if (st == TUNE_OK)
-        st = report_rebuild(&out_dir, 1, NULL, NULL, (opt ? opt->quiet : 0) || sum->n_ok == 0,
-                            err);
+        st = report_rebuild(&out_dir, 1, NULL, NULL, (opt ? opt->quiet : 0) || sum->n_ok == 0, err);
     return st;
 }

@@ -37,7 +37,8 @@ static int worker_config(run_ctx *rc, void *state, const tune_error *shape_err, 
         row->status = shape_err->code == TUNE_ERR_OOM || shape_err->code == TUNE_ERR_UNSUPPORTED
                           ? RESULT_SKIPPED
                           : RESULT_LAUNCH_ERROR;
-        snprintf(reason, reason_size, "%s%s", shape_err->code == TUNE_ERR_OOM ? "out of memory: " : "",
+        snprintf(reason, reason_size, "%s%s",
+                 shape_err->code == TUNE_ERR_OOM ? "out of memory: " : "",
                  tune_error_text(shape_err, text, sizeof text));
         row->reason = reason;
     } else {
@@ -63,8 +64,9 @@ static tune_status worker_setup(run_ctx *rc, worker_gpu *g, int fd, tune_error *
     if ((st = gpu_select(rc->gi.ordinal, e)) != TUNE_OK)
         return st;
     GPU_CHECK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), e, st, fail);
-    if (rc->sw->family->needs_cublas && (cublasCreate(&g->cublas) != CUBLAS_STATUS_SUCCESS ||
-                                         cublasSetStream(g->cublas, g->stream) != CUBLAS_STATUS_SUCCESS))
+    if (rc->sw->family->needs_cublas &&
+        (cublasCreate(&g->cublas) != CUBLAS_STATUS_SUCCESS ||
+         cublasSetStream(g->cublas, g->stream) != CUBLAS_STATUS_SUCCESS))
         return tune_error_set(e, TUNE_ERR_CUBLAS, "cublasCreate", "cannot create a handle");
     void *probe = run_lookup_kernel(rc, "common.cu", "tune_read_probe");
     if (!(g->tm = timing_init(g->stream, rc->gi.l2_bytes, probe, e)))
@@ -103,8 +105,8 @@ int run_worker_body(void *ctx, int fd)
     tune_status st = worker_setup(rc, &g, fd, &e);
     if (st != TUNE_OK)
         goto fatal;
-    family_env env = {rc->gi.ordinal, g.stream, g.cublas, rc->gi.l2_bytes, rc->opt->seed,
-                      run_lookup_kernel, rc};
+    family_env env = {rc->gi.ordinal, g.stream,          g.cublas, rc->gi.l2_bytes,
+                      rc->opt->seed,  run_lookup_kernel, rc};
     const tune_family *fam = rc->sw->family;
     void *state = NULL;
     size_t shape = SIZE_MAX, n_cand = 0;

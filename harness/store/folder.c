@@ -79,7 +79,8 @@ void folder_unlock(const char *dir, int fd)
         return;
     char lock[PATH_MAX + 8];
     snprintf(lock, sizeof lock, "%.4000s/lock", dir);
-    unlink(lock); /* still held: a run starting now fails to lock the old file, or makes a new one */
+    unlink(
+        lock); /* still held: a run starting now fails to lock the old file, or makes a new one */
     close(fd);
 }
 

@@ -72,8 +72,8 @@ static void part_load(merge_part *pt, merge_problems *pb)
     tune_error e = {0};
     if (access(path, F_OK) == 0 && results_read(path, &pt->rows, &pt->n_rows, &e) != TUNE_OK) {
         char buf[2600];
-        problem(pb, "shard %zu/%zu: %s (resume it with --resume)", pt->shard.index,
-                pt->shard.count, tune_error_text(&e, buf, sizeof buf));
+        problem(pb, "shard %zu/%zu: %s (resume it with --resume)", pt->shard.index, pt->shard.count,
+                tune_error_text(&e, buf, sizeof buf));
     }
 }
 
@@ -226,8 +226,7 @@ static void check_complete(merge_part *parts, size_t n, merge_problems *pb)
             if (seen == 0)
                 first = parts[i].dir;
             else if (++twice)
-                problem(pb, "shard %zu/%zu is given twice (%s, %s)", s, count, first,
-                        parts[i].dir);
+                problem(pb, "shard %zu/%zu is given twice (%s, %s)", s, count, first, parts[i].dir);
         size_t len = strlen(missing);
         if (!seen && len + 16 < sizeof missing)
             snprintf(missing + len, sizeof missing - len, "%s%zu/%zu", len ? ", " : "", s, count);

@@ -13,14 +13,30 @@
 void meta_count_status(run_summary *s, result_status st)
 {
     switch (st) {
-    case RESULT_OK: s->n_ok++; break;
-    case RESULT_INVALID: s->n_invalid++; break;
-    case RESULT_COMPILE_ERROR: s->n_compile_error++; break;
-    case RESULT_SKIPPED: s->n_skipped++; break;
-    case RESULT_CRASHED: s->n_crashed++; break;
-    case RESULT_TIMEOUT: s->n_timeout++; break;
-    case RESULT_COMPILED: s->n_compiled++; break;
-    default: s->n_launch_error++; break;
+    case RESULT_OK:
+        s->n_ok++;
+        break;
+    case RESULT_INVALID:
+        s->n_invalid++;
+        break;
+    case RESULT_COMPILE_ERROR:
+        s->n_compile_error++;
+        break;
+    case RESULT_SKIPPED:
+        s->n_skipped++;
+        break;
+    case RESULT_CRASHED:
+        s->n_crashed++;
+        break;
+    case RESULT_TIMEOUT:
+        s->n_timeout++;
+        break;
+    case RESULT_COMPILED:
+        s->n_compiled++;
+        break;
+    default:
+        s->n_launch_error++;
+        break;
     }
 }
 
@@ -66,20 +82,19 @@ static json_t *host_json(void)
 
 static json_t *timing_json(const sweep_timing *tt)
 {
-    json_t *timing_j = json_pack(
-        "{s:i, s:i, s:b, s:b, s:s, s:s, s:i}", "warmup", tt->warmup, "reps", tt->reps, "flush_l2",
-        tt->flush_l2, "fresh_indices", tt->fresh_indices, "stop",
-        tt->stop == SWEEP_TIMING_STOP_ADAPTIVE ? "adaptive" : "fixed", "mode",
-        tt->mode == SWEEP_TIMING_MODE_HOT     ? "hot"
-        : tt->mode == SWEEP_TIMING_MODE_GRAPH ? "graph"
-                                              : "cold",
-        "batch", tt->batch);
+    json_t *timing_j =
+        json_pack("{s:i, s:i, s:b, s:b, s:s, s:s, s:i}", "warmup", tt->warmup, "reps", tt->reps,
+                  "flush_l2", tt->flush_l2, "fresh_indices", tt->fresh_indices, "stop",
+                  tt->stop == SWEEP_TIMING_STOP_ADAPTIVE ? "adaptive" : "fixed", "mode",
+                  tt->mode == SWEEP_TIMING_MODE_HOT     ? "hot"
+                  : tt->mode == SWEEP_TIMING_MODE_GRAPH ? "graph"
+                                                        : "cold",
+                  "batch", tt->batch);
     if (tt->stop == SWEEP_TIMING_STOP_ADAPTIVE)
-        json_object_update_new(timing_j,
-                               json_pack("{s:f, s:i, s:i, s:f, s:f}", "rel_stderr", tt->rel_stderr,
-                                         "min_reps", tt->min_reps, "max_reps", tt->max_reps,
-                                         "min_time_s", tt->min_time_s, "max_time_s",
-                                         tt->max_time_s));
+        json_object_update_new(timing_j, json_pack("{s:f, s:i, s:i, s:f, s:f}", "rel_stderr",
+                                                   tt->rel_stderr, "min_reps", tt->min_reps,
+                                                   "max_reps", tt->max_reps, "min_time_s",
+                                                   tt->min_time_s, "max_time_s", tt->max_time_s));
     return timing_j;
 }
 
@@ -104,8 +119,9 @@ json_t *meta_build(const meta_info *mi, const run_summary *sum)
     const sweep *sw = mi->sw;
     json_t *m = json_object();
     json_object_set_new(m, "schema_version", json_integer(1));
-    json_object_set_new(m, "tool", json_pack("{s:s, s:s, s:s}", "name", "tune", "version",
-                                             TUNE_VERSION, "git_rev", TUNE_GIT_REV));
+    json_object_set_new(m, "tool",
+                        json_pack("{s:s, s:s, s:s}", "name", "tune", "version", TUNE_VERSION,
+                                  "git_rev", TUNE_GIT_REV));
     json_object_set_new(m, "argv", argv_json(mi->argc, mi->argv));
     json_t *host = host_json();
     if (host)
@@ -135,19 +151,19 @@ json_t *meta_build(const meta_info *mi, const run_summary *sum)
         const meta_shard *s = mi->shard;
         json_object_set_new(
             m, "shard",
-            json_pack("{s:I, s:I, s:I, s:I, s:s, s:f, s:f}", "index", (json_int_t)s->index,
-                      "count", (json_int_t)s->count, "configs", (json_int_t)s->configs,
-                      "total_configs", (json_int_t)s->total_configs, "plan", s->plan,
-                      "estimated_seconds", s->estimated_seconds, "total_estimated_seconds",
-                      s->total_estimated_seconds));
+            json_pack("{s:I, s:I, s:I, s:I, s:s, s:f, s:f}", "index", (json_int_t)s->index, "count",
+                      (json_int_t)s->count, "configs", (json_int_t)s->configs, "total_configs",
+                      (json_int_t)s->total_configs, "plan", s->plan, "estimated_seconds",
+                      s->estimated_seconds, "total_estimated_seconds", s->total_estimated_seconds));
     }
     if (mi->key)
         json_object_set(m, "key", (json_t *)mi->key);
     json_object_set_new(m, "nvml", json_boolean(mi->nvml));
     json_object_set_new(m, "roofline_ceilings", json_string(mi->ceilings));
     json_object_set_new(m, "seed", json_integer((json_int_t)mi->seed));
-    json_object_set_new(m, "read_bw", json_pack("{s:f, s:s}", "bytes_per_second", sum->read_bw,
-                                                "source", mi->read_bw_source));
+    json_object_set_new(
+        m, "read_bw",
+        json_pack("{s:f, s:s}", "bytes_per_second", sum->read_bw, "source", mi->read_bw_source));
     json_object_set_new(m, "start", json_string(mi->start));
     if (mi->end)
         json_object_set_new(m, "end", json_string(mi->end));
@@ -246,7 +262,8 @@ tune_status meta_check_resume(const char *dir, json_t *key, int sharded, tune_er
         if (strcmp(k, "pci_bus_id") == 0 && shard_pci_moved(sharded, old, key))
             continue;
         if (!o || !json_equal(o, v)) {
-            char *a = o ? json_dumps(o, JSON_ENCODE_ANY) : NULL, *b = json_dumps(v, JSON_ENCODE_ANY);
+            char *a = o ? json_dumps(o, JSON_ENCODE_ANY) : NULL,
+                 *b = json_dumps(v, JSON_ENCODE_ANY);
             size_t len = strlen(diff);
             snprintf(diff + len, sizeof diff - len, "%s%s was %s, now %s", len ? "; " : "", k,
                      a ? a : "absent", b ? b : "?");
@@ -288,10 +305,10 @@ void meta_report_axes(const json_t *meta, const char **rows, size_t *n_rows, con
     size_t i;
     json_t *v;
     *n_rows = *n_cols = 0;
-    json_array_foreach(json_object_get(rep, "rows"), i, v) if (*n_rows < max)
-        rows[(*n_rows)++] = json_string_value(v);
-    json_array_foreach(json_object_get(rep, "cols"), i, v) if (*n_cols < max)
-        cols[(*n_cols)++] = json_string_value(v);
+    json_array_foreach(json_object_get(rep, "rows"), i, v) if (*n_rows < max) rows[(*n_rows)++] =
+        json_string_value(v);
+    json_array_foreach(json_object_get(rep, "cols"), i, v) if (*n_cols < max) cols[(*n_cols)++] =
+        json_string_value(v);
     *title = meta_sweep_name(meta);
 }
 
@@ -475,12 +492,11 @@ static json_t *shard_entry(const meta_part *p)
     const json_t *pm = p->meta;
     return json_pack("{s:I, s:s, s:I, s:O?, s:O?, s:s, s:s, s:O?, s:O?, s:O?, s:O?}", "index",
                      (json_int_t)p->index, "dir", p->dir, "rows", (json_int_t)p->n_rows, "host",
-                     json_object_get(pm, "host"), "device", json_object_get(pm, "device"),
-                     "start", json_str(pm, "start"), "end", json_str(pm, "end"), "read_bw",
+                     json_object_get(pm, "host"), "device", json_object_get(pm, "device"), "start",
+                     json_str(pm, "start"), "end", json_str(pm, "end"), "read_bw",
                      json_object_get(pm, "read_bw"), "estimated_seconds",
-                     json_object_get(json_object_get(pm, "shard"), "estimated_seconds"),
-                     "summary", json_object_get(pm, "summary"), "argv",
-                     json_object_get(pm, "argv"));
+                     json_object_get(json_object_get(pm, "shard"), "estimated_seconds"), "summary",
+                     json_object_get(pm, "summary"), "argv", json_object_get(pm, "argv"));
 }
 
 json_t *meta_merged(const meta_part *parts, size_t n, int argc, char **argv, run_summary *sum)

@@ -65,7 +65,7 @@ typedef struct {
     const sweep *sw;
     int argc;
     char **argv;
-    const gpu_info *device;     /* NULL: compile-only (no device, no versions) */
+    const gpu_info *device; /* NULL: compile-only (no device, no versions) */
     int nvrtc_version;
     const char *cublas_version; /* "13.0.2" */
     const char *driver;         /* the driver's version text; NULL or "": unknown */

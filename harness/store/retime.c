@@ -24,13 +24,12 @@ void retime_append(const char *dir, const retime_record *r)
                                               point_json(&r->cand[c].params), "first_median",
                                               r->cand[c].first_median, "median", r->cand[c].median,
                                               "stderr", r->cand[c].stderr_s));
-    json_t *rec = json_pack("{s:o, s:s, s:i, s:o, s:O, s:O, s:f, s:b}", "shape",
-                            point_json(&r->shape), "method", r->method, "rounds", r->rounds,
-                            "candidates", list, "winner",
-                            json_object_get(json_array_get(list, r->winner), "params"),
-                            "runner_up",
-                            json_object_get(json_array_get(list, r->runner_up), "params"),
-                            "margin", r->margin, "tie", r->tie);
+    json_t *rec =
+        json_pack("{s:o, s:s, s:i, s:o, s:O, s:O, s:f, s:b}", "shape", point_json(&r->shape),
+                  "method", r->method, "rounds", r->rounds, "candidates", list, "winner",
+                  json_object_get(json_array_get(list, r->winner), "params"), "runner_up",
+                  json_object_get(json_array_get(list, r->runner_up), "params"), "margin",
+                  r->margin, "tie", r->tie);
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/retime.jsonl", dir);
     char *line = rec ? json_dumps(rec, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
