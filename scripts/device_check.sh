@@ -18,7 +18,8 @@ build/tune devices 2>&1 | tee "$OUT/devices.txt"
 [ -n "${SKIP_CALIBRATE:-}" ] || build/tune calibrate 2>&1 | tee "$OUT/calibrate.txt"
 if [ -z "${SKIP_TESTS:-}" ]; then
   for t in build/test_*; do
-    "$t" --verbose=0 -j4 >"$OUT/tests.log" 2>&1
+    # the tests use the fault-injection family (docs/fault-tolerance.md)
+    TUNE_TEST_FAMILIES=fault_test "$t" --verbose=0 -j4 >"$OUT/tests.log" 2>&1
     echo "$(basename "$t"): exit $? $(grep -h Synthesis "$OUT/tests.log" | tail -1)" | tee -a "$OUT/tests-summary.txt"
     cat "$OUT/tests.log" >>"$OUT/tests-all.log"
   done

@@ -9,6 +9,7 @@ OUT=${OUT:-/tmp/tune-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/build/devlibs:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
 export TUNE_CACHE_DIR=/tmp/tune-cache-faults
+export TUNE_TEST_FAMILIES=fault_test # registers the fault_test family (docs/fault-tolerance.md)
 R=/tmp/tune-fault-results
 rm -rf "$R"
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "compare.h"
-#include "util.h"
+#include "analysis/compare.h"
+#include "util_cpu.h"
 
 /* tests/data/compare: a hand-made pair of runs (sweep "mini", g in {256, 1024}, k=64, chunk, and
  * the slice baseline), each row made for one verdict (times in us, noise = stdev / median):

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "compile.h"
-#include "run.h"
-#include "sweep.h"
+#include "device/compile.h"
+#include "run/run.h"
+#include "model/sweep.h"
 
 static char cache_dir[256];
 static char kernels_dir[4096];

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "expr.h"
-#include "point.h"
+#include "core/expr.h"
+#include "core/point.h"
 
 /* Names every case may read. */
 static tune_point ctx_point(void)

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fit.h"
+#include "analysis/fit.h"
 
 /* The CLI is not part of the harness library: test it from its source. */
 #include "../tools/cmd_fit.c"

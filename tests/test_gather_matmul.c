@@ -11,9 +11,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "compile.h"
-#include "family.h"
-#include "gpu.h"
+#include "device/compile.h"
+#include "model/family.h"
+#include "device/gpu.h"
 #include "util.h"
 
 extern const tune_family gather_matmul_family;

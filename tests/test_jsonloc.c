@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonloc.h"
+#include "core/jsonloc.h"
 
 static const char sample[] = "{\n"
                              "  \"name\": \"sparq\",\n"

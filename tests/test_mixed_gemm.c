@@ -14,10 +14,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "compile.h"
+#include "device/compile.h"
 #include "families/mixed_gemm.h"
-#include "family.h"
-#include "gpu.h"
+#include "model/family.h"
+#include "device/gpu.h"
 #include "util.h"
 
 extern const tune_family mixed_gemm_family;

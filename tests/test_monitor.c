@@ -2,8 +2,8 @@
 #include <criterion/criterion.h>
 #include <math.h>
 
-#include "gpu.h"
-#include "monitor.h"
+#include "device/gpu.h"
+#include "device/monitor.h"
 
 Test(monitor, null_monitor_reads_unknown)
 {

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "point.h"
+#include "core/point.h"
 
 Test(point, set_and_get)
 {

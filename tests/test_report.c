@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "report.h"
+#include "analysis/report.h"
 
 #define FIXTURE "tests/data/results/raw.jsonl"
 

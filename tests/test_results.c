@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "results.h"
-#include "util.h"
+#include "store/results.h"
+#include "util_cpu.h"
 
 #define FIXTURE "tests/data/results/raw.jsonl"
 

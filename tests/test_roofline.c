@@ -7,8 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gpu.h"
-#include "roofline.h"
+#include "device/gpu.h"
+#include "analysis/roofline_calibration.h"
+#include "analysis/roofline_report.h"
+#include "device/calibrate.h"
 #include "util.h"
 
 TestSuite(roofline, .init = make_tmpdir, .fini = remove_tmpdir);
@@ -404,10 +406,10 @@ Test(roofline, report_on_a_fixture)
     fixture_row(&rows[6], "slice", 2, 0, 2e6, 2e-6, RESULT_OK);       /* error 1 */
     double pred[7];
     roofline_bound bound[7];
-    roofline_predict_rows(&c, rows, 7, pred, bound);
+    roofline_predict_rows(&c, rows, 7, "dtype", pred, bound);
     cr_expect(close_to(pred[2], 2e-6));
     cr_expect_eq(bound[2], ROOFLINE_BOUND_MEMORY);
-    cr_expect_eq(roofline_row_precision(&rows[0]), ROOFLINE_FP16);
+    cr_expect_eq(roofline_row_precision(&rows[0], "dtype"), ROOFLINE_FP16);
 
     roofline_report *r = roofline_report_new();
     tune_error err = {0};
@@ -479,10 +481,10 @@ Test(roofline, calibrate_without_gpu_says_so)
     tune_error probe = {0};
     if (gpu_count(&n, &probe) == TUNE_OK && n > 0)
         cr_skip_test("a GPU is present: the no-GPU path cannot be exercised here");
-    roofline_calibrate_options opt = {0};
+    calibrate_options opt = {0};
     roofline_calibration cal;
     tune_error err = {0};
-    cr_expect_eq(roofline_calibrate(&opt, &cal, &err), TUNE_ERR_NO_GPU);
+    cr_expect_eq(calibrate_device(&opt, &cal, &err), TUNE_ERR_NO_GPU);
     cr_expect_eq(err.code, TUNE_ERR_NO_GPU);
     cr_expect_gt(strlen(err.message), 10);
     cr_expect_null(strchr(err.message, '\n'), "one sentence: %s", err.message);

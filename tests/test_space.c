@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "space.h"
-#include "sweep.h"
+#include "model/space.h"
+#include "model/sweep.h"
 
 /* A sweep over gather_inner_matrix_only_bmv: g x k_pre x k x n (problem), extra JSON members
  * appended (params, skip_if, ...). */

@@ -2,7 +2,7 @@
 #include <criterion/parameterized.h>
 #include <math.h>
 
-#include "stats.h"
+#include "core/stats.h"
 
 #define EPS 1e-12
 

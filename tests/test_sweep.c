@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "point.h"
-#include "sweep.h"
+#include "core/point.h"
+#include "model/sweep.h"
 
 #define MIN_INVALID_CASES 25
 

@@ -14,12 +14,12 @@
 
 #include <cuda_runtime_api.h>
 
-#include "compile.h"
-#include "family.h"
-#include "gpu.h"
+#include "device/compile.h"
+#include "model/family.h"
+#include "device/gpu.h"
 #include "util.h"
-#include "stats.h"
-#include "timing.h"
+#include "core/stats.h"
+#include "device/timing.h"
 
 
 /* ---- a family-like test fixture ---- */

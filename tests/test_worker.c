@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "worker.h"
+#include "device/worker.h"
 
 static int say_three_lines(void *ctx, int fd)
 {

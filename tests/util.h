@@ -1,5 +1,5 @@
-/* util.h - helpers shared by the Criterion test files (header-only: each test file is its own
- * executable). */
+/* util.h - helpers shared by the Criterion test files that use the device layer (header-only:
+ * each test file is its own executable); the CPU-only ones are in util_cpu.h, included here. */
 #ifndef TUNE_TESTS_UTIL_H
 #define TUNE_TESTS_UTIL_H
 
@@ -12,9 +12,10 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "compile.h"
-#include "family.h"
-#include "gpu.h"
+#include "device/compile.h"
+#include "model/family.h"
+#include "device/gpu.h"
+#include "util_cpu.h"
 
 /* Skips the calling test, with the reason, when no GPU is usable; else selects GPU 0. */
 static inline void require_gpu(void)
@@ -27,32 +28,6 @@ static inline void require_gpu(void)
         cr_skip_test("skipped: %s", reason);
     }
     cr_assert_eq(gpu_select(0, &err), TUNE_OK, "%s", err.message);
-}
-
-/* A fresh temporary folder per test (a suite's .init / .fini): tmpdir. */
-static char tmpdir[64];
-
-static inline void make_tmpdir(void)
-{
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/tune_test.XXXXXX");
-    cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static inline void remove_tmpdir(void)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    cr_expect_eq(system(cmd), 0);
-}
-
-/* Writes text to tmpdir/name; the full path goes to path. */
-static inline void write_file(const char *name, const char *text, char *path, size_t size)
-{
-    snprintf(path, size, "%s/%s", tmpdir, name);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    fclose(f);
 }
 
 /* A family_env.kernel for the GPU tests: compiles (source, name) with NVRTC for the current

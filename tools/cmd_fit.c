@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fit.h"
+#include "analysis/fit.h"
 
 int tune_cmd_fit(int argc, char **argv);
 

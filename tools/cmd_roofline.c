@@ -8,10 +8,14 @@
 
 #include <jansson.h>
 
-#include "compile.h"
-#include "gpu.h"
-#include "results.h"
-#include "roofline.h"
+#include "device/compile.h"
+#include "device/gpu.h"
+#include "model/family.h"
+#include "store/meta.h"
+#include "store/results.h"
+#include "analysis/roofline_calibration.h"
+#include "analysis/roofline_report.h"
+#include "device/calibrate.h"
 
 int tune_cmd_calibrate(int argc, char **argv);
 int tune_cmd_roofline(int argc, char **argv);
@@ -82,7 +86,7 @@ static void print_comparison(const roofline_calibration *cal, const roofline_gpu
 
 int tune_cmd_calibrate(int argc, char **argv)
 {
-    roofline_calibrate_options opt = {0};
+    calibrate_options opt = {0};
     const char *out = NULL, *root = "results", *specs_path = NULL;
     char cache[PATH_MAX];
     int quiet = 0;
@@ -135,7 +139,7 @@ int tune_cmd_calibrate(int argc, char **argv)
         opt.log = stderr;
     }
     roofline_calibration cal;
-    if (roofline_calibrate(&opt, &cal, &err) != TUNE_OK)
+    if (calibrate_device(&opt, &cal, &err) != TUNE_OK)
         return fail("calibrate", &err);
     char path[PATH_MAX];
     if (!out)
@@ -161,14 +165,19 @@ int tune_cmd_calibrate(int argc, char **argv)
 /* Device name of a results folder: meta.json's device.name, else the first row's device. */
 static void folder_device(const char *dir, const result_row *rows, size_t n, char *buf, size_t size)
 {
-    char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/meta.json", dir);
-    json_t *meta = json_load_file(path, 0, NULL);
-    const char *name = json_string_value(json_object_get(json_object_get(meta, "device"), "name"));
+    json_t *meta = meta_load(dir, NULL);
+    const char *name = meta_device_name(meta);
     for (size_t i = 0; !name && i < n; i++)
         name = rows[i].device;
     snprintf(buf, size, "%s", name ? name : "");
     json_decref(meta);
+}
+
+/* The dtype axis of the rows' family (model/family.h); "dtype" for a family tune does not know. */
+static const char *rows_dtype_axis(const result_row *rows, size_t n)
+{
+    const tune_family *f = n ? family_find(rows[0].family) : NULL;
+    return f ? f->dtype_axis : "dtype";
 }
 
 static int file_exists(const char *path)
@@ -266,7 +275,7 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
     roofline_ceilings ceil;
     if (have_cal) {
         roofline_ceilings_from_calibration(&cal, g, &ceil);
-        roofline_predict_rows(&ceil, rows, n, pred, bound);
+        roofline_predict_rows(&ceil, rows, n, rows_dtype_axis(rows, n), pred, bound);
         st = roofline_report_add(rep, "calibrated", dir, device, &ceil, rows, n, pred, bound, err);
         if (!c->quiet) {
             char label[PATH_MAX + 128];
@@ -276,7 +285,7 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
     }
     if (st == TUNE_OK && g) {
         roofline_ceilings_from_gpu(g, &ceil);
-        roofline_predict_rows(&ceil, rows, n, pred, bound);
+        roofline_predict_rows(&ceil, rows, n, rows_dtype_axis(rows, n), pred, bound);
         st = roofline_report_add(rep, "datasheet", dir, device, &ceil, rows, n, pred, bound, err);
         if (!c->quiet) {
             char label[512];
@@ -292,6 +301,8 @@ done:
     return st;
 }
 
+/* `tune roofline`: options, then every folder's rows against the model, then the report. About
+ * 85 lines, most of them the option loop, one branch per option. */
 int tune_cmd_roofline(int argc, char **argv)
 {
     roofline_cli c = {.root = "results"};

@@ -7,12 +7,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "compile.h"
-#include "gpu.h"
-#include "run.h"
-#include "shard.h"
-#include "space.h"
-#include "sweep.h"
+#include "analysis/report.h"
+#include "device/compile.h"
+#include "device/gpu.h"
+#include "run/run.h"
+#include "model/shard.h"
+#include "model/space.h"
+#include "model/sweep.h"
 
 enum { EXIT_USAGE = 2, EXIT_NO_GPU = 3 };
 
@@ -273,8 +274,8 @@ static int cmd_merge(cli *c)
                EXIT_USAGE;
     tune_error err = {0};
     run_summary sum;
-    shard_merge_options mo = {c->run.quiet, c->run.argc, c->run.argv};
-    if (shard_merge(c->files[0], c->files + 1, c->n_files - 1, &mo, &sum, &err) != TUNE_OK)
+    merge_options mo = {c->run.quiet, c->run.argc, c->run.argv};
+    if (run_merge(c->files[0], c->files + 1, c->n_files - 1, &mo, &sum, &err) != TUNE_OK)
         return fail(&err);
     fprintf(stderr,
             "tune merge: %zu shards, %zu configs: %zu ok, %zu compiled, %zu invalid, %zu compile "
@@ -290,7 +291,7 @@ static int cmd_report(cli *c)
     if (!c->n_files)
         return fprintf(stderr, "tune report: name at least one results folder\n"), EXIT_USAGE;
     tune_error err = {0};
-    if (run_report(c->files, c->n_files, c->rows, c->cols, c->run.quiet, &err) != TUNE_OK)
+    if (report_rebuild(c->files, c->n_files, c->rows, c->cols, c->run.quiet, &err) != TUNE_OK)
         return fail(&err);
     return EXIT_SUCCESS;
 }

@@ -2,7 +2,7 @@
  * write, trap, hang, compile error, wrong answer, misaligned access), so that a sweep can mix
  * faults with good configurations and check that every fault is recorded with its kind while the
  * good ones are measured (kernels_src/testing/faults.cu; sweeps/testing/faults.json). */
-#include "family.h"
+#include "model/family.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -11,10 +11,12 @@
 
 #include <cuda_runtime_api.h>
 
-#include "gpu.h"
+#include "device/gpu.h"
 
 static const char *const fault_names[] = {"none",          "oob_write",    "trap",       "hang",
                                           "compile_error", "wrong_answer", "misaligned", NULL};
+
+extern const tune_family fault_test_family;
 
 static const family_axis fault_axes[] = {
     {"n", FAMILY_AXIS_INT, 1, 1LL << 32, NULL, "1048576", "elements of x and y (float32)"},
@@ -46,11 +48,10 @@ static int fault_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t 
                          size_t why_size)
 {
     int f = fault_index(cfg);
-    if (f < 0 || max < 2) {
-        snprintf(why, why_size, "unknown fault '%s'", point_str(cfg, "fault", "?"));
-        return -1;
-    }
+    if (f < 0 || max < 2)
+        return family_fail(why, why_size, "unknown fault '%s'", point_str(cfg, "fault", "?"));
     refs[0].source = "testing/faults.cu";
+    refs[0].row = 1;
     snprintf(refs[0].name, sizeof refs[0].name, "fault_scale<%d>", f);
     refs[1].source = "common.cu";
     snprintf(refs[1].name, sizeof refs[1].name, "tune_fill_uniform<float>");
@@ -84,12 +85,11 @@ static void *fault_shape_init(const family_env *env, const tune_point *shape, tu
     }
     s->env = *env;
     s->n = (unsigned long long)point_int(shape, "n", 1 << 20);
-    void *fill = env->kernel(env->kctx, "common.cu", "tune_fill_uniform<float>");
+    /* the fill kernel is second in every configuration's list (fault_kernels) */
+    void *fill = family_kernel_at(&fault_test_family, env, shape, 1, err);
     unsigned long long seed = env->seed;
-    if (!fill) {
-        tune_error_set(err, TUNE_ERR_CUDA, "fault_test", "tune_fill_uniform<float> not loaded");
+    if (!fill)
         goto fail;
-    }
     if (gpu_malloc((void **)&s->x, s->n * sizeof(float), err) != TUNE_OK ||
         gpu_malloc((void **)&s->y, s->n * sizeof(float), err) != TUNE_OK)
         goto fail;
@@ -105,15 +105,9 @@ fail:
 static tune_status fault_prepare(void *state, const tune_point *cfg, tune_error *err)
 {
     fault_state *s = state;
-    family_kernel_ref refs[2];
-    char why[128];
-    if (fault_kernels(cfg, refs, 2, why, sizeof why) < 0)
-        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "fault_test", "%s", why);
-    s->kernel = s->env.kernel(s->env.kctx, refs[0].source, refs[0].name);
     s->block = (unsigned)point_int(cfg, "block", 256);
-    if (!s->kernel)
-        return tune_error_set(err, TUNE_ERR_CUDA, "fault_test", "%s not loaded", refs[0].name);
-    return TUNE_OK;
+    s->kernel = family_kernel_at(&fault_test_family, &s->env, cfg, 0, err);
+    return s->kernel ? TUNE_OK : err ? err->code : TUNE_ERR_CUDA;
 }
 
 static tune_status fault_launch(void *state, tune_error *err)

@@ -1,9 +1,8 @@
 /* gather_matmul.c - SparQ's gather-matmul ops (DESIGN.md 6.1): batched vector x gathered-matrix
  * products, tuned over `chunk` (columns of n per unit of work) and `threads` (block size). */
-#include "family.h"
+#include "model/family.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "gpu.h"
+#include "device/gpu.h"
 
 static const char *const dtypes[] = {"float16", "bfloat16", "float32", NULL};
 static const char *const index_patterns[] = {"random", "identity", NULL};
@@ -73,6 +72,8 @@ static const family_method gm_methods[] = {
 };
 
 
+extern const tune_family gather_matmul_family;
+
 enum { GM_INNER = 0, GM_INNER_MATRIX_ONLY = 1, GM_OUTER = 2 };
 enum { GM_CUSTOM, GM_GATHER, GM_SLICE };
 
@@ -94,16 +95,6 @@ typedef struct {
     int64_t grid;
 } gm_desc;
 
-static int gm_fail(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int gm_fail(char *why, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, size, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Largest power-of-two vector width (elements, at most 16 bytes) dividing every value of m[]. */
@@ -120,6 +111,9 @@ static int vec_width(size_t ds, const int64_t *m, size_t n_m)
     return v;
 }
 
+static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size_t why_size);
+
+/* Everything the CPU side derives from a configuration, or -1 with why when it cannot run. */
 static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_size)
 {
     memset(d, 0, sizeof *d);
@@ -133,13 +127,13 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
                 : strcmp(method, "slice") == 0                                           ? GM_SLICE
                                                                                          : -1;
     if (d->op < 0 || d->method < 0)
-        return gm_fail(why, why_size, "unknown op '%s' or method '%s'", op, method);
+        return family_fail(why, why_size, "unknown op '%s' or method '%s'", op, method);
     d->dtype = point_str(cfg, "dtype", "float16");
     d->ds = tune_dtype_size(d->dtype);
     d->tname = strcmp(d->dtype, "float16") == 0 ? "half_t" : strcmp(d->dtype, "bfloat16") == 0 ? "bf16_t"
                : strcmp(d->dtype, "float32") == 0 ? "float" : NULL;
     if (!d->tname)
-        return gm_fail(why, why_size, "unsupported dtype '%s'", d->dtype);
+        return family_fail(why, why_size, "unsupported dtype '%s'", d->dtype);
     d->trans = (int)point_int(cfg, "transpose_B", 0);
     d->identity = strcmp(point_str(cfg, "indices", "random"), "identity") == 0;
     d->g = point_int(cfg, "g", 0);
@@ -147,38 +141,42 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
     d->n = point_int(cfg, "n", 0);
     d->kp = point_int(cfg, d->op == GM_OUTER ? "n_pre" : "k_pre", 0);
     if (d->g < 1 || d->k < 1 || d->n < 1 || d->kp < 1)
-        return gm_fail(why, why_size, "sizes must be >= 1");
+        return family_fail(why, why_size, "sizes must be >= 1");
     int64_t elems = d->op == GM_OUTER ? d->g * d->k * d->kp : d->g * d->kp * d->n;
     if (d->kp > INT32_MAX / 2 || elems / d->g > INT32_MAX)
-        return gm_fail(why, why_size, "a matrix of B exceeds 2^31 elements");
+        return family_fail(why, why_size, "a matrix of B exceeds 2^31 elements");
     if (d->method == GM_SLICE || d->identity) {
         int64_t want = d->op == GM_OUTER ? d->n : d->k;
         if (want > d->kp)
-            return gm_fail(why, why_size, "%s needs %s <= %s",
-                           d->method == GM_SLICE ? "slice" : "identity indices",
-                           d->op == GM_OUTER ? "n" : "k",
-                           d->op == GM_OUTER ? "n_pre" : "k_pre");
+            return family_fail(why, why_size, "%s needs %s <= %s",
+                               d->method == GM_SLICE ? "slice" : "identity indices",
+                               d->op == GM_OUTER ? "n" : "k",
+                               d->op == GM_OUTER ? "n_pre" : "k_pre");
     }
-    if (d->method != GM_CUSTOM)
-        return 0;
+    return d->method == GM_CUSTOM ? gm_describe_custom(cfg, d, why, why_size) : 0;
+}
 
+/* The custom kernel's geometry (gm_rows, gm_rows_async, gm_cols or gm_dense) from the
+ * parameters, or -1 with why when the configuration cannot run. */
+static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size_t why_size)
+{
     d->chunk = point_int(cfg, "chunk", 64);
     d->threads = point_int(cfg, "threads", 256);
     d->unroll = point_int(cfg, "unroll", 4);
     d->full_occupancy = (int)point_int(cfg, "full_occupancy", 0);
     d->stages = point_int(cfg, "stages", 0);
     if (d->stages == 1)
-        return gm_fail(why, why_size, "stages must be 0 (no pipeline) or >= 2");
+        return family_fail(why, why_size, "stages must be 0 (no pipeline) or >= 2");
     if (d->stages && (d->op == GM_OUTER || d->trans))
-        return gm_fail(why, why_size, "stages applies only to the inner ops with row-major B");
+        return family_fail(why, why_size, "stages applies only to the inner ops with row-major B");
     if (d->threads % 32 != 0)
-        return gm_fail(why, why_size, "threads (%lld) must be a multiple of 32", (long long)d->threads);
+        return family_fail(why, why_size, "threads (%lld) must be a multiple of 32", (long long)d->threads);
     d->cols = d->trans;
     d->dense = (int)point_int(cfg, "dense", 0);
     if (d->dense && (d->op == GM_OUTER || !d->trans))
-        return gm_fail(why, why_size, "dense applies only to the inner ops with transposed B");
+        return family_fail(why, why_size, "dense applies only to the inner ops with transposed B");
     if (d->dense && d->kp > 12288)
-        return gm_fail(why, why_size, "dense needs k_pre <= 12288 (a k_pre-float vector in 48 KiB "
+        return family_fail(why, why_size, "dense needs k_pre <= 12288 (a k_pre-float vector in 48 KiB "
                                       "of shared memory)");
     if (d->dense) {
         int64_t m[1] = {d->kp};
@@ -189,26 +187,26 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
         while (d->gs < 32 && d->gs < lanes)
             d->gs *= 2;
         if (ceil_div(d->chunk, d->threads / d->gs) * d->vec > 64)
-            return gm_fail(why, why_size, "chunk (%lld) over %lld column groups keeps more than 64 "
-                           "values in flight per thread", (long long)d->chunk,
-                           (long long)(d->threads / d->gs));
+            return family_fail(why, why_size, "chunk (%lld) over %lld column groups keeps more than 64 "
+                               "values in flight per thread", (long long)d->chunk,
+                               (long long)(d->threads / d->gs));
     } else if (!d->cols) {
         int64_t m[2] = {d->n, d->chunk};
         d->vec = d->op == GM_OUTER ? 1 : vec_width(d->ds, m, 2);
         if (d->chunk / d->vec > d->threads)
-            return gm_fail(why, why_size, "chunk / vector width (%lld) exceeds threads (%lld)",
-                           (long long)(d->chunk / d->vec), (long long)d->threads);
+            return family_fail(why, why_size, "chunk / vector width (%lld) exceeds threads (%lld)",
+                               (long long)(d->chunk / d->vec), (long long)d->threads);
         if (d->stages) {
             int64_t lanes = d->chunk / d->vec, rows = d->threads / lanes;
             int64_t parts = lanes < 32 && (lanes & (lanes - 1)) == 0 ? d->threads / 32 : rows;
             int64_t bytes = d->stages * d->threads * d->vec * (int64_t)d->ds + 8192 +
                             parts * d->chunk * 4;
             if ((int64_t)d->vec * (int64_t)d->ds < 4)
-                return gm_fail(why, why_size, "stages needs copies of at least 4 bytes (chunk and n "
+                return family_fail(why, why_size, "stages needs copies of at least 4 bytes (chunk and n "
                                               "multiples of %d)", (int)(4 / d->ds));
             if (bytes > 48 * 1024)
-                return gm_fail(why, why_size, "stages: %lld bytes of shared memory exceed 48 KiB",
-                               (long long)bytes);
+                return family_fail(why, why_size, "stages: %lld bytes of shared memory exceed 48 KiB",
+                                   (long long)bytes);
         }
     } else {
         int64_t m[1] = {d->k};
@@ -219,15 +217,15 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
             d->gs *= 2;
         int64_t groups = d->threads / d->gs;
         if (ceil_div(d->chunk, groups) > 32)
-            return gm_fail(why, why_size, "chunk (%lld) over %lld column groups needs more than 32 "
-                           "columns per group", (long long)d->chunk, (long long)groups);
+            return family_fail(why, why_size, "chunk (%lld) over %lld column groups needs more than 32 "
+                               "columns per group", (long long)d->chunk, (long long)groups);
         if (ceil_div(d->chunk, groups) * d->vec > 64)
-            return gm_fail(why, why_size, "chunk (%lld) over %lld column groups keeps more than 64 "
-                           "values in flight per thread", (long long)d->chunk, (long long)groups);
+            return family_fail(why, why_size, "chunk (%lld) over %lld column groups keeps more than 64 "
+                               "values in flight per thread", (long long)d->chunk, (long long)groups);
     }
     d->grid = d->g * ceil_div(d->n, d->chunk);
     if (d->grid > INT32_MAX)
-        return gm_fail(why, why_size, "grid of %lld blocks exceeds 2^31 - 1", (long long)d->grid);
+        return family_fail(why, why_size, "grid of %lld blocks exceeds 2^31 - 1", (long long)d->grid);
     return 0;
 }
 
@@ -254,6 +252,11 @@ static void gm_ref(family_kernel_ref *r, const char *source, const char *fmt, co
     snprintf(r->name, sizeof r->name, fmt, d->tname, d->op, d->trans);
 }
 
+/* Where gm_kernels lists each kernel: the method's own first (the custom kernel, or the gather
+ * kernel; none for slice), then the shape's, which gm_shape_init takes from the list of a `gather`
+ * configuration of the shape. */
+enum { GM_K_MAIN = 0, GM_K_REF = 1, GM_K_FILL, GM_K_INDICES, GM_K_IOTA };
+
 static int gm_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max, char *why,
                       size_t why_size)
 {
@@ -261,10 +264,11 @@ static int gm_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max
     if (gm_describe(cfg, &d, why, why_size) != 0)
         return -1;
     if (max < 6)
-        return gm_fail(why, why_size, "too few kernel slots");
+        return family_fail(why, why_size, "too few kernel slots");
     size_t n = 0;
     if (d.method == GM_CUSTOM) {
         refs[n].source = "gather_matmul.cu";
+        refs[n].row = 1;
         gm_custom_name(&d, refs[n].name, sizeof refs[n].name);
         n++;
     } else if (d.method == GM_GATHER) {
@@ -293,14 +297,6 @@ typedef struct {
     gm_desc cur;     /* the prepared configuration */
     void *k_main;    /* custom kernel, or the gather kernel of the gather baseline */
 } gm_state;
-
-static void *gm_kernel(gm_state *s, const char *source, const char *name, tune_error *err)
-{
-    void *k = s->env.kernel(s->env.kctx, source, name);
-    if (!k)
-        tune_error_set(err, TUNE_ERR_CUDA, source, "kernel %s is not loaded", name);
-    return k;
-}
 
 static unsigned fill_grid(size_t n) { return (unsigned)(n / 256 + 1 < 65536 ? n / 256 + 1 : 65536); }
 
@@ -365,14 +361,11 @@ static void *gm_shape_init(const family_env *env, const tune_point *shape, tune_
     s->n_b = (size_t)(d->op == GM_OUTER ? d->g * d->k * d->kp : d->g * d->kp * d->n);
     s->n_i = (size_t)(d->g * (d->op == GM_OUTER ? d->n : d->k));
     s->n_out = (size_t)(d->g * d->n);
-    char name[64];
-    snprintf(name, sizeof name, "tune_fill_uniform<%s>", d->tname);
-    if (!(s->k_fill = gm_kernel(s, "common.cu", name, err)) ||
-        !(s->k_idx = gm_kernel(s, "common.cu", "tune_fill_indices", err)) ||
-        !(s->k_iota = gm_kernel(s, "common.cu", "tune_fill_iota", err)))
-        goto fail;
-    snprintf(name, sizeof name, "gm_reference<%s, %d, %d>", d->tname, d->op, d->trans);
-    if (!(s->k_ref = gm_kernel(s, "gather_matmul.cu", name, err)))
+    const tune_family *fam = &gather_matmul_family;
+    if (!(s->k_fill = family_kernel_at(fam, env, &p, GM_K_FILL, err)) ||
+        !(s->k_idx = family_kernel_at(fam, env, &p, GM_K_INDICES, err)) ||
+        !(s->k_iota = family_kernel_at(fam, env, &p, GM_K_IOTA, err)) ||
+        !(s->k_ref = family_kernel_at(fam, env, &p, GM_K_REF, err)))
         goto fail;
     if (gpu_malloc(&s->A, s->n_a * d->ds, err) || gpu_malloc(&s->B, s->n_b * d->ds, err) ||
         gpu_malloc((void **)&s->I, s->n_i * sizeof(int), err) ||
@@ -391,17 +384,15 @@ fail:
 static tune_status gm_prepare(void *state, const tune_point *cfg, tune_error *err)
 {
     gm_state *s = state;
-    char why[256], name[256];
+    char why[256];
     if (gm_describe(cfg, &s->cur, why, sizeof why) != 0)
         return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "gather_matmul", "%s", why);
     const gm_desc *d = &s->cur;
     s->k_main = NULL;
     if (d->method == GM_CUSTOM) {
-        gm_custom_name(d, name, sizeof name);
-        s->k_main = gm_kernel(s, "gather_matmul.cu", name, err);
+        s->k_main = family_kernel_at(&gather_matmul_family, &s->env, cfg, GM_K_MAIN, err);
     } else if (d->method == GM_GATHER) {
-        snprintf(name, sizeof name, "gm_gather<%s, %d, %d>", d->tname, d->op, d->trans);
-        s->k_main = gm_kernel(s, "gather_matmul.cu", name, err);
+        s->k_main = family_kernel_at(&gather_matmul_family, &s->env, cfg, GM_K_MAIN, err);
         size_t n_bg = (size_t)(d->g * d->k * d->n);
         if (s->k_main && !s->Bg && gpu_malloc(&s->Bg, n_bg * d->ds, err) != TUNE_OK)
             return err ? err->code : TUNE_ERR_OOM;
@@ -573,6 +564,8 @@ const tune_family gather_matmul_family = {
     .n_params = sizeof gm_params / sizeof gm_params[0],
     .methods = gm_methods,
     .n_methods = sizeof gm_methods / sizeof gm_methods[0],
+    .dtype_axis = "dtype",
+    .needs_cublas = 1,
     .kernels = gm_kernels,
     .shape_init = gm_shape_init,
     .shape_free = gm_shape_free,

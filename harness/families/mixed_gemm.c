@@ -11,7 +11,7 @@
  * on its own: it happens once per weight, never inside a timed GEMM) and `stream` (one read of
  * the packed weight, scales and zero points: the floor of any W4A16 kernel on the shape).
  */
-#include "family.h"
+#include "model/family.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -24,7 +24,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "gpu.h"
+#include "device/gpu.h"
 #include "mixed_gemm.h"
 
 #define MG_SMEM_LIMIT (227 * 1024) /* opt-in dynamic shared memory per block on sm_90 */
@@ -69,6 +69,8 @@ static const family_axis mg_params[] = {
      "through a sum of X"},
 };
 
+extern const tune_family mixed_gemm_family;
+
 static const family_method mg_methods[] = {
     {"fused", 1, "tune's fused kernel: int4 dequantization inside a tensor-core GEMM"},
     {"dequant", 1, "dequantize the packed weight to fp16/bf16, then cuBLAS (no tile parameters)"},
@@ -96,16 +98,6 @@ typedef struct {
     unsigned grid[3], threads;
 } mg_desc;
 
-static int mg_fail(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int mg_fail(char *why, size_t size, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, size, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static int is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 static int ilog2(int64_t v)
@@ -132,36 +124,36 @@ static size_t mg_smem_bytes(const mg_desc *d)
 static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
 {
     if (d->bm != 16 || d->wm != 1)
-        return mg_fail(why, why_size, "tile shape: the direct kernel takes bm = 16, wm = 1");
+        return family_fail(why, why_size, "tile shape: the direct kernel takes bm = 16, wm = 1");
     if (d->bn != 64 * d->wn)
-        return mg_fail(why, why_size, "tile shape: the direct kernel takes bn = 64 x wn");
+        return family_fail(why, why_size, "tile shape: the direct kernel takes bn = 64 x wn");
     if (d->kc % 64 != 0)
-        return mg_fail(why, why_size, "tile shape: kc = %lld is not a multiple of 64", (long long)d->kc);
+        return family_fail(why, why_size, "tile shape: kc = %lld is not a multiple of 64", (long long)d->kc);
     int64_t threads = d->wn * d->wk * 32;
     if (threads > 1024)
-        return mg_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
+        return family_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
     if (d->n % d->bn != 0)
-        return mg_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
-                       (long long)d->n, (long long)d->bn);
+        return family_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
+                           (long long)d->n, (long long)d->bn);
     int64_t steps = d->k / 16;
     if (d->splitk < 1 || d->splitk > steps / d->wk)
-        return mg_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld x wk %lld > k / 16",
-                       (long long)d->splitk, (long long)d->wk);
+        return family_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld x wk %lld > k / 16",
+                           (long long)d->splitk, (long long)d->wk);
     if ((steps + d->splitk - 1) / d->splitk * 16 > d->kc)
-        return mg_fail(why, why_size, "split-K too shallow for kc: k / splitk = %lld > kc = %lld",
-                       (long long)((steps + d->splitk - 1) / d->splitk * 16), (long long)d->kc);
+        return family_fail(why, why_size, "split-K too shallow for kc: k / splitk = %lld > kc = %lld",
+                           (long long)((steps + d->splitk - 1) / d->splitk * 16), (long long)d->kc);
     int64_t red = (d->wk - 1) * d->wn * 32 * 32 * 4, xs = (d->m < 16 ? d->m : 16) * d->kc * 2;
     d->smem = (size_t)(xs > red ? xs : red);
     if (d->smem > MG_SMEM_LIMIT)
-        return mg_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
-                       d->smem / 1024, MG_SMEM_LIMIT / 1024);
+        return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
+                           d->smem / 1024, MG_SMEM_LIMIT / 1024);
     d->gsh = d->group == 0 ? -1 : ilog2(d->g_eff);
     d->threads = (unsigned)threads;
     d->grid[0] = (unsigned)(d->n / d->bn);
     d->grid[1] = (unsigned)((d->m + 15) / 16);
     d->grid[2] = (unsigned)d->splitk;
     if (d->grid[1] > 65535)
-        return mg_fail(why, why_size, "tile shape: m / 16 = %u blocks exceeds the grid limit", d->grid[1]);
+        return family_fail(why, why_size, "tile shape: m / 16 = %u blocks exceeds the grid limit", d->grid[1]);
     return 0;
 }
 
@@ -183,39 +175,39 @@ static size_t mg_decode_smem(const mg_desc *d)
 static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
 {
     if (d->bm % 8 != 0 || d->bm > 64)
-        return mg_fail(why, why_size, "tile shape: the decode kernel takes bm = 8, 16, ..., 64");
+        return family_fail(why, why_size, "tile shape: the decode kernel takes bm = 8, 16, ..., 64");
     if (d->wn < 1 || d->bn != 64 * d->wn)
-        return mg_fail(why, why_size, "tile shape: the decode kernel takes bn = 64 x wn");
+        return family_fail(why, why_size, "tile shape: the decode kernel takes bn = 64 x wn");
     if (d->bk % 32 != 0)
-        return mg_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 32",
+        return family_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 32",
                        (long long)d->bk);
     if (d->stages < 2 || d->wk < 1 || d->stages < d->wk)
-        return mg_fail(why, why_size, "tile shape: stages = %lld, wk = %lld (stages >= 2 and >= wk)",
+        return family_fail(why, why_size, "tile shape: stages = %lld, wk = %lld (stages >= 2 and >= wk)",
                        (long long)d->stages, (long long)d->wk);
     int64_t threads = (d->wn * d->wk + 1) * 32;
     if (threads > 1024)
-        return mg_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
+        return family_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
     if (d->n % d->bn != 0)
-        return mg_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
+        return family_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
                        (long long)d->n, (long long)d->bn);
     if (d->k % d->bk != 0)
-        return mg_fail(why, why_size, "tile does not divide the problem: k = %lld, bk = %lld",
+        return family_fail(why, why_size, "tile does not divide the problem: k = %lld, bk = %lld",
                        (long long)d->k, (long long)d->bk);
     if (d->g_eff <= d->bk ? d->bk % d->g_eff != 0 : d->g_eff % d->bk != 0)
-        return mg_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
+        return family_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
                        (long long)d->g_eff, (long long)d->bk);
     if (d->splitk < 1 || d->splitk > d->k / d->bk)
-        return mg_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
+        return family_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
                        (long long)d->splitk, (long long)(d->k / d->bk));
     /* accumulators: 16 fp32 per n8 tile of X (twice with sa), plus ~60 for fragments and
      * addresses */
     int64_t acc_regs = d->bm / 8 * (16 + (d->sa ? 16 : 0) + (d->sa == 2 ? 4 : 0));
     if (acc_regs + 60 > 255)
-        return mg_fail(why, why_size, "too many registers: %lld accumulators per thread",
+        return family_fail(why, why_size, "too many registers: %lld accumulators per thread",
                        (long long)acc_regs);
     d->smem = mg_decode_smem(d);
     if (d->smem > MG_SMEM_LIMIT)
-        return mg_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
+        return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
                        d->smem / 1024, MG_SMEM_LIMIT / 1024);
     d->gsh = d->g_eff <= d->bk ? ilog2(d->g_eff) : -1;
     d->threads = (unsigned)threads;
@@ -223,11 +215,13 @@ static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
     d->grid[1] = (unsigned)(d->n / d->bn);
     d->grid[2] = (unsigned)d->splitk;
     if (d->grid[1] > 65535)
-        return mg_fail(why, why_size, "tile shape: n / bn = %u blocks exceeds the grid limit", d->grid[1]);
+        return family_fail(why, why_size, "tile shape: n / bn = %u blocks exceeds the grid limit", d->grid[1]);
     return 0;
 }
 
-/* Describes cfg; -1 with `why` (a category, a colon, the details) when it cannot run. */
+/* Describes cfg; -1 with `why` (a category, a colon, the details) when it cannot run. About 100
+ * lines: one check per constraint of the problem and of the staged kernel's tile space, each with
+ * its reason, in the order the reasons are reported (the direct kernel's are mg_describe_direct's). */
 static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
 {
     memset(d, 0, sizeof *d);
@@ -237,11 +231,11 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
         if (strcmp(method, mg_methods[i].name) == 0)
             d->method = (int)i;
     if (d->method < 0)
-        return mg_fail(why, why_size, "unknown method '%s'", method);
+        return family_fail(why, why_size, "unknown method '%s'", method);
     const char *dtype = point_str(cfg, "dtype", "float16");
     d->bf16 = strcmp(dtype, "bfloat16") == 0;
     if (!d->bf16 && strcmp(dtype, "float16") != 0)
-        return mg_fail(why, why_size, "unsupported dtype: '%s' (float16 or bfloat16)", dtype);
+        return family_fail(why, why_size, "unsupported dtype: '%s' (float16 or bfloat16)", dtype);
     d->tname = d->bf16 ? "bf16_t" : "half_t";
     d->zp = point_int(cfg, "zero_point", 0) != 0;
     d->m = point_int(cfg, "m", 0);
@@ -249,21 +243,21 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
     d->k = point_int(cfg, "k", 0);
     d->group = point_int(cfg, "group", 128);
     if (d->m < 1 || d->n < 1 || d->k < 1)
-        return mg_fail(why, why_size, "bad shape: m, n and k must be >= 1");
+        return family_fail(why, why_size, "bad shape: m, n and k must be >= 1");
     if (d->n % 64 != 0)
-        return mg_fail(why, why_size, "layout: n = %lld is not a multiple of 64 (the packed unit)",
-                       (long long)d->n);
+        return family_fail(why, why_size, "layout: n = %lld is not a multiple of 64 (the packed unit)",
+                           (long long)d->n);
     if (d->k % 64 != 0)
-        return mg_fail(why, why_size, "layout: k = %lld is not a multiple of 64", (long long)d->k);
+        return family_fail(why, why_size, "layout: k = %lld is not a multiple of 64", (long long)d->k);
     d->g_eff = d->group == 0 ? d->k : d->group;
     if (d->group != 0 && (!is_pow2(d->group) || d->group < 32))
-        return mg_fail(why, why_size, "group: %lld is not a power of two >= 32 (or 0: per column)",
-                       (long long)d->group);
+        return family_fail(why, why_size, "group: %lld is not a power of two >= 32 (or 0: per column)",
+                           (long long)d->group);
     if (d->k % d->g_eff != 0)
-        return mg_fail(why, why_size, "group: k = %lld is not a multiple of the group size %lld",
-                       (long long)d->k, (long long)d->g_eff);
+        return family_fail(why, why_size, "group: k = %lld is not a multiple of the group size %lld",
+                           (long long)d->k, (long long)d->g_eff);
     if ((d->m * d->k > INT32_MAX || d->m * d->n > INT32_MAX || d->k * d->n > 16 * (int64_t)INT32_MAX))
-        return mg_fail(why, why_size, "bad shape: a matrix exceeds 2^31 elements");
+        return family_fail(why, why_size, "bad shape: a matrix exceeds 2^31 elements");
     if (d->method != MG_FUSED && d->method != MG_DECODE)
         return 0;
 
@@ -281,55 +275,55 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
     if (d->method == MG_DECODE)
         return mg_describe_decode(d, why, why_size);
     if (d->sa == 2)
-        return mg_fail(why, why_size, "tile shape: sa = 2 is the decode kernel's");
+        return family_fail(why, why_size, "tile shape: sa = 2 is the decode kernel's");
     if (d->unroll > 0)
         return mg_describe_direct(d, why, why_size);
     if (d->bk % 64 != 0)
-        return mg_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 64", (long long)d->bk);
+        return family_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 64", (long long)d->bk);
     if (d->wm < 1 || d->bm % (16 * d->wm) != 0)
-        return mg_fail(why, why_size, "tile shape: bm = %lld is not a multiple of 16 x wm = %lld",
-                       (long long)d->bm, (long long)(16 * d->wm));
+        return family_fail(why, why_size, "tile shape: bm = %lld is not a multiple of 16 x wm = %lld",
+                           (long long)d->bm, (long long)(16 * d->wm));
     if (d->wn < 1 || d->bn % (64 * d->wn) != 0)
-        return mg_fail(why, why_size, "tile shape: bn = %lld is not a multiple of 64 x wn = %lld",
-                       (long long)d->bn, (long long)(64 * d->wn));
+        return family_fail(why, why_size, "tile shape: bn = %lld is not a multiple of 64 x wn = %lld",
+                           (long long)d->bn, (long long)(64 * d->wn));
     if (d->wk < 1 || (d->bk / 16) % d->wk != 0)
-        return mg_fail(why, why_size, "tile shape: bk / 16 = %lld is not a multiple of wk = %lld",
-                       (long long)(d->bk / 16), (long long)d->wk);
+        return family_fail(why, why_size, "tile shape: bk / 16 = %lld is not a multiple of wk = %lld",
+                           (long long)(d->bk / 16), (long long)d->wk);
     if (d->stages < 2)
-        return mg_fail(why, why_size, "tile shape: stages must be >= 2");
+        return family_fail(why, why_size, "tile shape: stages must be >= 2");
     int64_t threads = d->wm * d->wn * d->wk * 32;
     if (threads > 1024)
-        return mg_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
+        return family_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
     if (d->n % d->bn != 0)
-        return mg_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
-                       (long long)d->n, (long long)d->bn);
+        return family_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
+                           (long long)d->n, (long long)d->bn);
     if (d->k % d->bk != 0)
-        return mg_fail(why, why_size, "tile does not divide the problem: k = %lld, bk = %lld",
-                       (long long)d->k, (long long)d->bk);
+        return family_fail(why, why_size, "tile does not divide the problem: k = %lld, bk = %lld",
+                           (long long)d->k, (long long)d->bk);
     if (d->g_eff <= d->bk ? d->bk % d->g_eff != 0 : d->g_eff % d->bk != 0)
-        return mg_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
-                       (long long)d->g_eff, (long long)d->bk);
+        return family_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
+                           (long long)d->g_eff, (long long)d->bk);
     if (d->splitk < 1 || d->splitk > d->k / d->bk)
-        return mg_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
-                       (long long)d->splitk, (long long)(d->k / d->bk));
+        return family_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
+                           (long long)d->splitk, (long long)(d->k / d->bk));
     /* accumulators: 32 fp32 registers per 16 x 64 warp tile (twice with sa), plus ~60 for
      * fragments and addresses */
     int64_t acc_regs = (d->bm / d->wm / 16) * (d->bn / d->wn / 64) * 32 * (d->sa ? 2 : 1);
     if (acc_regs + 60 > 255)
-        return mg_fail(why, why_size, "too many registers: %lld accumulators per thread",
-                       (long long)acc_regs);
+        return family_fail(why, why_size, "too many registers: %lld accumulators per thread",
+                           (long long)acc_regs);
     d->smem = mg_smem_bytes(d);
     if (d->smem > MG_SMEM_LIMIT)
-        return mg_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
-                       d->smem / 1024, MG_SMEM_LIMIT / 1024);
+        return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
+                           d->smem / 1024, MG_SMEM_LIMIT / 1024);
     d->gsh = d->g_eff <= d->bk ? ilog2(d->g_eff) : -1;
     d->threads = (unsigned)threads;
     d->grid[0] = (unsigned)(d->n / d->bn);
     d->grid[1] = (unsigned)((d->m + d->bm - 1) / d->bm);
     d->grid[2] = (unsigned)d->splitk;
     if (d->grid[1] > 65535)
-        return mg_fail(why, why_size, "tile shape: m / bm = %u blocks exceeds the grid limit",
-                       d->grid[1]);
+        return family_fail(why, why_size, "tile shape: m / bm = %u blocks exceeds the grid limit",
+                           d->grid[1]);
     return 0;
 }
 
@@ -376,6 +370,8 @@ static const char *const mg_shape_kernels[] = {
     "tune_fill_uniform<%s>",
 };
 
+/* The method's kernels first (mg_prepare takes them by their place: fp8's weight, then x), then
+ * the shape's (mg_shape_kernels). */
 static int mg_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max, char *why,
                       size_t why_size)
 {
@@ -384,7 +380,9 @@ static int mg_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max
         return -1;
     size_t n = 0, n_shape = sizeof mg_shape_kernels / sizeof mg_shape_kernels[0];
     if (max < n_shape + 3)
-        return mg_fail(why, why_size, "too few kernel slots");
+        return family_fail(why, why_size, "too few kernel slots");
+    /* the tuned methods' kernel */
+    refs[0].row = d.method == MG_FUSED || d.method == MG_DECODE || d.method == MG_DEQUANT;
     if (d.method == MG_FUSED || d.method == MG_DECODE) {
         refs[n].source = mg_main_source(&d);
         mg_fused_name(&d, refs[n].name, sizeof refs[n].name);
@@ -494,10 +492,7 @@ static void *mg_kernel(mg_state *s, const char *source, const char *fmt, const m
 {
     char name[256];
     snprintf(name, sizeof name, fmt, d->tname, d->zp);
-    void *k = s->env.kernel(s->env.kctx, source, name);
-    if (!k)
-        tune_error_set(err, TUNE_ERR_CUDA, source, "kernel %s is not loaded", name);
-    return k;
+    return family_kernel(&s->env, source, name, err);
 }
 
 static unsigned mg_grid(size_t n)
@@ -611,15 +606,15 @@ static void *mg_shape_init(const family_env *env, const tune_point *shape, tune_
     s->n_y = (size_t)(d->m * d->n);
     s->n_w = (size_t)(d->k * d->n);
     const char *u = MG_UTIL;
-    if (!(s->k_fill_bytes = mg_kernel(s, u, "mg_fill_bytes", d, err)) ||
-        !(s->k_fill_zeros = mg_kernel(s, u, "mg_fill_zeros", d, err)) ||
-        !(s->k_fill_scales = mg_kernel(s, u, "mg_fill_scales<%s>", d, err)) ||
-        !(s->k_pack_w = mg_kernel(s, u, "mg_pack_w", d, err)) ||
-        !(s->k_pack_sz = mg_kernel(s, u, "mg_pack_sz<%s>", d, err)) ||
-        !(s->k_to_f32 = mg_kernel(s, u, "mg_to_f32<%s>", d, err)) ||
-        !(s->k_error = mg_kernel(s, u, "mg_error<%s>", d, err)) ||
-        !(s->k_deq_f32 = mg_kernel(s, u, "mg_dequant_raw<%s, float>", d, err)) ||
-        !(s->k_fill_x = mg_kernel(s, "common.cu", "tune_fill_uniform<%s>", d, err)))
+    if (!(s->k_fill_bytes = mg_kernel(s, u, mg_shape_kernels[0], d, err)) ||
+        !(s->k_fill_zeros = mg_kernel(s, u, mg_shape_kernels[1], d, err)) ||
+        !(s->k_fill_scales = mg_kernel(s, u, mg_shape_kernels[2], d, err)) ||
+        !(s->k_pack_w = mg_kernel(s, u, mg_shape_kernels[3], d, err)) ||
+        !(s->k_pack_sz = mg_kernel(s, u, mg_shape_kernels[4], d, err)) ||
+        !(s->k_to_f32 = mg_kernel(s, u, mg_shape_kernels[5], d, err)) ||
+        !(s->k_error = mg_kernel(s, u, mg_shape_kernels[6], d, err)) ||
+        !(s->k_deq_f32 = mg_kernel(s, u, mg_shape_kernels[7], d, err)) ||
+        !(s->k_fill_x = mg_kernel(s, "common.cu", mg_shape_kernels[8], d, err)))
         goto fail;
     if (gpu_malloc((void **)&s->q, s->n_q, err) || gpu_malloc(&s->s, s->n_sz * 2, err) ||
         (d->zp && gpu_malloc((void **)&s->zr, s->n_sz, err)) || gpu_malloc(&s->wp, s->n_q, err) ||
@@ -729,11 +724,8 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     switch (d->method) {
     case MG_FUSED:
     case MG_DECODE: {
-        char name[256];
-        mg_fused_name(d, name, sizeof name);
-        if (!(s->k_main = s->env.kernel(s->env.kctx, mg_main_source(d), name)))
-            return tune_error_set(err, TUNE_ERR_CUDA, mg_main_source(d), "kernel %s is not loaded",
-                                  name);
+        if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
+            return TUNE_ERR_CUDA;
         if (d->splitk > 1) {
             size_t tiles = (size_t)d->grid[0] * d->grid[1];
             if ((st = mg_grow((void **)&s->ws, &s->ws_bytes, (size_t)d->splitk * s->n_y * 4, err)))
@@ -757,14 +749,12 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
         if (!s->wd && (st = gpu_malloc(&s->wd, s->n_w * 2, err)))
             return st;
         if (d->method == MG_DEQUANT) {
-            s->k_main = mg_kernel(s, MG_UTIL, "mg_dequant_packed<%s, %d>", d, err);
+            s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err);
             s->wd_raw = 0;
             return s->k_main ? TUNE_OK : TUNE_ERR_CUDA;
         }
         if (!s->wd_raw) { /* the weight cuBLAS multiplies, dequantized once, outside the timing */
-            char fmt[64];
-            snprintf(fmt, sizeof fmt, "mg_dequant_raw<%%s, %s>", d->tname);
-            void *kd = mg_kernel(s, MG_UTIL, fmt, d, err);
+            void *kd = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err);
             void *a[] = {&s->q, &s->s, &s->zr, &s->wd, &k, &n, &group};
             if (!kd || (st = mg_run1(s, kd, s->n_w, a, err)))
                 return kd ? st : TUNE_ERR_CUDA;
@@ -777,8 +767,8 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
             float wscale = 15.f * 0.008f / 448.f, xscale = 1.f / 448.f;
             float inv_w = 1.f / wscale, inv_x = 1.f / xscale;
             long long pairs = (long long)s->n_x / 2;
-            void *kw = mg_kernel(s, MG_UTIL, "mg_weight_fp8<%s>", d, err);
-            void *kx = mg_kernel(s, MG_UTIL, "mg_x_fp8<%s>", d, err);
+            void *kw = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err);
+            void *kx = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 1, err);
             if (!kw || !kx)
                 return TUNE_ERR_CUDA;
             if ((st = gpu_malloc(&s->w8, s->n_w, err)) || (st = gpu_malloc(&s->x8, s->n_x, err)))
@@ -793,9 +783,8 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
             return st;
         break;
     case MG_STREAM:
-        if (!(s->k_main = s->env.kernel(s->env.kctx, MG_UTIL, MG_STREAM_KERNEL)))
-            return tune_error_set(err, TUNE_ERR_CUDA, MG_UTIL, "kernel %s is not loaded",
-                                  MG_STREAM_KERNEL);
+        if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
+            return TUNE_ERR_CUDA;
         if (!s->sms)
             GPU_CHECK(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, s->env.device),
                       err, st, done);
@@ -993,6 +982,8 @@ const tune_family mixed_gemm_family = {
     .n_params = sizeof mg_params / sizeof mg_params[0],
     .methods = mg_methods,
     .n_methods = sizeof mg_methods / sizeof mg_methods[0],
+    .dtype_axis = "dtype",
+    .needs_cublas = 1,
     .kernels = mg_kernels,
     .shape_init = mg_shape_init,
     .shape_free = mg_shape_free,

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "expr.h"
+#include "core/expr.h"
 
 static int lookup(void *ctx, const char *name, expr_value *out)
 {

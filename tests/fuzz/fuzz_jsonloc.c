@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonloc.h"
+#include "core/jsonloc.h"
 
 static void fail(const char *what, const char *path, int line, int col)
 {

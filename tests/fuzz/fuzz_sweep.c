@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "space.h"
-#include "sweep.h"
+#include "model/space.h"
+#include "model/sweep.h"
 
 /* Enumeration cost cap: space_build on larger sweeps is correct but slow, not interesting. */
 #define FUZZ_MAX_CONFIGS 100000u

@@ -1,0 +1,56 @@
+/* roofline_calibration.h - calibration files (results/calibration/<slug>.json): the ceilings
+ * `tune calibrate` measured on a device (device/calibrate.h), with their provenance.
+ *
+ *   roofline_calibration cal;
+ *   roofline_calibration_init(&cal);
+ *   if (roofline_calibration_load("results/calibration/nvidia-h200.json", &cal, &err) == TUNE_OK)
+ *       roofline_ceilings_from_calibration(&cal, g, &c);                // measured; gaps from g
+ */
+#ifndef TUNE_ROOFLINE_CALIBRATION_H
+#define TUNE_ROOFLINE_CALIBRATION_H
+
+#include <stddef.h>
+
+#include "analysis/roofline.h"
+#include "analysis/roofline_specs.h"
+#include "core/error.h"
+
+typedef struct {
+    char device[256];
+    char date[32]; /* ISO 8601 UTC */
+    char tool_version[32], tool_rev[64];
+    double read_bw;                          /* B/s, read-only probe */
+    double copy_bw;                          /* B/s, (read + written bytes) / time */
+    double gemm_rate[ROOFLINE_N_PRECISIONS]; /* FLOP/s of cuBLAS GEMMs; NAN: not measured */
+    double launch_s;                         /* event-timed minimal kernel; NAN: not measured */
+    /* provenance */
+    size_t read_bytes, copy_bytes; /* buffer sizes */
+    int gemm_n;                    /* m = n = k */
+    int reps;                      /* timed reps of each bandwidth and GEMM measurement */
+    char pci_bus_id[32], compute_capability[16], cublas_version[32], host[256];
+    int sm_count;
+    size_t l2_bytes;
+    int driver_version, runtime_version, nvrtc_version;
+} roofline_calibration;
+
+/* Every number NAN, every string empty. */
+void roofline_calibration_init(roofline_calibration *c);
+/* Reads a calibration file. Requires device.name and a positive ceilings.read_bw; other ceilings
+ * may be missing (NAN). */
+tune_status roofline_calibration_load(const char *path, roofline_calibration *c, tune_error *err);
+/* Writes it (parent folders created, atomically through path.tmp). */
+tune_status roofline_calibration_save(const char *path, const roofline_calibration *c,
+                                      tune_error *err);
+
+/* "NVIDIA H200" -> "nvidia-h200": lower case, runs of other characters as one '-'. Returns buf. */
+const char *roofline_device_slug(const char *device, char *buf, size_t size);
+/* "<results_root>/calibration/<slug>.json" into buf; returns buf. */
+const char *roofline_calibration_path(const char *results_root, const char *device, char *buf,
+                                      size_t size);
+
+/* The measured ceilings; what the calibration lacks (NAN) comes from g (peak x achievable) when g
+ * is not NULL. */
+void roofline_ceilings_from_calibration(const roofline_calibration *cal, const roofline_gpu *g,
+                                        roofline_ceilings *c);
+
+#endif

@@ -1,0 +1,136 @@
+#include "core/error.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+const char *tune_status_str(tune_status s)
+{
+    switch (s) {
+    case TUNE_OK: return "ok";
+    case TUNE_ERR_IO: return "io";
+    case TUNE_ERR_PARSE: return "parse";
+    case TUNE_ERR_INVALID: return "invalid";
+    case TUNE_ERR_NOMEM: return "out of host memory";
+    case TUNE_ERR_NO_GPU: return "no gpu";
+    case TUNE_ERR_CUDA: return "cuda";
+    case TUNE_ERR_NVRTC: return "nvrtc";
+    case TUNE_ERR_CUBLAS: return "cublas";
+    case TUNE_ERR_OOM: return "out of device memory";
+    case TUNE_ERR_UNSUPPORTED: return "unsupported";
+    case TUNE_ERR_EVAL: return "eval";
+    }
+    return "unknown";
+}
+
+tune_status tune_error_set(tune_error *err, tune_status code, const char *where, const char *fmt, ...)
+{
+    if (!err || err->code != TUNE_OK)
+        return code;
+    err->code = code;
+    snprintf(err->where, sizeof err->where, "%s", where ? where : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->message, sizeof err->message, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void tune_error_clear(tune_error *err)
+{
+    if (err)
+        memset(err, 0, sizeof *err);
+}
+
+const char *tune_error_text(const tune_error *err, char *buf, size_t size)
+{
+    if (!err || err->code == TUNE_OK)
+        snprintf(buf, size, "no error");
+    else if (err->where[0])
+        snprintf(buf, size, "%s: %s", err->where, err->message);
+    else
+        snprintf(buf, size, "%s", err->message);
+    return buf;
+}
+
+char *tune_read_file(const char *path, size_t *size, tune_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tune_error_set(err, TUNE_ERR_IO, path, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    size_t cap = 16384, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        len += fread(buf + len, 1, cap - len - 1, f);
+        if (len < cap - 1)
+            break;
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = bigger;
+        cap *= 2;
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (!buf) {
+        tune_error_set(err, TUNE_ERR_NOMEM, path, "out of host memory");
+        return NULL;
+    }
+    if (failed) {
+        free(buf);
+        tune_error_set(err, TUNE_ERR_IO, path, "cannot read");
+        return NULL;
+    }
+    buf[len] = '\0';
+    if (size)
+        *size = len;
+    return buf;
+}
+
+static int is_dir(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+const char *tune_find_dir(const char *env_name, const char *name, char *buf, size_t size)
+{
+    const char *env = getenv(env_name);
+    if (env && is_dir(env)) {
+        snprintf(buf, size, "%s", env);
+        return buf;
+    }
+    char exe[PATH_MAX];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len > 0) {
+        exe[len] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        const char *rel[] = {"..", "../.."};
+        for (size_t i = 0; i < 2; i++) {
+            snprintf(buf, size, "%s/%s/%s", exe, rel[i], name);
+            if (is_dir(buf))
+                return buf;
+        }
+    }
+    char src[PATH_MAX];
+    snprintf(src, sizeof src, "%s/%s", TUNE_SOURCE_DIR, name);
+    const char *fixed[] = {name, src};
+    for (size_t i = 0; i < 2; i++)
+        if (is_dir(fixed[i])) {
+            snprintf(buf, size, "%s", fixed[i]);
+            return buf;
+        }
+    return NULL;
+}

@@ -1,0 +1,356 @@
+#include "device/calibrate.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "core/clock.h"
+#include "core/stats.h"
+#include "device/compile.h"
+#include "device/gpu.h"
+#include "tune_git_rev.h"
+
+typedef struct {
+    void *kernel, *buf, *sink;
+    unsigned long long words;
+    unsigned grid;
+    void *stream;
+} probe_ctx;
+
+static tune_status probe_launch(void *ctx, tune_error *err)
+{
+    probe_ctx *p = ctx;
+    void *args[] = {&p->buf, &p->words, &p->sink};
+    return gpu_launch(p->kernel, p->grid, 512, 0, p->stream, args, err);
+}
+
+static double median_of(double *samples, int reps)
+{
+    stats_summary s;
+    stats_summarize(samples, (size_t)reps, &s);
+    return s.median;
+}
+
+tune_status calibrate_read_bw(timing *tm, void *stream, void *read_probe, int sm_count,
+                              size_t bytes, int reps, double *bw, tune_error *err)
+{
+    unsigned grid = (unsigned)(sm_count > 0 ? sm_count : 132) * 16;
+    probe_ctx p = {read_probe, NULL, NULL, bytes / 16, grid, stream};
+    tune_status st = TUNE_OK;
+    double *samples = malloc((size_t)(reps > 0 ? reps : 1) * sizeof *samples);
+    if (!read_probe || reps <= 0 || !samples) {
+        free(samples);
+        return tune_error_set(err, !samples ? TUNE_ERR_NOMEM : TUNE_ERR_INVALID,
+                              "calibrate_read_bw", "needs tune_read_probe and reps > 0");
+    }
+    if ((st = gpu_malloc(&p.buf, bytes, err)) != TUNE_OK ||
+        (st = gpu_malloc(&p.sink, grid * sizeof(unsigned), err)) != TUNE_OK)
+        goto done;
+    GPU_CHECK(cudaMemsetAsync(p.buf, 0x5a, bytes, (cudaStream_t)stream), err, st, done);
+    if ((st = timing_run_fn(tm, probe_launch, &p, 3, reps, 1, samples, err)) != TUNE_OK)
+        goto done;
+    *bw = (double)(p.words * 16) / median_of(samples, reps);
+done:
+    gpu_free(p.buf);
+    gpu_free(p.sink);
+    free(samples);
+    return st;
+}
+
+typedef struct {
+    void *dst, *src;
+    size_t bytes;
+    void *stream;
+} copy_ctx;
+
+static tune_status copy_launch(void *ctx, tune_error *err)
+{
+    copy_ctx *c = ctx;
+    tune_status st = TUNE_OK;
+    GPU_CHECK(cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice,
+                              (cudaStream_t)c->stream),
+              err, st, done);
+done:
+    return st;
+}
+
+static tune_status measure_copy_bw(timing *tm, void *stream, size_t bytes, int reps, double *bw,
+                                   tune_error *err)
+{
+    copy_ctx c = {NULL, NULL, bytes, stream};
+    tune_status st = TUNE_OK;
+    double *samples = malloc((size_t)reps * sizeof *samples);
+    if (!samples)
+        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+    if ((st = gpu_malloc(&c.src, bytes, err)) != TUNE_OK ||
+        (st = gpu_malloc(&c.dst, bytes, err)) != TUNE_OK)
+        goto done;
+    GPU_CHECK(cudaMemsetAsync(c.src, 0x5a, bytes, (cudaStream_t)stream), err, st, done);
+    if ((st = timing_run_fn(tm, copy_launch, &c, 2, reps, 1, samples, err)) != TUNE_OK)
+        goto done;
+    *bw = 2.0 * (double)bytes / median_of(samples, reps);
+done:
+    gpu_free(c.src);
+    gpu_free(c.dst);
+    free(samples);
+    return st;
+}
+
+typedef struct {
+    void *kernel, *buf;
+    void *stream;
+} tiny_ctx;
+
+static tune_status tiny_launch(void *ctx, tune_error *err)
+{
+    tiny_ctx *t = ctx;
+    unsigned long long n = 1, seed = 1;
+    int range = 1;
+    void *args[] = {&t->buf, &n, &seed, &range};
+    return gpu_launch(t->kernel, 1, 32, 0, t->stream, args, err);
+}
+
+static tune_status measure_launch(timing *tm, void *stream, void *fill_indices, int reps,
+                                  double *seconds, tune_error *err)
+{
+    tiny_ctx t = {fill_indices, NULL, stream};
+    tune_status st = TUNE_OK;
+    double *samples = malloc((size_t)reps * sizeof *samples);
+    if (!samples)
+        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+    if ((st = gpu_malloc(&t.buf, 256, err)) == TUNE_OK &&
+        (st = timing_run_fn(tm, tiny_launch, &t, 10, reps, 1, samples, err)) == TUNE_OK)
+        *seconds = median_of(samples, reps);
+    gpu_free(t.buf);
+    free(samples);
+    return st;
+}
+
+typedef struct {
+    cublasHandle_t h;
+    void *a, *b, *c;
+    int n;
+    cudaDataType_t type;
+    cublasComputeType_t compute;
+} gemm_ctx;
+
+static tune_status gemm_launch(void *ctx, tune_error *err)
+{
+    gemm_ctx *g = ctx;
+    const float alpha = 1.0f, beta = 0.0f;
+    cublasStatus_t cs = cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &alpha, g->a,
+                                     g->type, g->n, g->b, g->type, g->n, &beta, g->c, g->type, g->n,
+                                     g->compute, CUBLAS_GEMM_DEFAULT);
+    if (cs != CUBLAS_STATUS_SUCCESS)
+        return tune_error_set(err, TUNE_ERR_CUBLAS, "cublasGemmEx", "%s",
+                              cublasGetStatusString(cs));
+    return TUNE_OK;
+}
+
+static tune_status fill_uniform(void *kernel, void *p, size_t n, unsigned long long seed,
+                                void *stream, tune_error *err)
+{
+    unsigned long long nn = n;
+    void *args[] = {&p, &nn, &seed};
+    return gpu_launch(kernel, 1024, 256, 0, stream, args, err);
+}
+
+static tune_status measure_gemm(timing *tm, void *stream, cublasHandle_t h, void *fill,
+                                roofline_precision prec, int n, int reps, double *rate,
+                                tune_error *err)
+{
+    gemm_ctx g = {h, NULL, NULL, NULL, n, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    size_t elem = 4;
+    if (prec == ROOFLINE_TF32)
+        g.compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+    else if (prec == ROOFLINE_FP16)
+        g.type = CUDA_R_16F, elem = 2;
+    else if (prec == ROOFLINE_BF16)
+        g.type = CUDA_R_16BF, elem = 2;
+    size_t count = (size_t)n * (size_t)n, bytes = count * elem;
+    tune_status st = TUNE_OK;
+    double *samples = malloc((size_t)reps * sizeof *samples);
+    if (!samples)
+        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+    if ((st = gpu_malloc(&g.a, bytes, err)) != TUNE_OK ||
+        (st = gpu_malloc(&g.b, bytes, err)) != TUNE_OK ||
+        (st = gpu_malloc(&g.c, bytes, err)) != TUNE_OK ||
+        (st = fill_uniform(fill, g.a, count, 0x5eed, stream, err)) != TUNE_OK ||
+        (st = fill_uniform(fill, g.b, count, 0x5eee, stream, err)) != TUNE_OK ||
+        (st = fill_uniform(fill, g.c, count, 0x5eef, stream, err)) != TUNE_OK)
+        goto done;
+    if ((st = timing_run_fn(tm, gemm_launch, &g, 3, reps, 1, samples, err)) != TUNE_OK)
+        goto done;
+    *rate = 2.0 * (double)n * (double)n * (double)n / median_of(samples, reps);
+done:
+    gpu_free(g.a);
+    gpu_free(g.b);
+    gpu_free(g.c);
+    free(samples);
+    return st;
+}
+
+enum { K_READ, K_INDICES, K_FILL_F32, K_FILL_F16, K_FILL_BF16, K_COUNT };
+
+static void logf_(FILE *log, const char *fmt, double value, const char *unit)
+{
+    if (log) {
+        fprintf(log, fmt, value, unit);
+        fflush(log);
+    }
+}
+
+/* The calibrator's kernels, compiled for the device and loaded. */
+typedef struct {
+    compile_job jobs[K_COUNT];
+    gpu_library *libs[K_COUNT];
+    void *kern[K_COUNT];
+} calibrate_kernels;
+
+static tune_status load_kernels(const calibrate_options *o, const gpu_info *gi,
+                                calibrate_kernels *k, tune_error *err)
+{
+    static const char *const names[K_COUNT] = {
+        "tune_read_probe", "tune_fill_indices", "tune_fill_uniform<float>",
+        "tune_fill_uniform<half_t>", "tune_fill_uniform<bf16_t>"};
+    tune_status st;
+    for (int i = 0; i < K_COUNT; i++) {
+        snprintf(k->jobs[i].source, sizeof k->jobs[i].source, "common.cu");
+        snprintf(k->jobs[i].name, sizeof k->jobs[i].name, "%s", names[i]);
+    }
+    char kdir[PATH_MAX];
+    const char *kernels_dir =
+        o->kernels_dir ? o->kernels_dir : compile_find_kernels_dir(kdir, sizeof kdir);
+    if (!kernels_dir)
+        return tune_error_set(err, TUNE_ERR_IO, "kernels_src",
+                              "cannot find the kernel sources (set TUNE_KERNELS_DIR)");
+    compile_options copt = {kernels_dir, o->cache_dir, gi->cc_major * 10 + gi->cc_minor, 0};
+    if ((st = compile_run(k->jobs, K_COUNT, &copt, err)) != TUNE_OK)
+        return st;
+    for (int i = 0; i < K_COUNT; i++) {
+        if (k->jobs[i].status != TUNE_OK)
+            return tune_error_set(err, k->jobs[i].status, names[i], "does not compile: %s",
+                                  k->jobs[i].log ? k->jobs[i].log : "");
+        if (!(k->libs[i] = gpu_library_load(k->jobs[i].cubin, err)) ||
+            !(k->kern[i] = gpu_library_kernel(k->libs[i], k->jobs[i].lowered, err)))
+            return err ? err->code : TUNE_ERR_CUDA;
+    }
+    return TUNE_OK;
+}
+
+/* Every measurement: read and copy bandwidth, the GEMM rates, the launch overhead. */
+static tune_status measure_all(const calibrate_options *o, const gpu_info *gi,
+                               const calibrate_kernels *k, timing *tm, cudaStream_t stream,
+                               cublasHandle_t cublas, roofline_calibration *cal, tune_error *err)
+{
+    tune_status st;
+    int reps = o->reps > 0 ? o->reps : 20;
+    cal->reps = reps;
+    cal->read_bytes = o->read_bytes;
+    cal->copy_bytes = o->copy_bytes;
+    cal->gemm_n = o->gemm_n;
+    if ((st = calibrate_read_bw(tm, stream, k->kern[K_READ], gi->sm_count, o->read_bytes, reps,
+                                &cal->read_bw, err)) != TUNE_OK)
+        return st;
+    logf_(o->log, "read bandwidth      %8.1f %s\n", cal->read_bw / 1e9, "GB/s");
+    int few = o->reps > 0 ? o->reps : 10;
+    if ((st = measure_copy_bw(tm, stream, o->copy_bytes, few, &cal->copy_bw, err)) != TUNE_OK)
+        return st;
+    logf_(o->log, "copy bandwidth      %8.1f %s (read + written)\n", cal->copy_bw / 1e9, "GB/s");
+    const struct {
+        roofline_precision p;
+        int fill;
+    } gemms[] = {{ROOFLINE_FP16, K_FILL_F16},
+                 {ROOFLINE_BF16, K_FILL_BF16},
+                 {ROOFLINE_TF32, K_FILL_F32},
+                 {ROOFLINE_FP32, K_FILL_F32}};
+    for (size_t i = 0; i < sizeof gemms / sizeof gemms[0]; i++) {
+        roofline_precision p = gemms[i].p;
+        if ((st = measure_gemm(tm, stream, cublas, k->kern[gemms[i].fill], p, o->gemm_n, few,
+                               &cal->gemm_rate[p], err)) != TUNE_OK)
+            return st;
+        if (o->log) {
+            fprintf(o->log, "GEMM %-4s           %8.1f TFLOP/s\n", roofline_precision_str(p),
+                    cal->gemm_rate[p] / 1e12);
+            fflush(o->log);
+        }
+    }
+    if ((st = measure_launch(tm, stream, k->kern[K_INDICES], o->reps > 0 ? o->reps : 100,
+                             &cal->launch_s, err)) != TUNE_OK)
+        return st;
+    logf_(o->log, "launch overhead     %8.2f %s\n", cal->launch_s * 1e6, "us");
+    return TUNE_OK;
+}
+
+/* The calibration's provenance: device, versions, tool, host, date. */
+static void fill_provenance(const gpu_info *gi, roofline_calibration *cal)
+{
+    snprintf(cal->device, sizeof cal->device, "%s", gi->name);
+    snprintf(cal->pci_bus_id, sizeof cal->pci_bus_id, "%s", gi->pci_bus_id);
+    snprintf(cal->compute_capability, sizeof cal->compute_capability, "%d.%d", gi->cc_major,
+             gi->cc_minor);
+    cal->sm_count = gi->sm_count;
+    cal->l2_bytes = gi->l2_bytes;
+    cal->driver_version = gi->driver_version;
+    cal->runtime_version = gi->runtime_version;
+    cal->nvrtc_version = compile_nvrtc_version();
+    gpu_cublas_version(cal->cublas_version, sizeof cal->cublas_version);
+    snprintf(cal->tool_version, sizeof cal->tool_version, "%s", TUNE_VERSION);
+    snprintf(cal->tool_rev, sizeof cal->tool_rev, "%s", TUNE_GIT_REV);
+    gethostname(cal->host, sizeof cal->host - 1);
+    clock_utc(cal->date, sizeof cal->date, CLOCK_UTC_ISO);
+}
+
+tune_status calibrate_device(const calibrate_options *opt, roofline_calibration *cal,
+                             tune_error *err)
+{
+    calibrate_options o = *opt;
+    if (!o.read_bytes)
+        o.read_bytes = (size_t)4 << 30;
+    if (!o.copy_bytes)
+        o.copy_bytes = (size_t)4 << 30;
+    if (!o.gemm_n)
+        o.gemm_n = 8192;
+    roofline_calibration_init(cal);
+    gpu_info gi;
+    tune_status st;
+    if ((st = gpu_query(o.device, &gi, err)) != TUNE_OK ||
+        (st = gpu_select(o.device, err)) != TUNE_OK)
+        return st;
+    calibrate_kernels k;
+    memset(&k, 0, sizeof k);
+    cudaStream_t stream = NULL;
+    cublasHandle_t cublas = NULL;
+    timing *tm = NULL;
+    if ((st = load_kernels(&o, &gi, &k, err)) != TUNE_OK)
+        goto done;
+    GPU_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), err, st, done);
+    if (cublasCreate(&cublas) != CUBLAS_STATUS_SUCCESS ||
+        cublasSetStream(cublas, stream) != CUBLAS_STATUS_SUCCESS) {
+        st = tune_error_set(err, TUNE_ERR_CUBLAS, "cublasCreate", "cannot create a handle");
+        goto done;
+    }
+    if (!(tm = timing_init(stream, gi.l2_bytes, k.kern[K_READ], err))) {
+        st = err ? err->code : TUNE_ERR_CUDA;
+        goto done;
+    }
+    if ((st = measure_all(&o, &gi, &k, tm, stream, cublas, cal, err)) == TUNE_OK)
+        fill_provenance(&gi, cal);
+done:
+    timing_free(tm);
+    if (cublas)
+        cublasDestroy(cublas);
+    if (stream)
+        cudaStreamDestroy(stream);
+    for (int i = 0; i < K_COUNT; i++) {
+        gpu_library_free(k.libs[i]);
+        compile_job_clear(&k.jobs[i]);
+    }
+    return st;
+}

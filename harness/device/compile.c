@@ -1,0 +1,363 @@
+#include "device/compile.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nvrtc.h>
+
+#include "core/clock.h"
+#include "core/hash.h"
+
+#define COMPILE_MAX_HEADERS 8
+#define CACHE_MAGIC "TUNEC1\n"
+
+typedef struct {
+    char *text;
+    size_t n_headers;
+    char *header_names[COMPILE_MAX_HEADERS];
+    char *header_texts[COMPILE_MAX_HEADERS];
+} source_set;
+
+
+static void source_set_free(source_set *s)
+{
+    free(s->text);
+    for (size_t i = 0; i < s->n_headers; i++) {
+        free(s->header_names[i]);
+        free(s->header_texts[i]);
+    }
+    memset(s, 0, sizeof *s);
+}
+
+/* Adds the files named by `#include "x"` lines of text (and, recursively, of theirs). */
+static tune_status add_includes(source_set *s, const char *dir, const char *text, tune_error *err)
+{
+    for (const char *p = text; (p = strstr(p, "#include \"")) != NULL;) {
+        p += strlen("#include \"");
+        const char *q = strchr(p, '"');
+        if (!q)
+            break;
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)(q - p), p);
+        p = q + 1;
+        int seen = 0;
+        for (size_t i = 0; i < s->n_headers; i++)
+            seen |= strcmp(s->header_names[i], name) == 0;
+        if (seen)
+            continue;
+        if (s->n_headers == COMPILE_MAX_HEADERS)
+            return tune_error_set(err, TUNE_ERR_IO, name, "more than %d headers",
+                                  COMPILE_MAX_HEADERS);
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        char *h = tune_read_file(path, NULL, NULL);
+        if (!h)
+            return tune_error_set(err, TUNE_ERR_IO, path, "cannot read header: %s",
+                                  strerror(errno));
+        s->header_names[s->n_headers] = strdup(name);
+        s->header_texts[s->n_headers] = h;
+        s->n_headers++;
+        tune_status st = add_includes(s, dir, h, err);
+        if (st != TUNE_OK)
+            return st;
+    }
+    return TUNE_OK;
+}
+
+static tune_status source_set_load(source_set *s, const char *dir, const char *name, tune_error *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    s->text = tune_read_file(path, NULL, NULL);
+    if (!s->text)
+        return tune_error_set(err, TUNE_ERR_IO, path, "cannot read kernel source: %s",
+                              strerror(errno));
+    return add_includes(s, dir, s->text, err);
+}
+
+/* Two 64-bit FNV-1a hashes with different offsets: a 128-bit cache key. */
+typedef struct {
+    uint64_t a, b;
+} hash128;
+
+static void hash_bytes(hash128 *h, const void *data, size_t n)
+{
+    h->a = hash_fnv1a(h->a, data, n);
+    h->b = hash_fnv1a(h->b, data, n);
+    /* a separator so that ("ab","c") and ("a","bc") differ */
+    h->a = hash_fnv1a(h->a, "\xff", 1);
+    h->b = hash_fnv1a(h->b, "\xfe", 1);
+}
+
+static void hash_str(hash128 *h, const char *s) { hash_bytes(h, s, strlen(s)); }
+
+int compile_nvrtc_version(void)
+{
+    int major = 0, minor = 0;
+    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
+        return 0;
+    return major * 1000 + minor * 10;
+}
+
+static size_t build_options(const compile_options *opt, char opts[][64], const char **ptrs)
+{
+    size_t n = 0;
+    snprintf(opts[n++], 64, "--gpu-architecture=sm_%d", opt->arch);
+    snprintf(opts[n++], 64, "-std=c++17");
+    snprintf(opts[n++], 64, "-lineinfo");
+    for (size_t i = 0; i < n; i++)
+        ptrs[i] = opts[i];
+    return n;
+}
+
+static void cache_path(char *buf, size_t size, const char *dir, hash128 key)
+{
+    snprintf(buf, size, "%s/%016llx%016llx.bin", dir, (unsigned long long)key.a,
+             (unsigned long long)key.b);
+}
+
+/* Cache entry: magic, status, lowered-name length + bytes, payload length + bytes (the cubin, or
+ * the log of a failed compile). */
+static int cache_read(const char *path, compile_job *job)
+{
+    size_t size;
+    char *buf = tune_read_file(path, &size, NULL);
+    if (!buf)
+        return -1;
+    const size_t mlen = strlen(CACHE_MAGIC);
+    uint32_t status, llen;
+    uint64_t plen;
+    size_t off = mlen;
+    int ok = size >= mlen + 8 && memcmp(buf, CACHE_MAGIC, mlen) == 0;
+    if (ok) {
+        memcpy(&status, buf + off, 4);
+        memcpy(&llen, buf + off + 4, 4);
+        off += 8;
+        ok = size >= off + llen + 8;
+    }
+    if (ok) {
+        memcpy(&plen, buf + off + llen, 8);
+        ok = size == off + llen + 8 + plen;
+    }
+    if (ok) {
+        job->status = (tune_status)status;
+        job->lowered = llen ? strndup(buf + off, llen) : NULL;
+        char *payload = malloc(plen + 1);
+        memcpy(payload, buf + off + llen + 8, plen);
+        payload[plen] = '\0';
+        if (job->status == TUNE_OK) {
+            job->cubin = payload;
+            job->cubin_size = plen;
+        } else {
+            job->log = payload;
+        }
+        job->from_cache = 1;
+    }
+    free(buf);
+    return ok ? 0 : -1;
+}
+
+static void cache_write(const char *path, const compile_job *job)
+{
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.%d.%d.tmp", path, (int)getpid(), omp_get_thread_num());
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        return; /* the cache is an optimisation: a read-only cache folder is not an error */
+    uint32_t status = (uint32_t)job->status;
+    uint32_t llen = job->lowered ? (uint32_t)strlen(job->lowered) : 0;
+    const void *payload = job->status == TUNE_OK ? job->cubin : job->log;
+    uint64_t plen = job->status == TUNE_OK ? job->cubin_size : (job->log ? strlen(job->log) : 0);
+    int ok = fwrite(CACHE_MAGIC, 1, strlen(CACHE_MAGIC), f) == strlen(CACHE_MAGIC) &&
+             fwrite(&status, 4, 1, f) == 1 && fwrite(&llen, 4, 1, f) == 1 &&
+             (llen == 0 || fwrite(job->lowered, 1, llen, f) == llen) &&
+             fwrite(&plen, 8, 1, f) == 1 && (plen == 0 || fwrite(payload, 1, plen, f) == plen);
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0)
+        unlink(tmp);
+}
+
+static char *nvrtc_log(nvrtcProgram prog)
+{
+    size_t n = 0;
+    if (nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n <= 1)
+        return NULL;
+    char *log = malloc(n);
+    if (log && nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) {
+        free(log);
+        return NULL;
+    }
+    return log;
+}
+
+static void set_job_log(compile_job *job, tune_status st, const char *fmt, const char *arg)
+{
+    job->status = st;
+    size_t n = strlen(fmt) + strlen(arg) + 1;
+    job->log = malloc(n);
+    if (job->log)
+        snprintf(job->log, n, fmt, arg);
+}
+
+static void compile_one(compile_job *job, const source_set *src, const char *const *opts,
+                        size_t n_opts)
+{
+    nvrtcProgram prog;
+    nvrtcResult r = nvrtcCreateProgram(&prog, src->text, job->source, (int)src->n_headers,
+                                       (const char *const *)src->header_texts,
+                                       (const char *const *)src->header_names);
+    if (r != NVRTC_SUCCESS) {
+        set_job_log(job, TUNE_ERR_NVRTC, "nvrtcCreateProgram: %s", nvrtcGetErrorString(r));
+        return;
+    }
+    r = nvrtcAddNameExpression(prog, job->name);
+    if (r == NVRTC_SUCCESS)
+        r = nvrtcCompileProgram(prog, (int)n_opts, opts);
+    job->log = nvrtc_log(prog);
+    const char *lowered = NULL;
+    size_t size = 0;
+    if (r == NVRTC_SUCCESS)
+        r = nvrtcGetLoweredName(prog, job->name, &lowered);
+    if (r == NVRTC_SUCCESS)
+        r = nvrtcGetCUBINSize(prog, &size);
+    if (r == NVRTC_SUCCESS) {
+        job->lowered = strdup(lowered);
+        job->cubin = malloc(size);
+        job->cubin_size = size;
+        r = nvrtcGetCUBIN(prog, job->cubin);
+    }
+    if (r != NVRTC_SUCCESS) {
+        job->status = TUNE_ERR_NVRTC;
+        if (!job->log)
+            set_job_log(job, TUNE_ERR_NVRTC, "%s", nvrtcGetErrorString(r));
+        free(job->cubin);
+        job->cubin = NULL;
+        job->cubin_size = 0;
+    } else {
+        job->status = TUNE_OK;
+    }
+    nvrtcDestroyProgram(&prog);
+}
+
+tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt, tune_error *err)
+{
+    /* Distinct sources, loaded once before the parallel region (threads share them read-only). */
+    size_t n_src = 0;
+    const char **src_names = calloc(n + 1, sizeof *src_names);
+    source_set *srcs = calloc(n + 1, sizeof *srcs);
+    size_t *job_src = calloc(n + 1, sizeof *job_src);
+    hash128 *src_hash = calloc(n + 1, sizeof *src_hash);
+    tune_status st = (src_names && srcs && job_src && src_hash) ? TUNE_OK : TUNE_ERR_NOMEM;
+    if (st != TUNE_OK)
+        tune_error_set(err, st, "compile", "out of memory");
+    char opts[8][64];
+    const char *opt_ptrs[8];
+    size_t n_opts = build_options(opt, opts, opt_ptrs);
+    const int nvrtc_ver = compile_nvrtc_version();
+    if (st == TUNE_OK && nvrtc_ver == 0)
+        st = tune_error_set(err, TUNE_ERR_NVRTC, "nvrtc", "NVRTC cannot be loaded");
+
+    for (size_t i = 0; st == TUNE_OK && i < n; i++) {
+        size_t s = 0;
+        while (s < n_src && strcmp(src_names[s], jobs[i].source) != 0)
+            s++;
+        if (s == n_src) {
+            src_names[n_src] = jobs[i].source;
+            st = source_set_load(&srcs[n_src], opt->kernels_dir, jobs[i].source, err);
+            hash128 h = {HASH_FNV_OFFSET, 0x84222325cbf29ce4ull};
+            hash_str(&h, "tune-compile-v1");
+            if (st == TUNE_OK) {
+                hash_str(&h, srcs[s].text);
+                for (size_t k = 0; k < srcs[s].n_headers; k++) {
+                    hash_str(&h, srcs[s].header_names[k]);
+                    hash_str(&h, srcs[s].header_texts[k]);
+                }
+                for (size_t k = 0; k < n_opts; k++)
+                    hash_str(&h, opts[k]);
+                hash_bytes(&h, &nvrtc_ver, sizeof nvrtc_ver);
+            }
+            src_hash[n_src++] = h;
+        }
+        job_src[i] = s;
+    }
+    if (st == TUNE_OK && opt->cache_dir) {
+        char cmd_dir[PATH_MAX];
+        snprintf(cmd_dir, sizeof cmd_dir, "%s", opt->cache_dir);
+        for (char *p = cmd_dir + 1; *p; p++)
+            if (*p == '/') {
+                *p = '\0';
+                mkdir(cmd_dir, 0755);
+                *p = '/';
+            }
+        mkdir(cmd_dir, 0755);
+    }
+
+    if (st == TUNE_OK) {
+        if (opt->threads > 0)
+            omp_set_num_threads(opt->threads);
+#pragma omp parallel for schedule(dynamic, 1)
+        for (size_t i = 0; i < n; i++) {
+            compile_job *job = &jobs[i];
+            double t0 = clock_now();
+            hash128 key = src_hash[job_src[i]];
+            hash_str(&key, job->name);
+            char path[PATH_MAX];
+            if (opt->cache_dir) {
+                cache_path(path, sizeof path, opt->cache_dir, key);
+                if (cache_read(path, job) == 0)
+                    continue;
+            }
+            compile_one(job, &srcs[job_src[i]], opt_ptrs, n_opts);
+            job->seconds = clock_now() - t0;
+            if (opt->cache_dir)
+                cache_write(path, job);
+        }
+    }
+    for (size_t s = 0; s < n_src; s++)
+        source_set_free(&srcs[s]);
+    free(src_names);
+    free(srcs);
+    free(job_src);
+    free(src_hash);
+    return st;
+}
+
+void compile_job_clear(compile_job *job)
+{
+    if (!job)
+        return;
+    free(job->log);
+    free(job->cubin);
+    free(job->lowered);
+    job->log = NULL;
+    job->cubin = NULL;
+    job->lowered = NULL;
+    job->cubin_size = 0;
+}
+
+const char *compile_find_kernels_dir(char *buf, size_t size)
+{
+    return tune_find_dir("TUNE_KERNELS_DIR", "kernels_src", buf, size);
+}
+
+const char *compile_default_cache_dir(char *buf, size_t size)
+{
+    const char *env = getenv("TUNE_CACHE_DIR");
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    if (env && *env)
+        snprintf(buf, size, "%s", env);
+    else if (xdg && *xdg)
+        snprintf(buf, size, "%s/tune", xdg);
+    else
+        snprintf(buf, size, "%s/.cache/tune", home && *home ? home : "/tmp");
+    return buf;
+}

@@ -1,0 +1,58 @@
+/* compile.h - NVRTC compilation of kernel template instantiations, in parallel (OpenMP), with an
+ * on-disk cache keyed by source text (headers included), name expression, options, NVRTC version
+ * and architecture, so that a second run compiles nothing.
+ *
+ *   compile_job jobs[2] = {{.source = "gather_matmul.cu", .name = "gm_rows<half_t, 1, 64, 8, 256>"},
+ *                          {.source = "common.cu", .name = "tune_fill_indices"}};
+ *   compile_options opt = {.kernels_dir = dir, .cache_dir = "~/.cache/tune", .arch = 90};
+ *   compile_run(jobs, 2, &opt, &err);
+ *   if (jobs[0].status == TUNE_OK) use jobs[0].cubin, jobs[0].lowered
+ *   compile_job_clear(&jobs[0]); ...
+ *
+ * Sources are device-code-only files under kernels_dir; `#include "x.cuh"` lines name headers in
+ * the same folder, which are handed to NVRTC (and hashed into the key). A kernel that fails to
+ * compile is not an error of compile_run: its job has status TUNE_ERR_NVRTC and the log.
+ */
+#ifndef TUNE_COMPILE_H
+#define TUNE_COMPILE_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+
+typedef struct {
+    const char *kernels_dir; /* folder of the kernel sources */
+    const char *cache_dir;   /* NULL: no cache */
+    int arch;                /* compute capability x10: 90 -> sm_90 */
+    int threads;             /* OpenMP threads; 0: the default */
+} compile_options;
+
+typedef struct {
+    /* request */
+    char source[64];
+    char name[256];
+    /* result */
+    tune_status status; /* TUNE_OK; TUNE_ERR_NVRTC: compile error (log); TUNE_ERR_IO: source missing */
+    char *log;          /* new: NVRTC log (warnings too), or the reason; may be NULL */
+    void *cubin;        /* new */
+    size_t cubin_size;
+    char *lowered; /* new: mangled name to look the kernel up in the cubin */
+    int from_cache;
+    double seconds; /* wall time of this job (0 for a cache hit) */
+} compile_job;
+
+/* Compiles every job (skipping none: deduplicate before). Fails as a whole only when the kernels
+ * folder cannot be read or NVRTC cannot start. */
+tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt, tune_error *err);
+/* Frees a job's results (not the job itself). */
+void compile_job_clear(compile_job *job);
+
+/* NVRTC version as major * 1000 + minor * 10 (e.g. 13000), 0 if unavailable. */
+int compile_nvrtc_version(void);
+
+/* tune_find_dir("TUNE_KERNELS_DIR", "kernels_src", ...) (core/error.h): the kernel sources. */
+const char *compile_find_kernels_dir(char *buf, size_t size);
+/* Default cache folder: $TUNE_CACHE_DIR, else $XDG_CACHE_HOME/tune, else ~/.cache/tune. */
+const char *compile_default_cache_dir(char *buf, size_t size);
+
+#endif

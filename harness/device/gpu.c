@@ -1,0 +1,196 @@
+#include "device/gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+struct gpu_library {
+    cudaLibrary_t lib;
+};
+
+static const char *no_gpu_sentence(cudaError_t rc)
+{
+    switch (rc) {
+    case cudaErrorInsufficientDriver:
+        return "no NVIDIA driver is loaded on this machine, so GPU commands cannot run "
+               "(validate, compile and report work without one)";
+    case cudaErrorNoDevice:
+        return "no CUDA GPU is visible on this machine, so GPU commands cannot run "
+               "(validate, compile and report work without one)";
+    default:
+        return NULL;
+    }
+}
+
+tune_status gpu_fail(tune_error *err, int cuda_status, const char *call, const char *file, int line)
+{
+    cudaError_t rc = (cudaError_t)cuda_status;
+    (void)cudaGetLastError();
+    const char *sentence = no_gpu_sentence(rc);
+    if (sentence)
+        return tune_error_set(err, TUNE_ERR_NO_GPU, "", "%s", sentence);
+    char where[256];
+    snprintf(where, sizeof where, "%s:%d", file, line);
+    tune_status st = rc == cudaErrorMemoryAllocation ? TUNE_ERR_OOM : TUNE_ERR_CUDA;
+    return tune_error_set(err, st, where, "%s failed: %s (%s)", call, cudaGetErrorString(rc),
+                          cudaGetErrorName(rc));
+}
+
+tune_status gpu_count(int *n, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    *n = 0;
+    GPU_CHECK(cudaGetDeviceCount(n), err, st, done);
+    if (*n == 0)
+        st = gpu_fail(err, cudaErrorNoDevice, "cudaGetDeviceCount", __FILE__, __LINE__);
+done:
+    return st;
+}
+
+static int attr(enum cudaDeviceAttr a, int dev)
+{
+    int v = 0;
+    if (cudaDeviceGetAttribute(&v, a, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return v;
+}
+
+tune_status gpu_query(int ordinal, gpu_info *info, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    int n;
+    memset(info, 0, sizeof *info);
+    if ((st = gpu_count(&n, err)) != TUNE_OK)
+        return st;
+    if (ordinal < 0 || ordinal >= n)
+        return tune_error_set(err, TUNE_ERR_NO_GPU, "", "GPU %d does not exist (%d visible)",
+                              ordinal, n);
+    struct cudaDeviceProp p;
+    GPU_CHECK(cudaGetDeviceProperties(&p, ordinal), err, st, done);
+    info->ordinal = ordinal;
+    snprintf(info->name, sizeof info->name, "%s", p.name);
+    info->cc_major = p.major;
+    info->cc_minor = p.minor;
+    info->sm_count = p.multiProcessorCount;
+    info->l2_bytes = (size_t)p.l2CacheSize;
+    info->global_mem = p.totalGlobalMem;
+    info->mem_bus_bits = p.memoryBusWidth;
+    info->sm_clock_khz = attr(cudaDevAttrClockRate, ordinal);
+    info->mem_clock_khz = attr(cudaDevAttrMemoryClockRate, ordinal);
+    if (cudaDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, ordinal) != cudaSuccess)
+        (void)cudaGetLastError();
+    GPU_CHECK(cudaDriverGetVersion(&info->driver_version), err, st, done);
+    GPU_CHECK(cudaRuntimeGetVersion(&info->runtime_version), err, st, done);
+done:
+    return st;
+}
+
+tune_status gpu_select(int ordinal, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    GPU_CHECK(cudaSetDevice(ordinal), err, st, done);
+    GPU_CHECK(cudaFree(NULL), err, st, done);
+done:
+    return st;
+}
+
+gpu_library *gpu_library_load(const void *cubin, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    gpu_library *lib = calloc(1, sizeof *lib);
+    if (!lib) {
+        tune_error_set(err, TUNE_ERR_NOMEM, "gpu_library_load", "out of memory");
+        return NULL;
+    }
+    GPU_CHECK(cudaLibraryLoadData(&lib->lib, cubin, NULL, NULL, 0, NULL, NULL, 0), err, st, fail);
+    return lib;
+fail:
+    (void)st;
+    free(lib);
+    return NULL;
+}
+
+void *gpu_library_kernel(gpu_library *lib, const char *lowered, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    cudaKernel_t k = NULL;
+    GPU_CHECK(cudaLibraryGetKernel(&k, lib->lib, lowered), err, st, done);
+done:
+    (void)st;
+    return (void *)k;
+}
+
+void gpu_library_free(gpu_library *lib)
+{
+    if (!lib)
+        return;
+    if (cudaLibraryUnload(lib->lib) != cudaSuccess)
+        (void)cudaGetLastError();
+    free(lib);
+}
+
+tune_status gpu_launch(void *kernel, unsigned grid, unsigned block, size_t smem, void *stream,
+                       void **args, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    dim3 g = {grid, 1, 1}, b = {block, 1, 1};
+    GPU_CHECK(cudaLaunchKernel((const void *)kernel, g, b, args, smem, (cudaStream_t)stream), err,
+              st, done);
+    GPU_CHECK(cudaGetLastError(), err, st, done);
+done:
+    return st;
+}
+
+tune_status gpu_launch_grid(void *kernel, const unsigned grid[3], unsigned block, size_t smem,
+                            void *stream, void **args, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    dim3 g = {grid[0], grid[1], grid[2]}, b = {block, 1, 1};
+    if (smem > 48 * 1024)
+        GPU_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       (int)smem),
+                  err, st, done);
+    GPU_CHECK(cudaLaunchKernel((const void *)kernel, g, b, args, smem, (cudaStream_t)stream), err,
+              st, done);
+    GPU_CHECK(cudaGetLastError(), err, st, done);
+done:
+    return st;
+}
+
+tune_status gpu_malloc(void **p, size_t bytes, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    *p = NULL;
+    GPU_CHECK(cudaMalloc(p, bytes ? bytes : 1), err, st, done);
+done:
+    return st;
+}
+
+void gpu_free(void *p)
+{
+    if (p && cudaFree(p) != cudaSuccess)
+        (void)cudaGetLastError();
+}
+
+int gpu_context_broken(void)
+{
+    (void)cudaGetLastError();
+    cudaError_t rc = cudaDeviceSynchronize();
+    (void)cudaGetLastError();
+    return rc != cudaSuccess;
+}
+
+const char *gpu_cublas_version(char *buf, size_t size)
+{
+    int major = 0, minor = 0, patch = 0;
+    cublasGetProperty(MAJOR_VERSION, &major);
+    cublasGetProperty(MINOR_VERSION, &minor);
+    cublasGetProperty(PATCH_LEVEL, &patch);
+    snprintf(buf, size, "%d.%d.%d", major, minor, patch);
+    return buf;
+}

@@ -1,0 +1,38 @@
+/* worker.h - a function run in a child process, with a pipe for its messages and a watchdog, so
+ * that a crash or a hang ends only the child (crash isolation: a sticky CUDA error kills a
+ * process's context, and a hung kernel holds its stream forever).
+ *
+ *   worker *w = worker_start(body, ctx, &err);     // fork; the child runs body(ctx, fd) and exits
+ *   char line[1024];
+ *   int r = worker_read_line(w, line, sizeof line, 5.0);   // 1: a line, 0: end, -1: time-out
+ *   if (r < 0) worker_kill(w);
+ *   char how[128]; int status = worker_wait(w, how, sizeof how);   // frees w
+ *
+ * The parent must not have initialised the CUDA runtime before fork (the child owns the GPU).
+ */
+#ifndef TUNE_WORKER_H
+#define TUNE_WORKER_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+
+typedef struct worker worker;
+
+/* The child's body: writes lines to fd (worker_send); its return value is the exit status. */
+typedef int (*worker_fn)(void *ctx, int fd);
+
+/* New worker running fn(ctx, fd) in a child process, or NULL with err set. */
+worker *worker_start(worker_fn fn, void *ctx, tune_error *err);
+/* Child side: sends one line (a newline is appended), written whole. */
+void worker_send(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Reads the next line (without its newline) within timeout_s seconds: 1 a line, 0 the child
+ * closed its end (it exited or crashed), -1 time-out. */
+int worker_read_line(worker *w, char *buf, size_t size, double timeout_s);
+/* Kills the child (SIGKILL). */
+void worker_kill(worker *w);
+/* Waits for the child, describes how it ended ("exit status 0", "killed by signal 11
+ * (Segmentation fault)") and frees w. Returns the exit status, or 128 + signal. */
+int worker_wait(worker *w, char *how, size_t size);
+
+#endif

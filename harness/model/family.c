@@ -1,0 +1,65 @@
+#include "model/family.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const tune_family *family_find(const char *name)
+{
+    const tune_family *const *families = family_all();
+    for (size_t i = 0; name && families[i]; i++)
+        if (strcmp(families[i]->name, name) == 0)
+            return families[i];
+    return NULL;
+}
+
+const family_op *family_find_op(const tune_family *fam, const char *op)
+{
+    for (size_t i = 0; fam && op && i < fam->n_ops; i++)
+        if (strcmp(fam->ops[i].name, op) == 0)
+            return &fam->ops[i];
+    return NULL;
+}
+
+const family_method *family_find_method(const tune_family *fam, const char *method)
+{
+    for (size_t i = 0; fam && method && i < fam->n_methods; i++)
+        if (strcmp(fam->methods[i].name, method) == 0)
+            return &fam->methods[i];
+    return NULL;
+}
+
+int family_fail(char *why, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, size, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void *family_kernel(const family_env *env, const char *source, const char *name, tune_error *err)
+{
+    void *k = env->kernel(env->kctx, source, name);
+    if (!k)
+        tune_error_set(err, TUNE_ERR_CUDA, source, "kernel %s is not loaded", name);
+    return k;
+}
+
+void *family_kernel_at(const tune_family *fam, const family_env *env, const tune_point *cfg,
+                       size_t i, tune_error *err)
+{
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[512] = "";
+    memset(refs, 0, sizeof refs);
+    int n = fam->kernels(cfg, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+    if (n < 0) {
+        tune_error_set(err, TUNE_ERR_UNSUPPORTED, fam->name, "%s", why);
+        return NULL;
+    }
+    if (i >= (size_t)n) {
+        tune_error_set(err, TUNE_ERR_INVALID, fam->name, "kernel %zu of %d listed", i, n);
+        return NULL;
+    }
+    return family_kernel(env, refs[i].source, refs[i].name, err);
+}

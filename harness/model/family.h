@@ -1,0 +1,134 @@
+/* family.h - the kernel-family interface. A family is a struct of function pointers plus its own
+ * state, registered by name; the harness core knows nothing about gathers or GEMMs.
+ *
+ *   const tune_family *fam = family_find("gather_matmul");
+ *   const family_op *op = family_find_op(fam, "gather_inner_bmv");
+ *
+ * A family declares its ops (each with its problem axes and default byte/FLOP models written in the
+ * expression language), its tuning parameters, and its methods (the tuned kernel and baselines).
+ * CPU side: which kernel instantiations a configuration needs (compiled by the harness with NVRTC
+ * from kernels_src/). GPU side: allocate and fill one shape's inputs, prepare one configuration,
+ * regenerate per-rep inputs outside the timed region, launch the timed work, check against the
+ * reference.
+ *
+ * Configuration points (tune_point) hold every problem axis, every parameter (tuned methods only),
+ * "op" and "method" (strings) and "dsize" (the element size of the family's dtype_axis, when it
+ * has one).
+ *
+ * The contract, besides the signatures below: kernels() lists every instantiation a
+ * configuration needs, and marks (row = 1) the one its row names; the harness compiles the union
+ * of the lists and loads them on first use (env->kernel). The harness creates a cuBLAS handle only
+ * for families with needs_cublas. A test-only family (fault injection) is registered only when
+ * TUNE_TEST_FAMILIES names it (families/registry.c).
+ */
+#ifndef TUNE_FAMILY_H
+#define TUNE_FAMILY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "core/point.h"
+
+typedef enum { FAMILY_AXIS_INT, FAMILY_AXIS_STR, FAMILY_AXIS_BOOL } family_axis_kind;
+
+typedef struct {
+    const char *name;
+    family_axis_kind kind;
+    int64_t min, max;           /* inclusive bounds for INT axes */
+    const char *const *choices; /* NULL-terminated allowed values for STR axes */
+    const char *dflt;           /* default as JSON text ("0", "false", "\"float16\""); NULL: required */
+    const char *help;
+} family_axis;
+
+typedef struct {
+    const char *name;
+    const family_axis *axes; /* problem axes of this op */
+    size_t n_axes;
+    const char *bytes; /* default byte model (expression over axes and dsize) */
+    const char *flops; /* default FLOP model */
+    const char *help;
+} family_op;
+
+typedef struct {
+    const char *name;
+    int tuned; /* 1: uses the parameter axes; 0: a baseline, run once per shape */
+    const char *help;
+} family_method;
+
+#define FAMILY_MAX_KERNELS 16
+
+typedef struct {
+    const char *source; /* file name under kernels_src/, e.g. "gather_matmul.cu" */
+    char name[256];     /* name expression: "gm_rows<half_t, 0, 128, 8, 256>" */
+    int row;            /* 1: the kernel a tuned configuration's row names (raw.jsonl "kernel");
+                           at most one per list; the harness zeroes the list before kernels() */
+} family_kernel_ref;
+
+/* What the harness gives a family on the GPU. */
+typedef struct {
+    int device;      /* CUDA ordinal */
+    void *stream;    /* cudaStream_t */
+    void *cublas;    /* cublasHandle_t bound to stream */
+    size_t l2_bytes; /* device L2 size */
+    uint64_t seed;   /* random seed of the run */
+    /* Returns the loaded kernel (a cudaKernel_t) for a ref the family listed, or NULL. */
+    void *(*kernel)(void *kctx, const char *source, const char *name);
+    void *kctx;
+} family_env;
+
+typedef struct tune_family {
+    const char *name;
+    const char *help;
+    const family_op *ops;
+    size_t n_ops;
+    const family_axis *params;
+    size_t n_params;
+    const family_method *methods;
+    size_t n_methods;
+    /* The problem axis whose value, a dtype name ("float16"), gives the points' "dsize" (its
+     * element size, for the byte models) and the rows' roofline precision; NULL: none. */
+    const char *dtype_axis;
+    /* 1: the family's GPU side uses env->cublas; the harness creates a cuBLAS handle only for
+     * such families (env->cublas is NULL otherwise). */
+    int needs_cublas;
+
+    /* CPU. Kernel instantiations cfg needs (method included): fills refs, returns their count,
+     * or -1 with `why` when the configuration cannot run (recorded as skipped). */
+    int (*kernels)(const tune_point *cfg, family_kernel_ref *refs, size_t max, char *why,
+                   size_t why_size);
+
+    /* GPU. Allocates and fills one shape's inputs (random, never zeros). NULL with err set;
+     * TUNE_ERR_OOM means the shape does not fit. */
+    void *(*shape_init)(const family_env *env, const tune_point *shape, tune_error *err);
+    void (*shape_free)(void *state);
+    /* Selects the configuration (method + parameters) for the calls below. */
+    tune_status (*prepare)(void *state, const tune_point *cfg, tune_error *err);
+    /* Regenerates per-rep inputs (fresh indices) outside the timed region. Optional (NULL). */
+    tune_status (*before_rep)(void *state, unsigned rep, tune_error *err);
+    /* Enqueues the timed work on env->stream. */
+    tune_status (*launch)(void *state, tune_error *err);
+    /* Poisons the output, runs the configuration once, compares with the reference:
+     * *error = normalised error, *tolerance = the bound it must stay under. */
+    tune_status (*check)(void *state, double *error, double *tolerance, tune_error *err);
+} tune_family;
+
+/* Helpers every family shares. family_fail formats why (a configuration the family cannot run,
+ * in kernels()) and returns -1. family_kernel returns the loaded kernel (source, name) through
+ * env->kernel, or NULL with err set ("kernel NAME is not loaded"). */
+int family_fail(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void *family_kernel(const family_env *env, const char *source, const char *name, tune_error *err);
+/* The i-th kernel of the list fam->kernels(cfg) gives, loaded (through family_kernel): how a
+ * family's shape_init and prepare take their kernels, so that each name is written once, where
+ * kernels() lists it. NULL with err set. */
+void *family_kernel_at(const tune_family *fam, const family_env *env, const tune_point *cfg,
+                       size_t i, tune_error *err);
+
+/* Registered families, NULL-terminated. Defined by the families layer (families/registry.c):
+ * a program that looks families up links it. */
+const tune_family *const *family_all(void);
+const tune_family *family_find(const char *name);
+const family_op *family_find_op(const tune_family *fam, const char *op);
+const family_method *family_find_method(const tune_family *fam, const char *method);
+
+#endif

@@ -1,0 +1,347 @@
+/* space.c - enumeration of a sweep's configurations, pruned by its skip_if constraints.
+ *
+ * Each constraint is classified once by the names it reads (expr_names):
+ *   shape-level  - no parameter and not "method": evaluated once per shape (problem axes, op,
+ *                  dsize); a true value removes the shape with every configuration in it;
+ *   method-level - reads "method" but no parameter: evaluated per (shape, method), baselines
+ *                  included;
+ *   param-level  - reads a parameter: evaluated per (shape, tuned method, parameter point).
+ *                  Baselines have no parameters, so param-level constraints never prune them.
+ */
+#include "model/space.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SPACE_MAX_SHAPES 1000000
+#define SPACE_MAX_PARAMS 1000000
+#define SPACE_MAX_CONFIGS 10000000
+
+typedef enum { SPACE_LEVEL_SHAPE, SPACE_LEVEL_METHOD, SPACE_LEVEL_PARAM } space_level;
+
+struct space {
+    const sweep *sw;        /* borrowed */
+    tune_point *shapes;     /* kept shapes, in cartesian order */
+    size_t n_shapes;
+    tune_point *params;     /* every parameter point, in cartesian order */
+    size_t n_params;
+    space_config *configs;
+    size_t n_configs, cap_configs;
+    size_t n_pruned;
+    space_level *levels;    /* one per sweep constraint */
+    const family_method **methods; /* the sweep's methods, resolved */
+};
+
+static space_level space_classify(const sweep *sw, const expr *e)
+{
+    const char *names[TUNE_MAX_AXES * 2];
+    size_t n = expr_names(e, names, sizeof names / sizeof names[0]);
+    space_level level = SPACE_LEVEL_SHAPE;
+    if (n > sizeof names / sizeof names[0])
+        n = sizeof names / sizeof names[0];
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < sw->n_params; j++)
+            if (strcmp(names[i], sw->params[j].name) == 0)
+                return SPACE_LEVEL_PARAM;
+        if (strcmp(names[i], "method") == 0)
+            level = SPACE_LEVEL_METHOD;
+    }
+    return level;
+}
+
+/* Product of the axis sizes, or SIZE_MAX when it exceeds limit. */
+static size_t space_product(const sweep_axis *axes, size_t n, size_t limit)
+{
+    size_t total = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (axes[i].n == 0 || total > limit / axes[i].n)
+            return axes[i].n == 0 ? 0 : SIZE_MAX;
+        total *= axes[i].n;
+    }
+    return total;
+}
+
+/* Point at mixed-radix index idx over axes (last axis fastest). Names and strings borrowed. */
+static void space_axes_point(const sweep_axis *axes, size_t n, size_t idx, tune_point *p)
+{
+    size_t digit[TUNE_MAX_AXES];
+    for (size_t i = n; i-- > 0;) {
+        digit[i] = idx % axes[i].n;
+        idx /= axes[i].n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (axes[i].is_str)
+            point_set_str(p, axes[i].name, axes[i].strs[digit[i]]);
+        else
+            point_set_int(p, axes[i].name, axes[i].ints[digit[i]]);
+    }
+}
+
+/* Evaluates the constraints of one level on p: 1 when one is true (prune), 0 when none is,
+ * -1 on an evaluation error. */
+static int space_skip(const space *sp, space_level level, const tune_point *p, tune_error *err)
+{
+    const sweep *sw = sp->sw;
+    for (size_t i = 0; i < sw->n_skip_if; i++) {
+        if (sp->levels[i] != level)
+            continue;
+        expr_value v;
+        tune_error e = {0};
+        if (expr_eval(sw->skip_if[i], point_lookup, (void *)p, &v, &e) != TUNE_OK) {
+            char where[sizeof e.where], at[512];
+            snprintf(where, sizeof where, "%s: skip_if[%zu]", sw->file, i);
+            tune_error_set(err, e.code ? e.code : TUNE_ERR_EVAL, where,
+                           "cannot evaluate \"%s\" at %s: %s%s%s", sw->skip_if_src[i],
+                           point_format(p, at, sizeof at), e.where, e.where[0] ? ": " : "",
+                           e.message);
+            return -1;
+        }
+        if (expr_value_truthy(v))
+            return 1;
+    }
+    return 0;
+}
+
+static int space_push(space *sp, size_t shape, size_t method, size_t param, tune_error *err)
+{
+    if (sp->n_configs == sp->cap_configs) {
+        size_t cap = sp->cap_configs ? sp->cap_configs * 2 : 64;
+        space_config *c = realloc(sp->configs, cap * sizeof *c);
+        if (!c) {
+            tune_error_set(err, TUNE_ERR_NOMEM, sp->sw->file, "out of host memory");
+            return -1;
+        }
+        sp->configs = c;
+        sp->cap_configs = cap;
+    }
+    sp->configs[sp->n_configs++] = (space_config){shape, method, param};
+    return 0;
+}
+
+/* Configurations of one kept shape: its methods in the sweep's order, then parameter points. */
+static int space_add_shape(space *sp, size_t shape, tune_error *err)
+{
+    const sweep *sw = sp->sw;
+    for (size_t m = 0; m < sw->n_methods; m++) {
+        int tuned = sp->methods[m]->tuned;
+        tune_point mp = sp->shapes[shape];
+        point_set_str(&mp, "method", sw->methods[m]);
+        int skip = space_skip(sp, SPACE_LEVEL_METHOD, &mp, err);
+        if (skip < 0)
+            return -1;
+        if (skip) {
+            sp->n_pruned += tuned ? sp->n_params : 1;
+            continue;
+        }
+        if (!tuned) {
+            if (space_push(sp, shape, m, SPACE_NO_PARAM, err) != 0)
+                return -1;
+            continue;
+        }
+        for (size_t j = 0; j < sp->n_params; j++) {
+            tune_point cp = mp;
+            point_merge(&cp, &sp->params[j]);
+            if ((skip = space_skip(sp, SPACE_LEVEL_PARAM, &cp, err)) < 0)
+                return -1;
+            if (skip)
+                sp->n_pruned++;
+            else if (space_push(sp, shape, m, j, err) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* The shape point at cartesian index idx: problem values, "op" and "dsize". */
+static int space_shape_point(const space *sp, size_t idx, tune_point *p, tune_error *err)
+{
+    const sweep *sw = sp->sw;
+    memset(p, 0, sizeof *p);
+    space_axes_point(sw->problem, sw->n_problem, idx, p);
+    point_set_str(p, "op", sw->op);
+    const char *axis = sw->family->dtype_axis;
+    const char *dtype = axis ? point_str(p, axis, NULL) : NULL;
+    if (!dtype)
+        return 0;
+    size_t dsize = tune_dtype_size(dtype);
+    if (dsize == 0) {
+        tune_error_set(err, TUNE_ERR_INVALID, sw->file, "no element size known for dtype '%s'",
+                       dtype);
+        return -1;
+    }
+    point_set_int(p, "dsize", (int64_t)dsize);
+    return 0;
+}
+
+/* Configurations one shape expands to before pruning. */
+static size_t space_per_shape(const space *sp)
+{
+    size_t n = 0;
+    for (size_t m = 0; m < sp->sw->n_methods; m++)
+        n += sp->methods[m]->tuned ? sp->n_params : 1;
+    return n;
+}
+
+static int space_enumerate(space *sp, size_t total_shapes, tune_error *err)
+{
+    size_t per_shape = space_per_shape(sp);
+    if (total_shapes && per_shape > SPACE_MAX_CONFIGS / total_shapes) {
+        tune_error_set(err, TUNE_ERR_INVALID, sp->sw->file,
+                       "the sweep has more than %d configurations", SPACE_MAX_CONFIGS);
+        return -1;
+    }
+    if (!(sp->shapes = calloc(total_shapes ? total_shapes : 1, sizeof *sp->shapes))) {
+        tune_error_set(err, TUNE_ERR_NOMEM, sp->sw->file, "out of host memory");
+        return -1;
+    }
+    for (size_t s = 0; s < total_shapes; s++) {
+        tune_point *p = &sp->shapes[sp->n_shapes];
+        if (space_shape_point(sp, s, p, err) != 0)
+            return -1;
+        int skip = space_skip(sp, SPACE_LEVEL_SHAPE, p, err);
+        if (skip < 0)
+            return -1;
+        if (skip) {
+            sp->n_pruned += per_shape;
+            continue;
+        }
+        if (space_add_shape(sp, sp->n_shapes++, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int space_build_params(space *sp, tune_error *err)
+{
+    const sweep *sw = sp->sw;
+    size_t n = space_product(sw->params, sw->n_params, SPACE_MAX_PARAMS);
+    if (n == SIZE_MAX) {
+        tune_error_set(err, TUNE_ERR_INVALID, sw->file,
+                       "the parameter axes have more than %d points", SPACE_MAX_PARAMS);
+        return -1;
+    }
+    if (!(sp->params = calloc(n ? n : 1, sizeof *sp->params))) {
+        tune_error_set(err, TUNE_ERR_NOMEM, sw->file, "out of host memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        space_axes_point(sw->params, sw->n_params, i, &sp->params[i]);
+    sp->n_params = n;
+    return 0;
+}
+
+/* Resolves methods and classifies constraints; checks that a full point fits a tune_point. */
+static int space_prepare(space *sp, tune_error *err)
+{
+    const sweep *sw = sp->sw;
+    if (sw->n_problem + sw->n_params + 3 > TUNE_MAX_AXES) {
+        tune_error_set(err, TUNE_ERR_INVALID, sw->file,
+                       "%zu problem axes and %zu parameters do not fit a point (at most %d names)",
+                       sw->n_problem, sw->n_params, TUNE_MAX_AXES);
+        return -1;
+    }
+    sp->methods = calloc(sw->n_methods ? sw->n_methods : 1, sizeof *sp->methods);
+    sp->levels = calloc(sw->n_skip_if ? sw->n_skip_if : 1, sizeof *sp->levels);
+    if (!sp->methods || !sp->levels) {
+        tune_error_set(err, TUNE_ERR_NOMEM, sw->file, "out of host memory");
+        return -1;
+    }
+    for (size_t m = 0; m < sw->n_methods; m++) {
+        if (!(sp->methods[m] = family_find_method(sw->family, sw->methods[m]))) {
+            tune_error_set(err, TUNE_ERR_INVALID, sw->file, "unknown method '%s' for family %s",
+                           sw->methods[m], sw->family->name);
+            return -1;
+        }
+    }
+    for (size_t i = 0; i < sw->n_skip_if; i++)
+        sp->levels[i] = space_classify(sw, sw->skip_if[i]);
+    return 0;
+}
+
+space *space_build(const sweep *sw, tune_error *err)
+{
+    space *sp = calloc(1, sizeof *sp);
+    if (!sp) {
+        tune_error_set(err, TUNE_ERR_NOMEM, sw->file, "out of host memory");
+        return NULL;
+    }
+    sp->sw = sw;
+    size_t total_shapes = space_product(sw->problem, sw->n_problem, SPACE_MAX_SHAPES);
+    if (total_shapes == SIZE_MAX) {
+        tune_error_set(err, TUNE_ERR_INVALID, sw->file,
+                       "the problem axes have more than %d shapes", SPACE_MAX_SHAPES);
+        space_free(sp);
+        return NULL;
+    }
+    if (space_prepare(sp, err) != 0 || space_build_params(sp, err) != 0 ||
+        space_enumerate(sp, total_shapes, err) != 0) {
+        space_free(sp);
+        return NULL;
+    }
+    return sp;
+}
+
+void space_free(space *sp)
+{
+    if (!sp)
+        return;
+    free(sp->shapes);
+    free(sp->params);
+    free(sp->configs);
+    free(sp->levels);
+    free(sp->methods);
+    free(sp);
+}
+
+size_t space_n_shapes(const space *sp) { return sp->n_shapes; }
+
+const tune_point *space_shape(const space *sp, size_t i)
+{
+    return i < sp->n_shapes ? &sp->shapes[i] : NULL;
+}
+
+size_t space_n_params(const space *sp) { return sp->n_params; }
+
+const tune_point *space_param(const space *sp, size_t i)
+{
+    return i < sp->n_params ? &sp->params[i] : NULL;
+}
+
+size_t space_n_configs(const space *sp) { return sp->n_configs; }
+
+const space_config *space_config_at(const space *sp, size_t i)
+{
+    return i < sp->n_configs ? &sp->configs[i] : NULL;
+}
+
+void space_config_point(const space *sp, size_t i, tune_point *out)
+{
+    const space_config *c = space_config_at(sp, i);
+    memset(out, 0, sizeof *out);
+    if (!c)
+        return;
+    *out = sp->shapes[c->shape];
+    point_set_str(out, "method", sp->sw->methods[c->method]);
+    if (c->param != SPACE_NO_PARAM)
+        point_merge(out, &sp->params[c->param]);
+}
+
+size_t space_n_pruned(const space *sp) { return sp->n_pruned; }
+
+const char *space_config_identity(const sweep *sw, const space *sp, size_t config, char *buf,
+                                  size_t size)
+{
+    const space_config *c = space_config_at(sp, config);
+    tune_point p, id = {0};
+    space_config_point(sp, config, &p);
+    expr_value v;
+    for (size_t a = 0; a < sw->n_problem; a++)
+        if (point_get(&p, sw->problem[a].name, &v) == 0)
+            point_set(&id, sw->problem[a].name, v);
+    for (size_t a = 0; c->param != SPACE_NO_PARAM && a < sw->n_params; a++)
+        if (point_get(&p, sw->params[a].name, &v) == 0)
+            point_set(&id, sw->params[a].name, v);
+    return point_identity(sw->methods[c->method], &id, buf, size);
+}

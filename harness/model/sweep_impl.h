@@ -1,0 +1,48 @@
+/* sweep_impl.h - what the files of the sweep module share (not for other modules): the parse
+ * context and the helpers that report errors at a JSON path. sweep.c parses the top level, the
+ * axes and expressions; sweep_timing.c the "timing" and "report" objects. */
+#ifndef TUNE_SWEEP_IMPL_H
+#define TUNE_SWEEP_IMPL_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jsonloc.h"
+#include "model/sweep.h"
+
+#define SWEEP_PATH_SIZE 256
+#define SWEEP_LIST_SIZE 1024
+#define SWEEP_MAX_AXIS_VALUES 1000000
+#define SWEEP_MAX_EXPR_NAMES 64
+
+typedef struct {
+    const char *text;  /* the JSON text, for jsonloc_find */
+    const char *label; /* file name used in errors */
+    tune_error *err;   /* may be NULL */
+} sweep_ctx;
+
+/* Helpers of sweep.c (errors at a JSON path, names, keys) and the parsers of sweep_timing.c. */
+int sweep_check_keys(const sweep_ctx *cx, json_t *obj, const char *path,
+                     const char *const *allowed);
+int sweep_expect_object(const sweep_ctx *cx, json_t *v, const char *path);
+/* Records an error located at path (its key or its value) and returns -1. */
+int sweep_fail(const sweep_ctx *cx, tune_status code, const char *path, jsonloc_which which,
+               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+const family_axis *sweep_find_axis(const family_axis *axes, size_t n, const char *name);
+const char *sweep_join_list(char *buf, size_t size, const char *const *names);
+const char *sweep_join_names(char *buf, size_t size, const void *base, size_t stride, size_t n);
+const char *sweep_json_kind(const json_t *v);
+int sweep_nomem(const sweep_ctx *cx);
+const char *sweep_path_index(char *buf, const char *parent, size_t index);
+const char *sweep_path_key(char *buf, const char *parent, const char *key);
+char *sweep_strdup(const sweep_ctx *cx, const char *s);
+int sweep_parse_report(const sweep_ctx *cx, json_t *root, sweep *sw);
+int sweep_parse_timing(const sweep_ctx *cx, json_t *root, sweep *sw);
+
+#endif

@@ -1,0 +1,119 @@
+/* internal.h - what the files of the run layer share (not for other layers): the context of one
+ * sweep run and the functions of its parts.
+ *
+ *   kernels.c      the kernel table: which instantiations each configuration needs, compiling
+ *                  them (in a child process for GPU runs), loading them on first use
+ *   rows.c         a configuration's row: filled, validated and timed, or why it was not
+ *   retime.c       the interleaved re-timing of a shape's fastest configurations
+ *   worker_loop.c  the worker: a child process that owns the GPU and writes rows
+ *   coordinator.c  runs workers until every configuration has a row; compile-only rows
+ *   probe.c        the device queried and counted in child processes
+ *   session.c      one run end to end: folder, lock, resume, meta.json, report (run_sweep)
+ *   multi.c        one coordinator per GPU (--gpus), merged at the end
+ */
+#ifndef TUNE_RUN_INTERNAL_H
+#define TUNE_RUN_INTERNAL_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "analysis/roofline.h"
+#include "device/compile.h"
+#include "device/gpu.h"
+#include "device/monitor.h"
+#include "device/timing.h"
+#include "device/worker.h"
+#include "model/shard.h"
+#include "model/space.h"
+#include "run/run.h"
+#include "store/meta.h"
+#include "store/results.h"
+
+/* One distinct kernel instantiation: compiled once, loaded on first use. */
+typedef struct {
+    compile_job job;
+    gpu_library *lib;
+    void *kernel;
+} run_kernel;
+
+/* What the CPU side knows of each configuration before the GPU sees it. */
+typedef struct {
+    int n_refs;
+    size_t refs[FAMILY_MAX_KERNELS]; /* indices into kernels */
+    int row_ref;                     /* the refs index of the kernel its row names, or -1 */
+    char *skip;                      /* family says it cannot run: reason */
+} run_plan;
+
+typedef struct {
+    const sweep *sw;
+    const run_options *opt;
+    space *sp;
+    run_plan *plans;
+    run_kernel *kernels;
+    size_t n_kernels, cap_kernels;
+    tune_error *err;
+    double t0;              /* start of the run (monotonic seconds) */
+    monitor *mon;           /* NVML, NULL when absent */
+    roofline_ceilings ceil; /* for every row's roofline time */
+    int have_ceil;
+    char ceil_source[512];
+    gpu_info gi;            /* the device (queried in a child process) */
+    double read_bw;         /* B/s: given, or measured by the first worker */
+    unsigned char *done;    /* per configuration: a row exists (this run or a resumed one) */
+    char out_dir[PATH_MAX]; /* the run's folder */
+    shard_plan *plan;       /* --shard: the sweep's shards; NULL: the whole sweep */
+    char arch_name[16];     /* "sm_90": what the kernels were compiled for */
+} run_ctx;
+
+/* kernels.c */
+size_t run_kernel_index(run_ctx *rc, const family_kernel_ref *ref); /* SIZE_MAX: out of memory */
+tune_status run_plan_configs(run_ctx *rc);
+/* Compiles every kernel (GPU runs: in a child process that fills the cache); prints the counts
+ * unless quiet. */
+tune_status run_compile(run_ctx *rc, int arch, run_summary *sum);
+/* family_env.kernel: the loaded kernel of (source, name), or NULL. */
+void *run_lookup_kernel(void *kctx, const char *source, const char *name);
+/* FNV-1a over the kernels' sources, names and cubins: the run key's kernels_hash. */
+uint64_t run_kernels_hash(const run_ctx *rc);
+void run_ctx_free(run_ctx *rc);
+
+/* rows.c */
+/* Row of configuration ci (point p) with everything known before it runs: sweep, method, axes,
+ * parameters, byte and FLOP models, the kernel it names, device (borrowed; may be NULL). */
+void run_row_fill(const run_ctx *rc, size_t ci, const tune_point *p, result_row *row,
+                  const char *device);
+/* 1 with the row's status and reason when configuration ci cannot run: the family refused it
+ * (skipped) or a kernel failed to compile; 0 otherwise. */
+int run_row_unrunnable(const run_ctx *rc, size_t ci, result_row *row);
+/* Validates and times the prepared configuration on the shape's state; fills the row. */
+void run_row_measure(run_ctx *rc, void *state, timing *tm, const tune_point *p, result_row *row,
+                     char *reason, size_t reason_size);
+/* The rows' roofline ceilings: the device's calibration file, else the specs table. */
+void run_load_ceilings(run_ctx *rc, double read_bw);
+
+/* retime.c */
+typedef struct {
+    size_t ci;
+    double median;
+} run_candidate;
+/* Re-times the shape's fastest candidates interleaved; appends the verdict to retime.jsonl. */
+void run_retime_shape(run_ctx *rc, void *state, timing *tm, run_candidate *cands, size_t n);
+
+/* worker_loop.c */
+int run_worker_body(void *ctx, int fd);
+
+/* coordinator.c */
+tune_status run_coordinate(run_ctx *rc, run_summary *sum);
+tune_status run_write_compile_rows(run_ctx *rc, run_summary *sum);
+
+/* probe.c */
+tune_status run_probe_device(const run_options *opt, gpu_info *gi, tune_error *err);
+tune_status run_probe_count(int *n, tune_error *err);
+/* The driver's version: NVML's (mon may be NULL), else /proc/driver/nvidia/version's first
+ * line; "" when neither. */
+void run_driver_version(monitor *mon, char *buf, size_t size);
+
+/* multi.c */
+tune_status run_gpus(const sweep *sw, const run_options *opt, run_summary *sum, tune_error *err);
+
+#endif

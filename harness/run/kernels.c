@@ -1,0 +1,231 @@
+/* kernels.c - the run's kernel table: the distinct instantiations its configurations need,
+ * compiled once (cached on disk), loaded on first use. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/hash.h"
+#include "run/internal.h"
+
+size_t run_kernel_index(run_ctx *rc, const family_kernel_ref *ref)
+{
+    for (size_t i = 0; i < rc->n_kernels; i++)
+        if (strcmp(rc->kernels[i].job.source, ref->source) == 0 &&
+            strcmp(rc->kernels[i].job.name, ref->name) == 0)
+            return i;
+    if (rc->n_kernels == rc->cap_kernels) {
+        size_t cap = rc->cap_kernels ? 2 * rc->cap_kernels : 64;
+        run_kernel *nk = realloc(rc->kernels, cap * sizeof *nk);
+        if (!nk)
+            return SIZE_MAX;
+        rc->kernels = nk;
+        rc->cap_kernels = cap;
+    }
+    run_kernel *k = &rc->kernels[rc->n_kernels];
+    memset(k, 0, sizeof *k);
+    snprintf(k->job.source, sizeof k->job.source, "%s", ref->source);
+    snprintf(k->job.name, sizeof k->job.name, "%s", ref->name);
+    return rc->n_kernels++;
+}
+
+/* Asks the family which kernels each configuration needs. */
+tune_status run_plan_configs(run_ctx *rc)
+{
+    size_t n = space_n_configs(rc->sp);
+    rc->plans = calloc(n ? n : 1, sizeof *rc->plans);
+    if (!rc->plans)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        tune_point p;
+        space_config_point(rc->sp, i, &p);
+        family_kernel_ref refs[FAMILY_MAX_KERNELS];
+        memset(refs, 0, sizeof refs);
+        char why[512] = "";
+        int nr = rc->sw->family->kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+        if (nr < 0) {
+            rc->plans[i].skip = strdup(why);
+            continue;
+        }
+        rc->plans[i].n_refs = nr;
+        rc->plans[i].row_ref = -1;
+        for (int r = 0; r < nr; r++) {
+            if (refs[r].row && rc->plans[i].row_ref < 0)
+                rc->plans[i].row_ref = r;
+            size_t ki = run_kernel_index(rc, &refs[r]);
+            if (ki == SIZE_MAX)
+                return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+            rc->plans[i].refs[r] = ki;
+        }
+    }
+    return TUNE_OK;
+}
+
+static tune_status compile_all(run_ctx *rc, int arch, const char *cache_dir, run_summary *sum)
+{
+    char kdir[4096];
+    const char *kernels_dir = rc->opt->kernels_dir;
+    if (!kernels_dir && !(kernels_dir = compile_find_kernels_dir(kdir, sizeof kdir)))
+        return tune_error_set(rc->err, TUNE_ERR_IO, "kernels_src",
+                              "cannot find the kernel sources (set TUNE_KERNELS_DIR)");
+    compile_job *jobs = calloc(rc->n_kernels ? rc->n_kernels : 1, sizeof *jobs);
+    if (!jobs)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    for (size_t i = 0; i < rc->n_kernels; i++)
+        jobs[i] = rc->kernels[i].job;
+    compile_options copt = {kernels_dir, cache_dir, arch, 0};
+    double t0 = clock_now();
+    tune_status st = compile_run(jobs, rc->n_kernels, &copt, rc->err);
+    sum->compile_seconds = clock_now() - t0;
+    for (size_t i = 0; i < rc->n_kernels; i++) {
+        rc->kernels[i].job = jobs[i];
+        sum->n_cached += (size_t)jobs[i].from_cache;
+        sum->n_kernel_errors += jobs[i].status != TUNE_OK;
+    }
+    sum->n_kernels = rc->n_kernels;
+    free(jobs);
+    return st;
+}
+
+/* Removes a private kernel cache folder (its files, then itself). */
+static void remove_cache_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        char path[PATH_MAX];
+        if (e->d_name[0] != '.' &&
+            (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path)
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+/* NVRTC, once it has compiled, leaves this process unable to hand CUDA to a forked worker (the
+ * worker's first CUDA call fails with "initialization error"; seen on the H200 machine with CUDA
+ * 13.0). So a GPU run compiles in a child process that fills the kernel cache, and this process
+ * then only reads the cache. The child reports its counts: "K kernels cached errors seconds". */
+typedef struct {
+    run_ctx *rc;
+    int arch;
+    const char *cache_dir;
+} compile_child_ctx;
+
+static int compile_child_body(void *ctx, int fd)
+{
+    compile_child_ctx *c = ctx;
+    run_summary sum;
+    memset(&sum, 0, sizeof sum);
+    tune_error e = {0};
+    c->rc->err = &e;
+    if (compile_all(c->rc, c->arch, c->cache_dir, &sum) != TUNE_OK) {
+        worker_send(fd, "F %d %s%s%s", (int)e.code, e.where, e.where[0] ? ": " : "", e.message);
+        return 1;
+    }
+    worker_send(fd, "K %zu %zu %zu %.17g", sum.n_kernels, sum.n_cached, sum.n_kernel_errors,
+                sum.compile_seconds);
+    return 0;
+}
+
+static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir, run_summary *sum)
+{
+    compile_child_ctx c = {rc, arch, cache_dir};
+    worker *w = worker_start(compile_child_body, &c, rc->err);
+    if (!w)
+        return rc->err ? rc->err->code : TUNE_ERR_IO;
+    char line[4096], how[256];
+    run_summary child;
+    memset(&child, 0, sizeof child);
+    int got = 0;
+    while (worker_read_line(w, line, sizeof line, 3600) == 1) {
+        if (line[0] == 'K')
+            got = sscanf(line, "K %zu %zu %zu %lg", &child.n_kernels, &child.n_cached,
+                         &child.n_kernel_errors, &child.compile_seconds) == 4;
+        else if (line[0] == 'F')
+            tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "%s", line + 2);
+    }
+    int code = worker_wait(w, how, sizeof how);
+    if (!got || code != 0)
+        return tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "the compile process ended: %s",
+                              how);
+    tune_status st = compile_all(rc, arch, cache_dir, sum); /* cache reads only */
+    sum->n_cached = child.n_cached;
+    sum->compile_seconds = child.compile_seconds;
+    return st;
+}
+
+tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
+{
+    const run_options *opt = rc->opt;
+    /* a GPU run needs the cache to carry the child's cubins: a private one under --no-cache */
+    char tmp_cache[] = "/tmp/tune-kcache-XXXXXX";
+    const char *cache = opt->cache_dir;
+    if (!opt->compile_only && !cache && !(cache = mkdtemp(tmp_cache)))
+        return tune_error_set(rc->err, TUNE_ERR_IO, "/tmp", "cannot create a kernel cache folder");
+    tune_status st = opt->compile_only ? compile_all(rc, arch, cache, sum)
+                                       : compile_isolated(rc, arch, cache, sum);
+    if (cache == tmp_cache)
+        remove_cache_dir(tmp_cache);
+    if (st != TUNE_OK)
+        return st;
+    if (!opt->quiet)
+        fprintf(stderr,
+                "tune: %s: %zu configs (%zu pruned), %zu kernels for sm_%d: %zu from cache, %zu "
+                "compile errors, %.1f s\n",
+                rc->sw->name, space_n_configs(rc->sp), sum->n_pruned, sum->n_kernels, arch,
+                sum->n_cached, sum->n_kernel_errors, sum->compile_seconds);
+    for (size_t i = 0; !opt->quiet && i < rc->n_kernels; i++)
+        if (rc->kernels[i].job.status != TUNE_OK)
+            fprintf(stderr, "tune: %s: %s failed to compile:\n%s\n", rc->kernels[i].job.source,
+                    rc->kernels[i].job.name, rc->kernels[i].job.log ? rc->kernels[i].job.log : "");
+    return TUNE_OK;
+}
+
+void *run_lookup_kernel(void *kctx, const char *source, const char *name)
+{
+    run_ctx *rc = kctx;
+    for (size_t i = 0; i < rc->n_kernels; i++) {
+        run_kernel *k = &rc->kernels[i];
+        if (strcmp(k->job.source, source) != 0 || strcmp(k->job.name, name) != 0)
+            continue;
+        if (k->job.status != TUNE_OK)
+            return NULL;
+        if (!k->lib) {
+            k->lib = gpu_library_load(k->job.cubin, rc->err);
+            if (k->lib)
+                k->kernel = gpu_library_kernel(k->lib, k->job.lowered, rc->err);
+        }
+        return k->kernel;
+    }
+    return NULL;
+}
+
+uint64_t run_kernels_hash(const run_ctx *rc)
+{
+    uint64_t h = HASH_FNV_OFFSET;
+    for (size_t i = 0; i < rc->n_kernels; i++) {
+        h = hash_fnv1a_str(h, rc->kernels[i].job.source);
+        h = hash_fnv1a_str(h, rc->kernels[i].job.name);
+        if (rc->kernels[i].job.cubin)
+            h = hash_fnv1a(h, rc->kernels[i].job.cubin, rc->kernels[i].job.cubin_size);
+    }
+    return h;
+}
+
+void run_ctx_free(run_ctx *rc)
+{
+    shard_plan_free(rc->plan);
+    free(rc->done);
+    for (size_t i = 0; rc->plans && i < space_n_configs(rc->sp); i++)
+        free(rc->plans[i].skip);
+    free(rc->plans);
+    for (size_t i = 0; i < rc->n_kernels; i++) {
+        gpu_library_free(rc->kernels[i].lib);
+        compile_job_clear(&rc->kernels[i].job);
+    }
+    free(rc->kernels);
+    space_free(rc->sp);
+}

@@ -1,0 +1,60 @@
+/* run.h - one sweep end to end: enumerate, compile (parallel, cached), then per shape allocate,
+ * validate and time every configuration, append result rows, print the best-config tables.
+ *
+ *   run_options opt; run_options_init(&opt);
+ *   opt.out_root = "results";
+ *   run_summary sum;
+ *   if (run_sweep(sw, &opt, &sum, &err) != TUNE_OK) ...
+ *
+ * Without a GPU, run_sweep fails with TUNE_ERR_NO_GPU (one sentence) unless opt.compile_only is
+ * set, which compiles every variant for opt.arch and measures nothing; with opt.compile_rows too,
+ * it also writes a results folder with one row per configuration (status compiled, compile_error
+ * or skipped), which can be sharded, resumed and merged like a measured run.
+ *
+ * Sharding (model/shard.h, docs/sharding.md): opt.shard_count = n runs only shard opt.shard_index
+ * of n; opt.gpus = "all" or "0,2" runs one coordinator per GPU, each on its shard, into <run
+ * folder>/shards/<i>/, and merges them into the run folder.
+ */
+#ifndef TUNE_RUN_H
+#define TUNE_RUN_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "model/sweep.h"
+#include "store/merge.h"
+#include "store/meta.h"
+
+typedef struct {
+    const char *out_root;    /* results root, default "results" */
+    const char *out_dir;     /* explicit run folder (overrides out_root/<sweep>/<run id>) */
+    const char *cache_dir;   /* kernel cache folder; NULL: no cache */
+    const char *kernels_dir; /* kernel sources; NULL: compile_find_kernels_dir */
+    int device;              /* CUDA ordinal */
+    int arch;                /* compile-only target (x10); 0: 90 */
+    int compile_only;
+    int quiet;         /* no progress line, no tables */
+    uint64_t seed;     /* random inputs */
+    double read_bw;    /* > 0: the device's read bandwidth in B/s, not measured */
+    int resume;        /* continue the latest run of the sweep (or out_dir): only what is missing */
+    double watchdog_s; /* a configuration making no progress this long is killed; 0: 20 s */
+    int retake_throttled; /* re-measure a configuration NVML saw throttled, up to this many times */
+    size_t shard_index, shard_count; /* shard_count > 0: only shard shard_index (0-based) of n */
+    int compile_rows; /* with compile_only: write a results folder, a row per configuration */
+    const char *gpus; /* "all" or a list "0,1,3": one coordinator per GPU, then merge */
+    int argc;
+    char **argv;
+} run_options;
+
+void run_options_init(run_options *opt);
+tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum, tune_error *err);
+
+/* Merges the shards' results folders into out_dir (store/merge.h: merge_shards) and writes its
+ * best-config tables (analysis/report.h: report_rebuild), printed unless opt->quiet or no row is
+ * ok. */
+tune_status run_merge(const char *out_dir, const char *const *dirs, size_t n_dirs,
+                      const merge_options *opt, run_summary *sum, tune_error *err);
+
+#endif

@@ -1,0 +1,161 @@
+/* worker_loop.c - the worker: a child process that owns the GPU (crash isolation) and writes the
+ * rows of the configurations not yet done, shape by shape.
+ *
+ * Messages to the coordinator, one per line:
+ *   R <bytes/s>          the read bandwidth it measured
+ *   B <i>                configuration i begins (the watchdog starts)
+ *   E <i> <status>       configuration i's row is written
+ *   T                    the shape's fastest configurations are being re-timed
+ *   C <i> <text>         configuration i broke the CUDA context (sticky error); the worker exits
+ *   F <code> <text>      the worker cannot start (no GPU, out of memory for its buffers, ...)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "core/clock.h"
+#include "device/calibrate.h"
+#include "run/internal.h"
+
+enum { WORKER_EXIT_STICKY = 3, WORKER_EXIT_FATAL = 4 };
+
+/* The row of configuration ci, measured on the shape's state (NULL when the shape could not be
+ * set up: shape_err says why). Returns 1 when the CUDA context broke (the row is not valid). */
+static int worker_config(run_ctx *rc, void *state, const tune_error *shape_err, timing *tm,
+                         size_t ci, result_row *row, char *reason, size_t reason_size)
+{
+    tune_point p;
+    space_config_point(rc->sp, ci, &p);
+    run_row_fill(rc, ci, &p, row, rc->gi.name);
+    if (run_row_unrunnable(rc, ci, row)) {
+        /* status and reason set */
+    } else if (!state) {
+        char text[2048];
+        row->status = shape_err->code == TUNE_ERR_OOM || shape_err->code == TUNE_ERR_UNSUPPORTED
+                          ? RESULT_SKIPPED
+                          : RESULT_LAUNCH_ERROR;
+        snprintf(reason, reason_size, "%s%s",
+                 shape_err->code == TUNE_ERR_OOM ? "out of memory: " : "",
+                 tune_error_text(shape_err, text, sizeof text));
+        row->reason = reason;
+    } else {
+        run_row_measure(rc, state, tm, &p, row, reason, reason_size);
+    }
+    return row->status == RESULT_LAUNCH_ERROR && gpu_context_broken();
+}
+
+/* The worker's GPU resources. */
+typedef struct {
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    timing *tm;
+    results_writer *w;
+} worker_gpu;
+
+/* Selects the device, creates the stream, cuBLAS and the timing context, measures the read
+ * bandwidth when it is not known (sent to the coordinator), loads the ceilings, opens NVML and the
+ * rows file. */
+static tune_status worker_setup(run_ctx *rc, worker_gpu *g, int fd, tune_error *e)
+{
+    tune_status st = TUNE_OK;
+    if ((st = gpu_select(rc->gi.ordinal, e)) != TUNE_OK)
+        return st;
+    GPU_CHECK(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking), e, st, fail);
+    if (rc->sw->family->needs_cublas &&
+        (cublasCreate(&g->cublas) != CUBLAS_STATUS_SUCCESS ||
+         cublasSetStream(g->cublas, g->stream) != CUBLAS_STATUS_SUCCESS))
+        return tune_error_set(e, TUNE_ERR_CUBLAS, "cublasCreate", "cannot create a handle");
+    void *probe = run_lookup_kernel(rc, "common.cu", "tune_read_probe");
+    if (!(g->tm = timing_init(g->stream, rc->gi.l2_bytes, probe, e)))
+        return e->code;
+    timing_set_cublas(g->tm, g->cublas);
+    if (rc->read_bw <= 0) {
+        if ((st = calibrate_read_bw(g->tm, g->stream, probe, rc->gi.sm_count, (size_t)4 << 30, 20,
+                                    &rc->read_bw, e)) != TUNE_OK)
+            return st;
+        worker_send(fd, "R %.17g", rc->read_bw);
+    }
+    run_load_ceilings(rc, rc->read_bw);
+    rc->mon = monitor_open(rc->gi.pci_bus_id);
+    if (!(g->w = results_open(rc->out_dir, e)))
+        return e->code;
+fail:
+    return st;
+}
+
+/* Ends a shape: its fastest candidates re-timed (the coordinator told first). */
+static void worker_shape_end(run_ctx *rc, int fd, void *state, timing *tm, run_candidate *cands,
+                             size_t n_cand)
+{
+    if (state && n_cand >= 2) {
+        worker_send(fd, "T");
+        run_retime_shape(rc, state, tm, cands, n_cand);
+    }
+}
+
+int run_worker_body(void *ctx, int fd)
+{
+    run_ctx *rc = ctx;
+    tune_error e = {0};
+    worker_gpu g = {0};
+    rc->err = &e; /* the child's own error record */
+    tune_status st = worker_setup(rc, &g, fd, &e);
+    if (st != TUNE_OK)
+        goto fatal;
+    family_env env = {rc->gi.ordinal, g.stream,          g.cublas, rc->gi.l2_bytes,
+                      rc->opt->seed,  run_lookup_kernel, rc};
+    const tune_family *fam = rc->sw->family;
+    void *state = NULL;
+    size_t shape = SIZE_MAX, n_cand = 0;
+    tune_error shape_err = {0};
+    run_candidate *cands = calloc(space_n_configs(rc->sp) + 1, sizeof *cands);
+    if (!cands) {
+        st = tune_error_set(&e, TUNE_ERR_NOMEM, "worker", "out of memory");
+        goto fatal;
+    }
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++) {
+        if (rc->done[ci])
+            continue;
+        worker_send(fd, "B %zu", ci);
+        size_t si = space_config_at(rc->sp, ci)->shape;
+        if (si != shape) {
+            worker_shape_end(rc, fd, state, g.tm, cands, n_cand);
+            n_cand = 0;
+            fam->shape_free(state);
+            tune_error_clear(&shape_err);
+            state = fam->shape_init(&env, space_shape(rc->sp, si), &shape_err);
+            shape = si;
+        }
+        result_row row;
+        char reason[4096], stamp[32];
+        if (worker_config(rc, state, &shape_err, g.tm, ci, &row, reason, sizeof reason)) {
+            worker_send(fd, "C %zu %s", ci, row.reason ? row.reason : "CUDA context broken");
+            return WORKER_EXIT_STICKY; /* the process exits: the driver frees the context */
+        }
+        clock_utc(stamp, sizeof stamp, CLOCK_UTC_ISO);
+        row.timestamp = stamp;
+        if (results_write_row(g.w, &row, &e) != TUNE_OK) {
+            st = e.code;
+            goto fatal;
+        }
+        worker_send(fd, "E %zu %d", ci, (int)row.status);
+        if (row.status == RESULT_OK && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
+            cands[n_cand++] = (run_candidate){ci, row.time.median};
+    }
+    worker_shape_end(rc, fd, state, g.tm, cands, n_cand);
+    free(cands);
+    fam->shape_free(state);
+    results_close(g.w);
+    monitor_close(rc->mon);
+    timing_free(g.tm);
+    if (g.cublas)
+        cublasDestroy(g.cublas);
+    cudaStreamDestroy(g.stream);
+    return 0;
+fatal:
+    worker_send(fd, "F %d %s%s%s", (int)st, e.where, e.where[0] ? ": " : "", e.message);
+    return WORKER_EXIT_FATAL;
+}

@@ -1,0 +1,124 @@
+#include "store/folder.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "store/results.h"
+
+tune_status folder_make(const char *out_dir, const char *root, const char *sweep, char *dir,
+                        size_t size, tune_error *err)
+{
+    if (out_dir) {
+        snprintf(dir, size, "%s", out_dir);
+    } else {
+        char stamp[32];
+        clock_utc(stamp, sizeof stamp, CLOCK_UTC_DIR);
+        snprintf(dir, size, "%s/%s/%s", root, sweep, stamp);
+    }
+    return results_mkdirs(dir, err);
+}
+
+tune_status folder_latest(const char *root, const char *sweep, char *dir, size_t size,
+                          tune_error *err)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", root, sweep);
+    DIR *d = opendir(path);
+    char best[256] = "";
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.' && strcmp(e->d_name, best) > 0)
+            snprintf(best, sizeof best, "%s", e->d_name);
+    if (d)
+        closedir(d);
+    if (!best[0])
+        return tune_error_set(err, TUNE_ERR_IO, path, "no earlier run of sweep '%s' to resume",
+                              sweep);
+    if ((size_t)snprintf(dir, size, "%.3800s/%.200s", path, best) >= size)
+        return tune_error_set(err, TUNE_ERR_IO, path, "path too long");
+    return TUNE_OK;
+}
+
+int folder_lock(const char *dir, tune_error *err)
+{
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof path, "%s/lock", dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        tune_error_set(err, TUNE_ERR_IO, path, "cannot open the lock file: %s", strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t k = pread(fd, pid, sizeof pid - 1, 0);
+        pid[k > 0 ? k : 0] = '\0';
+        pid[strcspn(pid, "\n")] = '\0';
+        close(fd);
+        tune_error_set(err, TUNE_ERR_IO, dir,
+                       "another tune run (pid %s) is writing this results folder; wait for it or "
+                       "use another folder",
+                       pid[0] ? pid : "?");
+        return -1;
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len)
+        (void)0; /* the pid is informative only */
+    return fd;
+}
+
+void folder_unlock(const char *dir, int fd)
+{
+    if (fd < 0)
+        return;
+    char lock[PATH_MAX + 8];
+    snprintf(lock, sizeof lock, "%.4000s/lock", dir);
+    unlink(
+        lock); /* still held: a run starting now fails to lock the old file, or makes a new one */
+    close(fd);
+}
+
+void folder_trim_partial_line(const char *path)
+{
+    int fd = open(path, O_RDWR);
+    if (fd < 0)
+        return;
+    off_t size = lseek(fd, 0, SEEK_END), keep = size;
+    char c;
+    while (keep > 0 && pread(fd, &c, 1, keep - 1) == 1 && c != '\n')
+        keep--;
+    if (keep < size && ftruncate(fd, keep) != 0)
+        (void)0;
+    close(fd);
+}
+
+size_t folder_count_rows(const char *dir)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    FILE *f = fopen(path, "r");
+    size_t n = 0;
+    char buf[65536];
+    for (size_t k; f && (k = fread(buf, 1, sizeof buf, f)) > 0;)
+        for (size_t i = 0; i < k; i++)
+            n += buf[i] == '\n';
+    if (f)
+        fclose(f);
+    return n;
+}
+
+tune_status folder_write_json(const char *path, const json_t *json, tune_error *err)
+{
+    char tmp[PATH_MAX + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (!json || json_dump_file(json, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 ||
+        rename(tmp, path) != 0)
+        return tune_error_set(err, TUNE_ERR_IO, path, "cannot write");
+    return TUNE_OK;
+}

@@ -1,0 +1,41 @@
+/* folder.h - a results folder: its name, its lock, and the file operations the store shares.
+ *
+ *   char dir[PATH_MAX];
+ *   folder_make(NULL, "results", "sparq", dir, sizeof dir, &err);  // results/sparq/<UTC time>
+ *   int lock = folder_lock(dir, &err);                               // -1: another run has it
+ *   ...
+ *   folder_unlock(dir, lock);
+ *
+ * A folder holds raw.jsonl (results.h), meta.json (meta.h), retime.jsonl (retime.h), best.md,
+ * best.csv, best.json (analysis/report.h), and for --gpus a shards/<i>/ folder per GPU.
+ */
+#ifndef TUNE_FOLDER_H
+#define TUNE_FOLDER_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "core/error.h"
+
+/* The run folder: out_dir when given, else <root>/<sweep>/<UTC time>; created (mkdir -p). */
+tune_status folder_make(const char *out_dir, const char *root, const char *sweep, char *dir,
+                        size_t size, tune_error *err);
+/* The latest run folder of the sweep under root (names are UTC times). */
+tune_status folder_latest(const char *root, const char *sweep, char *dir, size_t size,
+                          tune_error *err);
+
+/* Holds an exclusive lock on dir/lock for the process's life (and its children's); fails when
+ * another run holds it. Returns the descriptor, or -1. */
+int folder_lock(const char *dir, tune_error *err);
+/* Removes dir/lock and releases it (fd < 0: nothing). */
+void folder_unlock(const char *dir, int fd);
+
+/* Cuts a last line that a killed run left without its newline, so appending stays valid JSONL. */
+void folder_trim_partial_line(const char *path);
+/* Lines of dir/raw.jsonl (0 when absent). */
+size_t folder_count_rows(const char *dir);
+/* Writes json to path through path.tmp, renamed: readers see the old file or the new one. */
+tune_status folder_write_json(const char *path, const json_t *json, tune_error *err);
+
+#endif

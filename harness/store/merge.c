@@ -1,0 +1,309 @@
+#include "store/merge.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/folder.h"
+
+typedef struct {
+    const char *dir;
+    json_t *meta; /* new */
+    meta_shard shard;
+    result_row *rows;
+    size_t n_rows;
+} merge_part;
+
+typedef struct {
+    char text[2048];
+    size_t n;
+} merge_problems;
+
+static void problem(merge_problems *pb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void problem(merge_problems *pb, const char *fmt, ...)
+{
+    size_t len = strlen(pb->text);
+    if (pb->n++ == 8) {
+        snprintf(pb->text + len, sizeof pb->text - len, "; ...");
+        return;
+    }
+    if (pb->n > 8 || len + 4 >= sizeof pb->text)
+        return;
+    if (len)
+        len += (size_t)snprintf(pb->text + len, sizeof pb->text - len, "; ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(pb->text + len, sizeof pb->text - len, fmt, ap);
+    va_end(ap);
+}
+
+static void problem_text(void *ctx, const char *text)
+{
+    problem(ctx, "%s", text);
+}
+
+static void part_load(merge_part *pt, merge_problems *pb)
+{
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/meta.json", pt->dir);
+    json_error_t je;
+    pt->meta = meta_load(pt->dir, &je);
+    if (!pt->meta) {
+        problem(pb, "%s: not a results folder (%s)", pt->dir,
+                access(path, F_OK) == 0 ? je.text : "no meta.json");
+        return;
+    }
+    const char *why = NULL;
+    if (meta_shard_read(pt->meta, &pt->shard, &why) != 0) {
+        if (strcmp(why, "not a shard") == 0)
+            problem(pb, "%s: not a shard (meta.json has no 'shard': run it with --shard I/N)",
+                    pt->dir);
+        else
+            problem(pb, "%s: meta.json's 'shard' is incomplete", pt->dir);
+        return;
+    }
+    snprintf(path, sizeof path, "%s/raw.jsonl", pt->dir);
+    tune_error e = {0};
+    if (access(path, F_OK) == 0 && results_read(path, &pt->rows, &pt->n_rows, &e) != TUNE_OK) {
+        char buf[2600];
+        problem(pb, "shard %zu/%zu: %s (resume it with --resume)", pt->shard.index, pt->shard.count,
+                tune_error_text(&e, buf, sizeof buf));
+    }
+}
+
+typedef struct {
+    char *id;
+    size_t part;
+} merge_id;
+
+static int id_cmp(const void *a, const void *b)
+{
+    return strcmp(((const merge_id *)a)->id, ((const merge_id *)b)->id);
+}
+
+static void check_rows(merge_part *parts, size_t n, merge_problems *pb)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += parts[i].n_rows;
+    merge_id *ids = calloc(total ? total : 1, sizeof *ids);
+    size_t k = 0;
+    for (size_t i = 0; ids && i < n; i++)
+        for (size_t r = 0; r < parts[i].n_rows; r++) {
+            char buf[4096];
+            ids[k++] =
+                (merge_id){strdup(results_row_identity(&parts[i].rows[r], buf, sizeof buf)), i};
+        }
+    if (!ids) {
+        problem(pb, "out of memory");
+        return;
+    }
+    qsort(ids, k, sizeof *ids, id_cmp);
+    size_t dups = 0;
+    for (size_t j = 1; j < k; j++)
+        if (ids[j].id && ids[j - 1].id && strcmp(ids[j].id, ids[j - 1].id) == 0 && dups++ < 3) {
+            const merge_part *a = &parts[ids[j - 1].part], *b = &parts[ids[j].part];
+            problem(pb, "configuration %s has two rows (shard %zu/%zu %s, shard %zu/%zu %s)",
+                    ids[j].id, a->shard.index, a->shard.count, a->dir, b->shard.index,
+                    b->shard.count, b->dir);
+        }
+    if (dups > 3)
+        problem(pb, "%zu configurations have more than one row", dups);
+    for (size_t j = 0; j < k; j++)
+        free(ids[j].id);
+    free(ids);
+}
+
+static tune_status copy_lines(FILE *out, const char *path, tune_error *err)
+{
+    if (access(path, F_OK) != 0)
+        return TUNE_OK;
+    size_t size = 0;
+    char *text = tune_read_file(path, &size, err);
+    if (!text)
+        return TUNE_ERR_IO;
+    int ok = fwrite(text, 1, size, out) == size &&
+             (size == 0 || text[size - 1] == '\n' || fputc('\n', out) != EOF);
+    free(text);
+    return ok ? TUNE_OK : tune_error_set(err, TUNE_ERR_IO, path, "cannot copy");
+}
+
+/* Writes the concatenation of the parts' name files into out_dir/name (replaced atomically);
+ * removes it when no part has one. */
+static tune_status merge_file(const char *out_dir, merge_part *parts, size_t n, const char *name,
+                              tune_error *err)
+{
+    char path[PATH_MAX + 64], tmp[PATH_MAX + 80], src[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s", out_dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        snprintf(src, sizeof src, "%s/%s", parts[i].dir, name);
+        any |= access(src, F_OK) == 0;
+    }
+    if (!any) {
+        unlink(path);
+        return TUNE_OK;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return tune_error_set(err, TUNE_ERR_IO, tmp, "cannot write: %s", strerror(errno));
+    tune_status st = TUNE_OK;
+    for (size_t i = 0; i < n && st == TUNE_OK; i++) {
+        snprintf(src, sizeof src, "%s/%s", parts[i].dir, name);
+        st = copy_lines(f, src, err);
+    }
+    if (fclose(f) != 0 && st == TUNE_OK)
+        st = tune_error_set(err, TUNE_ERR_IO, tmp, "cannot write");
+    if (st == TUNE_OK && rename(tmp, path) != 0)
+        st = tune_error_set(err, TUNE_ERR_IO, path, "cannot write: %s", strerror(errno));
+    if (st != TUNE_OK)
+        unlink(tmp);
+    return st;
+}
+
+static int part_cmp(const void *a, const void *b)
+{
+    const merge_part *x = a, *y = b;
+    return x->shard.index < y->shard.index ? -1 : x->shard.index > y->shard.index;
+}
+
+static int same_dir(const char *a, const char *b)
+{
+    char ra[PATH_MAX], rb[PATH_MAX];
+    return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
+}
+
+/* Every part against the first (sorted by index): the same sweep, plan, key and settings. */
+static void check_same_run(const merge_part *parts, size_t n, merge_problems *pb)
+{
+    const merge_part *ref = &parts[0];
+    const char *name = meta_sweep_name(ref->meta);
+    name = name ? name : "";
+    for (size_t i = 1; i < n; i++) {
+        const merge_part *p = &parts[i];
+        const char *pn = meta_sweep_name(p->meta);
+        pn = pn ? pn : "";
+        if (strcmp(pn, name) != 0) {
+            problem(pb, "%s is a shard of sweep '%s', %s of '%s'", p->dir, pn, ref->dir, name);
+        } else if (p->shard.count != ref->shard.count) {
+            problem(pb, "%s is a shard of %zu, %s of %zu", p->dir, p->shard.count, ref->dir,
+                    ref->shard.count);
+        } else if (strcmp(p->shard.plan, ref->shard.plan) != 0 ||
+                   p->shard.total_configs != ref->shard.total_configs) {
+            problem(pb,
+                    "%s and %s were planned differently (plan %s, %s): another version of "
+                    "the sweep file or of tune",
+                    p->dir, ref->dir, p->shard.plan, ref->shard.plan);
+        } else {
+            char a[PATH_MAX + 64], b[PATH_MAX + 64];
+            snprintf(a, sizeof a, "shard %zu/%zu", ref->shard.index, ref->shard.count);
+            snprintf(b, sizeof b, "shard %zu/%zu (%s)", p->shard.index, p->shard.count, p->dir);
+            meta_compare_keys(ref->meta, p->meta, a, b, problem_text, pb);
+        }
+        if (!meta_same_settings(ref->meta, p->meta))
+            problem(pb, "%s and %s were measured with other timing settings or byte/FLOP models",
+                    p->dir, ref->dir);
+    }
+}
+
+/* Every shard exactly once and complete, no configuration twice. */
+static void check_complete(merge_part *parts, size_t n, merge_problems *pb)
+{
+    size_t count = parts[0].shard.count;
+    char missing[1024] = "";
+    size_t twice = 0;
+    for (size_t s = 0, i = 0; s < count; s++) {
+        size_t seen = 0;
+        const char *first = NULL;
+        for (; i < n && parts[i].shard.index == s; i++, seen++)
+            if (seen == 0)
+                first = parts[i].dir;
+            else if (++twice)
+                problem(pb, "shard %zu/%zu is given twice (%s, %s)", s, count, first, parts[i].dir);
+        size_t len = strlen(missing);
+        if (!seen && len + 16 < sizeof missing)
+            snprintf(missing + len, sizeof missing - len, "%s%zu/%zu", len ? ", " : "", s, count);
+    }
+    if (missing[0])
+        problem(pb, "missing shards: %s", missing);
+    for (size_t i = 0; i < n; i++)
+        if (parts[i].n_rows != parts[i].shard.configs)
+            problem(pb,
+                    "shard %zu/%zu (%s) is incomplete: %zu of its %zu configurations have a row; "
+                    "resume it (--shard %zu/%zu --out %s --resume)",
+                    parts[i].shard.index, count, parts[i].dir, parts[i].n_rows,
+                    parts[i].shard.configs, parts[i].shard.index, count, parts[i].dir);
+    if (!twice) /* a shard given twice has every row twice: said once above */
+        check_rows(parts, n, pb);
+}
+
+static tune_status write_merged(const char *out_dir, merge_part *parts, size_t n,
+                                const merge_options *opt, run_summary *sum, tune_error *err)
+{
+    sum->n_configs = parts[0].shard.total_configs;
+    sum->n_pruned = meta_pruned(parts[0].meta);
+    for (size_t i = 0; i < n; i++)
+        for (size_t r = 0; r < parts[i].n_rows; r++)
+            meta_count_status(sum, parts[i].rows[r].status);
+    snprintf(sum->out_dir, sizeof sum->out_dir, "%s", out_dir);
+    tune_status st;
+    if ((st = results_mkdirs(out_dir, err)) != TUNE_OK ||
+        (st = merge_file(out_dir, parts, n, "raw.jsonl", err)) != TUNE_OK ||
+        (st = merge_file(out_dir, parts, n, "retime.jsonl", err)) != TUNE_OK)
+        return st;
+    meta_part *mp = calloc(n, sizeof *mp);
+    for (size_t i = 0; mp && i < n; i++)
+        mp[i] = (meta_part){parts[i].meta, parts[i].dir, parts[i].shard.index, parts[i].n_rows};
+    json_t *meta = mp ? meta_merged(mp, n, opt ? opt->argc : 0, opt ? opt->argv : NULL, sum) : NULL;
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/meta.json", out_dir);
+    st = folder_write_json(path, meta, err);
+    json_decref(meta);
+    free(mp);
+    return st;
+}
+
+tune_status merge_shards(const char *out_dir, const char *const *dirs, size_t n_dirs,
+                         const merge_options *opt, run_summary *sum, tune_error *err)
+{
+    run_summary local;
+    if (!sum)
+        sum = &local;
+    memset(sum, 0, sizeof *sum);
+    if (n_dirs == 0)
+        return tune_error_set(err, TUNE_ERR_INVALID, "merge", "no shard folders to merge");
+    merge_part *parts = calloc(n_dirs, sizeof *parts);
+    if (!parts)
+        return tune_error_set(err, TUNE_ERR_NOMEM, "merge", "out of memory");
+    merge_problems pb = {"", 0};
+    tune_status st = TUNE_OK;
+    for (size_t i = 0; i < n_dirs; i++) {
+        parts[i].dir = dirs[i];
+        if (same_dir(out_dir, dirs[i]))
+            problem(&pb, "the merged folder %s is also a shard folder", out_dir);
+        part_load(&parts[i], &pb);
+    }
+    if (!pb.n) {
+        qsort(parts, n_dirs, sizeof *parts, part_cmp);
+        check_same_run(parts, n_dirs, &pb);
+    }
+    if (!pb.n)
+        check_complete(parts, n_dirs, &pb);
+    if (pb.n)
+        st = tune_error_set(err, TUNE_ERR_INVALID, "merge", "cannot merge: %s", pb.text);
+    else
+        st = write_merged(out_dir, parts, n_dirs, opt, sum, err);
+    for (size_t i = 0; i < n_dirs; i++) {
+        json_decref(parts[i].meta);
+        results_rows_free(parts[i].rows, parts[i].n_rows);
+    }
+    free(parts);
+    return st;
+}

@@ -1,0 +1,159 @@
+/* meta.h - meta.json, a results folder's provenance and summary: built, written, read, checked
+ * and merged here, and nowhere else (readers use the accessors below, not JSON paths).
+ *
+ *   meta_info mi = {.sw = sw, .argc = argc, .argv = argv, .device = &gi, .start = start, ...};
+ *   json_t *meta = meta_build(&mi, &sum);
+ *   meta_write(dir, meta, &err);                  // dir/meta.json, through a temporary file
+ *   json_decref(meta);
+ *
+ *   json_t *m = meta_load(dir, NULL);             // NULL when absent or unreadable
+ *   const char *gpu = meta_device_name(m);
+ *   json_decref(m);
+ *
+ * Layout (schema_version 1), keys in this order: schema_version, tool {name, version, git_rev},
+ * argv, host {hostname, system, release, machine}, sweep {file, name, family, op, bytes, flops},
+ * timing {warmup, reps, flush_l2, fresh_indices, stop, mode, batch[, rel_stderr, min_reps,
+ * max_reps, min_time_s, max_time_s]}, report {rows, cols}, device {...} and versions {driver_cuda,
+ * runtime, nvrtc, cublas[, driver]} (GPU runs), compile_only {arch}, shard {index, count,
+ * configs, total_configs, plan, estimated_seconds, total_estimated_seconds}, key (the run key),
+ * nvml, roofline_ceilings, seed, read_bw {bytes_per_second, source}, start[, end], summary
+ * {configs, pruned, ok, invalid, compile_error, launch_error, crashed, timeout, skipped, kernels,
+ * kernels_cached, kernel_errors, compile_seconds, wall_seconds[, compiled]}. A merged run
+ * (merge.h) has shard {merged, count, plan, total_configs} and a shards list.
+ *
+ * The run key says what must not change between a run and its resumption: the kernels' hash,
+ * NVRTC, and the architecture (compile-only) or the driver, device and PCI bus id; the seed; the
+ * shard and plan of a shard.
+ */
+#ifndef TUNE_META_H
+#define TUNE_META_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "core/error.h"
+#include "core/gpu_info.h"
+#include "model/sweep.h"
+#include "store/results.h"
+
+/* A run's counts: meta.json's summary. */
+typedef struct {
+    size_t n_configs, n_pruned;
+    size_t n_ok, n_invalid, n_compile_error, n_launch_error, n_skipped, n_crashed, n_timeout;
+    size_t n_compiled; /* compile-only rows (opt.compile_rows) */
+    size_t n_kernels, n_cached, n_kernel_errors;
+    double compile_seconds, wall_seconds;
+    double read_bw; /* B/s used for percentages */
+    char out_dir[PATH_MAX];
+} run_summary;
+
+/* Counts one row of status st in s. */
+void meta_count_status(run_summary *s, result_status st);
+
+/* A shard's place in its plan (model/shard.h). */
+typedef struct {
+    size_t index, count, configs, total_configs;
+    const char *plan; /* the plan's hash */
+    double estimated_seconds, total_estimated_seconds;
+} meta_shard;
+
+/* Everything meta.json records besides the summary. Borrowed for the call. */
+typedef struct {
+    const sweep *sw;
+    int argc;
+    char **argv;
+    const gpu_info *device; /* NULL: compile-only (no device, no versions) */
+    int nvrtc_version;
+    const char *cublas_version; /* "13.0.2" */
+    const char *driver;         /* the driver's version text; NULL or "": unknown */
+    const char *compile_arch;   /* compile-only runs: "sm_90"; NULL otherwise */
+    const meta_shard *shard;    /* NULL: not a shard */
+    const json_t *key;          /* the run key (meta_key_build); NULL: none */
+    int nvml;                   /* NVML was available */
+    const char *ceilings;       /* where the rows' roofline ceilings came from */
+    uint64_t seed;
+    const char *read_bw_source; /* "given", "measured (...)", "none (compile-only)" */
+    const char *start, *end;    /* UTC times; end NULL while the run is not finished */
+} meta_info;
+
+/* New meta.json tree. */
+json_t *meta_build(const meta_info *mi, const run_summary *sum);
+/* Writes dir/meta.json (through dir/meta.json.tmp, renamed). */
+tune_status meta_write(const char *dir, const json_t *meta, tune_error *err);
+/* New tree of dir/meta.json, or NULL (je, may be NULL, says why). */
+json_t *meta_load(const char *dir, json_error_t *je);
+
+/* What the run key is built from. Borrowed for the call. */
+typedef struct {
+    uint64_t kernels_hash;
+    int nvrtc_version;
+    const char *compile_arch; /* compile-only runs: "sm_90"; the device fields are then unused */
+    const gpu_info *device;
+    const char *driver;
+    uint64_t seed;
+    const meta_shard *shard; /* NULL: not a shard */
+} meta_key_info;
+
+/* New run key. */
+json_t *meta_key_build(const meta_key_info *ki);
+
+/* Resuming dir: its start time into start (unchanged when unknown) and its read bandwidth
+ * (0 when unknown). */
+void meta_resume_info(const char *dir, char *start, size_t start_size, double *read_bw);
+/* Refuses to resume dir unless its key equals key (every difference listed). A shard may move to
+ * another GPU (sharded != 0): key's pci_bus_id then lists every PCI bus id it ran on. A folder of
+ * merged shards is never resumed. */
+tune_status meta_check_resume(const char *dir, json_t *key, int sharded, tune_error *err);
+
+/* ---- readers ---- */
+
+/* The sweep's name, or NULL. Borrowed from meta. */
+const char *meta_sweep_name(const json_t *meta);
+/* The device's name (device.name), or NULL. Borrowed. */
+const char *meta_device_name(const json_t *meta);
+/* The report's axes (report.rows and report.cols, at most max each, borrowed) and the title (the
+ * sweep's name). */
+void meta_report_axes(const json_t *meta, const char **rows, size_t *n_rows, const char **cols,
+                      size_t *n_cols, size_t max, const char **title);
+
+/* The environment of a run, as `tune compare` shows it: each item's key ("gpu", "driver", ...),
+ * label, whether a difference is checked, and its value as text. */
+typedef struct {
+    const char *key, *label;
+    int checked;
+} meta_env_item;
+
+#define META_N_ENV 14
+extern const meta_env_item meta_env_items[META_N_ENV];
+/* The text of item i in meta (strings as they are, numbers, compact JSON; "absent"). New string,
+ * NULL when out of memory. */
+char *meta_env_text(const json_t *meta, size_t i);
+
+/* ---- merging shards (merge.h) ---- */
+
+/* The shard fields of a shard's meta.json: 0, or -1 with why ("not a shard", "incomplete"). */
+int meta_shard_read(const json_t *meta, meta_shard *out, const char **why);
+/* meta.json's summary.pruned, 0 when absent. */
+size_t meta_pruned(const json_t *meta);
+/* Adds to problems (through report(ctx, text)) every key member that differs between two shards
+ * of one run (the shard and PCI bus id may differ). */
+void meta_compare_keys(const json_t *a, const json_t *b, const char *a_name, const char *b_name,
+                       void (*report)(void *ctx, const char *text), void *ctx);
+/* 1 when a and b were measured with the same family, op, byte/FLOP models and timing settings. */
+int meta_same_settings(const json_t *a, const json_t *b);
+
+/* One shard of a merge. */
+typedef struct {
+    const json_t *meta;
+    const char *dir;
+    size_t index, n_rows;
+} meta_part;
+
+/* meta.json of a merged run: the first part's, with argv, the merged rows' summary (sum, whose
+ * wall and compile seconds it sets) and every shard's provenance. New. */
+json_t *meta_merged(const meta_part *parts, size_t n, int argc, char **argv, run_summary *sum);
+
+#endif

@@ -1,0 +1,108 @@
+/* results.h - result rows: one JSON object per line of raw.jsonl, written flushed, read back.
+ *
+ *   results_writer *w = results_open("results/sparq/20261122T101500Z", &err);
+ *   result_row row = {...};
+ *   results_write_row(w, &row, &err);
+ *   results_close(w);
+ *
+ *   result_row *rows; size_t n;
+ *   results_read("results/sparq/20261122T101500Z/raw.jsonl", &rows, &n, &err);
+ *   results_rows_free(rows, n);
+ *
+ * A row's JSON object (pandas.read_json(path, lines=True) reads it): "sweep", "family", "op",
+ * "method", every problem axis and parameter as its own key (parameters null for baselines),
+ * "axes" and "params" (the lists of their names), "status", "reason" (null when ok), "kernel",
+ * "time_median", "time_mean", "time_min", "time_max", "time_stdev", "time_stderr", "time_p10",
+ * "time_p90", "time_n" (seconds), "bytes", "flops", "bandwidth" (B/s), "flop_rate" (FLOP/s),
+ * "pct_read_bw" (0..100 of the measured read bandwidth), "read_bw" (that bandwidth, B/s),
+ * "error", "tolerance", "roofline_time", "roofline_fraction", "timing_mode", "stop_reason",
+ * "batch", "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w",
+ * "throttle_reasons" (NVML, read right after the timed reps), "throttled" (a slowdown reason was
+ * seen before or after the timed reps), "device", "timestamp" (ISO 8601
+ * UTC). Absent measurements are null.
+ * Keys come in that order; an axis or parameter named like one of the other keys is an error.
+ * Reading requires "method", "status", "axes", "params" and every listed axis; other keys may be
+ * missing (read as NULL / NAN).
+ */
+#ifndef TUNE_RESULTS_H
+#define TUNE_RESULTS_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+#include "core/point.h"
+#include "core/stats.h"
+
+typedef enum {
+    RESULT_OK = 0,
+    RESULT_INVALID,       /* wrong answer against the reference */
+    RESULT_COMPILE_ERROR, /* NVRTC failed; reason holds the log */
+    RESULT_LAUNCH_ERROR,  /* the launch or a CUDA call around it failed */
+    RESULT_CRASHED,       /* sticky device error */
+    RESULT_TIMEOUT,       /* watchdog */
+    RESULT_SKIPPED,       /* not run: reason says why (out of memory, unsupported) */
+    RESULT_COMPILED       /* compile-only run (--compile-only): compiled, not run */
+} result_status;
+
+const char *result_status_str(result_status s); /* "ok", "invalid", "compile_error", ... */
+int result_status_parse(const char *s, result_status *out); /* 0 or -1 */
+
+typedef struct {
+    char *sweep, *family, *op, *method;
+    /* values: problem axes first (n_axes of them), then parameters (n_params). A parameter of a
+     * baseline row is absent from values (and null in JSON). Names and string values are owned
+     * by the row when it was read by results_read; borrowed when the caller fills a row to write. */
+    tune_point values;
+    size_t n_axes;
+    const char *param_names[TUNE_MAX_AXES]; /* all parameter names of the sweep */
+    size_t n_params;
+    result_status status;
+    char *reason; /* NULL when ok */
+    char *kernel; /* instantiation or baseline description; may be NULL */
+    stats_summary time; /* seconds; time.n == 0 when not measured */
+    double bytes, flops, bandwidth, flop_rate, pct_read_bw, read_bw; /* NAN when unknown */
+    double error, tolerance;                                       /* NAN when not checked */
+    /* roofline time max(bytes / bandwidth, flops / rate, launch) of the run's ceilings (s), and
+     * roofline_time / time.median: the fraction of the roofline reached; NAN when unknown */
+    double roofline_time, roofline_fraction;
+    /* how it was timed (timing.h): mode "cold" | "hot" | "graph", stop "fixed" | "converged" |
+     * "max_reps" | "timeout", launches per sample; NULL / 0 when not measured */
+    char *timing_mode, *stop_reason;
+    int batch;
+    /* GPU state read through NVML right after the timed reps: NAN (-1) when unknown */
+    double clock_sm_mhz, clock_mem_mhz, temperature_c, power_w;
+    long long throttle_reasons;
+    int throttled; /* NVML saw a slowdown reason before or after the timed reps (monitor.h) */
+    char *device;
+    char *timestamp;
+    int owns; /* 1 when read by results_read: results_rows_free frees names and strings */
+} result_row;
+
+/* A row with every double NAN and every pointer NULL. */
+void result_row_init(result_row *row);
+
+typedef struct results_writer results_writer;
+
+/* Creates dir (and parents) and opens dir/raw.jsonl for appending. New writer or NULL. */
+results_writer *results_open(const char *dir, tune_error *err);
+/* Appends one line and flushes it to the OS. TUNE_ERR_INVALID when a value's name is a result
+ * key or neither a listed axis nor a parameter. */
+tune_status results_write_row(results_writer *w, const result_row *row, tune_error *err);
+void results_close(results_writer *w);
+
+/* Reads every row of a raw.jsonl; errors name the file and line. *rows is new (free with
+ * results_rows_free). */
+tune_status results_read(const char *path, result_row **rows, size_t *n, tune_error *err);
+void results_rows_free(result_row *rows, size_t n);
+/* Reads and concatenates dirs[i]/raw.jsonl of several results folders (a merged view). */
+tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, result_row **rows,
+                              size_t *n, tune_error *err);
+
+/* The identity of the row's configuration (core/point.h: point_identity): equal for a row read back and for
+ * the configuration of the space it measured. Returns buf. */
+const char *results_row_identity(const result_row *row, char *buf, size_t size);
+
+/* Creates directories like mkdir -p. */
+tune_status results_mkdirs(const char *dir, tune_error *err);
+
+#endif

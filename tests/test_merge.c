@@ -1,0 +1,386 @@
+/* test_merge.c - merging compile-only shard folders (store/merge.h, run_merge): equal to a single
+ * run, and refused when a shard is missing, given twice, incomplete, from another plan or with a
+ * configuration twice; an empty shard; --gpus in compile-only mode. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "device/compile.h"
+#include "model/sweep.h"
+#include "run/run.h"
+#include "store/merge.h"
+#include "util.h"
+
+/* ---- compile-only runs and merge ---- */
+
+/* Fault family (tiny kernels, one of them fails to compile): 4 shapes x 2 faults x 2 blocks. */
+static const char small_sweep[] =
+    "{\"name\": \"small\", \"family\": \"fault_test\", \"op\": \"scale\","
+    " \"problem\": {\"n\": [1000, 3000, 200000, 5000000]},"
+    " \"params\": {\"fault\": [\"none\", \"compile_error\"], \"block\": [128, 256]},"
+    " \"methods\": [\"custom\"], \"report\": {\"rows\": [\"n\"], \"cols\": []}}";
+
+static char sweep_path[256], cache[256], kernels[4096];
+
+static void run_shard(const char *out, size_t index, size_t count, int resume)
+{
+    tune_error err = {0};
+    char buf[4096];
+    sweep *sw = sweep_load(sweep_path, &err);
+    cr_assert_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
+    run_options opt;
+    run_options_init(&opt);
+    opt.compile_only = opt.compile_rows = 1;
+    opt.quiet = 1;
+    opt.cache_dir = cache;
+    opt.kernels_dir = kernels;
+    opt.out_dir = out;
+    opt.shard_index = index;
+    opt.shard_count = count;
+    opt.resume = resume;
+    run_summary sum;
+    cr_assert_eq(run_sweep(sw, &opt, &sum, &err), TUNE_OK, "%s",
+                 tune_error_text(&err, buf, sizeof buf));
+    sweep_free(sw);
+}
+
+static void setup_merge(void)
+{
+    make_tmpdir();
+    write_file("small.json", small_sweep, sweep_path, sizeof sweep_path);
+    snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+    cr_assert_not_null(compile_find_kernels_dir(kernels, sizeof kernels));
+}
+
+static const char *path_in(char *buf, size_t size, const char *name)
+{
+    snprintf(buf, size, "%s/%s", tmpdir, name);
+    return buf;
+}
+
+/* Sorted "identity status" lines of a folder's rows. */
+static char **row_set(const char *dir, size_t *n)
+{
+    char path[512], id[4096];
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    result_row *rows;
+    tune_error err = {0};
+    cr_assert_eq(results_read(path, &rows, n, &err), TUNE_OK, "%s", err.message);
+    char **set = calloc(*n + 1, sizeof *set);
+    for (size_t i = 0; i < *n; i++) {
+        char line[4200];
+        snprintf(line, sizeof line, "%s %s %s", results_row_identity(&rows[i], id, sizeof id),
+                 result_status_str(rows[i].status), rows[i].kernel ? rows[i].kernel : "-");
+        set[i] = strdup(line);
+    }
+    results_rows_free(rows, *n);
+    qsort(set, *n, sizeof *set, (int (*)(const void *, const void *))strcmp);
+    return set;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void expect_same_rows(const char *a, const char *b)
+{
+    size_t na, nb;
+    char **sa = row_set(a, &na), **sb = row_set(b, &nb);
+    qsort(sa, na, sizeof *sa, cmp_str);
+    qsort(sb, nb, sizeof *sb, cmp_str);
+    cr_assert_eq(na, nb, "%s has %zu rows, %s %zu", a, na, b, nb);
+    for (size_t i = 0; i < na; i++) {
+        cr_expect_str_eq(sa[i], sb[i]);
+        free(sa[i]);
+        free(sb[i]);
+    }
+    free(sa);
+    free(sb);
+}
+
+static tune_status merge(const char *out, const char **dirs, size_t n, tune_error *err)
+{
+    char o[512];
+    merge_options mo = {1, 0, NULL};
+    return run_merge(path_in(o, sizeof o, out), dirs, n, &mo, NULL, err);
+}
+
+TestSuite(shard_run, .init = setup_merge, .fini = remove_tmpdir, .timeout = 600);
+
+Test(shard_run, merged_shards_equal_a_single_run)
+{
+    char single[512], d[3][512], m[512];
+    run_shard(path_in(single, sizeof single, "single"), 0, 1, 0);
+    const char *dirs[3];
+    for (size_t i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%zu", i);
+        dirs[i] = path_in(d[i], sizeof d[i], name);
+        run_shard(d[i], i, 3, 0);
+    }
+    tune_error err = {0};
+    cr_assert_eq(merge("merged", dirs, 3, &err), TUNE_OK, "%s", err.message);
+    expect_same_rows(single, path_in(m, sizeof m, "merged"));
+    size_t n;
+    char **set = row_set(m, &n);
+    cr_expect_eq(n, 16);
+    size_t compiled = 0, errors = 0;
+    for (size_t i = 0; i < n; i++) {
+        compiled += strstr(set[i], " compiled ") != NULL;
+        errors += strstr(set[i], " compile_error ") != NULL;
+        free(set[i]);
+    }
+    free(set);
+    cr_expect_eq(compiled, 8);
+    cr_expect_eq(errors, 8);
+    /* meta.json: merged, with each shard's provenance; the tables are there */
+    char path[600];
+    snprintf(path, sizeof path, "%s/meta.json", m);
+    char *meta = tune_read_file(path, NULL, NULL);
+    cr_assert_not_null(meta);
+    cr_expect(strstr(meta, "\"merged\": true") != NULL);
+    cr_expect(strstr(meta, "\"shards\"") != NULL);
+    cr_expect(strstr(meta, "\"compiled\": 8") != NULL, "%s", meta);
+    free(meta);
+    snprintf(path, sizeof path, "%s/best.md", m);
+    cr_expect_eq(access(path, F_OK), 0);
+    /* merging again replaces the merged folder's files */
+    cr_assert_eq(merge("merged", dirs, 3, &err), TUNE_OK, "%s", err.message);
+    expect_same_rows(single, m);
+    /* a merged folder is not a shard */
+    const char *again[] = {m};
+    cr_expect_eq(merge("merged2", again, 1, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "not a shard") != NULL, "%s", err.message);
+}
+
+Test(shard_run, missing_and_twice)
+{
+    char d[3][512];
+    const char *dirs[3];
+    for (size_t i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%zu", i);
+        dirs[i] = path_in(d[i], sizeof d[i], name);
+        run_shard(d[i], i, 3, 0);
+    }
+    tune_error err = {0};
+    const char *two[] = {dirs[0], dirs[2]};
+    cr_expect_eq(merge("m", two, 2, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "missing shards: 1/3") != NULL, "%s", err.message);
+    tune_error_clear(&err);
+    const char *dup[] = {dirs[0], dirs[1], dirs[2], dirs[1]};
+    cr_expect_eq(merge("m", dup, 4, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "shard 1/3 is given twice") != NULL, "%s", err.message);
+    tune_error_clear(&err);
+    const char *self[] = {dirs[0], dirs[1], dirs[2]};
+    merge_options mo = {1, 0, NULL};
+    cr_expect_eq(run_merge(dirs[1], self, 3, &mo, NULL, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "is also a shard folder") != NULL, "%s", err.message);
+    /* one shard measured with other timing settings */
+    char path[600];
+    snprintf(path, sizeof path, "%s/meta.json", dirs[2]);
+    char *meta = tune_read_file(path, NULL, NULL);
+    cr_assert_not_null(meta);
+    char *reps = strstr(meta, "\"reps\": 100");
+    cr_assert_not_null(reps, "%s", meta);
+    reps[9] = '2'; /* 100 -> 120 */
+    FILE *f = fopen(path, "w");
+    fputs(meta, f);
+    fclose(f);
+    free(meta);
+    tune_error_clear(&err);
+    cr_expect_eq(merge("m", self, 3, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "other timing settings") != NULL, "%s", err.message);
+}
+
+/* Drops the last k lines of dir/raw.jsonl; returns them (new). */
+static char *drop_lines(const char *dir, size_t k)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    size_t size;
+    char *text = tune_read_file(path, &size, NULL);
+    cr_assert_not_null(text);
+    size_t cut = size;
+    for (size_t i = 0; i < k; i++) {
+        cr_assert_gt(cut, 0);
+        cut--; /* the newline */
+        while (cut > 0 && text[cut - 1] != '\n')
+            cut--;
+    }
+    cr_assert_eq(truncate(path, (off_t)cut), 0);
+    char *tail = strdup(text + cut);
+    free(text);
+    return tail;
+}
+
+static void append(const char *dir, const char *text)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    FILE *f = fopen(path, "a");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* Cuts a last line left without its newline, as a resume does. */
+static void cut_partial(const char *dir)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    size_t size;
+    char *text = tune_read_file(path, &size, NULL);
+    cr_assert_not_null(text);
+    size_t cut = size;
+    while (cut > 0 && text[cut - 1] != '\n')
+        cut--;
+    cr_assert_eq(truncate(path, (off_t)cut), 0);
+    free(text);
+}
+
+Test(shard_run, incomplete_duplicated_and_resumed)
+{
+    char d[2][512], single[512], m[512];
+    const char *dirs[2];
+    run_shard(path_in(single, sizeof single, "single"), 0, 1, 0);
+    for (size_t i = 0; i < 2; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%zu", i);
+        dirs[i] = path_in(d[i], sizeof d[i], name);
+        run_shard(d[i], i, 2, 0);
+    }
+    /* an interrupted shard: three rows short, the last of them half written */
+    char *tail = drop_lines(dirs[1], 3);
+    char half[64];
+    snprintf(half, sizeof half, "%.40s", tail);
+    append(dirs[1], half);
+    tune_error err = {0};
+    cr_expect_eq(merge("m", dirs, 2, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "shard 1/2") != NULL, "%s", err.message);
+    tune_error_clear(&err);
+    cut_partial(dirs[1]);
+    cr_expect_eq(merge("m", dirs, 2, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "shard 1/2") && strstr(err.message, "is incomplete: 5 of its 8"),
+              "%s", err.message);
+    cr_expect(strstr(err.message, "--resume") != NULL, "%s", err.message);
+    tune_error_clear(&err);
+    /* a configuration twice: shard 0's last row appended to shard 1 */
+    char *last = drop_lines(dirs[0], 1);
+    append(dirs[0], last);
+    append(dirs[1], last);
+    cr_expect_eq(merge("m", dirs, 2, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "has two rows") != NULL, "%s", err.message);
+    tune_error_clear(&err);
+    /* without the intruder, the shard resumed: complete, and equal to the single run */
+    free(drop_lines(dirs[1], 1));
+    run_shard(dirs[1], 1, 2, 1);
+    cr_assert_eq(merge("m", dirs, 2, &err), TUNE_OK, "%s", err.message);
+    expect_same_rows(single, path_in(m, sizeof m, "m"));
+    free(tail);
+    free(last);
+}
+
+Test(shard_run, other_plan_and_resume_as_another_shard)
+{
+    char a[512], b[512], c[512];
+    run_shard(path_in(a, sizeof a, "a"), 0, 2, 0);
+    run_shard(path_in(b, sizeof b, "b"), 1, 3, 0);
+    tune_error err = {0};
+    const char *dirs[] = {a, b};
+    cr_expect_eq(merge("m", dirs, 2, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "is a shard of 3") != NULL, "%s", err.message);
+    /* a shard folder resumes only as the same shard */
+    tune_error_clear(&err);
+    sweep *sw = sweep_load(sweep_path, &err);
+    cr_assert_not_null(sw);
+    run_options opt;
+    run_options_init(&opt);
+    opt.compile_only = opt.compile_rows = 1;
+    opt.quiet = 1;
+    opt.cache_dir = cache;
+    opt.kernels_dir = kernels;
+    opt.out_dir = a;
+    opt.shard_index = 1;
+    opt.shard_count = 2;
+    opt.resume = 1;
+    run_summary sum;
+    cr_expect_eq(run_sweep(sw, &opt, &sum, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "shard") != NULL, "%s", err.message);
+    /* an index out of range through the API */
+    tune_error_clear(&err);
+    opt.out_dir = path_in(c, sizeof c, "c");
+    opt.resume = 0;
+    opt.shard_index = 2;
+    cr_expect_eq(run_sweep(sw, &opt, &sum, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "counted from 0") != NULL, "%s", err.message);
+    sweep_free(sw);
+}
+
+/* 4 shapes in 5 shards: the last is empty, writes no rows, and merges like the others. */
+Test(shard_run, empty_shard)
+{
+    char single[512], d[5][512];
+    const char *dirs[5];
+    run_shard(path_in(single, sizeof single, "single"), 0, 1, 0);
+    for (size_t i = 0; i < 5; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%zu", i);
+        dirs[i] = path_in(d[i], sizeof d[i], name);
+        run_shard(d[i], i, 5, 0);
+    }
+    size_t n;
+    char **set = row_set(d[4], &n);
+    cr_expect_eq(n, 0);
+    free(set);
+    tune_error err = {0};
+    char m[512];
+    cr_assert_eq(merge("m", dirs, 5, &err), TUNE_OK, "%s", err.message);
+    expect_same_rows(single, path_in(m, sizeof m, "m"));
+}
+
+/* --gpus with an explicit list and --compile-only: one coordinator per "GPU" into shards/<i>,
+ * merged into the run folder; no GPU needed. */
+Test(shard_run, gpus_compile_only)
+{
+    char single[512], out[512];
+    tune_error err = {0};
+    char buf[4096];
+    sweep *sw = sweep_load(sweep_path, &err);
+    cr_assert_not_null(sw);
+    run_options opt;
+    run_options_init(&opt);
+    opt.compile_only = opt.compile_rows = 1;
+    opt.quiet = 1;
+    opt.cache_dir = cache;
+    opt.kernels_dir = kernels;
+    opt.out_dir = path_in(out, sizeof out, "multi");
+    opt.gpus = "0,1";
+    run_summary sum;
+    cr_assert_eq(run_sweep(sw, &opt, &sum, &err), TUNE_OK, "%s",
+                 tune_error_text(&err, buf, sizeof buf));
+    cr_expect_eq(sum.n_configs, 16);
+    cr_expect_eq(sum.n_compiled, 8);
+    cr_expect_eq(sum.n_compile_error, 8);
+    /* after the fork: GNU OpenMP, once used (NVRTC compiles in parallel), does not survive one */
+    run_shard(path_in(single, sizeof single, "single"), 0, 1, 0);
+    expect_same_rows(single, out);
+    char path[600];
+    snprintf(path, sizeof path, "%s/shards/1/meta.json", out);
+    cr_expect_eq(access(path, F_OK), 0);
+    snprintf(path, sizeof path, "%s/shards/0/log.txt", out);
+    cr_expect_eq(access(path, F_OK), 0);
+    /* bad lists */
+    opt.gpus = "0,0";
+    tune_error_clear(&err);
+    cr_expect_eq(run_sweep(sw, &opt, &sum, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "listed twice") != NULL, "%s", err.message);
+    opt.gpus = "0,x";
+    tune_error_clear(&err);
+    cr_expect_eq(run_sweep(sw, &opt, &sum, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "expected 'all'") != NULL, "%s", err.message);
+    sweep_free(sw);
+}
