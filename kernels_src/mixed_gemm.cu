@@ -51,8 +51,7 @@ __device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned
                                             int wm, int wn, int wk)
 {
     constexpr int MW = MT * 16;
-    __shared__ int last;
-    const int tid = threadIdx.x, lane = tid & 31, g = lane >> 2, tq = lane & 3;
+    const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
     const int splits = gridDim.z, z = blockIdx.z;
     auto row_of = [&](int a, int h) { return m0 + wm * MW + a * 16 + g + h * 8; };
     auto col_of = [&](int b, int c) { return n0 + (wn * NU + b) * 64 + c * 8 + tq * 2; };
@@ -98,20 +97,9 @@ __device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned
                     __stcg(reinterpret_cast<float2 *>(ws + ((long long)z * m + row) * n + col),
                            make_float2(acc[a][b][c][2 * h], acc[a][b][c][2 * h + 1]));
             });
-        __threadfence();
-        __syncthreads();
-        const int tile = blockIdx.y * gridDim.x + blockIdx.x;
-        if (tid == 0)
-            last = atomicAdd(counters + tile, 1) == splits - 1;
-        __syncthreads();
-        if (!last)
-            return;
-        __threadfence();
         constexpr int BMT = SW ? 16 : WM * MW, BNT = WN * NU * 64;
         const int rows = m - m0 < BMT ? m - m0 : BMT;
-        mg_splitk_sum<T, BNT, WM * WN * WK * 32>(ws, Y, m, n, m0, n0, rows, splits);
-        if (tid == 0)
-            counters[tile] = 0; // ready for the next launch
+        mg_splitk_finish<T, BNT, WM * WN * WK * 32>(ws, Y, counters, m, n, m0, n0, rows);
         return;
     }
     if (wk != 0)

@@ -5,8 +5,8 @@
 // Semantics (DESIGN.md 6.2): Y[m,n] = X[m,k] . dequant(W)[k,n], dequant(W)[i,j] = (q[i,j] - z) *
 // s[i/G, j], q in 0..15, z = 8 (symmetric) or a per-group zero point z[i/G, j] in 0..15.
 //
-// Raw (user) layouts: q is row-major k x n nibbles, two per byte along n (low nibble = even column);
-// s is row-major (k/G) x n of T; z is row-major (k/G) x n bytes.
+// Raw (user) layouts: q is row-major k x n nibbles, two per byte along n (low nibble = even
+// column); s is row-major (k/G) x n of T; z is row-major (k/G) x n bytes.
 //
 // Packed layout (what mg_pack writes, what mg_fused reads): the weight is cut into units of 16 rows
 // x 64 columns; unit (kk, u) holds 512 bytes at ((kk * n/64) + u) * 512, and lane L of a warp
@@ -50,7 +50,8 @@ __device__ __forceinline__ unsigned mg_lop3_and_or(unsigned a, unsigned b, unsig
 }
 
 // d = a * b + c on two packed 16-bit values.
-template <typename T> __device__ __forceinline__ unsigned mg_fma2(unsigned a, unsigned b, unsigned c);
+template <typename T>
+__device__ __forceinline__ unsigned mg_fma2(unsigned a, unsigned b, unsigned c);
 template <> __device__ __forceinline__ unsigned mg_fma2<half_t>(unsigned a, unsigned b, unsigned c)
 {
     unsigned d;
@@ -71,7 +72,7 @@ __device__ __forceinline__ unsigned mg_dequant2(unsigned w, unsigned nmz2, unsig
 {
     const unsigned v = mg_lop3_and_or(w, 0x000f000fu, mg_type<T>::MAGIC2);
     const unsigned d = mg_fma2<T>(v, mg_type<T>::ONE2, nmz2); // q - z, exact
-    return mg_fma2<T>(d, s2, 0x80008000u);               // (q - z) * s
+    return mg_fma2<T>(d, s2, 0x80008000u);                    // (q - z) * s
 }
 
 // Registers b0, b1 of tile t (0..7) of a lane's 16 packed bytes wv, dequantized: (q - z) * s with
@@ -92,7 +93,8 @@ __device__ __forceinline__ void mg_dequant_tile(const unsigned (&wv)[4], const u
 
 // Tensor-core MMA m16n8k16, fp32 accumulation: c += a (16x16, row) . b (16x8, col).
 template <typename T>
-__device__ __forceinline__ void mg_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1);
+__device__ __forceinline__ void mg_mma(float (&c)[4], const unsigned (&a)[4], unsigned b0,
+                                       unsigned b1);
 template <>
 __device__ __forceinline__ void mg_mma<half_t>(float (&c)[4], const unsigned (&a)[4], unsigned b0,
                                                unsigned b1)
@@ -140,8 +142,8 @@ __device__ __forceinline__ unsigned mg_raw_q(const unsigned char *q, long long l
 // r < rows, c < BN; each thread takes 4-column chunks and keeps several loads in flight (one
 // chain of dependent loads per element would make the last blocks the kernel's tail).
 template <typename T, int BN, int NT>
-__device__ __forceinline__ void mg_splitk_sum(const float *__restrict__ ws, T *__restrict__ Y, int m,
-                                              int n, int m0, int n0, int rows, int splits)
+__device__ __forceinline__ void mg_splitk_sum(const float *__restrict__ ws, T *__restrict__ Y,
+                                              int m, int n, int m0, int n0, int rows, int splits)
 {
     constexpr int CH = BN / 4;
     for (int c = threadIdx.x; c < rows * CH; c += NT) {
@@ -158,7 +160,31 @@ __device__ __forceinline__ void mg_splitk_sum(const float *__restrict__ ws, T *_
         }
         const T y0 = from_f32<T>(sum.x), y1 = from_f32<T>(sum.y), y2 = from_f32<T>(sum.z),
                 y3 = from_f32<T>(sum.w);
-        *reinterpret_cast<uint2 *>(Y + (long long)(m0 + r) * n + n0 + col) =
-            make_uint2((unsigned)y0.x | ((unsigned)y1.x << 16), (unsigned)y2.x | ((unsigned)y3.x << 16));
+        *reinterpret_cast<uint2 *>(Y + (long long)(m0 + r) * n + n0 + col) = make_uint2(
+            (unsigned)y0.x | ((unsigned)y1.x << 16), (unsigned)y2.x | ((unsigned)y3.x << 16));
     }
+}
+
+// The end of a split-K tile, called by every thread of the block once it has stored its share of
+// the block's fp32 partial tile to ws: the last block of the tile to arrive (counted in
+// counters[tile], which it resets for the next launch) adds the partials with mg_splitk_sum and
+// writes Y; the other blocks return having done nothing more.
+template <typename T, int BN, int NT>
+__device__ __forceinline__ void mg_splitk_finish(const float *__restrict__ ws, T *__restrict__ Y,
+                                                 int *__restrict__ counters, int m, int n, int m0,
+                                                 int n0, int rows)
+{
+    __shared__ int last;
+    const int splits = gridDim.z, tile = blockIdx.y * gridDim.x + blockIdx.x;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        last = atomicAdd(counters + tile, 1) == splits - 1;
+    __syncthreads();
+    if (!last)
+        return;
+    __threadfence();
+    mg_splitk_sum<T, BN, NT>(ws, Y, m, n, m0, n0, rows, splits);
+    if (threadIdx.x == 0)
+        counters[tile] = 0;
 }

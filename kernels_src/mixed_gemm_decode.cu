@@ -103,6 +103,18 @@ template <int XT, int WN, int WK, int KS, int STAGES, int ZP> struct mg_decode_l
     static constexpr int BAR = ((2 * STAGES + 1) * 8 + 127) / 128 * 128;
 };
 
+// Calls f(t, j4, d) for every accumulator acc[t][j4][d] of an XT-tile decode warp.
+template <int XT, typename F> __device__ __forceinline__ void mg_for_acc(F f)
+{
+#pragma unroll
+    for (int t = 0; t < XT; t++)
+#pragma unroll
+        for (int j4 = 0; j4 < 4; j4++)
+#pragma unroll
+            for (int d = 0; d < 4; d++)
+                f(t, j4, d);
+}
+
 template <typename T, int XT, int WN, int WK, int KS, int STAGES, int ZP, int SA>
 __global__ void __launch_bounds__((WN * WK + 1) * 32)
     mg_decode(const T *__restrict__ X, const uint4 *__restrict__ Wp, const T *__restrict__ S,
@@ -120,7 +132,6 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
     unsigned long long *xbar = empty + STAGES;
     unsigned char *ring = smem + LY::BAR;
     T *xs = reinterpret_cast<T *>(ring + LY::RING);
-    __shared__ int last;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, tq = lane & 3;
@@ -148,13 +159,7 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
 
     const int wn = warp / WK, wk = warp % WK;
     float acc[XT][4][4];
-#pragma unroll
-    for (int t = 0; t < XT; t++)
-#pragma unroll
-        for (int j = 0; j < 4; j++)
-#pragma unroll
-            for (int d = 0; d < 4; d++)
-                acc[t][j][d] = 0.f;
+    mg_for_acc<XT>([&](int t, int j4, int d) { acc[t][j4][d] = 0.f; });
 
     if (warp == NC) {
         if (lane == 0) { // the producer: X once, then the ring
@@ -196,7 +201,8 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
 #pragma unroll
                 for (int d = 0; d < 4; d++)
                     P[t][j][d] = sx[SA == 2 ? t : 0][d] = 0.f;
-        const unsigned ones4[4] = {mg_type<T>::ONE2, mg_type<T>::ONE2, mg_type<T>::ONE2, mg_type<T>::ONE2};
+        const unsigned ones4[4] = {mg_type<T>::ONE2, mg_type<T>::ONE2, mg_type<T>::ONE2,
+                                   mg_type<T>::ONE2};
         const int gmask = gsh >= 0 ? (1 << (gsh - 4)) - 1 : -1; // k16 steps per group - 1
         mg_mbar_wait(xbar, 0);
         // warp wk takes whole stages wk, wk + WK, ...: a group never spans two of its stages
@@ -208,7 +214,8 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
             const T *ss = reinterpret_cast<const T *>(st + LY::W_BYTES) + wn * 64 + g * 8;
 #pragma unroll
             for (int j = 0; j < KS; j++) {
-                const uint4 w = *reinterpret_cast<const uint4 *>(st + (j * WN + wn) * 512 + lane * 16);
+                const uint4 w =
+                    *reinterpret_cast<const uint4 *>(st + (j * WN + wn) * 512 + lane * 16);
                 const int srow = gsh >= 0 ? (j * 16) >> gsh : 0;
                 const int kx = (it * KS + j) * 16;
                 // B fragments of X: tiles t and t + 1 in one ldmatrix.x4, a last odd tile in .x2
@@ -267,7 +274,8 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
                         const unsigned z1 =
                             ZP ? __byte_perm(z4[j4], 0, 0x3232) ^ 0x80008000u : mg_type<T>::NMZ8;
                         auto qz = [&](unsigned word, unsigned nmz) {
-                            const unsigned v = mg_lop3_and_or(word, 0x000f000fu, mg_type<T>::MAGIC2);
+                            const unsigned v =
+                                mg_lop3_and_or(word, 0x000f000fu, mg_type<T>::MAGIC2);
                             // SA == 1: q - z, exact in T; SA == 2: MAGIC + q as it is
                             return SA == 1 ? mg_fma2<T>(v, mg_type<T>::ONE2, nmz) : v;
                         };
@@ -299,15 +307,16 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
 #pragma unroll
                                 for (int t = 0; t < XT; t++) {
                                     float &pv = P[SA ? t : 0][j4][d];
-                                    acc[t][j4][d] += sc * (SA == 2 ? pv - mz * sx[SA == 2 ? t : 0][d & 1] : pv);
+                                    acc[t][j4][d] +=
+                                        sc * (SA == 2 ? pv - mz * sx[SA == 2 ? t : 0][d & 1] : pv);
                                     pv = 0.f;
                                 }
                             }
                         if (SA == 2)
 #pragma unroll
                             for (int t = 0; t < XT; t++)
-                                sx[SA == 2 ? t : 0][0] = sx[SA == 2 ? t : 0][1] = sx[SA == 2 ? t : 0][2] =
-                                    sx[SA == 2 ? t : 0][3] = 0.f;
+                                sx[SA == 2 ? t : 0][0] = sx[SA == 2 ? t : 0][1] =
+                                    sx[SA == 2 ? t : 0][2] = sx[SA == 2 ? t : 0][3] = 0.f;
                     }
                 }
             }
@@ -327,61 +336,33 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
         constexpr int ACC = XT * 16;
         if (cons && wk > 0) {
             float *dst = red + (long long)((wk - 1) * WN + wn) * ACC * 32;
-#pragma unroll
-            for (int t = 0; t < XT; t++)
-#pragma unroll
-                for (int j4 = 0; j4 < 4; j4++)
-#pragma unroll
-                    for (int d = 0; d < 4; d++)
-                        dst[((t * 4 + j4) * 4 + d) * 32] = acc[t][j4][d];
+            mg_for_acc<XT>(
+                [&](int t, int j4, int d) { dst[((t * 4 + j4) * 4 + d) * 32] = acc[t][j4][d]; });
         }
         __syncthreads();
         if (cons && wk == 0)
             for (int w = 1; w < WK; w++) {
                 const float *src = red + (long long)((w - 1) * WN + wn) * ACC * 32;
-#pragma unroll
-                for (int t = 0; t < XT; t++)
-#pragma unroll
-                    for (int j4 = 0; j4 < 4; j4++)
-#pragma unroll
-                        for (int d = 0; d < 4; d++)
-                            acc[t][j4][d] += src[((t * 4 + j4) * 4 + d) * 32];
+                mg_for_acc<XT>([&](int t, int j4, int d) {
+                    acc[t][j4][d] += src[((t * 4 + j4) * 4 + d) * 32];
+                });
             }
     }
     const bool mine = cons && wk == 0;
     if (splits > 1) {
         if (mine)
-#pragma unroll
-            for (int t = 0; t < XT; t++)
-#pragma unroll
-                for (int j4 = 0; j4 < 4; j4++)
-#pragma unroll
-                    for (int d = 0; d < 4; d++)
-                        if (row_of(t, d) < m0 + rows)
-                            __stcg(ws + ((long long)z * m + row_of(t, d)) * n + col_of(j4, d),
-                                   acc[t][j4][d]);
-        __threadfence();
-        __syncthreads();
-        const int tile = blockIdx.y * gridDim.x + blockIdx.x;
-        if (tid == 0)
-            last = atomicAdd(counters + tile, 1) == splits - 1;
-        __syncthreads();
-        if (!last)
-            return;
-        __threadfence();
-        mg_splitk_sum<T, BN, (NC + 1) * 32>(ws, Y, m, n, m0, n0, rows, splits);
-        if (tid == 0)
-            counters[tile] = 0; // ready for the next launch
+            mg_for_acc<XT>([&](int t, int j4, int d) {
+                if (row_of(t, d) < m0 + rows)
+                    __stcg(ws + ((long long)z * m + row_of(t, d)) * n + col_of(j4, d),
+                           acc[t][j4][d]);
+            });
+        mg_splitk_finish<T, BN, (NC + 1) * 32>(ws, Y, counters, m, n, m0, n0, rows);
         return;
     }
     if (!mine)
         return;
-#pragma unroll
-    for (int t = 0; t < XT; t++)
-#pragma unroll
-        for (int j4 = 0; j4 < 4; j4++)
-#pragma unroll
-            for (int d = 0; d < 4; d++)
-                if (row_of(t, d) < m0 + rows)
-                    Y[(long long)row_of(t, d) * n + col_of(j4, d)] = from_f32<T>(acc[t][j4][d]);
+    mg_for_acc<XT>([&](int t, int j4, int d) {
+        if (row_of(t, d) < m0 + rows)
+            Y[(long long)row_of(t, d) * n + col_of(j4, d)] = from_f32<T>(acc[t][j4][d]);
+    });
 }

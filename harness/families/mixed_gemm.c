@@ -157,6 +157,27 @@ static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
     return 0;
 }
 
+/* What the staged and the decode kernels both require of their blocking: at most 1024 threads,
+ * tiles that divide n and k, groups and stages that nest, and no more splits than k tiles. */
+static int mg_check_blocking(const mg_desc *d, int64_t threads, char *why, size_t why_size)
+{
+    if (threads > 1024)
+        return family_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
+    if (d->n % d->bn != 0)
+        return family_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
+                           (long long)d->n, (long long)d->bn);
+    if (d->k % d->bk != 0)
+        return family_fail(why, why_size, "tile does not divide the problem: k = %lld, bk = %lld",
+                           (long long)d->k, (long long)d->bk);
+    if (d->g_eff <= d->bk ? d->bk % d->g_eff != 0 : d->g_eff % d->bk != 0)
+        return family_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
+                           (long long)d->g_eff, (long long)d->bk);
+    if (d->splitk < 1 || d->splitk > d->k / d->bk)
+        return family_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
+                           (long long)d->splitk, (long long)(d->k / d->bk));
+    return 0;
+}
+
 /* Shared memory of the decode kernel: barriers, the ring of stages (or the cross-warp reduction if
  * larger) and the block's X rows; the formulas of mg_decode_layout in mixed_gemm_decode.cu. */
 static size_t mg_decode_smem(const mg_desc *d)
@@ -180,25 +201,14 @@ static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
         return family_fail(why, why_size, "tile shape: the decode kernel takes bn = 64 x wn");
     if (d->bk % 32 != 0)
         return family_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 32",
-                       (long long)d->bk);
+                           (long long)d->bk);
     if (d->stages < 2 || d->wk < 1 || d->stages < d->wk)
-        return family_fail(why, why_size, "tile shape: stages = %lld, wk = %lld (stages >= 2 and >= wk)",
-                       (long long)d->stages, (long long)d->wk);
+        return family_fail(why, why_size,
+                           "tile shape: stages = %lld, wk = %lld (stages >= 2 and >= wk)",
+                           (long long)d->stages, (long long)d->wk);
     int64_t threads = (d->wn * d->wk + 1) * 32;
-    if (threads > 1024)
-        return family_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
-    if (d->n % d->bn != 0)
-        return family_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
-                       (long long)d->n, (long long)d->bn);
-    if (d->k % d->bk != 0)
-        return family_fail(why, why_size, "tile does not divide the problem: k = %lld, bk = %lld",
-                       (long long)d->k, (long long)d->bk);
-    if (d->g_eff <= d->bk ? d->bk % d->g_eff != 0 : d->g_eff % d->bk != 0)
-        return family_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
-                       (long long)d->g_eff, (long long)d->bk);
-    if (d->splitk < 1 || d->splitk > d->k / d->bk)
-        return family_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
-                       (long long)d->splitk, (long long)(d->k / d->bk));
+    if (mg_check_blocking(d, threads, why, why_size) != 0)
+        return -1;
     /* accumulators: 16 fp32 per n8 tile of X (twice with sa), plus ~60 for fragments and
      * addresses */
     int64_t acc_regs = d->bm / 8 * (16 + (d->sa ? 16 : 0) + (d->sa == 2 ? 4 : 0));
@@ -292,20 +302,8 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
     if (d->stages < 2)
         return family_fail(why, why_size, "tile shape: stages must be >= 2");
     int64_t threads = d->wm * d->wn * d->wk * 32;
-    if (threads > 1024)
-        return family_fail(why, why_size, "too many threads: %lld warps", (long long)(threads / 32));
-    if (d->n % d->bn != 0)
-        return family_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
-                           (long long)d->n, (long long)d->bn);
-    if (d->k % d->bk != 0)
-        return family_fail(why, why_size, "tile does not divide the problem: k = %lld, bk = %lld",
-                           (long long)d->k, (long long)d->bk);
-    if (d->g_eff <= d->bk ? d->bk % d->g_eff != 0 : d->g_eff % d->bk != 0)
-        return family_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
-                           (long long)d->g_eff, (long long)d->bk);
-    if (d->splitk < 1 || d->splitk > d->k / d->bk)
-        return family_fail(why, why_size, "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
-                           (long long)d->splitk, (long long)(d->k / d->bk));
+    if (mg_check_blocking(d, threads, why, why_size) != 0)
+        return -1;
     /* accumulators: 32 fp32 registers per 16 x 64 warp tile (twice with sa), plus ~60 for
      * fragments and addresses */
     int64_t acc_regs = (d->bm / d->wm / 16) * (d->bn / d->wn / 64) * 32 * (d->sa ? 2 : 1);
