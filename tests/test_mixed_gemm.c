@@ -207,6 +207,8 @@ Test(mixed_gemm, decode_kernel_and_stream)
     expect_refused(&p, "tile shape: the decode kernel takes bn = 64 x wn");
     mg_tile(&p, 8, 128, 256, 1, 2, 4, 2, 2, 0, 1024);
     expect_refused(&p, "tile shape: stages = 2, wk = 4");
+    mg_tile(&p, 8, 128, 256, 1, 2, 2, 3, 2, 0, 1024); /* ring slots shared by two k warp groups */
+    expect_refused(&p, "tile shape: stages = 3, wk = 2");
     mg_tile(&p, 64, 128, 128, 1, 2, 1, 4, 2, 0, 1024); /* 8 X tiles, twice with sa */
     expect_refused(&p, "too many registers");
     mg_point(&p, "decode", 64, 512, 8192, 128, 0, "float16");

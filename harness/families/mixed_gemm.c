@@ -202,9 +202,11 @@ static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
     if (d->bk % 32 != 0)
         return family_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 32",
                            (long long)d->bk);
-    if (d->stages < 2 || d->wk < 1 || d->stages < d->wk)
+    /* each k warp group must own whole ring slots: a slot shared by two groups could be waited
+     * on two phases ahead of its barrier (mbarrier parity) and read before it is filled */
+    if (d->stages < 2 || d->wk < 1 || d->stages % d->wk != 0)
         return family_fail(why, why_size,
-                           "tile shape: stages = %lld, wk = %lld (stages >= 2 and >= wk)",
+                           "tile shape: stages = %lld, wk = %lld (stages >= 2, a multiple of wk)",
                            (long long)d->stages, (long long)d->wk);
     int64_t threads = (d->wn * d->wk + 1) * 32;
     if (mg_check_blocking(d, threads, why, why_size) != 0)
