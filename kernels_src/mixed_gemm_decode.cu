@@ -17,7 +17,8 @@
 //            of G <= BK rows never spans two of its runs); their partial sums are added in
 //            shared memory at the end
 //   KS       k16 steps per stage (BK = 16 KS)
-//   STAGES   depth of the shared-memory ring (>= WK)
+//   STAGES   depth of the shared-memory ring, a multiple of WK: each k warp group owns whole
+//            slots, so it never waits on a slot's barrier two phases ahead (mbarrier parity)
 //   ZP       0: symmetric (z = 8); 1: per-group zero points (stored as MAGIC + z in T)
 //   SA       0: every weight dequantized to (q - z) s in T before the MMA;
 //            1: the MMA multiplies q - z (exact in T), the scale is applied to the fp32
@@ -30,7 +31,7 @@
 // [z KB / splits, (z + 1) KB / splits) of the KB = k / BK; with splits > 1 every block writes its
 // fp32 partial tile to ws[z][m][n] and the last block of a tile (counted in counters[], which it
 // resets) adds the partials in split order, so results do not depend on arrival order.
-// Requirements (checked on the host): n % BN == 0, k % BK == 0, KS even or 1, G a
+// Requirements (checked on the host): n % BN == 0, k % BK == 0, KS even or 1, STAGES % WK == 0, G a
 // power of two >= 32 with G % BK == 0 or BK % G == 0, or G = k (gsh = -1 when G > BK);
 // splits <= KB; shared memory as mg_decode_smem computes.
 #include "mixed_gemm.cuh"
