@@ -178,6 +178,24 @@ static int mg_check_blocking(const mg_desc *d, int64_t threads, char *why, size_
     return 0;
 }
 
+/* The registers and shared memory of a staged or decode configuration: at most ~195 fp32
+ * accumulators per thread (with ~60 registers for fragments and addresses) and the device's
+ * shared memory per block; on success records smem, the threads and gsh in d. */
+static int mg_check_resources(mg_desc *d, int64_t acc_regs, size_t smem, int64_t threads,
+                              char *why, size_t why_size)
+{
+    if (acc_regs + 60 > 255)
+        return family_fail(why, why_size, "too many registers: %lld accumulators per thread",
+                           (long long)acc_regs);
+    if (smem > MG_SMEM_LIMIT)
+        return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
+                           smem / 1024, MG_SMEM_LIMIT / 1024);
+    d->smem = smem;
+    d->threads = (unsigned)threads;
+    d->gsh = d->g_eff <= d->bk ? ilog2(d->g_eff) : -1;
+    return 0;
+}
+
 /* Shared memory of the decode kernel: barriers, the ring of stages (or the cross-warp reduction if
  * larger) and the block's X rows; the formulas of mg_decode_layout in mixed_gemm_decode.cu. */
 static size_t mg_decode_smem(const mg_desc *d)
@@ -214,15 +232,8 @@ static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
     /* accumulators: 16 fp32 per n8 tile of X (twice with sa), plus ~60 for fragments and
      * addresses */
     int64_t acc_regs = d->bm / 8 * (16 + (d->sa ? 16 : 0) + (d->sa == 2 ? 4 : 0));
-    if (acc_regs + 60 > 255)
-        return family_fail(why, why_size, "too many registers: %lld accumulators per thread",
-                       (long long)acc_regs);
-    d->smem = mg_decode_smem(d);
-    if (d->smem > MG_SMEM_LIMIT)
-        return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
-                       d->smem / 1024, MG_SMEM_LIMIT / 1024);
-    d->gsh = d->g_eff <= d->bk ? ilog2(d->g_eff) : -1;
-    d->threads = (unsigned)threads;
+    if (mg_check_resources(d, acc_regs, mg_decode_smem(d), threads, why, why_size) != 0)
+        return -1;
     d->grid[0] = (unsigned)((d->m + d->bm - 1) / d->bm);
     d->grid[1] = (unsigned)(d->n / d->bn);
     d->grid[2] = (unsigned)d->splitk;
@@ -309,15 +320,8 @@ static int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_
     /* accumulators: 32 fp32 registers per 16 x 64 warp tile (twice with sa), plus ~60 for
      * fragments and addresses */
     int64_t acc_regs = (d->bm / d->wm / 16) * (d->bn / d->wn / 64) * 32 * (d->sa ? 2 : 1);
-    if (acc_regs + 60 > 255)
-        return family_fail(why, why_size, "too many registers: %lld accumulators per thread",
-                           (long long)acc_regs);
-    d->smem = mg_smem_bytes(d);
-    if (d->smem > MG_SMEM_LIMIT)
-        return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
-                           d->smem / 1024, MG_SMEM_LIMIT / 1024);
-    d->gsh = d->g_eff <= d->bk ? ilog2(d->g_eff) : -1;
-    d->threads = (unsigned)threads;
+    if (mg_check_resources(d, acc_regs, mg_smem_bytes(d), threads, why, why_size) != 0)
+        return -1;
     d->grid[0] = (unsigned)(d->n / d->bn);
     d->grid[1] = (unsigned)((d->m + d->bm - 1) / d->bm);
     d->grid[2] = (unsigned)d->splitk;
