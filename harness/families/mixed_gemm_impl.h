@@ -1,0 +1,53 @@
+/* mixed_gemm_impl.h - what the two halves of the mixed-input GEMM family share (private): the
+ * description of a configuration and its checks (mixed_gemm_space.c, CPU only) and the GPU side
+ * (mixed_gemm.c: inputs, packing, prepare, launch, check).
+ *
+ *   mg_desc d;
+ *   char why[256];
+ *   if (mg_describe(cfg, &d, why, sizeof why) != 0) ... // why: "category: details"
+ */
+#ifndef TUNE_MIXED_GEMM_IMPL_H
+#define TUNE_MIXED_GEMM_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/family.h"
+
+#define MG_SMEM_LIMIT (227 * 1024) /* opt-in dynamic shared memory per block on sm_90 */
+#define MG_UTIL "mixed_gemm_util.cu"
+#define MG_STREAM_KERNEL "mg_stream<8>"
+#define MG_STREAM_BLOCKS_PER_SM 8
+#define MG_N_OPS 1
+#define MG_N_PARAMS 11
+#define MG_N_METHODS 7
+#define MG_N_SHAPE_KERNELS 9
+
+enum { MG_FUSED, MG_DEQUANT, MG_CUBLAS, MG_FP8, MG_PACK, MG_DECODE, MG_STREAM };
+
+typedef struct {
+    int method;
+    int bf16; /* dtype bfloat16 (else float16) */
+    const char *tname;
+    int zp;
+    int64_t m, n, k, group, g_eff; /* g_eff: rows per scale (k when group == 0) */
+    /* fused kernel geometry */
+    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa;
+    int gsh;
+    size_t smem;
+    unsigned grid[3], threads;
+} mg_desc;
+
+extern const family_op mg_ops[MG_N_OPS];
+extern const family_axis mg_params[MG_N_PARAMS];
+extern const family_method mg_methods[MG_N_METHODS];
+/* Helper kernels every shape needs (inputs, packing, reference, error), as name formats. */
+extern const char *const mg_shape_kernels[MG_N_SHAPE_KERNELS];
+
+/* Describes cfg into d; -1 with `why` (a category, a colon, the details) when it cannot run. */
+int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size);
+/* The family's `kernels`: the method's kernels first, then the shape's (mg_shape_kernels). */
+int mg_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max, char *why,
+               size_t why_size);
+
+#endif

@@ -1,0 +1,444 @@
+/* mixed_gemm_space.c - the mixed-input GEMM family's CPU side (docs/mixed_gemm.md): its ops,
+ * parameters and methods, the description and pruning of a configuration (with the reason it
+ * cannot run), the kernel instantiations it needs, and the CPU reference of the packing. No CUDA.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mixed_gemm.h"
+#include "mixed_gemm_impl.h"
+
+static const char *const mg_dtypes[] = {"float16", "bfloat16", NULL};
+
+static const family_axis mg_axes[] = {
+    {"m", FAMILY_AXIS_INT, 1, 1 << 20, NULL, NULL, "rows of X and Y (batch x tokens)"},
+    {"n", FAMILY_AXIS_INT, 64, 1 << 20, NULL, NULL, "columns of W and Y (a multiple of 64)"},
+    {"k", FAMILY_AXIS_INT, 64, 1 << 20, NULL, NULL,
+     "reduction length (a multiple of 64 and of the group)"},
+    {"group", FAMILY_AXIS_INT, 0, 1 << 20, NULL, "128",
+     "rows of W per scale: 32, 64, 128, ... (a power of two >= 32); 0: one group per column (G = "
+     "k)"},
+    {"zero_point", FAMILY_AXIS_BOOL, 0, 1, NULL, "false", "per-group zero points (else z = 8)"},
+    {"dtype", FAMILY_AXIS_STR, 0, 0, mg_dtypes, "\"float16\"",
+     "X, Y and scales: float16 or bfloat16"},
+};
+
+const family_op mg_ops[MG_N_OPS] = {
+    {"w4a16", mg_axes, sizeof mg_axes / sizeof mg_axes[0],
+     "k * n / 2 + k / (group + (group == 0) * k) * n * dsize * (1 + zero_point) + m * k * dsize + "
+     "m * n * dsize",
+     "2 * m * n * k", "Y = X . dequant(W), int4 W (two per byte), per-group scales"},
+};
+
+const family_axis mg_params[MG_N_PARAMS] = {
+    {"bm", FAMILY_AXIS_INT, 8, 256, NULL, "16",
+     "block tile rows (m): a multiple of 16 (fused), of 8 up to 64 (decode)"},
+    {"bn", FAMILY_AXIS_INT, 64, 1024, NULL, "128", "block tile columns (n)"},
+    {"bk", FAMILY_AXIS_INT, 64, 1024, NULL, "128", "block tile depth (k) per pipeline stage"},
+    {"wm", FAMILY_AXIS_INT, 1, 16, NULL, "1", "warps along m"},
+    {"wn", FAMILY_AXIS_INT, 1, 16, NULL, "2", "warps along n"},
+    {"wk", FAMILY_AXIS_INT, 1, 16, NULL, "1",
+     "warps along k (partial sums added in shared memory)"},
+    {"stages", FAMILY_AXIS_INT, 2, 16, NULL, "4", "cp.async pipeline stages"},
+    {"splitk", FAMILY_AXIS_INT, 1, 64, NULL, "1", "blocks along k (reduced in the kernel)"},
+    {"unroll", FAMILY_AXIS_INT, 0, 32, NULL, "0",
+     "0: the staged kernel (cp.async pipeline); N >= 1: the direct kernel (bm = 16, bn = 64 wn, "
+     "N weight loads in flight per lane; bk and stages unused)"},
+    {"kc", FAMILY_AXIS_INT, 64, 8192, NULL, "1024",
+     "direct kernel: most k per block (X kept in shared memory)"},
+    {"sa", FAMILY_AXIS_INT, 0, 2, NULL, "0",
+     "0: every weight dequantized; 1 (staged, decode): the scale applied to the accumulator once "
+     "per group (the direct kernel always does); 2 (decode): that, and the zero point too, "
+     "through a sum of X"},
+};
+
+const family_method mg_methods[MG_N_METHODS] = {
+    {"fused", 1, "tune's fused kernel: int4 dequantization inside a tensor-core GEMM"},
+    {"dequant", 1, "dequantize the packed weight to fp16/bf16, then cuBLAS (no tile parameters)"},
+    {"cublas", 0, "cuBLAS fp16/bf16 GEMM on the weight dequantized beforehand"},
+    {"fp8", 0, "cuBLASLt fp8 e4m3 GEMM (per-tensor scales), inputs converted beforehand"},
+    {"pack", 0,
+     "packing of weight, scales and zero points into the fused layout (once per weight)"},
+    {"decode", 1,
+     "tune's streaming kernel for small m: bulk-copy ring fed by a producer warp, weight as the "
+     "MMA's A operand (bm = 8 x tiles of X rows, bn = 64 wn, bk = 16 x steps per stage)"},
+    {"stream", 0, "one read of the packed weight, scales and zero points: the floor of the shape"},
+};
+
+static int is_pow2(int64_t v)
+{
+    return v > 0 && (v & (v - 1)) == 0;
+}
+
+static int ilog2(int64_t v)
+{
+    int r = 0;
+    while (v > 1) {
+        v >>= 1;
+        r++;
+    }
+    return r;
+}
+
+/* Shared memory of a fused configuration: the pipeline, or the cross-warp reduction if larger. */
+static size_t mg_smem_bytes(const mg_desc *d)
+{
+    int64_t sr = d->bk / 32 > 0 ? d->bk / 32 : 1;
+    int64_t stage = d->bm * d->bk * 2 + d->bk * d->bn / 2 + sr * d->bn * 2 * (1 + d->zp);
+    int64_t mt = d->bm / d->wm / 16, nu = d->bn / d->wn / 64;
+    int64_t red = (d->wk - 1) * d->wm * d->wn * mt * nu * 32 * 32 * 4;
+    return (size_t)(stage * d->stages > red ? stage * d->stages : red);
+}
+
+/* The direct kernel's geometry (unroll >= 1): 16 rows per block, one 64-column unit per warp. */
+static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
+{
+    if (d->bm != 16 || d->wm != 1)
+        return family_fail(why, why_size, "tile shape: the direct kernel takes bm = 16, wm = 1");
+    if (d->bn != 64 * d->wn)
+        return family_fail(why, why_size, "tile shape: the direct kernel takes bn = 64 x wn");
+    if (d->kc % 64 != 0)
+        return family_fail(why, why_size, "tile shape: kc = %lld is not a multiple of 64",
+                           (long long)d->kc);
+    int64_t threads = d->wn * d->wk * 32;
+    if (threads > 1024)
+        return family_fail(why, why_size, "too many threads: %lld warps",
+                           (long long)(threads / 32));
+    if (d->n % d->bn != 0)
+        return family_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
+                           (long long)d->n, (long long)d->bn);
+    int64_t steps = d->k / 16;
+    if (d->splitk < 1 || d->splitk > steps / d->wk)
+        return family_fail(why, why_size,
+                           "split-K deeper than the k tiles: splitk %lld x wk %lld > k / 16",
+                           (long long)d->splitk, (long long)d->wk);
+    if ((steps + d->splitk - 1) / d->splitk * 16 > d->kc)
+        return family_fail(why, why_size,
+                           "split-K too shallow for kc: k / splitk = %lld > kc = %lld",
+                           (long long)((steps + d->splitk - 1) / d->splitk * 16), (long long)d->kc);
+    int64_t red = (d->wk - 1) * d->wn * 32 * 32 * 4, xs = (d->m < 16 ? d->m : 16) * d->kc * 2;
+    d->smem = (size_t)(xs > red ? xs : red);
+    if (d->smem > MG_SMEM_LIMIT)
+        return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
+                           d->smem / 1024, MG_SMEM_LIMIT / 1024);
+    d->gsh = d->group == 0 ? -1 : ilog2(d->g_eff);
+    d->threads = (unsigned)threads;
+    d->grid[0] = (unsigned)(d->n / d->bn);
+    d->grid[1] = (unsigned)((d->m + 15) / 16);
+    d->grid[2] = (unsigned)d->splitk;
+    if (d->grid[1] > 65535)
+        return family_fail(why, why_size, "tile shape: m / 16 = %u blocks exceeds the grid limit",
+                           d->grid[1]);
+    return 0;
+}
+
+/* What the staged and the decode kernels both require of their blocking: at most 1024 threads,
+ * tiles that divide n and k, groups and stages that nest, and no more splits than k tiles. */
+static int mg_check_blocking(const mg_desc *d, int64_t threads, char *why, size_t why_size)
+{
+    if (threads > 1024)
+        return family_fail(why, why_size, "too many threads: %lld warps",
+                           (long long)(threads / 32));
+    if (d->n % d->bn != 0)
+        return family_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
+                           (long long)d->n, (long long)d->bn);
+    if (d->k % d->bk != 0)
+        return family_fail(why, why_size, "tile does not divide the problem: k = %lld, bk = %lld",
+                           (long long)d->k, (long long)d->bk);
+    if (d->g_eff <= d->bk ? d->bk % d->g_eff != 0 : d->g_eff % d->bk != 0)
+        return family_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
+                           (long long)d->g_eff, (long long)d->bk);
+    if (d->splitk < 1 || d->splitk > d->k / d->bk)
+        return family_fail(why, why_size,
+                           "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
+                           (long long)d->splitk, (long long)(d->k / d->bk));
+    return 0;
+}
+
+/* The registers and shared memory of a staged or decode configuration: at most ~195 fp32
+ * accumulators per thread (with ~60 registers for fragments and addresses) and the device's
+ * shared memory per block; on success records smem, the threads and gsh in d. */
+static int mg_check_resources(mg_desc *d, int64_t acc_regs, size_t smem, int64_t threads, char *why,
+                              size_t why_size)
+{
+    if (acc_regs + 60 > 255)
+        return family_fail(why, why_size, "too many registers: %lld accumulators per thread",
+                           (long long)acc_regs);
+    if (smem > MG_SMEM_LIMIT)
+        return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
+                           smem / 1024, MG_SMEM_LIMIT / 1024);
+    d->smem = smem;
+    d->threads = (unsigned)threads;
+    d->gsh = d->g_eff <= d->bk ? ilog2(d->g_eff) : -1;
+    return 0;
+}
+
+/* Shared memory of the decode kernel: barriers, the ring of stages (or the cross-warp reduction if
+ * larger) and the block's X rows; the formulas of mg_decode_layout in mixed_gemm_decode.cu. */
+static size_t mg_decode_smem(const mg_desc *d)
+{
+    int64_t xt = d->bm / 8, ks = d->bk / 16, bn = d->bn, sr = ks / 2 > 0 ? ks / 2 : 1;
+    int64_t stage = ks * d->wn * 512 + sr * bn * 2 * (1 + d->zp);
+    int64_t red = (d->wk - 1) * d->wn * xt * 16 * 32 * 4;
+    int64_t ring = stage * d->stages > red ? stage * d->stages : red;
+    int64_t bar = ((2 * d->stages + 1) * 8 + 127) / 128 * 128;
+    int64_t kb = d->k / d->bk, xstride = (kb + d->splitk - 1) / d->splitk * d->bk + 8;
+    int64_t rows = d->m < d->bm ? d->m : d->bm;
+    return (size_t)(bar + ring + rows * xstride * 2);
+}
+
+/* The decode kernel's geometry: bm = 8 XT rows, bn = 64 wn, bk = 16 KS, one producer warp. */
+static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
+{
+    if (d->bm % 8 != 0 || d->bm > 64)
+        return family_fail(why, why_size,
+                           "tile shape: the decode kernel takes bm = 8, 16, ..., 64");
+    if (d->wn < 1 || d->bn != 64 * d->wn)
+        return family_fail(why, why_size, "tile shape: the decode kernel takes bn = 64 x wn");
+    if (d->bk % 32 != 0)
+        return family_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 32",
+                           (long long)d->bk);
+    /* each k warp group must own whole ring slots: a slot shared by two groups could be waited
+     * on two phases ahead of its barrier (mbarrier parity) and read before it is filled */
+    if (d->stages < 2 || d->wk < 1 || d->stages % d->wk != 0)
+        return family_fail(why, why_size,
+                           "tile shape: stages = %lld, wk = %lld (stages >= 2, a multiple of wk)",
+                           (long long)d->stages, (long long)d->wk);
+    int64_t threads = (d->wn * d->wk + 1) * 32;
+    if (mg_check_blocking(d, threads, why, why_size) != 0)
+        return -1;
+    /* accumulators: 16 fp32 per n8 tile of X (twice with sa), plus ~60 for fragments and
+     * addresses */
+    int64_t acc_regs = d->bm / 8 * (16 + (d->sa ? 16 : 0) + (d->sa == 2 ? 4 : 0));
+    if (mg_check_resources(d, acc_regs, mg_decode_smem(d), threads, why, why_size) != 0)
+        return -1;
+    d->grid[0] = (unsigned)((d->m + d->bm - 1) / d->bm);
+    d->grid[1] = (unsigned)(d->n / d->bn);
+    d->grid[2] = (unsigned)d->splitk;
+    if (d->grid[1] > 65535)
+        return family_fail(why, why_size, "tile shape: n / bn = %u blocks exceeds the grid limit",
+                           d->grid[1]);
+    return 0;
+}
+
+/* Describes cfg; -1 with `why` (a category, a colon, the details) when it cannot run. About 100
+ * lines: one check per constraint of the problem and of the staged kernel's tile space, each with
+ * its reason, in the order the reasons are reported (the direct kernel's are mg_describe_direct's).
+ */
+int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
+{
+    memset(d, 0, sizeof *d);
+    const char *method = point_str(cfg, "method", "");
+    d->method = -1;
+    for (size_t i = 0; i < sizeof mg_methods / sizeof mg_methods[0]; i++)
+        if (strcmp(method, mg_methods[i].name) == 0)
+            d->method = (int)i;
+    if (d->method < 0)
+        return family_fail(why, why_size, "unknown method '%s'", method);
+    const char *dtype = point_str(cfg, "dtype", "float16");
+    d->bf16 = strcmp(dtype, "bfloat16") == 0;
+    if (!d->bf16 && strcmp(dtype, "float16") != 0)
+        return family_fail(why, why_size, "unsupported dtype: '%s' (float16 or bfloat16)", dtype);
+    d->tname = d->bf16 ? "bf16_t" : "half_t";
+    d->zp = point_int(cfg, "zero_point", 0) != 0;
+    d->m = point_int(cfg, "m", 0);
+    d->n = point_int(cfg, "n", 0);
+    d->k = point_int(cfg, "k", 0);
+    d->group = point_int(cfg, "group", 128);
+    if (d->m < 1 || d->n < 1 || d->k < 1)
+        return family_fail(why, why_size, "bad shape: m, n and k must be >= 1");
+    if (d->n % 64 != 0)
+        return family_fail(why, why_size,
+                           "layout: n = %lld is not a multiple of 64 (the packed unit)",
+                           (long long)d->n);
+    if (d->k % 64 != 0)
+        return family_fail(why, why_size, "layout: k = %lld is not a multiple of 64",
+                           (long long)d->k);
+    d->g_eff = d->group == 0 ? d->k : d->group;
+    if (d->group != 0 && (!is_pow2(d->group) || d->group < 32))
+        return family_fail(why, why_size,
+                           "group: %lld is not a power of two >= 32 (or 0: per column)",
+                           (long long)d->group);
+    if (d->k % d->g_eff != 0)
+        return family_fail(why, why_size,
+                           "group: k = %lld is not a multiple of the group size %lld",
+                           (long long)d->k, (long long)d->g_eff);
+    if ((d->m * d->k > INT32_MAX || d->m * d->n > INT32_MAX ||
+         d->k * d->n > 16 * (int64_t)INT32_MAX))
+        return family_fail(why, why_size, "bad shape: a matrix exceeds 2^31 elements");
+    if (d->method != MG_FUSED && d->method != MG_DECODE)
+        return 0;
+
+    d->bm = point_int(cfg, "bm", 16);
+    d->bn = point_int(cfg, "bn", 128);
+    d->bk = point_int(cfg, "bk", 128);
+    d->wm = point_int(cfg, "wm", 1);
+    d->wn = point_int(cfg, "wn", 2);
+    d->wk = point_int(cfg, "wk", 1);
+    d->stages = point_int(cfg, "stages", 4);
+    d->splitk = point_int(cfg, "splitk", 1);
+    d->unroll = point_int(cfg, "unroll", 0);
+    d->kc = point_int(cfg, "kc", 1024);
+    d->sa = point_int(cfg, "sa", 0);
+    if (d->method == MG_DECODE)
+        return mg_describe_decode(d, why, why_size);
+    if (d->sa == 2)
+        return family_fail(why, why_size, "tile shape: sa = 2 is the decode kernel's");
+    if (d->unroll > 0)
+        return mg_describe_direct(d, why, why_size);
+    if (d->bk % 64 != 0)
+        return family_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 64",
+                           (long long)d->bk);
+    if (d->wm < 1 || d->bm % (16 * d->wm) != 0)
+        return family_fail(why, why_size,
+                           "tile shape: bm = %lld is not a multiple of 16 x wm = %lld",
+                           (long long)d->bm, (long long)(16 * d->wm));
+    if (d->wn < 1 || d->bn % (64 * d->wn) != 0)
+        return family_fail(why, why_size,
+                           "tile shape: bn = %lld is not a multiple of 64 x wn = %lld",
+                           (long long)d->bn, (long long)(64 * d->wn));
+    if (d->wk < 1 || (d->bk / 16) % d->wk != 0)
+        return family_fail(why, why_size,
+                           "tile shape: bk / 16 = %lld is not a multiple of wk = %lld",
+                           (long long)(d->bk / 16), (long long)d->wk);
+    if (d->stages < 2)
+        return family_fail(why, why_size, "tile shape: stages must be >= 2");
+    int64_t threads = d->wm * d->wn * d->wk * 32;
+    if (mg_check_blocking(d, threads, why, why_size) != 0)
+        return -1;
+    /* accumulators: 32 fp32 registers per 16 x 64 warp tile (twice with sa), plus ~60 for
+     * fragments and addresses */
+    int64_t acc_regs = (d->bm / d->wm / 16) * (d->bn / d->wn / 64) * 32 * (d->sa ? 2 : 1);
+    if (mg_check_resources(d, acc_regs, mg_smem_bytes(d), threads, why, why_size) != 0)
+        return -1;
+    d->grid[0] = (unsigned)(d->n / d->bn);
+    d->grid[1] = (unsigned)((d->m + d->bm - 1) / d->bm);
+    d->grid[2] = (unsigned)d->splitk;
+    if (d->grid[1] > 65535)
+        return family_fail(why, why_size, "tile shape: m / bm = %u blocks exceeds the grid limit",
+                           d->grid[1]);
+    return 0;
+}
+
+static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
+{
+    if (d->method == MG_DECODE) {
+        snprintf(buf, size, "mg_decode<%s, %lld, %lld, %lld, %lld, %lld, %d, %d>", d->tname,
+                 (long long)(d->bm / 8), (long long)d->wn, (long long)d->wk,
+                 (long long)(d->bk / 16), (long long)d->stages, d->zp, (int)d->sa);
+        return;
+    }
+    if (d->unroll > 0) {
+        snprintf(buf, size, "mg_direct<%s, %lld, %lld, %lld, %lld, %d>", d->tname, (long long)d->wn,
+                 (long long)d->wk, (long long)d->unroll, (long long)d->kc, d->zp);
+        return;
+    }
+    snprintf(buf, size, "mg_fused<%s, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d>", d->tname,
+             (long long)d->bm, (long long)d->bn, (long long)d->bk, (long long)d->wm,
+             (long long)d->wn, (long long)d->wk, (long long)d->stages, d->zp, d->sa != 0);
+}
+
+static void mg_ref(family_kernel_ref *refs, size_t *n, const char *source, const char *fmt,
+                   const mg_desc *d)
+{
+    refs[*n].source = source;
+    snprintf(refs[*n].name, sizeof refs[*n].name, fmt, d->tname, d->zp);
+    (*n)++;
+}
+
+/* The kernel source of a tuned configuration's main kernel. */
+static const char *mg_main_source(const mg_desc *d)
+{
+    return d->method == MG_DECODE ? "mixed_gemm_decode.cu" : "mixed_gemm.cu";
+}
+
+/* Helper kernels every shape needs (inputs, packing, reference, error). */
+const char *const mg_shape_kernels[MG_N_SHAPE_KERNELS] = {
+    "mg_fill_bytes",         "mg_fill_zeros", "mg_fill_scales<%s>", "mg_pack_w",
+    "mg_pack_sz<%s>",        "mg_to_f32<%s>", "mg_error<%s>",       "mg_dequant_raw<%s, float>",
+    "tune_fill_uniform<%s>",
+};
+
+/* The method's kernels first (mg_prepare takes them by their place: fp8's weight, then x), then
+ * the shape's (mg_shape_kernels). */
+int mg_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max, char *why,
+               size_t why_size)
+{
+    mg_desc d;
+    if (mg_describe(cfg, &d, why, why_size) != 0)
+        return -1;
+    size_t n = 0, n_shape = MG_N_SHAPE_KERNELS;
+    if (max < n_shape + 3)
+        return family_fail(why, why_size, "too few kernel slots");
+    /* the tuned methods' kernel */
+    refs[0].row = d.method == MG_FUSED || d.method == MG_DECODE || d.method == MG_DEQUANT;
+    if (d.method == MG_FUSED || d.method == MG_DECODE) {
+        refs[n].source = mg_main_source(&d);
+        mg_fused_name(&d, refs[n].name, sizeof refs[n].name);
+        n++;
+    } else if (d.method == MG_DEQUANT) {
+        mg_ref(refs, &n, MG_UTIL, "mg_dequant_packed<%s, %d>", &d);
+    } else if (d.method == MG_CUBLAS) {
+        refs[n].source = MG_UTIL;
+        snprintf(refs[n].name, sizeof refs[n].name, "mg_dequant_raw<%s, %s>", d.tname, d.tname);
+        n++;
+    } else if (d.method == MG_STREAM) {
+        mg_ref(refs, &n, MG_UTIL, MG_STREAM_KERNEL, &d);
+    } else if (d.method == MG_FP8) {
+        mg_ref(refs, &n, MG_UTIL, "mg_weight_fp8<%s>", &d);
+        mg_ref(refs, &n, MG_UTIL, "mg_x_fp8<%s>", &d);
+    } else {
+        mg_ref(refs, &n, MG_UTIL, "mg_unpack_w", &d);
+    }
+    for (size_t i = 0; i < n_shape; i++)
+        mg_ref(refs, &n, strncmp(mg_shape_kernels[i], "tune_", 5) == 0 ? "common.cu" : MG_UTIL,
+               mg_shape_kernels[i], &d);
+    return (int)n;
+}
+
+/* ---- CPU packing (the reference of mg_pack_w / mg_pack_sz) ---- */
+
+void mixed_gemm_packed_pos(int64_t i, int64_t j, int64_t n, size_t *word, int *shift)
+{
+    int64_t kk = i / 16, u = j / 64;
+    int r = (int)(i % 16), c = (int)(j % 64);
+    int tile = c / 8, g = c % 8, t = (r % 8) / 2, hi = r >= 8, odd = r & 1;
+    *word = (size_t)(((kk * (n / 64) + u) * 32 + g * 4 + t) * 4 + tile / 2);
+    *shift = 8 * (tile & 1) + 4 * hi + 16 * odd;
+}
+
+void mixed_gemm_pack_cpu(const uint8_t *q, int64_t k, int64_t n, uint32_t *out)
+{
+    memset(out, 0, (size_t)(k * n / 2));
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < n; j++) {
+            size_t w;
+            int sh;
+            mixed_gemm_packed_pos(i, j, n, &w, &sh);
+            out[w] |= (uint32_t)((q[(i * n + j) / 2] >> (4 * (j & 1))) & 0xf) << sh;
+        }
+}
+
+void mixed_gemm_unpack_cpu(const uint32_t *packed, int64_t k, int64_t n, uint8_t *q)
+{
+    memset(q, 0, (size_t)(k * n / 2));
+    for (int64_t i = 0; i < k; i++)
+        for (int64_t j = 0; j < n; j++) {
+            size_t w;
+            int sh;
+            mixed_gemm_packed_pos(i, j, n, &w, &sh);
+            q[(i * n + j) / 2] |= (uint8_t)(((packed[w] >> sh) & 0xf) << (4 * (j & 1)));
+        }
+}
+
+void mixed_gemm_pack_scales_cpu(const uint16_t *s, int64_t groups, int64_t n, uint16_t *out)
+{
+    for (int64_t i = 0; i < groups * n; i++) {
+        int64_t col = i % n, base = i - col % 64, c = col % 64;
+        out[i] = s[base + 8 * (c % 8) + c / 8];
+    }
+}
+
+_Static_assert(sizeof mg_shape_kernels / sizeof mg_shape_kernels[0] == MG_N_SHAPE_KERNELS,
+               "MG_N_SHAPE_KERNELS");
