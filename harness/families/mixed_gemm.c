@@ -295,6 +295,53 @@ fail:
     return mg_cublas_fail(err, call, rc);
 }
 
+/* The split-K workspace (splitk fp32 partial tiles of Y) and one zeroed counter per tile. */
+static tune_status mg_prepare_split(mg_state *s, const mg_desc *d, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    size_t tiles = (size_t)d->grid[0] * d->grid[1];
+    if ((st = mg_grow((void **)&s->ws, &s->ws_bytes, (size_t)d->splitk * s->n_y * 4, err)))
+        return st;
+    if (tiles > s->n_counters) {
+        gpu_free(s->counters);
+        s->counters = NULL;
+        s->n_counters = 0;
+        if ((st = gpu_malloc((void **)&s->counters, tiles * sizeof(int), err)))
+            return st;
+        s->n_counters = tiles;
+        GPU_CHECK(cudaMemsetAsync(s->counters, 0, tiles * sizeof(int), (cudaStream_t)s->env.stream),
+                  err, st, done);
+    }
+done:
+    return st;
+}
+
+/* The fp8 baseline's inputs (converted once, outside the timing) and its cuBLASLt plan. */
+static tune_status mg_prepare_fp8(mg_state *s, const tune_point *cfg, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    long long k = s->shape.k, n = s->shape.n, group = s->shape.g_eff;
+    if (!s->w8) {
+        /* per-tensor scales: |W| <= 15 * 0.008 and |X| < 1 map onto e4m3's 448 */
+        float wscale = 15.f * 0.008f / 448.f, xscale = 1.f / 448.f;
+        float inv_w = 1.f / wscale, inv_x = 1.f / xscale;
+        long long pairs = (long long)s->n_x / 2;
+        void *kw = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err);
+        void *kx = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 1, err);
+        if (!kw || !kx)
+            return TUNE_ERR_CUDA;
+        if ((st = gpu_malloc(&s->w8, s->n_w, err)) || (st = gpu_malloc(&s->x8, s->n_x, err)))
+            return st;
+        void *a1[] = {&s->q, &s->s, &s->zr, &s->w8, &k, &n, &group, &inv_w};
+        void *a2[] = {&s->x, &s->x8, &pairs, &inv_x};
+        if ((st = mg_run1(s, kw, s->n_w / 2, a1, err)) ||
+            (st = mg_run1(s, kx, s->n_x / 2, a2, err)))
+            return st;
+        s->fp8_alpha = wscale * xscale;
+    }
+    return s->lt_ready ? TUNE_OK : mg_lt_setup(s, err);
+}
+
 static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *err)
 {
     mg_state *s = state;
@@ -303,33 +350,15 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     if (mg_describe(&p, &s->cur, why, sizeof why) != 0)
         return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "mixed_gemm", "%s", why);
     const mg_desc *d = &s->cur;
-    const mg_desc *sh = &s->shape;
     tune_status st = TUNE_OK;
-    long long k = sh->k, n = sh->n, group = sh->g_eff;
+    long long k = s->shape.k, n = s->shape.n, group = s->shape.g_eff;
     s->k_main = NULL;
     switch (d->method) {
     case MG_FUSED:
-    case MG_DECODE: {
+    case MG_DECODE:
         if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
             return TUNE_ERR_CUDA;
-        if (d->splitk > 1) {
-            size_t tiles = (size_t)d->grid[0] * d->grid[1];
-            if ((st = mg_grow((void **)&s->ws, &s->ws_bytes, (size_t)d->splitk * s->n_y * 4, err)))
-                return st;
-            if (tiles > s->n_counters) {
-                gpu_free(s->counters);
-                s->counters = NULL;
-                s->n_counters = 0;
-                if ((st = gpu_malloc((void **)&s->counters, tiles * sizeof(int), err)))
-                    return st;
-                s->n_counters = tiles;
-                GPU_CHECK(cudaMemsetAsync(s->counters, 0, tiles * sizeof(int),
-                                          (cudaStream_t)s->env.stream),
-                          err, st, done);
-            }
-        }
-        break;
-    }
+        return d->splitk > 1 ? mg_prepare_split(s, d, err) : TUNE_OK;
     case MG_DEQUANT:
     case MG_CUBLAS:
         if (!s->wd && (st = gpu_malloc(&s->wd, s->n_w * 2, err)))
@@ -346,29 +375,9 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
                 return kd ? st : TUNE_ERR_CUDA;
             s->wd_raw = 1;
         }
-        break;
+        return TUNE_OK;
     case MG_FP8:
-        if (!s->w8) {
-            /* per-tensor scales: |W| <= 15 * 0.008 and |X| < 1 map onto e4m3's 448 */
-            float wscale = 15.f * 0.008f / 448.f, xscale = 1.f / 448.f;
-            float inv_w = 1.f / wscale, inv_x = 1.f / xscale;
-            long long pairs = (long long)s->n_x / 2;
-            void *kw = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err);
-            void *kx = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 1, err);
-            if (!kw || !kx)
-                return TUNE_ERR_CUDA;
-            if ((st = gpu_malloc(&s->w8, s->n_w, err)) || (st = gpu_malloc(&s->x8, s->n_x, err)))
-                return st;
-            void *a1[] = {&s->q, &s->s, &s->zr, &s->w8, &k, &n, &group, &inv_w};
-            void *a2[] = {&s->x, &s->x8, &pairs, &inv_x};
-            if ((st = mg_run1(s, kw, s->n_w / 2, a1, err)) ||
-                (st = mg_run1(s, kx, s->n_x / 2, a2, err)))
-                return st;
-            s->fp8_alpha = wscale * xscale;
-        }
-        if (!s->lt_ready && (st = mg_lt_setup(s, err)))
-            return st;
-        break;
+        return mg_prepare_fp8(s, cfg, err);
     case MG_STREAM:
         if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
             return TUNE_ERR_CUDA;
