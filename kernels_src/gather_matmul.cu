@@ -1,4 +1,4 @@
-// gather_matmul.cu - SparQ's gather-matmul ops (DESIGN.md 6.1), device code only.
+// gather_matmul.cu - SparQ's gather-matmul ops (docs/gather_matmul.md), device code only.
 //
 // OP 0 gather_inner_bmv:             out[g,j] = sum_t A[g, I[g,t]] * B[g, I[g,t], j]
 // OP 1 gather_inner_matrix_only_bmv: out[g,j] = sum_t A[g, t]      * B[g, I[g,t], j]

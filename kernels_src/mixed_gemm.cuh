@@ -2,7 +2,7 @@
 // the packed weight layout, fast int4 -> fp16/bf16 conversion, and the tensor-core wrappers.
 // Device code only; compiles with NVRTC and with nvcc unchanged.
 //
-// Semantics (DESIGN.md 6.2): Y[m,n] = X[m,k] . dequant(W)[k,n], dequant(W)[i,j] = (q[i,j] - z) *
+// Semantics (docs/mixed_gemm.md): Y[m,n] = X[m,k] . dequant(W)[k,n], dequant(W)[i,j] = (q[i,j] - z) *
 // s[i/G, j], q in 0..15, z = 8 (symmetric) or a per-group zero point z[i/G, j] in 0..15.
 //
 // Raw (user) layouts: q is row-major k x n nibbles, two per byte along n (low nibble = even

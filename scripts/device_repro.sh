@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reproducibility and timer agreement on a GPU machine (issue #4), after a run of
+# Reproducibility and timer agreement on a GPU machine, after a run of
 # sweeps/sparq.json under results/ (scripts/device_check.sh): runs the sweep a second time, then
 # compares the best chunk per shape (or a tie) and the best times of the two runs, and times the
 # `slice` baseline's cuBLAS call with an independent program (tools/timer_check.cu, plain events)

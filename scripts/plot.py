@@ -3,7 +3,7 @@
 
     python3 scripts/plot.py RESULTS_DIR [RESULTS_DIR...] [--out DIR] [options]
 
-Gather sweeps (family gather_matmul) get the seed notebook's figures:
+Gather sweeps (family gather_matmul) get the SparQ benchmarks' figures:
   bw_vs_chunk   effective bandwidth vs the chunk parameter for one shape, with the baselines and
                 the measured read bandwidth as horizontal lines
   bw_vs_bytes   best-config bandwidth vs bytes moved for every shape (log-log), coloured by the

@@ -133,7 +133,7 @@ static double host_value(const char *dtype, const void *buf, size_t i)
     return strcmp(dtype, "bfloat16") == 0 ? bf16_to_f32(h) : half_to_f32(h);
 }
 
-/* CPU reference in double, straight from the op definitions of DESIGN.md 6.1. */
+/* CPU reference in double, straight from the op definitions of docs/gather_matmul.md. */
 static void cpu_reference(const gm_case *c, int trans, const double *A, const double *B,
                           const int *I, double *out)
 {

@@ -1,4 +1,4 @@
-// timer_check.cu - an independent timing of tune's `slice` baseline for issue #4's timer
+// timer_check.cu - an independent timing of tune's `slice` baseline for the timer
 // agreement: the same cuBLAS call (cublasGemmStridedBatchedEx, fp16 in, fp32 compute, one
 // vector per batch) timed with nothing but CUDA events around each call, the L2 flushed before
 // each call by this program's own kernels (write 2 x L2, then read another 2 x L2). It shares no

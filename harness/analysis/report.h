@@ -1,4 +1,4 @@
-/* report.h - best-config tables from result rows: the seed notebook's pivots and more.
+/* report.h - best-config tables from result rows: the SparQ benchmarks' pivots and more.
  *
  *   report_spec spec = {.rows = (const char *[]){"g"}, .n_rows = 1,
  *                       .cols = (const char *[]){"k_pre", "k"}, .n_cols = 2};

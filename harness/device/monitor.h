@@ -1,5 +1,5 @@
 /* monitor.h - clocks, temperature, power and throttle reasons of a GPU through NVML, opened with
- * dlopen so that binaries start on machines without a driver (DESIGN.md 5).
+ * dlopen so that binaries start on machines without a driver.
  *
  *   monitor *m = monitor_open(info.pci_bus_id);   // NULL when NVML is absent: not an error
  *   monitor_sample s;

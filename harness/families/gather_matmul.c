@@ -1,4 +1,4 @@
-/* gather_matmul.c - SparQ's gather-matmul ops (DESIGN.md 6.1): batched vector x gathered-matrix
+/* gather_matmul.c - SparQ's gather-matmul ops (docs/gather_matmul.md): batched vector x gathered-matrix
  * products, tuned over `chunk` (columns of n per unit of work) and `threads` (block size). */
 #include "model/family.h"
 
@@ -20,7 +20,7 @@ static const char *const index_patterns[] = {"random", "identity", NULL};
 #define GM_COMMON_AXES                                                                             \
     {"dtype", FAMILY_AXIS_STR, 0, 0, dtypes, "\"float16\"", "element type of A, B and the output"}, \
     {"transpose_B", FAMILY_AXIS_BOOL, 0, 1, NULL, "false",                                         \
-     "B stored transposed (the seed's transpose_B): (g, n, k_pre) for inner ops, (g, n_pre, k) for outer"}, \
+     "B stored transposed (as the SparQ benchmarks' transpose_B): (g, n, k_pre) for inner ops, (g, n_pre, k) for outer"}, \
     {"indices", FAMILY_AXIS_STR, 0, 0, index_patterns, "\"random\"",                              \
      "random: uniform in [0, k_pre) with replacement, drawn afresh before every rep; identity: "  \
      "I[t] = t, the rows `slice` reads (isolates the cost of random access)"}
@@ -47,7 +47,7 @@ static const family_op gm_ops[] = {
      "out[g,j] = sum_t A[g,I[g,t]] * B[g,I[g,t],j] (SparQ step 1)"},
     {"gather_inner_matrix_only_bmv", inner_axes, sizeof inner_axes / sizeof inner_axes[0],
      "g * (2 * k + k * n + n) * dsize", "2 * g * k * n",
-     "out[g,j] = sum_t A[g,t] * B[g,I[g,t],j] (SparQ step 3, the seed's sweep)"},
+     "out[g,j] = sum_t A[g,t] * B[g,I[g,t],j] (SparQ step 3, the SparQ benchmarks' sweep)"},
     {"gather_outer_bmv", outer_axes, sizeof outer_axes / sizeof outer_axes[0],
      "g * (k + k * n + 2 * n) * dsize", "2 * g * k * n",
      "out[g,j] = sum_t A[g,t] * B[g,t,I[g,j]] (SparQ step 2)"},
@@ -557,7 +557,7 @@ done:
 
 const tune_family gather_matmul_family = {
     .name = "gather_matmul",
-    .help = "SparQ gather-matmul: batched vector x gathered matrix (DESIGN.md 6.1)",
+    .help = "SparQ gather-matmul: batched vector x gathered matrix (docs/gather_matmul.md)",
     .ops = gm_ops,
     .n_ops = sizeof gm_ops / sizeof gm_ops[0],
     .params = gm_params,

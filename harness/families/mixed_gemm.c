@@ -1,4 +1,4 @@
-/* mixed_gemm.c - the mixed-input GEMM family (DESIGN.md 6.2, docs/mixed_gemm.md):
+/* mixed_gemm.c - the mixed-input GEMM family (docs/mixed_gemm.md):
  * Y[m,n] = X[m,k] . dequant(W)[k,n], int4 W with per-group scales (and optionally zero points),
  * fp16/bf16 X and Y, fp32 accumulation.
  *
@@ -574,7 +574,7 @@ done:
 
 const tune_family mixed_gemm_family = {
     .name = "mixed_gemm",
-    .help = "mixed-input GEMM: int4 weights x fp16/bf16 activations, group scales (DESIGN.md 6.2)",
+    .help = "mixed-input GEMM: int4 weights x fp16/bf16 activations, group scales",
     .ops = mg_ops,
     .n_ops = MG_N_OPS,
     .params = mg_params,

@@ -2,9 +2,9 @@
 """Writes the fit fixtures (seed/raw.jsonl, other/raw.jsonl): hand-picked times, in us, of the
 fastest configuration per (shape, chunk); threads=128 rows are 10 % slower than threads=256.
 
-seed: g=256, k in {64, 128, 256, 512}; best chunk 64, 64, 32, 32. The seed rule
+seed: g=256, k in {64, 128, 256, 512}; best chunk 64, 64, 32, 32. SparQ's rule
 min(64, 8192 / k) picks 64, 64, 32, 16: efficiency (32/40)^(1/4) = 0.94574, worst k=512 (0.8).
-other: k=1024, where the seed rule picks 8, which was not measured (infeasible)."""
+other: k=1024, where SparQ's rule picks 8, which was not measured (infeasible)."""
 import json
 import os
 
