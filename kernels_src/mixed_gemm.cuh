@@ -114,20 +114,32 @@ __device__ __forceinline__ void mg_mma<bf16_t>(float (&c)[4], const unsigned (&a
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// The shared-memory address of a generic pointer into shared memory.
+__device__ __forceinline__ unsigned mg_saddr(const void *p)
+{
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
 __device__ __forceinline__ void mg_ldmatrix_x4(unsigned (&a)[4], const void *smem)
 {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-                 : "r"(s));
+                 : "r"(mg_saddr(smem)));
+}
+
+__device__ __forceinline__ void mg_ldmatrix_x2(unsigned (&a)[2], const void *smem)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                 : "=r"(a[0]), "=r"(a[1])
+                 : "r"(mg_saddr(smem)));
 }
 
 // cp.async of 16 bytes that writes zeros instead when !valid (gmem must still be a valid address).
 __device__ __forceinline__ void mg_cp_async16_zfill(void *smem, const void *gmem, bool valid)
 {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
     const int n = valid ? 16 : 0;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(n));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(mg_saddr(smem)), "l"(gmem),
+                 "r"(n));
 }
 
 // Nibble of raw q at (row i, column j); ldq = n / 2 bytes per row.

@@ -36,11 +36,6 @@
 // splits <= KB; shared memory as mg_decode_smem computes.
 #include "mixed_gemm.cuh"
 
-__device__ __forceinline__ unsigned mg_saddr(const void *p)
-{
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-
 __device__ __forceinline__ void mg_mbar_init(unsigned long long *bar, unsigned count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mg_saddr(bar)), "r"(count)
@@ -84,15 +79,9 @@ __device__ __forceinline__ void mg_bulk_g2s(void *dst, const void *src, unsigned
         : "memory");
 }
 
-__device__ __forceinline__ void mg_ldmatrix_x2(unsigned (&a)[2], const void *smem)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
-                 : "=r"(a[0]), "=r"(a[1])
-                 : "r"(mg_saddr(smem)));
-}
-
-// The shared-memory layout of mg_decode, shared with the host's sizing (mixed_gemm.c repeats
-// these formulas in mg_decode_smem; a test compares them through the kernel's failure to launch).
+// The shared-memory layout of mg_decode. The host sizes the dynamic shared memory with the same
+// formulas (mg_decode_smem in mixed_gemm_space.c); the kernel traps when it was given less, so a
+// mismatch fails the GPU tests instead of writing past the block's shared memory.
 template <int XT, int WN, int WK, int KS, int STAGES, int ZP> struct mg_decode_layout {
     static constexpr int BN = 64 * WN, BK = 16 * KS;
     static constexpr int SR = KS / 2 > 0 ? KS / 2 : 1; // most scale rows in one stage (G >= 32)
@@ -146,6 +135,12 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
         (KB + splits - 1) / splits * BK + 8; // padded: ldmatrix rows hit distinct banks
     const int rows = m - m0 < BM ? m - m0 : BM;
     const int srows = gsh >= 0 ? BK >> gsh : 1;
+    if (tid == 0) {
+        unsigned dyn;
+        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+        if (dyn < (unsigned)(LY::BAR + LY::RING) + (unsigned)rows * xstride * 2)
+            __trap();
+    }
     const long long units_n = n / 64;
 
     if (tid == 0) {

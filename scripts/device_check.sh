@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Build-check-benchmark on a GPU machine with a build carried from the development machine:
-# GPU tests, then the given sweeps (default: the three SparQ sweeps) with a cold kernel cache.
-# Full logs and a tarball of the results go to $OUT (default /tmp/tune-out); a short table is
-# printed last. Usage: scripts/device_check.sh [sweep.json ...]
+# GPU tests, then the given sweeps (default: the three SparQ sweeps) into results/. Full logs and
+# a tarball of the new results folders go to $OUT (default /tmp/tune-out); printed last, per
+# sweep: exit status, wall time, rows by status, and the best-method, best-time and speedup tables.
+#   scripts/device_check.sh [SWEEP.json ...]
+#   TESTS="build/test_mixed_gemm" to run only those test binaries (default: every build/test_*),
+#   SKIP_TESTS=1 to run none, SKIP_CALIBRATE=1 to skip `tune calibrate`; TUNE_CACHE_DIR is
+#   honoured (default: a cold cache of its own).
 set -u
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/tune-out}
 mkdir -p "$OUT"
 export LD_LIBRARY_PATH="$PWD/build/devlibs:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
-export TUNE_CACHE_DIR=/tmp/tune-cache-$$
+export TUNE_CACHE_DIR=${TUNE_CACHE_DIR:-/tmp/tune-cache-$$}
 sweeps=("$@")
 [ ${#sweeps[@]} -gt 0 ] || sweeps=(sweeps/sparq.json sweeps/sparq_step1.json sweeps/sparq_step2.json)
 
@@ -17,7 +21,7 @@ build/tune devices 2>&1 | tee "$OUT/devices.txt"
 # the ceilings first, so that the sweeps' rows get roofline times from measured values
 [ -n "${SKIP_CALIBRATE:-}" ] || build/tune calibrate 2>&1 | tee "$OUT/calibrate.txt"
 if [ -z "${SKIP_TESTS:-}" ]; then
-  for t in build/test_*; do
+  for t in ${TESTS:-build/test_*}; do
     # the tests use the fault-injection family (docs/fault-tolerance.md)
     TUNE_TEST_FAMILIES=fault_test "$t" --verbose=0 -j4 >"$OUT/tests.log" 2>&1
     echo "$(basename "$t"): exit $? $(grep -h Synthesis "$OUT/tests.log" | tail -1)" | tee -a "$OUT/tests-summary.txt"
@@ -25,14 +29,20 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   done
   rm -f "$OUT/tests.log"
 fi
+new=()
 for s in "${sweeps[@]}"; do
   name=$(basename "$s" .json)
   start=$(date +%s.%N)
   build/tune "$s" --results results >"$OUT/$name.md" 2>"$OUT/$name.log"
   rc=$?
   end=$(date +%s.%N)
-  echo "$name: exit $rc, wall $(awk "BEGIN{printf \"%.1f\", $end - $start}") s (cold kernel cache)" | tee -a "$OUT/summary.txt"
-  tail -2 "$OUT/$name.log"
+  dir=$(ls -d results/"$name"/*/ 2>/dev/null | tail -1)
+  [ -z "$dir" ] || new+=("$dir")
+  {
+    echo "== $name: exit $rc, wall $(awk "BEGIN{printf \"%.1f\", $end - $start}") s (cold kernel cache unless TUNE_CACHE_DIR was set), $dir"
+    grep -ho '"status": *"[a-z_]*"' "$dir"raw.jsonl 2>/dev/null | sort | uniq -c
+    awk '/^## (Best time|Speedup over|Best method)/{p=1} /^## /&&!/^## (Best time|Speedup over|Best method)/{p=0} p' "$dir"best.md 2>/dev/null | grep -v '^$'
+  } >>"$OUT/summary.txt"
 done
-tar czf "$OUT/results.tgz" results
+[ ${#new[@]} -eq 0 ] || tar czf "$OUT/results.tgz" "${new[@]}"
 cat "$OUT/summary.txt"

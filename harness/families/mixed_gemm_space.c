@@ -175,7 +175,8 @@ static int mg_check_resources(mg_desc *d, int64_t acc_regs, size_t smem, int64_t
 }
 
 /* Shared memory of the decode kernel: barriers, the ring of stages (or the cross-warp reduction if
- * larger) and the block's X rows; the formulas of mg_decode_layout in mixed_gemm_decode.cu. */
+ * larger) and the block's X rows; the formulas of mg_decode_layout in mixed_gemm_decode.cu,
+ * which traps when given less. */
 static size_t mg_decode_smem(const mg_desc *d)
 {
     int64_t xt = d->bm / 8, ks = d->bk / 16, bn = d->bn, sr = ks / 2 > 0 ? ks / 2 : 1;
