@@ -142,6 +142,51 @@ __device__ __forceinline__ void mg_cp_async16_zfill(void *smem, const void *gmem
                  "r"(n));
 }
 
+// mbarriers (sm_90): init, arrive with an expected transaction count, plain arrive, wait on a
+// phase parity.
+__device__ __forceinline__ void mg_mbar_init(unsigned long long *bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mg_saddr(bar)), "r"(count)
+                 : "memory");
+}
+
+__device__ __forceinline__ void mg_mbar_expect_tx(unsigned long long *bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mg_saddr(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void mg_mbar_arrive(unsigned long long *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(mg_saddr(bar)) : "memory");
+}
+
+__device__ __forceinline__ void mg_mbar_wait(unsigned long long *bar, unsigned parity)
+{
+    unsigned done;
+    do {
+        asm volatile("{\n\t.reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p;\n\t}"
+                     : "=r"(done)
+                     : "r"(mg_saddr(bar)), "r"(parity)
+                     : "memory");
+    } while (!done);
+}
+
+// Bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to shared
+// memory, completing on bar's transaction count.
+__device__ __forceinline__ void mg_bulk_g2s(void *dst, const void *src, unsigned bytes,
+                                            unsigned long long *bar)
+{
+    asm volatile(
+        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+            "r"(mg_saddr(dst)),
+        "l"(src), "r"(bytes), "r"(mg_saddr(bar))
+        : "memory");
+}
+
 // Nibble of raw q at (row i, column j); ldq = n / 2 bytes per row.
 __device__ __forceinline__ unsigned mg_raw_q(const unsigned char *q, long long ldq, long long i,
                                              long long j)

@@ -268,6 +268,10 @@ static const mg_variant variants[] = {
     {"decode", 24, 128, 64, 1, 2, 1, 2, 3, 0, 1024, 1},  /* 3 X tiles (odd), split-K, sa 1 */
     {"decode", 16, 64, 128, 1, 1, 4, 4, 3, 0, 1024, 2},  /* 2 X tiles, 4 k warps, sa 2 */
     {"decode", 64, 128, 128, 1, 2, 1, 4, 2, 0, 1024, 0}, /* 8 X tiles */
+    {"wgmma", 8, 64, 64, 1, 1, 1, 2, 1, 0, 1024, 0},     /* wgmma: N = 8, one warpgroup */
+    {"wgmma", 32, 128, 128, 1, 2, 1, 3, 3, 0, 1024, 0},  /* 2 warpgroups, split-K */
+    {"wgmma", 128, 128, 64, 1, 2, 1, 4, 1, 0, 1024, 0},  /* N = 128 */
+    {"wgmma", 256, 64, 64, 1, 1, 1, 2, 2, 0, 1024, 0},   /* N = 256, split-K */
     {"stream", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
     {"dequant", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
     {"cublas", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
@@ -304,6 +308,7 @@ Test(mixed_gemm_compile, every_template_path_compiles, .timeout = 1200)
                     memset(&jobs[n_jobs], 0, sizeof jobs[n_jobs]);
                     snprintf(jobs[n_jobs].source, sizeof jobs[n_jobs].source, "%s", refs[r].source);
                     snprintf(jobs[n_jobs].name, sizeof jobs[n_jobs].name, "%s", refs[r].name);
+                    jobs[n_jobs].arch_specific = refs[r].arch != 0;
                     n_jobs++;
                 }
             }

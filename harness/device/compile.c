@@ -258,9 +258,11 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
     tune_status st = (src_names && srcs && job_src && src_hash) ? TUNE_OK : TUNE_ERR_NOMEM;
     if (st != TUNE_OK)
         tune_error_set(err, st, "compile", "out of memory");
-    char opts[8][64];
-    const char *opt_ptrs[8];
+    char opts[8][64], opts_a[8][64];
+    const char *opt_ptrs[8], *opt_ptrs_a[8];
     size_t n_opts = build_options(opt, opts, opt_ptrs);
+    build_options(opt, opts_a, opt_ptrs_a); /* the same, for arch-specific jobs: sm_XXa */
+    snprintf(opts_a[0], sizeof opts_a[0], "--gpu-architecture=sm_%da", opt->arch);
     const int nvrtc_ver = compile_nvrtc_version();
     if (st == TUNE_OK && nvrtc_ver == 0)
         st = tune_error_set(err, TUNE_ERR_NVRTC, "nvrtc", "NVRTC cannot be loaded");
@@ -309,13 +311,16 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
             double t0 = clock_now();
             hash128 key = src_hash[job_src[i]];
             hash_str(&key, job->name);
+            if (job->arch_specific)
+                hash_str(&key, opts_a[0]);
             char path[PATH_MAX];
             if (opt->cache_dir) {
                 cache_path(path, sizeof path, opt->cache_dir, key);
                 if (cache_read(path, job) == 0)
                     continue;
             }
-            compile_one(job, &srcs[job_src[i]], opt_ptrs, n_opts);
+            compile_one(job, &srcs[job_src[i]], job->arch_specific ? opt_ptrs_a : opt_ptrs,
+                        n_opts);
             job->seconds = clock_now() - t0;
             if (opt->cache_dir)
                 cache_write(path, job);

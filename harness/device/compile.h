@@ -31,6 +31,7 @@ typedef struct {
     /* request */
     char source[64];
     char name[256];
+    int arch_specific; /* 1: compile for sm_XXa (wgmma and other architecture-specific features) */
     /* result */
     tune_status status; /* TUNE_OK; TUNE_ERR_NVRTC: compile error (log); TUNE_ERR_IO: source missing */
     char *log;          /* new: NVRTC log (warnings too), or the reason; may be NULL */

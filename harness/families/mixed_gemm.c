@@ -356,6 +356,7 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     switch (d->method) {
     case MG_FUSED:
     case MG_DECODE:
+    case MG_WGMMA:
         if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
             return TUNE_ERR_CUDA;
         return d->splitk > 1 ? mg_prepare_split(s, d, err) : TUNE_OK;
@@ -423,7 +424,8 @@ static tune_status mg_launch(void *state, tune_error *err)
                           err);
     }
     case MG_FUSED:
-    case MG_DECODE: {
+    case MG_DECODE:
+    case MG_WGMMA: {
         void *args[] = {&s->x,        &s->wp, &s->sp, &s->zp, &s->y,  &s->ws,
                         &s->counters, &m,     &n,     &k,     &group, &gsh};
         return gpu_launch_grid(s->k_main, d->grid, d->threads, d->smem, s->env.stream, args, err);

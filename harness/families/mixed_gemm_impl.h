@@ -20,10 +20,13 @@
 #define MG_STREAM_BLOCKS_PER_SM 8
 #define MG_N_OPS 1
 #define MG_N_PARAMS 11
-#define MG_N_METHODS 7
+#define MG_N_METHODS 8
 #define MG_N_SHAPE_KERNELS 9
 
-enum { MG_FUSED, MG_DEQUANT, MG_CUBLAS, MG_FP8, MG_PACK, MG_DECODE, MG_STREAM };
+enum { MG_FUSED, MG_DEQUANT, MG_CUBLAS, MG_FP8, MG_PACK, MG_DECODE, MG_STREAM, MG_WGMMA };
+
+/* The tuned methods whose kernel takes the fused kernels' arguments (mg_launch). */
+#define MG_TILED(method) ((method) == MG_FUSED || (method) == MG_DECODE || (method) == MG_WGMMA)
 
 typedef struct {
     int method;

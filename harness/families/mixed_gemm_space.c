@@ -33,11 +33,12 @@ const family_op mg_ops[MG_N_OPS] = {
 
 const family_axis mg_params[MG_N_PARAMS] = {
     {"bm", FAMILY_AXIS_INT, 8, 256, NULL, "16",
-     "block tile rows (m): a multiple of 16 (fused), of 8 up to 64 (decode)"},
+     "block tile rows (m): a multiple of 16 (fused), of 8 up to 64 (decode), 8, 16, 32, 64, 128 "
+     "or 256 (wgmma)"},
     {"bn", FAMILY_AXIS_INT, 64, 1024, NULL, "128", "block tile columns (n)"},
     {"bk", FAMILY_AXIS_INT, 64, 1024, NULL, "128", "block tile depth (k) per pipeline stage"},
     {"wm", FAMILY_AXIS_INT, 1, 16, NULL, "1", "warps along m"},
-    {"wn", FAMILY_AXIS_INT, 1, 16, NULL, "2", "warps along n"},
+    {"wn", FAMILY_AXIS_INT, 1, 16, NULL, "2", "warps along n (wgmma: warpgroups)"},
     {"wk", FAMILY_AXIS_INT, 1, 16, NULL, "1",
      "warps along k (partial sums added in shared memory)"},
     {"stages", FAMILY_AXIS_INT, 2, 16, NULL, "4", "cp.async pipeline stages"},
@@ -64,6 +65,10 @@ const family_method mg_methods[MG_N_METHODS] = {
      "tune's streaming kernel for small m: bulk-copy ring fed by a producer warp, weight as the "
      "MMA's A operand (bm = 8 x tiles of X rows, bn = 64 wn, bk = 16 x steps per stage)"},
     {"stream", 0, "one read of the packed weight, scales and zero points: the floor of the shape"},
+    {"wgmma", 1,
+     "tune's warpgroup-MMA kernel (sm_90a): weight as the A operand from registers, dequantized "
+     "once per block, X from shared memory (bm = the MMA's N: 8, 16, 32, 64, 128, 256; bn = 64 x "
+     "wn warpgroups; bk = 16 x steps per stage)"},
 };
 
 static int is_pow2(int64_t v)
@@ -223,6 +228,54 @@ static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
     return 0;
 }
 
+/* Shared memory of the wgmma kernel: barriers and the ring of stages (X in the MMA's layout, the
+ * packed weight, scales and zero points); the formulas of mg_wgmma_layout in mixed_gemm_wgmma.cu,
+ * which traps when given less. */
+static size_t mg_wgmma_smem(const mg_desc *d)
+{
+    int64_t ks = d->bk / 16, sr = ks / 2 > 0 ? ks / 2 : 1;
+    int64_t stage = ks * d->bm * 32 + ks * d->wn * 512 + sr * d->bn * 2 * (1 + d->zp);
+    return (size_t)((2 * d->stages * 8 + 127) / 128 * 128 + d->stages * stage);
+}
+
+/* The wgmma kernel's geometry: bm = the MMA's N, bn = 64 per consumer warpgroup, bk = 16 KS, one
+ * producer warp. */
+static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
+{
+    if (d->bm != 8 && d->bm != 16 && d->bm != 32 && d->bm != 64 && d->bm != 128 && d->bm != 256)
+        return family_fail(why, why_size,
+                           "tile shape: the wgmma kernel takes bm = 8, 16, 32, 64, 128 or 256");
+    if (d->wn < 1 || d->bn != 64 * d->wn)
+        return family_fail(why, why_size, "tile shape: the wgmma kernel takes bn = 64 x wn");
+    if (d->wm != 1 || d->wk != 1 || d->sa != 0 || d->unroll != 0)
+        return family_fail(why, why_size,
+                           "tile shape: the wgmma kernel takes wm = 1, wk = 1, sa = 0, unroll = 0");
+    if (d->stages < 2)
+        return family_fail(why, why_size, "tile shape: stages must be >= 2");
+    int64_t threads = (4 * d->wn + 1) * 32;
+    if (mg_check_blocking(d, threads, why, why_size) != 0)
+        return -1;
+    /* bm / 2 fp32 accumulators and ~30 more registers (what ptxas asks for) within the registers
+     * a thread can have: the register file is handed out to blocks in groups of 4 warps, so the
+     * producer warp costs as much as a warpgroup */
+    int64_t slots = (4 * d->wn + 1 + 3) / 4 * 4 * 32, avail = 65536 / slots / 8 * 8;
+    avail = avail > 255 ? 255 : avail;
+    if (d->bm / 2 + 30 > avail)
+        return family_fail(why, why_size,
+                           "too many registers: %lld accumulators per thread, %lld registers "
+                           "at %lld warps",
+                           (long long)(d->bm / 2), (long long)avail, (long long)(4 * d->wn + 1));
+    if (mg_check_resources(d, d->bm / 2, mg_wgmma_smem(d), threads, why, why_size) != 0)
+        return -1;
+    d->grid[0] = (unsigned)((d->m + d->bm - 1) / d->bm);
+    d->grid[1] = (unsigned)(d->n / d->bn);
+    d->grid[2] = (unsigned)d->splitk;
+    if (d->grid[1] > 65535)
+        return family_fail(why, why_size, "tile shape: n / bn = %u blocks exceeds the grid limit",
+                           d->grid[1]);
+    return 0;
+}
+
 /* Describes cfg; -1 with `why` (a category, a colon, the details) when it cannot run. About 100
  * lines: one check per constraint of the problem and of the staged kernel's tile space, each with
  * its reason, in the order the reasons are reported (the direct kernel's are mg_describe_direct's).
@@ -268,7 +321,7 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
     if ((d->m * d->k > INT32_MAX || d->m * d->n > INT32_MAX ||
          d->k * d->n > 16 * (int64_t)INT32_MAX))
         return family_fail(why, why_size, "bad shape: a matrix exceeds 2^31 elements");
-    if (d->method != MG_FUSED && d->method != MG_DECODE)
+    if (!MG_TILED(d->method))
         return 0;
 
     d->bm = point_int(cfg, "bm", 16);
@@ -284,6 +337,8 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
     d->sa = point_int(cfg, "sa", 0);
     if (d->method == MG_DECODE)
         return mg_describe_decode(d, why, why_size);
+    if (d->method == MG_WGMMA)
+        return mg_describe_wgmma(d, why, why_size);
     if (d->sa == 2)
         return family_fail(why, why_size, "tile shape: sa = 2 is the decode kernel's");
     if (d->unroll > 0)
@@ -324,6 +379,11 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
 
 static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
 {
+    if (d->method == MG_WGMMA) {
+        snprintf(buf, size, "mg_wgmma<%s, %lld, %lld, %lld, %lld, %d>", d->tname, (long long)d->bm,
+                 (long long)d->wn, (long long)(d->bk / 16), (long long)d->stages, d->zp);
+        return;
+    }
     if (d->method == MG_DECODE) {
         snprintf(buf, size, "mg_decode<%s, %lld, %lld, %lld, %lld, %lld, %d, %d>", d->tname,
                  (long long)(d->bm / 8), (long long)d->wn, (long long)d->wk,
@@ -351,7 +411,9 @@ static void mg_ref(family_kernel_ref *refs, size_t *n, const char *source, const
 /* The kernel source of a tuned configuration's main kernel. */
 static const char *mg_main_source(const mg_desc *d)
 {
-    return d->method == MG_DECODE ? "mixed_gemm_decode.cu" : "mixed_gemm.cu";
+    return d->method == MG_DECODE  ? "mixed_gemm_decode.cu"
+           : d->method == MG_WGMMA ? "mixed_gemm_wgmma.cu"
+                                   : "mixed_gemm.cu";
 }
 
 /* Helper kernels every shape needs (inputs, packing, reference, error). */
@@ -373,10 +435,11 @@ int mg_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max, char 
     if (max < n_shape + 3)
         return family_fail(why, why_size, "too few kernel slots");
     /* the tuned methods' kernel */
-    refs[0].row = d.method == MG_FUSED || d.method == MG_DECODE || d.method == MG_DEQUANT;
-    if (d.method == MG_FUSED || d.method == MG_DECODE) {
+    refs[0].row = MG_TILED(d.method) || d.method == MG_DEQUANT;
+    if (MG_TILED(d.method)) {
         refs[n].source = mg_main_source(&d);
         mg_fused_name(&d, refs[n].name, sizeof refs[n].name);
+        refs[n].arch = d.method == MG_WGMMA ? 90 : 0;
         n++;
     } else if (d.method == MG_DEQUANT) {
         mg_ref(refs, &n, MG_UTIL, "mg_dequant_packed<%s, %d>", &d);

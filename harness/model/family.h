@@ -63,6 +63,9 @@ typedef struct {
     char name[256];     /* name expression: "gm_rows<half_t, 0, 128, 8, 256>" */
     int row;            /* 1: the kernel a tuned configuration's row names (raw.jsonl "kernel");
                            at most one per list; the harness zeroes the list before kernels() */
+    int arch;           /* 0: any architecture (compiled for the target's); 90: only sm_90a, the
+                           architecture-specific features (wgmma): a configuration that needs it
+                           on another target is skipped with the reason */
 } family_kernel_ref;
 
 /* What the harness gives a family on the GPU. */

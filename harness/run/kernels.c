@@ -28,6 +28,7 @@ size_t run_kernel_index(run_ctx *rc, const family_kernel_ref *ref)
     memset(k, 0, sizeof *k);
     snprintf(k->job.source, sizeof k->job.source, "%s", ref->source);
     snprintf(k->job.name, sizeof k->job.name, "%s", ref->name);
+    k->job.arch_specific = ref->arch != 0;
     return rc->n_kernels++;
 }
 
@@ -49,6 +50,15 @@ tune_status run_plan_configs(run_ctx *rc)
             rc->plans[i].skip = strdup(why);
             continue;
         }
+        for (int r = 0; r < nr && !rc->plans[i].skip; r++)
+            if (refs[r].arch && refs[r].arch != rc->arch) {
+                snprintf(why, sizeof why,
+                         "architecture: %s needs sm_%da, the target is sm_%d", refs[r].name,
+                         refs[r].arch, rc->arch);
+                rc->plans[i].skip = strdup(why);
+            }
+        if (rc->plans[i].skip)
+            continue;
         rc->plans[i].n_refs = nr;
         rc->plans[i].row_ref = -1;
         for (int r = 0; r < nr; r++) {

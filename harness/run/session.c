@@ -245,9 +245,10 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
     sum->n_configs = space_n_configs(rc.sp);
     sum->n_pruned = space_n_pruned(rc.sp);
     snprintf(rc.arch_name, sizeof rc.arch_name, "sm_%d", arch);
+    rc.arch = arch;
     if (opt->shard_count > 0 && (st = plan_shard(&rc, sum)) != TUNE_OK)
         goto done;
-    family_kernel_ref probe = {"common.cu", "tune_read_probe", 0};
+    family_kernel_ref probe = {"common.cu", "tune_read_probe", 0, 0};
     if ((st = run_plan_configs(&rc)) != TUNE_OK ||
         (!opt->compile_only && run_kernel_index(&rc, &probe) == SIZE_MAX))
         goto done;
