@@ -23,6 +23,7 @@
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
+#include <cuda.h> /* CUtensorMap and its encoder's signature (called through the runtime) */
 #include <cuda_runtime_api.h>
 
 #include "device/gpu.h"
@@ -63,6 +64,7 @@ typedef struct {
     void *k_fill_bytes, *k_fill_zeros, *k_fill_scales, *k_pack_w, *k_pack_sz, *k_to_f32, *k_error,
         *k_deq_f32, *k_fill_x;
     void *k_main; /* the prepared configuration's kernel */
+    unsigned long long xmap[16]; /* the wgmma method's tensor map of X (a CUtensorMap) */
 } mg_state;
 
 /* The stream method's grid: MG_STREAM_BLOCKS_PER_SM blocks of 256 threads per multiprocessor. */
@@ -316,6 +318,41 @@ done:
     return st;
 }
 
+/* The wgmma kernel's tensor map of X (m rows of k elements): boxes of 64 columns x bm rows with
+ * the 128-byte swizzle its MMAs read, rows past m filled with zeros. The encoder is a driver
+ * function, reached through the runtime so that tune does not link the driver. */
+static tune_status mg_prepare_xmap(mg_state *s, const mg_desc *d, tune_error *err)
+{
+    typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                  const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                  const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                  CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+    static encode_fn encode;
+    enum cudaDriverEntryPointQueryResult q;
+    if (!encode && (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode,
+                                                     12000, cudaEnableDefault, &q) != cudaSuccess ||
+                    q != cudaDriverEntryPointSuccess || !encode)) {
+        encode = NULL;
+        return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
+                              "the driver has no cuTensorMapEncodeTiled (TMA)");
+    }
+    CUtensorMap map;
+    const cuuint64_t dim[2] = {(cuuint64_t)d->k, (cuuint64_t)d->m};
+    const cuuint64_t stride[1] = {(cuuint64_t)d->k * 2};
+    const cuuint32_t box[2] = {64, (cuuint32_t)d->bm}, estride[2] = {1, 1};
+    CUresult rc = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, s->x, dim, stride, box, estride,
+                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (rc != CUDA_SUCCESS)
+        return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
+                              "cuTensorMapEncodeTiled failed (error %d) for X of %lld x %lld, "
+                              "box 64 x %lld",
+                              (int)rc, (long long)d->m, (long long)d->k, (long long)d->bm);
+    _Static_assert(sizeof map == sizeof s->xmap, "CUtensorMap is 128 bytes");
+    memcpy(s->xmap, &map, sizeof map);
+    return TUNE_OK;
+}
+
 /* The fp8 baseline's inputs (converted once, outside the timing) and its cuBLASLt plan. */
 static tune_status mg_prepare_fp8(mg_state *s, const tune_point *cfg, tune_error *err)
 {
@@ -359,6 +396,8 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     case MG_WGMMA:
         if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
             return TUNE_ERR_CUDA;
+        if (d->method == MG_WGMMA && (st = mg_prepare_xmap(s, d, err)))
+            return st;
         return d->splitk > 1 ? mg_prepare_split(s, d, err) : TUNE_OK;
     case MG_DEQUANT:
     case MG_CUBLAS:
@@ -426,7 +465,9 @@ static tune_status mg_launch(void *state, tune_error *err)
     case MG_FUSED:
     case MG_DECODE:
     case MG_WGMMA: {
-        void *args[] = {&s->x,        &s->wp, &s->sp, &s->zp, &s->y,  &s->ws,
+        /* the wgmma kernel takes X's tensor map in place of X */
+        void *x = d->method == MG_WGMMA ? (void *)s->xmap : (void *)&s->x;
+        void *args[] = {x,            &s->wp, &s->sp, &s->zp, &s->y,  &s->ws,
                         &s->counters, &m,     &n,     &k,     &group, &gsh};
         return gpu_launch_grid(s->k_main, d->grid, d->threads, d->smem, s->env.stream, args, err);
     }

@@ -67,8 +67,9 @@ const family_method mg_methods[MG_N_METHODS] = {
     {"stream", 0, "one read of the packed weight, scales and zero points: the floor of the shape"},
     {"wgmma", 1,
      "tune's warpgroup-MMA kernel (sm_90a): weight as the A operand from registers, dequantized "
-     "once per block, X from shared memory (bm = the MMA's N: 8, 16, 32, 64, 128, 256; bn = 64 x "
-     "wn warpgroups; bk = 16 x steps per stage)"},
+     "once per block, X from shared memory through the tensor memory accelerator (bm = the MMA's "
+     "N: 8, 16, 32, 64, 128, 256; bn = 64 or 128 x wn warpgroups; bk = 16 x steps per stage, a "
+     "multiple of 64)"},
 };
 
 static int is_pow2(int64_t v)
@@ -228,44 +229,48 @@ static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
     return 0;
 }
 
-/* Shared memory of the wgmma kernel: barriers and the ring of stages (X in the MMA's layout, the
- * packed weight, scales and zero points); the formulas of mg_wgmma_layout in mixed_gemm_wgmma.cu,
- * which traps when given less. */
+/* Shared memory of the wgmma kernel: alignment slack, barriers and the ring of stages (X in
+ * 128-byte swizzle atoms, the packed weight, scales and zero points, each stage rounded up to 1 024
+ * bytes); the formulas of mg_wgmma_layout in mixed_gemm_wgmma.cu, which traps when given less. */
 static size_t mg_wgmma_smem(const mg_desc *d)
 {
     int64_t ks = d->bk / 16, sr = ks / 2 > 0 ? ks / 2 : 1;
-    int64_t stage = ks * d->bm * 32 + ks * d->wn * 512 + sr * d->bn * 2 * (1 + d->zp);
-    return (size_t)((2 * d->stages * 8 + 127) / 128 * 128 + d->stages * stage);
+    int64_t stage = ks * d->bm * 32 + ks * (d->bn / 64) * 512 + sr * d->bn * 2 * (1 + d->zp);
+    stage = (stage + 1023) / 1024 * 1024;
+    return (size_t)(1024 + 1024 + d->stages * stage);
 }
 
-/* The wgmma kernel's geometry: bm = the MMA's N, bn = 64 per consumer warpgroup, bk = 16 KS, one
- * producer warp. */
+/* The wgmma kernel's geometry: bm = the MMA's N, bn = 64 or 128 columns per warpgroup (wn of them),
+ * bk = 16 KS in whole 64-column swizzle atoms; no producer warp. */
 static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
 {
     if (d->bm != 8 && d->bm != 16 && d->bm != 32 && d->bm != 64 && d->bm != 128 && d->bm != 256)
         return family_fail(why, why_size,
                            "tile shape: the wgmma kernel takes bm = 8, 16, 32, 64, 128 or 256");
-    if (d->wn < 1 || d->bn != 64 * d->wn)
-        return family_fail(why, why_size, "tile shape: the wgmma kernel takes bn = 64 x wn");
+    if (d->wn < 1 || (d->bn != 64 * d->wn && d->bn != 128 * d->wn))
+        return family_fail(why, why_size,
+                           "tile shape: the wgmma kernel takes bn = 64 x wn or 128 x wn");
     if (d->wm != 1 || d->wk != 1 || d->sa != 0 || d->unroll != 0)
         return family_fail(why, why_size,
                            "tile shape: the wgmma kernel takes wm = 1, wk = 1, sa = 0, unroll = 0");
+    if (d->bk % 64 != 0)
+        return family_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 64",
+                           (long long)d->bk);
     if (d->stages < 2)
         return family_fail(why, why_size, "tile shape: stages must be >= 2");
-    int64_t threads = (4 * d->wn + 1) * 32;
+    int64_t threads = 128 * d->wn;
     if (mg_check_blocking(d, threads, why, why_size) != 0)
         return -1;
-    /* bm / 2 fp32 accumulators and ~30 more registers (what ptxas asks for) within the registers
-     * a thread can have: the register file is handed out to blocks in groups of 4 warps, so the
-     * producer warp costs as much as a warpgroup */
-    int64_t slots = (4 * d->wn + 1 + 3) / 4 * 4 * 32, avail = 65536 / slots / 8 * 8;
+    /* bm / 2 fp32 accumulators per 64-column tile and ~30 more registers (what ptxas asks for)
+     * within what a thread of a block of wn warpgroups can have */
+    int64_t mt = d->bn / (64 * d->wn), avail = 65536 / threads / 8 * 8;
     avail = avail > 255 ? 255 : avail;
-    if (d->bm / 2 + 30 > avail)
+    if (mt * d->bm / 2 + 30 > avail)
         return family_fail(why, why_size,
                            "too many registers: %lld accumulators per thread, %lld registers "
                            "at %lld warps",
-                           (long long)(d->bm / 2), (long long)avail, (long long)(4 * d->wn + 1));
-    if (mg_check_resources(d, d->bm / 2, mg_wgmma_smem(d), threads, why, why_size) != 0)
+                           (long long)(mt * d->bm / 2), (long long)avail, (long long)(4 * d->wn));
+    if (mg_check_resources(d, mt * d->bm / 2, mg_wgmma_smem(d), threads, why, why_size) != 0)
         return -1;
     d->grid[0] = (unsigned)((d->m + d->bm - 1) / d->bm);
     d->grid[1] = (unsigned)(d->n / d->bn);
@@ -380,8 +385,9 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
 static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
 {
     if (d->method == MG_WGMMA) {
-        snprintf(buf, size, "mg_wgmma<%s, %lld, %lld, %lld, %lld, %d>", d->tname, (long long)d->bm,
-                 (long long)d->wn, (long long)(d->bk / 16), (long long)d->stages, d->zp);
+        snprintf(buf, size, "mg_wgmma<%s, %lld, %lld, %lld, %lld, %lld, %d>", d->tname,
+                 (long long)d->bm, (long long)d->wn, (long long)(d->bn / (64 * d->wn)),
+                 (long long)(d->bk / 16), (long long)d->stages, d->zp);
         return;
     }
     if (d->method == MG_DECODE) {
