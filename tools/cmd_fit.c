@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "analysis/fit.h"
+#include "core/outfile.h"
 
 int tune_cmd_fit(int argc, char **argv);
 
@@ -102,25 +103,23 @@ static int fit_fail(const tune_error *err)
 
 static tune_status write_json(json_t *j, const char *path, tune_error *err)
 {
-    int rc = j ? json_dump_file(j, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
+    tune_status st = outfile_write_json(path, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, err);
     json_decref(j);
-    if (rc != 0)
-        return tune_error_set(err, TUNE_ERR_IO, path, "cannot write the file");
-    return TUNE_OK;
+    return st;
 }
 
 static tune_status write_header_file(const fit_data *d, const char *rule, const char *comment,
                                      const char *path, tune_error *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return tune_error_set(err, TUNE_ERR_IO, path, "%s", strerror(errno));
-    tune_status st = fit_write_header(d, rule, comment, f, err);
-    if (fclose(f) != 0 && st == TUNE_OK)
-        st = tune_error_set(err, TUNE_ERR_IO, path, "%s", strerror(errno));
-    if (st != TUNE_OK)
-        remove(path);
-    return st;
+    outfile *o = outfile_open(path, err);
+    if (!o)
+        return TUNE_ERR_IO;
+    tune_status st = fit_write_header(d, rule, comment, outfile_stream(o), err);
+    if (st != TUNE_OK) {
+        outfile_abort(o);
+        return st;
+    }
+    return outfile_commit(o, err);
 }
 
 /* "results/a, results/b" */

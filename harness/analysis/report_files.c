@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/outfile.h"
 #include "store/meta.h"
 #include "store/retime.h"
 
@@ -51,12 +52,12 @@ static tune_status report_write_one(const report *r, const char *dir, report_for
     json_t *j = fmt == REPORT_JSON ? report_to_json(r) : NULL;
     if (fmt == REPORT_JSON && !j)
         return tune_error_set(err, TUNE_ERR_NOMEM, path, "cannot build the JSON report");
-    FILE *f = fopen(path, "w");
-    if (!f) {
+    outfile *o = outfile_open(path, err);
+    if (!o) {
         json_decref(j);
-        return tune_error_set(err, TUNE_ERR_IO, path, "cannot open for writing: %s",
-                              strerror(errno));
+        return TUNE_ERR_IO;
     }
+    FILE *f = outfile_stream(o);
     int bad = 0;
     if (fmt == REPORT_MD) {
         report_write_markdown(r, f);
@@ -68,10 +69,8 @@ static tune_status report_write_one(const report *r, const char *dir, report_for
         bad = json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 || fputc('\n', f) == EOF;
     }
     json_decref(j);
-    bad |= ferror(f);
-    if (fclose(f) != 0 || bad)
-        return tune_error_set(err, TUNE_ERR_IO, path, "write failed");
-    return TUNE_OK;
+    (void)bad; /* a failed write is remembered by the stream and reported by the commit */
+    return outfile_commit(o, err);
 }
 
 static tune_status report_write_all(const report *r, const char *dir, const report_retime *retime,

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/outfile.h"
 #include "store/results.h"
 
 tune_status folder_make(const char *out_dir, const char *root, const char *sweep, char *dir,
@@ -115,10 +116,5 @@ size_t folder_count_rows(const char *dir)
 
 tune_status folder_write_json(const char *path, const json_t *json, tune_error *err)
 {
-    char tmp[PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (!json || json_dump_file(json, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 ||
-        rename(tmp, path) != 0)
-        return tune_error_set(err, TUNE_ERR_IO, path, "cannot write");
-    return TUNE_OK;
+    return outfile_write_json(path, json, JSON_INDENT(2) | JSON_PRESERVE_ORDER, err);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/outfile.h"
 #include "store/folder.h"
 
 typedef struct {
@@ -139,9 +140,8 @@ static tune_status copy_lines(FILE *out, const char *path, tune_error *err)
 static tune_status merge_file(const char *out_dir, merge_part *parts, size_t n, const char *name,
                               tune_error *err)
 {
-    char path[PATH_MAX + 64], tmp[PATH_MAX + 80], src[PATH_MAX + 64];
+    char path[PATH_MAX + 64], src[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", out_dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int any = 0;
     for (size_t i = 0; i < n; i++) {
         snprintf(src, sizeof src, "%s/%s", parts[i].dir, name);
@@ -151,21 +151,19 @@ static tune_status merge_file(const char *out_dir, merge_part *parts, size_t n, 
         unlink(path);
         return TUNE_OK;
     }
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return tune_error_set(err, TUNE_ERR_IO, tmp, "cannot write: %s", strerror(errno));
+    outfile *o = outfile_open(path, err);
+    if (!o)
+        return TUNE_ERR_IO;
     tune_status st = TUNE_OK;
     for (size_t i = 0; i < n && st == TUNE_OK; i++) {
         snprintf(src, sizeof src, "%s/%s", parts[i].dir, name);
-        st = copy_lines(f, src, err);
+        st = copy_lines(outfile_stream(o), src, err);
     }
-    if (fclose(f) != 0 && st == TUNE_OK)
-        st = tune_error_set(err, TUNE_ERR_IO, tmp, "cannot write");
-    if (st == TUNE_OK && rename(tmp, path) != 0)
-        st = tune_error_set(err, TUNE_ERR_IO, path, "cannot write: %s", strerror(errno));
-    if (st != TUNE_OK)
-        unlink(tmp);
-    return st;
+    if (st != TUNE_OK) {
+        outfile_abort(o);
+        return st;
+    }
+    return outfile_commit(o, err);
 }
 
 static int part_cmp(const void *a, const void *b)

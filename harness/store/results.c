@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 
 static const char *const results_status_names[] = {
@@ -307,10 +308,26 @@ tune_status results_write_row(results_writer *w, const result_row *row, tune_err
     if (!text)
         return tune_error_set(err, TUNE_ERR_NOMEM, w->path, "cannot serialise the row");
     size_t len = strlen(text);
-    int ok = fwrite(text, 1, len, w->f) == len && fputc('\n', w->f) != EOF && fflush(w->f) == 0;
+    /* a whole line or nothing: written with write(2) on the O_APPEND descriptor (no stdio
+     * buffer to keep a partial row), and a failed append is cut back so the file stays JSONL */
+    text[len] = '\n'; /* json_dumps' NUL, replaced: the line is written as len + 1 bytes */
+    int fd = fileno(w->f);
+    off_t before = lseek(fd, 0, SEEK_END);
+    size_t done = 0;
+    int e = 0;
+    while (done < len + 1 && !e) {
+        ssize_t k = write(fd, text + done, len + 1 - done);
+        if (k > 0)
+            done += (size_t)k;
+        else if (k == 0 || errno != EINTR)
+            e = k == 0 ? EIO : errno;
+    }
     free(text);
-    if (!ok)
-        return tune_error_set(err, TUNE_ERR_IO, w->path, "write failed: %s", strerror(errno));
+    if (e) {
+        if (before >= 0 && ftruncate(fd, before) != 0)
+            (void)0; /* the resume trims a partial last line anyway */
+        return tune_error_set(err, TUNE_ERR_IO, w->path, "cannot append a row: %s", strerror(e));
+    }
     return TUNE_OK;
 }
 
