@@ -92,7 +92,7 @@ tune_status report_write_files(const report *r, const char *dir, tune_error *err
 }
 
 tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_spec *spec,
-                           int quiet, tune_error *err)
+                           const char *out_dir, int quiet, tune_error *err)
 {
     result_row *all = NULL;
     size_t n_all = 0;
@@ -105,11 +105,14 @@ tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_
     if (st == TUNE_OK && !r)
         st = err ? err->code : TUNE_ERR_INVALID;
     if (r) {
-        if (!quiet)
+        /* the files first: a reader that closes stdout early (| head) costs no file */
+        if (out_dir)
+            st = report_write_all(r, out_dir, have_retime ? &retime : NULL, err);
+        if (st == TUNE_OK && !quiet) {
             report_write_markdown(r, stdout);
-        st = report_write_all(r, dirs[0], have_retime ? &retime : NULL, err);
-        if (st == TUNE_OK && have_retime && !quiet)
-            report_write_retime(retime.v, retime.n, stdout);
+            if (have_retime)
+                report_write_retime(retime.v, retime.n, stdout);
+        }
         report_free(r);
     }
     free(v);
@@ -128,7 +131,7 @@ static size_t split_names(char *buf, const char **names, size_t max)
 }
 
 tune_status report_rebuild(const char *const *dirs, size_t n_dirs, const char *rows_csv,
-                           const char *cols_csv, int quiet, tune_error *err)
+                           const char *cols_csv, const char *out_dir, int quiet, tune_error *err)
 {
     json_t *meta = meta_load(dirs[0], NULL);
     const char *rows[TUNE_MAX_AXES], *cols[TUNE_MAX_AXES];
@@ -141,7 +144,7 @@ tune_status report_rebuild(const char *const *dirs, size_t n_dirs, const char *r
         spec.n_rows = split_names(rows_buf, rows, TUNE_MAX_AXES);
         spec.n_cols = split_names(cols_buf, cols, TUNE_MAX_AXES);
     }
-    tune_status st = report_folders(dirs, n_dirs, &spec, quiet, err);
+    tune_status st = report_folders(dirs, n_dirs, &spec, out_dir, quiet, err);
     json_decref(meta);
     return st;
 }

@@ -265,7 +265,7 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
         report_spec spec = {(const char *const *)sw->report_rows, sw->n_report_rows,
                             (const char *const *)sw->report_cols, sw->n_report_cols, sw->name};
         const char *dir = sum->out_dir;
-        st = report_folders(&dir, 1, &spec, opt->quiet || opt->compile_only, err);
+        st = report_folders(&dir, 1, &spec, dir, opt->quiet || opt->compile_only, err);
     } else if (st == TUNE_OK && !opt->quiet) {
         fprintf(stderr, "tune: shard %zu/%zu has no configurations (more shards than shapes)\n",
                 opt->shard_index, opt->shard_count);
@@ -285,6 +285,7 @@ tune_status run_merge(const char *out_dir, const char *const *dirs, size_t n_dir
     tune_status st = merge_shards(out_dir, dirs, n_dirs, opt, sum, err);
     /* a compile-only run's tables hold only the status counts: written, not printed */
     if (st == TUNE_OK)
-        st = report_rebuild(&out_dir, 1, NULL, NULL, (opt ? opt->quiet : 0) || sum->n_ok == 0, err);
+        st = report_rebuild(&out_dir, 1, NULL, NULL, out_dir,
+                            (opt ? opt->quiet : 0) || sum->n_ok == 0, err);
     return st;
 }

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The commands that read results (report, fit, roofline, compare) never modify the folders they
+# read: every file is byte-identical afterwards and no file appears; their files go to --out DIR
+# (created if missing). A reader that closes stdout early (| head -1) costs no file and no error.
+# Usage: tests/test_readers.sh path/to/tune   (run from the source root)
+set -u
+tune=${1:?usage: test_readers.sh TUNE}
+tmp=$(mktemp -d /tmp/tune_readers.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() { # check NAME COMMAND...
+    local name=$1; shift
+    if "$@"; then echo "ok: $name"; else echo "FAIL: $name"; fails=$((fails + 1)); fi
+}
+sums() { (cd "$1" && find . -print0 | sort -z | xargs -0 -n 50 sh -c 'for f; do
+    if [ -f "$f" ]; then md5sum "$f"; else echo "dir $f"; fi; done' sh); }
+
+a=$tmp/a; b=$tmp/b
+cp -r results/sparq/20261122T053942Z "$a"
+cp -r results/sparq_resumed/20261122T054225Z "$b"
+chmod -R u+w "$a" "$b"
+sums "$a" >"$tmp/a.sums"; sums "$b" >"$tmp/b.sums"
+unchanged() { sums "$a" | cmp -s - "$tmp/a.sums" && sums "$b" | cmp -s - "$tmp/b.sums"; }
+
+run() { "$tune" "$@" >"$tmp/stdout" 2>"$tmp/stderr"; }
+check "report prints the tables" run report "$a"
+check "report's stdout has the table" grep -q '^# ' "$tmp/stdout"
+check "report leaves its folder as it was" unchanged
+check "report over two folders" run report "$a" "$b" --quiet
+check "report over two folders leaves them as they were" unchanged
+check "fit runs" run fit "$a" --param chunk
+check "fit leaves its folder as it was" unchanged
+check "roofline runs" run roofline "$a" --results results
+check "roofline leaves its folder as it was" unchanged
+run compare "$a" "$b"
+check "compare exits 0 or 1" test $? -le 1
+check "compare leaves both folders as they were" unchanged
+
+out=$tmp/out/nested
+check "report --out" run report "$a" --out "$out" --quiet
+for f in best.md best.csv best.json; do check "report --out writes $f" test -s "$out/$f"; done
+check "report --out's best.md holds the tables" grep -q '^# sparq' "$out/best.md"
+check "fit --out" run fit "$a" --param chunk --out "$out" --quiet
+check "fit --out writes heuristics.json" test -s "$out/heuristics.json"
+check "fit --out writes the header" test -s "$out/heuristic_chunk.h"
+check "roofline --out" run roofline "$a" --results results --out "$out" --quiet
+check "roofline --out writes roofline.json" test -s "$out/roofline.json"
+run compare "$a" "$b" --out "$out" --quiet
+check "compare --out writes compare.md" test -s "$out/compare.md"
+check "compare --out writes compare.json" test -s "$out/compare.json"
+check "the --out runs leave the inputs as they were" unchanged
+
+# a closed pipe: the files are written first, and the command neither dies nor complains
+p=$tmp/piped
+for cmd in "report $a --out $p/r" "fit $a --param chunk --out $p/f" \
+    "roofline $a --results results --out $p/l" "compare $a $b --out $p/c"; do
+    # shellcheck disable=SC2086
+    "$tune" $cmd 2>"$tmp/stderr" | head -c 1 >/dev/null
+    rc=${PIPESTATUS[0]}
+    check "'tune ${cmd%% *} | head' is not killed by SIGPIPE (status $rc)" test "$rc" -le 1
+    check "'tune ${cmd%% *} | head' says nothing on stderr about stdout" \
+        bash -c "! grep -q 'standard output' '$tmp/stderr'"
+done
+check "report | head wrote best.md" cmp -s "$p/r/best.md" "$out/best.md"
+check "fit | head wrote heuristics.json" test -s "$p/f/heuristics.json"
+check "roofline | head wrote roofline.json" test -s "$p/l/roofline.json"
+check "compare | head wrote compare.json" test -s "$p/c/compare.json"
+check "the piped runs leave the inputs as they were" unchanged
+
+[ "$fails" = 0 ] && echo "ok: readers checked" && exit 0
+echo "$fails checks failed"; exit 1
