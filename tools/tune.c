@@ -16,6 +16,8 @@
 #include "model/shard.h"
 #include "model/space.h"
 #include "model/sweep.h"
+#include "store/folder.h"
+#include "store/results.h"
 
 enum { EXIT_USAGE = 2, EXIT_NO_GPU = 3 };
 
@@ -278,7 +280,13 @@ static int cmd_merge(cli *c)
     tune_error err = {0};
     run_summary sum;
     merge_options mo = {c->run.quiet, c->run.argc, c->run.argv};
-    if (run_merge(c->files[0], c->files + 1, c->n_files - 1, &mo, &sum, &err) != TUNE_OK)
+    /* OUT is locked like a run's folder while the merge writes it */
+    int lock = results_mkdirs(c->files[0], &err) == TUNE_OK ? folder_lock(c->files[0], &err) : -1;
+    if (lock < 0)
+        return fail(&err);
+    tune_status st = run_merge(c->files[0], c->files + 1, c->n_files - 1, &mo, &sum, &err);
+    folder_unlock(c->files[0], lock);
+    if (st != TUNE_OK)
         return fail(&err);
     fprintf(stderr,
             "tune merge: %zu shards, %zu configs: %zu ok, %zu compiled, %zu invalid, %zu compile "

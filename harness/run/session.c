@@ -123,17 +123,8 @@ static json_t *run_meta(const run_ctx *rc, const run_summary *sum, const char *s
 /* The results folder: the latest run's (--resume without --out) or a new one; locked. */
 static tune_status open_folder(run_ctx *rc, const run_options *opt, int *lock_fd)
 {
-    tune_status st;
-    if (opt->resume && !opt->out_dir)
-        st = folder_latest(opt->out_root, rc->sw->name, rc->out_dir, sizeof rc->out_dir, rc->err);
-    else
-        st = folder_make(opt->out_dir, opt->out_root, rc->sw->name, rc->out_dir, sizeof rc->out_dir,
-                         rc->err);
-    if (st != TUNE_OK || (st = results_mkdirs(rc->out_dir, rc->err)) != TUNE_OK)
-        return st;
-    if ((*lock_fd = folder_lock(rc->out_dir, rc->err)) < 0)
-        return rc->err ? rc->err->code : TUNE_ERR_IO;
-    return TUNE_OK;
+    folder_run_spec spec = {opt->out_dir, opt->out_root, rc->sw->name, opt->resume};
+    return folder_open_run(&spec, rc->out_dir, sizeof rc->out_dir, lock_fd, rc->err);
 }
 
 /* --resume: the earlier run's start and read bandwidth, its key checked, its rows marked done. */
@@ -161,7 +152,6 @@ static tune_status run_rows(run_ctx *rc, run_summary *sum)
     tune_status st = TUNE_OK;
     json_t *meta = NULL, *key = NULL;
     char start[32], end[32];
-    int lock_fd = -1;
     size_t n = space_n_configs(rc->sp);
     clock_utc(start, sizeof start, CLOCK_UTC_ISO);
     rc->read_bw = rc->opt->read_bw;
@@ -170,7 +160,7 @@ static tune_status run_rows(run_ctx *rc, run_summary *sum)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     for (size_t i = 0; rc->plan && i < n; i++) /* other shards' configurations: not ours to run */
         rc->done[i] = shard_plan_owner(rc->plan, i) != rc->opt->shard_index;
-    if ((st = open_folder(rc, rc->opt, &lock_fd)) != TUNE_OK)
+    if ((st = open_folder(rc, rc->opt, &rc->lock_fd)) != TUNE_OK)
         return st;
     snprintf(sum->out_dir, sizeof sum->out_dir, "%s", rc->out_dir);
     key = run_key(rc);
@@ -208,8 +198,7 @@ done:
             st = mst;
     }
     json_decref(key);
-    folder_unlock(rc->out_dir, lock_fd);
-    return st;
+    return st; /* the folder stays locked until run_sweep has written the tables */
 }
 
 /* --shard I/N: the plan, and this shard's configuration count. */
@@ -230,7 +219,7 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
 {
     if (opt->gpus)
         return run_gpus(sw, opt, sum, err);
-    run_ctx rc = {.sw = sw, .opt = opt, .err = err, .t0 = clock_now()};
+    run_ctx rc = {.sw = sw, .opt = opt, .err = err, .t0 = clock_now(), .lock_fd = -1};
     memset(sum, 0, sizeof *sum);
     tune_status st = TUNE_OK;
     int arch = opt->arch ? opt->arch : 90;
@@ -272,6 +261,7 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
     }
 done:
     sum->wall_seconds = clock_now() - rc.t0;
+    folder_unlock(rc.out_dir, rc.lock_fd); /* held for the whole run: rows, meta.json, tables */
     run_ctx_free(&rc);
     return st;
 }

@@ -411,6 +411,16 @@ int meta_shard_read(const json_t *meta, meta_shard *out, const char **why)
     return 0;
 }
 
+int meta_merged_plan(const json_t *meta, const char **plan, size_t *count)
+{
+    json_t *sh = json_object_get(meta, "shard");
+    if (!json_is_object(sh) || !json_is_true(json_object_get(sh, "merged")))
+        return 0;
+    *plan = json_str(sh, "plan");
+    *count = json_size(sh, "count");
+    return *plan != NULL && *count != SIZE_MAX;
+}
+
 size_t meta_pruned(const json_t *meta)
 {
     size_t n = json_size(json_object_get(meta, "summary"), "pruned");

@@ -136,6 +136,8 @@ char *meta_env_text(const json_t *meta, size_t i);
 
 /* The shard fields of a shard's meta.json: 0, or -1 with why ("not a shard", "incomplete"). */
 int meta_shard_read(const json_t *meta, meta_shard *out, const char **why);
+/* 1 when meta is that of merged shards, with their plan's hash (borrowed) and shard count. */
+int meta_merged_plan(const json_t *meta, const char **plan, size_t *count);
 /* meta.json's summary.pruned, 0 when absent. */
 size_t meta_pruned(const json_t *meta);
 /* Adds to problems (through report(ctx, text)) every key member that differs between two shards
