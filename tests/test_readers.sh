@@ -67,5 +67,46 @@ check "roofline | head wrote roofline.json" test -s "$p/l/roofline.json"
 check "compare | head wrote compare.json" test -s "$p/c/compare.json"
 check "the piped runs leave the inputs as they were" unchanged
 
+
+# damaged folders: one clear error naming the file and the place, never a crash or a hang
+d=$tmp/damaged
+bad() { # bad NAME EXPECTED-TEXT FOLDER...: tune report refuses with status 1 and the text
+    local name=$1 want=$2; shift 2
+    timeout 20 "$tune" report "$@" --quiet >"$tmp/stdout" 2>"$tmp/stderr"
+    local rc=$?
+    check "$name: exit 1 (got $rc)" test "$rc" -eq 1
+    check "$name: says '$want'" grep -qF -- "$want" "$tmp/stderr"
+}
+fresh() { rm -rf "$d"; mkdir -p "$d"; cp "$a/meta.json" "$a/raw.jsonl" "$d/"; }
+fresh; python3 - "$d/meta.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); m["report"]["rows"] = [1]; json.dump(m, open(sys.argv[1], "w"))
+PY
+bad "a number among meta.json's report axes" "meta.json: \$.report.rows: [0]: expected a string" "$d"
+fresh; python3 - "$d/meta.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); m["schema_version"] = 99; json.dump(m, open(sys.argv[1], "w"))
+PY
+bad "a newer schema_version" "\$.schema_version: version 99 is newer than this tune reads" "$d"
+fresh; sed -i '3s/"time_median":[-0-9.e]*/"time_median":-1.0/' "$d/raw.jsonl"
+bad "a negative time" "raw.jsonl:3: key 'time_median': expected a time in seconds >= 0" "$d"
+fresh; sed -i '5s/"time_median":[-0-9.e]*/"time_median":null/' "$d/raw.jsonl"
+bad "an ok row without a time" "raw.jsonl:5: key 'time_median': an ok row needs a time" "$d"
+fresh; rm "$d/raw.jsonl"; mkfifo "$d/raw.jsonl"
+bad "a FIFO as raw.jsonl" "raw.jsonl: not a regular file (a FIFO)" "$d"
+fresh; rm "$d/raw.jsonl"; ln -s /dev/zero "$d/raw.jsonl"
+bad "/dev/zero as raw.jsonl" "raw.jsonl: not a regular file (a character device)" "$d"
+fresh; rm "$d/meta.json"; mkfifo "$d/meta.json"
+bad "a FIFO as meta.json" "meta.json: not a regular file (a FIFO)" "$d"
+bad "folders of different sweeps" "folders of different sweeps are not merged" "$a" results/w4a16/20261123T022113Z
+fresh; : >"$d/raw.jsonl"
+timeout 20 "$tune" report "$d" --quiet >"$tmp/stdout" 2>"$tmp/stderr"; rc=$?
+check "an empty raw.jsonl: no crash (status $rc)" test "$rc" -le 1
+fresh; cat "$a/raw.jsonl" >>"$d/raw.jsonl"
+check "a folder whose rows are all twice" run report "$d" --out "$tmp/dup" --quiet
+check "duplicated rows count once" cmp -s "$tmp/dup/best.csv" "$out/best.csv"
+check "the same folder given twice counts once" run report "$a" "$a" --out "$tmp/dup2" --quiet
+check "the same folder twice: the tables of one" cmp -s "$tmp/dup2/best.csv" "$out/best.csv"
+
 [ "$fails" = 0 ] && echo "ok: readers checked" && exit 0
 echo "$fails checks failed"; exit 1

@@ -137,6 +137,17 @@ static tune_status resume(run_ctx *rc, run_summary *sum, json_t *key, char *star
     if (rc->read_bw <= 0 && old_bw > 0)
         rc->read_bw = old_bw; /* keep the percentages comparable */
     tune_status st = meta_check_resume(rc->out_dir, key, rc->plan != NULL, rc->err);
+    /* the kernels may be the same for another sweep: the sweep itself must be too */
+    json_t *old = st == TUNE_OK ? meta_load(rc->out_dir, NULL) : NULL;
+    const char *old_hash = meta_sweep_hash(old);
+    char hex[17];
+    json_decref(meta_sweep_source(rc->sw->file, hex));
+    if (old_hash && hex[0] && strcmp(old_hash, hex) != 0)
+        st = tune_error_set(rc->err, TUNE_ERR_INVALID, rc->out_dir,
+                            "cannot resume: this folder holds a run of another sweep file (hash "
+                            "%s, %s is %s); resume with the sweep it was run with",
+                            old_hash, rc->sw->file, hex);
+    json_decref(old);
     if (st == TUNE_OK)
         st = load_done(rc, sum, &n_found);
     if (st == TUNE_OK && !rc->opt->quiet)
