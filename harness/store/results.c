@@ -504,7 +504,8 @@ static tune_status results_check_time(const stats_summary *t, result_status stat
             return tune_error_set(err, TUNE_ERR_INVALID, where,
                                   "key '%s': expected a time in seconds >= 0, got %g", ts[i].key,
                                   ts[i].v);
-    if (status == RESULT_OK && !(t->median > 0))
+    /* an ok row without a median (null) is read, and never wins a table (report_time_ok) */
+    if (status == RESULT_OK && !isnan(t->median) && !(t->median > 0))
         return tune_error_set(err, TUNE_ERR_INVALID, where,
                               "key 'time_median': an ok row needs a time in seconds > 0");
     return TUNE_OK;
