@@ -165,7 +165,7 @@ for sweep in "${sweeps[@]}"; do
             [ -f "$src/$f" ] && cp "$src/$f" "$out/"
         done
         echo "imported $src" >"$log"
-        "$tune" report "$out" --quiet >>"$log" 2>&1
+        "$tune" report "$out" --out "$out" --quiet >>"$log" 2>&1
         rc=$?
     else
         [ -f "$sweep" ] || { record "$out" failed 0 none "no sweep file $sweep"; worst=2; continue; }

@@ -76,3 +76,18 @@ Test(folder, write_json_atomically)
     cr_expect_neq(access(tmp, F_OK), 0, "no temporary file left");
     cr_expect_eq(folder_write_json(path, NULL, &err), TUNE_ERR_IO);
 }
+
+/* Runs started in the same second get folders of their own, sorted in the order made. */
+Test(folder, new_folders_are_unique_and_sorted)
+{
+    char dirs[4][4096];
+    tune_error err = {0};
+    for (size_t i = 0; i < 4; i++)
+        cr_assert_eq(folder_make(NULL, tmpdir, "sw", dirs[i], sizeof dirs[i], &err), TUNE_OK,
+                     "%s", err.message);
+    for (size_t i = 1; i < 4; i++)
+        cr_expect_lt(strcmp(dirs[i - 1], dirs[i]), 0, "%s before %s", dirs[i - 1], dirs[i]);
+    char latest[4096];
+    cr_assert_eq(folder_latest(tmpdir, "sw", latest, sizeof latest, &err), TUNE_OK);
+    cr_expect_str_eq(latest, dirs[3], "the last made is the latest");
+}

@@ -10,6 +10,7 @@
 #include "device/compile.h"
 #include "model/sweep.h"
 #include "run/run.h"
+#include "store/folder.h"
 #include "store/merge.h"
 #include "util.h"
 
@@ -23,6 +24,33 @@ static const char small_sweep[] =
     " \"methods\": [\"custom\"], \"report\": {\"rows\": [\"n\"], \"cols\": []}}";
 
 static char sweep_path[256], cache[256], kernels[4096];
+
+/* A compile-only run of the small sweep into out (NULL: a new folder under root); its status. */
+static tune_status try_run(const char *out, const char *root, size_t index, size_t count,
+                           int resume, char *out_dir, tune_error *err)
+{
+    char buf[4096];
+    sweep *sw = sweep_load(sweep_path, err);
+    cr_assert_not_null(sw, "%s", tune_error_text(err, buf, sizeof buf));
+    run_options opt;
+    run_options_init(&opt);
+    opt.compile_only = opt.compile_rows = 1;
+    opt.quiet = 1;
+    opt.cache_dir = cache;
+    opt.kernels_dir = kernels;
+    opt.out_dir = out;
+    if (root)
+        opt.out_root = root;
+    opt.shard_index = index;
+    opt.shard_count = count;
+    opt.resume = resume;
+    run_summary sum;
+    tune_status st = run_sweep(sw, &opt, &sum, err);
+    if (out_dir)
+        snprintf(out_dir, 512, "%.500s", sum.out_dir);
+    sweep_free(sw);
+    return st;
+}
 
 static void run_shard(const char *out, size_t index, size_t count, int resume)
 {
@@ -383,4 +411,96 @@ Test(shard_run, gpus_compile_only)
     cr_expect_eq(run_sweep(sw, &opt, &sum, &err), TUNE_ERR_INVALID);
     cr_expect(strstr(err.message, "expected 'all'") != NULL, "%s", err.message);
     sweep_free(sw);
+}
+
+/* --out onto a folder that holds a run, without --resume, is refused and changes nothing; runs
+ * started together without --out get folders of their own. */
+Test(shard_run, out_onto_a_run_is_refused)
+{
+    char r[512], path[600];
+    path_in(r, sizeof r, "r");
+    run_shard(r, 0, 0, 0);
+    snprintf(path, sizeof path, "%s/meta.json", r);
+    char *meta = tune_read_file(path, NULL, NULL);
+    size_t rows = folder_count_rows(r);
+    tune_error err = {0};
+    cr_expect_eq(try_run(r, NULL, 0, 0, 0, NULL, &err), TUNE_ERR_IO);
+    cr_expect_str_eq(err.where, r);
+    cr_expect(strstr(err.message, "already holds a run (meta.json)") != NULL, "%s", err.message);
+    cr_expect(strstr(err.message, "--resume") != NULL, "%s", err.message);
+    cr_expect_eq(folder_count_rows(r), rows, "no row appended");
+    char *after = tune_read_file(path, NULL, NULL);
+    cr_expect_str_eq(after, meta, "meta.json not replaced");
+    free(after);
+    free(meta);
+    /* a folder with only other files (a log) is fine, and --resume continues the run */
+    char l[512];
+    path_in(l, sizeof l, "logged");
+    cr_assert_eq(results_mkdirs(l, NULL), TUNE_OK);
+    char logf[600];
+    snprintf(logf, sizeof logf, "%s/nightly.log", l);
+    FILE *f = fopen(logf, "w");
+    fclose(f);
+    tune_error_clear(&err);
+    cr_expect_eq(try_run(l, NULL, 0, 0, 0, NULL, &err), TUNE_OK, "%s", err.message);
+    tune_error_clear(&err);
+    cr_expect_eq(try_run(r, NULL, 0, 0, 1, NULL, &err), TUNE_OK, "%s", err.message);
+    cr_expect_eq(folder_count_rows(r), rows, "resumed: nothing left to run");
+    /* three runs without --out: three folders */
+    char dirs[3][512], root[512];
+    path_in(root, sizeof root, "root");
+    for (size_t i = 0; i < 3; i++) {
+        tune_error_clear(&err);
+        cr_assert_eq(try_run(NULL, root, 0, 0, 0, dirs[i], &err), TUNE_OK, "%s", err.message);
+    }
+    cr_expect_str_neq(dirs[0], dirs[1]);
+    cr_expect_str_neq(dirs[1], dirs[2]);
+    cr_expect_lt(strcmp(dirs[0], dirs[1]), 0, "%s, %s", dirs[0], dirs[1]);
+    cr_expect_lt(strcmp(dirs[1], dirs[2]), 0, "%s, %s", dirs[1], dirs[2]);
+}
+
+/* tune merge writes into a new folder, or over an earlier merge of the same shards; never over
+ * an ordinary run or a merge of other shards. */
+Test(shard_run, merge_never_replaces_a_run)
+{
+    char d[3][512], r[512], m[512], path[600];
+    const char *dirs[3];
+    for (size_t i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%zu", i);
+        dirs[i] = path_in(d[i], sizeof d[i], name);
+        run_shard(d[i], i, 3, 0);
+    }
+    path_in(r, sizeof r, "r");
+    run_shard(r, 0, 0, 0);
+    snprintf(path, sizeof path, "%s/meta.json", r);
+    char *meta = tune_read_file(path, NULL, NULL);
+    tune_error err = {0};
+    merge_options mo = {1, 0, NULL};
+    cr_expect_eq(run_merge(r, dirs, 3, &mo, NULL, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "which is not an earlier merge of these shards") != NULL, "%s",
+              err.message);
+    char *after = tune_read_file(path, NULL, NULL);
+    cr_expect_str_eq(after, meta, "the run's meta.json is untouched");
+    free(after);
+    free(meta);
+    tune_error_clear(&err);
+    cr_expect_eq(merge("m", dirs, 3, &err), TUNE_OK, "%s", err.message);
+    tune_error_clear(&err);
+    cr_expect_eq(merge("m", dirs, 3, &err), TUNE_OK, "merged again: %s", err.message);
+    /* shards of another plan */
+    char e[2][512];
+    const char *two[2];
+    for (size_t i = 0; i < 2; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "t%zu", i);
+        two[i] = path_in(e[i], sizeof e[i], name);
+        run_shard(e[i], i, 2, 0);
+    }
+    tune_error_clear(&err);
+    cr_expect_eq(merge("m", two, 2, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "already holds a merge of other shards") != NULL, "%s",
+              err.message);
+    path_in(m, sizeof m, "m");
+    (void)m;
 }

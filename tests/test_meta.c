@@ -109,3 +109,30 @@ Test(meta, readers)
     cr_expect_str_eq(why, "incomplete");
     json_decref(m);
 }
+
+/* meta.json's fields are checked when read, errors with the file and the JSON path. */
+Test(meta, check_names_the_json_path)
+{
+    const char *texts[] = {"{\"report\": {\"rows\": [\"g\", 1]}}",
+                           "{\"schema_version\": 99}", "{\"report\": []}", "[1]"};
+    const char *wants[] = {"m.json: $.report.rows: [1]: expected a string (an axis name)",
+                           "m.json: $.schema_version: version 99 is newer than this tune reads "
+                           "(2): use a newer tune",
+                           "m.json: $.report: expected an object", "m.json: expected a JSON object"};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *m = json_loads(texts[i], 0, NULL);
+        tune_error err = {0};
+        cr_expect_eq(meta_check(m, "m.json", 8, &err), TUNE_ERR_INVALID, "case %zu", i);
+        char buf[3000];
+        cr_expect_str_eq(tune_error_text(&err, buf, sizeof buf), wants[i]);
+        const char *rows[8], *cols[8], *title;
+        size_t nr, nc;
+        meta_report_axes(m, rows, &nr, cols, &nc, 8, &title); /* never a non-string */
+        for (size_t k = 0; k < nr; k++)
+            cr_expect_not_null(rows[k]);
+        json_decref(m);
+    }
+    json_t *ok = json_loads("{\"schema_version\": 1, \"report\": {\"rows\": [\"g\"]}}", 0, NULL);
+    cr_expect_eq(meta_check(ok, "m.json", 8, NULL), TUNE_OK);
+    json_decref(ok);
+}

@@ -149,7 +149,8 @@ T=tests/data/compare
 cp -r $T/new "$tmp/new"
 "$tune" compare $T/base "$tmp/new" --quiet 2>"$tmp/err"; rc=$?
 check "compare base new: exit 1" test $rc -eq 1
-check "compare writes into NEW by default" test -s "$tmp/new/compare.md" -a -s "$tmp/new/compare.json"
+check "compare never writes into the folders it reads" test ! -e "$tmp/new/compare.md" -a ! -e "$tmp/new/compare.json"
+check "compare leaves NEW as it was" diff -r $T/new "$tmp/new"
 "$tune" compare $T/base "$tmp/new" --quiet --threshold 35 --out "$tmp/o" 2>"$tmp/err"; rc=$?
 check "threshold 35: the broken configuration still fails" test $rc -eq 1
 "$tune" compare $T/base $T/base --quiet --out "$tmp/o" 2>"$tmp/err"; rc=$?

@@ -274,3 +274,63 @@ Test(results, status_names)
     result_status back;
     cr_expect_eq(result_status_parse("nope", &back), -1);
 }
+
+/* Times are never negative, an ok row's median never zero: a damaged row would win every table. */
+Test(results, bad_times_name_the_line)
+{
+    const char *texts[] = {
+        GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
+             "\"time_median\":-1e-6}\n",
+        GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
+             "\"time_median\":1e-6,\"time_min\":-2}\n",
+        GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
+             "\"time_median\":0}\n",
+    };
+    const char *msgs[] = {"key 'time_median': expected a time in seconds >= 0",
+                          "key 'time_min': expected a time in seconds >= 0",
+                          "key 'time_median': an ok row needs a time in seconds > 0"};
+    for (size_t i = 0; i < 3; i++) {
+        char path[128], name[32];
+        snprintf(name, sizeof name, "time%zu.jsonl", i);
+        write_file(name, texts[i], path, sizeof path);
+        result_row *rows;
+        size_t n;
+        tune_error err = {0};
+        cr_expect_eq(results_read(path, &rows, &n, &err), TUNE_ERR_INVALID, "case %zu", i);
+        char where[160];
+        snprintf(where, sizeof where, "%s:2", path);
+        cr_expect_str_eq(err.where, where);
+        cr_expect_not_null(strstr(err.message, msgs[i]), "case %zu: %s", i, err.message);
+    }
+}
+
+/* A configuration measured twice counts once: the last row is kept. */
+Test(results, dedup_keeps_the_last_row)
+{
+    char path[128];
+    write_file("dup.jsonl",
+               "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"crashed\"}\n"
+               "{\"method\":\"m\",\"g\":2,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\"}\n"
+               "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\"}\n",
+               path, sizeof path);
+    result_row *rows;
+    size_t n, dropped;
+    tune_error err = {0};
+    cr_assert_eq(results_read(path, &rows, &n, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(results_rows_dedup(rows, &n, &dropped, &err), TUNE_OK);
+    cr_expect_eq(n, 2);
+    cr_expect_eq(dropped, 1);
+    cr_expect_eq(rows[0].status, RESULT_OK);
+    cr_expect_eq(rows[1].status, RESULT_OK, "g=1's last row (ok) is kept, after g=2");
+    results_rows_free(rows, n);
+}
+
+/* A FIFO or a device as raw.jsonl is refused at once (it would hang or eat all memory). */
+Test(results, not_a_regular_file, .timeout = 10)
+{
+    tune_error err = {0};
+    result_row *rows;
+    size_t n;
+    cr_expect_eq(results_read("/dev/zero", &rows, &n, &err), TUNE_ERR_IO);
+    cr_expect_str_eq(err.message, "not a regular file (a character device)");
+}

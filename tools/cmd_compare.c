@@ -38,7 +38,8 @@ static const char compare_usage[] =
     "                          timing\n"
     "  --param NAME            parameters whose fitted rules are compared (repeat, or a,b);\n"
     "                          default: heuristics.json's, else every varying integer parameter\n"
-    "  --out DIR               where compare.md and compare.json go (default: the first NEW)\n"
+    "  --out DIR               write compare.md and compare.json there (default: stdout only;\n"
+    "                          the folders compared are never written)\n"
     "  --quiet                 no summary on stdout\n"
     "exit status: 0 no regression, 1 regressions, 2 usage or input error, or a refused mismatch\n";
 
@@ -192,18 +193,21 @@ int tune_cmd_compare(int argc, char **argv)
                 compare_env_text(cmp, 1, buf, sizeof buf));
         rc = COMPARE_EXIT_USAGE;
     } else {
-        if (!c.quiet)
-            compare_write_markdown(cmp, stdout);
-        const char *dir = c.out ? c.out : c.now[0];
-        if (compare_write_files(cmp, dir, &err) != TUNE_OK) {
+        /* the files first: a reader that closes stdout early (| head) costs no file */
+        const char *dir = c.out;
+        if (dir && compare_write_files(cmp, dir, &err) != TUNE_OK) {
             fprintf(stderr, "tune compare: %s\n", tune_error_text(&err, buf, sizeof buf));
             rc = COMPARE_EXIT_USAGE;
         } else {
+            if (!c.quiet)
+                compare_write_markdown(cmp, stdout);
             size_t n = compare_n_regressions(cmp);
-            fprintf(stderr,
-                    "tune compare: %zu regression%s beyond %g %%; wrote %s/compare.md and "
-                    "%s/compare.json\n",
-                    n, n == 1 ? "" : "s", c.threshold, dir, dir);
+            char wrote[8192] = "";
+            if (dir)
+                snprintf(wrote, sizeof wrote, "; wrote %s/compare.md and %s/compare.json", dir,
+                         dir);
+            fprintf(stderr, "tune compare: %zu regression%s beyond %g %%%s\n", n,
+                    n == 1 ? "" : "s", c.threshold, wrote);
             rc = n ? COMPARE_EXIT_REGRESSION : EXIT_SUCCESS;
         }
     }

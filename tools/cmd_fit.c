@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "analysis/fit.h"
+#include "core/outfile.h"
 
 int tune_cmd_fit(int argc, char **argv);
 
@@ -27,8 +28,8 @@ static const char fit_usage[] =
     "                [--header FILE]\n"
     "Fits the simplest rule for the parameter over the problem axes whose efficiency (geometric\n"
     "mean over shapes of best time / time of the rule's value) reaches the target, or evaluates\n"
-    "the rule given with --rule. Writes heuristics.json and heuristic_NAME.h into --out (default:\n"
-    "the first results folder).\n";
+    "the rule given with --rule. Prints the tables; writes heuristics.json and heuristic_NAME.h\n"
+    "into --out DIR when given (the results folders read are never written).\n";
 
 typedef struct {
     const char *dirs[256];
@@ -102,25 +103,23 @@ static int fit_fail(const tune_error *err)
 
 static tune_status write_json(json_t *j, const char *path, tune_error *err)
 {
-    int rc = j ? json_dump_file(j, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : -1;
+    tune_status st = outfile_write_json(path, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, err);
     json_decref(j);
-    if (rc != 0)
-        return tune_error_set(err, TUNE_ERR_IO, path, "cannot write the file");
-    return TUNE_OK;
+    return st;
 }
 
 static tune_status write_header_file(const fit_data *d, const char *rule, const char *comment,
                                      const char *path, tune_error *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return tune_error_set(err, TUNE_ERR_IO, path, "%s", strerror(errno));
-    tune_status st = fit_write_header(d, rule, comment, f, err);
-    if (fclose(f) != 0 && st == TUNE_OK)
-        st = tune_error_set(err, TUNE_ERR_IO, path, "%s", strerror(errno));
-    if (st != TUNE_OK)
-        remove(path);
-    return st;
+    outfile *o = outfile_open(path, err);
+    if (!o)
+        return TUNE_ERR_IO;
+    tune_status st = fit_write_header(d, rule, comment, outfile_stream(o), err);
+    if (st != TUNE_OK) {
+        outfile_abort(o);
+        return st;
+    }
+    return outfile_commit(o, err);
 }
 
 /* "results/a, results/b" */
@@ -133,28 +132,31 @@ static void join_dirs(const fit_cli *c, char *buf, size_t size)
 
 static tune_status fit_command(const fit_cli *c, const fit_data *d, tune_error *err)
 {
-    const char *dir = c->out ? c->out : c->dirs[0];
-    char path[PATH_MAX], header[PATH_MAX], sources[2048], comment[4096];
+    /* a reader: the results folders are never written; files go to --out (and --header) only */
+    const char *dir = c->out;
+    char path[PATH_MAX] = "", header[PATH_MAX] = "", sources[2048], comment[4096];
     join_dirs(c, sources, sizeof sources);
-    tune_status st = results_mkdirs(dir, err);
+    tune_status st = dir ? results_mkdirs(dir, err) : TUNE_OK;
     if (st != TUNE_OK)
         return st;
     fit_options opt = {c->target, c->no_loo};
     fit_result r;
     if ((st = fit_run(d, &opt, &r, err)) != TUNE_OK)
         return st;
-    if (!c->quiet)
-        fit_write_markdown(d, &r, stdout);
     if (r.chosen == FIT_NONE) {
+        if (!c->quiet)
+            fit_write_markdown(d, &r, stdout);
         fit_result_release(&r);
         return tune_error_set(err, TUNE_ERR_INVALID, "fit", "no rule could be fitted");
     }
     const fit_candidate *ch = &r.candidates[r.chosen];
-    snprintf(path, sizeof path, "%s/heuristics.json", dir);
-    st = write_json(fit_result_to_json(d, &r, c->dirs, c->n_dirs), path, err);
+    if (dir) {
+        snprintf(path, sizeof path, "%s/heuristics.json", dir);
+        st = write_json(fit_result_to_json(d, &r, c->dirs, c->n_dirs), path, err);
+    }
     if (c->header)
         snprintf(header, sizeof header, "%s", c->header);
-    else
+    else if (dir)
         snprintf(header, sizeof header, "%s/heuristic_%s.h", dir, fit_data_param(d));
     char eff[32], loo[32];
     snprintf(eff, sizeof eff, "%.1f %%", 100.0 * ch->eval.efficiency);
@@ -165,10 +167,14 @@ static tune_status fit_command(const fit_cli *c, const fit_data *d, tune_error *
              "leave-one-shape-out %s, %zu infeasible shapes.",
              sources, fit_data_method(d) ? fit_data_method(d) : "any tuned", fit_data_n_shapes(d),
              fit_family_str(ch->family), eff, fit_data_param(d), loo, ch->eval.n_infeasible);
-    if (st == TUNE_OK)
+    if (st == TUNE_OK && header[0])
         st = write_header_file(d, ch->eval.rule, comment, header, err);
-    if (st == TUNE_OK && !c->quiet)
-        printf("\nWrote %s and %s.\n", path, header);
+    /* printed after the files: a reader that closes stdout early (| head) costs no file */
+    if (st == TUNE_OK && !c->quiet) {
+        fit_write_markdown(d, &r, stdout);
+        if (path[0] || header[0])
+            printf("\nWrote %s%s%s.\n", path, path[0] && header[0] ? " and " : "", header);
+    }
     fit_result_release(&r);
     return st;
 }
@@ -179,8 +185,6 @@ static tune_status eval_command(const fit_cli *c, const fit_data *d, tune_error 
     tune_status st = fit_evaluate(d, c->rule, &ev, err);
     if (st != TUNE_OK)
         return st;
-    if (!c->quiet)
-        fit_eval_write_markdown(d, &ev, stdout);
     if (c->out) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/heuristic_eval_%s.json", c->out, fit_data_param(d));
@@ -196,6 +200,8 @@ static tune_status eval_command(const fit_cli *c, const fit_data *d, tune_error 
                  sources, 100.0 * ev.efficiency, ev.n_feasible, ev.n_infeasible);
         st = write_header_file(d, ev.rule, comment, c->header, err);
     }
+    if (st == TUNE_OK && !c->quiet)
+        fit_eval_write_markdown(d, &ev, stdout);
     fit_eval_release(&ev);
     return st;
 }

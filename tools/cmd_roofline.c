@@ -38,8 +38,8 @@ static const char calibrate_usage[] =
 static const char roofline_usage[] =
     "usage: tune roofline RESULTS_DIR... [--calibration FILE] [options]\n"
     "  prints the roofline model's prediction error per method (geometric mean and worst of\n"
-    "  max(roofline / measured, measured / roofline)) and writes roofline.json into the first "
-    "folder\n"
+    "  max(roofline / measured, measured / roofline)); the folders read are never written\n"
+    "  --out DIR           write roofline.json into DIR (created if missing)\n"
     "  --calibration FILE  measured ceilings (default ROOT/calibration/<device>.json when "
     "present)\n"
     "  --results ROOT      results root holding calibration/ (default results)\n"
@@ -214,7 +214,7 @@ static void print_ceilings(const char *label, const roofline_ceilings *c)
 typedef struct {
     const char *dirs[256];
     size_t n_dirs;
-    const char *calibration, *root, *specs;
+    const char *calibration, *root, *specs, *out;
     int quiet;
 } roofline_cli;
 
@@ -314,10 +314,12 @@ int tune_cmd_roofline(int argc, char **argv)
             fputs(roofline_usage, stdout);
             return EXIT_SUCCESS;
         } else if (strcmp(a, "--calibration") == 0 || strcmp(a, "--results") == 0 ||
-                   strcmp(a, "--specs") == 0) {
+                   strcmp(a, "--specs") == 0 || strcmp(a, "--out") == 0) {
             if (!(v = option_value(argc, argv, &i, roofline_usage)))
                 return EXIT_USAGE;
-            if (strcmp(a, "--calibration") == 0)
+            if (strcmp(a, "--out") == 0)
+                c.out = v;
+            else if (strcmp(a, "--calibration") == 0)
                 c.calibration = v;
             else if (strcmp(a, "--results") == 0)
                 c.root = v;
@@ -372,16 +374,19 @@ int tune_cmd_roofline(int argc, char **argv)
         inputs = NULL;
         char *text = json_dumps(extra, JSON_PRESERVE_ORDER);
         char path[PATH_MAX + 16];
-        snprintf(path, sizeof path, "%s/roofline.json", c.dirs[0]);
-        if (!c.quiet) {
+        snprintf(path, sizeof path, "%s/roofline.json", c.out ? c.out : "");
+        /* the file first: a reader that closes stdout early (| head) costs no file */
+        if (!text)
+            st = tune_error_set(&err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+        else if (c.out && (st = results_mkdirs(c.out, &err)) == TUNE_OK)
+            st = roofline_report_write_json(rep, path, text, &err);
+        free(text);
+        if (st == TUNE_OK && !c.quiet) {
             printf("\n");
             roofline_report_write_markdown(rep, stdout);
+            if (c.out)
+                printf("\nwrote %s\n", path);
         }
-        st = text ? roofline_report_write_json(rep, path, text, &err)
-                  : tune_error_set(&err, TUNE_ERR_NOMEM, "roofline", "out of memory");
-        free(text);
-        if (st == TUNE_OK && !c.quiet)
-            printf("\nwrote %s\n", path);
     }
     json_decref(inputs);
     json_decref(extra);

@@ -2,10 +2,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "analysis/report.h"
 #include "device/compile.h"
@@ -14,6 +16,8 @@
 #include "model/shard.h"
 #include "model/space.h"
 #include "model/sweep.h"
+#include "store/folder.h"
+#include "store/results.h"
 
 enum { EXIT_USAGE = 2, EXIT_NO_GPU = 3 };
 
@@ -27,7 +31,8 @@ static const char usage[] =
     "usage: tune [run] SWEEP.json [options]   compile, validate and time a sweep; print the tables\n"
     "       tune validate SWEEP.json...       check sweep files and count their configurations\n"
     "       tune compile [SWEEP.json|DIR]...  compile every variant (default: sweeps/), no GPU needed\n"
-    "       tune report RESULTS_DIR...        rebuild best-config tables from raw.jsonl (merged)\n"
+    "       tune report RESULTS_DIR... [--out DIR]  print the best-config tables of raw.jsonl\n"
+    "                                         (merged); --out DIR also gets best.md/.csv/.json\n"
     "       tune merge OUT SHARD_DIR...       merge the folders of a sharded run (--shard) into OUT\n"
     "       tune fit RESULTS_DIR... --param NAME [--target 0.98] [--rule EXPR]\n"
     "                                         fit (or evaluate) a heuristic for a parameter\n"
@@ -275,7 +280,13 @@ static int cmd_merge(cli *c)
     tune_error err = {0};
     run_summary sum;
     merge_options mo = {c->run.quiet, c->run.argc, c->run.argv};
-    if (run_merge(c->files[0], c->files + 1, c->n_files - 1, &mo, &sum, &err) != TUNE_OK)
+    /* OUT is locked like a run's folder while the merge writes it */
+    int lock = results_mkdirs(c->files[0], &err) == TUNE_OK ? folder_lock(c->files[0], &err) : -1;
+    if (lock < 0)
+        return fail(&err);
+    tune_status st = run_merge(c->files[0], c->files + 1, c->n_files - 1, &mo, &sum, &err);
+    folder_unlock(c->files[0], lock);
+    if (st != TUNE_OK)
         return fail(&err);
     fprintf(stderr,
             "tune merge: %zu shards, %zu configs: %zu ok, %zu compiled, %zu invalid, %zu compile "
@@ -291,7 +302,9 @@ static int cmd_report(cli *c)
     if (!c->n_files)
         return fprintf(stderr, "tune report: name at least one results folder\n"), EXIT_USAGE;
     tune_error err = {0};
-    if (report_rebuild(c->files, c->n_files, c->rows, c->cols, c->run.quiet, &err) != TUNE_OK)
+    /* a reader: the folders named are never written; the tables go to stdout and --out DIR */
+    if (report_rebuild(c->files, c->n_files, c->rows, c->cols, c->run.out_dir, c->run.quiet,
+                       &err) != TUNE_OK)
         return fail(&err);
     return EXIT_SUCCESS;
 }
@@ -313,7 +326,34 @@ static int cmd_devices(void)
     return EXIT_SUCCESS;
 }
 
+/* The command's status, after stdout is flushed: a reader that closed the pipe early (| head) is a
+ * quiet stop, since every file was written before the printing; another write error (a full
+ * disk under a redirection) is a failure. */
+static int finish(int rc)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return rc;
+    int e = errno;
+    struct stat sb; /* stdio keeps no errno: an error on a pipe or socket is its reader gone */
+    if (e == EPIPE || (fstat(STDOUT_FILENO, &sb) == 0 && (S_ISFIFO(sb.st_mode) ||
+                                                         S_ISSOCK(sb.st_mode))))
+        return rc;
+    errno = e;
+    fprintf(stderr, "tune: cannot write to standard output: %s\n", strerror(errno));
+    return rc ? rc : EXIT_FAILURE;
+}
+
+static int dispatch(int argc, char **argv);
+
 int main(int argc, char **argv)
+{
+    /* a closed stdout is an EPIPE error on write, seen by finish(), not a death by SIGPIPE
+     * before the files are written */
+    signal(SIGPIPE, SIG_IGN);
+    return finish(dispatch(argc, argv));
+}
+
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {

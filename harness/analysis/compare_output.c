@@ -1,5 +1,6 @@
 /* compare_output.c - part of the compare module (analysis/compare.h). */
 #include "analysis/compare_impl.h"
+#include "core/outfile.h"
 
 /* ---- Markdown ---- */
 
@@ -484,17 +485,15 @@ tune_status compare_write_files(const compare *c, const char *dir, tune_error *e
     if (st != TUNE_OK)
         return st;
     snprintf(path, sizeof path, "%s/compare.md", dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return tune_error_set(err, TUNE_ERR_IO, path, "cannot write: %s", strerror(errno));
-    compare_write_markdown(c, f);
-    if (fclose(f) != 0)
-        return tune_error_set(err, TUNE_ERR_IO, path, "cannot write: %s", strerror(errno));
+    outfile *o = outfile_open(path, err);
+    if (!o)
+        return TUNE_ERR_IO;
+    compare_write_markdown(c, outfile_stream(o));
+    if ((st = outfile_commit(o, err)) != TUNE_OK)
+        return st;
     snprintf(path, sizeof path, "%s/compare.json", dir);
     json_t *j = compare_to_json(c);
-    int rc = j ? json_dump_file(j, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : -1;
+    st = outfile_write_json(path, j, JSON_INDENT(1) | JSON_PRESERVE_ORDER, err);
     json_decref(j);
-    if (rc != 0)
-        return tune_error_set(err, TUNE_ERR_IO, path, "cannot write the file");
-    return TUNE_OK;
+    return st;
 }

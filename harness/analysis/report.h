@@ -69,15 +69,16 @@ struct json_t *report_to_json(const report *r);      /* new reference */
 /* Writes best.md, best.csv and best.json into dir. */
 tune_status report_write_files(const report *r, const char *dir, tune_error *err);
 
-/* The tables of the rows of results folders (several: merged) written into dirs[0] as best.md,
- * best.csv and best.json, and printed as Markdown unless quiet. With one folder, best.md (and the
- * printout) ends with the verdicts of its retime.jsonl (store/retime.h), when it has one: a table
- * of the winner, runner-up, margin and "tie" or "win" per shape. */
+/* The tables of the rows of results folders (several: merged) written into out_dir (when not
+ * NULL) as best.md, best.csv and best.json, then printed as Markdown unless quiet; the folders
+ * read are never written (a run passes its own folder as out_dir). With one folder, best.md (and
+ * the printout) ends with the verdicts of its retime.jsonl (store/retime.h), when it has one: a
+ * table of the winner, runner-up, margin and "tie" or "win" per shape. */
 tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_spec *spec,
-                           int quiet, tune_error *err);
+                           const char *out_dir, int quiet, tune_error *err);
 /* `tune report`: report_folders with the axes of dirs[0]'s meta.json (the sweep's), or rows /
  * cols: comma-separated problem axes of the pivots. */
 tune_status report_rebuild(const char *const *dirs, size_t n_dirs, const char *rows,
-                           const char *cols, int quiet, tune_error *err);
+                           const char *cols, const char *out_dir, int quiet, tune_error *err);
 
 #endif

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/outfile.h"
 #include "store/meta.h"
 #include "store/retime.h"
 
@@ -51,12 +53,12 @@ static tune_status report_write_one(const report *r, const char *dir, report_for
     json_t *j = fmt == REPORT_JSON ? report_to_json(r) : NULL;
     if (fmt == REPORT_JSON && !j)
         return tune_error_set(err, TUNE_ERR_NOMEM, path, "cannot build the JSON report");
-    FILE *f = fopen(path, "w");
-    if (!f) {
+    outfile *o = outfile_open(path, err);
+    if (!o) {
         json_decref(j);
-        return tune_error_set(err, TUNE_ERR_IO, path, "cannot open for writing: %s",
-                              strerror(errno));
+        return TUNE_ERR_IO;
     }
+    FILE *f = outfile_stream(o);
     int bad = 0;
     if (fmt == REPORT_MD) {
         report_write_markdown(r, f);
@@ -68,10 +70,8 @@ static tune_status report_write_one(const report *r, const char *dir, report_for
         bad = json_dumpf(j, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 || fputc('\n', f) == EOF;
     }
     json_decref(j);
-    bad |= ferror(f);
-    if (fclose(f) != 0 || bad)
-        return tune_error_set(err, TUNE_ERR_IO, path, "write failed");
-    return TUNE_OK;
+    (void)bad; /* a failed write is remembered by the stream and reported by the commit */
+    return outfile_commit(o, err);
 }
 
 static tune_status report_write_all(const report *r, const char *dir, const report_retime *retime,
@@ -93,7 +93,7 @@ tune_status report_write_files(const report *r, const char *dir, tune_error *err
 }
 
 tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_spec *spec,
-                           int quiet, tune_error *err)
+                           const char *out_dir, int quiet, tune_error *err)
 {
     result_row *all = NULL;
     size_t n_all = 0;
@@ -102,15 +102,24 @@ tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_
     int have_retime = n_dirs == 1 && retime_read(dirs[0], &v, &retime.n) == TUNE_OK;
     retime.v = v;
     tune_status st = results_read_dirs(dirs, n_dirs, &all, &n_all, err);
+    size_t n_dup = 0; /* a configuration measured twice (a resumed run, a folder given twice) */
+    if (st == TUNE_OK)
+        st = results_rows_dedup(all, &n_all, &n_dup, err);
+    if (st == TUNE_OK && n_dup && !quiet)
+        fprintf(stderr, "tune: %zu duplicated rows (a configuration measured twice): the last "
+                        "row of each is used\n", n_dup);
     report *r = st == TUNE_OK ? report_build(all, n_all, spec, err) : NULL;
     if (st == TUNE_OK && !r)
         st = err ? err->code : TUNE_ERR_INVALID;
     if (r) {
-        if (!quiet)
+        /* the files first: a reader that closes stdout early (| head) costs no file */
+        if (out_dir)
+            st = report_write_all(r, out_dir, have_retime ? &retime : NULL, err);
+        if (st == TUNE_OK && !quiet) {
             report_write_markdown(r, stdout);
-        st = report_write_all(r, dirs[0], have_retime ? &retime : NULL, err);
-        if (st == TUNE_OK && have_retime && !quiet)
-            report_write_retime(retime.v, retime.n, stdout);
+            if (have_retime)
+                report_write_retime(retime.v, retime.n, stdout);
+        }
         report_free(r);
     }
     free(v);
@@ -128,10 +137,55 @@ static size_t split_names(char *buf, const char **names, size_t max)
     return n;
 }
 
-tune_status report_rebuild(const char *const *dirs, size_t n_dirs, const char *rows_csv,
-                           const char *cols_csv, int quiet, tune_error *err)
+/* Every folder's meta.json (when it has one) checked, and the folders' sweeps the same: tables
+ * over folders of different sweeps would mix their rows. dirs[0]'s meta.json into *first (new,
+ * NULL when absent). */
+static tune_status check_folders(const char *const *dirs, size_t n_dirs, json_t **first,
+                                 tune_error *err)
 {
-    json_t *meta = meta_load(dirs[0], NULL);
+    *first = NULL;
+    tune_status st = TUNE_OK;
+    const char *name0 = NULL, *hash0 = NULL;
+    for (size_t d = 0; d < n_dirs && st == TUNE_OK; d++) {
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/meta.json", dirs[d]);
+        json_error_t je = {0};
+        json_t *m = meta_load(dirs[d], &je);
+        if (!m && access(path, F_OK) == 0)
+            st = tune_error_set(err, TUNE_ERR_INVALID, path, "%s", je.text);
+        if (st == TUNE_OK && m)
+            st = meta_check(m, path, TUNE_MAX_AXES, err);
+        const char *name = meta_sweep_name(m), *hash = meta_sweep_hash(m);
+        if (st == TUNE_OK && d > 0 && m && *first &&
+            ((name && name0 && strcmp(name, name0) != 0) ||
+             (hash && hash0 && strcmp(hash, hash0) != 0)))
+            st = tune_error_set(err, TUNE_ERR_INVALID, dirs[d],
+                                "a run of sweep '%s' (%s), %s is of sweep '%s' (%s): folders of "
+                                "different sweeps are not merged into one table",
+                                name ? name : "?", hash ? hash : "no hash", dirs[0],
+                                name0 ? name0 : "?", hash0 ? hash0 : "no hash");
+        if (d == 0) {
+            *first = m;
+            name0 = name;
+            hash0 = hash;
+        } else {
+            json_decref(m);
+        }
+    }
+    if (st != TUNE_OK) {
+        json_decref(*first);
+        *first = NULL;
+    }
+    return st;
+}
+
+tune_status report_rebuild(const char *const *dirs, size_t n_dirs, const char *rows_csv,
+                           const char *cols_csv, const char *out_dir, int quiet, tune_error *err)
+{
+    json_t *meta = NULL;
+    tune_status cst = check_folders(dirs, n_dirs, &meta, err);
+    if (cst != TUNE_OK)
+        return cst;
     const char *rows[TUNE_MAX_AXES], *cols[TUNE_MAX_AXES];
     report_spec spec = {rows, 0, cols, 0, NULL};
     meta_report_axes(meta, rows, &spec.n_rows, cols, &spec.n_cols, TUNE_MAX_AXES, &spec.title);
@@ -142,7 +196,7 @@ tune_status report_rebuild(const char *const *dirs, size_t n_dirs, const char *r
         spec.n_rows = split_names(rows_buf, rows, TUNE_MAX_AXES);
         spec.n_cols = split_names(cols_buf, cols, TUNE_MAX_AXES);
     }
-    tune_status st = report_folders(dirs, n_dirs, &spec, quiet, err);
+    tune_status st = report_folders(dirs, n_dirs, &spec, out_dir, quiet, err);
     json_decref(meta);
     return st;
 }

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "core/outfile.h"
 #include "core/point.h"
 
 
@@ -328,11 +329,7 @@ tune_status roofline_report_write_json(const roofline_report *r, const char *pat
     json_object_set_new(root, "models", models);
     json_object_set_new(root, "groups", groups);
     json_object_set_new(root, "rows", rows);
-    char tmp[PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int rc = json_dump_file(root, tmp, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    tune_status st = outfile_write_json(path, root, JSON_INDENT(1) | JSON_PRESERVE_ORDER, err);
     json_decref(root);
-    if (rc != 0 || rename(tmp, path) != 0)
-        return tune_error_set(err, TUNE_ERR_IO, path, "cannot write");
-    return TUNE_OK;
+    return st;
 }

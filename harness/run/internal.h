@@ -61,6 +61,7 @@ typedef struct {
     double read_bw;         /* B/s: given, or measured by the first worker */
     unsigned char *done;    /* per configuration: a row exists (this run or a resumed one) */
     char out_dir[PATH_MAX]; /* the run's folder */
+    int lock_fd;            /* its lock, held until the tables are written; -1: none */
     shard_plan *plan;       /* --shard: the sweep's shards; NULL: the whole sweep */
     char arch_name[16];     /* "sm_90": what the kernels were compiled for */
     int arch;               /* the same, x10 (90) */

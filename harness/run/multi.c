@@ -217,16 +217,9 @@ tune_status run_gpus(const sweep *sw, const run_options *opt, run_summary *sum, 
         st = err ? err->code : TUNE_ERR_NOMEM;
         goto done;
     }
-    if (opt->resume && !opt->out_dir)
-        st = folder_latest(opt->out_root, sw->name, rc.out_dir, sizeof rc.out_dir, err);
-    else
-        st = folder_make(opt->out_dir, opt->out_root, sw->name, rc.out_dir, sizeof rc.out_dir, err);
-    if (st != TUNE_OK || (st = results_mkdirs(rc.out_dir, err)) != TUNE_OK)
+    folder_run_spec spec = {opt->out_dir, opt->out_root, sw->name, opt->resume};
+    if ((st = folder_open_run(&spec, rc.out_dir, sizeof rc.out_dir, &lock_fd, err)) != TUNE_OK)
         goto done;
-    if ((lock_fd = folder_lock(rc.out_dir, err)) < 0) {
-        st = err ? err->code : TUNE_ERR_IO;
-        goto done;
-    }
     if ((st = shards_setup(&rc, devs, n, g, dirs, err)) != TUNE_OK ||
         (st = shards_start(g, n, err)) != TUNE_OK)
         goto done;

@@ -123,17 +123,8 @@ static json_t *run_meta(const run_ctx *rc, const run_summary *sum, const char *s
 /* The results folder: the latest run's (--resume without --out) or a new one; locked. */
 static tune_status open_folder(run_ctx *rc, const run_options *opt, int *lock_fd)
 {
-    tune_status st;
-    if (opt->resume && !opt->out_dir)
-        st = folder_latest(opt->out_root, rc->sw->name, rc->out_dir, sizeof rc->out_dir, rc->err);
-    else
-        st = folder_make(opt->out_dir, opt->out_root, rc->sw->name, rc->out_dir, sizeof rc->out_dir,
-                         rc->err);
-    if (st != TUNE_OK || (st = results_mkdirs(rc->out_dir, rc->err)) != TUNE_OK)
-        return st;
-    if ((*lock_fd = folder_lock(rc->out_dir, rc->err)) < 0)
-        return rc->err ? rc->err->code : TUNE_ERR_IO;
-    return TUNE_OK;
+    folder_run_spec spec = {opt->out_dir, opt->out_root, rc->sw->name, opt->resume};
+    return folder_open_run(&spec, rc->out_dir, sizeof rc->out_dir, lock_fd, rc->err);
 }
 
 /* --resume: the earlier run's start and read bandwidth, its key checked, its rows marked done. */
@@ -146,6 +137,17 @@ static tune_status resume(run_ctx *rc, run_summary *sum, json_t *key, char *star
     if (rc->read_bw <= 0 && old_bw > 0)
         rc->read_bw = old_bw; /* keep the percentages comparable */
     tune_status st = meta_check_resume(rc->out_dir, key, rc->plan != NULL, rc->err);
+    /* the kernels may be the same for another sweep: the sweep itself must be too */
+    json_t *old = st == TUNE_OK ? meta_load(rc->out_dir, NULL) : NULL;
+    const char *old_hash = meta_sweep_hash(old);
+    char hex[17];
+    json_decref(meta_sweep_source(rc->sw->file, hex));
+    if (old_hash && hex[0] && strcmp(old_hash, hex) != 0)
+        st = tune_error_set(rc->err, TUNE_ERR_INVALID, rc->out_dir,
+                            "cannot resume: this folder holds a run of another sweep file (hash "
+                            "%s, %s is %s); resume with the sweep it was run with",
+                            old_hash, rc->sw->file, hex);
+    json_decref(old);
     if (st == TUNE_OK)
         st = load_done(rc, sum, &n_found);
     if (st == TUNE_OK && !rc->opt->quiet)
@@ -161,7 +163,6 @@ static tune_status run_rows(run_ctx *rc, run_summary *sum)
     tune_status st = TUNE_OK;
     json_t *meta = NULL, *key = NULL;
     char start[32], end[32];
-    int lock_fd = -1;
     size_t n = space_n_configs(rc->sp);
     clock_utc(start, sizeof start, CLOCK_UTC_ISO);
     rc->read_bw = rc->opt->read_bw;
@@ -170,7 +171,7 @@ static tune_status run_rows(run_ctx *rc, run_summary *sum)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     for (size_t i = 0; rc->plan && i < n; i++) /* other shards' configurations: not ours to run */
         rc->done[i] = shard_plan_owner(rc->plan, i) != rc->opt->shard_index;
-    if ((st = open_folder(rc, rc->opt, &lock_fd)) != TUNE_OK)
+    if ((st = open_folder(rc, rc->opt, &rc->lock_fd)) != TUNE_OK)
         return st;
     snprintf(sum->out_dir, sizeof sum->out_dir, "%s", rc->out_dir);
     key = run_key(rc);
@@ -208,8 +209,7 @@ done:
             st = mst;
     }
     json_decref(key);
-    folder_unlock(rc->out_dir, lock_fd);
-    return st;
+    return st; /* the folder stays locked until run_sweep has written the tables */
 }
 
 /* --shard I/N: the plan, and this shard's configuration count. */
@@ -230,7 +230,7 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
 {
     if (opt->gpus)
         return run_gpus(sw, opt, sum, err);
-    run_ctx rc = {.sw = sw, .opt = opt, .err = err, .t0 = clock_now()};
+    run_ctx rc = {.sw = sw, .opt = opt, .err = err, .t0 = clock_now(), .lock_fd = -1};
     memset(sum, 0, sizeof *sum);
     tune_status st = TUNE_OK;
     int arch = opt->arch ? opt->arch : 90;
@@ -266,13 +266,14 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
         report_spec spec = {(const char *const *)sw->report_rows, sw->n_report_rows,
                             (const char *const *)sw->report_cols, sw->n_report_cols, sw->name};
         const char *dir = sum->out_dir;
-        st = report_folders(&dir, 1, &spec, opt->quiet || opt->compile_only, err);
+        st = report_folders(&dir, 1, &spec, dir, opt->quiet || opt->compile_only, err);
     } else if (st == TUNE_OK && !opt->quiet) {
         fprintf(stderr, "tune: shard %zu/%zu has no configurations (more shards than shapes)\n",
                 opt->shard_index, opt->shard_count);
     }
 done:
     sum->wall_seconds = clock_now() - rc.t0;
+    folder_unlock(rc.out_dir, rc.lock_fd); /* held for the whole run: rows, meta.json, tables */
     run_ctx_free(&rc);
     return st;
 }
@@ -286,6 +287,7 @@ tune_status run_merge(const char *out_dir, const char *const *dirs, size_t n_dir
     tune_status st = merge_shards(out_dir, dirs, n_dirs, opt, sum, err);
     /* a compile-only run's tables hold only the status counts: written, not printed */
     if (st == TUNE_OK)
-        st = report_rebuild(&out_dir, 1, NULL, NULL, (opt ? opt->quiet : 0) || sum->n_ok == 0, err);
+        st = report_rebuild(&out_dir, 1, NULL, NULL, out_dir,
+                            (opt ? opt->quiet : 0) || sum->n_ok == 0, err);
     return st;
 }

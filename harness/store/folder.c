@@ -7,22 +7,82 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/outfile.h"
 #include "store/results.h"
 
 tune_status folder_make(const char *out_dir, const char *root, const char *sweep, char *dir,
                         size_t size, tune_error *err)
 {
     if (out_dir) {
-        snprintf(dir, size, "%s", out_dir);
-    } else {
-        char stamp[32];
-        clock_utc(stamp, sizeof stamp, CLOCK_UTC_DIR);
-        snprintf(dir, size, "%s/%s/%s", root, sweep, stamp);
+        if ((size_t)snprintf(dir, size, "%s", out_dir) >= size)
+            return tune_error_set(err, TUNE_ERR_IO, out_dir, "path too long");
+        return results_mkdirs(dir, err);
     }
-    return results_mkdirs(dir, err);
+    char parent[PATH_MAX], stamp[32];
+    if ((size_t)snprintf(parent, sizeof parent, "%s/%s", root, sweep) >= sizeof parent)
+        return tune_error_set(err, TUNE_ERR_IO, root, "path too long");
+    tune_status st = results_mkdirs(parent, err);
+    if (st != TUNE_OK)
+        return st;
+    clock_utc(stamp, sizeof stamp, CLOCK_UTC_DIR);
+    /* A new folder is made with mkdir, which fails when the name exists: runs started in the
+     * same second get <stamp>, <stamp>-001, <stamp>-002, ..., which sort in the order made and
+     * before the next second's <stamp>. */
+    for (int k = 0; k < 1000; k++) {
+        int len = k ? snprintf(dir, size, "%s/%s-%03d", parent, stamp, k)
+                    : snprintf(dir, size, "%s/%s", parent, stamp);
+        if (len < 0 || (size_t)len >= size)
+            return tune_error_set(err, TUNE_ERR_IO, parent, "path too long");
+        if (mkdir(dir, 0755) == 0)
+            return TUNE_OK;
+        if (errno != EEXIST)
+            return tune_error_set(err, TUNE_ERR_IO, dir, "cannot create the folder: %s",
+                                  strerror(errno));
+    }
+    return tune_error_set(err, TUNE_ERR_IO, parent,
+                          "cannot create a new run folder: 1000 runs started in second %s", stamp);
+}
+
+const char *folder_holds_run(const char *dir)
+{
+    static const char *const names[] = {"meta.json", "raw.jsonl", "retime.jsonl", "shards"};
+    char path[PATH_MAX + 32];
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        if (access(path, F_OK) == 0)
+            return names[i];
+    }
+    return NULL;
+}
+
+tune_status folder_open_run(const folder_run_spec *spec, char *dir, size_t size, int *lock_fd,
+                            tune_error *err)
+{
+    *lock_fd = -1;
+    tune_status st;
+    if (spec->resume && !spec->out_dir)
+        st = folder_latest(spec->root, spec->sweep, dir, size, err);
+    else
+        st = folder_make(spec->out_dir, spec->root, spec->sweep, dir, size, err);
+    if (st != TUNE_OK)
+        return st;
+    if ((*lock_fd = folder_lock(dir, err)) < 0)
+        return TUNE_ERR_IO;
+    const char *held = spec->resume ? NULL : folder_holds_run(dir);
+    if (held) {
+        folder_unlock(dir, *lock_fd);
+        *lock_fd = -1;
+        return tune_error_set(err, TUNE_ERR_IO, dir,
+                              "this folder already holds a run (%s); tune never mixes two runs in "
+                              "one folder: add --resume to continue that run, or name a new "
+                              "folder with --out",
+                              held);
+    }
+    return TUNE_OK;
 }
 
 tune_status folder_latest(const char *root, const char *sweep, char *dir, size_t size,
@@ -115,10 +175,5 @@ size_t folder_count_rows(const char *dir)
 
 tune_status folder_write_json(const char *path, const json_t *json, tune_error *err)
 {
-    char tmp[PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (!json || json_dump_file(json, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0 ||
-        rename(tmp, path) != 0)
-        return tune_error_set(err, TUNE_ERR_IO, path, "cannot write");
-    return TUNE_OK;
+    return outfile_write_json(path, json, JSON_INDENT(2) | JSON_PRESERVE_ORDER, err);
 }

@@ -18,9 +18,29 @@
 
 #include "core/error.h"
 
-/* The run folder: out_dir when given, else <root>/<sweep>/<UTC time>; created (mkdir -p). */
+/* The run folder: out_dir when given (created, mkdir -p), else a new folder
+ * <root>/<sweep>/<UTC time>, made with an exclusive mkdir: a name already taken (another run
+ * started in the same second) gets a suffix -001, -002, ..., so names are unique and sort in the
+ * order the runs started. */
 tune_status folder_make(const char *out_dir, const char *root, const char *sweep, char *dir,
                         size_t size, tune_error *err);
+/* What makes dir a run's folder ("meta.json", "raw.jsonl", "retime.jsonl", "shards"; static), or
+ * NULL when it holds none of them (absent, empty, or other files only). */
+const char *folder_holds_run(const char *dir);
+
+/* Where a run goes. */
+typedef struct {
+    const char *out_dir; /* --out, or NULL */
+    const char *root;    /* --results */
+    const char *sweep;   /* the sweep's name */
+    int resume;          /* --resume: the latest run of the sweep, or out_dir */
+} folder_run_spec;
+
+/* The run's folder, made or found (folder_make, folder_latest) into dir and locked (*lock_fd,
+ * held until folder_unlock: for the whole run, tables included). Without resume a folder that
+ * already holds a run is refused, naming it: two runs never share a folder. */
+tune_status folder_open_run(const folder_run_spec *spec, char *dir, size_t size, int *lock_fd,
+                            tune_error *err);
 /* The latest run folder of the sweep under root (names are UTC times). */
 tune_status folder_latest(const char *root, const char *sweep, char *dir, size_t size,
                           tune_error *err);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/outfile.h"
 #include "store/folder.h"
 
 typedef struct {
@@ -139,9 +140,8 @@ static tune_status copy_lines(FILE *out, const char *path, tune_error *err)
 static tune_status merge_file(const char *out_dir, merge_part *parts, size_t n, const char *name,
                               tune_error *err)
 {
-    char path[PATH_MAX + 64], tmp[PATH_MAX + 80], src[PATH_MAX + 64];
+    char path[PATH_MAX + 64], src[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", out_dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     int any = 0;
     for (size_t i = 0; i < n; i++) {
         snprintf(src, sizeof src, "%s/%s", parts[i].dir, name);
@@ -151,21 +151,19 @@ static tune_status merge_file(const char *out_dir, merge_part *parts, size_t n, 
         unlink(path);
         return TUNE_OK;
     }
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        return tune_error_set(err, TUNE_ERR_IO, tmp, "cannot write: %s", strerror(errno));
+    outfile *o = outfile_open(path, err);
+    if (!o)
+        return TUNE_ERR_IO;
     tune_status st = TUNE_OK;
     for (size_t i = 0; i < n && st == TUNE_OK; i++) {
         snprintf(src, sizeof src, "%s/%s", parts[i].dir, name);
-        st = copy_lines(f, src, err);
+        st = copy_lines(outfile_stream(o), src, err);
     }
-    if (fclose(f) != 0 && st == TUNE_OK)
-        st = tune_error_set(err, TUNE_ERR_IO, tmp, "cannot write");
-    if (st == TUNE_OK && rename(tmp, path) != 0)
-        st = tune_error_set(err, TUNE_ERR_IO, path, "cannot write: %s", strerror(errno));
-    if (st != TUNE_OK)
-        unlink(tmp);
-    return st;
+    if (st != TUNE_OK) {
+        outfile_abort(o);
+        return st;
+    }
+    return outfile_commit(o, err);
 }
 
 static int part_cmp(const void *a, const void *b)
@@ -244,6 +242,38 @@ static void check_complete(merge_part *parts, size_t n, merge_problems *pb)
         check_rows(parts, n, pb);
 }
 
+/* The merged folder may be new, empty, hold other files (a --gpus run's shards/, a log), or hold
+ * an earlier merge of the same shards (the same plan and count: merged again after a shard was
+ * resumed); a folder that holds anything else of a run (an ordinary run's rows or meta.json, a
+ * merge of another plan) is refused, so a merge never replaces a measured run. */
+static void check_out_dir(const char *out_dir, const merge_part *ref, merge_problems *pb)
+{
+    static const char *const names[] = {"meta.json", "raw.jsonl", "retime.jsonl"};
+    char path[PATH_MAX + 32];
+    const char *found = NULL;
+    for (size_t i = 0; i < 3 && !found; i++) {
+        snprintf(path, sizeof path, "%s/%s", out_dir, names[i]);
+        if (access(path, F_OK) == 0)
+            found = names[i];
+    }
+    if (!found)
+        return;
+    json_t *meta = meta_load(out_dir, NULL);
+    const char *plan = NULL;
+    size_t count = 0;
+    if (!meta || !meta_merged_plan(meta, &plan, &count))
+        problem(pb,
+                "%s already holds %s, which is not an earlier merge of these shards; merge into a "
+                "new folder (a merge never replaces a run)",
+                out_dir, meta ? "a run that is not a merge" : found);
+    else if (count != ref->shard.count || strcmp(plan, ref->shard.plan) != 0)
+        problem(pb,
+                "%s already holds a merge of other shards (plan %s of %zu shards, these are plan "
+                "%s of %zu); merge into a new folder",
+                out_dir, plan, count, ref->shard.plan, ref->shard.count);
+    json_decref(meta);
+}
+
 static tune_status write_merged(const char *out_dir, merge_part *parts, size_t n,
                                 const merge_options *opt, run_summary *sum, tune_error *err)
 {
@@ -296,6 +326,8 @@ tune_status merge_shards(const char *out_dir, const char *const *dirs, size_t n_
     }
     if (!pb.n)
         check_complete(parts, n_dirs, &pb);
+    if (!pb.n)
+        check_out_dir(out_dir, &parts[0], &pb);
     if (pb.n)
         st = tune_error_set(err, TUNE_ERR_INVALID, "merge", "cannot merge: %s", pb.text);
     else

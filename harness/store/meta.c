@@ -1,5 +1,7 @@
 #include "store/meta.h"
 
+#include "core/infile.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/hash.h"
+#include "model/shard.h"
 #include "store/folder.h"
 #include "tune_git_rev.h"
 
@@ -114,11 +117,29 @@ static json_t *summary_json(const run_summary *sum, int compile_only)
     return s;
 }
 
+json_t *meta_sweep_source(const char *file, char hex[17])
+{
+    char *text = NULL;
+    size_t len = 0;
+    hex[0] = '\0';
+    if (!file || infile_read(file, INFILE_MAX_JSON, &text, &len, NULL) != TUNE_OK)
+        return NULL;
+    hash_hex(hash_fnv1a(HASH_FNV_OFFSET, text, len), hex);
+    json_t *j = json_loadb(text, len, 0, NULL);
+    free(text);
+    return j;
+}
+
+const char *meta_sweep_hash(const json_t *meta)
+{
+    return json_string_value(json_object_get(json_object_get(meta, "sweep"), "hash"));
+}
+
 json_t *meta_build(const meta_info *mi, const run_summary *sum)
 {
     const sweep *sw = mi->sw;
     json_t *m = json_object();
-    json_object_set_new(m, "schema_version", json_integer(1));
+    json_object_set_new(m, "schema_version", json_integer(META_SCHEMA_VERSION));
     json_object_set_new(m, "tool",
                         json_pack("{s:s, s:s, s:s}", "name", "tune", "version", TUNE_VERSION,
                                   "git_rev", TUNE_GIT_REV));
@@ -130,6 +151,14 @@ json_t *meta_build(const meta_info *mi, const run_summary *sum)
                         json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "file", sw->file, "name",
                                   sw->name, "family", sw->family_name, "op", sw->op, "bytes",
                                   sw->bytes_src, "flops", sw->flops_src));
+    /* the sweep as it was run: every axis, parameter, constraint and timing setting */
+    char hex[17];
+    json_t *src = meta_sweep_source(sw->file, hex);
+    if (src) {
+        json_t *o = json_object_get(m, "sweep");
+        json_object_set_new(o, "hash", json_string(hex));
+        json_object_set_new(o, "source", src);
+    }
     json_object_set_new(m, "timing", timing_json(&sw->timing));
     json_object_set_new(m, "report",
                         json_pack("{s:o, s:o}", "rows",
@@ -182,7 +211,17 @@ json_t *meta_load(const char *dir, json_error_t *je)
 {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/meta.json", dir);
-    return json_load_file(path, 0, je);
+    char *text = NULL;
+    size_t len = 0;
+    tune_error err = {0};
+    if (infile_read(path, INFILE_MAX_JSON, &text, &len, &err) != TUNE_OK) {
+        if (je)
+            snprintf(je->text, sizeof je->text, "%.150s", err.message);
+        return NULL;
+    }
+    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, je);
+    free(text);
+    return j;
 }
 
 /* ---- the run key ---- */
@@ -305,11 +344,58 @@ void meta_report_axes(const json_t *meta, const char **rows, size_t *n_rows, con
     size_t i;
     json_t *v;
     *n_rows = *n_cols = 0;
-    json_array_foreach(json_object_get(rep, "rows"), i, v) if (*n_rows < max) rows[(*n_rows)++] =
+    /* only strings: meta_check has refused a folder whose axes are not */
+    json_array_foreach(json_object_get(rep, "rows"), i, v) if (*n_rows < max &&
+                                                                json_is_string(v)) rows[(*n_rows)++] =
         json_string_value(v);
-    json_array_foreach(json_object_get(rep, "cols"), i, v) if (*n_cols < max) cols[(*n_cols)++] =
+    json_array_foreach(json_object_get(rep, "cols"), i, v) if (*n_cols < max &&
+                                                                json_is_string(v)) cols[(*n_cols)++] =
         json_string_value(v);
     *title = meta_sweep_name(meta);
+}
+
+/* An array of at most max strings at meta.report.<key>, or absent. */
+static tune_status check_axes(const json_t *rep, const char *key, const char *path, size_t max,
+                              tune_error *err)
+{
+    json_t *a = json_object_get(rep, key);
+    char where[PATH_MAX + 64];
+    if (!a)
+        return TUNE_OK;
+    snprintf(where, sizeof where, "%s: $.report.%s", path, key);
+    if (!json_is_array(a) || json_array_size(a) > max)
+        return tune_error_set(err, TUNE_ERR_INVALID, where, "expected an array of at most %zu "
+                              "axis names", max);
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v) if (!json_is_string(v)) return tune_error_set(
+        err, TUNE_ERR_INVALID, where, "[%zu]: expected a string (an axis name)", i);
+    return TUNE_OK;
+}
+
+tune_status meta_check(const json_t *meta, const char *path, size_t max_axes, tune_error *err)
+{
+    char where[PATH_MAX + 64];
+    if (!json_is_object(meta))
+        return tune_error_set(err, TUNE_ERR_INVALID, path, "expected a JSON object");
+    json_t *sv = json_object_get(meta, "schema_version");
+    snprintf(where, sizeof where, "%s: $.schema_version", path);
+    if (sv && (!json_is_integer(sv) || json_integer_value(sv) < 1))
+        return tune_error_set(err, TUNE_ERR_INVALID, where, "expected an integer >= 1");
+    if (sv && json_integer_value(sv) > META_SCHEMA_VERSION)
+        return tune_error_set(err, TUNE_ERR_INVALID, where,
+                              "version %lld is newer than this tune reads (%d): use a newer tune",
+                              (long long)json_integer_value(sv), META_SCHEMA_VERSION);
+    json_t *sw = json_object_get(meta, "sweep");
+    snprintf(where, sizeof where, "%s: $.sweep", path);
+    if (sw && !json_is_object(sw) && !json_is_string(sw))
+        return tune_error_set(err, TUNE_ERR_INVALID, where, "expected an object");
+    json_t *rep = json_object_get(meta, "report");
+    snprintf(where, sizeof where, "%s: $.report", path);
+    if (rep && !json_is_object(rep))
+        return tune_error_set(err, TUNE_ERR_INVALID, where, "expected an object");
+    tune_status st = check_axes(rep, "rows", path, max_axes, err);
+    return st == TUNE_OK ? check_axes(rep, "cols", path, max_axes, err) : st;
 }
 
 /* Where each environment item is: a path of keys, and where a compile-only run's meta.json has
@@ -408,7 +494,22 @@ int meta_shard_read(const json_t *meta, meta_shard *out, const char **why)
         *why = "incomplete";
         return -1;
     }
+    /* bounds before anything loops over them: a damaged count must not hang the merge */
+    if (out->count > SHARD_MAX || out->configs > out->total_configs || !out->plan) {
+        *why = "damaged (shard.count over 4096, more configs than the sweep's, or no plan)";
+        return -1;
+    }
     return 0;
+}
+
+int meta_merged_plan(const json_t *meta, const char **plan, size_t *count)
+{
+    json_t *sh = json_object_get(meta, "shard");
+    if (!json_is_object(sh) || !json_is_true(json_object_get(sh, "merged")))
+        return 0;
+    *plan = json_str(sh, "plan");
+    *count = json_size(sh, "count");
+    return *plan != NULL && *count != SIZE_MAX;
 }
 
 size_t meta_pruned(const json_t *meta)

@@ -110,6 +110,17 @@ tune_status meta_check_resume(const char *dir, json_t *key, int sharded, tune_er
 
 /* ---- readers ---- */
 
+/* The newest meta.json schema this tune reads and writes. */
+#define META_SCHEMA_VERSION 2 /* 2: sweep.source (the sweep file as an object), sweep.hash */
+/* The sweep file's JSON (new, NULL when it cannot be read) and the FNV-1a hash of its bytes into
+ * hex ("" when it cannot be read). */
+json_t *meta_sweep_source(const char *file, char hex[17]);
+/* meta.json's sweep.hash (borrowed), NULL in folders written before schema 2. */
+const char *meta_sweep_hash(const json_t *meta);
+/* The fields the readers use, checked: an object, schema_version not newer than this tune's,
+ * report.rows / report.cols arrays of at most max_axes strings. Errors name path and the JSON
+ * path ("run/meta.json: $.report.rows: [1]: expected a string (an axis name)"). */
+tune_status meta_check(const json_t *meta, const char *path, size_t max_axes, tune_error *err);
 /* The sweep's name, or NULL. Borrowed from meta. */
 const char *meta_sweep_name(const json_t *meta);
 /* The device's name (device.name), or NULL. Borrowed. */
@@ -136,6 +147,8 @@ char *meta_env_text(const json_t *meta, size_t i);
 
 /* The shard fields of a shard's meta.json: 0, or -1 with why ("not a shard", "incomplete"). */
 int meta_shard_read(const json_t *meta, meta_shard *out, const char **why);
+/* 1 when meta is that of merged shards, with their plan's hash (borrowed) and shard count. */
+int meta_merged_plan(const json_t *meta, const char **plan, size_t *count);
 /* meta.json's summary.pruned, 0 when absent. */
 size_t meta_pruned(const json_t *meta);
 /* Adds to problems (through report(ctx, text)) every key member that differs between two shards

@@ -1,5 +1,7 @@
 #include "store/results.h"
 
+#include "core/infile.h"
+
 #include <limits.h>
 
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 
 static const char *const results_status_names[] = {
@@ -307,10 +310,26 @@ tune_status results_write_row(results_writer *w, const result_row *row, tune_err
     if (!text)
         return tune_error_set(err, TUNE_ERR_NOMEM, w->path, "cannot serialise the row");
     size_t len = strlen(text);
-    int ok = fwrite(text, 1, len, w->f) == len && fputc('\n', w->f) != EOF && fflush(w->f) == 0;
+    /* a whole line or nothing: written with write(2) on the O_APPEND descriptor (no stdio
+     * buffer to keep a partial row), and a failed append is cut back so the file stays JSONL */
+    text[len] = '\n'; /* json_dumps' NUL, replaced: the line is written as len + 1 bytes */
+    int fd = fileno(w->f);
+    off_t before = lseek(fd, 0, SEEK_END);
+    size_t done = 0;
+    int e = 0;
+    while (done < len + 1 && !e) {
+        ssize_t k = write(fd, text + done, len + 1 - done);
+        if (k > 0)
+            done += (size_t)k;
+        else if (k == 0 || errno != EINTR)
+            e = k == 0 ? EIO : errno;
+    }
     free(text);
-    if (!ok)
-        return tune_error_set(err, TUNE_ERR_IO, w->path, "write failed: %s", strerror(errno));
+    if (e) {
+        if (before >= 0 && ftruncate(fd, before) != 0)
+            (void)0; /* the resume trims a partial last line anyway */
+        return tune_error_set(err, TUNE_ERR_IO, w->path, "cannot append a row: %s", strerror(e));
+    }
     return TUNE_OK;
 }
 
@@ -469,6 +488,29 @@ static tune_status results_get_time(const json_t *o, stats_summary *t, const cha
     return st;
 }
 
+/* Times are seconds: never negative; an ok row has a positive median (a damaged row would
+ * otherwise win every table). */
+static tune_status results_check_time(const stats_summary *t, result_status status,
+                                      const char *where, tune_error *err)
+{
+    const struct {
+        const char *key;
+        double v;
+    } ts[] = {{"time_median", t->median}, {"time_mean", t->mean}, {"time_min", t->min},
+              {"time_max", t->max},       {"time_stdev", t->stdev}, {"time_stderr", t->std_err},
+              {"time_p10", t->p10},       {"time_p90", t->p90}};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        if (!isnan(ts[i].v) && !(ts[i].v >= 0 && isfinite(ts[i].v)))
+            return tune_error_set(err, TUNE_ERR_INVALID, where,
+                                  "key '%s': expected a time in seconds >= 0, got %g", ts[i].key,
+                                  ts[i].v);
+    /* an ok row without a median (null) is read, and never wins a table (report_time_ok) */
+    if (status == RESULT_OK && !isnan(t->median) && !(t->median > 0))
+        return tune_error_set(err, TUNE_ERR_INVALID, where,
+                              "key 'time_median': an ok row needs a time in seconds > 0");
+    return TUNE_OK;
+}
+
 static tune_status results_get_measures(const json_t *o, result_row *row, const char *where,
                                         tune_error *err)
 {
@@ -538,6 +580,8 @@ static tune_status results_row_from_json(const json_t *o, result_row *row, const
     if (st == TUNE_OK)
         st = results_get_time(o, &row->time, where, err);
     if (st == TUNE_OK)
+        st = results_check_time(&row->time, row->status, where, err);
+    if (st == TUNE_OK)
         st = results_get_measures(o, row, where, err);
     return st;
 }
@@ -582,9 +626,9 @@ tune_status results_read(const char *path, result_row **rows, size_t *n, tune_er
 {
     *rows = NULL;
     *n = 0;
-    FILE *f = fopen(path, "r");
+    FILE *f = infile_open(path, INFILE_MAX_ROWS, err); /* a regular file: never a FIFO, a device */
     if (!f)
-        return tune_error_set(err, TUNE_ERR_IO, path, "cannot open: %s", strerror(errno));
+        return err ? err->code : TUNE_ERR_IO;
     char *line = NULL, where[512];
     size_t line_cap = 0, cap = 0;
     tune_status st = TUNE_OK;
@@ -649,7 +693,8 @@ tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, result_row
             break;
         }
         all = grown;
-        memcpy(all + n_all, rows, n * sizeof *rows);
+        if (n) /* an empty raw.jsonl has no rows: NULL */
+            memcpy(all + n_all, rows, n * sizeof *rows);
         n_all += n;
         free(rows); /* the rows' contents now belong to all */
     }
@@ -666,4 +711,55 @@ tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, result_row
 const char *results_row_identity(const result_row *row, char *buf, size_t size)
 {
     return point_identity(row->method, &row->values, buf, size);
+}
+
+typedef struct {
+    char *id;
+    size_t index;
+} results_id;
+
+static int results_id_cmp(const void *a, const void *b)
+{
+    const results_id *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    return c ? c : (x->index < y->index ? -1 : x->index > y->index);
+}
+
+tune_status results_rows_dedup(result_row *rows, size_t *n, size_t *n_dropped, tune_error *err)
+{
+    *n_dropped = 0;
+    if (*n < 2)
+        return TUNE_OK;
+    results_id *ids = calloc(*n, sizeof *ids);
+    char *drop = calloc(*n, 1);
+    tune_status st = ids && drop ? TUNE_OK : tune_error_set(err, TUNE_ERR_NOMEM, "results",
+                                                            "out of memory");
+    for (size_t i = 0; st == TUNE_OK && i < *n; i++) {
+        char buf[4096];
+        ids[i] = (results_id){strdup(results_row_identity(&rows[i], buf, sizeof buf)), i};
+        if (!ids[i].id)
+            st = tune_error_set(err, TUNE_ERR_NOMEM, "results", "out of memory");
+    }
+    if (st == TUNE_OK) {
+        qsort(ids, *n, sizeof *ids, results_id_cmp);
+        for (size_t i = 0; i + 1 < *n; i++) /* an identity's rows, in file order: keep the last */
+            if (strcmp(ids[i].id, ids[i + 1].id) == 0)
+                drop[ids[i].index] = 1;
+        size_t k = 0;
+        for (size_t i = 0; i < *n; i++) {
+            if (drop[i]) {
+                if (rows[i].owns)
+                    results_row_release(&rows[i]);
+                (*n_dropped)++;
+            } else {
+                rows[k++] = rows[i];
+            }
+        }
+        *n = k;
+    }
+    for (size_t i = 0; ids && i < *n + *n_dropped; i++)
+        free(ids[i].id);
+    free(ids);
+    free(drop);
+    return st;
 }

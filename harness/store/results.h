@@ -105,4 +105,8 @@ const char *results_row_identity(const result_row *row, char *buf, size_t size);
 /* Creates directories like mkdir -p. */
 tune_status results_mkdirs(const char *dir, tune_error *err);
 
+/* Keeps the last row of each configuration (results_row_identity) in rows[0..*n), in order; the
+ * others are released and counted in *n_dropped (a row measured twice counts once). */
+tune_status results_rows_dedup(result_row *rows, size_t *n, size_t *n_dropped, tune_error *err);
+
 #endif

@@ -1,0 +1,162 @@
+#define _GNU_SOURCE /* fopencookie */
+#include "core/outfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+struct outfile {
+    FILE *f;
+    int fd;
+    int error; /* the first write's errno, 0 when none failed */
+    char path[PATH_MAX];
+    char tmp[PATH_MAX + 48];
+};
+
+/* The stream's write function (fopencookie): keeps the first failure's errno, which stdio would
+ * otherwise lose by the time the caller looks. */
+static ssize_t cookie_write(void *cookie, const char *buf, size_t size)
+{
+    outfile *o = cookie;
+    size_t done = 0;
+    while (done < size) {
+        ssize_t k = write(o->fd, buf + done, size - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (!o->error)
+                o->error = k < 0 ? errno : EIO;
+            return done ? (ssize_t)done : -1;
+        }
+        done += (size_t)k;
+    }
+    return (ssize_t)done;
+}
+
+outfile *outfile_open(const char *path, tune_error *err)
+{
+    outfile *o = calloc(1, sizeof *o);
+    if (!o) {
+        tune_error_set(err, TUNE_ERR_NOMEM, path, "out of host memory");
+        return NULL;
+    }
+    if ((size_t)snprintf(o->path, sizeof o->path, "%s", path) >= sizeof o->path) {
+        free(o);
+        tune_error_set(err, TUNE_ERR_IO, path, "cannot write: path too long");
+        return NULL;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    unsigned n = (unsigned)ts.tv_nsec;
+    o->fd = -1;
+    for (int tries = 0; o->fd < 0 && tries < 100; tries++, n++) {
+        snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%d.%u", path, (int)getpid(), n);
+        o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (o->fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (o->fd < 0) {
+        tune_error_set(err, TUNE_ERR_IO, path, "cannot write: %s", strerror(errno));
+        free(o);
+        return NULL;
+    }
+    cookie_io_functions_t io = {.write = cookie_write};
+    o->f = fopencookie(o, "w", io);
+    if (!o->f) {
+        tune_error_set(err, TUNE_ERR_IO, path, "cannot write: %s", strerror(errno));
+        close(o->fd);
+        unlink(o->tmp);
+        free(o);
+        return NULL;
+    }
+    return o;
+}
+
+FILE *outfile_stream(outfile *o)
+{
+    return o->f;
+}
+
+void outfile_abort(outfile *o)
+{
+    if (!o)
+        return;
+    fclose(o->f);
+    close(o->fd);
+    unlink(o->tmp);
+    free(o);
+}
+
+/* fsync of the folder holding path, so the rename itself survives a crash (best effort). */
+static void sync_parent(const char *path)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        dir[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
+tune_status outfile_commit(outfile *o, tune_error *err)
+{
+    int e = 0;
+    if (fflush(o->f) != 0 || ferror(o->f))
+        e = o->error ? o->error : (errno ? errno : EIO);
+    if (fclose(o->f) != 0 && !e)
+        e = o->error ? o->error : EIO;
+    if (!e && o->error)
+        e = o->error;
+    if (!e && fsync(o->fd) != 0 && errno != EINVAL && errno != EROFS)
+        e = errno;
+    if (close(o->fd) != 0 && !e)
+        e = errno;
+    if (!e && rename(o->tmp, o->path) != 0)
+        e = errno;
+    tune_status st = TUNE_OK;
+    if (e) {
+        unlink(o->tmp);
+        st = tune_error_set(err, TUNE_ERR_IO, o->path, "cannot write: %s", strerror(e));
+    } else {
+        sync_parent(o->path);
+    }
+    free(o);
+    return st;
+}
+
+tune_status outfile_write(const char *path, const void *data, size_t len, tune_error *err)
+{
+    outfile *o = outfile_open(path, err);
+    if (!o)
+        return err ? err->code : TUNE_ERR_IO;
+    if (len)
+        (void)fwrite(data, 1, len, o->f);
+    return outfile_commit(o, err);
+}
+
+tune_status outfile_write_json(const char *path, const json_t *json, size_t flags,
+                               tune_error *err)
+{
+    if (!json)
+        return tune_error_set(err, TUNE_ERR_IO, path, "cannot write: no JSON to write (out of memory?)");
+    outfile *o = outfile_open(path, err);
+    if (!o)
+        return err ? err->code : TUNE_ERR_IO;
+    if (json_dumpf(json, o->f, flags) != 0 || fputc('\n', o->f) == EOF)
+        if (!o->error)
+            o->error = EIO;
+    return outfile_commit(o, err);
+}

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The commands that read results (report, fit, roofline, compare) never modify the folders they
+# read: every file is byte-identical afterwards and no file appears; their files go to --out DIR
+# (created if missing). A reader that closes stdout early (| head -1) costs no file and no error.
+# Usage: tests/test_readers.sh path/to/tune   (run from the source root)
+set -u
+tune=${1:?usage: test_readers.sh TUNE}
+tmp=$(mktemp -d /tmp/tune_readers.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() { # check NAME COMMAND...
+    local name=$1; shift
+    if "$@"; then echo "ok: $name"; else echo "FAIL: $name"; fails=$((fails + 1)); fi
+}
+sums() { (cd "$1" && find . -print0 | sort -z | xargs -0 -n 50 sh -c 'for f; do
+    if [ -f "$f" ]; then md5sum "$f"; else echo "dir $f"; fi; done' sh); }
+
+a=$tmp/a; b=$tmp/b
+cp -r results/sparq/20261122T053942Z "$a"
+cp -r results/sparq_resumed/20261122T054225Z "$b"
+chmod -R u+w "$a" "$b"
+sums "$a" >"$tmp/a.sums"; sums "$b" >"$tmp/b.sums"
+unchanged() { sums "$a" | cmp -s - "$tmp/a.sums" && sums "$b" | cmp -s - "$tmp/b.sums"; }
+
+run() { "$tune" "$@" >"$tmp/stdout" 2>"$tmp/stderr"; }
+check "report prints the tables" run report "$a"
+check "report's stdout has the table" grep -q '^# ' "$tmp/stdout"
+check "report leaves its folder as it was" unchanged
+check "report over two folders" run report "$a" "$b" --quiet
+check "report over two folders leaves them as they were" unchanged
+check "fit runs" run fit "$a" --param chunk
+check "fit leaves its folder as it was" unchanged
+check "roofline runs" run roofline "$a" --results results
+check "roofline leaves its folder as it was" unchanged
+run compare "$a" "$b"
+check "compare exits 0 or 1" test $? -le 1
+check "compare leaves both folders as they were" unchanged
+
+out=$tmp/out/nested
+check "report --out" run report "$a" --out "$out" --quiet
+for f in best.md best.csv best.json; do check "report --out writes $f" test -s "$out/$f"; done
+check "report --out's best.md holds the tables" grep -q '^# sparq' "$out/best.md"
+check "fit --out" run fit "$a" --param chunk --out "$out" --quiet
+check "fit --out writes heuristics.json" test -s "$out/heuristics.json"
+check "fit --out writes the header" test -s "$out/heuristic_chunk.h"
+check "roofline --out" run roofline "$a" --results results --out "$out" --quiet
+check "roofline --out writes roofline.json" test -s "$out/roofline.json"
+run compare "$a" "$b" --out "$out" --quiet
+check "compare --out writes compare.md" test -s "$out/compare.md"
+check "compare --out writes compare.json" test -s "$out/compare.json"
+check "the --out runs leave the inputs as they were" unchanged
+
+# a closed pipe: the files are written first, and the command neither dies nor complains
+p=$tmp/piped
+for cmd in "report $a --out $p/r" "fit $a --param chunk --out $p/f" \
+    "roofline $a --results results --out $p/l" "compare $a $b --out $p/c"; do
+    # shellcheck disable=SC2086
+    "$tune" $cmd 2>"$tmp/stderr" | head -c 1 >/dev/null
+    rc=${PIPESTATUS[0]}
+    check "'tune ${cmd%% *} | head' is not killed by SIGPIPE (status $rc)" test "$rc" -le 1
+    check "'tune ${cmd%% *} | head' says nothing on stderr about stdout" \
+        bash -c "! grep -q 'standard output' '$tmp/stderr'"
+done
+check "report | head wrote best.md" cmp -s "$p/r/best.md" "$out/best.md"
+check "fit | head wrote heuristics.json" test -s "$p/f/heuristics.json"
+check "roofline | head wrote roofline.json" test -s "$p/l/roofline.json"
+check "compare | head wrote compare.json" test -s "$p/c/compare.json"
+check "the piped runs leave the inputs as they were" unchanged
+
+
+# damaged folders: one clear error naming the file and the place, never a crash or a hang
+d=$tmp/damaged
+bad() { # bad NAME EXPECTED-TEXT FOLDER...: tune report refuses with status 1 and the text
+    local name=$1 want=$2; shift 2
+    timeout 20 "$tune" report "$@" --quiet >"$tmp/stdout" 2>"$tmp/stderr"
+    local rc=$?
+    check "$name: exit 1 (got $rc)" test "$rc" -eq 1
+    check "$name: says '$want'" grep -qF -- "$want" "$tmp/stderr"
+}
+fresh() { rm -rf "$d"; mkdir -p "$d"; cp "$a/meta.json" "$a/raw.jsonl" "$d/"; }
+fresh; python3 - "$d/meta.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); m["report"]["rows"] = [1]; json.dump(m, open(sys.argv[1], "w"))
+PY
+bad "a number among meta.json's report axes" "meta.json: \$.report.rows: [0]: expected a string" "$d"
+fresh; python3 - "$d/meta.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); m["schema_version"] = 99; json.dump(m, open(sys.argv[1], "w"))
+PY
+bad "a newer schema_version" "\$.schema_version: version 99 is newer than this tune reads" "$d"
+fresh; sed -i '3s/"time_median":[-0-9.e]*/"time_median":-1.0/' "$d/raw.jsonl"
+bad "a negative time" "raw.jsonl:3: key 'time_median': expected a time in seconds >= 0" "$d"
+fresh; sed -i '5s/"time_median":[-0-9.e]*/"time_median":0/' "$d/raw.jsonl"
+bad "an ok row with a zero time" "raw.jsonl:5: key 'time_median': an ok row needs a time" "$d"
+fresh; rm "$d/raw.jsonl"; mkfifo "$d/raw.jsonl"
+bad "a FIFO as raw.jsonl" "raw.jsonl: not a regular file (a FIFO)" "$d"
+fresh; rm "$d/raw.jsonl"; ln -s /dev/zero "$d/raw.jsonl"
+bad "/dev/zero as raw.jsonl" "raw.jsonl: not a regular file (a character device)" "$d"
+fresh; rm "$d/meta.json"; mkfifo "$d/meta.json"
+bad "a FIFO as meta.json" "meta.json: not a regular file (a FIFO)" "$d"
+bad "folders of different sweeps" "folders of different sweeps are not merged" "$a" results/w4a16/20261123T022113Z
+fresh; : >"$d/raw.jsonl"
+timeout 20 "$tune" report "$d" --quiet >"$tmp/stdout" 2>"$tmp/stderr"; rc=$?
+check "an empty raw.jsonl: no crash (status $rc)" test "$rc" -le 1
+fresh; cat "$a/raw.jsonl" >>"$d/raw.jsonl"
+check "a folder whose rows are all twice" run report "$d" --out "$tmp/dup" --quiet
+check "duplicated rows count once" cmp -s "$tmp/dup/best.csv" "$out/best.csv"
+check "the same folder given twice counts once" run report "$a" "$a" --out "$tmp/dup2" --quiet
+check "the same folder twice: the tables of one" cmp -s "$tmp/dup2/best.csv" "$out/best.csv"
+
+[ "$fails" = 0 ] && echo "ok: readers checked" && exit 0
+echo "$fails checks failed"; exit 1
