@@ -98,7 +98,7 @@ fresh; rm "$d/raw.jsonl"; ln -s /dev/zero "$d/raw.jsonl"
 bad "/dev/zero as raw.jsonl" "raw.jsonl: not a regular file (a character device)" "$d"
 fresh; rm "$d/meta.json"; mkfifo "$d/meta.json"
 bad "a FIFO as meta.json" "meta.json: not a regular file (a FIFO)" "$d"
-bad "folders of different sweeps" "folders of different sweeps are not merged" "$a" results/w4a16/20261123T022113Z
+bad "folders of different sweeps" "folders of different sweeps are not merged" "$a" results/w4a16/20261123T034442Z
 fresh; : >"$d/raw.jsonl"
 timeout 20 "$tune" report "$d" --quiet >"$tmp/stdout" 2>"$tmp/stderr"; rc=$?
 check "an empty raw.jsonl: no crash (status $rc)" test "$rc" -le 1
