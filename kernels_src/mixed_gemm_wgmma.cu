@@ -10,9 +10,9 @@
 // accelerator (cp.async.bulk.tensor through the host's tensor map: 64-column boxes, 128-byte
 // swizzle, rows past m filled with zeros), the packed weight and its scales (and zero points) by
 // bulk copies; completion is counted in bytes on the stage's mbarrier. WN warpgroups each own
-// MT x 64 columns: they dequantize a stage into registers (lop3 magic numbers, (q - z) s in T),
-// issue its MMAs and, while those run, dequantize the next stage (two register buffers); a slot
-// is refilled once every warp has seen its MMAs complete.
+// MT x 64 columns: they dequantize into registers (lop3 magic numbers, (q - z) s in T) one k16
+// step at a time and issue each step's MMAs while the next step is dequantized (two small
+// register buffers); a slot is refilled once every warp has seen its MMAs complete.
 //
 // Template parameters (the tile space):
 //   BM       rows of m per block: the wgmma's N (8, 16, 32, 64, 128 or 256)
@@ -21,8 +21,10 @@
 //   KS       k16 steps per stage (BK = 16 KS, a multiple of 64: whole swizzle atoms)
 //   STAGES   depth of the ring
 //   ZP       0: symmetric (z = 8); 1: per-group zero points (stored as MAGIC + z in T)
-// Grid: (ceil(m / BM), n / BN, splits); split k as in mg_decode (fp32 partials in ws, summed in
-// split order by the tile's last block). Requirements (checked on the host): n % BN == 0,
+//   CL       the splits along k (1, 2, 4 or 8): the grid's z, launched as clusters of CL blocks
+//            whose partial tiles are added through distributed shared memory
+// Grid: (ceil(m / BM), n / BN, CL); ws and counters are unused (the arguments of the family's
+// other kernels). Requirements (checked on the host): n % BN == 0,
 // k % BK == 0, G a power of two >= 32 with G % BK == 0 or BK % G == 0, or G = k (gsh = -1 when
 // G > BK); splits <= KB; shared memory as mg_wgmma_smem computes.
 #include "mixed_gemm.cuh"
@@ -73,7 +75,7 @@ __device__ __forceinline__ void mg_tma_2d(void *dst, const mg_tmap *map, int c0,
 // The shared-memory layout (after aligning the dynamic shared memory to 1 024 bytes, which the
 // swizzle needs); mg_wgmma_smem in mixed_gemm_space.c computes the same size, and the kernel
 // traps when given less.
-template <int BM, int WN, int MT, int KS, int STAGES, int ZP> struct mg_wgmma_layout {
+template <int BM, int WN, int MT, int KS, int STAGES, int ZP, int CL = 1> struct mg_wgmma_layout {
     static constexpr int BN = 64 * MT * WN, UNITS = MT * WN;
     static constexpr int SR = KS / 2 > 0 ? KS / 2 : 1; // most scale rows in one stage (G >= 32)
     static constexpr int X_BYTES = KS * BM * 32;       // KS / 4 atoms of BM rows x 128 bytes
@@ -81,7 +83,9 @@ template <int BM, int WN, int MT, int KS, int STAGES, int ZP> struct mg_wgmma_la
     static constexpr int S_BYTES = SR * BN * 2;
     static constexpr int STAGE = (X_BYTES + W_BYTES + S_BYTES * (1 + ZP) + 1023) / 1024 * 1024;
     static constexpr int BAR = 1024; // 2 STAGES mbarriers
-    static constexpr int TOTAL = 1024 + BAR + STAGES * STAGE;
+    static constexpr int RING = STAGES * STAGE;
+    static constexpr int PART = CL > 1 ? BM * BN * 4 : 0; // the split's fp32 partial tile
+    static constexpr int TOTAL = 1024 + BAR + (RING > PART ? RING : PART);
 };
 
 // Fills the ring slot of iteration it (k block kb0 + it): run by one thread.
@@ -115,12 +119,16 @@ __device__ __forceinline__ void mg_wgmma_load(const mg_tmap *xmap, const uint4 *
     }
 }
 
-// One stage of a consumer warp (B: its register buffer): wait for the stage, dequantize the
-// warp's A fragments (tile t: columns 64 (MT wg + t) + 16 w .. + 15 of the block), issue the
-// warpgroup's MT KS MMAs, and release the previous stage's slot once its MMAs have completed.
-template <typename T, int BM, int WN, int MT, int KS, int STAGES, int ZP, int B>
+// One stage of a consumer warp: wait for the stage, load the warp's packed words and scales for
+// all its k16 steps (tile t: columns 64 (MT wg + t) + 16 w .. + 15 of the block), then per k16
+// step dequantize its A fragments into one of two small buffers, issue the warpgroup's MT MMAs
+// and wait until the step before has completed (so that its buffer is free again). The previous
+// stage's slot is released after the first step: by then all of its MMAs are done. Committing per
+// step keeps the A registers to two steps' worth: a whole stage's (two stages' for overlap) would
+// exceed the 128 registers a thread has in a block of 4 warpgroups, and ptxas then serializes
+// every MMA (C7511).
+template <typename T, int BM, int WN, int MT, int KS, int STAGES, int ZP>
 __device__ __forceinline__ void mg_wgmma_stage(float (&acc)[MT][BM / 2],
-                                               unsigned (&a)[2][KS][MT][4],
                                                const unsigned char *ring, unsigned long long *full,
                                                unsigned long long *empty, int wg, int w, int lane,
                                                int it, int gsh)
@@ -132,55 +140,124 @@ __device__ __forceinline__ void mg_wgmma_stage(float (&acc)[MT][BM / 2],
     const unsigned char *st = ring + s * LY::STAGE;
     const T *ss =
         reinterpret_cast<const T *>(st + LY::X_BYTES + LY::W_BYTES) + g * 8 + 2 * w;
+    unsigned word[KS][MT], sw[KS][MT], zw[KS][MT];
 #pragma unroll
     for (int j = 0; j < KS; j++)
 #pragma unroll
         for (int t = 0; t < MT; t++) {
-            const int u = wg * MT + t;
-            const unsigned word = *reinterpret_cast<const unsigned *>(
+            const int u = wg * MT + t, srow = gsh >= 0 ? (j * 16) >> gsh : 0;
+            word[j][t] = *reinterpret_cast<const unsigned *>(
                 st + LY::X_BYTES + (j * LY::UNITS + u) * 512 + lane * 16 + w * 4);
-            const int srow = gsh >= 0 ? (j * 16) >> gsh : 0;
-            const unsigned sw = *reinterpret_cast<const unsigned *>(ss + u * 64 + srow * BN);
-            const unsigned s0 = __byte_perm(sw, 0, 0x1010), s1 = __byte_perm(sw, 0, 0x3232);
-            unsigned z0 = mg_type<T>::NMZ8, z1 = mg_type<T>::NMZ8;
-            if (ZP) {
-                const unsigned zw =
-                    *reinterpret_cast<const unsigned *>(ss + LY::SR * BN + u * 64 + srow * BN);
-                z0 = __byte_perm(zw, 0, 0x1010) ^ 0x80008000u;
-                z1 = __byte_perm(zw, 0, 0x3232) ^ 0x80008000u;
-            }
-            a[B][j][t][0] = mg_dequant2<T>(word, z0, s0);
-            a[B][j][t][1] = mg_dequant2<T>(word >> 8, z1, s1);
-            a[B][j][t][2] = mg_dequant2<T>(word >> 4, z0, s0);
-            a[B][j][t][3] = mg_dequant2<T>(word >> 12, z1, s1);
+            sw[j][t] = *reinterpret_cast<const unsigned *>(ss + u * 64 + srow * BN);
+            zw[j][t] = ZP ? *reinterpret_cast<const unsigned *>(ss + LY::SR * BN + u * 64 +
+                                                                 srow * BN)
+                          : 0u;
+        }
+    unsigned a[2][MT][4];
+#pragma unroll
+    for (int j = 0; j < KS; j++) {
+#pragma unroll
+        for (int t = 0; t < MT; t++) {
+            const unsigned s0 = __byte_perm(sw[j][t], 0, 0x1010),
+                           s1 = __byte_perm(sw[j][t], 0, 0x3232);
+            const unsigned z0 = ZP ? __byte_perm(zw[j][t], 0, 0x1010) ^ 0x80008000u
+                                   : mg_type<T>::NMZ8;
+            const unsigned z1 = ZP ? __byte_perm(zw[j][t], 0, 0x3232) ^ 0x80008000u
+                                   : mg_type<T>::NMZ8;
+            a[j & 1][t][0] = mg_dequant2<T>(word[j][t], z0, s0);
+            a[j & 1][t][1] = mg_dequant2<T>(word[j][t] >> 8, z1, s1);
+            a[j & 1][t][2] = mg_dequant2<T>(word[j][t] >> 4, z0, s0);
+            a[j & 1][t][3] = mg_dequant2<T>(word[j][t] >> 12, z1, s1);
         }
 #pragma unroll
-    for (int t = 0; t < MT; t++)
-        mg_wg_fence_acc(acc[t]);
-    mg_wg_fence();
-#pragma unroll
-    for (int j = 0; j < KS; j++)
+        for (int t = 0; t < MT; t++)
+            mg_wg_fence_acc(acc[t]);
+        mg_wg_fence();
 #pragma unroll
         for (int t = 0; t < MT; t++)
-            mg_wgmma_op<T, BM>::mma(acc[t], a[B][j][t],
+            mg_wgmma_op<T, BM>::mma(acc[t], a[j & 1][t],
                                     mg_wg_desc(st + (j >> 2) * (BM * 128) + (j & 3) * 32));
-    mg_wg_commit();
+        mg_wg_commit();
 #pragma unroll
-    for (int t = 0; t < MT; t++)
-        mg_wg_fence_acc(acc[t]);
-    mg_wg_wait<1>(); // the previous stage's MMAs are done: its slot may be refilled
-    if (it > 0 && lane == 0)
-        mg_mbar_arrive(empty + (it - 1) % STAGES);
+        for (int t = 0; t < MT; t++)
+            mg_wg_fence_acc(acc[t]);
+        mg_wg_wait<1>();
+        if (j == 0 && it > 0 && lane == 0)
+            mg_mbar_arrive(empty + (it - 1) % STAGES);
+    }
 }
 
-template <typename T, int BM, int WN, int MT, int KS, int STAGES, int ZP>
-__global__ void __launch_bounds__(128 * WN)
+__device__ __forceinline__ void mg_cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                 "barrier.cluster.wait.acquire.aligned;" ::
+                     : "memory");
+}
+
+// The split-K finish of a cluster of CL blocks (the splits of one tile, ranks 0 .. CL - 1 along
+// z): each block puts its fp32 partial tile in its own shared memory (the ring is free), then
+// block r adds slice r of the tile over the CL blocks' shared memory (distributed shared memory,
+// in rank order: the sum does not depend on timing) and writes it to Y. Nothing goes through
+// global memory, and the CL blocks finish their slices in parallel instead of one block reading
+// every partial.
+template <typename T, int BM, int BN, int MT, int CL>
+__device__ __forceinline__ void mg_wgmma_cluster_finish(const float (&acc)[MT][BM / 2],
+                                                        float *part, T *__restrict__ Y, int m,
+                                                        int n, int m0, int n0, int rows, int wg,
+                                                        int w, int lane)
+{
+    constexpr int R = BM / 2, CH = BM * BN / 4 / CL; // float4 chunks per block's slice
+    const int tq = lane & 3, g = lane >> 2;
+    unsigned rank;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    mg_cluster_sync(); // every block of the cluster is done with its ring
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int i = 0; i < R; i++) {
+            const int row = 8 * (i >> 2) + 2 * tq + (i & 1);
+            const int col = 64 * (MT * wg + t) + 16 * w + g + 8 * ((i >> 1) & 1);
+            part[row * BN + col] = acc[t][i];
+        }
+    mg_cluster_sync(); // every partial tile is in place
+    const unsigned base = mg_saddr(part);
+    for (int c = threadIdx.x; c < CH; c += blockDim.x) {
+        const int e = (int)(rank * CH + c) * 4, row = e / BN, col = e - row * BN;
+        if (row >= rows)
+            continue;
+        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int q = 0; q < CL; q++) {
+            unsigned peer;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                         : "=r"(peer)
+                         : "r"(base + (unsigned)e * 4), "r"(q));
+            float4 v;
+            asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                         : "r"(peer)
+                         : "memory");
+            sum.x += v.x;
+            sum.y += v.y;
+            sum.z += v.z;
+            sum.w += v.w;
+        }
+        const T y0 = from_f32<T>(sum.x), y1 = from_f32<T>(sum.y), y2 = from_f32<T>(sum.z),
+                y3 = from_f32<T>(sum.w);
+        *reinterpret_cast<uint2 *>(Y + (long long)(m0 + row) * n + n0 + col) = make_uint2(
+            (unsigned)y0.x | ((unsigned)y1.x << 16), (unsigned)y2.x | ((unsigned)y3.x << 16));
+    }
+    mg_cluster_sync(); // no block leaves while another reads its shared memory
+}
+
+template <typename T, int BM, int WN, int MT, int KS, int STAGES, int ZP, int CL>
+__global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
     mg_wgmma(const __grid_constant__ mg_tmap xmap, const uint4 *__restrict__ Wp,
              const T *__restrict__ S, const T *__restrict__ Z, T *__restrict__ Y,
              float *__restrict__ ws, int *__restrict__ counters, int m, int n, int k, int group,
              int gsh)
 {
-    using LY = mg_wgmma_layout<BM, WN, MT, KS, STAGES, ZP>;
+    using LY = mg_wgmma_layout<BM, WN, MT, KS, STAGES, ZP, CL>;
     constexpr int NC = 4 * WN; // warps
     constexpr int BN = LY::BN, BK = 16 * KS, R = BM / 2;
     static_assert(KS % 4 == 0, "BK: whole 64-column swizzle atoms");
@@ -226,7 +303,6 @@ __global__ void __launch_bounds__(128 * WN)
 #pragma unroll
         for (int i = 0; i < R; i++)
             acc[t][i] = 0.f;
-    unsigned a[2][KS][MT][4];
     const int wg = warp >> 2, w = warp & 3;
     // without this fence ptxas serializes every wgmma (C7515): the zeros would be defined inside
     // the MMAs' pipeline
@@ -243,15 +319,10 @@ __global__ void __launch_bounds__(128 * WN)
                                                          srows);
         }
     };
-    for (int it = 0; it < L; it += 2) { // two stages per trip: each has its own A registers
-        mg_wgmma_stage<T, BM, WN, MT, KS, STAGES, ZP, 0>(acc, a, ring, full, empty, wg, w, lane, it,
-                                                         gsh);
+    for (int it = 0; it < L; it++) {
+        mg_wgmma_stage<T, BM, WN, MT, KS, STAGES, ZP>(acc, ring, full, empty, wg, w, lane, it,
+                                                      gsh);
         refill(it);
-        if (it + 1 < L) {
-            mg_wgmma_stage<T, BM, WN, MT, KS, STAGES, ZP, 1>(acc, a, ring, full, empty, wg, w, lane,
-                                                             it + 1, gsh);
-            refill(it + 1);
-        }
     }
     mg_wg_wait<0>();
 #pragma unroll
@@ -260,17 +331,9 @@ __global__ void __launch_bounds__(128 * WN)
 
     // Epilogue. acc[t][4 i + e] is Y[m0 + 8 i + 2 tq + (e & 1)][n0 + 64 (MT wg + t) + 16 w + g +
     // 8 (e >> 1)].
-    if (splits > 1) {
-#pragma unroll
-        for (int t = 0; t < MT; t++)
-#pragma unroll
-            for (int i = 0; i < R; i++) {
-                const int row = m0 + 8 * (i >> 2) + 2 * tq + (i & 1);
-                const int col = n0 + 64 * (MT * wg + t) + 16 * w + g + 8 * ((i >> 1) & 1);
-                if (row < m0 + rows)
-                    __stcg(ws + ((long long)z * m + row) * n + col, acc[t][i]);
-            }
-        mg_splitk_finish<T, BN, NC * 32>(ws, Y, counters, m, n, m0, n0, rows);
+    if (CL > 1) {
+        mg_wgmma_cluster_finish<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(ring), Y, m, n,
+                                                   m0, n0, rows, wg, w, lane);
         return;
     }
 #pragma unroll

@@ -396,8 +396,8 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     case MG_WGMMA:
         if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
             return TUNE_ERR_CUDA;
-        if (d->method == MG_WGMMA && (st = mg_prepare_xmap(s, d, err)))
-            return st;
+        if (d->method == MG_WGMMA) /* its splits add up in a cluster: no workspace */
+            return mg_prepare_xmap(s, d, err);
         return d->splitk > 1 ? mg_prepare_split(s, d, err) : TUNE_OK;
     case MG_DEQUANT:
     case MG_CUBLAS:
