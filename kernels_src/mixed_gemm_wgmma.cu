@@ -10,9 +10,11 @@
 // accelerator (cp.async.bulk.tensor through the host's tensor map: 64-column boxes, 128-byte
 // swizzle, rows past m filled with zeros), the packed weight and its scales (and zero points) by
 // bulk copies; completion is counted in bytes on the stage's mbarrier. WN warpgroups each own
-// MT x 64 columns: they dequantize into registers (lop3 magic numbers, (q - z) s in T) one k16
-// step at a time and issue each step's MMAs while the next step is dequantized (two small
-// register buffers); a slot is refilled once every warp has seen its MMAs complete.
+// MT x 64 columns: they dequantize a stage into registers (lop3 magic numbers, (q - z) s in T),
+// issue its MMAs and, while those run, dequantize the next stage (two register buffers); a slot
+// is refilled once every warp has seen its MMAs complete. (Committing per k16 step with two
+// step-sized buffers keeps ptxas from serializing the MMAs of 4-warpgroup blocks, whose threads
+// have 128 registers, but was slower at every m: one step of MMAs in flight is too shallow.)
 //
 // Template parameters (the tile space):
 //   BM       rows of m per block: the wgmma's N (8, 16, 32, 64, 128 or 256)
@@ -119,16 +121,12 @@ __device__ __forceinline__ void mg_wgmma_load(const mg_tmap *xmap, const uint4 *
     }
 }
 
-// One stage of a consumer warp: wait for the stage, load the warp's packed words and scales for
-// all its k16 steps (tile t: columns 64 (MT wg + t) + 16 w .. + 15 of the block), then per k16
-// step dequantize its A fragments into one of two small buffers, issue the warpgroup's MT MMAs
-// and wait until the step before has completed (so that its buffer is free again). The previous
-// stage's slot is released after the first step: by then all of its MMAs are done. Committing per
-// step keeps the A registers to two steps' worth: a whole stage's (two stages' for overlap) would
-// exceed the 128 registers a thread has in a block of 4 warpgroups, and ptxas then serializes
-// every MMA (C7511).
-template <typename T, int BM, int WN, int MT, int KS, int STAGES, int ZP>
+// One stage of a consumer warp (B: its register buffer): wait for the stage, dequantize the
+// warp's A fragments (tile t: columns 64 (MT wg + t) + 16 w .. + 15 of the block), issue the
+// warpgroup's MT KS MMAs, and release the previous stage's slot once its MMAs have completed.
+template <typename T, int BM, int WN, int MT, int KS, int STAGES, int ZP, int B>
 __device__ __forceinline__ void mg_wgmma_stage(float (&acc)[MT][BM / 2],
+                                               unsigned (&a)[2][KS][MT][4],
                                                const unsigned char *ring, unsigned long long *full,
                                                unsigned long long *empty, int wg, int w, int lane,
                                                int it, int gsh)
@@ -140,51 +138,45 @@ __device__ __forceinline__ void mg_wgmma_stage(float (&acc)[MT][BM / 2],
     const unsigned char *st = ring + s * LY::STAGE;
     const T *ss =
         reinterpret_cast<const T *>(st + LY::X_BYTES + LY::W_BYTES) + g * 8 + 2 * w;
-    unsigned word[KS][MT], sw[KS][MT], zw[KS][MT];
 #pragma unroll
     for (int j = 0; j < KS; j++)
 #pragma unroll
         for (int t = 0; t < MT; t++) {
-            const int u = wg * MT + t, srow = gsh >= 0 ? (j * 16) >> gsh : 0;
-            word[j][t] = *reinterpret_cast<const unsigned *>(
+            const int u = wg * MT + t;
+            const unsigned word = *reinterpret_cast<const unsigned *>(
                 st + LY::X_BYTES + (j * LY::UNITS + u) * 512 + lane * 16 + w * 4);
-            sw[j][t] = *reinterpret_cast<const unsigned *>(ss + u * 64 + srow * BN);
-            zw[j][t] = ZP ? *reinterpret_cast<const unsigned *>(ss + LY::SR * BN + u * 64 +
-                                                                 srow * BN)
-                          : 0u;
-        }
-    unsigned a[2][MT][4];
-#pragma unroll
-    for (int j = 0; j < KS; j++) {
-#pragma unroll
-        for (int t = 0; t < MT; t++) {
-            const unsigned s0 = __byte_perm(sw[j][t], 0, 0x1010),
-                           s1 = __byte_perm(sw[j][t], 0, 0x3232);
-            const unsigned z0 = ZP ? __byte_perm(zw[j][t], 0, 0x1010) ^ 0x80008000u
-                                   : mg_type<T>::NMZ8;
-            const unsigned z1 = ZP ? __byte_perm(zw[j][t], 0, 0x3232) ^ 0x80008000u
-                                   : mg_type<T>::NMZ8;
-            a[j & 1][t][0] = mg_dequant2<T>(word[j][t], z0, s0);
-            a[j & 1][t][1] = mg_dequant2<T>(word[j][t] >> 8, z1, s1);
-            a[j & 1][t][2] = mg_dequant2<T>(word[j][t] >> 4, z0, s0);
-            a[j & 1][t][3] = mg_dequant2<T>(word[j][t] >> 12, z1, s1);
+            const int srow = gsh >= 0 ? (j * 16) >> gsh : 0;
+            const unsigned sw = *reinterpret_cast<const unsigned *>(ss + u * 64 + srow * BN);
+            const unsigned s0 = __byte_perm(sw, 0, 0x1010), s1 = __byte_perm(sw, 0, 0x3232);
+            unsigned z0 = mg_type<T>::NMZ8, z1 = mg_type<T>::NMZ8;
+            if (ZP) {
+                const unsigned zw =
+                    *reinterpret_cast<const unsigned *>(ss + LY::SR * BN + u * 64 + srow * BN);
+                z0 = __byte_perm(zw, 0, 0x1010) ^ 0x80008000u;
+                z1 = __byte_perm(zw, 0, 0x3232) ^ 0x80008000u;
+            }
+            a[B][j][t][0] = mg_dequant2<T>(word, z0, s0);
+            a[B][j][t][1] = mg_dequant2<T>(word >> 8, z1, s1);
+            a[B][j][t][2] = mg_dequant2<T>(word >> 4, z0, s0);
+            a[B][j][t][3] = mg_dequant2<T>(word >> 12, z1, s1);
         }
 #pragma unroll
-        for (int t = 0; t < MT; t++)
-            mg_wg_fence_acc(acc[t]);
-        mg_wg_fence();
+    for (int t = 0; t < MT; t++)
+        mg_wg_fence_acc(acc[t]);
+    mg_wg_fence();
+#pragma unroll
+    for (int j = 0; j < KS; j++)
 #pragma unroll
         for (int t = 0; t < MT; t++)
-            mg_wgmma_op<T, BM>::mma(acc[t], a[j & 1][t],
+            mg_wgmma_op<T, BM>::mma(acc[t], a[B][j][t],
                                     mg_wg_desc(st + (j >> 2) * (BM * 128) + (j & 3) * 32));
-        mg_wg_commit();
+    mg_wg_commit();
 #pragma unroll
-        for (int t = 0; t < MT; t++)
-            mg_wg_fence_acc(acc[t]);
-        mg_wg_wait<1>();
-        if (j == 0 && it > 0 && lane == 0)
-            mg_mbar_arrive(empty + (it - 1) % STAGES);
-    }
+    for (int t = 0; t < MT; t++)
+        mg_wg_fence_acc(acc[t]);
+    mg_wg_wait<1>(); // the previous stage's MMAs are done: its slot may be refilled
+    if (it > 0 && lane == 0)
+        mg_mbar_arrive(empty + (it - 1) % STAGES);
 }
 
 __device__ __forceinline__ void mg_cluster_sync()
@@ -303,6 +295,7 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 #pragma unroll
         for (int i = 0; i < R; i++)
             acc[t][i] = 0.f;
+    unsigned a[2][KS][MT][4];
     const int wg = warp >> 2, w = warp & 3;
     // without this fence ptxas serializes every wgmma (C7515): the zeros would be defined inside
     // the MMAs' pipeline
@@ -319,10 +312,15 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
                                                          srows);
         }
     };
-    for (int it = 0; it < L; it++) {
-        mg_wgmma_stage<T, BM, WN, MT, KS, STAGES, ZP>(acc, ring, full, empty, wg, w, lane, it,
-                                                      gsh);
+    for (int it = 0; it < L; it += 2) { // two stages per trip: each has its own A registers
+        mg_wgmma_stage<T, BM, WN, MT, KS, STAGES, ZP, 0>(acc, a, ring, full, empty, wg, w, lane, it,
+                                                         gsh);
         refill(it);
+        if (it + 1 < L) {
+            mg_wgmma_stage<T, BM, WN, MT, KS, STAGES, ZP, 1>(acc, a, ring, full, empty, wg, w, lane,
+                                                             it + 1, gsh);
+            refill(it + 1);
+        }
     }
     mg_wg_wait<0>();
 #pragma unroll
