@@ -23,10 +23,12 @@
 //   KS       k16 steps per stage (BK = 16 KS, a multiple of 64: whole swizzle atoms)
 //   STAGES   depth of the ring
 //   ZP       0: symmetric (z = 8); 1: per-group zero points (stored as MAGIC + z in T)
-//   CL       the splits along k (1, 2, 4 or 8): the grid's z, launched as clusters of CL blocks
-//            whose partial tiles are added through distributed shared memory
-// Grid: (ceil(m / BM), n / BN, CL); ws and counters are unused (the arguments of the family's
-// other kernels). Requirements (checked on the host): n % BN == 0,
+//   CL       1: splits along k (the grid's z) add up as in mg_decode (fp32 partials in ws, summed
+//            in split order by the tile's last block); CL > 1: the grid's z is CL splits launched
+//            as a cluster of CL blocks whose partial tiles are added through distributed shared
+//            memory (the family uses it for 2 splits: clusters of 4 and 8 blocks this large were
+//            slower on the H200, being harder to co-schedule)
+// Grid: (ceil(m / BM), n / BN, splits). Requirements (checked on the host): n % BN == 0,
 // k % BK == 0, G a power of two >= 32 with G % BK == 0 or BK % G == 0, or G = k (gsh = -1 when
 // G > BK); splits <= KB; shared memory as mg_wgmma_smem computes.
 #include "mixed_gemm.cuh"
@@ -332,6 +334,19 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
     if (CL > 1) {
         mg_wgmma_cluster_finish<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(ring), Y, m, n,
                                                    m0, n0, rows, wg, w, lane);
+        return;
+    }
+    if (splits > 1) { // the family's split-K finish through global memory
+#pragma unroll
+        for (int t = 0; t < MT; t++)
+#pragma unroll
+            for (int i = 0; i < R; i++) {
+                const int row = m0 + 8 * (i >> 2) + 2 * tq + (i & 1);
+                const int col = n0 + 64 * (MT * wg + t) + 16 * w + g + 8 * ((i >> 1) & 1);
+                if (row < m0 + rows)
+                    __stcg(ws + ((long long)z * m + row) * n + col, acc[t][i]);
+            }
+        mg_splitk_finish<T, BN, NC * 32>(ws, Y, counters, m, n, m0, n0, rows);
         return;
     }
 #pragma unroll

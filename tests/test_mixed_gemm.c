@@ -271,7 +271,7 @@ static const mg_variant variants[] = {
     {"wgmma", 8, 64, 64, 1, 1, 1, 2, 1, 0, 1024, 0},     /* wgmma: N = 8, one warpgroup */
     {"wgmma", 32, 128, 128, 1, 2, 1, 3, 2, 0, 1024, 0},  /* 2 warpgroups, split-K (a cluster of 2) */
     {"wgmma", 128, 256, 64, 1, 2, 1, 4, 1, 0, 1024, 0},  /* N = 128, 2 tiles per warpgroup */
-    {"wgmma", 256, 128, 64, 1, 2, 1, 2, 4, 0, 1024, 0},  /* N = 256, 2 warpgroups, a cluster of 4 */
+    {"wgmma", 256, 128, 64, 1, 2, 1, 2, 3, 0, 1024, 0},  /* N = 256, 2 warpgroups, 3 splits */
     {"stream", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
     {"dequant", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
     {"cublas", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},

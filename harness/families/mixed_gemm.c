@@ -396,8 +396,11 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     case MG_WGMMA:
         if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
             return TUNE_ERR_CUDA;
-        if (d->method == MG_WGMMA) /* its splits add up in a cluster: no workspace */
-            return mg_prepare_xmap(s, d, err);
+        if (d->method == MG_WGMMA && (st = mg_prepare_xmap(s, d, err)))
+            return st;
+        /* the wgmma kernel's 2 splits add up in a cluster, without the workspace */
+        if (d->method == MG_WGMMA && d->splitk == 2)
+            return TUNE_OK;
         return d->splitk > 1 ? mg_prepare_split(s, d, err) : TUNE_OK;
     case MG_DEQUANT:
     case MG_CUBLAS:

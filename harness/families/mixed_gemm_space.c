@@ -231,13 +231,13 @@ static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
 
 /* Shared memory of the wgmma kernel: alignment slack, barriers and the ring of stages (X in
  * 128-byte swizzle atoms, the packed weight, scales and zero points, each stage rounded up to 1 024
- * bytes), or the fp32 partial tile of a split if larger; the formulas of mg_wgmma_layout in mixed_gemm_wgmma.cu, which traps when given less. */
+ * bytes), or with 2 splits (a cluster) the fp32 partial tile if larger; the formulas of mg_wgmma_layout in mixed_gemm_wgmma.cu, which traps when given less. */
 static size_t mg_wgmma_smem(const mg_desc *d)
 {
     int64_t ks = d->bk / 16, sr = ks / 2 > 0 ? ks / 2 : 1;
     int64_t stage = ks * d->bm * 32 + ks * (d->bn / 64) * 512 + sr * d->bn * 2 * (1 + d->zp);
     stage = (stage + 1023) / 1024 * 1024;
-    int64_t ring = d->stages * stage, part = d->splitk > 1 ? d->bm * d->bn * 4 : 0;
+    int64_t ring = d->stages * stage, part = d->splitk == 2 ? d->bm * d->bn * 4 : 0;
     return (size_t)(1024 + 1024 + (ring > part ? ring : part));
 }
 
@@ -259,10 +259,6 @@ static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
                            (long long)d->bk);
     if (d->stages < 2)
         return family_fail(why, why_size, "tile shape: stages must be >= 2");
-    /* the splits of a tile are one thread-block cluster (portable size: at most 8) */
-    if (d->splitk != 1 && d->splitk != 2 && d->splitk != 4 && d->splitk != 8)
-        return family_fail(why, why_size,
-                           "tile shape: the wgmma kernel takes splitk = 1, 2, 4 or 8 (a cluster)");
     int64_t threads = 128 * d->wn;
     if (mg_check_blocking(d, threads, why, why_size) != 0)
         return -1;
@@ -392,7 +388,7 @@ static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
     if (d->method == MG_WGMMA) {
         snprintf(buf, size, "mg_wgmma<%s, %lld, %lld, %lld, %lld, %lld, %d, %lld>", d->tname,
                  (long long)d->bm, (long long)d->wn, (long long)(d->bn / (64 * d->wn)),
-                 (long long)(d->bk / 16), (long long)d->stages, d->zp, (long long)d->splitk);
+                 (long long)(d->bk / 16), (long long)d->stages, d->zp, d->splitk == 2 ? 2LL : 1LL);
         return;
     }
     if (d->method == MG_DECODE) {
