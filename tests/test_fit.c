@@ -10,6 +10,7 @@
 
 /* The CLI is not part of the harness library: test it from its source. */
 #include "../tools/cmd_fit.c"
+#include "../tools/cli.c"
 
 #define SEED_DIR "tests/data/fit/seed"
 #define OTHER_DIR "tests/data/fit/other"
