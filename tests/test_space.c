@@ -243,3 +243,42 @@ Test(space, documented_example_counts)
     space_free(sp);
     sweep_free(sw);
 }
+
+/* The byte and FLOP models are checked at every kept shape as skip_if is: a division by zero, an
+ * integer overflow, a negative or non-finite value is an error naming the file, the field, the
+ * expression and the shape (they became null in the rows before). A pruned shape is not checked. */
+typedef struct {
+    const char *extra, *where, *needle;
+} model_case;
+
+Test(space, model_errors_name_field_and_shape)
+{
+    static const model_case cases[] = {
+        {", \"bytes\": \"g / (n - 32)\"", "t.json: bytes", "division by zero"},
+        {", \"flops\": \"g % (k - k)\"", "t.json: flops", "remainder by zero"},
+        {", \"bytes\": \"g * 4611686018427387904\"", "t.json: bytes", "integer overflow"},
+        {", \"flops\": \"0 - g\"", "t.json: flops", "is -8 at"},
+        {", \"bytes\": \"g - 9.5\"", "t.json: bytes", "is -1.5 at"},
+        {", \"bytes\": \"log2(g - 8)\"", "t.json: bytes", "log2 needs a positive number"},
+        {", \"flops\": \"1e308 * 1e308 * g\"", "t.json: flops", "finite number >= 0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sweep *sw = make_sweep("{\"g\": [8], \"k_pre\": [64], \"k\": [16], \"n\": [32]}",
+                               cases[i].extra);
+        tune_error err = {0};
+        cr_expect_null(space_build(sw, &err), "%s built", cases[i].extra);
+        cr_expect_eq(err.code, TUNE_ERR_EVAL, "%s", cases[i].extra);
+        cr_expect_str_eq(err.where, cases[i].where, "%s", cases[i].extra);
+        cr_expect(strstr(err.message, cases[i].needle) != NULL, "%s: %s", cases[i].extra,
+                  err.message);
+        cr_expect(strstr(err.message, "g=8") != NULL, "%s: %s", cases[i].extra, err.message);
+        sweep_free(sw);
+    }
+    /* the shape where the model divides by zero is pruned: no error */
+    sweep *sw = make_sweep("{\"g\": [8, 16], \"k_pre\": [64], \"k\": [16], \"n\": [32]}",
+                           ", \"bytes\": \"n / (g - 8)\", \"skip_if\": \"g == 8\"");
+    space *sp = build(sw);
+    cr_expect_eq(space_n_shapes(sp), 1);
+    space_free(sp);
+    sweep_free(sw);
+}
