@@ -129,6 +129,15 @@ expect 1 "div0.json: skip_if\[0\]: cannot evaluate .*division by zero" validate 
 expect 1 "div0.json: skip_if\[0\]: cannot evaluate .*division by zero" "$tmp/div0.json" --out "$tmp/r"
 expect 1 "div0.json: skip_if\[0\]" run "$tmp/div0.json" --compile-only --out "$tmp/r2"
 
+# ---- an unusually large sweep is announced ----
+cat >"$tmp/large.json" <<'JSON'
+{"name": "large", "family": "gather_matmul", "op": "gather_inner_bmv",
+ "problem": {"g": {"range": [1, 60000]}, "k_pre": 128, "k": 16, "n": 4096}, "methods": ["custom"]}
+JSON
+expect 0 "warning: .*large.json enumerates 60000 configurations \(more than 50000\)" validate "$tmp/large.json"
+expect 0 "" validate "$SWEEP"
+grep -q warning "$tmp/err" && { echo "FAIL: a small sweep warned"; fail=1; }
+
 # ---- --compile-only exits as tune compile: 1 when a kernel does not compile ----
 python3 - "$FAULTS" "$tmp/compile_error.json" <<'PY'
 import json, sys

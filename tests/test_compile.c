@@ -68,7 +68,7 @@ Test(compile, every_variant_of_every_sweep_compiles)
 Test(compile, cache_key_includes_architecture)
 {
     compile_job a = {.source = "common.cu", .name = "tune_fill_indices"};
-    compile_options opt = {kernels_dir, cache_dir, 90, 0};
+    compile_options opt = {.kernels_dir = kernels_dir, .cache_dir = cache_dir, .arch = 90};
     tune_error err = {0};
     cr_assert_eq(compile_run(&a, 1, &opt, &err), TUNE_OK, "%s", err.message);
     cr_assert_eq(a.status, TUNE_OK, "%s", a.log);
@@ -94,7 +94,7 @@ Test(compile, compile_error_keeps_the_log)
 {
     /* a template argument the kernel's static_assert rejects: CHUNK not a multiple of VEC */
     compile_job j = {.source = "gather_matmul.cu", .name = "gm_rows<half_t, 1, 12, 8, 256, 4, 1>"};
-    compile_options opt = {kernels_dir, cache_dir, 90, 0};
+    compile_options opt = {.kernels_dir = kernels_dir, .cache_dir = cache_dir, .arch = 90};
     tune_error err = {0};
     cr_assert_eq(compile_run(&j, 1, &opt, &err), TUNE_OK);
     cr_expect_eq(j.status, TUNE_ERR_NVRTC);
@@ -114,7 +114,7 @@ Test(compile, compile_error_keeps_the_log)
 Test(compile, missing_source_is_an_error)
 {
     compile_job j = {.source = "no_such_file.cu", .name = "k"};
-    compile_options opt = {kernels_dir, NULL, 90, 0};
+    compile_options opt = {.kernels_dir = kernels_dir, .cache_dir = NULL, .arch = 90};
     tune_error err = {0};
     cr_expect_eq(compile_run(&j, 1, &opt, &err), TUNE_ERR_IO);
     cr_expect(strstr(err.where, "no_such_file.cu") != NULL, "where: %s", err.where);
@@ -152,7 +152,7 @@ static int recompile(const char *source, const char *name, tune_status want)
     compile_job j = {0};
     snprintf(j.source, sizeof j.source, "%s", source);
     snprintf(j.name, sizeof j.name, "%s", name);
-    compile_options opt = {kernels_dir, cache_dir, 90, 0};
+    compile_options opt = {.kernels_dir = kernels_dir, .cache_dir = cache_dir, .arch = 90};
     tune_error err = {0};
     cr_assert_eq(compile_run(&j, 1, &opt, &err), TUNE_OK, "%s", err.message);
     cr_expect_eq(j.status, want, "%s: status %d", name, j.status);

@@ -58,7 +58,8 @@ static inline void *test_get_kernel(void *ctx, const char *source, const char *n
     int major = 9, minor = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
-    compile_options opt = {kdir, "/tmp/tune-test-cache", major * 10 + minor, 0};
+    compile_options opt = {.kernels_dir = kdir, .cache_dir = "/tmp/tune-test-cache",
+                           .arch = major * 10 + minor};
     tune_error err = {0};
     cr_assert_eq(compile_run(&t->job, 1, &opt, &err), TUNE_OK, "%s", err.message);
     cr_assert_eq(t->job.status, TUNE_OK, "%s failed to compile: %s", name, t->job.log);

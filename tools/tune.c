@@ -325,6 +325,17 @@ static size_t expand_sweeps(const cli *c, char **out, size_t max)
     return n;
 }
 
+/* The warning of an unusually large sweep (SPACE_LARGE_CONFIGS). */
+static void warn_if_large(const char *file, const space *sp)
+{
+    size_t n = space_n_configs(sp);
+    if (n > SPACE_LARGE_CONFIGS)
+        fprintf(stderr,
+                "tune: warning: %s enumerates %zu configurations (more than %d): at 0.1 to 1 s "
+                "each that is hours; narrow the axes or add skip_if, or split it (--shard)\n",
+                file, n, SPACE_LARGE_CONFIGS);
+}
+
 static int cmd_validate(cli *c)
 {
     int rc = 0;
@@ -337,6 +348,7 @@ static int cmd_validate(cli *c)
         if (!sp) {
             rc = fail(&err);
         } else {
+            warn_if_large(c->files[i], sp);
             printf("%s: ok: %s/%s, %zu shapes, %zu configs (%zu pruned by skip_if)\n", c->files[i],
                    sw->family_name, sw->op, space_n_shapes(sp), space_n_configs(sp),
                    space_n_pruned(sp));
@@ -391,6 +403,8 @@ static int cmd_run(cli *c)
         sweep_free(sw);
         return fail(&err);
     }
+    if (!c->run.quiet)
+        warn_if_large(c->files[0], sp);
     space_free(sp);
     tune_status st = run_sweep(sw, &c->run, &sum, &err);
     sweep_free(sw);

@@ -357,6 +357,7 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
     if (st == TUNE_OK) {
         if (opt->threads > 0)
             omp_set_num_threads(opt->threads);
+        size_t done = 0, cached = 0;
 #pragma omp parallel for schedule(dynamic, 1)
         for (size_t i = 0; i < n; i++) {
             compile_job *job = &jobs[i];
@@ -364,15 +365,24 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
             hash128 key = src_hash[job_src[i]];
             hash_str(&key, job->name);
             char path[PATH_MAX];
+            int hit = 0;
             if (opt->cache_dir) {
                 cache_path(path, sizeof path, opt->cache_dir, key);
-                if (cache_read(path, key, job) == 0)
-                    continue;
+                hit = cache_read(path, key, job) == 0;
             }
-            compile_one(job, &srcs[job_src[i]], opt_ptrs, n_opts);
-            job->seconds = clock_now() - t0;
-            if (opt->cache_dir)
-                cache_write(path, key, job);
+            if (!hit) {
+                compile_one(job, &srcs[job_src[i]], opt_ptrs, n_opts);
+                job->seconds = clock_now() - t0;
+                if (opt->cache_dir)
+                    cache_write(path, key, job);
+            }
+#pragma omp critical(compile_progress)
+            {
+                done++;
+                cached += (size_t)hit;
+                if (opt->progress)
+                    opt->progress(opt->progress_ctx, done, cached);
+            }
         }
     }
     for (size_t s = 0; s < n_src; s++)
