@@ -149,5 +149,9 @@ PY
 TUNE_TEST_FAMILIES=fault_test expect 1 "tune compile: .* [1-9][0-9]* compile errors" compile "$tmp/compile_error.json"
 TUNE_TEST_FAMILIES=fault_test expect 1 "1 compile errors" "$tmp/compile_error.json" --compile-only --out "$tmp/co" --quiet
 
+# the run's meta.json says what each method is for (plots read it)
+python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["sweep"]["methods"]; assert m == {"custom": "tuned"}, m' \
+    "$tmp/co/meta.json" || { echo "FAIL: meta.json has no sweep.methods roles"; fail=1; }
+
 [ $fail -eq 0 ] && echo "test_cli: ok"
 exit $fail

@@ -12,6 +12,8 @@
 
 #include "core/point.h"
 #include "model/sweep.h"
+#include "model/family.h"
+#include <jansson.h>
 
 #define MIN_INVALID_CASES 25
 
@@ -450,4 +452,32 @@ Test(sweep, load_refuses_a_nul_byte)
     cr_expect_null(sweep_load(path, &err));
     cr_expect(strstr(err.message, "NUL byte at offset 13"), "%s", err.message);
     unlink(path);
+}
+
+/* Every family says what each method is for: tuned exactly when it uses the parameters, at most
+ * one reference; meta.json carries the sweep's methods with their roles. */
+Test(sweep, method_roles)
+{
+    for (const tune_family *const *f = family_all(); *f; f++) {
+        size_t refs = 0;
+        for (size_t i = 0; i < (*f)->n_methods; i++) {
+            const family_method *m = &(*f)->methods[i];
+            cr_expect_eq(m->role == FAMILY_ROLE_TUNED, m->tuned != 0, "%s/%s", (*f)->name, m->name);
+            refs += m->role == FAMILY_ROLE_REFERENCE;
+        }
+        cr_expect_leq(refs, 1, "%s: %zu references", (*f)->name, refs);
+    }
+    tune_error err = {0};
+    sweep *sw = sweep_parse("{\"name\": \"r\", \"family\": \"gather_matmul\", \"op\": "
+                            "\"gather_inner_bmv\", \"problem\": {\"g\": 1, \"k_pre\": 128, "
+                            "\"k\": 16, \"n\": 64}, \"methods\": [\"slice\", \"custom\", "
+                            "\"gather\"]}",
+                            "r.json", &err);
+    cr_assert_not_null(sw, "%s", err.message);
+    json_t *j = sweep_methods_json(sw);
+    char *text = json_dumps(j, JSON_COMPACT);
+    cr_expect_str_eq(text, "{\"slice\":\"baseline\",\"custom\":\"tuned\",\"gather\":\"reference\"}");
+    free(text);
+    json_decref(j);
+    sweep_free(sw);
 }

@@ -130,6 +130,8 @@ json_t *meta_build(const meta_info *mi, const run_summary *sum)
                         json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "file", sw->file, "name",
                                   sw->name, "family", sw->family_name, "op", sw->op, "bytes",
                                   sw->bytes_src, "flops", sw->flops_src));
+    /* the methods' roles (model/family.h), for plots and reports that know no method names */
+    json_object_set_new(json_object_get(m, "sweep"), "methods", sweep_methods_json(sw));
     json_object_set_new(m, "timing", timing_json(&sw->timing));
     json_object_set_new(m, "report",
                         json_pack("{s:o, s:o}", "rows",
