@@ -23,7 +23,7 @@ static sweep *make_sweep(const char *problem, const char *extra)
     return sw;
 }
 
-static const char *const seed_problem =
+static const char *const sparq_problem =
     "{\"g\": [256, 1024, 4096], \"k_pre\": [1024, 4096, 16384], \"k\": [64, 128, 256, 512], "
     "\"n\": [128], \"dtype\": [\"float16\"]}";
 
@@ -43,7 +43,7 @@ static int64_t shape_int(const space *sp, size_t shape, const char *name)
 
 Test(space, product_counts)
 {
-    sweep *sw = make_sweep(seed_problem, "");
+    sweep *sw = make_sweep(sparq_problem, "");
     space *sp = build(sw);
     cr_expect_eq(space_n_shapes(sp), 36);
     cr_expect_eq(space_n_params(sp), 8); /* chunk 1..128 x threads (default 256) */
@@ -55,7 +55,7 @@ Test(space, product_counts)
 
 Test(space, last_axis_fastest)
 {
-    sweep *sw = make_sweep(seed_problem, "");
+    sweep *sw = make_sweep(sparq_problem, "");
     space *sp = build(sw);
     cr_expect_eq(shape_int(sp, 0, "k"), 64);
     cr_expect_eq(shape_int(sp, 1, "k"), 128);
@@ -77,7 +77,7 @@ Test(space, last_axis_fastest)
 
 Test(space, config_order_methods_then_params)
 {
-    sweep *sw = make_sweep(seed_problem, "");
+    sweep *sw = make_sweep(sparq_problem, "");
     space *sp = build(sw);
     for (size_t j = 0; j < 8; j++) {
         const space_config *c = space_config_at(sp, j);
@@ -97,7 +97,7 @@ Test(space, config_order_methods_then_params)
 
 Test(space, shape_level_pruning)
 {
-    sweep *sw = make_sweep(seed_problem, ", \"skip_if\": \"g >= 2048 && k_pre >= 16384\"");
+    sweep *sw = make_sweep(sparq_problem, ", \"skip_if\": \"g >= 2048 && k_pre >= 16384\"");
     space *sp = build(sw);
     cr_expect_eq(space_n_shapes(sp), 32);
     cr_expect_eq(space_n_configs(sp), 32 * 10);
@@ -131,7 +131,7 @@ Test(space, param_level_pruning_keeps_baselines)
 
 Test(space, method_level_pruning)
 {
-    sweep *sw = make_sweep(seed_problem, ", \"skip_if\": \"method == \\\"gather\\\" && k >= 256\"");
+    sweep *sw = make_sweep(sparq_problem, ", \"skip_if\": \"method == \\\"gather\\\" && k >= 256\"");
     space *sp = build(sw);
     cr_expect_eq(space_n_shapes(sp), 36);
     cr_expect_eq(space_n_configs(sp), 36 * 10 - 18);
@@ -148,7 +148,7 @@ Test(space, method_level_pruning)
 
 Test(space, baselines_once_per_shape)
 {
-    sweep *sw = make_sweep(seed_problem, ", \"skip_if\": \"chunk >= 64 && k >= 256\"");
+    sweep *sw = make_sweep(sparq_problem, ", \"skip_if\": \"chunk >= 64 && k >= 256\"");
     space *sp = build(sw);
     size_t per_method[36][3] = {{0}};
     for (size_t i = 0; i < space_n_configs(sp); i++) {
