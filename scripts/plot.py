@@ -849,6 +849,13 @@ def kind_of(run, args):
     return "gather"
 
 
+def positive_int(text):
+    """An integer in [1, 64], written whole (argparse turns the error into exit 2)."""
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"expects an integer in [1, 64], got '{text}'")
+    return int(text)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Every plot of one or more tune results folders, as PNG and SVG.")
@@ -876,7 +883,7 @@ def main(argv=None):
     m.add_argument("--dashed", help="baseline drawn dashed (default: the first baseline); other "
                                     "baselines get other line styles")
     m.add_argument("--m-axis", default="m", help="axis on x (default m)")
-    m.add_argument("--columns", type=int, default=4, help="panels per row (default 4)")
+    m.add_argument("--columns", type=positive_int, default=4, help="panels per row, 1 to 64 (default 4)")
     args = ap.parse_args(argv)
 
     dirs = expand_dirs(args.dirs)

@@ -118,6 +118,21 @@ expect 2 "--param is required" fit "$RESULTS"
 expect 2 "name at least one results folder" roofline
 expect 2 "expected two results folders" compare "$RESULTS"
 
+# ---- inputs are regular files of bounded size: a FIFO or a device never hangs or fills memory ----
+mkfifo "$tmp/fifo.json"
+for f in "$tmp/fifo.json" /dev/zero /dev/urandom "$tmp"; do
+    timeout 20 "$tune" validate "$f" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 1 ] && grep -q "not a regular file" "$tmp/err" ||
+        { echo "FAIL: tune validate $f exited $rc:"; cat "$tmp/err"; fail=1; }
+    timeout 20 "$tune" "$f" --out "$tmp/r3" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 1 ] && grep -q "not a regular file" "$tmp/err" ||
+        { echo "FAIL: tune $f exited $rc:"; cat "$tmp/err"; fail=1; }
+done
+head -c $((17 << 20)) /dev/zero | tr '\0' ' ' >"$tmp/huge.json"
+expect 1 "huge.json: too large" validate "$tmp/huge.json"
+
 # ---- the sweep is checked before the GPU is looked for ----
 python3 - "$SWEEP" "$tmp/div0.json" <<'PY' || { echo "FAIL: python3"; fail=1; }
 import json, sys

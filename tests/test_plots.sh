@@ -95,6 +95,15 @@ check "$tmp/declared_out" speedup_vs_m speedup
 grep -q "auxiliary): prep" "$tmp/declared.log" ||
     { echo "FAIL: declared roles not used:"; cat "$tmp/declared.log"; fail=1; }
 
+# numeric options are range-checked: a usage error (exit 2), not a crash
+for bad in 0 -1 abc 1.5 ''; do
+    "$PY" scripts/plot.py tests/data/plots/gemm --out "$tmp/cols" --columns "$bad" >"$tmp/cols.log" 2>&1
+    rc=$?
+    if [ $rc -ne 2 ] || grep -q Traceback "$tmp/cols.log"; then
+        echo "FAIL: --columns '$bad' exited $rc:"; cat "$tmp/cols.log"; fail=1
+    fi
+done
+
 # a folder without rows is an error, not a crash with a traceback
 mkdir -p "$tmp/empty" && : >"$tmp/empty/raw.jsonl"
 if "$PY" scripts/plot.py "$tmp/empty" --out "$tmp/empty_out" >"$tmp/empty.log" 2>&1; then

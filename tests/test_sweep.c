@@ -476,7 +476,8 @@ Test(sweep, method_roles)
     cr_assert_not_null(sw, "%s", err.message);
     json_t *j = sweep_methods_json(sw);
     char *text = json_dumps(j, JSON_COMPACT);
-    cr_expect_str_eq(text, "{\"slice\":\"baseline\",\"custom\":\"tuned\",\"gather\":\"reference\"}");
+    cr_expect_str_eq(text,
+                     "{\"slice\":\"baseline\",\"custom\":\"tuned\",\"gather\":\"reference\"}");
     free(text);
     json_decref(j);
     sweep_free(sw);

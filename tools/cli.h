@@ -3,7 +3,8 @@
  *
  *   long long n;
  *   if (cli_int("run", "--device", val, 0, CLI_MAX_DEVICE, &n) != 0)
- *       return CLI_EXIT_USAGE;   // printed: tune run: --device expects an integer in [0, 1023], got 'abc'
+ *       return CLI_EXIT_USAGE;
+ *   // printed: tune run: --device expects an integer in [0, 1023], got 'abc'
  *
  * Each parser returns 0 and fills *out, or prints one line on stderr,
  * "tune CMD: --opt expects WHAT, got 'VALUE'", and returns -1; the caller exits with
@@ -17,7 +18,7 @@
 /* The exit statuses of every command (README "Exit status"; `tune help`). */
 enum {
     CLI_EXIT_OK = 0,
-    CLI_EXIT_FAILURE = 1, /* the command ran and failed (or found a regression, or no kernel compiled) */
+    CLI_EXIT_FAILURE = 1, /* the command ran and failed (a regression, a kernel not compiled) */
     CLI_EXIT_USAGE = 2,   /* a usage error: an unknown option, a malformed or out-of-range value */
     CLI_EXIT_NO_GPU = 3   /* the command needs a GPU and there is none (or no driver) */
 };

@@ -44,8 +44,8 @@ static const char usage[] =
     "`tune COMMAND --help` lists a command's options.\n"
     "exit status (every command):\n"
     "  0  done; for run, the sweep ran to its end (a configuration's failure is a row's status)\n"
-    "  1  failed: a sweep, file or folder refused or unreadable; compile and run --compile-only: a\n"
-    "     kernel did not compile; compare: a regression beyond the threshold\n"
+    "  1  failed: a sweep, file or folder refused or unreadable; compile and run --compile-only:\n"
+    "     a kernel did not compile; compare: a regression beyond the threshold\n"
     "  2  usage: an unknown option, a missing, malformed or out-of-range value (compare: also\n"
     "     runs that cannot be compared)\n"
     "  3  no GPU (or no driver) for a command that needs one\n";
@@ -69,8 +69,9 @@ typedef struct {
 static const cmd_desc commands[] = {
     {"run", CMD_RUN,
      "usage: tune [run] SWEEP.json [options]\n"
-     "Validates the sweep, compiles its kernels, checks every configuration against the reference,\n"
-     "times it and prints the best-config tables; rows go to ROOT/<sweep>/<UTC time>/raw.jsonl.\n"},
+     "Validates the sweep, compiles its kernels, checks every configuration against the\n"
+     "reference, times it and prints the best-config tables; rows go to\n"
+     "ROOT/<sweep>/<UTC time>/raw.jsonl.\n"},
     {"validate", CMD_VALIDATE,
      "usage: tune validate SWEEP.json... [--quiet]\n"
      "Checks sweep files (every error with file:line:column) and counts their configurations.\n"},
@@ -104,9 +105,11 @@ static const opt_desc options[] = {
     {"--no-cache", NULL, CMD_RUN | CMD_COMPILE, "compile everything, cache nothing"},
     {"--arch", "sm_NN", CMD_RUN | CMD_COMPILE,
      "architecture, sm_50 to sm_255, of compile and --compile-only (default sm_90)"},
-    {"--seed", "N", CMD_RUN, "seed of the random inputs, an unsigned 64-bit integer (default 24301)"},
+    {"--seed", "N", CMD_RUN,
+     "seed of the random inputs, an unsigned 64-bit integer (default 24301)"},
     {"--read-bw", "GBPS", CMD_RUN, "the device's read bandwidth in GB/s instead of measuring it"},
-    {"--kernels", "DIR", CMD_RUN | CMD_COMPILE, "kernel sources (default: found beside the binary)"},
+    {"--kernels", "DIR", CMD_RUN | CMD_COMPILE,
+     "kernel sources (default: found beside the binary)"},
     {"--quiet", NULL, CMD_RUN | CMD_VALIDATE | CMD_COMPILE | CMD_REPORT | CMD_MERGE,
      "no progress, no tables"},
     {"--resume", NULL, CMD_RUN,
@@ -116,13 +119,17 @@ static const opt_desc options[] = {
      "kill a configuration that makes no progress for S seconds, 0 < S <= 86400 (default 20)"},
     {"--retake-throttled", "N", CMD_RUN,
      "measure again (up to N times, 0 to 100) when NVML saw the GPU throttled"},
-    {"--shard", "I/N", CMD_RUN, "run only shard I of N (0-based: 0/4 .. 3/4), balanced by estimated cost"},
+    {"--shard", "I/N", CMD_RUN,
+     "run only shard I of N (0-based: 0/4 .. 3/4), balanced by estimated cost"},
     {"--gpus", "all|0,1", CMD_RUN, "one coordinator per GPU, each on its shard, merged at the end"},
     {"--compile-only", NULL, CMD_RUN,
      "no GPU: compile, and write a row per configuration (compiled, compile_error,\n"
-     "                        skipped) into a results folder; exit 1 when a kernel does not compile"},
-    {"--rows", "A,B", CMD_REPORT, "problem axes down the pivots (default: the sweep's report.rows)"},
-    {"--cols", "C,D", CMD_REPORT, "problem axes across the pivots (default: the sweep's report.cols)"},
+     "                        skipped) into a results folder; exit 1 when a kernel does not\n"
+     "                        compile"},
+    {"--rows", "A,B", CMD_REPORT,
+     "problem axes down the pivots (default: the sweep's report.rows)"},
+    {"--cols", "C,D", CMD_REPORT,
+     "problem axes across the pivots (default: the sweep's report.cols)"},
 };
 
 #define N_OPTIONS (sizeof options / sizeof options[0])
