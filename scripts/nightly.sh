@@ -32,6 +32,7 @@ EOF
 }
 
 die() { echo "nightly: $*" >&2; exit 2; }
+need() { [ $# -ge 2 ] && [ -n "$2" ] || { usage >&2; die "$1 expects a value"; }; }
 
 config= root= date= tune= threshold= allow= params= from= plots= force=0
 sweeps=()
@@ -40,14 +41,14 @@ tune_args=()
 while [ $# -gt 0 ]; do
     case $1 in
         -h|--help) usage; exit 0 ;;
-        --config) config=${2:?}; shift ;;
-        --root) root=${2:?}; shift ;;
-        --date) date=${2:?}; shift ;;
-        --tune) tune=${2:?}; shift ;;
-        --threshold) threshold=${2:?}; shift ;;
-        --allow-mismatch) allow=${2:?}; shift ;;
-        --param) params="${params:+$params,}${2:?}"; shift ;;
-        --from-results) from=${2:?}; shift ;;
+        --config) need "$@"; config=$2; shift ;;
+        --root) need "$@"; root=$2; shift ;;
+        --date) need "$@"; date=$2; shift ;;
+        --tune) need "$@"; tune=$2; shift ;;
+        --threshold) need "$@"; threshold=$2; shift ;;
+        --allow-mismatch) need "$@"; allow=$2; shift ;;
+        --param) need "$@"; params="${params:+$params,}$2"; shift ;;
+        --from-results) need "$@"; from=$2; shift ;;
         --no-plots) plots=no ;;
         --force) force=1 ;;
         -*) usage >&2; die "unknown option $1" ;;
@@ -91,6 +92,9 @@ threshold=${threshold:-5}
 allow=${allow:-kernels,tool}
 plots=${plots:-yes}
 [[ $date =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]] || die "--date expects YYYY-MM-DD, got '$date'"
+[[ $threshold =~ ^[0-9]{1,6}(\.[0-9]{1,6})?$ ]] || die "--threshold expects a percentage (digits, e.g. 5 or 2.5), got '$threshold'"
+[[ $plots =~ ^(yes|no)$ ]] || die "plots expects yes or no, got '$plots'"
+[ -n "$root" ] || die "--root expects a folder, got an empty one"
 [ ${#sweeps[@]} -gt 0 ] || { usage >&2; die "no sweeps: name sweep files or list them in a config"; }
 [ -x "$tune" ] || die "no tune binary at $tune (build it, or --tune PATH)"
 
@@ -126,18 +130,33 @@ import_dir() {
 # The latest night before this one whose run of the sweep completed.
 previous_night() {
     local id=$1 d
-    for d in $(ls -d "$nightly"/????-??-??/ 2>/dev/null | sort -r); do
-        d=${d%/}
+    while IFS= read -r d; do
         [ "$(basename "$d")" \< "$date" ] || continue
         [ -f "$d/$id/raw.jsonl" ] || continue
         grep -qx 'status=failed' "$d/$id/nightly.txt" 2>/dev/null && continue
         echo "$d"
         return
-    done
+    done < <(nights_newest_first)
 }
 
 # key of a nightly.txt
 field() { sed -n "s/^$2=//p" "$1" 2>/dev/null | head -n 1; }
+
+# Values read from files are data: checked against a pattern, never evaluated (no $(( )), no
+# [[ -gt ]], no eval). A malformed one is an error of the night (exit 2), not a regression.
+bad_data() { # file what value
+    echo "nightly: $1: malformed $2 '$3' (this file was not written by nightly.sh, or was edited)" >&2
+    worst=2
+}
+# dated folders of the nightly root, newest first; names that are not dates are not nights
+nights_newest_first() {
+    local d all=()
+    for d in "$nightly"/*/; do
+        d=${d%/}
+        [[ $(basename "$d") =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]] && all+=("$d")
+    done
+    for ((i = ${#all[@]} - 1; i >= 0; i--)); do printf '%s\n' "${all[i]}"; done
+}
 
 record() { # dir status regressions baseline message
     printf 'status=%s\nregressions=%s\nbaseline=%s\nmessage=%s\n' "$2" "$3" "$4" "$5" >"$1/nightly.txt"
@@ -255,16 +274,22 @@ rank() {
 } >"$nightly/index.md.tmp"
 printf '{\n  "nights": [' >"$nightly/index.json.tmp"
 first_night=1
-for d in $(ls -d "$nightly"/????-??-??/ 2>/dev/null | sort -r); do
-    d=${d%/}; day=$(basename "$d")
+while IFS= read -r d; do
+    day=$(basename "$d")
     status=none total=0 cells= items= sep=
     for s in "$d"/*/; do
         s=${s%/}; id=$(basename "$s")
         [ -f "$s/nightly.txt" ] || continue
-        st=$(field "$s/nightly.txt" status); n=$(field "$s/nightly.txt" regressions)
+        if ! [[ $id =~ ^[A-Za-z0-9_.-]+$ ]]; then bad_data "$s" "sweep folder name" "$id"; continue; fi
+        # checked in this shell (not a subshell) so that bad_data's worst=2 sticks
+        st=$(field "$s/nightly.txt" status) n=$(field "$s/nightly.txt" regressions)
         base=$(field "$s/nightly.txt" baseline)
+        [[ $st =~ ^(ok|first|regression|failed|error|mismatch)$ ]] || { bad_data "$s/nightly.txt" status "$st"; st=error; }
+        [[ $n =~ ^[0-9]{1,9}$ ]] || { bad_data "$s/nightly.txt" regressions "$n"; n=0; }
+        [[ $base =~ ^([0-9]{4}-[0-9]{2}-[0-9]{2}|none)$ ]] || { bad_data "$s/nightly.txt" baseline "$base"; base=none; }
+        n=$((10#$n))
         [ "$(rank "$st")" -gt "$(rank "$status")" ] && status=$st
-        total=$((total + ${n:-0}))
+        total=$((total + n))
         cells="$cells${cells:+, }[$id]($day/$id/) $st"
         items="$items$sep"$'\n'"        {\"sweep\": \"$id\", \"status\": \"$st\", \"regressions\": ${n:-0}, \"baseline\": \"$base\"}"
         sep=,
@@ -275,7 +300,7 @@ for d in $(ls -d "$nightly"/????-??-??/ 2>/dev/null | sort -r); do
     first_night=0
     printf '\n    {"date": "%s", "status": "%s", "regressions": %d, "summary": "%s/summary.md",\n     "sweeps": [%s\n     ]}' \
         "$day" "$status" "$total" "$day" "$items" >>"$nightly/index.json.tmp"
-done
+done < <(nights_newest_first)
 printf '\n  ]\n}\n' >>"$nightly/index.json.tmp"
 mv "$nightly/index.md.tmp" "$nightly/index.md"
 mv "$nightly/index.json.tmp" "$nightly/index.json"

@@ -10,10 +10,13 @@ Gather sweeps (family gather_matmul) get the SparQ benchmarks' figures:
                 first shape axis, marker by the second, baselines as black markers
   best_<param>  heatmap of the best value of each tuned parameter that varies
   pct_read_bw   heatmap of the best config's % of the measured read bandwidth
-GEMM sweeps (family mixed_gemm, or rows with the reference method) get:
-  speedup_vs_m  speedup of the best tuned config over cuBLAS fp16 vs m, one panel per shape,
+GEMM sweeps (family mixed_gemm, or rows with a reference method) get:
+  speedup_vs_m  speedup of the best tuned config over the reference vs m, one panel per shape,
                 with the other baselines dashed and the roofline dotted
   best_<param>, speedup  heatmaps as above
+Each method's role (tuned, reference, baseline, auxiliary) comes from the family, through
+meta.json's sweep.methods: the best tuned config is the fastest of every tuned method, speedups
+are over the reference, auxiliary steps (weight packing) are never drawn as competitors.
 See docs/plots.md. Needs Python 3 with matplotlib and pandas only.
 """
 
@@ -359,7 +362,7 @@ def pick_shape(run, shapes, shape_axes, wanted, explicit):
 
 def fig_bw_vs_param(run, args, written):
     df = run.df
-    custom = df[df["method"] == args.custom]
+    custom = df[df["method"].isin(args.tuned)]
     if custom.empty:
         warn(f"{run.name}: no '{args.custom}' rows; skipping bw_vs_{args.x or 'chunk'}")
         return
@@ -378,7 +381,7 @@ def fig_bw_vs_param(run, args, written):
     for a, v in zip(shape_axes, key):
         sel &= df[a].astype(str) == str(v)
     d = df[sel]
-    c = d[(d["method"] == args.custom)]
+    c = d[d["method"].isin(args.tuned)]
     cok = c[c["_ok"] & c["_bw"].notna() & c[x].notna()]
 
     fig, ax = plt.subplots(figsize=(7.5, 4.6))
@@ -400,7 +403,7 @@ def fig_bw_vs_param(run, args, written):
             ax.set_xlim(xs[0] / 2, xs[0] * 2)
         else:
             ax.set_xlim(xs[0] / 1.4, xs[-1] * 1.4)
-    baselines = [m for m in d["method"].dropna().unique() if m != args.custom]
+    baselines = [m for m in d["method"].dropna().unique() if m in args.others]
     colors = iter([f"C{i}" for i in range(1, 10)])
     for m in baselines:
         b = d[(d["method"] == m) & d["_ok"] & d["_bw"].notna()]
@@ -452,7 +455,7 @@ def fig_bw_vs_bytes(run, args, written):
     style = args.style or (var[1] if len(var) > 1 else None)
     if hue == style:
         style = None
-    custom = df[df["method"] == args.custom]
+    custom = df[df["method"].isin(args.tuned)]
     best = best_rows(custom, shape_axes)
     best = best[best["_bw"].notna() & best["_bytes"].notna()]
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
@@ -474,7 +477,7 @@ def fig_bw_vs_bytes(run, args, written):
             handles.append(legend_header(f"{style}:"))
             handles += [Line2D([], [], ls="none", marker=markers[v], color="0.4", label=fmt_val(v))
                         for v in sv]
-    baselines = [m for m in df["method"].dropna().unique() if m != args.custom]
+    baselines = [m for m in df["method"].dropna().unique() if m in args.others]
     first = True
     for i, m in enumerate(baselines):
         b = best_rows(df[df["method"] == m], shape_axes)
@@ -613,7 +616,7 @@ def fixed_detail(run, df, var):
 
 def param_heatmaps(run, args, written):
     df = run.df
-    custom = df[df["method"] == args.custom]
+    custom = df[df["method"].isin(args.tuned)]
     best = best_rows(custom, run.axes)
     if best.empty:
         warn(f"{run.name}: no ok '{args.custom}' rows; skipping heatmaps")
@@ -653,19 +656,19 @@ def gemm_table(run, args):
     """Per shape: best custom time, baseline times, roofline; speedups over the reference."""
     df = run.df
     axes = run.axes
-    best = best_rows(df[df["method"] == args.custom], axes)
+    best = best_rows(df[df["method"].isin(args.tuned)], axes)
     if best.empty:
         return None, []
     tab = best.set_index(axes, drop=False).copy()
     tab["_t_custom"] = tab["_time"]
     # roofline of the custom method: its smallest roofline_time per shape
-    c = df[df["method"] == args.custom]
+    c = df[df["method"].isin(args.tuned)]
     if c["_roof"].notna().any():
         roof = c.groupby(axes, dropna=False)["_roof"].min()
         tab["_t_roof"] = roof.reindex(tab.index).values
     else:
         tab["_t_roof"] = float("nan")
-    others = [m for m in df["method"].dropna().unique() if m != args.custom]
+    others = [m for m in df["method"].dropna().unique() if m in args.others]
     for m in others:
         b = best_rows(df[df["method"] == m], axes)
         t = b.set_index(axes)["_time"] if not b.empty else pd.Series(dtype=float)
@@ -686,7 +689,8 @@ def fig_speedup_vs_m(run, args, written):
         warn(f"{run.name}: no ok '{args.custom}' rows; skipping speedup_vs_m")
         return
     if "_speedup" not in tab:
-        warn(f"{run.name}: no ok '{args.reference}' rows; skipping speedup_vs_m")
+        what = f"ok '{args.reference}' rows" if args.reference else "reference method (--reference)"
+        warn(f"{run.name}: no {what}; skipping speedup_vs_m")
         return
     m = args.m_axis
     if m not in run.axes:
@@ -781,6 +785,57 @@ def gemm_heatmaps(run, args, written):
 # ---------------------------------------------------------------------------------------------
 
 
+# Roles of the methods of folders written before tune recorded them (meta.json sweep.methods).
+# Anything else is derived from the rows: a method with parameter values is tuned, the rest are
+# baselines (no reference: speedup figures need --reference then).
+LEGACY_ROLES = {
+    "gather_matmul": {"custom": "tuned", "gather": "reference", "slice": "baseline"},
+    "mixed_gemm": {"fused": "tuned", "dequant": "tuned", "decode": "tuned", "cublas": "reference",
+                   "fp8": "baseline", "pack": "auxiliary", "stream": "auxiliary"},
+}
+ROLES = ("tuned", "reference", "baseline", "auxiliary")
+
+
+def method_roles(run):
+    """{method: role} of the run's methods: meta.json, else the legacy table, else the rows."""
+    sweep = run.meta.get("sweep") if isinstance(run.meta.get("sweep"), dict) else {}
+    declared = sweep.get("methods") if isinstance(sweep.get("methods"), dict) else {}
+    legacy = LEGACY_ROLES.get(run.family or "", {})
+    df = run.df
+    params = [p for p in run.params if p in df]
+    roles = {}
+    for m in df["method"].dropna().unique():
+        role = declared.get(m) or legacy.get(m)
+        if role not in ROLES:
+            rows = df[df["method"] == m]
+            role = "tuned" if params and rows[params].notna().any().any() else "baseline"
+        roles[m] = role
+    return roles
+
+
+def resolve_roles(run, args):
+    """A copy of args with this run's methods: tuned (list), others (baselines and reference),
+    reference, dashed, and custom as the tuned methods' label."""
+    r = argparse.Namespace(**vars(args))
+    roles = method_roles(run)
+    order = list(roles)
+    if args.custom:
+        r.tuned = [args.custom]
+    else:
+        r.tuned = [m for m in order if roles[m] == "tuned"]
+    r.custom = "/".join(r.tuned) if r.tuned else (args.custom or "tuned")
+    refs = [m for m in order if roles[m] == "reference" and m not in r.tuned]
+    r.reference = args.reference or (refs[0] if refs else None)
+    r.others = [m for m in order if m not in r.tuned and
+                (roles[m] in ("reference", "baseline") or m == r.reference)]
+    baselines = [m for m in r.others if m != r.reference]
+    r.dashed = args.dashed or (baselines[0] if baselines else None)
+    skipped = [m for m in order if roles[m] == "auxiliary" and m not in r.tuned and m != r.reference]
+    if skipped:
+        warn(f"{run.name}: not drawn as competitors (auxiliary): {', '.join(skipped)}")
+    return r
+
+
 def kind_of(run, args):
     if args.kind != "auto":
         return args.kind
@@ -789,9 +844,16 @@ def kind_of(run, args):
         return "gemm"
     if "gather" in fam:
         return "gather"
-    if (run.df["method"] == args.reference).any():
+    if args.reference and (run.df["method"] == args.reference).any() and "gather" not in fam:
         return "gemm"
     return "gather"
+
+
+def positive_int(text):
+    """An integer in [1, 64], written whole (argparse turns the error into exit 2)."""
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"expects an integer in [1, 64], got '{text}'")
+    return int(text)
 
 
 def main(argv=None):
@@ -807,7 +869,8 @@ def main(argv=None):
     ap.add_argument("--kind", choices=["auto", "gather", "gemm"], default="auto",
                     help="which figures (default: from the rows' family)")
     ap.add_argument("--time", default="time_median", help="time column for best choices (default time_median)")
-    ap.add_argument("--custom", default="custom", help="the tuned method (default custom)")
+    ap.add_argument("--custom", help="the tuned method (default: every method whose role is tuned, "
+                                     "from meta.json's sweep.methods)")
     g = ap.add_argument_group("gather figures")
     g.add_argument("--shape", help="shape of the bandwidth-vs-chunk figure, e.g. g=1024,k_pre=4096,k=64 "
                                    "(default: that one when present, else the middle shape)")
@@ -815,11 +878,12 @@ def main(argv=None):
     g.add_argument("--hue", help="axis that colours bw_vs_bytes (default: first axis that varies)")
     g.add_argument("--style", help="axis that picks the marker in bw_vs_bytes (default: second)")
     m = ap.add_argument_group("GEMM figures")
-    m.add_argument("--reference", default="cublas_fp16", help="method speedups are over (default cublas_fp16)")
-    m.add_argument("--dashed", default="cublaslt_fp8", help="baseline drawn dashed (default cublaslt_fp8); "
-                                                           "other baselines get other line styles")
+    m.add_argument("--reference", help="method speedups are over (default: the method whose role is "
+                                       "reference)")
+    m.add_argument("--dashed", help="baseline drawn dashed (default: the first baseline); other "
+                                    "baselines get other line styles")
     m.add_argument("--m-axis", default="m", help="axis on x (default m)")
-    m.add_argument("--columns", type=int, default=4, help="panels per row (default 4)")
+    m.add_argument("--columns", type=positive_int, default=4, help="panels per row, 1 to 64 (default 4)")
     args = ap.parse_args(argv)
 
     dirs = expand_dirs(args.dirs)
@@ -827,14 +891,18 @@ def main(argv=None):
     written = []
     for run in runs:
         prepare(run, args.time)
-        kind = kind_of(run, args)
+        rargs = resolve_roles(run, args)
+        if not rargs.tuned:
+            warn(f"{run.name}: no tuned method (meta.json sweep.methods, or --custom); nothing to plot")
+            continue
+        kind = kind_of(run, rargs)
         if kind == "gather":
-            fig_bw_vs_param(run, args, written)
-            fig_bw_vs_bytes(run, args, written)
-            gather_heatmaps(run, args, written)
+            fig_bw_vs_param(run, rargs, written)
+            fig_bw_vs_bytes(run, rargs, written)
+            gather_heatmaps(run, rargs, written)
         else:
-            fig_speedup_vs_m(run, args, written)
-            gemm_heatmaps(run, args, written)
+            fig_speedup_vs_m(run, rargs, written)
+            gemm_heatmaps(run, rargs, written)
     for p in written:
         print(p)
     if not written:

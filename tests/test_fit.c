@@ -10,8 +10,9 @@
 
 /* The CLI is not part of the harness library: test it from its source. */
 #include "../tools/cmd_fit.c"
+#include "../tools/cli.c"
 
-#define SEED_DIR "tests/data/fit/seed"
+#define SPARQ_DIR "tests/data/fit/sparq"
 #define OTHER_DIR "tests/data/fit/other"
 
 /* ---- Synthetic results ---- */
@@ -76,7 +77,7 @@ static const int64_t G[] = {256, 1024};
 static const int64_t KP[] = {1024, 4096};
 static const int64_t K[] = {64, 128, 256, 512};
 
-static int64_t seed_rule(int64_t g, int64_t k_pre, int64_t k)
+static int64_t sparq_rule(int64_t g, int64_t k_pre, int64_t k)
 {
     (void)g, (void)k_pre;
     return 8192 / k < 64 ? 8192 / k : 64;
@@ -120,9 +121,9 @@ static const fit_candidate *chosen(const fit_result *r)
     return &r->candidates[r->chosen];
 }
 
-Test(fit, recovers_seed_rule_exactly)
+Test(fit, recovers_sparq_rule_exactly)
 {
-    table t = synth(seed_rule, G, 2, KP, 2, K, 4);
+    table t = synth(sparq_rule, G, 2, KP, 2, K, 4);
     tune_error err = {0};
     fit_data *d = build(&t, &err);
     cr_assert_eq(fit_data_n_shapes(d), 16);
@@ -182,7 +183,7 @@ Test(fit, constant_when_one_value_wins_everywhere)
 Test(fit, target_picks_a_simpler_rule)
 {
     /* With a 75 % target the constant 64 (0.7752) is enough. */
-    table t = synth(seed_rule, G, 2, KP, 2, K, 4);
+    table t = synth(sparq_rule, G, 2, KP, 2, K, 4);
     tune_error err = {0};
     fit_data *d = build(&t, &err);
     fit_options opt = {0.75, 1};
@@ -432,7 +433,7 @@ Test(fit, threshold_leaves_out_zero_terms, .init = make_tmpdir, .fini = remove_t
 
 Test(fit, header_compiles_and_agrees, .init = make_tmpdir, .fini = remove_tmpdir)
 {
-    table t = synth(seed_rule, G, 2, KP, 2, K, 4);
+    table t = synth(sparq_rule, G, 2, KP, 2, K, 4);
     tune_error err = {0};
     fit_data *d = build(&t, &err);
     fit_result r;
@@ -474,9 +475,9 @@ Test(fit, header_compiles_and_agrees, .init = make_tmpdir, .fini = remove_tmpdir
 
 /* ---- Fixtures on disk and the CLI ---- */
 
-Test(fit, seed_rule_on_fixture)
+Test(fit, sparq_rule_on_fixture)
 {
-    const char *dirs[] = {SEED_DIR};
+    const char *dirs[] = {SPARQ_DIR};
     result_row *rows;
     size_t n;
     tune_error err = {0};
@@ -506,7 +507,7 @@ Test(fit, seed_rule_on_fixture)
 
 Test(fit, merged_folders_and_infeasible_fixture)
 {
-    const char *dirs[] = {SEED_DIR, OTHER_DIR};
+    const char *dirs[] = {SPARQ_DIR, OTHER_DIR};
     result_row *rows;
     size_t n;
     tune_error err = {0};
@@ -543,7 +544,7 @@ Test(fit, cli_fit_and_evaluate, .init = make_tmpdir, .fini = remove_tmpdir)
 {
     char header[600];
     snprintf(header, sizeof header, "%s/pick.h", tmpdir);
-    char *fit_argv[] = {"fit", SEED_DIR, "--param", "chunk", "--method", "custom", "--out", tmpdir,
+    char *fit_argv[] = {"fit", SPARQ_DIR, "--param", "chunk", "--method", "custom", "--out", tmpdir,
                         "--target", "0.99", "--quiet", NULL};
     cr_assert_eq(tune_cmd_fit(11, fit_argv), 0);
     char path[600];
@@ -559,12 +560,12 @@ Test(fit, cli_fit_and_evaluate, .init = make_tmpdir, .fini = remove_tmpdir)
     json_t *s0 = json_array_get(json_object_get(j, "shapes"), 0);
     cr_expect_eq(json_integer_value(json_object_get(s0, "best_value")), 64);
     cr_expect_eq(json_integer_value(json_object_get(json_object_get(s0, "axes"), "k")), 64);
-    cr_expect_str_eq(json_string_value(json_array_get(json_object_get(j, "sources"), 0)), SEED_DIR);
+    cr_expect_str_eq(json_string_value(json_array_get(json_object_get(j, "sources"), 0)), SPARQ_DIR);
     json_decref(j);
     snprintf(path, sizeof path, "%s/heuristic_chunk.h", tmpdir);
     cr_expect_eq(access(path, R_OK), 0);
 
-    char *eval_argv[] = {"fit", SEED_DIR, "--param", "chunk", "--rule", "min(64, 8192 / k)",
+    char *eval_argv[] = {"fit", SPARQ_DIR, "--param", "chunk", "--rule", "min(64, 8192 / k)",
                          "--out", tmpdir, "--header", header, "--quiet", NULL};
     cr_assert_eq(tune_cmd_fit(11, eval_argv), 0);
     snprintf(path, sizeof path, "%s/heuristic_eval_chunk.json", tmpdir);
@@ -575,15 +576,15 @@ Test(fit, cli_fit_and_evaluate, .init = make_tmpdir, .fini = remove_tmpdir)
     json_decref(j);
     cr_expect_eq(access(header, R_OK), 0);
 
-    char *bad_argv[] = {"fit", SEED_DIR, NULL};
+    char *bad_argv[] = {"fit", SPARQ_DIR, NULL};
     cr_expect_eq(tune_cmd_fit(2, bad_argv), 2);
-    char *bad_rule[] = {"fit", SEED_DIR, "--param", "chunk", "--rule", "kk", "--quiet", NULL};
+    char *bad_rule[] = {"fit", SPARQ_DIR, "--param", "chunk", "--rule", "kk", "--quiet", NULL};
     cr_expect_eq(tune_cmd_fit(7, bad_rule), 1);
 }
 
 Test(fit, markdown_summary)
 {
-    table t = synth(seed_rule, G, 1, KP, 1, K, 4);
+    table t = synth(sparq_rule, G, 1, KP, 1, K, 4);
     tune_error err = {0};
     fit_data *d = build(&t, &err);
     fit_result r;

@@ -371,3 +371,73 @@ Test(jsonloc, built_paths_find_odd_keys)
     cr_assert_eq(jsonloc_find(text, path, JSONLOC_KEY, &line, &col), 0, "%s", path);
     cr_expect_eq(col, (int)(strstr(text, "\"caf") - text) + 1);
 }
+
+/* Duplicate keys: the first repeat in text order, with its path and both positions; escapes are
+ * decoded before comparing; keys of different objects never collide. */
+typedef struct {
+    const char *text, *path;
+    int rc, line, col, first_line, first_col;
+} dup_case;
+
+Test(jsonloc, find_duplicate)
+{
+    static const dup_case cases[] = {
+        {"{\"a\": 1, \"b\": 2}", "", 0, 0, 0, 0, 0},
+        {"{\"a\": 1, \"a\": 2}", "$.a", 1, 1, 10, 1, 2},
+        {"{\"a\": {\"x\": 1}, \"b\": {\"x\": 2}}", "", 0, 0, 0, 0, 0},
+        {"{\"a\": [1, {\"k\": 1,\n \"k\": 2}]}", "$.a[1].k", 1, 2, 2, 1, 12},
+        {"{\"n\": 1, \"\\u006e\": 2}", "$.n", 1, 1, 10, 1, 2},
+        {"{\"a b\": 1, \"a b\": 2}", "$[\"a b\"]", 1, 1, 12, 1, 2},
+        {"{\"z\": {\"y\": 1, \"y\": 2}, \"z\": 3}", "$.z.y", 1, 1, 16, 1, 8},
+        {"[1, 2, {}]", "", 0, 0, 0, 0, 0},
+        {"\"scalar\"", "", 0, 0, 0, 0, 0},
+        {"{\"a\": 1, \"a\"", "", -1, 0, 0, 0, 0}, /* malformed before the repeat ends */
+        {"{\"a\": 1,, \"a\": 1}", "", -1, 0, 0, 0, 0},
+        {"{\"a\":", "", -1, 0, 0, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const dup_case *c = &cases[i];
+        char path[64] = "";
+        int line = 0, col = 0, fl = 0, fc = 0;
+        int rc = jsonloc_find_duplicate(c->text, path, sizeof path, &line, &col, &fl, &fc);
+        cr_expect_eq(rc, c->rc, "%s: rc %d", c->text, rc);
+        if (rc != 1 || c->rc != 1)
+            continue;
+        cr_expect_str_eq(path, c->path, "%s", c->text);
+        cr_expect_eq(line, c->line, "%s: line %d", c->text, line);
+        cr_expect_eq(col, c->col, "%s: col %d", c->text, col);
+        cr_expect_eq(fl, c->first_line, "%s: first line %d", c->text, fl);
+        cr_expect_eq(fc, c->first_col, "%s: first col %d", c->text, fc);
+    }
+}
+
+/* Many keys in one object: linear, and a repeat far from the first is still found. */
+Test(jsonloc, find_duplicate_many_keys, .timeout = 20)
+{
+    const size_t n = 200000;
+    char *text = malloc(n * 16 + 64);
+    cr_assert_not_null(text);
+    size_t len = 0;
+    text[len++] = '{';
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)sprintf(text + len, "\"k%zu\": 0, ", i);
+    len += (size_t)sprintf(text + len, "\"k7\": 1}");
+    char path[64];
+    int line, col, fl, fc;
+    cr_expect_eq(jsonloc_find_duplicate(text, path, sizeof path, &line, &col, &fl, &fc), 1);
+    cr_expect_str_eq(path, "$.k7");
+    cr_expect_eq(fc, 1 + 7 * 9 + 1);
+    free(text);
+}
+
+Test(jsonloc, find_duplicate_deep_nesting)
+{
+    size_t depth = 3000;
+    char *text = malloc(2 * depth + 1);
+    memset(text, '[', depth);
+    memset(text + depth, ']', depth);
+    text[2 * depth] = '\0';
+    char path[64];
+    cr_expect_eq(jsonloc_find_duplicate(text, path, sizeof path, NULL, NULL, NULL, NULL), -1);
+    free(text);
+}

@@ -312,7 +312,7 @@ Test(mixed_gemm_compile, every_template_path_compiles, .timeout = 1200)
                     n_jobs++;
                 }
             }
-    compile_options opt = {kernel_dir(), NULL, 90, 0};
+    compile_options opt = {.kernels_dir = kernel_dir(), .cache_dir = NULL, .arch = 90};
     tune_error err = {0};
     cr_assert_eq(compile_run(jobs, n_jobs, &opt, &err), TUNE_OK, "%s", err.message);
     for (size_t j = 0; j < n_jobs; j++) {

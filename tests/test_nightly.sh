@@ -144,6 +144,39 @@ assert [s["sweep"] for s in nights[0]["sweeps"]] == ["mini", "sparq"], nights[0]
 assert nights[2]["sweeps"][0]["baseline"] == "2026-11-23", nights[2]
 EOF
 
+# values read from an old night's files are data, never evaluated: a crafted nightly.txt runs
+# nothing and is an error of the night (exit 2), not a regression (exit 1)
+for bad in 'a[$(touch '"$tmp"'/pwned)]' 'x[$(touch '"$tmp"'/pwned2)]+1' '1+1' '-1' '99999999999999999999' '0x10' ' 3'; do
+    hostile=$tmp/hostile
+    rm -rf "$hostile"; mkdir -p "$hostile/nightly/2026-11-20/sparq"
+    printf 'status=regression\nregressions=%s\nbaseline=none\nmessage=x\n' "$bad" >"$hostile/nightly/2026-11-20/sparq/nightly.txt"
+    scripts/nightly.sh --root "$hostile" --tune "$tune" --date 2026-11-21 --from-results "$SPARQ" \
+        --no-plots sparq >"$tmp/out.log" 2>&1
+    rc=$?
+    check "crafted regressions='$bad': exit 2 (got $rc)" test $rc -eq 2
+    check "crafted regressions='$bad': named as malformed" grep -q "malformed regressions" "$tmp/out.log"
+done
+check "a crafted nightly.txt ran no command" test ! -e "$tmp/pwned" -a ! -e "$tmp/pwned2"
+for kv in 'status=$(touch '"$tmp"'/pwned3)' 'baseline=x"}]' ; do
+    rm -rf "$hostile"; mkdir -p "$hostile/nightly/2026-11-20/sparq"
+    printf 'status=ok\nregressions=0\nbaseline=none\n%s\n' "$kv" | awk -F= '!seen[$1]++ || 1' >"$hostile/nightly/2026-11-20/sparq/nightly.txt"
+    # the crafted line first, so that it is the one read
+    { echo "$kv"; cat "$hostile/nightly/2026-11-20/sparq/nightly.txt"; } >"$tmp/n.txt"
+    mv "$tmp/n.txt" "$hostile/nightly/2026-11-20/sparq/nightly.txt"
+    scripts/nightly.sh --root "$hostile" --tune "$tune" --date 2026-11-21 --from-results "$SPARQ" \
+        --no-plots sparq >"$tmp/out.log" 2>&1
+    rc=$?
+    check "crafted '$kv': exit 2 (got $rc)" test $rc -eq 2
+    check "crafted '$kv': index.json stays JSON" python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$hostile/nightly/index.json"
+done
+check "a crafted status ran no command" test ! -e "$tmp/pwned3"
+for bad in abc nan -1 '1; touch x' ''; do
+    scripts/nightly.sh --root "$tmp/thr" --tune "$tune" --threshold "$bad" --from-results "$SPARQ" sparq >"$tmp/out.log" 2>&1
+    rc=$?
+    check "--threshold '$bad': exit 2" test $rc -eq 2
+    check "--threshold '$bad': named" grep -q -- "--threshold expects" "$tmp/out.log"
+done
+
 # tune compare's exit statuses on the hand-made pair
 T=tests/data/compare
 cp -r $T/new "$tmp/new"

@@ -56,6 +56,54 @@ check "$tmp/gemm" speedup_vs_m speedup best_tile_m best_split_k
 run both tests/data/results tests/data/plots/gemm --out "$tmp/both"
 check "$tmp/both/data_results" bw_vs_chunk bw_vs_bytes
 check "$tmp/both/plots_gemm" speedup_vs_m
+# the committed runs of both families, written before meta.json recorded the methods' roles:
+# defaults work (the tuned methods of mixed_gemm are fused, dequant and decode; the reference is
+# cublas), and weight packing and the streaming floor are never drawn as competitors
+run w4a16 results/w4a16/20261123T034442Z --out "$tmp/w4a16"
+check "$tmp/w4a16" speedup_vs_m speedup best_bm best_stages
+grep -q "not drawn as competitors (auxiliary): stream, pack" "$tmp/w4a16.log" ||
+    { echo "FAIL: w4a16: pack and stream not set aside:"; cat "$tmp/w4a16.log"; fail=1; }
+run w4a16_opts results/w4a16/20261123T034442Z --out "$tmp/w4a16_opts" --custom fused --reference cublas --columns 3
+check "$tmp/w4a16_opts" speedup_vs_m speedup best_bm
+grep -q "auxiliary): stream, pack" "$tmp/w4a16_opts.log" ||
+    { echo "FAIL: w4a16 --custom fused: pack drawn:"; cat "$tmp/w4a16_opts.log"; fail=1; }
+run sparq results/sparq/20261122T053942Z --out "$tmp/sparq"
+check "$tmp/sparq" bw_vs_chunk bw_vs_bytes best_chunk pct_read_bw
+# roles declared in meta.json for methods no table knows (the GEMM fixture above); and a declared
+# reference drives the speedups
+"$PY" - "$tmp" <<'PY' || fail=1
+import json, os, shutil, sys
+tmp = sys.argv[1]
+src = "tests/data/plots/gemm"
+dst = os.path.join(tmp, "declared")
+os.makedirs(dst)
+names = {"custom": "mine", "cublas_fp16": "vendor", "cublaslt_fp8": "other", "dequant_cublas": "prep"}
+with open(os.path.join(src, "raw.jsonl")) as f, open(os.path.join(dst, "raw.jsonl"), "w") as out:
+    for line in f:
+        r = json.loads(line)
+        r["method"] = names[r["method"]]
+        r["family"] = "declared_kernels"
+        out.write(json.dumps(r) + "\n")
+meta = json.load(open(os.path.join(src, "meta.json")))
+meta["sweep"]["family"] = "declared_kernels"
+meta["sweep"]["methods"] = {"mine": "tuned", "vendor": "reference", "other": "baseline",
+                            "prep": "auxiliary"}
+json.dump(meta, open(os.path.join(dst, "meta.json"), "w"))
+PY
+run declared "$tmp/declared" --out "$tmp/declared_out" --kind gemm
+check "$tmp/declared_out" speedup_vs_m speedup
+grep -q "auxiliary): prep" "$tmp/declared.log" ||
+    { echo "FAIL: declared roles not used:"; cat "$tmp/declared.log"; fail=1; }
+
+# numeric options are range-checked: a usage error (exit 2), not a crash
+for bad in 0 -1 abc 1.5 ''; do
+    "$PY" scripts/plot.py tests/data/plots/gemm --out "$tmp/cols" --columns "$bad" >"$tmp/cols.log" 2>&1
+    rc=$?
+    if [ $rc -ne 2 ] || grep -q Traceback "$tmp/cols.log"; then
+        echo "FAIL: --columns '$bad' exited $rc:"; cat "$tmp/cols.log"; fail=1
+    fi
+done
+
 # a folder without rows is an error, not a crash with a traceback
 mkdir -p "$tmp/empty" && : >"$tmp/empty/raw.jsonl"
 if "$PY" scripts/plot.py "$tmp/empty" --out "$tmp/empty_out" >"$tmp/empty.log" 2>&1; then

@@ -23,7 +23,7 @@ static sweep *make_sweep(const char *problem, const char *extra)
     return sw;
 }
 
-static const char *const seed_problem =
+static const char *const sparq_problem =
     "{\"g\": [256, 1024, 4096], \"k_pre\": [1024, 4096, 16384], \"k\": [64, 128, 256, 512], "
     "\"n\": [128], \"dtype\": [\"float16\"]}";
 
@@ -43,7 +43,7 @@ static int64_t shape_int(const space *sp, size_t shape, const char *name)
 
 Test(space, product_counts)
 {
-    sweep *sw = make_sweep(seed_problem, "");
+    sweep *sw = make_sweep(sparq_problem, "");
     space *sp = build(sw);
     cr_expect_eq(space_n_shapes(sp), 36);
     cr_expect_eq(space_n_params(sp), 8); /* chunk 1..128 x threads (default 256) */
@@ -55,7 +55,7 @@ Test(space, product_counts)
 
 Test(space, last_axis_fastest)
 {
-    sweep *sw = make_sweep(seed_problem, "");
+    sweep *sw = make_sweep(sparq_problem, "");
     space *sp = build(sw);
     cr_expect_eq(shape_int(sp, 0, "k"), 64);
     cr_expect_eq(shape_int(sp, 1, "k"), 128);
@@ -77,7 +77,7 @@ Test(space, last_axis_fastest)
 
 Test(space, config_order_methods_then_params)
 {
-    sweep *sw = make_sweep(seed_problem, "");
+    sweep *sw = make_sweep(sparq_problem, "");
     space *sp = build(sw);
     for (size_t j = 0; j < 8; j++) {
         const space_config *c = space_config_at(sp, j);
@@ -97,7 +97,7 @@ Test(space, config_order_methods_then_params)
 
 Test(space, shape_level_pruning)
 {
-    sweep *sw = make_sweep(seed_problem, ", \"skip_if\": \"g >= 2048 && k_pre >= 16384\"");
+    sweep *sw = make_sweep(sparq_problem, ", \"skip_if\": \"g >= 2048 && k_pre >= 16384\"");
     space *sp = build(sw);
     cr_expect_eq(space_n_shapes(sp), 32);
     cr_expect_eq(space_n_configs(sp), 32 * 10);
@@ -131,7 +131,7 @@ Test(space, param_level_pruning_keeps_baselines)
 
 Test(space, method_level_pruning)
 {
-    sweep *sw = make_sweep(seed_problem, ", \"skip_if\": \"method == \\\"gather\\\" && k >= 256\"");
+    sweep *sw = make_sweep(sparq_problem, ", \"skip_if\": \"method == \\\"gather\\\" && k >= 256\"");
     space *sp = build(sw);
     cr_expect_eq(space_n_shapes(sp), 36);
     cr_expect_eq(space_n_configs(sp), 36 * 10 - 18);
@@ -148,7 +148,7 @@ Test(space, method_level_pruning)
 
 Test(space, baselines_once_per_shape)
 {
-    sweep *sw = make_sweep(seed_problem, ", \"skip_if\": \"chunk >= 64 && k >= 256\"");
+    sweep *sw = make_sweep(sparq_problem, ", \"skip_if\": \"chunk >= 64 && k >= 256\"");
     space *sp = build(sw);
     size_t per_method[36][3] = {{0}};
     for (size_t i = 0; i < space_n_configs(sp); i++) {
@@ -240,6 +240,45 @@ Test(space, documented_example_counts)
      * (5 + 6 + 7) x 4 points, slice runs 3 times, gather 3 times in the 34 untransposed groups */
     cr_expect_eq(space_n_configs(sp), 68 * 72 + 68 * 3 + 34 * 3);
     cr_expect_eq(space_n_configs(sp) + space_n_pruned(sp), 216 * (28 + 2));
+    space_free(sp);
+    sweep_free(sw);
+}
+
+/* The byte and FLOP models are checked at every kept shape as skip_if is: a division by zero, an
+ * integer overflow, a negative or non-finite value is an error naming the file, the field, the
+ * expression and the shape (they became null in the rows before). A pruned shape is not checked. */
+typedef struct {
+    const char *extra, *where, *needle;
+} model_case;
+
+Test(space, model_errors_name_field_and_shape)
+{
+    static const model_case cases[] = {
+        {", \"bytes\": \"g / (n - 32)\"", "t.json: bytes", "division by zero"},
+        {", \"flops\": \"g % (k - k)\"", "t.json: flops", "remainder by zero"},
+        {", \"bytes\": \"g * 4611686018427387904\"", "t.json: bytes", "integer overflow"},
+        {", \"flops\": \"0 - g\"", "t.json: flops", "is -8 at"},
+        {", \"bytes\": \"g - 9.5\"", "t.json: bytes", "is -1.5 at"},
+        {", \"bytes\": \"log2(g - 8)\"", "t.json: bytes", "log2 needs a positive number"},
+        {", \"flops\": \"1e308 * 1e308 * g\"", "t.json: flops", "finite number >= 0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sweep *sw = make_sweep("{\"g\": [8], \"k_pre\": [64], \"k\": [16], \"n\": [32]}",
+                               cases[i].extra);
+        tune_error err = {0};
+        cr_expect_null(space_build(sw, &err), "%s built", cases[i].extra);
+        cr_expect_eq(err.code, TUNE_ERR_EVAL, "%s", cases[i].extra);
+        cr_expect_str_eq(err.where, cases[i].where, "%s", cases[i].extra);
+        cr_expect(strstr(err.message, cases[i].needle) != NULL, "%s: %s", cases[i].extra,
+                  err.message);
+        cr_expect(strstr(err.message, "g=8") != NULL, "%s: %s", cases[i].extra, err.message);
+        sweep_free(sw);
+    }
+    /* the shape where the model divides by zero is pruned: no error */
+    sweep *sw = make_sweep("{\"g\": [8, 16], \"k_pre\": [64], \"k\": [16], \"n\": [32]}",
+                           ", \"bytes\": \"n / (g - 8)\", \"skip_if\": \"g == 8\"");
+    space *sp = build(sw);
+    cr_expect_eq(space_n_shapes(sp), 1);
     space_free(sp);
     sweep_free(sw);
 }

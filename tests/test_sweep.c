@@ -2,6 +2,8 @@
  * (every tests/data/valid/ sweep must load; tests/data/invalid/<name>.json must fail with the exact text
  * in <name>.expected). Run from the repository root (ctest does). */
 #include <criterion/criterion.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <criterion/parameterized.h>
 #include <glob.h>
 #include <stdio.h>
@@ -10,6 +12,8 @@
 
 #include "core/point.h"
 #include "model/sweep.h"
+#include "model/family.h"
+#include <jansson.h>
 
 #define MIN_INVALID_CASES 25
 
@@ -214,7 +218,8 @@ Test(sweep, inline_errors_name_the_position)
     cr_expect_str_eq(parse_error("{\"name\": \"x\",\n \"family\": 7}", buf, sizeof buf),
                      "inline.json:2:12: $.family: expected a string, got an integer");
     cr_expect_str_eq(parse_error("{\"name\": \"\"}", buf, sizeof buf),
-                     "inline.json:1:10: $.name: expected a name matching [A-Za-z0-9_.-]+, got ''");
+                     "inline.json:1:10: $.name: expected a name matching [A-Za-z0-9_.-]+ other "
+                     "than '.' and '..' (it names a folder of the results), got ''");
     cr_expect_str_eq(parse_error("{\"name\": \"x\", \"family\": \"gather_matmul\", \"op\": "
                                  "\"gather_inner_bmv\", \"problem\": {\"g\": {}}}",
                                  buf, sizeof buf),
@@ -413,4 +418,67 @@ Test(sweep_timing, max_reps_alone_may_not_undercut_min_reps)
     cr_expect_eq(err.code, TUNE_ERR_INVALID);
     cr_expect_str_eq(err.where, "t.json:1:182: $.timing.max_reps");
     cr_expect_str_eq(err.message, "timing.min_reps (10) exceeds timing.max_reps (5)");
+}
+
+/* A sweep is a regular file of bounded size: a FIFO is refused at once (it would block the read
+ * forever), /dev/zero before it is read (it would fill the memory), and so is a folder. */
+Test(sweep, load_refuses_what_is_not_a_regular_file, .timeout = 10)
+{
+    char fifo[64];
+    snprintf(fifo, sizeof fifo, "/tmp/tune-test-sweep-fifo-%d", (int)getpid());
+    unlink(fifo);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    const char *paths[] = {fifo, "/dev/zero", "/dev/null", "tests/data"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        tune_error err = {0};
+        char buf[4096];
+        cr_expect_null(sweep_load(paths[i], &err), "%s loaded", paths[i]);
+        cr_expect_str_eq(err.where, paths[i]);
+        cr_expect(strstr(tune_error_text(&err, buf, sizeof buf), "not a regular file"), "%s: %s",
+                  paths[i], buf);
+    }
+    unlink(fifo);
+}
+
+Test(sweep, load_refuses_a_nul_byte)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/tune-test-sweep-nul-%d.json", (int)getpid());
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    fwrite("{\"name\": \"x\"}\0garbage", 1, 22, f);
+    fclose(f);
+    tune_error err = {0};
+    cr_expect_null(sweep_load(path, &err));
+    cr_expect(strstr(err.message, "NUL byte at offset 13"), "%s", err.message);
+    unlink(path);
+}
+
+/* Every family says what each method is for: tuned exactly when it uses the parameters, at most
+ * one reference; meta.json carries the sweep's methods with their roles. */
+Test(sweep, method_roles)
+{
+    for (const tune_family *const *f = family_all(); *f; f++) {
+        size_t refs = 0;
+        for (size_t i = 0; i < (*f)->n_methods; i++) {
+            const family_method *m = &(*f)->methods[i];
+            cr_expect_eq(m->role == FAMILY_ROLE_TUNED, m->tuned != 0, "%s/%s", (*f)->name, m->name);
+            refs += m->role == FAMILY_ROLE_REFERENCE;
+        }
+        cr_expect_leq(refs, 1, "%s: %zu references", (*f)->name, refs);
+    }
+    tune_error err = {0};
+    sweep *sw = sweep_parse("{\"name\": \"r\", \"family\": \"gather_matmul\", \"op\": "
+                            "\"gather_inner_bmv\", \"problem\": {\"g\": 1, \"k_pre\": 128, "
+                            "\"k\": 16, \"n\": 64}, \"methods\": [\"slice\", \"custom\", "
+                            "\"gather\"]}",
+                            "r.json", &err);
+    cr_assert_not_null(sw, "%s", err.message);
+    json_t *j = sweep_methods_json(sw);
+    char *text = json_dumps(j, JSON_COMPACT);
+    cr_expect_str_eq(text,
+                     "{\"slice\":\"baseline\",\"custom\":\"tuned\",\"gather\":\"reference\"}");
+    free(text);
+    json_decref(j);
+    sweep_free(sw);
 }

@@ -58,7 +58,8 @@ static inline void *test_get_kernel(void *ctx, const char *source, const char *n
     int major = 9, minor = 0;
     cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
     cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0);
-    compile_options opt = {kdir, "/tmp/tune-test-cache", major * 10 + minor, 0};
+    compile_options opt = {.kernels_dir = kdir, .cache_dir = "/tmp/tune-test-cache",
+                           .arch = major * 10 + minor};
     /* on sm_90 everything is compiled for sm_90a, which the wgmma kernels need */
     t->job.arch_specific = major * 10 + minor == 90;
     tune_error err = {0};

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "analysis/compare.h"
+#include "cli.h"
 
 int tune_cmd_compare(int argc, char **argv);
 
@@ -113,26 +114,29 @@ static int compare_parse(int argc, char **argv, compare_cli *c)
                 return fprintf(stderr, "tune compare: too many keys in %s\n", a), -1;
             continue;
         }
+        if (strcmp(a, "--threshold") != 0 && strcmp(a, "--param") != 0 && strcmp(a, "--out") != 0)
+            return fprintf(stderr, "tune compare: unknown option %s\n%s", a, compare_usage), -1;
         if (!val)
             return fprintf(stderr, "tune compare: option %s needs a value\n%s", a, compare_usage),
                    -1;
         i++;
         if (strcmp(a, "--threshold") == 0) {
-            char *end;
-            errno = 0;
-            c->threshold = strtod(val, &end);
-            if (*end == '%')
-                end++;
-            if (errno || end == val || *end || !(c->threshold >= 0 && c->threshold < 1e6))
-                return fprintf(stderr,
-                               "tune compare: --threshold needs a percentage >= 0, got "
-                               "'%s'\n",
+            char pct[64]; /* "5" or "5%": the number without its sign */
+            size_t len = strlen(val);
+            len -= len && val[len - 1] == '%';
+            if (len >= sizeof pct)
+                return fprintf(stderr, "tune compare: --threshold expects a percentage, got '%s'\n",
                                val),
                        -1;
+            snprintf(pct, sizeof pct, "%.*s", (int)len, val);
+            if (cli_double("compare", a, pct, 0, 1e6, 0, "percent", &c->threshold) != 0)
+                return -1;
         } else if (strcmp(a, "--param") == 0) {
             if (compare_split(c, val, c->params, &c->n_params) != 0)
                 return fprintf(stderr, "tune compare: too many parameters\n"), -1;
         } else if (strcmp(a, "--out") == 0) {
+            if (cli_path("compare", a, val) != 0)
+                return -1;
             c->out = val;
         } else {
             return fprintf(stderr, "tune compare: unknown option %s\n%s", a, compare_usage), -1;

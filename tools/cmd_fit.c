@@ -18,6 +18,7 @@
 
 #include "analysis/fit.h"
 #include "core/outfile.h"
+#include "cli.h"
 
 int tune_cmd_fit(int argc, char **argv);
 
@@ -64,6 +65,13 @@ static int fit_parse(int argc, char **argv, fit_cli *c)
             c->dirs[c->n_dirs++] = a;
             continue;
         }
+        static const char *const with_value[] = {"--param",  "--method", "--rule",
+                                                 "--out",    "--header", "--target"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
+            known |= strcmp(a, with_value[k]) == 0;
+        if (!known)
+            return fprintf(stderr, "tune fit: unknown option %s\n%s", a, fit_usage), -1;
         if (!val)
             return fprintf(stderr, "tune fit: option %s needs a value\n%s", a, fit_usage), -1;
         i++;
@@ -73,16 +81,13 @@ static int fit_parse(int argc, char **argv, fit_cli *c)
             c->method = val;
         } else if (strcmp(a, "--rule") == 0) {
             c->rule = val;
-        } else if (strcmp(a, "--out") == 0) {
-            c->out = val;
-        } else if (strcmp(a, "--header") == 0) {
-            c->header = val;
+        } else if (strcmp(a, "--out") == 0 || strcmp(a, "--header") == 0) {
+            if (cli_path("fit", a, val) != 0)
+                return -1;
+            *(a[2] == 'o' ? &c->out : &c->header) = val;
         } else if (strcmp(a, "--target") == 0) {
-            char *end;
-            errno = 0;
-            c->target = strtod(val, &end);
-            if (errno || *end || !(c->target > 0 && c->target <= 1))
-                return fprintf(stderr, "tune fit: --target needs a number in (0, 1]\n"), -1;
+            if (cli_double("fit", a, val, 0, 1, 1, NULL, &c->target) != 0)
+                return -1;
         } else {
             return fprintf(stderr, "tune fit: unknown option %s\n%s", a, fit_usage), -1;
         }

@@ -16,6 +16,7 @@
 #include "analysis/roofline_calibration.h"
 #include "analysis/roofline_report.h"
 #include "device/calibrate.h"
+#include "cli.h"
 
 int tune_cmd_calibrate(int argc, char **argv);
 int tune_cmd_roofline(int argc, char **argv);
@@ -105,13 +106,11 @@ int tune_cmd_calibrate(int argc, char **argv)
                    strcmp(a, "--kernels") == 0 || strcmp(a, "--specs") == 0) {
             if (!(v = option_value(argc, argv, &i, calibrate_usage)))
                 return EXIT_USAGE;
+            long long d;
+            if (strcmp(a, "--device") == 0 ? cli_int("calibrate", a, v, 0, CLI_MAX_DEVICE, &d) != 0
+                                           : cli_path("calibrate", a, v) != 0)
+                return EXIT_USAGE;
             if (strcmp(a, "--device") == 0) {
-                char *end;
-                long d = strtol(v, &end, 10);
-                if (*end || d < 0 || d > 1024)
-                    return fprintf(stderr,
-                                   "tune calibrate: --device expects an ordinal, got '%s'\n", v),
-                           EXIT_USAGE;
                 opt.device = (int)d;
             } else if (strcmp(a, "--out") == 0) {
                 out = v;
@@ -125,7 +124,8 @@ int tune_cmd_calibrate(int argc, char **argv)
                 specs_path = v;
             }
         } else {
-            fprintf(stderr, "tune calibrate: unknown argument %s\n%s", a, calibrate_usage);
+            fprintf(stderr, "tune calibrate: unknown %s %s\n%s", a[0] == '-' ? "option" : "argument",
+                    a, calibrate_usage);
             return EXIT_USAGE;
         }
     }
@@ -315,7 +315,8 @@ int tune_cmd_roofline(int argc, char **argv)
             return EXIT_SUCCESS;
         } else if (strcmp(a, "--calibration") == 0 || strcmp(a, "--results") == 0 ||
                    strcmp(a, "--specs") == 0 || strcmp(a, "--out") == 0) {
-            if (!(v = option_value(argc, argv, &i, roofline_usage)))
+            if (!(v = option_value(argc, argv, &i, roofline_usage)) ||
+                cli_path("roofline", a, v) != 0)
                 return EXIT_USAGE;
             if (strcmp(a, "--out") == 0)
                 c.out = v;

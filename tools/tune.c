@@ -19,7 +19,10 @@
 #include "store/folder.h"
 #include "store/results.h"
 
-enum { EXIT_USAGE = 2, EXIT_NO_GPU = 3 };
+#include "cli.h"
+#include "tune_git_rev.h"
+
+enum { EXIT_USAGE = CLI_EXIT_USAGE, EXIT_NO_GPU = CLI_EXIT_NO_GPU };
 
 /* Commands with their own option parsing (tools/cmd_*.c); argv[0] is the command's name. */
 int tune_cmd_fit(int argc, char **argv);
@@ -41,28 +44,120 @@ static const char usage[] =
     "                                         compare two runs; exit 1 on a regression\n"
     "       tune calibrate [--device N]       measure the GPU's ceilings (bandwidths, GEMM rates)\n"
     "       tune devices                      list CUDA devices\n"
-    "options:\n"
-    "  --results ROOT   results root (default results): ROOT/<sweep>/<UTC time>/\n"
-    "  --out DIR        exact results folder\n"
-    "  --device N       CUDA device ordinal (default 0)\n"
-    "  --cache DIR      kernel cache folder (default $TUNE_CACHE_DIR or ~/.cache/tune)\n"
-    "  --no-cache       compile everything, cache nothing\n"
-    "  --arch sm_NN     architecture for `compile` (default sm_90)\n"
-    "  --seed N         seed of the random inputs (default 24301)\n"
-    "  --read-bw GBPS   the device's read bandwidth in GB/s instead of measuring it\n"
-    "  --kernels DIR    kernel sources (default: found beside the binary)\n"
-    "  --quiet          no progress line and no tables\n"
-    "  --resume         continue the latest run of the sweep (or --out DIR): measure only the\n"
-    "                   configurations without a row; refused if kernels, driver or device changed\n"
-    "  --watchdog S     kill a configuration that makes no progress for S seconds (default 20)\n"
-    "  --retake-throttled N  measure again (up to N times) when NVML saw the GPU throttled\n"
-    "  --shard I/N      run only shard I of N (0-based: 0/4 .. 3/4), balanced by estimated cost\n"
-    "  --gpus all|0,1   one coordinator per GPU, each on its shard, merged at the end\n"
-    "  --compile-only   no GPU: compile, and write a row per configuration (compiled,\n"
-    "                   compile_error, skipped) into a results folder\n"
-    "  --rows A,B       report: problem axes down the pivots (default: the sweep's report.rows)\n"
-    "  --cols C,D       report: problem axes across the pivots (default: the sweep's report.cols)\n"
-    "exit status: 0 ok, 1 failure, 2 usage, 3 no GPU\n";
+    "       tune help [COMMAND]               every command's options (or one command's)\n"
+    "       tune --version                    the version and the git revision it was built from\n"
+    "`tune COMMAND --help` lists a command's options.\n"
+    "exit status (every command):\n"
+    "  0  done; for run, the sweep ran to its end (a configuration's failure is a row's status)\n"
+    "  1  failed: a sweep, file or folder refused or unreadable; compile and run --compile-only:\n"
+    "     a kernel did not compile; compare: a regression beyond the threshold\n"
+    "  2  usage: an unknown option, a missing, malformed or out-of-range value (compare: also\n"
+    "     runs that cannot be compared)\n"
+    "  3  no GPU (or no driver) for a command that needs one\n";
+
+/* The commands parsed here, as bits of an option's `commands` mask. */
+enum {
+    CMD_RUN = 1,
+    CMD_VALIDATE = 2,
+    CMD_COMPILE = 4,
+    CMD_REPORT = 8,
+    CMD_MERGE = 16,
+    CMD_DEVICES = 32
+};
+
+typedef struct {
+    const char *name;
+    int mask;
+    const char *help; /* "" for a command */
+} cmd_desc;
+
+static const cmd_desc commands[] = {
+    {"run", CMD_RUN,
+     "usage: tune [run] SWEEP.json [options]\n"
+     "Validates the sweep, compiles its kernels, checks every configuration against the\n"
+     "reference, times it and prints the best-config tables; rows go to\n"
+     "ROOT/<sweep>/<UTC time>/raw.jsonl.\n"},
+    {"validate", CMD_VALIDATE,
+     "usage: tune validate SWEEP.json... [--quiet]\n"
+     "Checks sweep files (every error with file:line:column) and counts their configurations.\n"},
+    {"compile", CMD_COMPILE,
+     "usage: tune compile [SWEEP.json|DIR]... [options]\n"
+     "Compiles every kernel of the sweeps (default: sweeps/) into the cache; no GPU needed.\n"
+     "Exit 1 when a kernel does not compile.\n"},
+    {"report", CMD_REPORT,
+     "usage: tune report RESULTS_DIR... [--rows A,B] [--cols C,D] [--quiet]\n"
+     "Rebuilds best.md, best.csv and best.json from the folders' raw.jsonl (merged).\n"},
+    {"merge", CMD_MERGE,
+     "usage: tune merge OUT SHARD_DIR... [--quiet]\n"
+     "Merges the folders of a sharded run (tune SWEEP --shard I/N) into OUT.\n"},
+    {"devices", CMD_DEVICES, "usage: tune devices\nLists the CUDA devices.\n"},
+};
+
+/* Every option of the commands parsed here; `commands` says which accept it; arg names the value
+ * (NULL: a flag). */
+typedef struct {
+    const char *name, *arg;
+    int commands;
+    const char *help;
+} opt_desc;
+
+static const opt_desc options[] = {
+    {"--results", "ROOT", CMD_RUN, "results root (default results): ROOT/<sweep>/<UTC time>/"},
+    {"--out", "DIR", CMD_RUN | CMD_REPORT,
+     "run: exact results folder (refused when it holds a run, unless --resume); report: the "
+     "folder for the tables (nothing is written into the folders read)"},
+    {"--device", "N", CMD_RUN, "CUDA device ordinal, 0 to 1023 (default 0)"},
+    {"--cache", "DIR", CMD_RUN | CMD_COMPILE,
+     "kernel cache folder (default $TUNE_CACHE_DIR or ~/.cache/tune)"},
+    {"--no-cache", NULL, CMD_RUN | CMD_COMPILE, "compile everything, cache nothing"},
+    {"--arch", "sm_NN", CMD_RUN | CMD_COMPILE,
+     "architecture, sm_50 to sm_255, of compile and --compile-only (default sm_90)"},
+    {"--seed", "N", CMD_RUN,
+     "seed of the random inputs, an unsigned 64-bit integer (default 24301)"},
+    {"--read-bw", "GBPS", CMD_RUN, "the device's read bandwidth in GB/s instead of measuring it"},
+    {"--kernels", "DIR", CMD_RUN | CMD_COMPILE,
+     "kernel sources (default: found beside the binary)"},
+    {"--quiet", NULL, CMD_RUN | CMD_VALIDATE | CMD_COMPILE | CMD_REPORT | CMD_MERGE,
+     "no progress, no tables"},
+    {"--resume", NULL, CMD_RUN,
+     "continue the latest run of the sweep (or --out DIR): measure only the configurations\n"
+     "                        without a row; refused if kernels, driver or device changed"},
+    {"--watchdog", "S", CMD_RUN,
+     "kill a configuration that makes no progress for S seconds, 0 < S <= 86400 (default 20)"},
+    {"--retake-throttled", "N", CMD_RUN,
+     "measure again (up to N times, 0 to 100) when NVML saw the GPU throttled"},
+    {"--shard", "I/N", CMD_RUN,
+     "run only shard I of N (0-based: 0/4 .. 3/4), balanced by estimated cost"},
+    {"--gpus", "all|0,1", CMD_RUN, "one coordinator per GPU, each on its shard, merged at the end"},
+    {"--compile-only", NULL, CMD_RUN,
+     "no GPU: compile, and write a row per configuration (compiled, compile_error,\n"
+     "                        skipped) into a results folder; exit 1 when a kernel does not\n"
+     "                        compile"},
+    {"--rows", "A,B", CMD_REPORT,
+     "problem axes down the pivots (default: the sweep's report.rows)"},
+    {"--cols", "C,D", CMD_REPORT,
+     "problem axes across the pivots (default: the sweep's report.cols)"},
+};
+
+#define N_OPTIONS (sizeof options / sizeof options[0])
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+/* The help of one command parsed here: its text and the options it accepts. */
+static void print_command_help(const cmd_desc *cd, FILE *f)
+{
+    fputs(cd->help, f);
+    int any = 0;
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        if (!(options[i].commands & cd->mask))
+            continue;
+        if (!any++)
+            fputs("options:\n", f);
+        char head[64];
+        snprintf(head, sizeof head, "%s%s%s", options[i].name, options[i].arg ? " " : "",
+                 options[i].arg ? options[i].arg : "");
+        fprintf(f, "  %-21s %s\n", head, options[i].help);
+    }
+}
 
 typedef struct {
     run_options run;
@@ -79,7 +174,86 @@ static int fail(const tune_error *err)
     return err->code == TUNE_ERR_NO_GPU ? EXIT_NO_GPU : EXIT_FAILURE;
 }
 
-static int parse_args(int argc, char **argv, int first, cli *c)
+static const opt_desc *find_option(const char *name)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (strcmp(options[i].name, name) == 0)
+            return &options[i];
+    return NULL;
+}
+
+/* "an option of tune run, tune compile" for an option this command does not take. */
+static void option_owners(const opt_desc *o, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (o->commands & commands[i].mask)
+            snprintf(buf + strlen(buf), size - strlen(buf), "%stune %s", buf[0] ? ", " : "",
+                     commands[i].name);
+}
+
+/* One option with its value (val; NULL for a flag) into c; 0, or -1 after a message. */
+static int apply_option(const char *cmd, const char *a, const char *val, cli *c)
+{
+    long long n;
+    if (strcmp(a, "--no-cache") == 0) {
+        c->run.cache_dir = NULL;
+    } else if (strcmp(a, "--quiet") == 0) {
+        c->run.quiet = 1;
+    } else if (strcmp(a, "--resume") == 0) {
+        c->run.resume = 1;
+    } else if (strcmp(a, "--compile-only") == 0) {
+        c->run.compile_only = c->run.compile_rows = 1;
+    } else if (strcmp(a, "--results") == 0 || strcmp(a, "--out") == 0 ||
+               strcmp(a, "--cache") == 0 || strcmp(a, "--kernels") == 0) {
+        if (cli_path(cmd, a, val) != 0)
+            return -1;
+        const char **dst = a[2] == 'r' ? &c->run.out_root
+                           : a[2] == 'o' ? &c->run.out_dir
+                           : a[2] == 'c' ? &c->run.cache_dir
+                                         : &c->run.kernels_dir;
+        *dst = val;
+    } else if (strcmp(a, "--rows") == 0) {
+        c->rows = val;
+    } else if (strcmp(a, "--cols") == 0) {
+        c->cols = val;
+    } else if (strcmp(a, "--device") == 0) {
+        if (cli_int(cmd, a, val, 0, CLI_MAX_DEVICE, &n) != 0)
+            return -1;
+        c->run.device = (int)n;
+    } else if (strcmp(a, "--seed") == 0) {
+        return cli_u64(cmd, a, val, &c->run.seed);
+    } else if (strcmp(a, "--watchdog") == 0) {
+        return cli_double(cmd, a, val, 0, 86400, 1, "seconds", &c->run.watchdog_s);
+    } else if (strcmp(a, "--retake-throttled") == 0) {
+        if (cli_int(cmd, a, val, 0, 100, &n) != 0)
+            return -1;
+        c->run.retake_throttled = (int)n;
+    } else if (strcmp(a, "--shard") == 0) {
+        shard_spec sh;
+        tune_error err = {0};
+        if (shard_parse(val, &sh, &err) != TUNE_OK)
+            return fprintf(stderr, "tune %s: --shard: %s\n", cmd, err.message), -1;
+        c->run.shard_index = sh.index;
+        c->run.shard_count = sh.count;
+    } else if (strcmp(a, "--gpus") == 0) {
+        if (cli_gpus(cmd, a, val) != 0)
+            return -1;
+        c->run.gpus = val;
+    } else if (strcmp(a, "--read-bw") == 0) {
+        double gbps;
+        if (cli_double(cmd, a, val, 0, 1e6, 1, "GB/s", &gbps) != 0)
+            return -1;
+        c->run.read_bw = gbps * 1e9;
+    } else if (strcmp(a, "--arch") == 0) {
+        return cli_arch(cmd, a, val, &c->run.arch);
+    }
+    return 0;
+}
+
+/* The arguments after the command's name: files, and the options the command accepts (mask).
+ * 0: parsed; 1: --help was printed; -1: a usage error was printed. */
+static int parse_args(int argc, char **argv, int first, const cmd_desc *cd, cli *c)
 {
     run_options_init(&c->run);
     c->run.argc = argc;
@@ -87,67 +261,39 @@ static int parse_args(int argc, char **argv, int first, cli *c)
     c->run.cache_dir = compile_default_cache_dir(c->cache, sizeof c->cache);
     for (int i = first; i < argc; i++) {
         const char *a = argv[i];
-        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = 1;
-        if (strcmp(a, "--no-cache") == 0) {
-            c->run.cache_dir = NULL;
-            takes = 0;
-        } else if (strcmp(a, "--quiet") == 0) {
-            c->run.quiet = 1;
-            takes = 0;
-        } else if (strcmp(a, "--resume") == 0) {
-            c->run.resume = 1;
-            takes = 0;
-        } else if (strcmp(a, "--compile-only") == 0) {
-            c->run.compile_only = c->run.compile_rows = 1;
-            takes = 0;
-        } else if (a[0] != '-' || strcmp(a, "-") == 0) {
-            if (c->n_files == sizeof c->files / sizeof c->files[0])
-                return fprintf(stderr, "tune: too many files\n"), -1;
-            c->files[c->n_files++] = a;
-            takes = 0;
-        } else if (!val) {
-            return fprintf(stderr, "tune: option %s needs a value\n%s", a, usage), -1;
-        } else if (strcmp(a, "--results") == 0) {
-            c->run.out_root = val;
-        } else if (strcmp(a, "--rows") == 0) {
-            c->rows = val;
-        } else if (strcmp(a, "--cols") == 0) {
-            c->cols = val;
-        } else if (strcmp(a, "--out") == 0) {
-            c->run.out_dir = val;
-        } else if (strcmp(a, "--cache") == 0) {
-            c->run.cache_dir = val;
-        } else if (strcmp(a, "--kernels") == 0) {
-            c->run.kernels_dir = val;
-        } else if (strcmp(a, "--device") == 0) {
-            c->run.device = atoi(val);
-        } else if (strcmp(a, "--seed") == 0) {
-            c->run.seed = strtoull(val, NULL, 0);
-        } else if (strcmp(a, "--watchdog") == 0) {
-            c->run.watchdog_s = strtod(val, NULL);
-            if (c->run.watchdog_s <= 0)
-                return fprintf(stderr, "tune: --watchdog expects seconds > 0, got '%s'\n", val), -1;
-        } else if (strcmp(a, "--retake-throttled") == 0) {
-            c->run.retake_throttled = atoi(val);
-        } else if (strcmp(a, "--shard") == 0) {
-            shard_spec sh;
-            tune_error err = {0};
-            if (shard_parse(val, &sh, &err) != TUNE_OK)
-                return fprintf(stderr, "tune: --shard: %s\n", err.message), -1;
-            c->run.shard_index = sh.index;
-            c->run.shard_count = sh.count;
-        } else if (strcmp(a, "--gpus") == 0) {
-            c->run.gpus = val;
-        } else if (strcmp(a, "--read-bw") == 0) {
-            c->run.read_bw = strtod(val, NULL) * 1e9;
-        } else if (strcmp(a, "--arch") == 0) {
-            if (sscanf(val, "sm_%d", &c->run.arch) != 1 || c->run.arch < 50)
-                return fprintf(stderr, "tune: --arch expects sm_NN (e.g. sm_90), got '%s'\n", val), -1;
-        } else {
-            return fprintf(stderr, "tune: unknown option %s\n%s", a, usage), -1;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            print_command_help(cd, stdout);
+            return 1;
         }
-        i += takes;
+        if (a[0] != '-' || strcmp(a, "-") == 0) {
+            if (c->n_files == sizeof c->files / sizeof c->files[0])
+                return fprintf(stderr, "tune %s: too many files\n", cd->name), -1;
+            if (!a[0])
+                return fprintf(stderr, "tune %s: an empty argument is not a file name\n",
+                               cd->name),
+                       -1;
+            c->files[c->n_files++] = a;
+            continue;
+        }
+        const opt_desc *o = find_option(a);
+        if (!o || !(o->commands & cd->mask)) {
+            char owners[256] = "";
+            if (o)
+                option_owners(o, owners, sizeof owners);
+            fprintf(stderr, "tune %s: unknown option %s%s%s%s (tune %s --help lists the options)\n",
+                    cd->name, a, o ? " (an option of " : "", owners, o ? ")" : "", cd->name);
+            return -1;
+        }
+        const char *val = NULL;
+        if (o->arg) {
+            if (i + 1 >= argc)
+                return fprintf(stderr, "tune %s: option %s needs a value (tune %s --help)\n",
+                               cd->name, a, cd->name),
+                       -1;
+            val = argv[++i];
+        }
+        if (apply_option(cd->name, a, val, c) != 0)
+            return -1;
     }
     return 0;
 }
@@ -193,6 +339,17 @@ static size_t expand_sweeps(const cli *c, char **out, size_t max)
     return n;
 }
 
+/* The warning of an unusually large sweep (SPACE_LARGE_CONFIGS). */
+static void warn_if_large(const char *file, const space *sp)
+{
+    size_t n = space_n_configs(sp);
+    if (n > SPACE_LARGE_CONFIGS)
+        fprintf(stderr,
+                "tune: warning: %s enumerates %zu configurations (more than %d): at 0.1 to 1 s "
+                "each that is hours; narrow the axes or add skip_if, or split it (--shard)\n",
+                file, n, SPACE_LARGE_CONFIGS);
+}
+
 static int cmd_validate(cli *c)
 {
     int rc = 0;
@@ -205,6 +362,7 @@ static int cmd_validate(cli *c)
         if (!sp) {
             rc = fail(&err);
         } else {
+            warn_if_large(c->files[i], sp);
             printf("%s: ok: %s/%s, %zu shapes, %zu configs (%zu pruned by skip_if)\n", c->files[i],
                    sw->family_name, sw->op, space_n_shapes(sp), space_n_configs(sp),
                    space_n_pruned(sp));
@@ -221,10 +379,6 @@ static int cmd_compile(cli *c)
     size_t n = expand_sweeps(c, files, 512);
     int rc = n ? 0 : (fprintf(stderr, "tune compile: no sweep files found\n"), EXIT_FAILURE);
     size_t kernels = 0, errors = 0;
-    if (c->run.shard_count || c->run.gpus || c->run.compile_rows)
-        return fprintf(stderr, "tune compile: --shard, --gpus and --compile-only are options of "
-                               "`tune run` (tune SWEEP --compile-only --shard I/N)\n"),
-               EXIT_USAGE;
     c->run.compile_only = 1;
     for (size_t i = 0; i < n; i++) {
         tune_error err = {0};
@@ -256,6 +410,16 @@ static int cmd_run(cli *c)
     sweep *sw = sweep_load(c->files[0], &err);
     if (!sw)
         return fail(&err);
+    /* Everything `tune validate` checks (the enumeration's expressions included) comes before the
+     * GPU is looked for, so that a broken sweep is named as such on a machine without one. */
+    space *sp = space_build(sw, &err);
+    if (!sp) {
+        sweep_free(sw);
+        return fail(&err);
+    }
+    if (!c->run.quiet)
+        warn_if_large(c->files[0], sp);
+    space_free(sp);
     tune_status st = run_sweep(sw, &c->run, &sum, &err);
     sweep_free(sw);
     if (st != TUNE_OK)
@@ -269,7 +433,8 @@ static int cmd_run(cli *c)
             sum.n_configs, compiled, sum.n_ok, sum.n_invalid, sum.n_compile_error,
             sum.n_launch_error, sum.n_crashed, sum.n_timeout, sum.n_skipped, sum.wall_seconds,
             sum.compile_seconds, sum.out_dir);
-    return EXIT_SUCCESS;
+    /* as `tune compile`: compiling is what --compile-only is for */
+    return c->run.compile_only && sum.n_kernel_errors ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 static int cmd_merge(cli *c)
@@ -309,8 +474,11 @@ static int cmd_report(cli *c)
     return EXIT_SUCCESS;
 }
 
-static int cmd_devices(void)
+static int cmd_devices(const cli *c)
 {
+    if (c->n_files)
+        return fprintf(stderr, "tune devices: takes no arguments, got '%s'\n", c->files[0]),
+               EXIT_USAGE;
     tune_error err = {0};
     int n = 0;
     if (gpu_count(&n, &err) != TUNE_OK)
@@ -353,38 +521,91 @@ int main(int argc, char **argv)
     return finish(dispatch(argc, argv));
 }
 
+/* The commands with their own parsing (tools/cmd_*.c). */
+typedef struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+} cmd_external;
+
+static const cmd_external externals[] = {
+    {"fit", tune_cmd_fit},
+    {"calibrate", tune_cmd_calibrate},
+    {"roofline", tune_cmd_roofline},
+    {"compare", tune_cmd_compare},
+};
+
+/* `tune help [COMMAND]`: the overview and every command's options, or one command's. */
+static int cmd_help(int argc, char **argv)
+{
+    const char *only = argc > 2 ? argv[2] : NULL;
+    int found = !only;
+    if (!only)
+        fputs(usage, stdout);
+    for (size_t i = 0; i < N_COMMANDS; i++) {
+        if (only && strcmp(only, commands[i].name) != 0)
+            continue;
+        found = 1;
+        printf("%s", only ? "" : "\n");
+        print_command_help(&commands[i], stdout);
+    }
+    for (size_t i = 0; i < sizeof externals / sizeof externals[0]; i++) {
+        if (only && strcmp(only, externals[i].name) != 0)
+            continue;
+        found = 1;
+        char *args[] = {(char *)externals[i].name, (char *)"--help", NULL};
+        printf("%s", only ? "" : "\n");
+        fflush(stdout);
+        externals[i].fn(2, args);
+    }
+    if (!found)
+        return fprintf(stderr, "tune help: unknown command '%s' (tune help lists them)\n", only),
+               EXIT_USAGE;
+    return EXIT_SUCCESS;
+}
+
+/* A first argument that names neither a command nor a sweep file: a mistyped command. */
+static int looks_like_command(const char *a)
+{
+    struct stat sb;
+    if (!a[0] || a[0] == '-' || strchr(a, '/') || strchr(a, '.') || stat(a, &sb) == 0)
+        return 0;
+    return 1;
+}
+
 static int dispatch(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
-        strcmp(argv[1], "-h") == 0) {
-        fputs(usage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_USAGE : EXIT_SUCCESS;
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return EXIT_USAGE;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "fit") == 0)
-        return tune_cmd_fit(argc - 1, argv + 1);
-    if (strcmp(cmd, "calibrate") == 0)
-        return tune_cmd_calibrate(argc - 1, argv + 1);
-    if (strcmp(cmd, "roofline") == 0)
-        return tune_cmd_roofline(argc - 1, argv + 1);
-    if (strcmp(cmd, "compare") == 0)
-        return tune_cmd_compare(argc - 1, argv + 1);
-    int known = strcmp(cmd, "run") == 0 || strcmp(cmd, "validate") == 0 ||
-                strcmp(cmd, "compile") == 0 || strcmp(cmd, "report") == 0 ||
-                strcmp(cmd, "devices") == 0 || strcmp(cmd, "merge") == 0;
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)
+        return cmd_help(argc, argv);
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("tune %s (git %s)\n", TUNE_VERSION, TUNE_GIT_REV);
+        return EXIT_SUCCESS;
+    }
+    for (size_t i = 0; i < sizeof externals / sizeof externals[0]; i++)
+        if (strcmp(cmd, externals[i].name) == 0)
+            return externals[i].fn(argc - 1, argv + 1);
+    const cmd_desc *cd = NULL;
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            cd = &commands[i];
+    if (!cd && looks_like_command(cmd))
+        return fprintf(stderr, "tune: unknown command '%s' (tune help lists the commands)\n", cmd),
+               EXIT_USAGE;
     cli c;
     memset(&c, 0, sizeof c);
-    if (parse_args(argc, argv, known ? 2 : 1, &c) != 0)
-        return EXIT_USAGE;
-    if (!known || strcmp(cmd, "run") == 0)
-        return cmd_run(&c);
-    if (strcmp(cmd, "validate") == 0)
-        return cmd_validate(&c);
-    if (strcmp(cmd, "compile") == 0)
-        return cmd_compile(&c);
-    if (strcmp(cmd, "report") == 0)
-        return cmd_report(&c);
-    if (strcmp(cmd, "merge") == 0)
-        return cmd_merge(&c);
-    return cmd_devices();
+    int rc = parse_args(argc, argv, cd ? 2 : 1, cd ? cd : &commands[0], &c);
+    if (rc != 0)
+        return rc > 0 ? EXIT_SUCCESS : EXIT_USAGE;
+    switch (cd ? cd->mask : CMD_RUN) {
+    case CMD_VALIDATE: return cmd_validate(&c);
+    case CMD_COMPILE: return cmd_compile(&c);
+    case CMD_REPORT: return cmd_report(&c);
+    case CMD_MERGE: return cmd_merge(&c);
+    case CMD_DEVICES: return cmd_devices(&c);
+    default: return cmd_run(&c);
+    }
 }

@@ -499,3 +499,227 @@ char *jsonloc_path_index(char *path, size_t size, size_t index)
     append(&a, seg, (size_t)n);
     return path;
 }
+
+/* ---- duplicate keys ---- */
+
+/* A key seen in an object: its hash, where its opening quote is, its position. */
+typedef struct {
+    uint64_t hash;
+    const char *at;
+    int line, col;
+} dup_key;
+
+/* One open container of the scan. Objects keep their keys in an open-addressing table (slots hold
+ * index + 1; 0 is empty), so an object of n keys costs O(n), not O(n^2). */
+typedef struct {
+    char open;   /* '{' or '[' */
+    size_t index; /* arrays: the current element */
+    char *key;    /* objects: the current member's decoded key (new) */
+    dup_key *keys;
+    size_t n, cap;
+    size_t *slots;
+    size_t n_slots;
+} dup_frame;
+
+static void dup_frame_free(dup_frame *f)
+{
+    free(f->key);
+    free(f->keys);
+    free(f->slots);
+    memset(f, 0, sizeof *f);
+}
+
+/* New decoded copy of the JSON string at `at` (its opening quote), its length in *len. */
+static char *dup_decode(const char *at, size_t *len)
+{
+    cursor c = {at, 1, 1};
+    str_sink count = {0};
+    if (scan_string(&c, &count))
+        return NULL;
+    char *out = malloc(count.n + 1);
+    if (!out)
+        return NULL;
+    c = (cursor){at, 1, 1};
+    str_sink sink = {.out = out};
+    scan_string(&c, &sink);
+    out[sink.n] = '\0';
+    *len = sink.n;
+    return out;
+}
+
+static uint64_t dup_hash(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static int dup_grow(dup_frame *f)
+{
+    if (f->n == f->cap) {
+        size_t cap = f->cap ? f->cap * 2 : 16;
+        dup_key *k = realloc(f->keys, cap * sizeof *k);
+        if (!k)
+            return -1;
+        f->keys = k;
+        f->cap = cap;
+    }
+    if (2 * (f->n + 1) <= f->n_slots)
+        return 0;
+    size_t n_slots = f->n_slots ? f->n_slots * 2 : 32;
+    size_t *slots = calloc(n_slots, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < f->n; i++) {
+        size_t s = (size_t)f->keys[i].hash & (n_slots - 1);
+        while (slots[s])
+            s = (s + 1) & (n_slots - 1);
+        slots[s] = i + 1;
+    }
+    free(f->slots);
+    f->slots = slots;
+    f->n_slots = n_slots;
+    return 0;
+}
+
+/* The key at `at` into the object's table: 1 and *first when an earlier key has the same text,
+ * 0 when it is new, -1 on malformed text or no memory. f->key becomes the decoded key. */
+static int dup_add_key(dup_frame *f, const cursor *at, const dup_key **first)
+{
+    size_t len, other_len;
+    free(f->key);
+    if (!(f->key = dup_decode(at->p, &len)) || dup_grow(f))
+        return -1;
+    uint64_t h = dup_hash(f->key, len);
+    size_t s = (size_t)h & (f->n_slots - 1);
+    for (; f->slots[s]; s = (s + 1) & (f->n_slots - 1)) {
+        const dup_key *k = &f->keys[f->slots[s] - 1];
+        if (k->hash != h)
+            continue;
+        char *other = dup_decode(k->at, &other_len);
+        int same = other && other_len == len && memcmp(other, f->key, len) == 0;
+        free(other);
+        if (same) {
+            *first = k;
+            return 1;
+        }
+    }
+    f->keys[f->n] = (dup_key){h, at->p, at->line, at->col};
+    f->slots[s] = ++f->n;
+    return 0;
+}
+
+/* "$.a[2].b" of the innermost member from the open containers. */
+static void dup_path(const dup_frame *frames, size_t depth, char *path, size_t size)
+{
+    snprintf(path, size, "$");
+    for (size_t i = 0; i < depth; i++) {
+        if (frames[i].open == '{')
+            jsonloc_path_key(path, size, frames[i].key ? frames[i].key : "");
+        else
+            jsonloc_path_index(path, size, frames[i].index);
+    }
+}
+
+typedef struct {
+    dup_frame *frames;
+    size_t depth;
+    char *path;
+    size_t size;
+    int *line, *col, *first_line, *first_col;
+} dup_scan;
+
+/* A member's key at c (after '{' or ','): 0 new, 1 a duplicate (outputs filled), -1 malformed. */
+static int dup_member(dup_scan *d, cursor *c)
+{
+    str_sink skip = {0};
+    cursor at;
+    if (scan_key(c, &skip, &at))
+        return -1;
+    const dup_key *first = NULL;
+    int rc = dup_add_key(&d->frames[d->depth - 1], &at, &first);
+    if (rc == 1) {
+        dup_path(d->frames, d->depth, d->path, d->size);
+        *d->line = at.line;
+        *d->col = at.col;
+        *d->first_line = first->line;
+        *d->first_col = first->col;
+    }
+    return rc;
+}
+
+/* After a value: closes finished containers, then moves to the next value (1), or reports the
+ * end of the document (0), a duplicate (2) or malformed text (-1). */
+static int dup_next(dup_scan *d, cursor *c)
+{
+    while (d->depth > 0) {
+        dup_frame *f = &d->frames[d->depth - 1];
+        skip_ws(c);
+        if (*c->p == ',') {
+            cursor_advance(c);
+            if (f->open == '[') {
+                f->index++;
+                return 1;
+            }
+            int rc = dup_member(d, c);
+            return rc == 0 ? 1 : rc == 1 ? 2 : -1;
+        }
+        if (*c->p != (f->open == '{' ? '}' : ']'))
+            return -1;
+        cursor_advance(c);
+        dup_frame_free(f);
+        d->depth--;
+    }
+    return 0;
+}
+
+/* The walk of jsonloc_find_duplicate: iterative over the containers, like skip_value. */
+static int dup_walk(dup_scan *d, cursor *c)
+{
+    for (;;) {
+        skip_ws(c);
+        char open = *c->p;
+        if (open == '{' || open == '[') {
+            if (d->depth == JSONLOC_MAX_DEPTH)
+                return -1;
+            cursor_advance(c);
+            skip_ws(c);
+            if (*c->p == (open == '{' ? '}' : ']')) {
+                cursor_advance(c);
+            } else {
+                d->frames[d->depth++] = (dup_frame){.open = open};
+                if (open == '{') {
+                    int rc = dup_member(d, c);
+                    if (rc != 0)
+                        return rc;
+                }
+                continue;
+            }
+        } else if (scan_scalar(c)) {
+            return -1;
+        }
+        int next = dup_next(d, c);
+        if (next != 1)
+            return next == 2 ? 1 : next;
+    }
+}
+
+int jsonloc_find_duplicate(const char *text, char *path, size_t size, int *line, int *col,
+                           int *first_line, int *first_col)
+{
+    if (!text || !path || size == 0)
+        return -1;
+    int l, cl, fl, fc;
+    dup_scan d = {calloc(JSONLOC_MAX_DEPTH, sizeof(dup_frame)), 0, path, size,
+                  line ? line : &l, col ? col : &cl, first_line ? first_line : &fl,
+                  first_col ? first_col : &fc};
+    if (!d.frames)
+        return -1;
+    cursor c = {text, 1, 1};
+    int rc = dup_walk(&d, &c);
+    for (size_t i = 0; i < d.depth; i++)
+        dup_frame_free(&d.frames[i]);
+    free(d.frames);
+    return rc;
+}

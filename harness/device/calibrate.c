@@ -230,7 +230,8 @@ static tune_status load_kernels(const calibrate_options *o, const gpu_info *gi,
     if (!kernels_dir)
         return tune_error_set(err, TUNE_ERR_IO, "kernels_src",
                               "cannot find the kernel sources (set TUNE_KERNELS_DIR)");
-    compile_options copt = {kernels_dir, o->cache_dir, gi->cc_major * 10 + gi->cc_minor, 0};
+    compile_options copt = {.kernels_dir = kernels_dir, .cache_dir = o->cache_dir,
+                            .arch = gi->cc_major * 10 + gi->cc_minor};
     if ((st = compile_run(k->jobs, K_COUNT, &copt, err)) != TUNE_OK)
         return st;
     for (int i = 0; i < K_COUNT; i++) {

@@ -1,6 +1,7 @@
 #include "device/compile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <omp.h>
 #include <stdint.h>
@@ -15,9 +16,12 @@
 
 #include "core/clock.h"
 #include "core/hash.h"
+#include "core/infile.h"
 
 #define COMPILE_MAX_HEADERS 8
-#define CACHE_MAGIC "TUNEC1\n"
+/* kernel sources and headers are regular files of at most this many bytes */
+#define COMPILE_MAX_SOURCE ((size_t)16 << 20)
+#define CACHE_MAGIC "TUNEC2\n"
 
 typedef struct {
     char *text;
@@ -58,10 +62,9 @@ static tune_status add_includes(source_set *s, const char *dir, const char *text
                                   COMPILE_MAX_HEADERS);
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, name);
-        char *h = tune_read_file(path, NULL, NULL);
-        if (!h)
-            return tune_error_set(err, TUNE_ERR_IO, path, "cannot read header: %s",
-                                  strerror(errno));
+        char *h = NULL;
+        if (infile_read(path, COMPILE_MAX_SOURCE, &h, NULL, err) != TUNE_OK)
+            return err ? err->code : TUNE_ERR_IO;
         s->header_names[s->n_headers] = strdup(name);
         s->header_texts[s->n_headers] = h;
         s->n_headers++;
@@ -76,10 +79,8 @@ static tune_status source_set_load(source_set *s, const char *dir, const char *n
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    s->text = tune_read_file(path, NULL, NULL);
-    if (!s->text)
-        return tune_error_set(err, TUNE_ERR_IO, path, "cannot read kernel source: %s",
-                              strerror(errno));
+    if (infile_read(path, COMPILE_MAX_SOURCE, &s->text, NULL, err) != TUNE_OK)
+        return err ? err->code : TUNE_ERR_IO;
     return add_includes(s, dir, s->text, err);
 }
 
@@ -124,62 +125,115 @@ static void cache_path(char *buf, size_t size, const char *dir, hash128 key)
              (unsigned long long)key.b);
 }
 
-/* Cache entry: magic, status, lowered-name length + bytes, payload length + bytes (the cubin, or
- * the log of a failed compile). */
-static int cache_read(const char *path, compile_job *job)
+/* Cache entry (all integers little-endian as written by this machine):
+ *
+ *   magic "TUNEC2\n" | u32 format version | u32 status | u64 key.a | u64 key.b |
+ *   u32 lowered-name length | u64 payload length | lowered name | payload | u64 checksum
+ *
+ * The payload is the cubin, or the log of a failed compile. The checksum is FNV-1a/64 over
+ * everything before it, so a flipped bit anywhere (the status included: a cached compile error
+ * must never become a "cubin"), a truncated or extended file, or an entry copied under another
+ * key's name is a miss: the kernel is compiled again and the entry rewritten (temporary file and
+ * rename). */
+#define CACHE_VERSION 2u
+#define CACHE_HEADER_SIZE (7 + 4 + 4 + 8 + 8 + 4 + 8)
+/* A cubin is at most a few MiB; a bigger entry is not one of ours. */
+#define CACHE_MAX_ENTRY ((size_t)256 << 20)
+
+static void put_u32(unsigned char *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put_u64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
+static uint32_t get_u32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t get_u64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+static void cache_header(unsigned char *h, uint32_t status, hash128 key, uint32_t llen,
+                         uint64_t plen)
 {
-    size_t size;
-    char *buf = tune_read_file(path, &size, NULL);
-    if (!buf)
-        return -1;
-    const size_t mlen = strlen(CACHE_MAGIC);
-    uint32_t status, llen;
-    uint64_t plen;
-    size_t off = mlen;
-    int ok = size >= mlen + 8 && memcmp(buf, CACHE_MAGIC, mlen) == 0;
-    if (ok) {
-        memcpy(&status, buf + off, 4);
-        memcpy(&llen, buf + off + 4, 4);
-        off += 8;
-        ok = size >= off + llen + 8;
-    }
-    if (ok) {
-        memcpy(&plen, buf + off + llen, 8);
-        ok = size == off + llen + 8 + plen;
-    }
-    if (ok) {
-        job->status = (tune_status)status;
-        job->lowered = llen ? strndup(buf + off, llen) : NULL;
-        char *payload = malloc(plen + 1);
-        memcpy(payload, buf + off + llen + 8, plen);
-        payload[plen] = '\0';
-        if (job->status == TUNE_OK) {
-            job->cubin = payload;
-            job->cubin_size = plen;
-        } else {
-            job->log = payload;
-        }
-        job->from_cache = 1;
-    }
-    free(buf);
-    return ok ? 0 : -1;
+    memcpy(h, CACHE_MAGIC, 7);
+    put_u32(h + 7, CACHE_VERSION);
+    put_u32(h + 11, status);
+    put_u64(h + 15, key.a);
+    put_u64(h + 23, key.b);
+    put_u32(h + 31, llen);
+    put_u64(h + 35, plen);
 }
 
-static void cache_write(const char *path, const compile_job *job)
+/* 0 and the job's results when the entry at path is whole, ours and for this key; -1 (a miss)
+ * otherwise: absent, not a regular file, too large, damaged, truncated, foreign. */
+static int cache_read(const char *path, hash128 key, compile_job *job)
 {
+    size_t size;
+    char *text = NULL;
+    if (infile_read(path, CACHE_MAX_ENTRY, &text, &size, NULL) != TUNE_OK)
+        return -1;
+    const unsigned char *buf = (const unsigned char *)text;
+    int ok = size >= CACHE_HEADER_SIZE + 8 && memcmp(buf, CACHE_MAGIC, 7) == 0 &&
+             get_u32(buf + 7) == CACHE_VERSION && get_u64(buf + 15) == key.a &&
+             get_u64(buf + 23) == key.b;
+    uint32_t status = ok ? get_u32(buf + 11) : 0, llen = ok ? get_u32(buf + 31) : 0;
+    uint64_t plen = ok ? get_u64(buf + 35) : 0;
+    /* lengths checked one at a time, so that no sum can wrap */
+    ok = ok && llen <= size && plen <= size &&
+         size == (size_t)CACHE_HEADER_SIZE + llen + plen + 8 &&
+         get_u64(buf + size - 8) == hash_fnv1a(HASH_FNV_OFFSET, buf, size - 8) &&
+         (status == (uint32_t)TUNE_OK ? llen > 0 && plen > 0
+                                      : status == (uint32_t)TUNE_ERR_NVRTC && llen == 0);
+    char *lowered = NULL, *payload = NULL;
+    if (ok) {
+        lowered = llen ? strndup((const char *)buf + CACHE_HEADER_SIZE, llen) : NULL;
+        payload = malloc(plen + 1);
+        ok = payload && (!llen || lowered);
+    }
+    if (!ok) {
+        free(lowered);
+        free(payload);
+        free(text);
+        return -1;
+    }
+    memcpy(payload, buf + CACHE_HEADER_SIZE + llen, plen);
+    payload[plen] = '\0';
+    job->status = (tune_status)status;
+    job->lowered = lowered;
+    if (job->status == TUNE_OK) {
+        job->cubin = payload;
+        job->cubin_size = plen;
+    } else {
+        job->log = payload;
+    }
+    job->from_cache = 1;
+    free(text);
+    return 0;
+}
+
+static int write_all(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
+
+/* Writes the entry into a temporary file beside path and renames it over path. */
+static void cache_write(const char *path, hash128 key, const compile_job *job)
+{
+    if (job->status != TUNE_OK && job->status != TUNE_ERR_NVRTC)
+        return; /* a missing source or no memory is not a result to keep */
     char tmp[PATH_MAX + 32];
     snprintf(tmp, sizeof tmp, "%s.%d.%d.tmp", path, (int)getpid(), omp_get_thread_num());
-    FILE *f = fopen(tmp, "wb");
-    if (!f)
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return; /* the cache is an optimisation: a read-only cache folder is not an error */
+    }
     uint32_t status = (uint32_t)job->status;
-    uint32_t llen = job->lowered ? (uint32_t)strlen(job->lowered) : 0;
+    uint32_t llen = job->status == TUNE_OK && job->lowered ? (uint32_t)strlen(job->lowered) : 0;
     const void *payload = job->status == TUNE_OK ? job->cubin : job->log;
     uint64_t plen = job->status == TUNE_OK ? job->cubin_size : (job->log ? strlen(job->log) : 0);
-    int ok = fwrite(CACHE_MAGIC, 1, strlen(CACHE_MAGIC), f) == strlen(CACHE_MAGIC) &&
-             fwrite(&status, 4, 1, f) == 1 && fwrite(&llen, 4, 1, f) == 1 &&
-             (llen == 0 || fwrite(job->lowered, 1, llen, f) == llen) &&
-             fwrite(&plen, 8, 1, f) == 1 && (plen == 0 || fwrite(payload, 1, plen, f) == plen);
+    unsigned char h[CACHE_HEADER_SIZE], sum[8];
+    cache_header(h, status, key, llen, plen);
+    uint64_t check = hash_fnv1a(HASH_FNV_OFFSET, h, sizeof h);
+    check = hash_fnv1a(check, job->lowered, llen);
+    check = hash_fnv1a(check, payload, plen);
+    put_u64(sum, check);
+    int ok = write_all(f, h, sizeof h) && write_all(f, job->lowered, llen) &&
+             write_all(f, payload, plen) && write_all(f, sum, sizeof sum);
+    ok = fflush(f) == 0 && ok;
+    ok = fsync(fileno(f)) == 0 && ok;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0)
         unlink(tmp);
@@ -305,6 +359,7 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
     if (st == TUNE_OK) {
         if (opt->threads > 0)
             omp_set_num_threads(opt->threads);
+        size_t done = 0, cached = 0;
 #pragma omp parallel for schedule(dynamic, 1)
         for (size_t i = 0; i < n; i++) {
             compile_job *job = &jobs[i];
@@ -314,16 +369,25 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
             if (job->arch_specific)
                 hash_str(&key, opts_a[0]);
             char path[PATH_MAX];
+            int hit = 0;
             if (opt->cache_dir) {
                 cache_path(path, sizeof path, opt->cache_dir, key);
-                if (cache_read(path, job) == 0)
-                    continue;
+                hit = cache_read(path, key, job) == 0;
             }
-            compile_one(job, &srcs[job_src[i]], job->arch_specific ? opt_ptrs_a : opt_ptrs,
-                        n_opts);
-            job->seconds = clock_now() - t0;
-            if (opt->cache_dir)
-                cache_write(path, job);
+            if (!hit) {
+                compile_one(job, &srcs[job_src[i]], job->arch_specific ? opt_ptrs_a : opt_ptrs,
+                            n_opts);
+                job->seconds = clock_now() - t0;
+                if (opt->cache_dir)
+                    cache_write(path, key, job);
+            }
+#pragma omp critical(compile_progress)
+            {
+                done++;
+                cached += (size_t)hit;
+                if (opt->progress)
+                    opt->progress(opt->progress_ctx, done, cached);
+            }
         }
     }
     for (size_t s = 0; s < n_src; s++)

@@ -25,6 +25,10 @@ typedef struct {
     const char *cache_dir;   /* NULL: no cache */
     int arch;                /* compute capability x10: 90 -> sm_90 */
     int threads;             /* OpenMP threads; 0: the default */
+    /* optional: called after each job (one call at a time) with the jobs finished so far and
+     * how many of them came from the cache */
+    void (*progress)(void *ctx, size_t done, size_t cached);
+    void *progress_ctx;
 } compile_options;
 
 typedef struct {

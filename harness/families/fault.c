@@ -32,7 +32,7 @@ static const family_axis fault_params[] = {
 };
 
 static const family_method fault_methods[] = {
-    {"custom", 1, "the fault-injection kernel"},
+    {"custom", 1, "the fault-injection kernel", FAMILY_ROLE_TUNED},
 };
 
 static int fault_index(const tune_point *cfg)

@@ -66,9 +66,11 @@ static const family_axis gm_params[] = {
 };
 
 static const family_method gm_methods[] = {
-    {"custom", 1, "tune's CUDA kernel"},
-    {"gather", 0, "gather kernel + cuBLAS strided-batched GEMM (the torch reference's cost)"},
-    {"slice", 0, "cuBLAS on the first k rows (or n columns), contiguous: the no-gather ideal"},
+    {"custom", 1, "tune's CUDA kernel", FAMILY_ROLE_TUNED},
+    {"gather", 0, "gather kernel + cuBLAS strided-batched GEMM (the torch reference's cost)",
+     FAMILY_ROLE_REFERENCE},
+    {"slice", 0, "cuBLAS on the first k rows (or n columns), contiguous: the no-gather ideal",
+     FAMILY_ROLE_BASELINE},
 };
 
 

@@ -55,21 +55,28 @@ const family_axis mg_params[MG_N_PARAMS] = {
 };
 
 const family_method mg_methods[MG_N_METHODS] = {
-    {"fused", 1, "tune's fused kernel: int4 dequantization inside a tensor-core GEMM"},
-    {"dequant", 1, "dequantize the packed weight to fp16/bf16, then cuBLAS (no tile parameters)"},
-    {"cublas", 0, "cuBLAS fp16/bf16 GEMM on the weight dequantized beforehand"},
-    {"fp8", 0, "cuBLASLt fp8 e4m3 GEMM (per-tensor scales), inputs converted beforehand"},
-    {"pack", 0,
-     "packing of weight, scales and zero points into the fused layout (once per weight)"},
+    {"fused", 1, "tune's fused kernel: int4 dequantization inside a tensor-core GEMM",
+     FAMILY_ROLE_TUNED},
+    {"dequant", 1, "dequantize the packed weight to fp16/bf16, then cuBLAS (no tile parameters)",
+     FAMILY_ROLE_TUNED},
+    {"cublas", 0, "cuBLAS fp16/bf16 GEMM on the weight dequantized beforehand",
+     FAMILY_ROLE_REFERENCE},
+    {"fp8", 0, "cuBLASLt fp8 e4m3 GEMM (per-tensor scales), inputs converted beforehand",
+     FAMILY_ROLE_BASELINE},
+    {"pack", 0, "packing of weight, scales and zero points into the fused layout (once per weight)",
+     FAMILY_ROLE_AUXILIARY},
     {"decode", 1,
      "tune's streaming kernel for small m: bulk-copy ring fed by a producer warp, weight as the "
-     "MMA's A operand (bm = 8 x tiles of X rows, bn = 64 wn, bk = 16 x steps per stage)"},
-    {"stream", 0, "one read of the packed weight, scales and zero points: the floor of the shape"},
+     "MMA's A operand (bm = 8 x tiles of X rows, bn = 64 wn, bk = 16 x steps per stage)",
+     FAMILY_ROLE_TUNED},
+    {"stream", 0, "one read of the packed weight, scales and zero points: the floor of the shape",
+     FAMILY_ROLE_AUXILIARY},
     {"wgmma", 1,
      "tune's warpgroup-MMA kernel (sm_90a): weight as the A operand from registers, dequantized "
      "once per block, X from shared memory through the tensor memory accelerator (bm = the MMA's "
      "N: 8, 16, 32, 64, 128, 256; bn = 64 or 128 x wn warpgroups; bk = 16 x steps per stage, a "
-     "multiple of 64)"},
+     "multiple of 64)",
+     FAMILY_ROLE_TUNED},
 };
 
 static int is_pow2(int64_t v)

@@ -50,11 +50,31 @@ typedef struct {
     const char *help;
 } family_op;
 
+/* What a method is for, so that reports and plots need no table of method names: the tuned
+ * kernels; the reference that speedups are measured against (at most one per family); other
+ * baselines worth comparing with; auxiliary steps that are timed but are not the operation (weight
+ * packing, a bound such as one read of the inputs), never drawn as a competitor. */
+typedef enum {
+    FAMILY_ROLE_TUNED,
+    FAMILY_ROLE_REFERENCE,
+    FAMILY_ROLE_BASELINE,
+    FAMILY_ROLE_AUXILIARY
+} family_method_role;
+
 typedef struct {
     const char *name;
     int tuned; /* 1: uses the parameter axes; 0: a baseline, run once per shape */
     const char *help;
+    family_method_role role; /* FAMILY_ROLE_TUNED exactly when tuned */
 } family_method;
+
+/* "tuned", "reference", "baseline", "auxiliary" (meta.json's sweep.methods). Inline, so that
+ * the CPU library's users need not link the family registry. */
+static inline const char *family_method_role_str(family_method_role role)
+{
+    static const char *const names[] = {"tuned", "reference", "baseline", "auxiliary"};
+    return (unsigned)role < 4 ? names[role] : "baseline";
+}
 
 #define FAMILY_MAX_KERNELS 16
 

@@ -11,6 +11,7 @@
 #include "model/space.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,6 +176,40 @@ static int space_shape_point(const space *sp, size_t idx, tune_point *p, tune_er
     return 0;
 }
 
+/* The byte and FLOP models at a kept shape: a model that cannot be evaluated (a division by
+ * zero, an integer overflow), or whose value is not a finite number >= 0, is an error of the
+ * sweep, reported as skip_if's are: the file, the field, the expression and the shape. */
+static int space_check_models(const space *sp, const tune_point *p, tune_error *err)
+{
+    const sweep *sw = sp->sw;
+    const expr *models[2] = {sw->bytes, sw->flops};
+    const char *names[2] = {"bytes", "flops"}, *srcs[2] = {sw->bytes_src, sw->flops_src};
+    for (size_t i = 0; i < 2; i++) {
+        if (!models[i])
+            continue;
+        expr_value v;
+        tune_error e = {0};
+        char where[sizeof e.where], at[512], val[64];
+        snprintf(where, sizeof where, "%s: %s", sw->file, names[i]);
+        if (expr_eval(models[i], point_lookup, (void *)p, &v, &e) != TUNE_OK) {
+            tune_error_set(err, e.code ? e.code : TUNE_ERR_EVAL, where,
+                           "cannot evaluate \"%s\" at %s: %s%s%s", srcs[i],
+                           point_format(p, at, sizeof at), e.where, e.where[0] ? ": " : "",
+                           e.message);
+            return -1;
+        }
+        double x = expr_value_as_double(v);
+        if (v.type == EXPR_STR || !isfinite(x) || x < 0) {
+            tune_error_set(err, TUNE_ERR_EVAL, where,
+                           "\"%s\" is %s at %s: a %s count must be a finite number >= 0",
+                           srcs[i], expr_value_format(v, val, sizeof val),
+                           point_format(p, at, sizeof at), i ? "FLOP" : "byte");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Configurations one shape expands to before pruning. */
 static size_t space_per_shape(const space *sp)
 {
@@ -207,6 +242,8 @@ static int space_enumerate(space *sp, size_t total_shapes, tune_error *err)
             sp->n_pruned += per_shape;
             continue;
         }
+        if (space_check_models(sp, p, err) != 0)
+            return -1;
         if (space_add_shape(sp, sp->n_shapes++, err) != 0)
             return -1;
     }

@@ -24,6 +24,9 @@
 #include "model/sweep.h"
 
 #define SPACE_NO_PARAM ((size_t)-1)
+/* More configurations than this and `tune validate` and `tune run` warn: at 0.1 to 1 s per
+ * configuration (compile, check, measure) such a sweep runs for hours (docs/sweep-format.md). */
+#define SPACE_LARGE_CONFIGS 50000
 
 typedef struct {
     size_t shape;  /* index of the shape */

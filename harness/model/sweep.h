@@ -111,6 +111,10 @@ typedef struct {
 
 /* New sweep from a file, or NULL with err set. */
 sweep *sweep_load(const char *path, tune_error *err);
+/* New JSON object {method: role} of the sweep's methods, the roles of model/family.h
+ * ("tuned", "reference", "baseline", "auxiliary"): meta.json's sweep.methods. */
+struct json_t;
+struct json_t *sweep_methods_json(const sweep *sw);
 /* New sweep from JSON text; label names the source in errors. */
 sweep *sweep_parse(const char *text, const char *label, tune_error *err);
 void sweep_free(sweep *sw);

@@ -1,6 +1,6 @@
 /* sweep_impl.h - what the files of the sweep module share (not for other modules): the parse
- * context and the helpers that report errors at a JSON path. sweep.c parses the top level, the
- * axes and expressions; sweep_timing.c the "timing" and "report" objects. */
+ * context and the helpers that report errors at a JSON path. sweep.c parses the top level and
+ * expressions, sweep_axes.c the axes; sweep_timing.c the "timing" and "report" objects. */
 #ifndef TUNE_SWEEP_IMPL_H
 #define TUNE_SWEEP_IMPL_H
 
@@ -20,6 +20,8 @@
 #define SWEEP_LIST_SIZE 1024
 #define SWEEP_MAX_AXIS_VALUES 1000000
 #define SWEEP_MAX_EXPR_NAMES 64
+/* a sweep file is a few kilobytes; 16 MiB leaves room for generated ones */
+#define SWEEP_MAX_FILE_BYTES ((size_t)16 << 20)
 
 typedef struct {
     const char *text;  /* the JSON text, for jsonloc_find */
@@ -38,6 +40,9 @@ const family_axis *sweep_find_axis(const family_axis *axes, size_t n, const char
 const char *sweep_join_list(char *buf, size_t size, const char *const *names);
 const char *sweep_join_names(char *buf, size_t size, const void *base, size_t stride, size_t n);
 const char *sweep_json_kind(const json_t *v);
+int sweep_in_list(const char *const *list, const char *s);
+/* sweep_axes.c: the "problem" and "params" objects into sw->problem and sw->params. */
+int sweep_parse_problem_params(const sweep_ctx *cx, json_t *root, sweep *sw);
 int sweep_nomem(const sweep_ctx *cx);
 const char *sweep_path_index(char *buf, const char *parent, size_t index);
 const char *sweep_path_key(char *buf, const char *parent, const char *key);

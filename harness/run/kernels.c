@@ -8,6 +8,7 @@
 
 #include "core/clock.h"
 #include "core/hash.h"
+#include "core/progress.h"
 #include "run/internal.h"
 
 size_t run_kernel_index(run_ctx *rc, const family_kernel_ref *ref)
@@ -73,6 +74,11 @@ tune_status run_plan_configs(run_ctx *rc)
     return TUNE_OK;
 }
 
+static void compile_progress(void *ctx, size_t done, size_t cached)
+{
+    progress_update(ctx, done, cached, clock_now());
+}
+
 static tune_status compile_all(run_ctx *rc, int arch, const char *cache_dir, run_summary *sum)
 {
     char kdir[4096];
@@ -85,10 +91,14 @@ static tune_status compile_all(run_ctx *rc, int arch, const char *cache_dir, run
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     for (size_t i = 0; i < rc->n_kernels; i++)
         jobs[i] = rc->kernels[i].job;
-    compile_options copt = {kernels_dir, cache_dir, arch, 0};
+    progress pr;
     double t0 = clock_now();
+    progress_init(&pr, rc->opt->quiet ? NULL : stderr, "compiling kernels", rc->n_kernels,
+                  isatty(STDERR_FILENO), t0);
+    compile_options copt = {kernels_dir, cache_dir, arch, 0, compile_progress, &pr};
     tune_status st = compile_run(jobs, rc->n_kernels, &copt, rc->err);
     sum->compile_seconds = clock_now() - t0;
+    progress_end(&pr, clock_now());
     for (size_t i = 0; i < rc->n_kernels; i++) {
         rc->kernels[i].job = jobs[i];
         sum->n_cached += (size_t)jobs[i].from_cache;

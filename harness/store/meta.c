@@ -159,6 +159,8 @@ json_t *meta_build(const meta_info *mi, const run_summary *sum)
         json_object_set_new(o, "hash", json_string(hex));
         json_object_set_new(o, "source", src);
     }
+    /* the methods' roles (model/family.h), for plots and reports that know no method names */
+    json_object_set_new(json_object_get(m, "sweep"), "methods", sweep_methods_json(sw));
     json_object_set_new(m, "timing", timing_json(&sw->timing));
     json_object_set_new(m, "report",
                         json_pack("{s:o, s:o}", "rows",

@@ -75,6 +75,9 @@ sweep=$(abspath "$sweep")
 name=$(sed -n 's/^[[:space:]]*"name"[[:space:]]*:[[:space:]]*"\([A-Za-z0-9_.-]*\)".*/\1/p' "$sweep" | head -n 1)
 [ -n "$name" ] || name=$(basename "$sweep" .json)
 run_id=${run_id:-$(date -u +%Y%m%dT%H%M%SZ)}
+# the run folder stays inside ROOT/<sweep>/
+[[ $run_id =~ ^[A-Za-z0-9_.-]+$ ]] && [ "$run_id" != . ] && [ "$run_id" != .. ] ||
+  die "--run expects a folder name ([A-Za-z0-9_.-]+, not . or ..), got '$run_id'"
 run=$(abspath "$root")/$name/$run_id
 [ -n "$prev" ] && prev=$(abspath "$prev")
 

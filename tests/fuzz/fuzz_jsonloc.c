@@ -3,6 +3,7 @@
  * Input: "<path>\n<JSON text>" (the text cut at the first NUL byte). The target calls jsonloc_find
  * with the path on the text for both JSONLOC_VALUE and JSONLOC_KEY, and builds paths with
  * jsonloc_path_key / jsonloc_path_index into small buffers (the first path byte picks the size).
+ * It also looks for duplicate keys (jsonloc_find_duplicate) in every text Jansson parses.
  * Properties checked (a violation aborts, so libFuzzer saves the input):
  *   - a found position lies inside the text;
  *   - when Jansson accepts the text (as sweep_parse loads it): a value position is at the first
@@ -186,6 +187,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (found[0] != found[1])
         fail("found as a value but not as a key, or the other way round", path, 0, 0);
     if (root) {
+        /* duplicates: found exactly when Jansson refuses them, at a key */
+        char dpath[64];
+        int dl = 0, dc = 0, fl = 0, fc = 0;
+        int dup = jsonloc_find_duplicate(text, dpath, sizeof dpath, &dl, &dc, &fl, &fc);
+        json_t *strict = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+        if (dup < 0 || (dup == 1) != (strict == NULL))
+            fail("jsonloc_find_duplicate disagrees with JSON_REJECT_DUPLICATES", dpath, dl, dc);
+        json_decref(strict);
+        if (dup == 1) {
+            long off = offset_of(text, dl, dc), first_off = offset_of(text, fl, fc);
+            if (off < 0 || first_off < 0 || first_off >= off || text[off] != '"' ||
+                text[first_off] != '"')
+                fail("duplicate positions not at two keys in order", dpath, dl, dc);
+        }
         json_t *v = NULL;
         int r = resolve(root, path, &v);
         if (r >= 0 && r != found[0])

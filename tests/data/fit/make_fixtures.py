@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
-"""Writes the fit fixtures (seed/raw.jsonl, other/raw.jsonl): hand-picked times, in us, of the
+"""Writes the fit fixtures (sparq/raw.jsonl, other/raw.jsonl): hand-picked times, in us, of the
 fastest configuration per (shape, chunk); threads=128 rows are 10 % slower than threads=256.
 
-seed: g=256, k in {64, 128, 256, 512}; best chunk 64, 64, 32, 32. SparQ's rule
+sparq: g=256, k in {64, 128, 256, 512}; best chunk 64, 64, 32, 32. SparQ's rule
 min(64, 8192 / k) picks 64, 64, 32, 16: efficiency (32/40)^(1/4) = 0.94574, worst k=512 (0.8).
 other: k=1024, where SparQ's rule picks 8, which was not measured (infeasible)."""
 import json
 import os
 
 TIMES = {  # k: {chunk: us}
-    "seed": {64: {16: 12, 32: 10, 64: 8}, 128: {16: 14, 32: 11, 64: 10},
+    "sparq": {64: {16: 12, 32: 10, 64: 8}, 128: {16: 14, 32: 11, 64: 10},
              256: {16: 20, 32: 16, 64: 18}, 512: {16: 40, 32: 32, 64: 36}},
     "other": {1024: {16: 50, 32: 55, 64: 60}},
 }

@@ -78,7 +78,9 @@ def main():
             f.write(json.dumps(r) + "\n")
     meta = {"schema_version": 1, "note": "SYNTHETIC fixture made by tests/data/plots/make_gemm_fixture.py; "
                                          "not a measurement",
-            "sweep": {"name": "w4a16_synthetic", "family": "mixed_gemm", "op": "w4a16_gemm"},
+            "sweep": {"name": "w4a16_synthetic", "family": "mixed_gemm", "op": "w4a16_gemm",
+                      "methods": {"custom": "tuned", "cublas_fp16": "reference",
+                                  "cublaslt_fp8": "baseline", "dequant_cublas": "baseline"}},
             "report": {"rows": ["m"], "cols": ["n", "k"]},
             "device": {"name": DEVICE}}
     with open(os.path.join(HERE, "meta.json"), "w") as f:

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# The command line of every command (no GPU needed): numeric options parsed whole and range-checked,
+# empty paths refused, unknown options named, `CMD --help` for every command, `tune help` listing
+# every command's options, `tune --version`, usage errors exiting 2, a broken sweep refused before
+# the GPU is looked for, and --compile-only exiting as `tune compile` does.
+# usage: tests/test_cli.sh path/to/tune. Exit 0 pass, 1 fail.
+set -u
+cd "$(dirname "$0")/.."
+tune=$(realpath "${1:?usage: tests/test_cli.sh path/to/tune}")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export TUNE_CACHE_DIR=$tmp/cache
+fail=0
+# every command runs in $tmp (a broken build must not write into the repository): absolute inputs,
+# and a copy of a committed run
+SWEEP=$PWD/tests/data/valid/minimal.json
+FAULTS=$PWD/sweeps/testing/faults.json
+mkdir -p "$tmp/work"
+cp -r results/sparq/20261122T053942Z "$tmp/run"
+RESULTS=$tmp/run
+
+# expect STATUS PATTERN args...: tune args exits STATUS and its stderr (or stdout) matches PATTERN
+expect() {
+    local want=$1 pattern=$2; shift 2
+    (cd "$tmp/work" && "$tune" "$@") >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ $rc -ne "$want" ]; then
+        echo "FAIL: tune $* exited $rc, expected $want"; sed 's/^/  /' "$tmp/err" | head -5; fail=1
+    elif [ -n "$pattern" ] && ! grep -qE -- "$pattern" "$tmp/err" "$tmp/out"; then
+        echo "FAIL: tune $*: no '$pattern' in its output:"; sed 's/^/  /' "$tmp/err" | head -5; fail=1
+    fi
+}
+
+# ---- numbers parsed whole and range-checked, for every numeric option of every command ----
+for bad in abc nan inf -inf '' ' 1' 1x 0x10 1e3 -1 1024 99999999999999999999; do
+    expect 2 "tune run: --device expects an integer in \[0, 1023\], got '$bad'" "$SWEEP" --device "$bad"
+    expect 2 "tune calibrate: --device expects an integer" calibrate --device "$bad"
+done
+for bad in abc nan -1 '' 1.5 ' 7' 7x 0xZZ 18446744073709551616; do
+    expect 2 "tune run: --seed expects an unsigned 64-bit integer" "$SWEEP" --seed "$bad"
+done
+for bad in nan inf -inf 0 -5 abc '' 1e9 5s; do
+    expect 2 "tune run: --watchdog expects a number in \(0, 86400\] \(seconds\), got '$bad'" "$SWEEP" --watchdog "$bad"
+    expect 2 "tune run: --read-bw expects a number in \(0, 1e\+06\] \(GB/s\)" "$SWEEP" --read-bw "$bad"
+done
+for bad in -5 abc 101 1.5 ''; do
+    expect 2 "tune run: --retake-throttled expects an integer in \[0, 100\]" "$SWEEP" --retake-throttled "$bad"
+done
+for bad in sm_99999999999 sm_ sm_9 sm_90x sm_-90 90 sm_256 sm_0x5a ''; do
+    expect 2 "--arch expects sm_NN with NN in \[50, 255\]" compile "$SWEEP" --arch "$bad"
+    expect 2 "tune run: --arch expects sm_NN" "$SWEEP" --compile-only --arch "$bad"
+done
+for bad in 0,0 '' , 0, ,1 a 1,b 1024 -1 '0 1'; do
+    expect 2 "tune run: --gpus expects 'all' or a list" "$SWEEP" --gpus "$bad"
+done
+for bad in 1/0 2/2 a/b 1 -1/2 ''; do
+    expect 2 "tune run: --shard: " "$SWEEP" --shard "$bad"
+done
+for bad in abc nan inf -1 '' 5%% 1e7 '5 '; do
+    expect 2 "tune compare: --threshold expects a number in \[0, 1e\+06\]" compare "$RESULTS" "$RESULTS" --threshold "$bad"
+done
+for bad in nan 0 1.5 abc '' -0.5; do
+    expect 2 "tune fit: --target expects a number in \(0, 1\]" fit "$RESULTS" --param chunk --target "$bad"
+done
+
+# ---- empty paths are usage errors, never "/" ----
+for opt in --results --out --cache --kernels; do
+    expect 2 "tune run: $opt expects a path, got an empty one" "$SWEEP" "$opt" ''
+done
+expect 2 "tune compile: --cache expects a path" compile "$SWEEP" --cache ''
+for opt in --out --header; do
+    expect 2 "tune fit: $opt expects a path" fit "$RESULTS" --param chunk "$opt" ''
+done
+expect 2 "tune compare: --out expects a path" compare "$RESULTS" "$RESULTS" --out ''
+for opt in --out --results --cache --kernels --specs; do
+    expect 2 "tune calibrate: $opt expects a path" calibrate "$opt" ''
+done
+for opt in --calibration --results --specs; do
+    expect 2 "tune roofline: $opt expects a path" roofline "$RESULTS" "$opt" ''
+done
+expect 2 "an empty argument is not a file name" validate ''
+expect 2 "an empty argument is not a file name" ''
+
+# ---- help, version, unknown options and commands ----
+for cmd in run validate compile report merge devices fit roofline compare calibrate; do
+    expect 0 "usage: tune" "$cmd" --help
+    expect 0 "usage: tune" "$cmd" -h
+    expect 0 "usage: tune" help "$cmd"
+    expect 2 "unknown option --no-such-option" "$cmd" --no-such-option
+done
+expect 0 "" help
+for cmd in run validate compile report merge devices fit roofline compare calibrate; do
+    grep -q "usage: tune.*$cmd\|usage: tune \[run\]" "$tmp/out" || { echo "FAIL: tune help lacks $cmd"; fail=1; }
+done
+for opt in --results --device --seed --watchdog --retake-throttled --read-bw --arch --shard --gpus \
+           --compile-only --rows --cols --threshold --allow-mismatch --target --rule --calibration \
+           --specs; do
+    grep -q -- "$opt" "$tmp/out" || { echo "FAIL: tune help does not list $opt"; fail=1; }
+done
+grep -q "exit status" "$tmp/out" || { echo "FAIL: tune help does not document the exit status"; fail=1; }
+expect 0 "^tune [0-9]+\.[0-9]+\.[0-9]+ \(git [0-9a-f]+" --version
+expect 2 "unknown command 'reprot'" reprot "$RESULTS"
+expect 2 "unknown command" help reprot
+expect 2 "usage: tune" # no arguments
+expect 2 "tune compile: unknown option --shard \(an option of tune run\)" compile "$SWEEP" --shard 0/2
+expect 2 "tune validate: unknown option --seed" validate "$SWEEP" --seed 1
+expect 2 "tune report: option --rows needs a value" report "$RESULTS" --rows
+expect 2 "tune devices: takes no arguments" devices extra
+expect 2 "tune calibrate: unknown argument extra" calibrate extra
+
+# ---- usage errors exit 2 in every command ----
+expect 2 "name at least one sweep file" validate
+expect 2 "name at least one results folder" report
+expect 2 "name the merged folder" merge "$tmp/m"
+expect 2 "name exactly one sweep file" run
+expect 2 "name at least one results folder" fit --param chunk
+expect 2 "--param is required" fit "$RESULTS"
+expect 2 "name at least one results folder" roofline
+expect 2 "expected two results folders" compare "$RESULTS"
+
+# ---- inputs are regular files of bounded size: a FIFO or a device never hangs or fills memory ----
+mkfifo "$tmp/fifo.json"
+for f in "$tmp/fifo.json" /dev/zero /dev/urandom "$tmp"; do
+    timeout 20 "$tune" validate "$f" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 1 ] && grep -q "not a regular file" "$tmp/err" ||
+        { echo "FAIL: tune validate $f exited $rc:"; cat "$tmp/err"; fail=1; }
+    timeout 20 "$tune" "$f" --out "$tmp/r3" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ $rc -eq 1 ] && grep -q "not a regular file" "$tmp/err" ||
+        { echo "FAIL: tune $f exited $rc:"; cat "$tmp/err"; fail=1; }
+done
+head -c $((17 << 20)) /dev/zero | tr '\0' ' ' >"$tmp/huge.json"
+expect 1 "huge.json: too large" validate "$tmp/huge.json"
+
+# ---- the sweep is checked before the GPU is looked for ----
+python3 - "$SWEEP" "$tmp/div0.json" <<'PY' || { echo "FAIL: python3"; fail=1; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["skip_if"] = "chunk / (g - g) > 1"
+json.dump(s, open(sys.argv[2], "w"), indent=2)
+PY
+expect 1 "div0.json: skip_if\[0\]: cannot evaluate .*division by zero" validate "$tmp/div0.json"
+expect 1 "div0.json: skip_if\[0\]: cannot evaluate .*division by zero" "$tmp/div0.json" --out "$tmp/r"
+expect 1 "div0.json: skip_if\[0\]" run "$tmp/div0.json" --compile-only --out "$tmp/r2"
+
+# ---- an unusually large sweep is announced ----
+cat >"$tmp/large.json" <<'JSON'
+{"name": "large", "family": "gather_matmul", "op": "gather_inner_bmv",
+ "problem": {"g": {"range": [1, 60000]}, "k_pre": 128, "k": 16, "n": 4096}, "methods": ["custom"]}
+JSON
+expect 0 "warning: .*large.json enumerates 60000 configurations \(more than 50000\)" validate "$tmp/large.json"
+expect 0 "" validate "$SWEEP"
+grep -q warning "$tmp/err" && { echo "FAIL: a small sweep warned"; fail=1; }
+
+# ---- --compile-only exits as tune compile: 1 when a kernel does not compile ----
+python3 - "$FAULTS" "$tmp/compile_error.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["problem"]["n"] = [1048576]
+s["params"] = {"fault": ["none", "compile_error"], "block": [128]}
+json.dump(s, open(sys.argv[2], "w"), indent=2)
+PY
+TUNE_TEST_FAMILIES=fault_test expect 1 "tune compile: .* [1-9][0-9]* compile errors" compile "$tmp/compile_error.json"
+TUNE_TEST_FAMILIES=fault_test expect 1 "1 compile errors" "$tmp/compile_error.json" --compile-only --out "$tmp/co" --quiet
+
+# the run's meta.json says what each method is for (plots read it)
+python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["sweep"]["methods"]; assert m == {"custom": "tuned"}, m' \
+    "$tmp/co/meta.json" || { echo "FAIL: meta.json has no sweep.methods roles"; fail=1; }
+
+[ $fail -eq 0 ] && echo "test_cli: ok"
+exit $fail
