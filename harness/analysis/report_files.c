@@ -99,16 +99,25 @@ tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_
     size_t n_all = 0;
     retime_verdict *v = NULL;
     report_retime retime = {NULL, 0};
-    int have_retime = n_dirs == 1 && retime_read(dirs[0], &v, &retime.n) == TUNE_OK;
+    /* the verdicts of one folder decide its winners; over several folders (different runs) the
+     * fastest median decides */
+    tune_status st = n_dirs == 1 ? retime_read(dirs[0], &v, &retime.n, err) : TUNE_OK;
+    int have_retime = st == TUNE_OK && retime.n > 0;
     retime.v = v;
-    tune_status st = results_read_dirs(dirs, n_dirs, &all, &n_all, err);
+    report_spec with = {0};
+    if (spec)
+        with = *spec;
+    with.retime = v;
+    with.n_retime = retime.n;
+    if (st == TUNE_OK)
+        st = results_read_dirs(dirs, n_dirs, &all, &n_all, err);
     size_t n_dup = 0; /* a configuration measured twice (a resumed run, a folder given twice) */
     if (st == TUNE_OK)
         st = results_rows_dedup(all, &n_all, &n_dup, err);
     if (st == TUNE_OK && n_dup && !quiet)
         fprintf(stderr, "tune: %zu duplicated rows (a configuration measured twice): the last "
                         "row of each is used\n", n_dup);
-    report *r = st == TUNE_OK ? report_build(all, n_all, spec, err) : NULL;
+    report *r = st == TUNE_OK ? report_build(all, n_all, &with, err) : NULL;
     if (st == TUNE_OK && !r)
         st = err ? err->code : TUNE_ERR_INVALID;
     if (r) {
@@ -187,7 +196,7 @@ tune_status report_rebuild(const char *const *dirs, size_t n_dirs, const char *r
     if (cst != TUNE_OK)
         return cst;
     const char *rows[TUNE_MAX_AXES], *cols[TUNE_MAX_AXES];
-    report_spec spec = {rows, 0, cols, 0, NULL};
+    report_spec spec = {.rows = rows, .cols = cols};
     meta_report_axes(meta, rows, &spec.n_rows, cols, &spec.n_cols, TUNE_MAX_AXES, &spec.title);
     char rows_buf[1024], cols_buf[1024];
     if (rows_csv || cols_csv) {

@@ -1,6 +1,7 @@
 #include "store/results.h"
 
 #include "core/infile.h"
+#include "store/folder.h"
 
 #include <limits.h>
 
@@ -311,26 +312,11 @@ tune_status results_write_row(results_writer *w, const result_row *row, tune_err
         return tune_error_set(err, TUNE_ERR_NOMEM, w->path, "cannot serialise the row");
     size_t len = strlen(text);
     /* a whole line or nothing: written with write(2) on the O_APPEND descriptor (no stdio
-     * buffer to keep a partial row), and a failed append is cut back so the file stays JSONL */
+     * buffer to keep a partial row) */
     text[len] = '\n'; /* json_dumps' NUL, replaced: the line is written as len + 1 bytes */
-    int fd = fileno(w->f);
-    off_t before = lseek(fd, 0, SEEK_END);
-    size_t done = 0;
-    int e = 0;
-    while (done < len + 1 && !e) {
-        ssize_t k = write(fd, text + done, len + 1 - done);
-        if (k > 0)
-            done += (size_t)k;
-        else if (k == 0 || errno != EINTR)
-            e = k == 0 ? EIO : errno;
-    }
+    tune_status st = folder_append_line(fileno(w->f), w->path, "a row", text, len + 1, err);
     free(text);
-    if (e) {
-        if (before >= 0 && ftruncate(fd, before) != 0)
-            (void)0; /* the resume trims a partial last line anyway */
-        return tune_error_set(err, TUNE_ERR_IO, w->path, "cannot append a row: %s", strerror(e));
-    }
-    return TUNE_OK;
+    return st;
 }
 
 void results_close(results_writer *w)
