@@ -29,6 +29,7 @@ static const char *const results_reserved[] = {
     "flop_rate",   "pct_read_bw", "read_bw",     "error",     "tolerance", "device",   "timestamp",
     "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w", "throttle_reasons",
     "roofline_time", "roofline_fraction", "timing_mode", "stop_reason", "batch", "throttled",
+    "schema",
 };
 
 const char *result_status_str(result_status s)
@@ -263,6 +264,7 @@ static json_t *results_row_to_json(const result_row *row, tune_error *err)
     results_put_measures(o, row, &failed);
     results_put(o, "device", results_json_str(row->device), &failed);
     results_put(o, "timestamp", results_json_str(row->timestamp), &failed);
+    results_put(o, "schema", json_integer(RESULTS_ROW_SCHEMA), &failed);
 done:
     if (failed) {
         json_decref(o);
@@ -558,6 +560,15 @@ static tune_status results_row_from_json(const json_t *o, result_row *row, const
 {
     if (!json_is_object(o))
         return tune_error_set(err, TUNE_ERR_INVALID, where, "expected a JSON object");
+    /* first: the other keys of a newer format may mean something else */
+    json_t *schema = json_object_get(o, "schema");
+    if (schema && (!json_is_integer(schema) || json_integer_value(schema) < 1))
+        return tune_error_set(err, TUNE_ERR_INVALID, where, "key 'schema': expected an integer >= 1");
+    if (schema && json_integer_value(schema) > RESULTS_ROW_SCHEMA)
+        return tune_error_set(err, TUNE_ERR_INVALID, where,
+                              "key 'schema': row format %lld is newer than this tune reads (%d): "
+                              "use a newer tune",
+                              (long long)json_integer_value(schema), RESULTS_ROW_SCHEMA);
     tune_status st = results_get_strings(o, row, where, err);
     if (st == TUNE_OK)
         st = results_get_status(o, row, where, err);
