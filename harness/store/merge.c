@@ -428,9 +428,9 @@ tune_status merge_shards(const char *out_dir, const char *const *dirs, size_t n_
         check_same_run(parts, n_dirs, &pb);
     }
     if (!pb.n)
-        check_plan(parts, n_dirs, &pb);
-    if (!pb.n)
         check_complete(parts, n_dirs, &pb);
+    if (!pb.n) /* every configuration once: each in its own shard's share of the plan */
+        check_plan(parts, n_dirs, &pb);
     if (!pb.n)
         check_out_dir(out_dir, &parts[0], &pb);
     if (pb.n)
