@@ -312,6 +312,111 @@ Test(shard_run, incomplete_duplicated_and_resumed)
     free(last);
 }
 
+/* text with its first "block":128 or "block":256 made "block":512, a value the sweep has not. */
+static void block_512(char *text)
+{
+    char *at = strstr(text, "\"block\":128");
+    if (!at)
+        at = strstr(text, "\"block\":256");
+    cr_assert_not_null(at, "%s", text);
+    memcpy(at + 8, "512", 3);
+}
+
+static int exists_in(const char *dir, const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+/* A shard folder holds only rows of its own share of the plan: a row of a configuration outside
+ * the sweep, or of another shard's, is refused with its file and line, and nothing is written. */
+Test(shard_run, row_outside_its_shard_plan)
+{
+    char d[2][512], m[512], want[700];
+    const char *dirs[2];
+    for (size_t i = 0; i < 2; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%zu", i);
+        dirs[i] = path_in(d[i], sizeof d[i], name);
+        run_shard(d[i], i, 2, 0);
+    }
+    path_in(m, sizeof m, "m");
+    /* shard 0's last row made a configuration the sweep does not have (block 512) */
+    char *last0 = drop_lines(dirs[0], 1);
+    char *changed = strdup(last0);
+    block_512(changed);
+    append(dirs[0], changed);
+    tune_error err = {0};
+    cr_expect_eq(merge("m", dirs, 2, &err), TUNE_ERR_INVALID);
+    snprintf(want, sizeof want, "%s/raw.jsonl:8: configuration ", dirs[0]);
+    cr_expect(strstr(err.message, want) != NULL, "%s", err.message);
+    cr_expect(strstr(err.message, "block=512") && strstr(err.message, "is not in the sweep's plan"),
+              "%s", err.message);
+    cr_expect(!exists_in(m, "raw.jsonl") && !exists_in(m, "meta.json"), "nothing is written");
+    tune_error_clear(&err);
+    /* the last rows of the two shards swapped: every configuration once, each in the wrong shard */
+    free(drop_lines(dirs[0], 1));
+    char *last1 = drop_lines(dirs[1], 1);
+    append(dirs[0], last1);
+    append(dirs[1], last0);
+    cr_expect_eq(merge("m", dirs, 2, &err), TUNE_ERR_INVALID);
+    snprintf(want, sizeof want, "%s/raw.jsonl:8: configuration ", dirs[1]);
+    cr_expect(strstr(err.message, want) != NULL, "%s", err.message);
+    cr_expect(strstr(err.message, "is shard 0/2's, not shard 1/2's") != NULL, "%s", err.message);
+    cr_expect(strstr(err.message, "is shard 1/2's, not shard 0/2's") != NULL, "%s", err.message);
+    cr_expect(!exists_in(m, "raw.jsonl") && !exists_in(m, "meta.json"), "nothing is written");
+    tune_error_clear(&err);
+    /* put back: the merge goes through */
+    free(drop_lines(dirs[0], 1));
+    free(drop_lines(dirs[1], 1));
+    append(dirs[0], last0);
+    append(dirs[1], last1);
+    cr_expect_eq(merge("m", dirs, 2, &err), TUNE_OK, "%s", err.message);
+    free(last0);
+    free(last1);
+    free(changed);
+}
+
+/* --resume with another sweep file (the same kernels, another skip_if) is refused: the rows of
+ * the folder were measured for the sweep recorded in its meta.json (sweep.hash). */
+Test(shard_run, resume_with_another_sweep_file_is_refused)
+{
+    char out[512], buf[4096];
+    tune_error err = {0};
+    path_in(out, sizeof out, "run");
+    cr_assert_eq(try_run(out, NULL, 0, 0, 0, NULL, &err), TUNE_OK, "%s",
+                 tune_error_text(&err, buf, sizeof buf));
+    /* the same file resumes */
+    cr_assert_eq(try_run(out, NULL, 0, 0, 1, NULL, &err), TUNE_OK, "%s",
+                 tune_error_text(&err, buf, sizeof buf));
+    static const char *const other[] = {
+        /* another skip_if */
+        "{\"name\": \"small\", \"family\": \"fault_test\", \"op\": \"scale\","
+        " \"problem\": {\"n\": [1000, 3000, 200000, 5000000]},"
+        " \"params\": {\"fault\": [\"none\", \"compile_error\"], \"block\": [128, 256]},"
+        " \"skip_if\": [\"n > 1000000 && block == 128\"],"
+        " \"methods\": [\"custom\"], \"report\": {\"rows\": [\"n\"], \"cols\": []}}",
+        /* other parameter values */
+        "{\"name\": \"small\", \"family\": \"fault_test\", \"op\": \"scale\","
+        " \"problem\": {\"n\": [1000, 3000, 200000, 5000000]},"
+        " \"params\": {\"fault\": [\"none\", \"compile_error\"], \"block\": [128]},"
+        " \"methods\": [\"custom\"], \"report\": {\"rows\": [\"n\"], \"cols\": []}}",
+    };
+    char path[256];
+    size_t rows_before = folder_count_rows(out);
+    for (size_t i = 0; i < 2; i++) {
+        write_file("small.json", other[i], path, sizeof path);
+        tune_error_clear(&err);
+        cr_expect_eq(try_run(out, NULL, 0, 0, 1, NULL, &err), TUNE_ERR_INVALID, "case %zu", i);
+        cr_expect(strstr(err.message, "cannot resume: this folder holds a run of another sweep "
+                                      "file") != NULL,
+                  "case %zu: %s", i, err.message);
+        cr_expect_eq(folder_count_rows(out), rows_before, "case %zu: no row written", i);
+    }
+    write_file("small.json", small_sweep, path, sizeof path);
+}
+
 Test(shard_run, other_plan_and_resume_as_another_shard)
 {
     char a[512], b[512], c[512];

@@ -99,14 +99,58 @@ bad "/dev/zero as raw.jsonl" "raw.jsonl: not a regular file (a character device)
 fresh; rm "$d/meta.json"; mkfifo "$d/meta.json"
 bad "a FIFO as meta.json" "meta.json: not a regular file (a FIFO)" "$d"
 bad "folders of different sweeps" "folders of different sweeps are not merged" "$a" results/w4a16/20261123T034442Z
+
+# compare, roofline and fit apply the same checks to the folders they read
+badcmd() { # badcmd NAME EXPECTED-TEXT ARGS...: tune ARGS refuses with the text and status 1
+    local name=$1 want=$2 status=1; shift 2       # (compare: 2, its status of an input error)
+    [ "$1" = compare ] && status=2
+    timeout 20 "$tune" "$@" >"$tmp/stdout" 2>"$tmp/stderr"
+    local rc=$?
+    check "$name: exit $status (got $rc)" test "$rc" -eq "$status"
+    check "$name: says '$want'" grep -qF -- "$want" "$tmp/stderr"
+}
+readers() { # readers NAME EXPECTED-TEXT: each of compare, roofline and fit on the damaged $d
+    badcmd "compare, $1" "$2" compare "$a" "$d" --quiet
+    badcmd "compare (base side), $1" "$2" compare "$d" "$a" --quiet
+    badcmd "roofline, $1" "$2" roofline "$d" --results results --quiet
+    badcmd "fit, $1" "$2" fit "$d" --param chunk --quiet
+}
+fresh; python3 - "$d/meta.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); m["report"]["cols"] = ["k", {"x": 1}]; json.dump(m, open(sys.argv[1], "w"))
+PY
+readers "a non-string among meta.json's report axes" "meta.json: \$.report.cols: [1]: expected a string"
+fresh; python3 - "$d/meta.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1])); m["schema_version"] = 99; json.dump(m, open(sys.argv[1], "w"))
+PY
+readers "a newer schema_version" "\$.schema_version: version 99 is newer than this tune reads"
+fresh; sed -i '3s/"time_median":[-0-9.e]*/"time_median":-1.0/' "$d/raw.jsonl"
+readers "a negative time" "raw.jsonl:3: key 'time_median': expected a time in seconds >= 0"
+fresh; rm "$d/raw.jsonl"; mkfifo "$d/raw.jsonl"
+readers "a FIFO as raw.jsonl" "raw.jsonl: not a regular file (a FIFO)"
+fresh; rm "$d/meta.json"; mkfifo "$d/meta.json"
+readers "a FIFO as meta.json" "meta.json: not a regular file (a FIFO)"
+w=results/w4a16/20261123T034442Z
+badcmd "fit over folders of different sweeps" "folders of different sweeps are not merged" \
+    fit "$a" "$w" --param chunk --quiet
+badcmd "compare with a side of different sweeps" "folders of different sweeps are not merged" \
+    compare --base "$a" "$w" --new "$b" --quiet
+# retime.jsonl: read through infile, a damaged line named by file and line
+fresh; mkfifo "$d/retime.jsonl"
+bad "a FIFO as retime.jsonl" "retime.jsonl: not a regular file (a FIFO)" "$d"
+fresh; head -2 "$a/retime.jsonl" >"$d/retime.jsonl"; echo '{"shape": 3}' >>"$d/retime.jsonl"
+bad "a damaged retime.jsonl line" "retime.jsonl:3: key 'shape': expected an object" "$d"
 fresh; : >"$d/raw.jsonl"
 timeout 20 "$tune" report "$d" --quiet >"$tmp/stdout" 2>"$tmp/stderr"; rc=$?
 check "an empty raw.jsonl: no crash (status $rc)" test "$rc" -le 1
+# the tables of $a's rows alone (without its retime.jsonl, which only a single folder's tables use)
+fresh; check "a folder without retime.jsonl" run report "$d" --out "$tmp/plain" --quiet
 fresh; cat "$a/raw.jsonl" >>"$d/raw.jsonl"
 check "a folder whose rows are all twice" run report "$d" --out "$tmp/dup" --quiet
-check "duplicated rows count once" cmp -s "$tmp/dup/best.csv" "$out/best.csv"
+check "duplicated rows count once" cmp -s "$tmp/dup/best.csv" "$tmp/plain/best.csv"
 check "the same folder given twice counts once" run report "$a" "$a" --out "$tmp/dup2" --quiet
-check "the same folder twice: the tables of one" cmp -s "$tmp/dup2/best.csv" "$out/best.csv"
+check "the same folder twice: the tables of one" cmp -s "$tmp/dup2/best.csv" "$tmp/plain/best.csv"
 
 [ "$fails" = 0 ] && echo "ok: readers checked" && exit 0
 echo "$fails checks failed"; exit 1

@@ -167,7 +167,7 @@ Test(report, json_shapes)
 Test(report, explicit_layout_groups_other_axes)
 {
     const char *r_axes[] = {"g"}, *c_axes[] = {"k"};
-    report_spec spec = {r_axes, 1, c_axes, 1, "sparq"};
+    report_spec spec = {.rows = r_axes, .n_rows = 1, .cols = c_axes, .n_cols = 1, .title = "sparq"};
     tune_error err = {0};
     report *r = report_build(rows, n_rows, &spec, &err);
     cr_assert_not_null(r, "%s", err.message);
@@ -184,12 +184,12 @@ Test(report, explicit_layout_groups_other_axes)
 Test(report, bad_spec)
 {
     const char *bad[] = {"m"}, *twice[] = {"g"};
-    report_spec spec = {bad, 1, NULL, 0, NULL};
+    report_spec spec = {.rows = bad, .n_rows = 1};
     tune_error err = {0};
     cr_expect_null(report_build(rows, n_rows, &spec, &err));
     cr_expect_eq(err.code, TUNE_ERR_INVALID);
     expect_contains(err.message, "'m'");
-    report_spec spec2 = {twice, 1, twice, 1, NULL};
+    report_spec spec2 = {.rows = twice, .n_rows = 1, .cols = twice, .n_cols = 1};
     tune_error err2 = {0};
     cr_expect_null(report_build(rows, n_rows, &spec2, &err2));
     expect_contains(err2.message, "twice");
@@ -307,7 +307,7 @@ Test(report_mem, string_axis_and_two_tuned_methods)
         make_row("a", 2, "bfloat16", 128, RESULT_OK, 7.0),
     };
     const char *r_axes[] = {"m"};
-    report_spec spec = {r_axes, 1, NULL, 0, NULL};
+    report_spec spec = {.rows = r_axes, .n_rows = 1};
     report *r = report_build(in, 5, &spec, NULL);
     cr_assert_not_null(r);
     cr_assert_eq(report_n_shapes(r), 3);
@@ -361,7 +361,7 @@ Test(report_mem, skipped_by_reason)
     in[2].reason = "tile does not divide the problem: n = 200, bn = 32";
     in[3].reason = "shared memory over the device limit: 300 KiB > 227 KiB";
     const char *r_axes[] = {"m"};
-    report_spec spec = {r_axes, 1, NULL, 0, NULL};
+    report_spec spec = {.rows = r_axes, .n_rows = 1};
     report *r = report_build(in, 5, &spec, NULL);
     cr_assert_not_null(r);
     char *md = capture(report_write_markdown, r);
@@ -370,4 +370,83 @@ Test(report_mem, skipped_by_reason)
     expect_contains(md, "| shared memory over the device limit |       1 |\n");
     free(md);
     report_free(r);
+}
+
+/* ---- the interleaved re-timing decides the winners (report_folders, `tune report DIR --out`) */
+
+static void copy_file(const char *from, const char *to)
+{
+    char *text = slurp(from);
+    FILE *f = fopen(to, "w");
+    cr_assert_not_null(f, "%s", to);
+    fputs(text, f);
+    fclose(f);
+    free(text);
+}
+
+/* A verdict of retime.jsonl for shape (g, k_pre, k) of the fixture: winner chunk win_chunk. */
+static void put_verdict(FILE *f, int g, int k_pre, int k, int win_chunk, int other, int tie)
+{
+    fprintf(f,
+            "{\"shape\":{\"g\":%d,\"k_pre\":%d,\"k\":%d,\"n\":128,\"dtype\":\"float16\"},"
+            "\"method\":\"custom\",\"rounds\":30,\"candidates\":[],\"winner\":{\"chunk\":%d},"
+            "\"runner_up\":{\"chunk\":%d},\"margin\":0.01,\"tie\":%s}\n",
+            g, k_pre, k, win_chunk, other, tie ? "true" : "false");
+}
+
+/* The fixture's rows with a retime.jsonl whose winners differ from the fastest medians in two
+ * shapes (one a tie): every table, best.csv and best.json name the re-timed winner, and the tie
+ * is marked with its legend. */
+Test(report, retimed_winner_in_every_table)
+{
+    char dir[] = "/tmp/test_report.XXXXXX", path[256], out[64];
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    copy_file(FIXTURE, path);
+    snprintf(path, sizeof path, "%s/retime.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    put_verdict(f, 256, 1024, 64, 16, 64, 1);  /* raw best: chunk 64 (8 us); tie */
+    put_verdict(f, 256, 4096, 64, 16, 64, 0);  /* raw best: chunk 16 too */
+    put_verdict(f, 1024, 1024, 64, 16, 64, 0); /* raw best: chunk 64 (30 us); a win */
+    fclose(f);
+    snprintf(out, sizeof out, "%s/out", dir);
+    const char *dirs[] = {dir};
+    tune_error err = {0};
+    cr_assert_eq(report_rebuild(dirs, 1, NULL, NULL, out, 1, &err), TUNE_OK, "%s: %s", err.where,
+                 err.message);
+    snprintf(path, sizeof path, "%s/best.md", out);
+    char *md = slurp(path);
+    expect_contains(md, "## Best chunk\n\n"
+                        "| g \\ k_pre/k | 1024/64 | 1024/128 | 4096/64 | 4096/128 |\n"
+                        "|:------------|--------:|---------:|--------:|---------:|\n"
+                        "| 256         |     16* |          |      16 |          |\n"
+                        "| 1024        |      16 |          |         |       16 |\n\n"
+                        "A value marked * is a statistical tie");
+    expect_contains(md, "## Best time (us)\n\n");
+    expect_contains(md, "| 256         |   12.00 |          |   10.00 |          |\n");
+    expect_contains(md, "| 1024        |   40.00 |          |         |    50.00 |\n");
+    expect_contains(md, "## Speedup over slice\n\n");
+    expect_contains(md, "| 1024        |   1.73x |          |         |          |\n");
+    expect_contains(md, "| g=256 k_pre=1024 k=64 n=128 dtype=float16 | chunk=16 | chunk=64 |");
+    free(md);
+    snprintf(path, sizeof path, "%s/best.csv", out);
+    char *csv = slurp(path);
+    expect_contains(csv, ",speedup_slice,retime\n");
+    expect_contains(csv, "256,1024,64,128,float16,custom,16,12,");
+    expect_contains(csv, ",tie\n");
+    expect_contains(csv, "1024,1024,64,128,float16,custom,16,40,");
+    free(csv);
+    snprintf(path, sizeof path, "%s/best.json", out);
+    json_t *j = json_load_file(path, 0, NULL);
+    cr_assert_not_null(j);
+    json_t *s0 = json_array_get(json_object_get(j, "shapes"), 0);
+    cr_expect_eq(json_integer_value(json_object_get(s0, "chunk")), 16);
+    cr_expect_str_eq(json_string_value(json_object_get(s0, "retime")), "tie");
+    json_t *s1 = json_array_get(json_object_get(j, "shapes"), 1);
+    cr_expect(json_is_null(json_object_get(s1, "retime")), "a shape not re-timed");
+    json_decref(j);
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
 }

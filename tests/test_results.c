@@ -304,6 +304,56 @@ Test(results, bad_times_name_the_line)
     }
 }
 
+/* Rows carry their format ("schema"); a row of a newer format is refused before its other keys
+ * are read (they may mean something else there), naming the file and line; rows without one
+ * (written before it was recorded) are format 1. */
+Test(results, row_schema)
+{
+    result_row r;
+    fill_tuned(&r, 256, 16);
+    write_rows(&r, 1);
+    char path[128];
+    snprintf(path, sizeof path, "%s/raw.jsonl", tmpdir);
+    char want[32];
+    snprintf(want, sizeof want, ",\"schema\":%d}\n", RESULTS_ROW_SCHEMA);
+    cr_expect_not_null(strstr(read_text(path), want), "the writer records the row format");
+    const char *texts[] = {
+        GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
+             "\"time_median\":1e-6,\"schema\":2}\n",
+        GOOD "{\"schema\":99,\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],"
+             "\"status\":\"ok\",\"time_median\":-1e-6,\"renamed\":1}\n",
+        GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
+             "\"time_median\":1e-6,\"schema\":\"1\"}\n",
+    };
+    const char *msgs[] = {"key 'schema': row format 2 is newer than this tune reads (1)",
+                          "key 'schema': row format 99 is newer than this tune reads (1)",
+                          "key 'schema': expected an integer >= 1"};
+    for (size_t i = 0; i < 3; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "schema%zu.jsonl", i);
+        write_file(name, texts[i], path, sizeof path);
+        result_row *rows;
+        size_t n;
+        tune_error err = {0};
+        cr_expect_eq(results_read(path, &rows, &n, &err), TUNE_ERR_INVALID, "case %zu", i);
+        char where[160];
+        snprintf(where, sizeof where, "%s:2", path);
+        cr_expect_str_eq(err.where, where);
+        cr_expect_not_null(strstr(err.message, msgs[i]), "case %zu: %s", i, err.message);
+    }
+    /* format 1, given or not */
+    write_file("schema_ok.jsonl",
+               GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
+                    "\"time_median\":1e-6,\"schema\":1}\n",
+               path, sizeof path);
+    result_row *rows;
+    size_t n;
+    tune_error err = {0};
+    cr_expect_eq(results_read(path, &rows, &n, &err), TUNE_OK, "%s", err.message);
+    cr_expect_eq(n, 2);
+    results_rows_free(rows, n);
+}
+
 /* A configuration measured twice counts once: the last row is kept. */
 Test(results, dedup_keeps_the_last_row)
 {

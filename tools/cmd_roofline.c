@@ -227,7 +227,10 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
     snprintf(path, sizeof path, "%s/raw.jsonl", dir);
     result_row *rows = NULL;
     size_t n = 0;
-    tune_status st = results_read(path, &rows, &n, err);
+    /* meta.json checked as `tune report` does; each folder is predicted on its own */
+    tune_status st = meta_check_folders(&dir, 1, NULL, err);
+    if (st == TUNE_OK)
+        st = results_read(path, &rows, &n, err);
     if (st != TUNE_OK)
         return st;
     folder_device(dir, rows, n, device, sizeof device);

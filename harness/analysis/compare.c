@@ -542,6 +542,11 @@ compare *compare_dirs(const char *const *base_dirs, size_t n_base, const char *c
     tune_status st = TUNE_OK;
     if (!c->base_dirs || !c->new_dirs)
         st = tune_error_set(err, TUNE_ERR_NOMEM, "", "out of memory");
+    /* each side's meta.json checked (as `tune report` does), each side of one sweep */
+    if (st == TUNE_OK)
+        st = meta_check_folders(base_dirs, n_base, NULL, err);
+    if (st == TUNE_OK)
+        st = meta_check_folders(new_dirs, n_new, NULL, err);
     if (st == TUNE_OK)
         st = compare_env(c, opt, err);
     if (st == TUNE_OK)

@@ -155,7 +155,8 @@ struct json_t *fit_eval_to_json(const fit_data *d, const fit_eval *ev, const cha
 tune_status fit_write_header(const fit_data *d, const char *rule, const char *comment, FILE *f,
                              tune_error *err);
 
-/* Reads and concatenates dirs[i]/raw.jsonl. *rows is new (results_rows_free). */
+/* Reads and concatenates dirs[i]/raw.jsonl, after their meta.json (store/meta.h:
+ * meta_check_folders: checked, one sweep). *rows is new (results_rows_free). */
 tune_status fit_read_results(const char *const *dirs, size_t n_dirs, result_row **rows, size_t *n,
                              tune_error *err);
 

@@ -1,5 +1,6 @@
 /* fit_output.c - part of the fit module (analysis/fit.h). */
 #include "analysis/fit_impl.h"
+#include "store/meta.h"
 
 /* ---- Markdown ---- */
 
@@ -414,5 +415,7 @@ tune_status fit_write_header(const fit_data *d, const char *rule_in, const char 
 tune_status fit_read_results(const char *const *dirs, size_t n_dirs, result_row **rows_out,
                              size_t *n_out, tune_error *err)
 {
-    return results_read_dirs(dirs, n_dirs, rows_out, n_out, err);
+    /* meta.json checked and the folders of one sweep, as `tune report` does */
+    tune_status st = meta_check_folders(dirs, n_dirs, NULL, err);
+    return st == TUNE_OK ? results_read_dirs(dirs, n_dirs, rows_out, n_out, err) : st;
 }

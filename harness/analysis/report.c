@@ -203,6 +203,32 @@ static tune_status report_pick_best(report *r, const result_row *rows, size_t n)
     return TUNE_OK;
 }
 
+/* The re-timing decides: a shape with a verdict takes the verdict's winner as its best, when the
+ * winner has an ok row (its identity, results_row_identity, is the verdict's winner_id). */
+static void report_apply_retime(report *r, const result_row *rows, size_t n,
+                                const report_spec *spec)
+{
+    if (!spec || !spec->n_retime)
+        return;
+    r->has_retime = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!report_is_tuned_row(r, &rows[i]) || !report_time_ok(&rows[i]))
+            continue;
+        char id[sizeof spec->retime[0].winner_id];
+        results_row_identity(&rows[i], id, sizeof id);
+        for (size_t k = 0; k < spec->n_retime; k++) {
+            if (strcmp(spec->retime[k].winner_id, id) != 0)
+                continue;
+            report_shape key;
+            report_row_key(r, &rows[i], i, &key, NULL);
+            report_shape *s = bsearch(&key, r->shapes, r->n_shapes, sizeof key, report_cmp_shape);
+            s->best = &rows[i];
+            s->retime = spec->retime[k].tie ? REPORT_RETIME_TIE : REPORT_RETIME_WIN;
+            break;
+        }
+    }
+}
+
 /* ---- layout ---- */
 
 static int report_axis_varies(const report *r, size_t a)
@@ -285,7 +311,7 @@ static size_t report_field_baseline(const report *r, size_t b)
 
 static tune_status report_make_fields(report *r)
 {
-    r->n_fields = report_field_baseline(r, r->n_baselines);
+    r->n_fields = report_field_baseline(r, r->n_baselines) + (size_t)r->has_retime;
     r->fields = calloc(r->n_fields, sizeof *r->fields);
     if (!r->fields)
         return TUNE_ERR_NOMEM;
@@ -298,6 +324,8 @@ static tune_status report_make_fields(report *r)
             snprintf(buf, sizeof buf, "method");
         else if (f < t)
             snprintf(buf, sizeof buf, "%s", r->params[f - r->n_axes - 1]);
+        else if (f == report_field_baseline(r, r->n_baselines))
+            snprintf(buf, sizeof buf, "retime");
         else if (f < t + REPORT_N_BEST_FIELDS)
             snprintf(buf, sizeof buf, "%s",
                      (const char *[]){"best_time_us", "bandwidth_gb_s", "pct_read_bw", "tflop_s",
@@ -335,6 +363,9 @@ report_cell report_field(const report *r, const report_shape *s, size_t f)
     if (f < r->n_axes) {
         c.kind = REPORT_VALUE;
         c.v = s->key[f];
+    } else if (f == report_field_baseline(r, r->n_baselines)) {
+        c.kind = s->retime ? REPORT_VALUE : REPORT_NONE;
+        c.v = expr_str(s->retime == REPORT_RETIME_TIE ? "tie" : "win");
     } else if (f >= t + REPORT_N_BEST_FIELDS) {
         c = report_baseline_cell(s, f - t - REPORT_N_BEST_FIELDS);
     } else if (!s->best) {
@@ -360,6 +391,7 @@ static void report_add_table(report *r, size_t field, report_style style, const 
     snprintf(t->title, sizeof t->title, fmt, name);
     t->field = field;
     t->style = style;
+    t->marks_ties = 0;
 }
 
 /* 1 when some shape has a number in field f (e.g. rows measured before roofline times existed
@@ -399,6 +431,8 @@ static tune_status report_make_tables(report *r, const result_row *rows, size_t 
             report_add_table(r, report_field_param(r, j), REPORT_RAW, "Best %s", r->params[j]);
     if (r->n_tuned > 1)
         report_add_table(r, report_field_method(r), REPORT_RAW, "Best %s", "method");
+    for (size_t k = 0; k < r->n_tables; k++)
+        r->tables[k].marks_ties = 1; /* the tables so far name the best configuration */
     size_t t = report_field_time(r);
     report_add_table(r, t + 1, REPORT_F0, "%s", "Achieved bandwidth (GB/s)");
     report_add_table(r, t + 2, REPORT_F1, "%s", "% of measured read bandwidth");
@@ -426,7 +460,9 @@ static tune_status report_build_parts(report *r, const result_row *rows, size_t 
     tune_status st = report_collect_shapes(r, rows, n, err);
     if (st != TUNE_OK)
         return st;
-    if (report_pick_best(r, rows, n) != TUNE_OK || report_make_fields(r) != TUNE_OK ||
+    if (report_pick_best(r, rows, n) == TUNE_OK)
+        report_apply_retime(r, rows, n, spec);
+    if (!r->base_store || report_make_fields(r) != TUNE_OK ||
         report_make_tables(r, rows, n) != TUNE_OK)
         return tune_error_set(err, TUNE_ERR_NOMEM, "report", "out of memory");
     return report_layout(r, spec, err);

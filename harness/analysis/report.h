@@ -39,6 +39,7 @@
 
 #include "core/error.h"
 #include "store/results.h"
+#include "store/retime.h"
 
 typedef struct {
     const char *const *rows;
@@ -46,6 +47,13 @@ typedef struct {
     const char *const *cols;
     size_t n_cols;
     const char *title; /* optional heading, e.g. the sweep name */
+    /* optional: the interleaved re-timing's verdicts (store/retime.h), borrowed for the build. A
+     * shape with a verdict whose winner has an ok row takes that row as its best (every table,
+     * CSV and JSON follow it); a tie is marked "*" in the tables that name the configuration
+     * ("Best <param>", "Best method"), with a legend line under each, and the CSV / JSON get a
+     * last column "retime": "win", "tie" or empty (null) for a shape not re-timed. */
+    const retime_verdict *retime;
+    size_t n_retime;
 } report_spec;
 
 typedef struct report report;

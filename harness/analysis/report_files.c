@@ -99,16 +99,25 @@ tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_
     size_t n_all = 0;
     retime_verdict *v = NULL;
     report_retime retime = {NULL, 0};
-    int have_retime = n_dirs == 1 && retime_read(dirs[0], &v, &retime.n) == TUNE_OK;
+    /* the verdicts of one folder decide its winners; over several folders (different runs) the
+     * fastest median decides */
+    tune_status st = n_dirs == 1 ? retime_read(dirs[0], &v, &retime.n, err) : TUNE_OK;
+    int have_retime = st == TUNE_OK && retime.n > 0;
     retime.v = v;
-    tune_status st = results_read_dirs(dirs, n_dirs, &all, &n_all, err);
+    report_spec with = {0};
+    if (spec)
+        with = *spec;
+    with.retime = v;
+    with.n_retime = retime.n;
+    if (st == TUNE_OK)
+        st = results_read_dirs(dirs, n_dirs, &all, &n_all, err);
     size_t n_dup = 0; /* a configuration measured twice (a resumed run, a folder given twice) */
     if (st == TUNE_OK)
         st = results_rows_dedup(all, &n_all, &n_dup, err);
     if (st == TUNE_OK && n_dup && !quiet)
         fprintf(stderr, "tune: %zu duplicated rows (a configuration measured twice): the last "
                         "row of each is used\n", n_dup);
-    report *r = st == TUNE_OK ? report_build(all, n_all, spec, err) : NULL;
+    report *r = st == TUNE_OK ? report_build(all, n_all, &with, err) : NULL;
     if (st == TUNE_OK && !r)
         st = err ? err->code : TUNE_ERR_INVALID;
     if (r) {
@@ -137,57 +146,15 @@ static size_t split_names(char *buf, const char **names, size_t max)
     return n;
 }
 
-/* Every folder's meta.json (when it has one) checked, and the folders' sweeps the same: tables
- * over folders of different sweeps would mix their rows. dirs[0]'s meta.json into *first (new,
- * NULL when absent). */
-static tune_status check_folders(const char *const *dirs, size_t n_dirs, json_t **first,
-                                 tune_error *err)
-{
-    *first = NULL;
-    tune_status st = TUNE_OK;
-    const char *name0 = NULL, *hash0 = NULL;
-    for (size_t d = 0; d < n_dirs && st == TUNE_OK; d++) {
-        char path[PATH_MAX + 16];
-        snprintf(path, sizeof path, "%s/meta.json", dirs[d]);
-        json_error_t je = {0};
-        json_t *m = meta_load(dirs[d], &je);
-        if (!m && access(path, F_OK) == 0)
-            st = tune_error_set(err, TUNE_ERR_INVALID, path, "%s", je.text);
-        if (st == TUNE_OK && m)
-            st = meta_check(m, path, TUNE_MAX_AXES, err);
-        const char *name = meta_sweep_name(m), *hash = meta_sweep_hash(m);
-        if (st == TUNE_OK && d > 0 && m && *first &&
-            ((name && name0 && strcmp(name, name0) != 0) ||
-             (hash && hash0 && strcmp(hash, hash0) != 0)))
-            st = tune_error_set(err, TUNE_ERR_INVALID, dirs[d],
-                                "a run of sweep '%s' (%s), %s is of sweep '%s' (%s): folders of "
-                                "different sweeps are not merged into one table",
-                                name ? name : "?", hash ? hash : "no hash", dirs[0],
-                                name0 ? name0 : "?", hash0 ? hash0 : "no hash");
-        if (d == 0) {
-            *first = m;
-            name0 = name;
-            hash0 = hash;
-        } else {
-            json_decref(m);
-        }
-    }
-    if (st != TUNE_OK) {
-        json_decref(*first);
-        *first = NULL;
-    }
-    return st;
-}
-
 tune_status report_rebuild(const char *const *dirs, size_t n_dirs, const char *rows_csv,
                            const char *cols_csv, const char *out_dir, int quiet, tune_error *err)
 {
     json_t *meta = NULL;
-    tune_status cst = check_folders(dirs, n_dirs, &meta, err);
+    tune_status cst = meta_check_folders(dirs, n_dirs, &meta, err);
     if (cst != TUNE_OK)
         return cst;
     const char *rows[TUNE_MAX_AXES], *cols[TUNE_MAX_AXES];
-    report_spec spec = {rows, 0, cols, 0, NULL};
+    report_spec spec = {.rows = rows, .cols = cols};
     meta_report_axes(meta, rows, &spec.n_rows, cols, &spec.n_cols, TUNE_MAX_AXES, &spec.title);
     char rows_buf[1024], cols_buf[1024];
     if (rows_csv || cols_csv) {

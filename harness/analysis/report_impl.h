@@ -18,7 +18,11 @@ typedef struct {
     size_t n_keys;
     const result_row *best;  /* NULL when no tuned row ran ok */
     const result_row **base; /* per baseline: its fastest ok row or NULL (in report->base_store) */
+    int retime; /* REPORT_RETIME_* */
 } report_shape;
+
+/* A shape's re-timing: none, its winner decided by the interleaved re-timing, a statistical tie */
+enum { REPORT_RETIME_NONE = 0, REPORT_RETIME_WIN, REPORT_RETIME_TIE };
 
 typedef struct {
     const char *name; /* borrowed from a row */
@@ -32,6 +36,7 @@ typedef struct {
     char title[160];
     size_t field;
     report_style style;
+    int marks_ties; /* names the configuration: a tie's cell is marked "*" */
 } report_table;
 
 /* One value of a shape's CSV/JSON line. */
@@ -68,6 +73,7 @@ struct report {
     size_t n_fields;
     report_table *tables;
     size_t n_tables;
+    int has_retime; /* the CSV / JSON "retime" column (the last field) */
     report_skip *skips; /* skipped rows by reason category */
     size_t n_skips;
 };

@@ -97,19 +97,26 @@ static void report_append_names(const report *r, const size_t *idx, size_t n, ch
     }
 }
 
-static void report_format_cell(const report *r, const report_shape *s, const report_table *t,
-                               char *buf, size_t size)
+/* The cell of shape s in table t; 1 when it is marked as a statistical tie. */
+static int report_format_cell(const report *r, const report_shape *s, const report_table *t,
+                              char *buf, size_t size)
 {
     buf[0] = '\0';
     if (!s)
-        return;
+        return 0;
     report_cell c = report_field(r, s, t->field);
+    if (c.kind == REPORT_VALUE && t->marks_ties && s->retime == REPORT_RETIME_TIE) {
+        char v[REPORT_CELL];
+        snprintf(buf, size, "%s*", expr_value_format(c.v, v, sizeof v));
+        return 1;
+    }
     if (c.kind == REPORT_VALUE)
         expr_value_format(c.v, buf, size);
     else if (c.kind == REPORT_NUM && t->style == REPORT_SPEEDUP)
         snprintf(buf, size, "%.2fx", c.d);
     else if (c.kind == REPORT_NUM)
         snprintf(buf, size, "%.*f", t->style == REPORT_F0 ? 0 : t->style == REPORT_F1 ? 1 : 2, c.d);
+    return 0;
 }
 
 /* Shapes of one group, their distinct row and column keys (representative shapes, sorted) and
@@ -198,6 +205,7 @@ static void report_write_pivot(const report *r, const report_pivot *p, const rep
                                FILE *f)
 {
     report_text text;
+    size_t ties = 0;
     if (report_text_init(&text, p->nr, p->nc) != 0)
         return;
     report_write_corner(r, report_text_at(&text, 0, 0), REPORT_CELL);
@@ -208,11 +216,15 @@ static void report_write_pivot(const report *r, const report_pivot *p, const rep
         report_format_key(p->rows[i], r->row_axes, r->n_row_axes, "all",
                           report_text_at(&text, i + 1, 0), REPORT_CELL);
         for (size_t j = 0; j < p->nc; j++)
-            report_format_cell(r, p->grid[i * p->nc + j], t, report_text_at(&text, i + 1, j + 1),
-                               REPORT_CELL);
+            ties += (size_t)report_format_cell(r, p->grid[i * p->nc + j], t,
+                                               report_text_at(&text, i + 1, j + 1), REPORT_CELL);
     }
     report_text_write(&text, f);
     free(text.cell);
+    if (ties)
+        fputs("\nA value marked * is a statistical tie: the interleaved re-timing chose it, and its "
+              "runner-up is within twice the combined standard error of the two medians.\n",
+              f);
 }
 
 static void report_write_heading(FILE *f, int level, const char *text)

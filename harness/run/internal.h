@@ -99,7 +99,8 @@ typedef struct {
     double median;
 } run_candidate;
 /* Re-times the shape's fastest candidates interleaved; appends the verdict to retime.jsonl. */
-void run_retime_shape(run_ctx *rc, void *state, timing *tm, run_candidate *cands, size_t n);
+tune_status run_retime_shape(run_ctx *rc, void *state, timing *tm, run_candidate *cands, size_t n,
+                             tune_error *err);
 
 /* worker_loop.c */
 int run_worker_body(void *ctx, int fd);

@@ -26,12 +26,14 @@ static void params_point(const run_ctx *rc, const tune_point *p, tune_point *out
 }
 
 /* The winner, its margin over the runner-up, and "tie" when that margin is within twice the
- * combined standard error of the two medians. */
-void run_retime_shape(run_ctx *rc, void *state, timing *tm, run_candidate *cands, size_t n)
+ * combined standard error of the two medians. A re-timing that fails to measure costs nothing
+ * measured (TUNE_OK); a verdict that cannot be appended is an error (err). */
+tune_status run_retime_shape(run_ctx *rc, void *state, timing *tm, run_candidate *cands, size_t n,
+                             tune_error *err)
 {
     enum { TOP = SWEEP_RETIME_TOP, ROUNDS = SWEEP_RETIME_ROUNDS };
     if (n < 2)
-        return;
+        return TUNE_OK;
     qsort(cands, n, sizeof *cands, candidate_cmp);
     size_t k = n < TOP ? n : TOP;
     tune_point pts[TOP];
@@ -44,7 +46,7 @@ void run_retime_shape(run_ctx *rc, void *state, timing *tm, run_candidate *cands
     tune_error e = {0};
     if (timing_interleaved(tm, rc->sw->family, state, cfgs, k, ROUNDS, rc->sw->timing.flush_l2,
                            samples, &e) != TUNE_OK)
-        return; /* a retime that fails costs nothing measured */
+        return TUNE_OK; /* a retime that fails costs nothing measured */
     stats_summary st[TOP];
     size_t win = 0, second = SIZE_MAX;
     for (size_t c = 0; c < k; c++) {
@@ -77,5 +79,5 @@ void run_retime_shape(run_ctx *rc, void *state, timing *tm, run_candidate *cands
     }
     r.margin = diff / st[win].median;
     r.tie = diff < 2.0 * sqrt(se_w * se_w + se_s * se_s);
-    retime_append(rc->out_dir, &r);
+    return retime_append(rc->out_dir, &r, err);
 }

@@ -263,8 +263,11 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
     /* a compile-only run's tables hold only the status counts: written, not printed; a shard
      * of a sweep with fewer shapes than shards may have no rows, and no tables */
     if (st == TUNE_OK && sum->n_configs > 0) {
-        report_spec spec = {(const char *const *)sw->report_rows, sw->n_report_rows,
-                            (const char *const *)sw->report_cols, sw->n_report_cols, sw->name};
+        report_spec spec = {.rows = (const char *const *)sw->report_rows,
+                            .n_rows = sw->n_report_rows,
+                            .cols = (const char *const *)sw->report_cols,
+                            .n_cols = sw->n_report_cols,
+                            .title = sw->name};
         const char *dir = sum->out_dir;
         st = report_folders(&dir, 1, &spec, dir, opt->quiet || opt->compile_only, err);
     } else if (st == TUNE_OK && !opt->quiet) {

@@ -86,14 +86,15 @@ fail:
     return st;
 }
 
-/* Ends a shape: its fastest candidates re-timed (the coordinator told first). */
-static void worker_shape_end(run_ctx *rc, int fd, void *state, timing *tm, run_candidate *cands,
-                             size_t n_cand)
+/* Ends a shape: its fastest candidates re-timed (the coordinator told first). An error: the
+ * verdict could not be appended to retime.jsonl. */
+static tune_status worker_shape_end(run_ctx *rc, int fd, void *state, timing *tm,
+                                    run_candidate *cands, size_t n_cand, tune_error *e)
 {
-    if (state && n_cand >= 2) {
-        worker_send(fd, "T");
-        run_retime_shape(rc, state, tm, cands, n_cand);
-    }
+    if (!state || n_cand < 2)
+        return TUNE_OK;
+    worker_send(fd, "T");
+    return run_retime_shape(rc, state, tm, cands, n_cand, e);
 }
 
 int run_worker_body(void *ctx, int fd)
@@ -122,7 +123,8 @@ int run_worker_body(void *ctx, int fd)
         worker_send(fd, "B %zu", ci);
         size_t si = space_config_at(rc->sp, ci)->shape;
         if (si != shape) {
-            worker_shape_end(rc, fd, state, g.tm, cands, n_cand);
+            if ((st = worker_shape_end(rc, fd, state, g.tm, cands, n_cand, &e)) != TUNE_OK)
+                goto fatal;
             n_cand = 0;
             fam->shape_free(state);
             tune_error_clear(&shape_err);
@@ -145,7 +147,8 @@ int run_worker_body(void *ctx, int fd)
         if (row.status == RESULT_OK && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
             cands[n_cand++] = (run_candidate){ci, row.time.median};
     }
-    worker_shape_end(rc, fd, state, g.tm, cands, n_cand);
+    if ((st = worker_shape_end(rc, fd, state, g.tm, cands, n_cand, &e)) != TUNE_OK)
+        goto fatal;
     free(cands);
     fam->shape_free(state);
     results_close(g.w);

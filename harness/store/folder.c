@@ -158,6 +158,26 @@ void folder_trim_partial_line(const char *path)
     close(fd);
 }
 
+tune_status folder_append_line(int fd, const char *path, const char *what, const char *line,
+                               size_t len, tune_error *err)
+{
+    off_t before = lseek(fd, 0, SEEK_END);
+    size_t done = 0;
+    int e = 0;
+    while (done < len && !e) {
+        ssize_t k = write(fd, line + done, len - done);
+        if (k > 0)
+            done += (size_t)k;
+        else if (k == 0 || errno != EINTR)
+            e = k == 0 ? EIO : errno;
+    }
+    if (!e)
+        return TUNE_OK;
+    if (before >= 0 && ftruncate(fd, before) != 0)
+        (void)0; /* the resume trims a partial last line anyway */
+    return tune_error_set(err, TUNE_ERR_IO, path, "cannot append %s: %s", what, strerror(e));
+}
+
 size_t folder_count_rows(const char *dir)
 {
     char path[PATH_MAX + 16];

@@ -55,6 +55,11 @@ void folder_unlock(const char *dir, int fd);
 void folder_trim_partial_line(const char *path);
 /* Lines of dir/raw.jsonl (0 when absent). */
 size_t folder_count_rows(const char *dir);
+/* Appends line (len bytes, ending with '\n') to the file open on fd (O_APPEND) with write(2), a
+ * whole line or nothing: a failed append (full disk, size limit) is cut back so the file stays
+ * JSONL, and err names path and says why ("cannot append <what>: <strerror>"). Shared by raw.jsonl and retime.jsonl. */
+tune_status folder_append_line(int fd, const char *path, const char *what, const char *line,
+                               size_t len, tune_error *err);
 /* Writes json to path through path.tmp, renamed: readers see the old file or the new one. */
 tune_status folder_write_json(const char *path, const json_t *json, tune_error *err);
 

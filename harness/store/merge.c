@@ -9,7 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/hash.h"
 #include "core/outfile.h"
+#include "model/shard.h"
+#include "model/space.h"
+#include "model/sweep.h"
 #include "store/folder.h"
 
 typedef struct {
@@ -242,6 +246,105 @@ static void check_complete(merge_part *parts, size_t n, merge_problems *pb)
         check_rows(parts, n, pb);
 }
 
+/* ---- every row in its shard's plan ---- */
+
+/* A configuration of the plan: its identity's hash (core/hash.h over point_identity) and shard. */
+typedef struct {
+    uint64_t id;
+    size_t shard;
+} plan_entry;
+
+static int plan_entry_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const plan_entry *)a)->id, y = ((const plan_entry *)b)->id;
+    return (x > y) - (x < y);
+}
+
+/* The plan of ref's sweep (meta.json's sweep.source, the sweep file as it was run) over its shard
+ * count, rebuilt as every shard computed it, checked against the plan's hash recorded in
+ * meta.json; its configurations sorted by identity hash (new), or NULL with a problem added. */
+static plan_entry *plan_entries(const merge_part *ref, size_t *n, merge_problems *pb)
+{
+    json_t *src = json_object_get(json_object_get(ref->meta, "sweep"), "source");
+    if (!json_is_object(src)) {
+        problem(pb,
+                "%s/meta.json has no sweep.source (written before schema 2): its rows cannot be "
+                "checked against the shard plan",
+                ref->dir);
+        return NULL;
+    }
+    char label[PATH_MAX + 64], buf[2600];
+    snprintf(label, sizeof label, "%s/meta.json: $.sweep.source", ref->dir);
+    char *text = json_dumps(src, JSON_PRESERVE_ORDER);
+    tune_error e = {0};
+    sweep *sw = text ? sweep_parse(text, label, &e) : NULL;
+    space *sp = sw ? space_build(sw, &e) : NULL;
+    shard_plan *plan = sp ? shard_plan_build(sw, sp, ref->shard.count, &e) : NULL;
+    plan_entry *pe = NULL;
+    *n = plan ? space_n_configs(sp) : 0;
+    if (!plan)
+        problem(pb, "%s", text ? tune_error_text(&e, buf, sizeof buf) : "out of memory");
+    else if (strcmp(shard_plan_hash(plan), ref->shard.plan) != 0)
+        problem(pb, "%s/meta.json: its sweep's plan is %s, not the recorded %s", ref->dir,
+                shard_plan_hash(plan), ref->shard.plan);
+    else if (!(pe = calloc(*n ? *n : 1, sizeof *pe)))
+        problem(pb, "out of memory");
+    for (size_t i = 0; pe && i < *n; i++) {
+        char id[4096];
+        space_config_identity(sw, sp, i, id, sizeof id);
+        pe[i] = (plan_entry){hash_fnv1a_str(HASH_FNV_OFFSET, id), shard_plan_owner(plan, i)};
+    }
+    if (pe)
+        qsort(pe, *n, sizeof *pe, plan_entry_cmp);
+    shard_plan_free(plan);
+    space_free(sp);
+    sweep_free(sw);
+    free(text);
+    return pe;
+}
+
+/* The line of raw.jsonl that holds row r (results_read skips blank lines). */
+static size_t row_line(const char *path, size_t r)
+{
+    FILE *f = fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0, lineno = 0, seen = 0;
+    while (f && getline(&line, &cap, f) >= 0) {
+        lineno++;
+        if (line[strspn(line, " \t\r\n")] != '\0' && seen++ == r)
+            break;
+    }
+    free(line);
+    if (f)
+        fclose(f);
+    return lineno;
+}
+
+/* Every row of every shard is a configuration of the plan, and of its own shard. */
+static void check_plan(merge_part *parts, size_t n, merge_problems *pb)
+{
+    size_t n_entries = 0;
+    plan_entry *pe = plan_entries(&parts[0], &n_entries, pb);
+    for (size_t i = 0; pe && i < n; i++) {
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/raw.jsonl", parts[i].dir);
+        for (size_t r = 0; r < parts[i].n_rows; r++) {
+            char id[4096];
+            results_row_identity(&parts[i].rows[r], id, sizeof id);
+            plan_entry key = {hash_fnv1a_str(HASH_FNV_OFFSET, id), 0};
+            const plan_entry *e = bsearch(&key, pe, n_entries, sizeof *pe, plan_entry_cmp);
+            if (!e)
+                problem(pb, "%s:%zu: configuration %s is not in the sweep's plan", path,
+                        row_line(path, r), id);
+            else if (e->shard != parts[i].shard.index)
+                problem(pb, "%s:%zu: configuration %s is shard %zu/%zu's, not shard %zu/%zu's",
+                        path, row_line(path, r), id, e->shard, parts[i].shard.count,
+                        parts[i].shard.index, parts[i].shard.count);
+        }
+    }
+    free(pe);
+}
+
 /* The merged folder may be new, empty, hold other files (a --gpus run's shards/, a log), or hold
  * an earlier merge of the same shards (the same plan and count: merged again after a shard was
  * resumed); a folder that holds anything else of a run (an ordinary run's rows or meta.json, a
@@ -326,6 +429,8 @@ tune_status merge_shards(const char *out_dir, const char *const *dirs, size_t n_
     }
     if (!pb.n)
         check_complete(parts, n_dirs, &pb);
+    if (!pb.n) /* every configuration once: each in its own shard's share of the plan */
+        check_plan(parts, n_dirs, &pb);
     if (!pb.n)
         check_out_dir(out_dir, &parts[0], &pb);
     if (pb.n)

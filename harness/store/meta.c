@@ -400,6 +400,45 @@ tune_status meta_check(const json_t *meta, const char *path, size_t max_axes, tu
     return st == TUNE_OK ? check_axes(rep, "cols", path, max_axes, err) : st;
 }
 
+tune_status meta_check_folders(const char *const *dirs, size_t n_dirs, json_t **first,
+                               tune_error *err)
+{
+    json_t *m0 = NULL;
+    tune_status st = TUNE_OK;
+    const char *name0 = NULL, *hash0 = NULL;
+    for (size_t d = 0; d < n_dirs && st == TUNE_OK; d++) {
+        char path[PATH_MAX + 16];
+        snprintf(path, sizeof path, "%s/meta.json", dirs[d]);
+        json_error_t je = {0};
+        json_t *m = meta_load(dirs[d], &je);
+        if (!m && access(path, F_OK) == 0)
+            st = tune_error_set(err, TUNE_ERR_INVALID, path, "%s", je.text);
+        if (st == TUNE_OK && m)
+            st = meta_check(m, path, TUNE_MAX_AXES, err);
+        const char *name = meta_sweep_name(m), *hash = meta_sweep_hash(m);
+        if (st == TUNE_OK && d > 0 && m && m0 &&
+            ((name && name0 && strcmp(name, name0) != 0) ||
+             (hash && hash0 && strcmp(hash, hash0) != 0)))
+            st = tune_error_set(err, TUNE_ERR_INVALID, dirs[d],
+                                "a run of sweep '%s' (%s), %s is of sweep '%s' (%s): folders of "
+                                "different sweeps are not merged into one result",
+                                name ? name : "?", hash ? hash : "no hash", dirs[0],
+                                name0 ? name0 : "?", hash0 ? hash0 : "no hash");
+        if (d == 0) {
+            m0 = m;
+            name0 = name;
+            hash0 = hash;
+        } else {
+            json_decref(m);
+        }
+    }
+    if (st != TUNE_OK || !first)
+        json_decref(m0);
+    if (first)
+        *first = st == TUNE_OK ? m0 : NULL;
+    return st;
+}
+
 /* Where each environment item is: a path of keys, and where a compile-only run's meta.json has
  * it (its "key"). */
 static const struct {

@@ -121,6 +121,12 @@ const char *meta_sweep_hash(const json_t *meta);
  * report.rows / report.cols arrays of at most max_axes strings. Errors name path and the JSON
  * path ("run/meta.json: $.report.rows: [1]: expected a string (an axis name)"). */
 tune_status meta_check(const json_t *meta, const char *path, size_t max_axes, tune_error *err);
+/* The readers' check of the folders they combine: each folder's meta.json, when it has one,
+ * loaded (through core/infile.h) and checked (meta_check, axes at most TUNE_MAX_AXES), and all of
+ * one sweep (name and sweep.hash): rows of different sweeps are never combined. dirs[0]'s
+ * meta.json into *first (new; NULL when absent; first may be NULL). Errors name the file. */
+tune_status meta_check_folders(const char *const *dirs, size_t n_dirs, json_t **first,
+                               tune_error *err);
 /* The sweep's name, or NULL. Borrowed from meta. */
 const char *meta_sweep_name(const json_t *meta);
 /* The device's name (device.name), or NULL. Borrowed. */

@@ -1,6 +1,7 @@
 #include "store/results.h"
 
 #include "core/infile.h"
+#include "store/folder.h"
 
 #include <limits.h>
 
@@ -28,6 +29,7 @@ static const char *const results_reserved[] = {
     "flop_rate",   "pct_read_bw", "read_bw",     "error",     "tolerance", "device",   "timestamp",
     "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w", "throttle_reasons",
     "roofline_time", "roofline_fraction", "timing_mode", "stop_reason", "batch", "throttled",
+    "schema",
 };
 
 const char *result_status_str(result_status s)
@@ -262,6 +264,7 @@ static json_t *results_row_to_json(const result_row *row, tune_error *err)
     results_put_measures(o, row, &failed);
     results_put(o, "device", results_json_str(row->device), &failed);
     results_put(o, "timestamp", results_json_str(row->timestamp), &failed);
+    results_put(o, "schema", json_integer(RESULTS_ROW_SCHEMA), &failed);
 done:
     if (failed) {
         json_decref(o);
@@ -311,26 +314,11 @@ tune_status results_write_row(results_writer *w, const result_row *row, tune_err
         return tune_error_set(err, TUNE_ERR_NOMEM, w->path, "cannot serialise the row");
     size_t len = strlen(text);
     /* a whole line or nothing: written with write(2) on the O_APPEND descriptor (no stdio
-     * buffer to keep a partial row), and a failed append is cut back so the file stays JSONL */
+     * buffer to keep a partial row) */
     text[len] = '\n'; /* json_dumps' NUL, replaced: the line is written as len + 1 bytes */
-    int fd = fileno(w->f);
-    off_t before = lseek(fd, 0, SEEK_END);
-    size_t done = 0;
-    int e = 0;
-    while (done < len + 1 && !e) {
-        ssize_t k = write(fd, text + done, len + 1 - done);
-        if (k > 0)
-            done += (size_t)k;
-        else if (k == 0 || errno != EINTR)
-            e = k == 0 ? EIO : errno;
-    }
+    tune_status st = folder_append_line(fileno(w->f), w->path, "a row", text, len + 1, err);
     free(text);
-    if (e) {
-        if (before >= 0 && ftruncate(fd, before) != 0)
-            (void)0; /* the resume trims a partial last line anyway */
-        return tune_error_set(err, TUNE_ERR_IO, w->path, "cannot append a row: %s", strerror(e));
-    }
-    return TUNE_OK;
+    return st;
 }
 
 void results_close(results_writer *w)
@@ -572,6 +560,15 @@ static tune_status results_row_from_json(const json_t *o, result_row *row, const
 {
     if (!json_is_object(o))
         return tune_error_set(err, TUNE_ERR_INVALID, where, "expected a JSON object");
+    /* first: the other keys of a newer format may mean something else */
+    json_t *schema = json_object_get(o, "schema");
+    if (schema && (!json_is_integer(schema) || json_integer_value(schema) < 1))
+        return tune_error_set(err, TUNE_ERR_INVALID, where, "key 'schema': expected an integer >= 1");
+    if (schema && json_integer_value(schema) > RESULTS_ROW_SCHEMA)
+        return tune_error_set(err, TUNE_ERR_INVALID, where,
+                              "key 'schema': row format %lld is newer than this tune reads (%d): "
+                              "use a newer tune",
+                              (long long)json_integer_value(schema), RESULTS_ROW_SCHEMA);
     tune_status st = results_get_strings(o, row, where, err);
     if (st == TUNE_OK)
         st = results_get_status(o, row, where, err);

@@ -19,10 +19,12 @@
  * "batch", "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w",
  * "throttle_reasons" (NVML, read right after the timed reps), "throttled" (a slowdown reason was
  * seen before or after the timed reps), "device", "timestamp" (ISO 8601
- * UTC). Absent measurements are null.
+ * UTC), "schema" (the row format, RESULTS_ROW_SCHEMA; rows written before it was recorded have
+ * none and are format 1). Absent measurements are null.
  * Keys come in that order; an axis or parameter named like one of the other keys is an error.
  * Reading requires "method", "status", "axes", "params" and every listed axis; other keys may be
- * missing (read as NULL / NAN).
+ * missing (read as NULL / NAN). A row whose "schema" is newer than RESULTS_ROW_SCHEMA is refused
+ * (file:line), before any other key is read: a newer format may give a key another meaning.
  */
 #ifndef TUNE_RESULTS_H
 #define TUNE_RESULTS_H
@@ -32,6 +34,10 @@
 #include "core/error.h"
 #include "core/point.h"
 #include "core/stats.h"
+
+/* The row format this tune writes and the newest it reads. A change that older readers would
+ * misread (a key renamed, a unit changed) bumps it. */
+#define RESULTS_ROW_SCHEMA 1
 
 typedef enum {
     RESULT_OK = 0,

@@ -2,10 +2,10 @@
  * interleaved (A B C A B C ...), with the verdict.
  *
  *   retime_record r = {.shape = shape, .method = "custom", .rounds = 30, .n = 3, ...};
- *   retime_append(dir, &r);
+ *   if (retime_append(dir, &r, &err) != TUNE_OK) ...   // a whole line or nothing
  *
  *   retime_verdict *v; size_t n;
- *   if (retime_read(dir, &v, &n) == TUNE_OK) { ... free(v); }   // TUNE_ERR_IO: no file
+ *   if (retime_read(dir, &v, &n, &err) == TUNE_OK) { ... free(v); }   // n == 0: no file
  *
  * A line: {"shape": {axis: value, ...}, "method", "rounds", "candidates": [{"params": {...},
  * "first_median", "median", "stderr"}, ...], "winner": {params}, "runner_up": {params},
@@ -37,19 +37,25 @@ typedef struct {
     int tie;
 } retime_record;
 
-/* Appends r to dir/retime.jsonl. A line that cannot be written is lost (the re-timing is a
- * check on measured rows, not a row). */
-void retime_append(const char *dir, const retime_record *r);
+/* Appends r to dir/retime.jsonl as one whole line (store/folder.h: folder_append_line): a line
+ * that cannot be written is cut back and reported (TUNE_ERR_IO naming the file and why). */
+tune_status retime_append(const char *dir, const retime_record *r, tune_error *err);
 
 /* A line read back, as the report shows it: "name=value" lists separated by spaces. */
 typedef struct {
     char shape[512], winner[256], runner_up[256];
+    char method[64];
+    /* the winner's configuration identity (core/point.h: point_identity of the method over the
+     * shape and the winner's parameters): equal to results_row_identity of its row */
+    char winner_id[2048];
     double margin;
     int tie;
 } retime_verdict;
 
-/* The verdicts of dir/retime.jsonl, in file order; lines that do not parse are left out. *v is
- * new (free it). TUNE_ERR_IO when the file cannot be opened. */
-tune_status retime_read(const char *dir, retime_verdict **v, size_t *n);
+/* The verdicts of dir/retime.jsonl, in file order. *v is new (free it); TUNE_OK with *n == 0 and
+ * *v == NULL when dir has no retime.jsonl. The file is read through core/infile.h (a regular file
+ * of bounded size); a line that is not a verdict is an error naming the file and line
+ * ("run/retime.jsonl:3: key 'tie': expected true or false"). */
+tune_status retime_read(const char *dir, retime_verdict **v, size_t *n, tune_error *err);
 
 #endif
