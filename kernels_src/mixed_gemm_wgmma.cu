@@ -244,6 +244,9 @@ __device__ __forceinline__ void mg_wgmma_cluster_finish(const float (&acc)[MT][B
     mg_cluster_sync(); // no block leaves while another reads its shared memory
 }
 
+// The kernel. About 110 lines: set-up, the loads' prologue, the consumer loop with its refill and
+// the three ends (cluster, split through global memory, direct store), which share the
+// accumulators' layout and the block's coordinates; apart, each would take a dozen arguments.
 template <typename T, int BM, int WN, int MT, int KS, int STAGES, int ZP, int CL>
 __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
     mg_wgmma(const __grid_constant__ mg_tmap xmap, const uint4 *__restrict__ Wp,
