@@ -3,15 +3,13 @@
  * names the file written and the reason. */
 #include <criterion/criterion.h>
 #include <dirent.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/infile.h"
 #include "core/outfile.h"
+#include "util_child.h"
 #include "util_cpu.h"
 
 TestSuite(outfile, .init = make_tmpdir, .fini = remove_tmpdir);
@@ -50,42 +48,30 @@ Test(outfile, writes_and_replaces)
     cr_expect_eq(count_entries(tmpdir), 1, "no temporary file left behind");
 }
 
-/* In a child limited to 4 KiB files with SIGXFSZ ignored, writes 64 KiB over path; returns the
- * child's error message through a pipe. */
+/* Writes 64 KiB over a path, as text or as JSON: the work of a size-limited child. */
+typedef struct {
+    const char *path;
+    int as_json;
+} big_write;
+
+static tune_status write_big(void *ctx, tune_error *err)
+{
+    const big_write *w = ctx;
+    static char big[65536];
+    memset(big, 'x', sizeof big - 1);
+    if (!w->as_json)
+        return outfile_write(w->path, big, sizeof big, err);
+    json_t *j = json_pack("{s:s}", "big", big);
+    return outfile_write_json(w->path, j, 0, err);
+}
+
+/* In a child limited to 4 KiB files, writes 64 KiB over path; the child's error comes back in
+ * msg. */
 static void write_over_limit(const char *path, int as_json, char *msg, size_t size)
 {
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        close(p[0]);
-        signal(SIGXFSZ, SIG_IGN);
-        struct rlimit rl = {4096, 4096};
-        setrlimit(RLIMIT_FSIZE, &rl);
-        static char big[65536];
-        memset(big, 'x', sizeof big - 1);
-        tune_error err = {0};
-        tune_status st;
-        if (as_json) {
-            json_t *j = json_pack("{s:s}", "big", big);
-            st = outfile_write_json(path, j, 0, &err);
-        } else {
-            st = outfile_write(path, big, sizeof big, &err);
-        }
-        char buf[3000];
-        int len = snprintf(buf, sizeof buf, "%s: %s", err.where, err.message);
-        if (write(p[1], buf, (size_t)len) < 0)
-            _exit(3);
-        _exit(st == TUNE_OK ? 0 : 1);
-    }
-    close(p[1]);
-    ssize_t k = read(p[0], msg, size - 1);
-    msg[k > 0 ? k : 0] = '\0';
-    close(p[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "the write must fail: %s", msg);
+    big_write w = {path, as_json};
+    int rc = test_run_size_limited(4096, write_big, &w, msg, size);
+    cr_assert(rc == 1, "the write must fail: %s", msg);
 }
 
 Test(outfile, failed_write_keeps_the_old_file)

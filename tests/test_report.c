@@ -4,13 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "analysis/report.h"
+#include "util_child.h"
 
 #define FIXTURE "tests/data/results/raw.jsonl"
 
@@ -231,6 +229,12 @@ static char *slurp(const char *path)
     return buf;
 }
 
+/* Writes the report's files into the folder ctx: the work of a size-limited child. */
+static tune_status write_tables(void *ctx, tune_error *err)
+{
+    return report_write_files(rep, ctx, err);
+}
+
 /* A write that fails half-way (a file size limit, as on a full disk) keeps the previous tables
  * whole and names the file it could not write. */
 Test(report, failed_write_keeps_previous_files)
@@ -241,29 +245,9 @@ Test(report, failed_write_keeps_previous_files)
     cr_assert_eq(report_write_files(rep, dir, &err), TUNE_OK, "%s", err.message);
     snprintf(path, sizeof path, "%s/best.md", dir);
     char *before = slurp(path);
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        signal(SIGXFSZ, SIG_IGN);
-        struct rlimit rl = {200, 200};
-        setrlimit(RLIMIT_FSIZE, &rl);
-        tune_error e = {0};
-        tune_status st = report_write_files(rep, dir, &e);
-        char buf[3000];
-        int len = snprintf(buf, sizeof buf, "%s: %s", e.where, e.message);
-        if (write(p[1], buf, (size_t)len) < 0)
-            _exit(3);
-        _exit(st == TUNE_OK ? 0 : 1);
-    }
-    close(p[1]);
     char msg[3000];
-    ssize_t k = read(p[0], msg, sizeof msg - 1);
-    msg[k > 0 ? k : 0] = '\0';
-    close(p[0]);
-    int status;
-    waitpid(pid, &status, 0);
-    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 1, "the write must fail");
+    int rc = test_run_size_limited(200, write_tables, dir, msg, sizeof msg);
+    cr_expect(rc == 1, "the write must fail");
     char expect[300];
     snprintf(expect, sizeof expect, "%s: cannot write: File too large", path);
     cr_expect_str_eq(msg, expect);

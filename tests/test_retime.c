@@ -3,16 +3,14 @@
  * and line; a FIFO is refused; no file is no verdict; an append that hits the file size limit is
  * an error and leaves whole lines. */
 #include <criterion/criterion.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "store/retime.h"
+#include "util_child.h"
 #include "util_cpu.h"
 
 TestSuite(retime, .init = make_tmpdir, .fini = remove_tmpdir);
@@ -119,40 +117,25 @@ Test(retime, no_file)
     cr_expect_null(v);
 }
 
-/* In a child limited to files of 600 bytes (SIGXFSZ ignored), verdicts are appended until one
- * fails: the failure is reported (exit 1 with the message through a pipe) and the file keeps
- * whole lines only. */
+/* Appends the same verdict until an append fails (at most 20): the work of a size-limited child. */
+static tune_status append_verdicts(void *ctx, tune_error *err)
+{
+    (void)ctx;
+    retime_record r;
+    sample_record(&r);
+    tune_status st = TUNE_OK;
+    for (int i = 0; i < 20 && st == TUNE_OK; i++)
+        st = retime_append(tmpdir, &r, err);
+    return st;
+}
+
+/* In a child limited to files of 600 bytes, verdicts are appended until one fails: the failure is
+ * reported and the file keeps whole lines only. */
 Test(retime, append_over_the_size_limit_fails_and_keeps_whole_lines)
 {
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        close(p[0]);
-        signal(SIGXFSZ, SIG_IGN);
-        struct rlimit rl = {600, 600};
-        setrlimit(RLIMIT_FSIZE, &rl);
-        retime_record r;
-        sample_record(&r);
-        tune_error err = {0};
-        tune_status st = TUNE_OK;
-        for (int i = 0; i < 20 && st == TUNE_OK; i++)
-            st = retime_append(tmpdir, &r, &err);
-        char buf[1200];
-        int len = snprintf(buf, sizeof buf, "%s: %s", err.where, err.message);
-        if (write(p[1], buf, (size_t)len) != len)
-            _exit(3);
-        _exit(st == TUNE_OK ? 0 : 1);
-    }
-    close(p[1]);
     char msg[1200] = "";
-    ssize_t k = read(p[0], msg, sizeof msg - 1);
-    msg[k > 0 ? k : 0] = '\0';
-    close(p[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1, "the append must fail: %s", msg);
+    int rc = test_run_size_limited(600, append_verdicts, NULL, msg, sizeof msg);
+    cr_assert(rc == 1, "the append must fail: %s", msg);
     cr_expect(strstr(msg, "retime.jsonl: cannot append a verdict: File too large") != NULL, "%s",
               msg);
     retime_verdict *v = NULL;
