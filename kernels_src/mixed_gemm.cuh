@@ -194,6 +194,34 @@ __device__ __forceinline__ unsigned mg_raw_q(const unsigned char *q, long long l
     return (q[i * ldq + (j >> 1)] >> ((j & 1) * 4)) & 0xfu;
 }
 
+// Stores four fp32 values as T at dst (8-byte aligned).
+template <typename T> __device__ __forceinline__ void mg_store4(T *dst, float4 v)
+{
+    const T y0 = from_f32<T>(v.x), y1 = from_f32<T>(v.y), y2 = from_f32<T>(v.z),
+            y3 = from_f32<T>(v.w);
+    *reinterpret_cast<uint2 *>(dst) = make_uint2((unsigned)y0.x | ((unsigned)y1.x << 16),
+                                                 (unsigned)y2.x | ((unsigned)y3.x << 16));
+}
+
+// The k blocks [kb0, kb0 + L) of split blockIdx.z of gridDim.z over KB blocks: the splits differ
+// by at most one block.
+__device__ __forceinline__ void mg_split_range(int KB, int &kb0, int &L)
+{
+    const int splits = gridDim.z, z = blockIdx.z;
+    kb0 = (int)((long long)z * KB / splits);
+    L = (int)((long long)(z + 1) * KB / splits) - kb0;
+}
+
+// Traps when the block was given less dynamic shared memory than its layout needs: the host's
+// sizing (the family's formulas) is checked on every GPU run.
+__device__ __forceinline__ void mg_require_smem(unsigned bytes)
+{
+    unsigned dyn;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
+    if (dyn < bytes)
+        __trap();
+}
+
 // The end of a split-K tile, run by every thread of the last block to finish it:
 // Y[m0 + r][n0 + c] = sum over p = 0 .. splits - 1 (in that order) of ws[p][m0 + r][n0 + c], for
 // r < rows, c < BN; each thread takes 4-column chunks and keeps several loads in flight (one
@@ -215,10 +243,7 @@ __device__ __forceinline__ void mg_splitk_sum(const float *__restrict__ ws, T *_
             sum.z += v.z;
             sum.w += v.w;
         }
-        const T y0 = from_f32<T>(sum.x), y1 = from_f32<T>(sum.y), y2 = from_f32<T>(sum.z),
-                y3 = from_f32<T>(sum.w);
-        *reinterpret_cast<uint2 *>(Y + (long long)(m0 + r) * n + n0 + col) = make_uint2(
-            (unsigned)y0.x | ((unsigned)y1.x << 16), (unsigned)y2.x | ((unsigned)y3.x << 16));
+        mg_store4(Y + (long long)(m0 + r) * n + n0 + col, sum);
     }
 }
 

@@ -85,22 +85,16 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
     const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
     const int splits = gridDim.z, z = blockIdx.z;
     const int KB = k / BK;
-    const int kb0 = (int)((long long)z * KB / splits),
-              kb1 = (int)((long long)(z + 1) * KB / splits);
-    const int L = kb1 - kb0;
+    int kb0, L;
+    mg_split_range(KB, kb0, L);
     const int xstride =
         (KB + splits - 1) / splits * BK + 8; // padded: ldmatrix rows hit distinct banks
     const int rows = m - m0 < BM ? m - m0 : BM;
     const int srows = gsh >= 0 ? BK >> gsh : 1;
-    if (tid == 0) {
-        unsigned dyn;
-        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-        if (dyn < (unsigned)(LY::BAR + LY::RING) + (unsigned)rows * xstride * 2)
-            __trap();
-    }
     const long long units_n = n / 64;
 
     if (tid == 0) {
+        mg_require_smem((unsigned)(LY::BAR + LY::RING) + (unsigned)rows * xstride * 2);
         for (int s = 0; s < STAGES; s++) {
             mg_mbar_init(full + s, 1);
             mg_mbar_init(empty + s, WN); // the WN warps that consume stage s

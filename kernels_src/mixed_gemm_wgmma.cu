@@ -181,6 +181,21 @@ __device__ __forceinline__ void mg_wgmma_stage(float (&acc)[MT][BM / 2],
         mg_mbar_arrive(empty + (it - 1) % STAGES);
 }
 
+// Calls f(t, i, row, col) for every accumulator acc[t][i] of a consumer thread (warp w of
+// warpgroup wg), with its row of m and column of n in the block's tile: acc[t][4 j + e] is row
+// 8 j + 2 tq + (e & 1), column 64 (MT wg + t) + 16 w + g + 8 (e >> 1).
+template <int MT, int R, typename F>
+__device__ __forceinline__ void mg_wg_for_acc(int wg, int w, int lane, F f)
+{
+    const int tq = lane & 3, g = lane >> 2;
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            f(t, i, 8 * (i >> 2) + 2 * tq + (i & 1),
+              64 * (MT * wg + t) + 16 * w + g + 8 * ((i >> 1) & 1));
+}
+
 __device__ __forceinline__ void mg_cluster_sync()
 {
     asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
@@ -201,18 +216,11 @@ __device__ __forceinline__ void mg_wgmma_cluster_finish(const float (&acc)[MT][B
                                                         int w, int lane)
 {
     constexpr int R = BM / 2, CH = BM * BN / 4 / CL; // float4 chunks per block's slice
-    const int tq = lane & 3, g = lane >> 2;
     unsigned rank;
     asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
     mg_cluster_sync(); // every block of the cluster is done with its ring
-#pragma unroll
-    for (int t = 0; t < MT; t++)
-#pragma unroll
-        for (int i = 0; i < R; i++) {
-            const int row = 8 * (i >> 2) + 2 * tq + (i & 1);
-            const int col = 64 * (MT * wg + t) + 16 * w + g + 8 * ((i >> 1) & 1);
-            part[row * BN + col] = acc[t][i];
-        }
+    mg_wg_for_acc<MT, R>(wg, w, lane,
+                         [&](int t, int i, int row, int col) { part[row * BN + col] = acc[t][i]; });
     mg_cluster_sync(); // every partial tile is in place
     const unsigned base = mg_saddr(part);
     for (int c = threadIdx.x; c < CH; c += blockDim.x) {
@@ -236,10 +244,7 @@ __device__ __forceinline__ void mg_wgmma_cluster_finish(const float (&acc)[MT][B
             sum.z += v.z;
             sum.w += v.w;
         }
-        const T y0 = from_f32<T>(sum.x), y1 = from_f32<T>(sum.y), y2 = from_f32<T>(sum.z),
-                y3 = from_f32<T>(sum.w);
-        *reinterpret_cast<uint2 *>(Y + (long long)(m0 + row) * n + n0 + col) = make_uint2(
-            (unsigned)y0.x | ((unsigned)y1.x << 16), (unsigned)y2.x | ((unsigned)y3.x << 16));
+        mg_store4(Y + (long long)(m0 + row) * n + n0 + col, sum);
     }
     mg_cluster_sync(); // no block leaves while another reads its shared memory
 }
@@ -266,20 +271,14 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
     unsigned char *ring = smem + LY::BAR;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int tq = lane & 3, g = lane >> 2;
     const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
     const int splits = gridDim.z, z = blockIdx.z;
-    const int KB = k / BK;
-    const int kb0 = (int)((long long)z * KB / splits),
-              kb1 = (int)((long long)(z + 1) * KB / splits);
-    const int L = kb1 - kb0;
+    int kb0, L;
+    mg_split_range(k / BK, kb0, L);
     const int rows = m - m0 < BM ? m - m0 : BM;
     const int srows = gsh >= 0 ? BK >> gsh : 1;
     if (tid == 0) {
-        unsigned dyn;
-        asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn));
-        if (dyn < (unsigned)LY::TOTAL)
-            __trap();
+        mg_require_smem(LY::TOTAL);
         for (int s = 0; s < STAGES; s++) {
             mg_mbar_init(full + s, 1);
             mg_mbar_init(empty + s, NC);
@@ -332,33 +331,22 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
     for (int t = 0; t < MT; t++)
         mg_wg_fence_acc(acc[t]);
 
-    // Epilogue. acc[t][4 i + e] is Y[m0 + 8 i + 2 tq + (e & 1)][n0 + 64 (MT wg + t) + 16 w + g +
-    // 8 (e >> 1)].
+    // Epilogue (mg_wg_for_acc gives each accumulator's place in the tile).
     if (CL > 1) {
         mg_wgmma_cluster_finish<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(ring), Y, m, n,
                                                    m0, n0, rows, wg, w, lane);
         return;
     }
     if (splits > 1) { // the family's split-K finish through global memory
-#pragma unroll
-        for (int t = 0; t < MT; t++)
-#pragma unroll
-            for (int i = 0; i < R; i++) {
-                const int row = m0 + 8 * (i >> 2) + 2 * tq + (i & 1);
-                const int col = n0 + 64 * (MT * wg + t) + 16 * w + g + 8 * ((i >> 1) & 1);
-                if (row < m0 + rows)
-                    __stcg(ws + ((long long)z * m + row) * n + col, acc[t][i]);
-            }
+        mg_wg_for_acc<MT, R>(wg, w, lane, [&](int t, int i, int row, int col) {
+            if (row < rows)
+                __stcg(ws + ((long long)z * m + m0 + row) * n + n0 + col, acc[t][i]);
+        });
         mg_splitk_finish<T, BN, NC * 32>(ws, Y, counters, m, n, m0, n0, rows);
         return;
     }
-#pragma unroll
-    for (int t = 0; t < MT; t++)
-#pragma unroll
-        for (int i = 0; i < R; i++) {
-            const int row = m0 + 8 * (i >> 2) + 2 * tq + (i & 1);
-            const int col = n0 + 64 * (MT * wg + t) + 16 * w + g + 8 * ((i >> 1) & 1);
-            if (row < m0 + rows)
-                Y[(long long)row * n + col] = from_f32<T>(acc[t][i]);
-        }
+    mg_wg_for_acc<MT, R>(wg, w, lane, [&](int t, int i, int row, int col) {
+        if (row < rows)
+            Y[(long long)(m0 + row) * n + n0 + col] = from_f32<T>(acc[t][i]);
+    });
 }

@@ -169,21 +169,37 @@ static int mg_check_blocking(const mg_desc *d, int64_t threads, char *why, size_
     return 0;
 }
 
-/* The registers and shared memory of a staged or decode configuration: at most ~195 fp32
- * accumulators per thread (with ~60 registers for fragments and addresses) and the device's
- * shared memory per block; on success records smem, the threads and gsh in d. */
-static int mg_check_resources(mg_desc *d, int64_t acc_regs, size_t smem, int64_t threads, char *why,
-                              size_t why_size)
+/* The registers and shared memory of a tiled configuration: acc_regs fp32 accumulators per thread
+ * and about `overhead` more registers (fragments, addresses) must fit in the `avail` registers a
+ * thread can have, and the shared memory in the device's per block; on success records smem, the
+ * threads and gsh in d. */
+static int mg_check_resources(mg_desc *d, int64_t acc_regs, int64_t overhead, int64_t avail,
+                              size_t smem, int64_t threads, char *why, size_t why_size)
 {
-    if (acc_regs + 60 > 255)
-        return family_fail(why, why_size, "too many registers: %lld accumulators per thread",
-                           (long long)acc_regs);
+    if (acc_regs + overhead > avail)
+        return family_fail(why, why_size,
+                           "too many registers: %lld accumulators per thread and ~%lld more, "
+                           "%lld available",
+                           (long long)acc_regs, (long long)overhead, (long long)avail);
     if (smem > MG_SMEM_LIMIT)
         return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
                            smem / 1024, MG_SMEM_LIMIT / 1024);
     d->smem = smem;
     d->threads = (unsigned)threads;
     d->gsh = d->g_eff <= d->bk ? ilog2(d->g_eff) : -1;
+    return 0;
+}
+
+/* The grid of the decode and wgmma kernels: (row blocks along m, column blocks along n, splits), so
+ * that the row blocks that share a weight slice are neighbours. */
+static int mg_grid_m_n_k(mg_desc *d, char *why, size_t why_size)
+{
+    d->grid[0] = (unsigned)((d->m + d->bm - 1) / d->bm);
+    d->grid[1] = (unsigned)(d->n / d->bn);
+    d->grid[2] = (unsigned)d->splitk;
+    if (d->grid[1] > 65535)
+        return family_fail(why, why_size, "tile shape: n / bn = %u blocks exceeds the grid limit",
+                           d->grid[1]);
     return 0;
 }
 
@@ -225,20 +241,15 @@ static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
     /* accumulators: 16 fp32 per n8 tile of X (twice with sa), plus ~60 for fragments and
      * addresses */
     int64_t acc_regs = d->bm / 8 * (16 + (d->sa ? 16 : 0) + (d->sa == 2 ? 4 : 0));
-    if (mg_check_resources(d, acc_regs, mg_decode_smem(d), threads, why, why_size) != 0)
+    if (mg_check_resources(d, acc_regs, 60, 255, mg_decode_smem(d), threads, why, why_size) != 0)
         return -1;
-    d->grid[0] = (unsigned)((d->m + d->bm - 1) / d->bm);
-    d->grid[1] = (unsigned)(d->n / d->bn);
-    d->grid[2] = (unsigned)d->splitk;
-    if (d->grid[1] > 65535)
-        return family_fail(why, why_size, "tile shape: n / bn = %u blocks exceeds the grid limit",
-                           d->grid[1]);
-    return 0;
+    return mg_grid_m_n_k(d, why, why_size);
 }
 
 /* Shared memory of the wgmma kernel: alignment slack, barriers and the ring of stages (X in
- * 128-byte swizzle atoms, the packed weight, scales and zero points, each stage rounded up to 1 024
- * bytes), or with 2 splits (a cluster) the fp32 partial tile if larger; the formulas of mg_wgmma_layout in mixed_gemm_wgmma.cu, which traps when given less. */
+ * 128-byte swizzle atoms, the packed weight, scales and zero points, each stage rounded up to
+ * 1 024 bytes), or with 2 splits (a cluster) the fp32 partial tile if larger; the formulas of
+ * mg_wgmma_layout in mixed_gemm_wgmma.cu, which traps when given less. */
 static size_t mg_wgmma_smem(const mg_desc *d)
 {
     int64_t ks = d->bk / 16, sr = ks / 2 > 0 ? ks / 2 : 1;
@@ -272,21 +283,10 @@ static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
     /* bm / 2 fp32 accumulators per 64-column tile and ~30 more registers (what ptxas asks for)
      * within what a thread of a block of wn warpgroups can have */
     int64_t mt = d->bn / (64 * d->wn), avail = 65536 / threads / 8 * 8;
-    avail = avail > 255 ? 255 : avail;
-    if (mt * d->bm / 2 + 30 > avail)
-        return family_fail(why, why_size,
-                           "too many registers: %lld accumulators per thread, %lld registers "
-                           "at %lld warps",
-                           (long long)(mt * d->bm / 2), (long long)avail, (long long)(4 * d->wn));
-    if (mg_check_resources(d, mt * d->bm / 2, mg_wgmma_smem(d), threads, why, why_size) != 0)
+    if (mg_check_resources(d, mt * d->bm / 2, 30, avail > 255 ? 255 : avail, mg_wgmma_smem(d),
+                           threads, why, why_size) != 0)
         return -1;
-    d->grid[0] = (unsigned)((d->m + d->bm - 1) / d->bm);
-    d->grid[1] = (unsigned)(d->n / d->bn);
-    d->grid[2] = (unsigned)d->splitk;
-    if (d->grid[1] > 65535)
-        return family_fail(why, why_size, "tile shape: n / bn = %u blocks exceeds the grid limit",
-                           d->grid[1]);
-    return 0;
+    return mg_grid_m_n_k(d, why, why_size);
 }
 
 /* Describes cfg; -1 with `why` (a category, a colon, the details) when it cannot run. About 100
@@ -379,7 +379,7 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
     /* accumulators: 32 fp32 registers per 16 x 64 warp tile (twice with sa), plus ~60 for
      * fragments and addresses */
     int64_t acc_regs = (d->bm / d->wm / 16) * (d->bn / d->wn / 64) * 32 * (d->sa ? 2 : 1);
-    if (mg_check_resources(d, acc_regs, mg_smem_bytes(d), threads, why, why_size) != 0)
+    if (mg_check_resources(d, acc_regs, 60, 255, mg_smem_bytes(d), threads, why, why_size) != 0)
         return -1;
     d->grid[0] = (unsigned)(d->n / d->bn);
     d->grid[1] = (unsigned)((d->m + d->bm - 1) / d->bm);
