@@ -108,10 +108,13 @@ int compile_nvrtc_version(void)
     return major * 1000 + minor * 10;
 }
 
-static size_t build_options(const compile_options *opt, char opts[][64], const char **ptrs)
+/* NVRTC's options for opt's architecture; suffix "a" selects its architecture-specific variant
+ * (sm_90a: wgmma, setmaxnreg). */
+static size_t build_options(const compile_options *opt, const char *suffix, char opts[][64],
+                            const char **ptrs)
 {
     size_t n = 0;
-    snprintf(opts[n++], 64, "--gpu-architecture=sm_%d", opt->arch);
+    snprintf(opts[n++], 64, "--gpu-architecture=sm_%d%s", opt->arch, suffix);
     snprintf(opts[n++], 64, "-std=c++17");
     snprintf(opts[n++], 64, "-lineinfo");
     for (size_t i = 0; i < n; i++)
@@ -314,9 +317,8 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
         tune_error_set(err, st, "compile", "out of memory");
     char opts[8][64], opts_a[8][64];
     const char *opt_ptrs[8], *opt_ptrs_a[8];
-    size_t n_opts = build_options(opt, opts, opt_ptrs);
-    build_options(opt, opts_a, opt_ptrs_a); /* the same, for arch-specific jobs: sm_XXa */
-    snprintf(opts_a[0], sizeof opts_a[0], "--gpu-architecture=sm_%da", opt->arch);
+    size_t n_opts = build_options(opt, "", opts, opt_ptrs);
+    build_options(opt, "a", opts_a, opt_ptrs_a); /* for the jobs with arch_specific */
     const int nvrtc_ver = compile_nvrtc_version();
     if (st == TUNE_OK && nvrtc_ver == 0)
         st = tune_error_set(err, TUNE_ERR_NVRTC, "nvrtc", "NVRTC cannot be loaded");
