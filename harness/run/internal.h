@@ -63,8 +63,7 @@ typedef struct {
     char out_dir[PATH_MAX]; /* the run's folder */
     int lock_fd;            /* its lock, held until the tables are written; -1: none */
     shard_plan *plan;       /* --shard: the sweep's shards; NULL: the whole sweep */
-    char arch_name[16];     /* "sm_90": what the kernels were compiled for */
-    int arch;               /* the same, x10 (90) */
+    int arch;               /* what the kernels were compiled for, x10 (90: sm_90) */
 } run_ctx;
 
 /* kernels.c */

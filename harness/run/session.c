@@ -72,13 +72,14 @@ static meta_shard shard_of(const run_ctx *rc)
 /* The key of a run's results: what must not change between a run and its resumption. New. */
 static json_t *run_key(const run_ctx *rc)
 {
-    char drv[256] = "";
+    char drv[256] = "", arch[16];
     if (!rc->opt->compile_only)
         run_driver_version(rc->mon, drv, sizeof drv);
+    snprintf(arch, sizeof arch, "sm_%d", rc->arch);
     meta_shard sh = rc->plan ? shard_of(rc) : (meta_shard){0};
     meta_key_info ki = {run_kernels_hash(rc),
                         compile_nvrtc_version(),
-                        rc->opt->compile_only ? rc->arch_name : NULL,
+                        rc->opt->compile_only ? arch : NULL,
                         &rc->gi,
                         drv,
                         rc->opt->seed,
@@ -91,11 +92,12 @@ static json_t *run_meta(const run_ctx *rc, const run_summary *sum, const char *s
                         const char *end, const json_t *key)
 {
     const run_options *opt = rc->opt;
-    char cb[32] = "", drv[256] = "";
+    char cb[32] = "", drv[256] = "", arch[16];
     if (!opt->compile_only) {
         gpu_cublas_version(cb, sizeof cb);
         run_driver_version(rc->mon, drv, sizeof drv);
     }
+    snprintf(arch, sizeof arch, "sm_%d", rc->arch);
     meta_shard sh = rc->plan ? shard_of(rc) : (meta_shard){0};
     meta_info mi = {
         .sw = rc->sw,
@@ -105,7 +107,7 @@ static json_t *run_meta(const run_ctx *rc, const run_summary *sum, const char *s
         .nvrtc_version = compile_nvrtc_version(),
         .cublas_version = cb,
         .driver = drv,
-        .compile_arch = opt->compile_only ? rc->arch_name : NULL,
+        .compile_arch = opt->compile_only ? arch : NULL,
         .shard = rc->plan ? &sh : NULL,
         .key = key,
         .nvml = rc->mon != NULL,
@@ -244,7 +246,6 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
         return err ? err->code : TUNE_ERR_INVALID;
     sum->n_configs = space_n_configs(rc.sp);
     sum->n_pruned = space_n_pruned(rc.sp);
-    snprintf(rc.arch_name, sizeof rc.arch_name, "sm_%d", arch);
     rc.arch = arch;
     if (opt->shard_count > 0 && (st = plan_shard(&rc, sum)) != TUNE_OK)
         goto done;
