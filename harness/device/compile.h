@@ -33,8 +33,12 @@ typedef struct {
 
 typedef struct {
     /* request */
-    char source[64];
+    char source[1024]; /* a file name under kernels_dir, or an absolute path (a kernel declared in a
+                          sweep file: its folder is an include folder of the job) */
     char name[256];
+    /* extra NVRTC options, one per line ("-DTILE=16\n-I/opt/cutlass/include\n-use_fast_math"):
+     * part of the cache key; "" for none */
+    char options[1024];
     int arch_specific; /* 1: compile for sm_XXa (wgmma and other architecture-specific features) */
     /* result */
     tune_status status; /* TUNE_OK; TUNE_ERR_NVRTC: compile error (log); TUNE_ERR_IO: source missing */

@@ -79,8 +79,11 @@ static inline const char *family_method_role_str(family_method_role role)
 #define FAMILY_MAX_KERNELS 16
 
 typedef struct {
-    const char *source; /* file name under kernels_src/, e.g. "gather_matmul.cu" */
+    const char *source; /* file name under kernels_src/, e.g. "gather_matmul.cu", or an absolute
+                           path (a kernel declared in a sweep file) */
     char name[256];     /* name expression: "gm_rows<half_t, 0, 128, 8, 256>" */
+    char options[1024]; /* extra NVRTC options, one per line ("-DTILE=16"); "" for none; part of
+                           the instantiation's identity (source, name, options) */
     int row;            /* 1: the kernel a tuned configuration's row names (raw.jsonl "kernel");
                            at most one per list; the harness zeroes the list before kernels() */
     int arch;           /* 0: any architecture (compiled for the target's); 90: only sm_90a, the
