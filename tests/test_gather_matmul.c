@@ -263,7 +263,7 @@ Test(gather_matmul_gpu, reference_kernel_matches_cpu)
                 case_point(c, dtypes[di], trans, "custom", 64, 256, &p);
                 family_kernel_ref refs[FAMILY_MAX_KERNELS];
                 char why[256];
-                int nr = gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+                int nr = gather_matmul_family.kernels(&gather_matmul_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
                 cr_assert_geq(nr, 2, "%s", why);
                 void *k = test_get_kernel(NULL, refs[1].source, refs[1].name); /* gm_reference */
                 launch_kernel(k, c, &d, (unsigned)((d.n_out + 255) / 256), 256, 0);
@@ -293,7 +293,7 @@ Test(gather_matmul_gpu, custom_kernels_match_cpu, .timeout = 600)
                         point_set_int(&p, "stages", stages[ti / 4]);
                         family_kernel_ref refs[FAMILY_MAX_KERNELS];
                         char why[256];
-                        if (gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why,
+                        if (gather_matmul_family.kernels(&gather_matmul_family, &p, refs, FAMILY_MAX_KERNELS, why,
                                                          sizeof why) < 0)
                             continue; /* e.g. chunk too wide for 32 threads: a skipped config */
                         void *k = test_get_kernel(NULL, refs[0].source, refs[0].name);
@@ -323,7 +323,7 @@ static void run_family_check(const char *method)
                 case_point(&cases[ci], dtypes[di], trans, method, 16, 256, &p);
                 family_kernel_ref refs[FAMILY_MAX_KERNELS];
                 char why[256];
-                int nr = fam->kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+                int nr = fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
                 if (nr < 0)
                     continue; /* slice needs k <= k_pre */
                 for (int r = 0; r < nr; r++)
@@ -352,14 +352,14 @@ Test(gather_matmul, refuses_impossible_configs)
     family_kernel_ref refs[FAMILY_MAX_KERNELS];
     char why[256] = "";
     case_point(&cases[1], "float16", 0, "custom", 4096, 32, &p);
-    cr_expect_lt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_expect_lt(gather_matmul_family.kernels(&gather_matmul_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
     cr_expect(strstr(why, "exceeds threads") != NULL, "why: %s", why);
     case_point(&cases[2], "float16", 0, "slice", 16, 256, &p);
     point_set_int(&p, "k", 5000);
-    cr_expect_lt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_expect_lt(gather_matmul_family.kernels(&gather_matmul_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
     cr_expect(strstr(why, "slice needs k <= k_pre") != NULL, "why: %s", why);
     case_point(&cases[1], "float16", 0, "custom", 64, 100, &p);
-    cr_expect_lt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_expect_lt(gather_matmul_family.kernels(&gather_matmul_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
     cr_expect(strstr(why, "multiple of 32") != NULL, "why: %s", why);
 }
 
@@ -371,14 +371,14 @@ Test(gather_matmul, instantiation_names)
     char why[256];
     gm_case c = {"gather_inner_matrix_only_bmv", 256, 1024, 64, 128};
     case_point(&c, "float16", 0, "custom", 128, 256, &p);
-    cr_assert_gt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_assert_gt(gather_matmul_family.kernels(&gather_matmul_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
     cr_expect_str_eq(refs[0].name, "gm_rows<half_t, 1, 128, 8, 256, 4, 1>");
     c.n = 130;
     case_point(&c, "float32", 0, "custom", 128, 256, &p);
-    cr_assert_gt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_assert_gt(gather_matmul_family.kernels(&gather_matmul_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
     cr_expect_str_eq(refs[0].name, "gm_rows<float, 1, 128, 2, 256, 4, 1>");
     gm_case o = {"gather_outer_bmv", 32, 4096, 128, 256};
     case_point(&o, "bfloat16", 1, "custom", 16, 256, &p);
-    cr_assert_gt(gather_matmul_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_assert_gt(gather_matmul_family.kernels(&gather_matmul_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
     cr_expect_str_eq(refs[0].name, "gm_cols<bf16_t, 2, 16, 8, 16, 256>");
 }

@@ -139,7 +139,7 @@ static void expect_refused(const tune_point *p, const char *category)
 {
     family_kernel_ref refs[FAMILY_MAX_KERNELS];
     char why[256] = "";
-    cr_expect_lt(mixed_gemm_family.kernels(p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
+    cr_expect_lt(mixed_gemm_family.kernels(&mixed_gemm_family, p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
                  "expected '%s' to refuse", category);
     cr_expect(strncmp(why, category, strlen(category)) == 0, "want '%s...', got '%s'", category, why);
 }
@@ -151,7 +151,7 @@ Test(mixed_gemm, refuses_what_cannot_run_with_a_reason)
     char why[256];
     mg_point(&p, "fused", 17, 512, 1024, 128, 0, "float16");
     mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 1, 0, 1024);
-    cr_assert_gt(mixed_gemm_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
     cr_expect_str_eq(refs[0].name, "mg_fused<half_t, 16, 128, 128, 1, 2, 1, 4, 0, 0>");
 
     mg_point(&p, "fused", 17, 640, 1024, 128, 0, "float16"); /* 640 % 256 */
@@ -198,7 +198,7 @@ Test(mixed_gemm, decode_kernel_and_stream)
     mg_point(&p, "decode", 3, 512, 1024, 128, 1, "bfloat16");
     mg_tile(&p, 24, 128, 256, 1, 2, 2, 4, 2, 0, 1024);
     point_set_int(&p, "sa", 2);
-    cr_assert_gt(mixed_gemm_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
     cr_expect_str_eq(refs[0].source, "mixed_gemm_decode.cu");
     cr_expect_str_eq(refs[0].name, "mg_decode<bf16_t, 3, 2, 2, 16, 4, 1, 2>");
     mg_tile(&p, 72, 128, 256, 1, 2, 2, 4, 2, 0, 1024);
@@ -220,7 +220,7 @@ Test(mixed_gemm, decode_kernel_and_stream)
     point_set_int(&p, "sa", 2);
     expect_refused(&p, "tile shape: sa = 2 is the decode kernel's");
     mg_point(&p, "stream", 3, 512, 1024, 128, 0, "float16");
-    cr_assert_gt(mixed_gemm_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
     cr_expect_str_eq(refs[0].name, "mg_stream<8>");
 }
 
@@ -235,7 +235,7 @@ Test(mixed_gemm, group_and_stage_depth)
     for (size_t i = 0; i < 4; i++) {
         mg_point(&p, "fused", 3, 256, 1024, groups[i], 1, "bfloat16");
         mg_tile(&p, 16, 128, 64, 1, 2, 1, 3, 1, 0, 1024);
-        cr_expect_gt(mixed_gemm_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
+        cr_expect_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
                      "group %lld: %s", (long long)groups[i], why);
     }
 }
@@ -295,7 +295,7 @@ Test(mixed_gemm_compile, every_template_path_compiles, .timeout = 1200)
                 mg_tile(&p, x->bm, x->bn, x->bk, x->wm, x->wn, x->wk, x->stages, x->splitk,
                         x->unroll, x->kc);
                 point_set_int(&p, "sa", x->sa);
-                int nr = mixed_gemm_family.kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+                int nr = mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
                 cr_assert_gt(nr, 0, "variant %zu: %s", v, why);
                 for (int r = 0; r < nr; r++) {
                     int seen = 0;

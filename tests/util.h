@@ -41,18 +41,21 @@ typedef struct {
 static test_kernel test_kernels[1024];
 static size_t test_n_kernels;
 
-static inline void *test_get_kernel(void *ctx, const char *source, const char *name)
+static inline void *test_get_kernel_ref(void *ctx, const family_kernel_ref *ref)
 {
     (void)ctx;
+    const char *source = ref->source, *name = ref->name;
     for (size_t i = 0; i < test_n_kernels; i++)
         if (strcmp(test_kernels[i].job.source, source) == 0 &&
-            strcmp(test_kernels[i].job.name, name) == 0)
+            strcmp(test_kernels[i].job.name, name) == 0 &&
+            strcmp(test_kernels[i].job.options, ref->options) == 0)
             return test_kernels[i].kernel;
     cr_assert_lt(test_n_kernels, sizeof test_kernels / sizeof test_kernels[0]);
     test_kernel *t = &test_kernels[test_n_kernels++];
     memset(t, 0, sizeof *t);
     snprintf(t->job.source, sizeof t->job.source, "%s", source);
     snprintf(t->job.name, sizeof t->job.name, "%s", name);
+    snprintf(t->job.options, sizeof t->job.options, "%s", ref->options);
     char kdir[4096];
     cr_assert_not_null(compile_find_kernels_dir(kdir, sizeof kdir));
     int major = 9, minor = 0;
@@ -72,6 +75,16 @@ static inline void *test_get_kernel(void *ctx, const char *source, const char *n
     return t->kernel;
 }
 
+/* test_get_kernel_ref for a shipped kernel without options. */
+static inline void *test_get_kernel(void *ctx, const char *source, const char *name)
+{
+    family_kernel_ref ref;
+    memset(&ref, 0, sizeof ref);
+    ref.source = source;
+    snprintf(ref.name, sizeof ref.name, "%s", name);
+    return test_get_kernel_ref(ctx, &ref);
+}
+
 /* A family_env on a new stream and cuBLAS handle (kernels through test_get_kernel); undone by
  * test_family_env_free. */
 typedef struct {
@@ -85,7 +98,7 @@ static inline void test_family_env_init(test_family_env *t)
     cr_assert_eq(cudaStreamCreate(&t->stream), cudaSuccess);
     cr_assert_eq(cublasCreate(&t->cublas), CUBLAS_STATUS_SUCCESS);
     cublasSetStream(t->cublas, t->stream);
-    family_env env = {0, t->stream, t->cublas, 50u << 20, 42, test_get_kernel, NULL};
+    family_env env = {0, t->stream, t->cublas, 50u << 20, 42, test_get_kernel_ref, NULL, NULL};
     t->env = env;
 }
 

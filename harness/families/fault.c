@@ -44,9 +44,10 @@ static int fault_index(const tune_point *cfg)
     return -1;
 }
 
-static int fault_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max, char *why,
-                         size_t why_size)
+static int fault_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
+                size_t max, char *why, size_t why_size)
 {
+    (void)fam;
     int f = fault_index(cfg);
     if (f < 0 || max < 2)
         return family_fail(why, why_size, "unknown fault '%s'", point_str(cfg, "fault", "?"));

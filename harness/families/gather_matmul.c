@@ -259,9 +259,10 @@ static void gm_ref(family_kernel_ref *r, const char *source, const char *fmt, co
  * configuration of the shape. */
 enum { GM_K_MAIN = 0, GM_K_REF = 1, GM_K_FILL, GM_K_INDICES, GM_K_IOTA };
 
-static int gm_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max, char *why,
-                      size_t why_size)
+static int gm_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
+                size_t max, char *why, size_t why_size)
 {
+    (void)fam;
     gm_desc d;
     if (gm_describe(cfg, &d, why, why_size) != 0)
         return -1;

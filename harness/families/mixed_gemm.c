@@ -78,7 +78,7 @@ static void *mg_kernel(mg_state *s, const char *source, const char *fmt, const m
 {
     char name[256];
     snprintf(name, sizeof name, fmt, d->tname, d->zp);
-    return family_kernel(&s->env, source, name, err);
+    return family_kernel_named(&s->env, source, name, err);
 }
 
 static unsigned mg_grid(size_t n)

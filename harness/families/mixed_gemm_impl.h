@@ -50,7 +50,7 @@ extern const char *const mg_shape_kernels[MG_N_SHAPE_KERNELS];
 /* Describes cfg into d; -1 with `why` (a category, a colon, the details) when it cannot run. */
 int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size);
 /* The family's `kernels`: the method's kernels first, then the shape's (mg_shape_kernels). */
-int mg_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max, char *why,
-               size_t why_size);
+int mg_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs, size_t max,
+               char *why, size_t why_size);
 
 #endif

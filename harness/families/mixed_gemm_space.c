@@ -439,9 +439,10 @@ const char *const mg_shape_kernels[MG_N_SHAPE_KERNELS] = {
 
 /* The method's kernels first (mg_prepare takes them by their place: fp8's weight, then x), then
  * the shape's (mg_shape_kernels). */
-int mg_kernels(const tune_point *cfg, family_kernel_ref *refs, size_t max, char *why,
-               size_t why_size)
+int mg_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
+                size_t max, char *why, size_t why_size)
 {
+    (void)fam;
     mg_desc d;
     if (mg_describe(cfg, &d, why, why_size) != 0)
         return -1;

@@ -38,12 +38,22 @@ int family_fail(char *why, size_t size, const char *fmt, ...)
     return -1;
 }
 
-void *family_kernel(const family_env *env, const char *source, const char *name, tune_error *err)
+void *family_kernel(const family_env *env, const family_kernel_ref *ref, tune_error *err)
 {
-    void *k = env->kernel(env->kctx, source, name);
+    void *k = env->kernel(env->kctx, ref);
     if (!k)
-        tune_error_set(err, TUNE_ERR_CUDA, source, "kernel %s is not loaded", name);
+        tune_error_set(err, TUNE_ERR_CUDA, ref->source, "kernel %s is not loaded", ref->name);
     return k;
+}
+
+void *family_kernel_named(const family_env *env, const char *source, const char *name,
+                          tune_error *err)
+{
+    family_kernel_ref ref;
+    memset(&ref, 0, sizeof ref);
+    ref.source = source;
+    snprintf(ref.name, sizeof ref.name, "%s", name);
+    return family_kernel(env, &ref, err);
 }
 
 void *family_kernel_at(const tune_family *fam, const family_env *env, const tune_point *cfg,
@@ -52,7 +62,7 @@ void *family_kernel_at(const tune_family *fam, const family_env *env, const tune
     family_kernel_ref refs[FAMILY_MAX_KERNELS];
     char why[512] = "";
     memset(refs, 0, sizeof refs);
-    int n = fam->kernels(cfg, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+    int n = fam->kernels(fam, cfg, refs, FAMILY_MAX_KERNELS, why, sizeof why);
     if (n < 0) {
         tune_error_set(err, TUNE_ERR_UNSUPPORTED, fam->name, "%s", why);
         return NULL;
@@ -61,5 +71,5 @@ void *family_kernel_at(const tune_family *fam, const family_env *env, const tune
         tune_error_set(err, TUNE_ERR_INVALID, fam->name, "kernel %zu of %d listed", i, n);
         return NULL;
     }
-    return family_kernel(env, refs[i].source, refs[i].name, err);
+    return family_kernel(env, &refs[i], err);
 }

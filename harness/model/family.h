@@ -98,9 +98,11 @@ typedef struct {
     void *cublas;    /* cublasHandle_t bound to stream */
     size_t l2_bytes; /* device L2 size */
     uint64_t seed;   /* random seed of the run */
-    /* Returns the loaded kernel (a cudaKernel_t) for a ref the family listed, or NULL. */
-    void *(*kernel)(void *kctx, const char *source, const char *name);
+    /* Returns the loaded kernel (a cudaKernel_t) for a ref the family listed (source, name and
+     * options identify it), or NULL. */
+    void *(*kernel)(void *kctx, const family_kernel_ref *ref);
     void *kctx;
+    const struct tune_family *family; /* the family itself (a declared family reads its data) */
 } family_env;
 
 typedef struct tune_family {
@@ -118,11 +120,16 @@ typedef struct tune_family {
     /* 1: the family's GPU side uses env->cublas; the harness creates a cuBLAS handle only for
      * such families (env->cublas is NULL otherwise). */
     int needs_cublas;
+    /* A family declared in a sweep file (model/kernel_decl.h): its declaration, which its
+     * functions read through fam (kernels) or env->family (the GPU side); NULL for the shipped
+     * families. */
+    const void *data;
 
     /* CPU. Kernel instantiations cfg needs (method included): fills refs, returns their count,
-     * or -1 with `why` when the configuration cannot run (recorded as skipped). */
-    int (*kernels)(const tune_point *cfg, family_kernel_ref *refs, size_t max, char *why,
-                   size_t why_size);
+     * or -1 with `why` when the configuration cannot run (recorded as skipped). fam is the
+     * family itself (a declared family reads its data). */
+    int (*kernels)(const struct tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
+                   size_t max, char *why, size_t why_size);
 
     /* GPU. Allocates and fills one shape's inputs (random, never zeros). NULL with err set;
      * TUNE_ERR_OOM means the shape does not fit. */
@@ -140,10 +147,13 @@ typedef struct tune_family {
 } tune_family;
 
 /* Helpers every family shares. family_fail formats why (a configuration the family cannot run,
- * in kernels()) and returns -1. family_kernel returns the loaded kernel (source, name) through
- * env->kernel, or NULL with err set ("kernel NAME is not loaded"). */
+ * in kernels()) and returns -1. family_kernel returns the loaded kernel ref names through
+ * env->kernel, or NULL with err set ("kernel NAME is not loaded"); family_kernel_named does so
+ * for a shipped kernel without options. */
 int family_fail(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void *family_kernel(const family_env *env, const char *source, const char *name, tune_error *err);
+void *family_kernel(const family_env *env, const family_kernel_ref *ref, tune_error *err);
+void *family_kernel_named(const family_env *env, const char *source, const char *name,
+                          tune_error *err);
 /* The i-th kernel of the list fam->kernels(cfg) gives, loaded (through family_kernel): how a
  * family's shape_init and prepare take their kernels, so that each name is written once, where
  * kernels() lists it. NULL with err set. */

@@ -154,7 +154,7 @@ shard_plan *shard_plan_build(const sweep *sw, const space *sp, size_t n_shards, 
         char why[512];
         double rep = 0;
         /* a configuration the family cannot run is a `skipped` row at once */
-        if (sw->family->kernels(&pt, refs, FAMILY_MAX_KERNELS, why, sizeof why) >= 0)
+        if (sw->family->kernels(sw->family, &pt, refs, FAMILY_MAX_KERNELS, why, sizeof why) >= 0)
             p->config_us[i] = to_us(config_seconds(sw, &pt, &rep));
         shapes[c->shape].us += p->config_us[i];
         if (c->param != SPACE_NO_PARAM && rep > 0) {

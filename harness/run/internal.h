@@ -73,7 +73,7 @@ tune_status run_plan_configs(run_ctx *rc);
  * unless quiet. */
 tune_status run_compile(run_ctx *rc, int arch, run_summary *sum);
 /* family_env.kernel: the loaded kernel of (source, name), or NULL. */
-void *run_lookup_kernel(void *kctx, const char *source, const char *name);
+void *run_lookup_kernel(void *kctx, const family_kernel_ref *ref);
 /* FNV-1a over the kernels' sources, names and cubins: the run key's kernels_hash. */
 uint64_t run_kernels_hash(const run_ctx *rc);
 void run_ctx_free(run_ctx *rc);

@@ -11,11 +11,17 @@
 #include "core/progress.h"
 #include "run/internal.h"
 
+/* Whether k is the instantiation ref names: source, name and options. */
+static int run_kernel_is(const run_kernel *k, const family_kernel_ref *ref)
+{
+    return strcmp(k->job.source, ref->source) == 0 && strcmp(k->job.name, ref->name) == 0 &&
+           strcmp(k->job.options, ref->options) == 0;
+}
+
 size_t run_kernel_index(run_ctx *rc, const family_kernel_ref *ref)
 {
     for (size_t i = 0; i < rc->n_kernels; i++)
-        if (strcmp(rc->kernels[i].job.source, ref->source) == 0 &&
-            strcmp(rc->kernels[i].job.name, ref->name) == 0)
+        if (run_kernel_is(&rc->kernels[i], ref))
             return i;
     if (rc->n_kernels == rc->cap_kernels) {
         size_t cap = rc->cap_kernels ? 2 * rc->cap_kernels : 64;
@@ -29,6 +35,7 @@ size_t run_kernel_index(run_ctx *rc, const family_kernel_ref *ref)
     memset(k, 0, sizeof *k);
     snprintf(k->job.source, sizeof k->job.source, "%s", ref->source);
     snprintf(k->job.name, sizeof k->job.name, "%s", ref->name);
+    snprintf(k->job.options, sizeof k->job.options, "%s", ref->options);
     k->job.arch_specific = ref->arch != 0;
     return rc->n_kernels++;
 }
@@ -46,7 +53,7 @@ tune_status run_plan_configs(run_ctx *rc)
         family_kernel_ref refs[FAMILY_MAX_KERNELS];
         memset(refs, 0, sizeof refs);
         char why[512] = "";
-        int nr = rc->sw->family->kernels(&p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+        int nr = rc->sw->family->kernels(rc->sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
         if (nr < 0) {
             rc->plans[i].skip = strdup(why);
             continue;
@@ -204,12 +211,12 @@ tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
     return TUNE_OK;
 }
 
-void *run_lookup_kernel(void *kctx, const char *source, const char *name)
+void *run_lookup_kernel(void *kctx, const family_kernel_ref *ref)
 {
     run_ctx *rc = kctx;
     for (size_t i = 0; i < rc->n_kernels; i++) {
         run_kernel *k = &rc->kernels[i];
-        if (strcmp(k->job.source, source) != 0 || strcmp(k->job.name, name) != 0)
+        if (!run_kernel_is(k, ref))
             continue;
         if (k->job.status != TUNE_OK)
             return NULL;
@@ -229,6 +236,7 @@ uint64_t run_kernels_hash(const run_ctx *rc)
     for (size_t i = 0; i < rc->n_kernels; i++) {
         h = hash_fnv1a_str(h, rc->kernels[i].job.source);
         h = hash_fnv1a_str(h, rc->kernels[i].job.name);
+        h = hash_fnv1a_str(h, rc->kernels[i].job.options);
         if (rc->kernels[i].job.cubin)
             h = hash_fnv1a(h, rc->kernels[i].job.cubin, rc->kernels[i].job.cubin_size);
     }

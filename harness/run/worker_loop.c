@@ -68,7 +68,8 @@ static tune_status worker_setup(run_ctx *rc, worker_gpu *g, int fd, tune_error *
         (cublasCreate(&g->cublas) != CUBLAS_STATUS_SUCCESS ||
          cublasSetStream(g->cublas, g->stream) != CUBLAS_STATUS_SUCCESS))
         return tune_error_set(e, TUNE_ERR_CUBLAS, "cublasCreate", "cannot create a handle");
-    void *probe = run_lookup_kernel(rc, "common.cu", "tune_read_probe");
+    family_kernel_ref probe_ref = {.source = "common.cu", .name = "tune_read_probe"};
+    void *probe = run_lookup_kernel(rc, &probe_ref);
     if (!(g->tm = timing_init(g->stream, rc->gi.l2_bytes, probe, e)))
         return e->code;
     timing_set_cublas(g->tm, g->cublas);
@@ -107,7 +108,7 @@ int run_worker_body(void *ctx, int fd)
     if (st != TUNE_OK)
         goto fatal;
     family_env env = {rc->gi.ordinal, g.stream,          g.cublas, rc->gi.l2_bytes,
-                      rc->opt->seed,  run_lookup_kernel, rc};
+                      rc->opt->seed,  run_lookup_kernel, rc,      rc->sw->family};
     const tune_family *fam = rc->sw->family;
     void *state = NULL;
     size_t shape = SIZE_MAX, n_cand = 0;
