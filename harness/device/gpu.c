@@ -149,8 +149,15 @@ done:
 tune_status gpu_launch_grid(void *kernel, const unsigned grid[3], unsigned block, size_t smem,
                             void *stream, void **args, tune_error *err)
 {
+    const unsigned b[3] = {block, 1, 1};
+    return gpu_launch_dims(kernel, grid, b, smem, stream, args, err);
+}
+
+tune_status gpu_launch_dims(void *kernel, const unsigned grid[3], const unsigned block[3],
+                            size_t smem, void *stream, void **args, tune_error *err)
+{
     tune_status st = TUNE_OK;
-    dim3 g = {grid[0], grid[1], grid[2]}, b = {block, 1, 1};
+    dim3 g = {grid[0], grid[1], grid[2]}, b = {block[0], block[1], block[2]};
     if (smem > 48 * 1024)
         GPU_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        (int)smem),

@@ -39,6 +39,9 @@ tune_status gpu_launch(void *kernel, unsigned grid, unsigned block, size_t smem,
  * (cudaFuncAttributeMaxDynamicSharedMemorySize) first. */
 tune_status gpu_launch_grid(void *kernel, const unsigned grid[3], unsigned block, size_t smem,
                             void *stream, void **args, tune_error *err);
+/* A launch with a three-dimensional grid and block. */
+tune_status gpu_launch_dims(void *kernel, const unsigned grid[3], const unsigned block[3],
+                            size_t smem, void *stream, void **args, tune_error *err);
 /* 1 when the process's CUDA context is broken by a sticky error (illegal address, trap, ...):
  * nothing more can run in this process. Clears non-sticky errors. */
 int gpu_context_broken(void);

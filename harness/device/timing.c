@@ -553,7 +553,9 @@ tune_status timing_measure(timing *t, const tune_family *fam, void *state, const
 {
     timing_info dummy;
     family_call fc = {fam, state, NULL, 0};
-    timing_work work = {st->fresh_indices && fam->before_rep ? family_before_rep : NULL,
+    timing_work work = {(st->fresh_indices || fam->restores_inputs) && fam->before_rep
+                            ? family_before_rep
+                            : NULL,
                         family_launch, &fc};
     int adaptive = st->stop == SWEEP_TIMING_STOP_ADAPTIVE;
     timing_stop stop = {adaptive ? stop_adaptive : stop_fixed, (void *)st};

@@ -9,10 +9,14 @@
 extern const tune_family gather_matmul_family;
 extern const tune_family mixed_gemm_family;
 extern const tune_family fault_test_family;
+extern const tune_family declared_family;
 
-static const tune_family *const families[] = {&gather_matmul_family, &mixed_gemm_family, NULL};
+/* declared_family ("kernel") is the GPU side of the families sweep files declare; a sweep copies
+ * it with its own ops, parameters and methods (model/kernel_decl.h). */
+static const tune_family *const families[] = {&gather_matmul_family, &mixed_gemm_family,
+                                              &declared_family, NULL};
 static const tune_family *const with_tests[] = {&gather_matmul_family, &mixed_gemm_family,
-                                                &fault_test_family, NULL};
+                                                &declared_family, &fault_test_family, NULL};
 
 /* TUNE_TEST_FAMILIES: a comma-separated list of test families to register ("fault_test"). */
 static int test_families_enabled(void)

@@ -120,6 +120,9 @@ typedef struct tune_family {
     /* 1: the family's GPU side uses env->cublas; the harness creates a cuBLAS handle only for
      * such families (env->cublas is NULL otherwise). */
     int needs_cublas;
+    /* 1: before_rep restores inputs that the kernel overwrites (in-place kernels), so it runs
+     * before every rep whatever "fresh_indices" says. */
+    int restores_inputs;
     /* A family declared in a sweep file (model/kernel_decl.h): its declaration, which its
      * functions read through fam (kernels) or env->family (the GPU side); NULL for the shipped
      * families. */
@@ -137,7 +140,8 @@ typedef struct tune_family {
     void (*shape_free)(void *state);
     /* Selects the configuration (method + parameters) for the calls below. */
     tune_status (*prepare)(void *state, const tune_point *cfg, tune_error *err);
-    /* Regenerates per-rep inputs (fresh indices) outside the timed region. Optional (NULL). */
+    /* Regenerates per-rep inputs (fresh indices) outside the timed region. Optional (NULL).
+     * Called only with "fresh_indices" unless restores_inputs is set. */
     tune_status (*before_rep)(void *state, unsigned rep, tune_error *err);
     /* Enqueues the timed work on env->stream. */
     tune_status (*launch)(void *state, tune_error *err);

@@ -16,13 +16,14 @@
 
 #include "core/infile.h"
 #include "core/jsonloc.h"
+#include "model/kernel_decl.h"
 #include "model/sweep_impl.h"
 
 
 static const char *const sweep_top_keys[] = {"name",    "description", "family", "op",
                                              "problem", "params",      "methods", "skip_if",
                                              "bytes",   "flops",       "timing",  "report",
-                                             NULL};
+                                             "kernel",  NULL};
 
 int sweep_fail(const sweep_ctx *cx, tune_status code, const char *path, jsonloc_which which,
                const char *fmt, ...)
@@ -195,6 +196,13 @@ static int sweep_parse_family(const sweep_ctx *cx, json_t *root, sweep *sw)
     char list[SWEEP_LIST_SIZE];
     if (sweep_get_string(cx, root, "family", 1, &sw->family_name) != 0)
         return -1;
+    if (strcmp(sw->family_name, KDECL_FAMILY) == 0)
+        return sweep_parse_declared(cx, root, sw);
+    if (json_object_get(root, "kernel"))
+        return sweep_fail(cx, TUNE_ERR_INVALID, "$.kernel", JSONLOC_KEY,
+                          "a \"kernel\" section declares a kernel of its own: it needs "
+                          "\"family\": \"%s\", not \"%s\"",
+                          KDECL_FAMILY, sw->family_name);
     if (!(sw->family = family_find(sw->family_name))) {
         const tune_family *const *all = family_all();
         const char *names[64];
@@ -399,6 +407,7 @@ static int sweep_parse_root(const sweep_ctx *cx, json_t *root, sweep *sw)
         sweep_check_keys(cx, root, "$", sweep_top_keys) != 0 ||
         sweep_parse_ident(cx, root, sw) != 0 || sweep_parse_family(cx, root, sw) != 0 ||
         sweep_parse_problem_params(cx, root, sw) != 0 || sweep_parse_methods(cx, root, sw) != 0 ||
+        (sw->declared && sweep_check_declared(cx, root, sw) != 0) ||
         sweep_parse_skip_if(cx, root, sw) != 0 ||
         sweep_parse_model(cx, root, sw, "bytes", sw->fop->bytes, &sw->bytes, &sw->bytes_src) != 0 ||
         sweep_parse_model(cx, root, sw, "flops", sw->fop->flops, &sw->flops, &sw->flops_src) != 0 ||
@@ -426,9 +435,12 @@ static int sweep_check_duplicates(const sweep_ctx *cx)
     return -1;
 }
 
-sweep *sweep_parse(const char *text, const char *label, tune_error *err)
+/* check_files: the files a declared kernel names must be readable (a sweep file being loaded;
+ * not the copy of one that meta.json keeps). */
+static sweep *sweep_parse_text(const char *text, const char *label, int check_files,
+                               tune_error *err)
 {
-    sweep_ctx cx = {text, label ? label : "<sweep>", err};
+    sweep_ctx cx = {text, label ? label : "<sweep>", err, check_files};
     json_error_t jerr;
     json_t *root = json_loads(text, 0, &jerr);
     if (!root) {
@@ -455,6 +467,11 @@ sweep *sweep_parse(const char *text, const char *label, tune_error *err)
     return sw;
 }
 
+sweep *sweep_parse(const char *text, const char *label, tune_error *err)
+{
+    return sweep_parse_text(text, label, 0, err);
+}
+
 sweep *sweep_load(const char *path, tune_error *err)
 {
     char *text = NULL;
@@ -467,7 +484,7 @@ sweep *sweep_load(const char *path, tune_error *err)
         free(text);
         return NULL;
     }
-    sweep *sw = sweep_parse(text, path, err);
+    sweep *sw = sweep_parse_text(text, path, 1, err);
     free(text);
     return sw;
 }
@@ -511,5 +528,6 @@ void sweep_free(sweep *sw)
     free(sw->flops_src);
     sweep_free_strs(sw->report_rows, sw->n_report_rows);
     sweep_free_strs(sw->report_cols, sw->n_report_cols);
+    kdecl_family_free(sw->declared);
     free(sw);
 }

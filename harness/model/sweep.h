@@ -87,8 +87,8 @@ typedef struct {
     char *description; /* may be NULL */
     char *family_name;
     char *op;
-    const tune_family *family; /* borrowed, static */
-    const family_op *fop;      /* borrowed, static */
+    const tune_family *family; /* borrowed, static; or the declared family (below) */
+    const family_op *fop;      /* borrowed, static; or the declared op */
     sweep_axis *problem;       /* every axis of the op, in the op's order */
     size_t n_problem;
     sweep_axis *params; /* every parameter of the family, in the family's order */
@@ -107,6 +107,9 @@ typedef struct {
     size_t n_report_rows;
     char **report_cols;
     size_t n_report_cols;
+    /* "family": "kernel": the family the "kernel" section declares (model/kernel_decl.h),
+     * owned; family and fop point into it. NULL for a shipped family. */
+    struct kdecl_family *declared;
 } sweep;
 
 /* New sweep from a file, or NULL with err set. */

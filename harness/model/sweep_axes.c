@@ -245,7 +245,7 @@ static int sweep_default_axis(const sweep_ctx *cx, sweep_axis_ref r, sweep_axis 
                        r.ax->name, jerr.text);
         return -1;
     }
-    sweep_ctx dcx = {r.ax->dflt, cx->label, cx->err};
+    sweep_ctx dcx = {r.ax->dflt, cx->label, cx->err, cx->check_files};
     int rc = sweep_parse_axis(&dcx, r, v, "$", out);
     json_decref(v);
     return rc;

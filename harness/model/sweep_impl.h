@@ -27,6 +27,7 @@ typedef struct {
     const char *text;  /* the JSON text, for jsonloc_find */
     const char *label; /* file name used in errors */
     tune_error *err;   /* may be NULL */
+    int check_files;   /* files the sweep names must exist (sweep_load; not for a meta.json copy) */
 } sweep_ctx;
 
 /* Helpers of sweep.c (errors at a JSON path, names, keys) and the parsers of sweep_timing.c. */
@@ -49,5 +50,9 @@ const char *sweep_path_key(char *buf, const char *parent, const char *key);
 char *sweep_strdup(const sweep_ctx *cx, const char *s);
 int sweep_parse_report(const sweep_ctx *cx, json_t *root, sweep *sw);
 int sweep_parse_timing(const sweep_ctx *cx, json_t *root, sweep *sw);
+/* sweep_kernel.c: "family": "kernel", the declared family from the "kernel" section, before the
+ * axes are parsed; and the checks that need the methods, after them. */
+int sweep_parse_declared(const sweep_ctx *cx, json_t *root, sweep *sw);
+int sweep_check_declared(const sweep_ctx *cx, json_t *root, const sweep *sw);
 
 #endif

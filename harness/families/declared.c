@@ -1,0 +1,377 @@
+/* declared.c - the GPU side of a kernel family declared in a sweep file (model/kernel_decl.h):
+ * buffers allocated and filled per shape (again when a configuration's sizes differ), inout
+ * buffers restored before every rep and every check, launches with the declared geometry
+ * (a launch the device cannot make is a skipped row), and the check against the reference
+ * kernel or .npy files. The sweep copies this family and fills in its op, axes and methods. */
+#include "families/declared_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "device/gpu.h"
+
+typedef struct {
+    void *ptr;       /* device */
+    void *pristine;  /* inout: the initial values, restored before each rep and check */
+    size_t count, bytes;
+    unsigned char *ref; /* host: the reference output (checked buffers) */
+    uint64_t scalar; /* scalars: the value, as the kernel's type */
+} kd_buf;
+
+typedef struct {
+    family_env env;
+    const kernel_decl *d;
+    kd_buf *bufs;
+    int allocated, ref_done;
+    void **args;
+    /* the prepared configuration */
+    void *kernel;
+    unsigned grid[3], block[3];
+    size_t smem;
+    tune_point cfg;
+} kd_state;
+
+static const kernel_decl *kd_decl(const family_env *env)
+{
+    return env->family ? env->family->data : NULL;
+}
+
+static void kd_free_buffers(kd_state *s)
+{
+    for (size_t i = 0; s->bufs && i < s->d->n_args; i++) {
+        gpu_free(s->bufs[i].ptr);
+        gpu_free(s->bufs[i].pristine);
+        free(s->bufs[i].ref);
+        s->bufs[i].ptr = s->bufs[i].pristine = NULL;
+        s->bufs[i].ref = NULL;
+        s->bufs[i].count = s->bufs[i].bytes = 0;
+    }
+    s->allocated = s->ref_done = 0;
+}
+
+static void kd_shape_free(void *state)
+{
+    kd_state *s = state;
+    if (!s)
+        return;
+    kd_free_buffers(s);
+    free(s->bufs);
+    free(s->args);
+    free(s);
+}
+
+static tune_status kd_eval(const expr *e, const tune_point *p, const char *what, int64_t lo,
+                           int64_t *out, tune_error *err)
+{
+    expr_value v;
+    if (expr_eval(e, point_lookup, (void *)p, &v, err) != TUNE_OK)
+        return TUNE_ERR_UNSUPPORTED; /* an expression the configuration cannot evaluate */
+    if (v.type != EXPR_INT || v.i < lo)
+        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, what, "evaluates to %s, expected an "
+                              "integer >= %lld", v.type == EXPR_INT ? "a smaller integer" :
+                              "a non-integer", (long long)lo);
+    *out = v.i;
+    return TUNE_OK;
+}
+
+/* One buffer allocated and filled (host-generated values copied once). */
+static tune_status kd_alloc_one(kd_state *s, size_t i, const tune_point *p, size_t count,
+                                tune_error *err)
+{
+    const kdecl_arg *a = &s->d->args[i];
+    kd_buf *b = &s->bufs[i];
+    size_t size = kdecl_type_size(a->type);
+    if (count > SIZE_MAX / size)
+        return tune_error_set(err, TUNE_ERR_OOM, a->name, "%zu elements overflow", count);
+    b->count = count;
+    b->bytes = count * size;
+    tune_status st = gpu_malloc(&b->ptr, b->bytes, err);
+    if (st == TUNE_OK && a->role == KDECL_INOUT)
+        st = gpu_malloc(&b->pristine, b->bytes, err);
+    if (st != TUNE_OK)
+        return TUNE_ERR_OOM;
+    if (a->role == KDECL_OUT)
+        return cudaMemset(b->ptr, 0, b->bytes) == cudaSuccess
+                   ? TUNE_OK
+                   : tune_error_set(err, TUNE_ERR_CUDA, a->name, "cudaMemset failed");
+    void *host = malloc(b->bytes ? b->bytes : 1);
+    if (!host)
+        return tune_error_set(err, TUNE_ERR_NOMEM, a->name, "out of host memory");
+    st = kd_fill_host(s->d, i, p, count, s->env.seed, host, err);
+    if (st == TUNE_OK &&
+        (cudaMemcpy(b->ptr, host, b->bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
+         (b->pristine &&
+          cudaMemcpy(b->pristine, host, b->bytes, cudaMemcpyHostToDevice) != cudaSuccess)))
+        st = tune_error_set(err, TUNE_ERR_CUDA, a->name, "cudaMemcpy failed");
+    free(host);
+    return st;
+}
+
+/* The buffers p needs: allocated and filled unless the current ones have the same sizes. */
+static tune_status kd_buffers(kd_state *s, const tune_point *p, tune_error *err)
+{
+    const kernel_decl *d = s->d;
+    size_t counts[64];
+    int same = s->allocated;
+    if (d->n_args > 64)
+        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "kernel", "more than 64 arguments");
+    for (size_t i = 0; i < d->n_args; i++) {
+        int64_t c = 0;
+        tune_status st;
+        if (d->args[i].is_buffer &&
+            (st = kd_eval(d->args[i].count, p, d->args[i].name, 1, &c, err)) != TUNE_OK)
+            return st;
+        counts[i] = (size_t)c;
+        same = same && counts[i] == s->bufs[i].count;
+    }
+    if (same)
+        return TUNE_OK;
+    kd_free_buffers(s);
+    for (size_t i = 0; i < d->n_args; i++) {
+        tune_status st = d->args[i].is_buffer ? kd_alloc_one(s, i, p, counts[i], err) : TUNE_OK;
+        if (st != TUNE_OK) {
+            kd_free_buffers(s);
+            return st;
+        }
+        s->args[i] = d->args[i].is_buffer ? (void *)&s->bufs[i].ptr : (void *)&s->bufs[i].scalar;
+    }
+    s->allocated = 1;
+    return TUNE_OK;
+}
+
+static void *kd_shape_init(const family_env *env, const tune_point *shape, tune_error *err)
+{
+    kd_state *s = calloc(1, sizeof *s);
+    const kernel_decl *d = kd_decl(env);
+    if (!s || !d) {
+        free(s);
+        tune_error_set(err, d ? TUNE_ERR_NOMEM : TUNE_ERR_INVALID, "kernel",
+                       d ? "out of host memory" : "the family has no declaration");
+        return NULL;
+    }
+    s->env = *env;
+    s->d = d;
+    s->bufs = calloc(d->n_args + 1, sizeof *s->bufs);
+    s->args = calloc(d->n_args + 1, sizeof *s->args);
+    if (!s->bufs || !s->args) {
+        kd_shape_free(s);
+        tune_error_set(err, TUNE_ERR_NOMEM, "kernel", "out of host memory");
+        return NULL;
+    }
+    (void)shape; /* buffers are sized in prepare: their counts may read parameters */
+    return s;
+}
+
+/* The scalars' values at p, stored as the kernel's types. */
+static tune_status kd_scalars(kd_state *s, const tune_point *p, tune_error *err)
+{
+    for (size_t i = 0; i < s->d->n_args; i++) {
+        const kdecl_arg *a = &s->d->args[i];
+        if (a->is_buffer)
+            continue;
+        expr_value v;
+        if (expr_eval(a->value, point_lookup, (void *)p, &v, err) != TUNE_OK)
+            return TUNE_ERR_UNSUPPORTED;
+        if (v.type == EXPR_STR)
+            return tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name, "a string is not a %s",
+                                  kdecl_type_name(a->type));
+        s->bufs[i].scalar = 0;
+        kd_store(a->type, &s->bufs[i].scalar, 0, expr_value_as_double(v));
+        if (v.type == EXPR_INT && !kdecl_type_is_float(a->type))
+            memcpy(&s->bufs[i].scalar, &v.i, kdecl_type_size(a->type)); /* exact (little end) */
+    }
+    return TUNE_OK;
+}
+
+/* Grid, block and shared memory of k at p, checked against the device and the kernel. */
+static tune_status kd_geometry(kd_state *s, const kdecl_kernel *k, void *kernel,
+                               const tune_point *p, tune_error *err)
+{
+    static const int64_t gmax[3] = {2147483647, 65535, 65535}, bmax[3] = {1024, 1024, 64};
+    int64_t v = 0, threads = 1;
+    tune_status st;
+    for (int i = 0; i < 3; i++) {
+        s->grid[i] = s->block[i] = 1;
+        if (i < k->grid_dims) {
+            if ((st = kd_eval(k->grid[i], p, "grid", 1, &v, err)) != TUNE_OK)
+                return st;
+            if (v > gmax[i])
+                return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "grid",
+                                      "grid dimension %d is %lld; the limit is %lld", i,
+                                      (long long)v, (long long)gmax[i]);
+            s->grid[i] = (unsigned)v;
+        }
+        if (i < k->block_dims) {
+            if ((st = kd_eval(k->block[i], p, "block", 1, &v, err)) != TUNE_OK)
+                return st;
+            if (v > bmax[i])
+                return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "block",
+                                      "block dimension %d is %lld; the limit is %lld", i,
+                                      (long long)v, (long long)bmax[i]);
+            s->block[i] = (unsigned)v;
+            threads *= v;
+        }
+    }
+    if ((st = kd_eval(k->shared, p, "shared", 0, &v, err)) != TUNE_OK)
+        return st;
+    s->smem = (size_t)v;
+    struct cudaFuncAttributes fa;
+    int optin = 0;
+    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess ||
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, s->env.device) !=
+            cudaSuccess)
+        return tune_error_set(err, TUNE_ERR_CUDA, "kernel", "cannot query the kernel's limits");
+    if (threads > fa.maxThreadsPerBlock)
+        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "block",
+                              "%lld threads per block; this kernel allows %d (%d registers per "
+                              "thread)",
+                              (long long)threads, fa.maxThreadsPerBlock, fa.numRegs);
+    if (s->smem + fa.sharedSizeBytes > (size_t)optin)
+        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "shared",
+                              "%zu bytes of dynamic and %zu of static shared memory; the device "
+                              "allows %d per block",
+                              s->smem, (size_t)fa.sharedSizeBytes, optin);
+    return TUNE_OK;
+}
+
+static tune_status kd_prepare(void *state, const tune_point *cfg, tune_error *err)
+{
+    kd_state *s = state;
+    const kdecl_kernel *k = kdecl_method_kernel(s->d, point_str(cfg, "method", ""));
+    tune_status st;
+    if (!k)
+        return tune_error_set(err, TUNE_ERR_INVALID, "kernel", "unknown method");
+    if ((st = kd_buffers(s, cfg, err)) != TUNE_OK || (st = kd_scalars(s, cfg, err)) != TUNE_OK)
+        return st;
+    if (!(s->kernel = family_kernel_at(s->env.family, &s->env, cfg, 0, err)))
+        return err ? err->code : TUNE_ERR_CUDA;
+    s->cfg = *cfg;
+    return kd_geometry(s, k, s->kernel, cfg, err);
+}
+
+/* The inout buffers back to their initial values (outside any timed region). */
+static tune_status kd_restore(void *state, unsigned rep, tune_error *err)
+{
+    kd_state *s = state;
+    (void)rep;
+    for (size_t i = 0; i < s->d->n_args; i++)
+        if (s->bufs[i].pristine &&
+            cudaMemcpyAsync(s->bufs[i].ptr, s->bufs[i].pristine, s->bufs[i].bytes,
+                            cudaMemcpyDeviceToDevice, (cudaStream_t)s->env.stream) != cudaSuccess)
+            return tune_error_set(err, TUNE_ERR_CUDA, s->d->args[i].name, "cannot restore");
+    return TUNE_OK;
+}
+
+static tune_status kd_launch(void *state, tune_error *err)
+{
+    kd_state *s = state;
+    return gpu_launch_dims(s->kernel, s->grid, s->block, s->smem, s->env.stream, s->args, err);
+}
+
+/* Restores the inputs, poisons the checked outputs, launches, waits. */
+static tune_status kd_run_once(kd_state *s, tune_error *err)
+{
+    tune_status st = kd_restore(s, 0, err);
+    for (size_t j = 0; st == TUNE_OK && j < s->d->n_outputs; j++) {
+        kd_buf *b = &s->bufs[s->d->outputs[j]];
+        if (s->d->args[s->d->outputs[j]].role == KDECL_OUT &&
+            cudaMemsetAsync(b->ptr, 0xff, b->bytes, (cudaStream_t)s->env.stream) != cudaSuccess)
+            st = tune_error_set(err, TUNE_ERR_CUDA, "check", "cannot poison the outputs");
+    }
+    if (st == TUNE_OK)
+        st = kd_launch(s, err);
+    if (st == TUNE_OK && cudaStreamSynchronize((cudaStream_t)s->env.stream) != cudaSuccess)
+        st = gpu_fail(err, (int)cudaGetLastError(), "kernel", __FILE__, __LINE__);
+    return st;
+}
+
+/* The reference outputs of the shape: the reference kernel run once on the same inputs (with
+ * its own geometry), or the .npy files. */
+static tune_status kd_reference(kd_state *s, tune_error *err)
+{
+    const kernel_decl *d = s->d;
+    tune_status st = TUNE_OK;
+    for (size_t j = 0; j < d->n_outputs; j++) {
+        kd_buf *b = &s->bufs[d->outputs[j]];
+        free(b->ref);
+        if (!(b->ref = malloc(b->bytes ? b->bytes : 1)))
+            return tune_error_set(err, TUNE_ERR_NOMEM, "check", "out of host memory");
+        if (!d->ref_is_kernel &&
+            (st = kd_read_npy(d, &d->ref_npy[j], &s->cfg, d->args[d->outputs[j]].type, b->count,
+                              d->args[d->outputs[j]].name, b->ref, err)) != TUNE_OK)
+            return st == TUNE_ERR_IO || st == TUNE_ERR_INVALID ? TUNE_ERR_UNSUPPORTED : st;
+    }
+    if (d->ref_is_kernel) {
+        void *saved = s->kernel;
+        unsigned g[3], bl[3];
+        size_t smem = s->smem;
+        memcpy(g, s->grid, sizeof g);
+        memcpy(bl, s->block, sizeof bl);
+        if (!(s->kernel = family_kernel_at(s->env.family, &s->env, &s->cfg, 1, err)))
+            st = err ? err->code : TUNE_ERR_CUDA;
+        if (st == TUNE_OK && (st = kd_geometry(s, &d->ref, s->kernel, &s->cfg, err)) == TUNE_OK)
+            st = kd_run_once(s, err);
+        for (size_t j = 0; st == TUNE_OK && j < d->n_outputs; j++) {
+            kd_buf *b = &s->bufs[d->outputs[j]];
+            if (cudaMemcpy(b->ref, b->ptr, b->bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
+                st = tune_error_set(err, TUNE_ERR_CUDA, "reference", "cannot read its output");
+        }
+        s->kernel = saved;
+        memcpy(s->grid, g, sizeof g);
+        memcpy(s->block, bl, sizeof bl);
+        s->smem = smem;
+        if (st != TUNE_OK)
+            return st;
+    }
+    s->ref_done = 1;
+    return TUNE_OK;
+}
+
+static tune_status kd_check(void *state, double *error, double *tolerance, tune_error *err)
+{
+    kd_state *s = state;
+    const kernel_decl *d = s->d;
+    tune_status st = TUNE_OK;
+    *error = NAN;
+    *tolerance = d->use_atol ? 1.0 : d->tolerance;
+    if (!s->ref_done && (st = kd_reference(s, err)) != TUNE_OK)
+        return st;
+    if ((st = kd_run_once(s, err)) != TUNE_OK)
+        return st;
+    kd_error acc = {0, 0, 0};
+    for (size_t j = 0; st == TUNE_OK && j < d->n_outputs; j++) {
+        kd_buf *b = &s->bufs[d->outputs[j]];
+        void *host = malloc(b->bytes ? b->bytes : 1);
+        if (!host)
+            return tune_error_set(err, TUNE_ERR_NOMEM, "check", "out of host memory");
+        if (cudaMemcpy(host, b->ptr, b->bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
+            st = tune_error_set(err, TUNE_ERR_CUDA, "check", "cannot read the output");
+        else
+            kd_compare(d->args[d->outputs[j]].type, host, b->ref, b->count, d, &acc);
+        free(host);
+    }
+    if (st != TUNE_OK)
+        return st;
+    if (d->use_atol)
+        *error = acc.worst;
+    else
+        *error = acc.den > 0 ? sqrt(acc.num / acc.den) : acc.num > 0 ? INFINITY : 0;
+    return TUNE_OK;
+}
+
+/* The registered template: the sweep copies it and sets ops, params, methods, kernels, data. */
+const tune_family declared_family = {
+    .name = KDECL_FAMILY,
+    .help = "a kernel declared in the sweep file (\"kernel\" section; docs/own-kernel.md)",
+    .shape_init = kd_shape_init,
+    .shape_free = kd_shape_free,
+    .prepare = kd_prepare,
+    .before_rep = kd_restore,
+    .restores_inputs = 1,
+    .launch = kd_launch,
+    .check = kd_check,
+};

@@ -1,0 +1,260 @@
+/* declared_data.c - the host side of a declared kernel's buffers: initial values generated
+ * (seeded, so every configuration of a shape sees the same inputs) or read from .npy files,
+ * element conversions, and the comparison with the reference. */
+#include "families/declared_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/hash.h"
+#include "core/npy.h"
+
+static uint64_t kd_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double kd_unit(uint64_t *s) /* [0, 1) */
+{
+    return (double)(kd_next(s) >> 11) * 0x1.0p-53;
+}
+
+static uint16_t kd_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000, e = (x >> 23) & 0xff, m = x & 0x7fffff;
+    if (e == 0xff)
+        return (uint16_t)(sign | 0x7c00 | (m ? 0x200 : 0));
+    int ex = (int)e - 127 + 15;
+    if (ex >= 31)
+        return (uint16_t)(sign | 0x7c00);
+    if (ex <= 0) { /* subnormal or zero */
+        if (ex < -10)
+            return (uint16_t)sign;
+        m |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - ex), half = m >> shift, rem = m & ((1u << shift) - 1);
+        uint32_t mid = 1u << (shift - 1);
+        half += rem > mid || (rem == mid && (half & 1));
+        return (uint16_t)(sign | half);
+    }
+    uint32_t h = sign | (uint32_t)ex << 10 | m >> 13, rem = m & 0x1fff;
+    h += rem > 0x1000 || (rem == 0x1000 && (h & 1)); /* a carry into the exponent is right */
+    return (uint16_t)h;
+}
+
+static float kd_from_f16(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
+    if (e == 0) {
+        float f = ldexpf((float)m, -24);
+        return sign ? -f : f;
+    }
+    x = e == 31 ? sign | 0x7f800000 | m << 13 : sign | (e - 15 + 127) << 23 | m << 13;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static uint16_t kd_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffff) > 0x7f800000)
+        return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fff + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+static float kd_from_bf16(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+void kd_store(kdecl_type t, void *base, size_t i, double v)
+{
+    unsigned char *p = (unsigned char *)base + i * kdecl_type_size(t);
+    switch (t) {
+    case KDECL_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
+    case KDECL_F64: memcpy(p, &v, 8); break;
+    case KDECL_F16: { uint16_t h = kd_f16((float)v); memcpy(p, &h, 2); break; }
+    case KDECL_BF16: { uint16_t h = kd_bf16((float)v); memcpy(p, &h, 2); break; }
+    case KDECL_I8: { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
+    case KDECL_U8: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
+    case KDECL_I16: { int16_t x = (int16_t)v; memcpy(p, &x, 2); break; }
+    case KDECL_U16: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); break; }
+    case KDECL_I32: { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
+    case KDECL_U32: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
+    case KDECL_I64: { int64_t x = (int64_t)v; memcpy(p, &x, 8); break; }
+    case KDECL_U64: { uint64_t x = (uint64_t)v; memcpy(p, &x, 8); break; }
+    default: break;
+    }
+}
+
+double kd_load(kdecl_type t, const void *base, size_t i)
+{
+    const unsigned char *p = (const unsigned char *)base + i * kdecl_type_size(t);
+    union { float f; double d; uint16_t h; int8_t i8; uint8_t u8; int16_t i16; uint16_t u16;
+            int32_t i32; uint32_t u32; int64_t i64; uint64_t u64; } u;
+    memcpy(&u, p, kdecl_type_size(t));
+    switch (t) {
+    case KDECL_F32: return u.f;
+    case KDECL_F64: return u.d;
+    case KDECL_F16: return kd_from_f16(u.h);
+    case KDECL_BF16: return kd_from_bf16(u.h);
+    case KDECL_I8: return u.i8;
+    case KDECL_U8: return u.u8;
+    case KDECL_I16: return u.i16;
+    case KDECL_U16: return u.u16;
+    case KDECL_I32: return u.i32;
+    case KDECL_U32: return u.u32;
+    case KDECL_I64: return (double)u.i64;
+    case KDECL_U64: return (double)u.u64;
+    default: return NAN;
+    }
+}
+
+/* The .npy descr a buffer of type t accepts. */
+static int kd_npy_matches(kdecl_type t, const char *descr)
+{
+    static const char *const want[KDECL_N_TYPES] = {
+        [KDECL_F32] = "f4", [KDECL_F64] = "f8", [KDECL_F16] = "f2", [KDECL_BF16] = "V2",
+        [KDECL_I8] = "i1",  [KDECL_U8] = "u1",  [KDECL_I16] = "i2", [KDECL_U16] = "u2",
+        [KDECL_I32] = "i4", [KDECL_U32] = "u4", [KDECL_I64] = "i8", [KDECL_U64] = "u8"};
+    return (descr[0] == '<' || descr[0] == '|' || descr[0] == '=') && strcmp(descr + 1, want[t]) == 0;
+}
+
+tune_status kd_read_npy(const kernel_decl *d, const kdecl_template *file, const tune_point *p,
+                        kdecl_type type, size_t count, const char *what, void *dst,
+                        tune_error *err)
+{
+    char rel[1024], path[2048], descr[16];
+    if (kdecl_render(file, p, rel, sizeof rel, err) != 0)
+        return err ? err->code : TUNE_ERR_EVAL;
+    snprintf(path, sizeof path, "%s%s%s", rel[0] == '/' ? "" : d->dir, rel[0] == '/' ? "" : "/",
+             rel);
+    size_t n = 0;
+    void *data = NULL;
+    tune_status st = npy_read(path, count * kdecl_type_size(type) + 1, descr, sizeof descr, &n,
+                              &data, err);
+    if (st != TUNE_OK)
+        return st;
+    if (!kd_npy_matches(type, descr) || n != count)
+        st = tune_error_set(err, TUNE_ERR_INVALID, path,
+                            "holds %zu elements of dtype '%s'; %s needs %zu of %s (little-endian, "
+                            "C order)",
+                            n, descr, what, count, kdecl_type_name(type));
+    else
+        memcpy(dst, data, count * kdecl_type_size(type));
+    free(data);
+    return st;
+}
+
+/* Integer bounds of an init at p. */
+static tune_status kd_eval_int(const expr *e, const tune_point *p, const char *what,
+                               int64_t *out, tune_error *err)
+{
+    expr_value v;
+    if (expr_eval(e, point_lookup, (void *)p, &v, err) != TUNE_OK)
+        return err ? err->code : TUNE_ERR_EVAL;
+    if (v.type != EXPR_INT)
+        return tune_error_set(err, TUNE_ERR_EVAL, what, "expected an integer");
+    *out = v.i;
+    return TUNE_OK;
+}
+
+static tune_status kd_permutation(const kdecl_arg *a, const tune_point *p, size_t count,
+                                  uint64_t *rng, void *dst, tune_error *err)
+{
+    int64_t n = 0;
+    tune_status st = kd_eval_int(a->init.hi, p, a->name, &n, err);
+    if (st != TUNE_OK)
+        return st;
+    if (n < (int64_t)count || n > (int64_t)1 << 31)
+        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name,
+                              "a permutation of %lld values cannot fill %zu elements", (long long)n,
+                              count);
+    int64_t *perm = malloc((size_t)(n ? n : 1) * sizeof *perm);
+    if (!perm)
+        return tune_error_set(err, TUNE_ERR_NOMEM, a->name, "out of host memory");
+    for (int64_t i = 0; i < n; i++)
+        perm[i] = i;
+    for (size_t i = 0; i < count; i++) { /* the first count steps of a Fisher-Yates shuffle */
+        size_t j = i + (size_t)(kd_next(rng) % (uint64_t)(n - (int64_t)i));
+        int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+        kd_store(a->type, dst, i, (double)perm[i]);
+    }
+    free(perm);
+    return TUNE_OK;
+}
+
+tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, size_t count,
+                         uint64_t seed, void *dst, tune_error *err)
+{
+    const kdecl_arg *a = &d->args[ai];
+    uint64_t rng = hash_fnv1a_str(seed ^ 0x5eed, a->name);
+    int64_t lo = 0, hi = 0;
+    tune_status st = TUNE_OK;
+    switch (a->init.kind) {
+    case KDECL_INIT_ZERO: memset(dst, 0, count * kdecl_type_size(a->type)); break;
+    case KDECL_INIT_CONSTANT:
+        for (size_t i = 0; i < count; i++)
+            kd_store(a->type, dst, i, a->init.a);
+        break;
+    case KDECL_INIT_UNIFORM:
+        for (size_t i = 0; i < count; i++)
+            kd_store(a->type, dst, i, a->init.a + (a->init.b - a->init.a) * kd_unit(&rng));
+        break;
+    case KDECL_INIT_NORMAL:
+        for (size_t i = 0; i < count; i++) { /* Box-Muller */
+            double u = kd_unit(&rng), v = kd_unit(&rng);
+            double z = sqrt(-2.0 * log(1.0 - u)) * cos(2.0 * M_PI * v);
+            kd_store(a->type, dst, i, a->init.a + a->init.b * z);
+        }
+        break;
+    case KDECL_INIT_INTEGERS:
+        if ((st = kd_eval_int(a->init.lo, p, a->name, &lo, err)) != TUNE_OK ||
+            (st = kd_eval_int(a->init.hi, p, a->name, &hi, err)) != TUNE_OK)
+            return st;
+        if (hi < lo)
+            return tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name,
+                                  "integers in [%lld, %lld]: an empty range", (long long)lo,
+                                  (long long)hi);
+        for (size_t i = 0; i < count; i++)
+            kd_store(a->type, dst, i, (double)(lo + (int64_t)(kd_next(&rng) %
+                                                             ((uint64_t)(hi - lo) + 1))));
+        break;
+    case KDECL_INIT_PERMUTATION: return kd_permutation(a, p, count, &rng, dst, err);
+    case KDECL_INIT_NPY:
+        return kd_read_npy(d, &a->init.npy, p, a->type, count, a->name, dst, err);
+    }
+    return st;
+}
+
+void kd_compare(kdecl_type t, const void *y, const void *r, size_t n, const kernel_decl *d,
+                kd_error *acc)
+{
+    for (size_t i = 0; i < n; i++) {
+        double yi = kd_load(t, y, i), ri = kd_load(t, r, i), diff = fabs(yi - ri);
+        if (!isfinite(yi) && !(isnan(yi) && isnan(ri)) && yi != ri)
+            diff = INFINITY;
+        if (d->use_atol) {
+            double bound = d->atol + d->rtol * fabs(ri);
+            double q = diff == 0 ? 0 : bound > 0 ? diff / bound : INFINITY;
+            acc->worst = q > acc->worst || isnan(q) ? q : acc->worst;
+        } else {
+            acc->num += diff * diff;
+            acc->den += isfinite(ri) ? ri * ri : 0;
+        }
+    }
+}

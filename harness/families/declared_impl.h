@@ -1,0 +1,31 @@
+/* declared_impl.h - what the files of the declared-kernel family share (families/declared.c, the
+ * GPU side; declared_data.c, the host side of its buffers). */
+#ifndef TUNE_DECLARED_IMPL_H
+#define TUNE_DECLARED_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/kernel_decl.h"
+
+/* The comparison's running sums: normalised error (num, den) or atol/rtol (worst ratio). */
+typedef struct {
+    double num, den, worst;
+} kd_error;
+
+/* Element i of a buffer of type t, as a double; and stored from one. */
+double kd_load(kdecl_type t, const void *base, size_t i);
+void kd_store(kdecl_type t, void *base, size_t i, double v);
+/* The initial values of argument ai (count elements) at p into dst, seeded by seed. */
+tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, size_t count,
+                         uint64_t seed, void *dst, tune_error *err);
+/* A .npy file (template rendered at p, relative to the sweep's folder) of exactly count
+ * elements of type into dst. */
+tune_status kd_read_npy(const kernel_decl *d, const kdecl_template *file, const tune_point *p,
+                        kdecl_type type, size_t count, const char *what, void *dst,
+                        tune_error *err);
+/* Adds the comparison of n elements of y with the reference r to acc. */
+void kd_compare(kdecl_type t, const void *y, const void *r, size_t n, const kernel_decl *d,
+                kd_error *acc);
+
+#endif

@@ -1,0 +1,203 @@
+/* kernel_decl.c - what a declared kernel family does on the CPU: element types, templates
+ * rendered at a configuration, the instantiation a method needs, and the declaration freed. */
+#include "model/kernel_decl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name, *alias; /* the name tune writes; the C type a kernel author may write */
+    size_t size;
+    int is_float;
+} kd_types[KDECL_N_TYPES] = {
+    [KDECL_F32] = {"float32", "float", 4, 1},     [KDECL_F64] = {"float64", "double", 8, 1},
+    [KDECL_F16] = {"float16", "half", 2, 1},      [KDECL_BF16] = {"bfloat16", "bf16", 2, 1},
+    [KDECL_I8] = {"int8", "int8_t", 1, 0},        [KDECL_U8] = {"uint8", "uint8_t", 1, 0},
+    [KDECL_I16] = {"int16", "int16_t", 2, 0},     [KDECL_U16] = {"uint16", "uint16_t", 2, 0},
+    [KDECL_I32] = {"int32", "int", 4, 0},         [KDECL_U32] = {"uint32", "unsigned", 4, 0},
+    [KDECL_I64] = {"int64", "int64_t", 8, 0},     [KDECL_U64] = {"uint64", "uint64_t", 8, 0},
+};
+
+size_t kdecl_type_size(kdecl_type t)
+{
+    return (unsigned)t < KDECL_N_TYPES ? kd_types[t].size : 0;
+}
+
+const char *kdecl_type_name(kdecl_type t)
+{
+    return (unsigned)t < KDECL_N_TYPES ? kd_types[t].name : "?";
+}
+
+int kdecl_type_is_float(kdecl_type t)
+{
+    return (unsigned)t < KDECL_N_TYPES && kd_types[t].is_float;
+}
+
+int kdecl_type_parse(const char *s)
+{
+    for (int i = 0; i < KDECL_N_TYPES; i++)
+        if (strcmp(s, kd_types[i].name) == 0 || strcmp(s, kd_types[i].alias) == 0)
+            return i;
+    return -1;
+}
+
+const char *kdecl_type_list(void)
+{
+    return "float32, float64, float16, bfloat16, int8, uint8, int16, uint16, int32, uint32, "
+           "int64, uint64";
+}
+
+int kdecl_render(const kdecl_template *t, const tune_point *p, char *buf, size_t size,
+                 tune_error *err)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < t->n; i++) {
+        char val[128] = "";
+        if (t->exprs[i]) {
+            expr_value v;
+            if (expr_eval(t->exprs[i], point_lookup, (void *)p, &v, err) != TUNE_OK)
+                return -1;
+            if (v.type == EXPR_FLOAT)
+                snprintf(val, sizeof val, "%.17g", v.f);
+            else
+                expr_value_format(v, val, sizeof val);
+        }
+        int w = snprintf(buf + used, size - used, "%s%s", t->text[i], val);
+        if (w < 0 || (size_t)w >= size - used) {
+            tune_error_set(err, TUNE_ERR_INVALID, "kernel", "the text is longer than %zu bytes",
+                           size - 1);
+            return -1;
+        }
+        used += (size_t)w;
+    }
+    return 0;
+}
+
+const kdecl_kernel *kdecl_method_kernel(const kernel_decl *d, const char *method)
+{
+    if (strcmp(method, KDECL_TUNED) == 0)
+        return &d->main;
+    if (strcmp(method, KDECL_REFERENCE) == 0)
+        return d->ref_is_kernel ? &d->ref : NULL;
+    for (size_t i = 0; i < d->n_baselines; i++)
+        if (strcmp(method, d->baseline_names[i]) == 0)
+            return &d->baselines[i];
+    return NULL;
+}
+
+int kdecl_kernel_ref(const kernel_decl *d, const kdecl_kernel *k, const tune_point *p,
+                     family_kernel_ref *ref, char *why, size_t why_size)
+{
+    tune_error err = {0};
+    ref->source = k->source;
+    if (kdecl_render(&k->entry, p, ref->name, sizeof ref->name, &err) != 0)
+        return family_fail(why, why_size, "entry: %s", err.message);
+    size_t used = (size_t)snprintf(ref->options, sizeof ref->options, "%s",
+                                   d->options ? d->options : "");
+    for (size_t i = 0; i < k->n_defines; i++) {
+        char val[512];
+        if (kdecl_render(&k->define_values[i], p, val, sizeof val, &err) != 0)
+            return family_fail(why, why_size, "define %s: %s", k->define_names[i], err.message);
+        if (strchr(val, '\n'))
+            return family_fail(why, why_size, "define %s: a newline in its value",
+                               k->define_names[i]);
+        int w = snprintf(ref->options + used, sizeof ref->options - used, "%s-D%s=%s",
+                         used ? "\n" : "", k->define_names[i], val);
+        if (w < 0 || (size_t)w >= sizeof ref->options - used)
+            return family_fail(why, why_size, "the options are longer than %zu bytes",
+                               sizeof ref->options - 1);
+        used += (size_t)w;
+    }
+    return 0;
+}
+
+int kdecl_family_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
+                         size_t max, char *why, size_t why_size)
+{
+    const kernel_decl *d = fam->data;
+    const char *method = point_str(cfg, "method", "");
+    const kdecl_kernel *k = kdecl_method_kernel(d, method);
+    if (!k)
+        return family_fail(why, why_size, "unknown method '%s'", method);
+    if (max < 2)
+        return family_fail(why, why_size, "too few kernel slots");
+    if (kdecl_kernel_ref(d, k, cfg, &refs[0], why, why_size) != 0)
+        return -1;
+    refs[0].row = 1;
+    if (!d->ref_is_kernel)
+        return 1;
+    return kdecl_kernel_ref(d, &d->ref, cfg, &refs[1], why, why_size) != 0 ? -1 : 2;
+}
+
+static void kd_template_free(kdecl_template *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        free(t->text[i]);
+        expr_free(t->exprs[i]);
+    }
+    free(t->text);
+    free(t->exprs);
+}
+
+static void kd_kernel_free(kdecl_kernel *k)
+{
+    free(k->source);
+    kd_template_free(&k->entry);
+    for (size_t i = 0; i < k->n_defines; i++) {
+        free(k->define_names[i]);
+        kd_template_free(&k->define_values[i]);
+    }
+    free(k->define_names);
+    free(k->define_values);
+    for (int i = 0; i < 3; i++) {
+        expr_free(k->grid[i]);
+        expr_free(k->block[i]);
+    }
+    expr_free(k->shared);
+}
+
+static void kd_decl_free(kernel_decl *d)
+{
+    free(d->dir);
+    free(d->options);
+    kd_kernel_free(&d->main);
+    kd_kernel_free(&d->ref);
+    for (size_t i = 0; i < d->n_args; i++) {
+        kdecl_arg *a = &d->args[i];
+        free(a->name);
+        expr_free(a->count);
+        expr_free(a->value);
+        expr_free(a->init.lo);
+        expr_free(a->init.hi);
+        kd_template_free(&a->init.npy);
+    }
+    free(d->args);
+    for (size_t j = 0; d->ref_npy && j < d->n_outputs; j++)
+        kd_template_free(&d->ref_npy[j]);
+    free(d->ref_npy);
+    free(d->outputs);
+    for (size_t i = 0; i < d->n_baselines; i++) {
+        free(d->baseline_names[i]);
+        kd_kernel_free(&d->baselines[i]);
+    }
+    free(d->baseline_names);
+    free(d->baselines);
+}
+
+void kdecl_family_free(kdecl_family *kf)
+{
+    if (!kf)
+        return;
+    kd_decl_free(&kf->decl);
+    for (size_t i = 0; kf->axes && i < kf->n_axes; i++)
+        free((char *)kf->axes[i].name);
+    for (size_t i = 0; kf->params && i < kf->n_params; i++)
+        free((char *)kf->params[i].name);
+    free(kf->axes);
+    free(kf->params);
+    free(kf->methods);
+    free(kf->bytes);
+    free(kf);
+}

@@ -1,0 +1,147 @@
+/* kernel_decl.h - a kernel family declared in a sweep file: "family": "kernel" and a "kernel"
+ * section name a .cu file, its entry point, arguments, launch geometry, reference and baselines
+ * (docs/sweep-format.md, docs/own-kernel.md). The sweep module parses the section into a
+ * kernel_decl and builds the family from it (kdecl_family); the family's GPU side
+ * (families/declared.c) reads the declaration through tune_family.data.
+ *
+ *   "kernel": {
+ *     "source": "matmul.cu",                   relative to the sweep file
+ *     "entry": "matmul<{tile}>",               name expression; {expr} is replaced by its value
+ *     "defines": {"TILE": "{tile}"},           -D macros, values with {expr}
+ *     "include_dirs": ["../cutlass/include"],  "options": ["-use_fast_math"],
+ *     "args": [{"name": "A", "type": "float32", "count": "m * k", "init": {"normal": [0, 1]}},
+ *              {"name": "C", "type": "float32", "count": "m * n", "role": "out"},
+ *              {"name": "m", "type": "int32", "value": "m"}],
+ *     "grid": ["n / tile", "m / tile"], "block": ["tile", "tile"], "shared": "0",
+ *     "reference": {"entry": "matmul_naive", "grid": ..., "block": ...} | {"npy": {"C": "c.npy"}},
+ *     "check": {"outputs": ["C"], "tolerance": 1e-5} | {"atol": 1e-3, "rtol": 1e-3},
+ *     "baselines": {"naive": {"entry": "matmul_naive", "grid": ..., "block": ...}}
+ *   }
+ * Methods: "kernel" (tuned: the parameters apply), "reference" (when the reference is a kernel)
+ * and one per baseline; the reference and the baselines read problem axes only.
+ */
+#ifndef TUNE_KERNEL_DECL_H
+#define TUNE_KERNEL_DECL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "core/expr.h"
+#include "core/point.h"
+#include "model/family.h"
+
+#define KDECL_FAMILY "kernel"     /* the family name of declared kernels */
+#define KDECL_TUNED "kernel"      /* the tuned method */
+#define KDECL_REFERENCE "reference" /* the reference kernel as a timed method */
+#define KDECL_MAX_PATH 1024         /* compile_job.source */
+
+typedef enum {
+    KDECL_F32, KDECL_F64, KDECL_F16, KDECL_BF16,
+    KDECL_I8, KDECL_U8, KDECL_I16, KDECL_U16, KDECL_I32, KDECL_U32, KDECL_I64, KDECL_U64,
+    KDECL_N_TYPES
+} kdecl_type;
+
+size_t kdecl_type_size(kdecl_type t);
+const char *kdecl_type_name(kdecl_type t); /* "float32" */
+int kdecl_type_is_float(kdecl_type t);
+/* The type named s ("float32", "half" ...); -1 when unknown. */
+int kdecl_type_parse(const char *s);
+/* "float32, float64, ..." for messages. */
+const char *kdecl_type_list(void);
+
+/* A string with {expr} holes ("matmul<{tile}, {2 * warps}>"); "{{" and "}}" are braces. */
+typedef struct {
+    size_t n;
+    char **text; /* n literal pieces (may be ""), each followed by exprs[i] when exprs[i] */
+    expr **exprs;
+} kdecl_template;
+
+/* The text of t at p: integers in decimal, floats as %.17g, strings as they are. -1 with err. */
+int kdecl_render(const kdecl_template *t, const tune_point *p, char *buf, size_t size,
+                 tune_error *err);
+
+typedef enum {
+    KDECL_INIT_ZERO,        /* outputs: zeros (poisoned before each check) */
+    KDECL_INIT_NORMAL,      /* a = mean, b = standard deviation */
+    KDECL_INIT_UNIFORM,     /* [a, b) */
+    KDECL_INIT_INTEGERS,    /* lo..hi inclusive (expressions) */
+    KDECL_INIT_PERMUTATION, /* the first count values of a random permutation of 0..hi-1 */
+    KDECL_INIT_CONSTANT,    /* a */
+    KDECL_INIT_NPY          /* a .npy file (path template, relative to the sweep file) */
+} kdecl_init_kind;
+
+typedef struct {
+    kdecl_init_kind kind;
+    double a, b;
+    expr *lo, *hi;
+    kdecl_template npy;
+} kdecl_init;
+
+typedef enum { KDECL_IN, KDECL_OUT, KDECL_INOUT } kdecl_role;
+
+typedef struct {
+    char *name;
+    kdecl_type type;
+    int is_buffer;
+    expr *count; /* buffers: elements */
+    kdecl_role role;
+    kdecl_init init;
+    expr *value; /* scalars */
+} kdecl_arg;
+
+/* A kernel to launch: the tuned one, the reference or a baseline. */
+typedef struct {
+    char *source; /* absolute path */
+    kdecl_template entry;
+    size_t n_defines;
+    char **define_names;
+    kdecl_template *define_values;
+    int grid_dims, block_dims;
+    expr *grid[3], *block[3];
+    expr *shared; /* bytes of dynamic shared memory */
+} kdecl_kernel;
+
+typedef struct {
+    char *dir;     /* the sweep file's folder (absolute) */
+    char *options; /* "-I<dir>\n...\n<option>": include folders and options, shared by all */
+    kdecl_kernel main;
+    kdecl_arg *args;
+    size_t n_args;
+    int ref_is_kernel;
+    kdecl_kernel ref;            /* when ref_is_kernel */
+    kdecl_template *ref_npy;     /* otherwise: per compared output (n_outputs) */
+    size_t *outputs;             /* indices into args of the compared buffers */
+    size_t n_outputs;
+    int use_atol;                /* check: |y - r| <= atol + rtol |r| instead of the norm */
+    double tolerance, atol, rtol;
+    size_t n_baselines;
+    char **baseline_names;
+    kdecl_kernel *baselines;
+} kernel_decl;
+
+/* The family a sweep declares: a copy of the registered "kernel" family (its GPU side) with the
+ * sweep's op, axes, parameters and methods, and the declaration as its data. */
+typedef struct kdecl_family {
+    tune_family fam;
+    family_op op;
+    family_axis *axes, *params; /* names owned */
+    size_t n_axes, n_params;
+    family_method *methods;
+    char *bytes; /* the default byte model, derived from the buffers; NULL: none */
+    kernel_decl decl;
+} kdecl_family;
+
+/* tune_family.kernels of a declared family: the method's kernel first, then the reference
+ * kernel (when there is one). */
+int kdecl_family_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
+                         size_t max, char *why, size_t why_size);
+void kdecl_family_free(kdecl_family *kf);
+
+/* The kernel a method launches: main, the reference or a baseline; NULL when unknown. */
+const kdecl_kernel *kdecl_method_kernel(const kernel_decl *d, const char *method);
+/* The instantiation k needs at p: source, rendered entry, options (shared ones and -D macros). */
+int kdecl_kernel_ref(const kernel_decl *d, const kdecl_kernel *k, const tune_point *p,
+                     family_kernel_ref *ref, char *why, size_t why_size);
+
+#endif

@@ -1,0 +1,822 @@
+/* sweep_kernel.c - the "kernel" section of a sweep file whose family is "kernel": a kernel
+ * declared by the user (model/kernel_decl.h). Parsed into a kernel_decl; the family is then
+ * built from it (sweep_declared_family): the op's axes are the sweep's problem keys, the
+ * parameters its params keys, the methods the tuned kernel, the reference and the baselines. */
+#include <float.h>
+#include <unistd.h>
+#include <math.h>
+
+#include "model/kernel_decl.h"
+#include "model/sweep_impl.h"
+
+static const char *const kernel_keys[] = {"source", "entry", "defines", "include_dirs",
+                                          "options", "args", "grid", "block", "shared",
+                                          "reference", "check", "baselines", NULL};
+static const char *const launch_keys[] = {"source", "entry", "defines", "grid", "block",
+                                          "shared", NULL};
+static const char *const buffer_keys[] = {"name", "type", "count", "role", "init", NULL};
+static const char *const scalar_keys[] = {"name", "type", "value", NULL};
+static const char *const init_keys[] = {"normal",   "uniform", "integers", "permutation",
+                                        "constant", "npy",     NULL};
+static const char *const check_keys[] = {"outputs", "tolerance", "atol", "rtol", NULL};
+
+/* The names expressions of the section may read: problem axes, and (tuned kernel) parameters. */
+typedef struct {
+    const sweep_ctx *cx;
+    const sweep *sw;
+    const family_axis *axes, *params;
+    size_t n_axes, n_params;
+} kd_scope;
+
+static int kd_ident_ok(const char *s)
+{
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+        return 0;
+    for (s++; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+              *s == '_'))
+            return 0;
+    return 1;
+}
+
+/* Checks that every name e reads is a problem axis or (with_params) a parameter. */
+static int kd_check_names(const kd_scope *sc, const expr *e, int with_params, const char *path)
+{
+    const char *used[SWEEP_MAX_EXPR_NAMES];
+    size_t n = expr_names(e, used, SWEEP_MAX_EXPR_NAMES);
+    for (size_t i = 0; i < n && i < SWEEP_MAX_EXPR_NAMES; i++) {
+        if (sweep_find_axis(sc->axes, sc->n_axes, used[i]))
+            continue;
+        if (sweep_find_axis(sc->params, sc->n_params, used[i])) {
+            if (with_params)
+                continue;
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                              "'%s' is a parameter: the reference and the baselines run once "
+                              "per shape and may read only problem axes",
+                              used[i]);
+        }
+        char list[SWEEP_LIST_SIZE];
+        sweep_join_names(list, sizeof list, sc->axes, sizeof sc->axes[0], sc->n_axes);
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "unknown name '%s' (expected a problem axis (%s)%s)", used[i], list,
+                          with_params ? " or a parameter" : "");
+    }
+    return 0;
+}
+
+/* An expression: a JSON string, or an integer (a constant). */
+static expr *kd_expr(const kd_scope *sc, json_t *v, int with_params, const char *path)
+{
+    char text[64];
+    const char *src = text;
+    if (json_is_integer(v))
+        snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    else if (json_is_string(v))
+        src = json_string_value(v);
+    else {
+        sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                   "expected an expression (a string such as \"n / 256\") or an integer, got %s",
+                   sweep_json_kind(v));
+        return NULL;
+    }
+    tune_error e = {0};
+    expr *x = expr_parse(src, &e);
+    if (!x) {
+        sweep_fail(sc->cx, TUNE_ERR_PARSE, path, JSONLOC_VALUE, "cannot parse \"%s\": %s: %s",
+                   src, e.where, e.message);
+        return NULL;
+    }
+    if (kd_check_names(sc, x, with_params, path) != 0) {
+        expr_free(x);
+        return NULL;
+    }
+    return x;
+}
+
+/* A template "text {expr} text" into t. */
+static int kd_template(const kd_scope *sc, json_t *v, int with_params, const char *path,
+                       kdecl_template *t)
+{
+    if (!json_is_string(v))
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "expected a string, got %s", sweep_json_kind(v));
+    const char *s = json_string_value(v);
+    size_t len = strlen(s), cap = len / 2 + 2;
+    t->text = calloc(cap, sizeof *t->text);
+    t->exprs = calloc(cap, sizeof *t->exprs);
+    char *buf = malloc(len + 1);
+    if (!t->text || !t->exprs || !buf) {
+        free(buf);
+        return sweep_nomem(sc->cx);
+    }
+    size_t bl = 0;
+    for (size_t i = 0; i <= len; i++) {
+        if (s[i] == '}' && s[i + 1] == '}') {
+            buf[bl++] = '}';
+            i++;
+        } else if (s[i] == '{' && s[i + 1] == '{') {
+            buf[bl++] = '{';
+            i++;
+        } else if (s[i] == '}') {
+            free(buf);
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                              "unmatched '}' at offset %zu of \"%s\" (write }} for a brace)", i,
+                              s);
+        } else if (s[i] == '{' || s[i] == '\0') {
+            buf[bl] = '\0';
+            t->text[t->n] = strdup(buf);
+            bl = 0;
+            if (!t->text[t->n++]) {
+                free(buf);
+                return sweep_nomem(sc->cx);
+            }
+            if (s[i] == '\0')
+                break;
+            const char *end = strchr(s + i, '}');
+            if (!end) {
+                free(buf);
+                return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                                  "unmatched '{' at offset %zu of \"%s\"", i, s);
+            }
+            json_t *piece = json_stringn(s + i + 1, (size_t)(end - s - i - 1));
+            t->exprs[t->n - 1] = piece ? kd_expr(sc, piece, with_params, path) : NULL;
+            json_decref(piece);
+            if (!t->exprs[t->n - 1]) {
+                free(buf);
+                return piece ? -1 : sweep_nomem(sc->cx);
+            }
+            i = (size_t)(end - s);
+        } else {
+            buf[bl++] = s[i];
+        }
+    }
+    free(buf);
+    return 0;
+}
+
+/* A path relative to the sweep file's folder, made absolute. */
+static char *kd_path(const kernel_decl *d, const char *rel)
+{
+    size_t n = strlen(d->dir) + strlen(rel) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s%s%s", rel[0] == '/' ? "" : d->dir, rel[0] == '/' ? "" : "/", rel);
+    return p;
+}
+
+/* "grid" or "block": an expression or an array of 1-3 of them. */
+static int kd_dims(const kd_scope *sc, json_t *obj, const char *key, int with_params,
+                   const char *parent, expr **out, int *n_out)
+{
+    char p[SWEEP_PATH_SIZE], pi[SWEEP_PATH_SIZE];
+    json_t *v = json_object_get(obj, key);
+    sweep_path_key(p, parent, key);
+    if (!v)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, parent, JSONLOC_VALUE,
+                          "missing required key '%s' (an expression or an array of 1 to 3)", key);
+    if (!json_is_array(v)) {
+        *n_out = 1;
+        return (out[0] = kd_expr(sc, v, with_params, p)) ? 0 : -1;
+    }
+    size_t n = json_array_size(v);
+    if (n < 1 || n > 3)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                          "expected 1 to 3 dimensions (x, y, z), got %zu", n);
+    for (size_t i = 0; i < n; i++)
+        if (!(out[i] = kd_expr(sc, json_array_get(v, i), with_params, sweep_path_index(pi, p, i))))
+            return -1;
+    *n_out = (int)n;
+    return 0;
+}
+
+static int kd_defines(const kd_scope *sc, json_t *v, int with_params, const char *path,
+                      kdecl_kernel *k)
+{
+    if (sweep_expect_object(sc->cx, v, path) != 0)
+        return -1;
+    size_t n = json_object_size(v);
+    k->define_names = calloc(n + 1, sizeof *k->define_names);
+    k->define_values = calloc(n + 1, sizeof *k->define_values);
+    if (!k->define_names || !k->define_values)
+        return sweep_nomem(sc->cx);
+    const char *key;
+    json_t *val;
+    json_object_foreach(v, key, val) {
+        char p[SWEEP_PATH_SIZE];
+        sweep_path_key(p, path, key);
+        if (!kd_ident_ok(key))
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_KEY,
+                              "expected a macro name [A-Za-z_][A-Za-z0-9_]*, got '%s'", key);
+        json_t *str = json_is_integer(val) ? json_sprintf("%" JSON_INTEGER_FORMAT,
+                                                          json_integer_value(val))
+                                           : json_incref(val);
+        int rc = kd_template(sc, str, with_params, p, &k->define_values[k->n_defines]);
+        json_decref(str);
+        if (!(k->define_names[k->n_defines++] = sweep_strdup(sc->cx, key)) || rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* A kernel to launch (the tuned one, the reference, a baseline): its own source (default: the
+ * tuned kernel's), entry, defines and launch geometry. */
+static int kd_kernel(const kd_scope *sc, kernel_decl *d, json_t *obj, int with_params,
+                     const char *path, const char *const *keys, kdecl_kernel *k)
+{
+    char p[SWEEP_PATH_SIZE];
+    if (sweep_expect_object(sc->cx, obj, path) != 0 || sweep_check_keys(sc->cx, obj, path, keys))
+        return -1;
+    json_t *src = json_object_get(obj, "source");
+    if (src && !json_is_string(src))
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, "source"),
+                          JSONLOC_VALUE, "expected a file name, got %s", sweep_json_kind(src));
+    if (!src && !d->main.source)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "missing required key 'source' (the .cu file, relative to the sweep "
+                          "file)");
+    k->source = src ? kd_path(d, json_string_value(src)) : strdup(d->main.source);
+    if (!k->source)
+        return sweep_nomem(sc->cx);
+    if (src && sc->cx->check_files && access(k->source, R_OK) != 0)
+        return sweep_fail(sc->cx, TUNE_ERR_IO, p, JSONLOC_VALUE, "cannot read %s: %s",
+                          k->source, strerror(errno));
+    if (strlen(k->source) >= KDECL_MAX_PATH)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                          "the path %s is too long", k->source);
+    json_t *entry = json_object_get(obj, "entry");
+    if (!entry)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "missing required key 'entry' (the kernel's name, e.g. "
+                          "\"matmul<{tile}>\")");
+    if (kd_template(sc, entry, with_params, sweep_path_key(p, path, "entry"), &k->entry) != 0)
+        return -1;
+    json_t *defs = json_object_get(obj, "defines");
+    if (defs && kd_defines(sc, defs, with_params, sweep_path_key(p, path, "defines"), k) != 0)
+        return -1;
+    if (kd_dims(sc, obj, "grid", with_params, path, k->grid, &k->grid_dims) != 0 ||
+        kd_dims(sc, obj, "block", with_params, path, k->block, &k->block_dims) != 0)
+        return -1;
+    json_t *sh = json_object_get(obj, "shared");
+    json_t *zero = json_integer(0);
+    k->shared = kd_expr(sc, sh ? sh : zero, with_params, sweep_path_key(p, path, "shared"));
+    json_decref(zero);
+    return k->shared ? 0 : -1;
+}
+
+/* ---- arguments ---- */
+
+/* A number of a JSON array [a, b] of numbers. */
+static int kd_pair(const kd_scope *sc, json_t *v, const char *path, const char *what, double *a,
+                   double *b)
+{
+    if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_number(json_array_get(v, 0)) ||
+        !json_is_number(json_array_get(v, 1)))
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "expected [%s] (two numbers), got %s", what, sweep_json_kind(v));
+    *a = json_number_value(json_array_get(v, 0));
+    *b = json_number_value(json_array_get(v, 1));
+    return 0;
+}
+
+static int kd_init(const kd_scope *sc, json_t *v, const kdecl_arg *a, const char *path,
+                   kdecl_init *in)
+{
+    char p[SWEEP_PATH_SIZE], pi[SWEEP_PATH_SIZE];
+    if (sweep_expect_object(sc->cx, v, path) != 0 ||
+        sweep_check_keys(sc->cx, v, path, init_keys) != 0)
+        return -1;
+    if (json_object_size(v) != 1)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "expected one of: normal, uniform, integers, permutation, constant, "
+                          "npy");
+    const char *key = json_object_iter_key(json_object_iter(v));
+    json_t *x = json_object_get(v, key);
+    sweep_path_key(p, path, key);
+    if (strcmp(key, "normal") == 0 || strcmp(key, "uniform") == 0) {
+        in->kind = key[0] == 'n' ? KDECL_INIT_NORMAL : KDECL_INIT_UNIFORM;
+        if (kd_pair(sc, x, p, key[0] == 'n' ? "mean, standard deviation" : "low, high", &in->a,
+                    &in->b) != 0)
+            return -1;
+        if (!(in->b >= (key[0] == 'n' ? 0 : in->a)))
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                              key[0] == 'n' ? "expected a standard deviation >= 0"
+                                            : "expected low <= high");
+    } else if (strcmp(key, "integers") == 0) {
+        in->kind = KDECL_INIT_INTEGERS;
+        if (!json_is_array(x) || json_array_size(x) != 2)
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                              "expected [low, high] (inclusive; integers or expressions)");
+        if (!(in->lo = kd_expr(sc, json_array_get(x, 0), 1, sweep_path_index(pi, p, 0))) ||
+            !(in->hi = kd_expr(sc, json_array_get(x, 1), 1, sweep_path_index(pi, p, 1))))
+            return -1;
+    } else if (strcmp(key, "permutation") == 0) {
+        in->kind = KDECL_INIT_PERMUTATION;
+        if (!(in->hi = kd_expr(sc, x, 1, p)))
+            return -1;
+    } else if (strcmp(key, "constant") == 0) {
+        in->kind = KDECL_INIT_CONSTANT;
+        if (!json_is_number(x))
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                              "expected a number, got %s", sweep_json_kind(x));
+        in->a = json_number_value(x);
+    } else {
+        in->kind = KDECL_INIT_NPY;
+        if (kd_template(sc, x, 1, p, &in->npy) != 0)
+            return -1;
+    }
+    if (!kdecl_type_is_float(a->type) &&
+        (in->kind == KDECL_INIT_NORMAL || in->kind == KDECL_INIT_UNIFORM))
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_KEY,
+                          "buffer '%s' holds %s: use \"integers\", \"permutation\" or "
+                          "\"constant\"",
+                          a->name, kdecl_type_name(a->type));
+    return 0;
+}
+
+static int kd_role(const kd_scope *sc, json_t *v, const char *path, kdecl_role *out)
+{
+    const char *s = json_is_string(v) ? json_string_value(v) : "";
+    if (strcmp(s, "in") == 0)
+        *out = KDECL_IN;
+    else if (strcmp(s, "out") == 0)
+        *out = KDECL_OUT;
+    else if (strcmp(s, "inout") == 0)
+        *out = KDECL_INOUT;
+    else
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "expected \"in\", \"out\" or \"inout\"");
+    return 0;
+}
+
+/* One argument: a buffer (has "count") or a scalar (has "value"). */
+static int kd_arg(const kd_scope *sc, kernel_decl *d, json_t *v, const char *path, kdecl_arg *a)
+{
+    char p[SWEEP_PATH_SIZE];
+    if (sweep_expect_object(sc->cx, v, path) != 0)
+        return -1;
+    json_t *name = json_object_get(v, "name"), *type = json_object_get(v, "type");
+    a->is_buffer = json_object_get(v, "count") != NULL;
+    if (sweep_check_keys(sc->cx, v, path, a->is_buffer ? buffer_keys : scalar_keys) != 0)
+        return -1;
+    if (!name || !json_is_string(name) || !kd_ident_ok(json_string_value(name)))
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, name ? sweep_path_key(p, path, "name") : path,
+                          JSONLOC_VALUE, "expected \"name\": an identifier [A-Za-z_][A-Za-z0-9_]*");
+    if (!(a->name = sweep_strdup(sc->cx, json_string_value(name))))
+        return -1;
+    for (size_t i = 0; i < d->n_args; i++)
+        if (strcmp(d->args[i].name, a->name) == 0)
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, "name"),
+                              JSONLOC_VALUE, "duplicate argument '%s'", a->name);
+    int t = type && json_is_string(type) ? kdecl_type_parse(json_string_value(type)) : -1;
+    if (t < 0)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, type ? sweep_path_key(p, path, "type") : path,
+                          JSONLOC_VALUE, "expected \"type\": one of %s", kdecl_type_list());
+    a->type = (kdecl_type)t;
+    if (!a->is_buffer) {
+        json_t *val = json_object_get(v, "value");
+        if (!val)
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                              "expected \"count\" (a buffer) or \"value\" (a scalar)");
+        return (a->value = kd_expr(sc, val, 1, sweep_path_key(p, path, "value"))) ? 0 : -1;
+    }
+    if (!(a->count = kd_expr(sc, json_object_get(v, "count"), 1, sweep_path_key(p, path, "count"))))
+        return -1;
+    json_t *role = json_object_get(v, "role"), *init = json_object_get(v, "init");
+    a->role = KDECL_IN;
+    if (role && kd_role(sc, role, sweep_path_key(p, path, "role"), &a->role) != 0)
+        return -1;
+    if (init && a->role == KDECL_OUT)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, "init"), JSONLOC_KEY,
+                          "an output buffer has no initial values (it is poisoned before each "
+                          "check): make it \"inout\" or drop \"init\"");
+    if (!init && a->role != KDECL_OUT)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "input buffer '%s' needs \"init\" (normal, uniform, integers, "
+                          "permutation, constant or npy)",
+                          a->name);
+    return init ? kd_init(sc, init, a, sweep_path_key(p, path, "init"), &a->init) : 0;
+}
+
+static int kd_args(const kd_scope *sc, kernel_decl *d, json_t *v, const char *path)
+{
+    if (!v)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, "$.kernel", JSONLOC_VALUE,
+                          "missing required key 'args' (the kernel's arguments, in order)");
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "expected a non-empty array of arguments");
+    if (!(d->args = calloc(json_array_size(v), sizeof *d->args)))
+        return sweep_nomem(sc->cx);
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        char p[SWEEP_PATH_SIZE];
+        if (kd_arg(sc, d, json_array_get(v, i), sweep_path_index(p, path, i), &d->args[d->n_args]))
+            return -1;
+        d->n_args++;
+    }
+    return 0;
+}
+
+static int kd_find_arg(const kernel_decl *d, const char *name)
+{
+    for (size_t i = 0; i < d->n_args; i++)
+        if (strcmp(d->args[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* ---- reference, check, baselines ---- */
+
+/* The default bound on the normalised error for outputs of type t. */
+static double kd_default_tolerance(kdecl_type t)
+{
+    switch (t) {
+    case KDECL_F64: return 1e-12;
+    case KDECL_F32: return 1e-5;
+    case KDECL_F16: return 2e-3;
+    case KDECL_BF16: return 1.6e-2;
+    default: return 0; /* integers: exact */
+    }
+}
+
+static int kd_check(const kd_scope *sc, kernel_decl *d, json_t *v, const char *path)
+{
+    char p[SWEEP_PATH_SIZE], pi[SWEEP_PATH_SIZE];
+    if (v && (sweep_expect_object(sc->cx, v, path) != 0 ||
+              sweep_check_keys(sc->cx, v, path, check_keys) != 0))
+        return -1;
+    json_t *outs = v ? json_object_get(v, "outputs") : NULL;
+    if (!(d->outputs = calloc(d->n_args + 1, sizeof *d->outputs)))
+        return sweep_nomem(sc->cx);
+    sweep_path_key(p, path, "outputs");
+    if (outs && (!json_is_array(outs) || json_array_size(outs) == 0))
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                          "expected a non-empty array of output buffer names");
+    for (size_t i = 0; outs && i < json_array_size(outs); i++) {
+        json_t *o = json_array_get(outs, i);
+        int a = json_is_string(o) ? kd_find_arg(d, json_string_value(o)) : -1;
+        if (a < 0 || !d->args[a].is_buffer || d->args[a].role == KDECL_IN)
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_index(pi, p, i), JSONLOC_VALUE,
+                              "expected the name of an \"out\" or \"inout\" buffer");
+        for (size_t j = 0; j < d->n_outputs; j++)
+            if (d->outputs[j] == (size_t)a)
+                return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_index(pi, p, i),
+                                  JSONLOC_VALUE, "duplicate output '%s'", d->args[a].name);
+        d->outputs[d->n_outputs++] = (size_t)a;
+    }
+    for (size_t a = 0; !outs && a < d->n_args; a++)
+        if (d->args[a].is_buffer && d->args[a].role != KDECL_IN)
+            d->outputs[d->n_outputs++] = a;
+    if (d->n_outputs == 0)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, "$.kernel.args", JSONLOC_VALUE,
+                          "no buffer has \"role\": \"out\" or \"inout\": nothing to check");
+    d->tolerance = 1;
+    for (size_t j = 0; j < d->n_outputs; j++) {
+        double t = kd_default_tolerance(d->args[d->outputs[j]].type);
+        d->tolerance = t < d->tolerance ? t : d->tolerance;
+    }
+    json_t *tol = v ? json_object_get(v, "tolerance") : NULL;
+    json_t *atol = v ? json_object_get(v, "atol") : NULL, *rtol = v ? json_object_get(v, "rtol") : NULL;
+    if (tol && (atol || rtol))
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "give either \"tolerance\" (normalised error) or \"atol\"/\"rtol\"");
+    const char *keys[] = {"tolerance", "atol", "rtol"};
+    json_t *vals[] = {tol, atol, rtol};
+    double *dst[] = {&d->tolerance, &d->atol, &d->rtol};
+    for (int i = 0; i < 3; i++) {
+        if (!vals[i])
+            continue;
+        if (!json_is_number(vals[i]) || !(json_number_value(vals[i]) >= 0) ||
+            !isfinite(json_number_value(vals[i])))
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, keys[i]),
+                              JSONLOC_VALUE, "expected a finite number >= 0");
+        *dst[i] = json_number_value(vals[i]);
+    }
+    d->use_atol = atol || rtol;
+    return 0;
+}
+
+/* "reference": a kernel, or {"npy": {output: file}} with one file per compared output. */
+static int kd_reference(const kd_scope *sc, kernel_decl *d, json_t *v, const char *path)
+{
+    char p[SWEEP_PATH_SIZE], po[SWEEP_PATH_SIZE];
+    if (!v)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, "$.kernel", JSONLOC_VALUE,
+                          "missing required key 'reference' (a kernel that computes the right "
+                          "answer, or {\"npy\": {\"<output>\": \"file.npy\"}}): it is what "
+                          "'invalid' means");
+    json_t *npy = json_is_object(v) ? json_object_get(v, "npy") : NULL;
+    if (!npy) {
+        d->ref_is_kernel = 1;
+        return kd_kernel(sc, d, v, 0, path, launch_keys, &d->ref);
+    }
+    static const char *const npy_keys[] = {"npy", NULL};
+    sweep_path_key(p, path, "npy");
+    if (sweep_check_keys(sc->cx, v, path, npy_keys) != 0 || sweep_expect_object(sc->cx, npy, p))
+        return -1;
+    if (!(d->ref_npy = calloc(d->n_outputs, sizeof *d->ref_npy)))
+        return sweep_nomem(sc->cx);
+    const char *key;
+    json_t *file;
+    json_object_foreach(npy, key, file) {
+        size_t j = 0;
+        while (j < d->n_outputs && strcmp(d->args[d->outputs[j]].name, key) != 0)
+            j++;
+        if (j == d->n_outputs)
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(po, p, key), JSONLOC_KEY,
+                              "'%s' is not a checked output", key);
+        if (kd_template(sc, file, 0, sweep_path_key(po, p, key), &d->ref_npy[j]) != 0)
+            return -1;
+    }
+    for (size_t j = 0; j < d->n_outputs; j++)
+        if (!d->ref_npy[j].n)
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                              "no file for output '%s'", d->args[d->outputs[j]].name);
+    return 0;
+}
+
+static int kd_baselines(const kd_scope *sc, kernel_decl *d, json_t *v, const char *path)
+{
+    if (!v)
+        return 0;
+    if (sweep_expect_object(sc->cx, v, path) != 0)
+        return -1;
+    size_t n = json_object_size(v);
+    d->baseline_names = calloc(n + 1, sizeof *d->baseline_names);
+    d->baselines = calloc(n + 1, sizeof *d->baselines);
+    if (!d->baseline_names || !d->baselines)
+        return sweep_nomem(sc->cx);
+    const char *key;
+    json_t *b;
+    json_object_foreach(v, key, b) {
+        char p[SWEEP_PATH_SIZE];
+        sweep_path_key(p, path, key);
+        if (!kd_ident_ok(key) || strcmp(key, KDECL_TUNED) == 0 ||
+            strcmp(key, KDECL_REFERENCE) == 0)
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_KEY,
+                              "expected a method name [A-Za-z_][A-Za-z0-9_]* other than '%s' and "
+                              "'%s', got '%s'",
+                              KDECL_TUNED, KDECL_REFERENCE, key);
+        if (!(d->baseline_names[d->n_baselines] = sweep_strdup(sc->cx, key)) ||
+            kd_kernel(sc, d, b, 0, p, launch_keys, &d->baselines[d->n_baselines++]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* "include_dirs" and "options" into d->options, one per line. */
+static int kd_options(const kd_scope *sc, kernel_decl *d, json_t *k)
+{
+    static const char *const keys[] = {"include_dirs", "options"};
+    size_t cap = 1, used = 0;
+    for (int i = 0; i < 2; i++) {
+        json_t *v = json_object_get(k, keys[i]);
+        char p[SWEEP_PATH_SIZE], pi[SWEEP_PATH_SIZE];
+        sweep_path_key(p, "$.kernel", keys[i]);
+        if (v && !json_is_array(v))
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                              "expected an array of strings, got %s", sweep_json_kind(v));
+        for (size_t j = 0; v && j < json_array_size(v); j++) {
+            json_t *e = json_array_get(v, j);
+            const char *s = json_is_string(e) ? json_string_value(e) : NULL;
+            sweep_path_index(pi, p, j);
+            if (!s || !*s || strchr(s, '\n'))
+                return sweep_fail(sc->cx, TUNE_ERR_INVALID, pi, JSONLOC_VALUE,
+                                  "expected a non-empty string without newlines");
+            char *dir = i == 0 ? kd_path(d, s) : NULL;
+            if (i == 0 && !dir)
+                return sweep_nomem(sc->cx);
+            if (i == 0 && sc->cx->check_files && access(dir, R_OK | X_OK) != 0) {
+                sweep_fail(sc->cx, TUNE_ERR_IO, pi, JSONLOC_VALUE, "cannot read the folder %s: %s",
+                           dir, strerror(errno));
+                free(dir);
+                return -1;
+            }
+            const char *text = i == 0 ? dir : s;
+            size_t need = used + strlen(text) + 4;
+            char *o = need > cap ? realloc(d->options, cap = 2 * need) : d->options;
+            if (!o) {
+                free(dir);
+                return sweep_nomem(sc->cx);
+            }
+            d->options = o;
+            used += (size_t)sprintf(d->options + used, "%s%s%s", used ? "\n" : "",
+                                    i == 0 ? "-I" : "", text);
+            free(dir);
+        }
+    }
+    if (used >= KDECL_MAX_PATH / 2)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, "$.kernel", JSONLOC_VALUE,
+                          "include_dirs and options take %zu characters; at most %d", used,
+                          KDECL_MAX_PATH / 2 - 1);
+    return 0;
+}
+
+/* ---- the family ---- */
+
+static family_axis_kind kd_axis_kind(json_t *v)
+{
+    if (json_is_array(v) && json_array_size(v) > 0)
+        v = json_array_get(v, 0);
+    if (json_is_string(v))
+        return FAMILY_AXIS_STR;
+    if (json_is_boolean(v))
+        return FAMILY_AXIS_BOOL;
+    return FAMILY_AXIS_INT;
+}
+
+/* The axes of a "problem" or "params" object: every key, its kind from its values, unbounded. */
+static int kd_axes(const sweep_ctx *cx, json_t *obj, const char *path, family_axis **out,
+                   size_t *n_out, const family_axis *other, size_t n_other)
+{
+    static const char *const reserved[] = {"op", "method", "dsize", NULL};
+    size_t n = json_is_object(obj) ? json_object_size(obj) : 0;
+    if (!(*out = calloc(n + 1, sizeof **out)))
+        return sweep_nomem(cx);
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        char p[SWEEP_PATH_SIZE];
+        sweep_path_key(p, path, key);
+        if (!kd_ident_ok(key) || sweep_in_list(reserved, key))
+            return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_KEY,
+                              "expected a name [A-Za-z_][A-Za-z0-9_]* other than op, method and "
+                              "dsize (expressions read it), got '%s'",
+                              key);
+        if (sweep_find_axis(other, n_other, key))
+            return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_KEY,
+                              "'%s' is both a problem axis and a parameter", key);
+        family_axis *a = &(*out)[(*n_out)++];
+        if (!(a->name = sweep_strdup(cx, key)))
+            return -1;
+        a->kind = kd_axis_kind(v);
+        a->min = INT64_MIN;
+        a->max = INT64_MAX;
+        a->help = "declared in the sweep file";
+    }
+    return 0;
+}
+
+/* "<size> * (<count>) + ..." over the buffers (inout twice); NULL when a count reads a parameter
+ * (then the sweep must give "bytes"). */
+static char *kd_bytes_model(const kernel_decl *d, const kd_scope *sc)
+{
+    size_t cap = 64, used = 0;
+    char *s = malloc(cap);
+    for (size_t i = 0; s && i < d->n_args; i++) {
+        const kdecl_arg *a = &d->args[i];
+        if (!a->is_buffer)
+            continue;
+        const char *names[SWEEP_MAX_EXPR_NAMES];
+        size_t nn = expr_names(a->count, names, SWEEP_MAX_EXPR_NAMES);
+        for (size_t j = 0; j < nn && j < SWEEP_MAX_EXPR_NAMES; j++)
+            if (!sweep_find_axis(sc->axes, sc->n_axes, names[j])) {
+                free(s);
+                return NULL;
+            }
+        char *c = expr_to_string(a->count);
+        size_t need = used + (c ? strlen(c) : 0) + 48;
+        char *ns = need > cap ? realloc(s, cap = 2 * need) : s;
+        if (!c || !ns) {
+            free(c);
+            free(ns ? ns : s);
+            return NULL;
+        }
+        s = ns;
+        used += (size_t)sprintf(s + used, "%s%zu * (%s)", used ? " + " : "",
+                                kdecl_type_size(a->type) * (a->role == KDECL_INOUT ? 2 : 1), c);
+        free(c);
+    }
+    if (s && used == 0)
+        strcpy(s, "0");
+    return s;
+}
+
+static int kd_family(const sweep_ctx *cx, sweep *sw, kdecl_family *kf, const kd_scope *sc)
+{
+    const tune_family *tmpl = family_find(KDECL_FAMILY);
+    kernel_decl *d = &kf->decl;
+    size_t nm = 1 + (size_t)d->ref_is_kernel + d->n_baselines;
+    if (!tmpl)
+        return sweep_fail(cx, TUNE_ERR_INVALID, "$.family", JSONLOC_VALUE,
+                          "internal: the declared-kernel family is not registered");
+    if (!(kf->methods = calloc(nm, sizeof *kf->methods)))
+        return sweep_nomem(cx);
+    kf->methods[0] = (family_method){KDECL_TUNED, 1, "the declared kernel", FAMILY_ROLE_TUNED};
+    size_t m = 1;
+    if (d->ref_is_kernel)
+        kf->methods[m++] = (family_method){KDECL_REFERENCE, 0, "the reference kernel",
+                                           FAMILY_ROLE_REFERENCE};
+    for (size_t i = 0; i < d->n_baselines; i++)
+        kf->methods[m++] = (family_method){d->baseline_names[i], 0, "a declared baseline",
+                                           FAMILY_ROLE_BASELINE};
+    kf->bytes = kd_bytes_model(d, sc);
+    kf->op = (family_op){sw->op, kf->axes, kf->n_axes, kf->bytes ? kf->bytes : "0", "0",
+                         "a kernel declared in the sweep file"};
+    kf->fam = *tmpl;
+    kf->fam.ops = &kf->op;
+    kf->fam.n_ops = 1;
+    kf->fam.params = kf->params;
+    kf->fam.n_params = kf->n_params;
+    kf->fam.methods = kf->methods;
+    kf->fam.n_methods = nm;
+    kf->fam.data = d;
+    kf->fam.kernels = kdecl_family_kernels;
+    sw->family = &kf->fam;
+    sw->fop = &kf->op;
+    return 0;
+}
+
+static char *kd_dirname(const char *label)
+{
+    const char *slash = strrchr(label, '/');
+    size_t n = slash ? (size_t)(slash - label) : 0;
+    char cwd[PATH_MAX] = ".";
+    if (label[0] != '/' && !getcwd(cwd, sizeof cwd))
+        snprintf(cwd, sizeof cwd, ".");
+    size_t size = strlen(cwd) + n + 3;
+    char *buf = malloc(size);
+    if (!buf)
+        return NULL;
+    if (label[0] == '/')
+        snprintf(buf, size, "%.*s", (int)(n ? n : 1), label);
+    else
+        snprintf(buf, size, "%s%s%.*s", cwd, n ? "/" : "", (int)n, label);
+    return buf;
+}
+
+int sweep_parse_declared(const sweep_ctx *cx, json_t *root, sweep *sw)
+{
+    char p[SWEEP_PATH_SIZE];
+    kdecl_family *kf = calloc(1, sizeof *kf);
+    if (!kf)
+        return sweep_nomem(cx);
+    sw->declared = kf;
+    kernel_decl *d = &kf->decl;
+    json_t *op = json_object_get(root, "op"), *k = json_object_get(root, "kernel");
+    json_t *problem = json_object_get(root, "problem"), *params = json_object_get(root, "params");
+    if (!op || !json_is_string(op) || !kd_ident_ok(json_string_value(op)))
+        return sweep_fail(cx, TUNE_ERR_INVALID, op ? "$.op" : "$", JSONLOC_VALUE,
+                          "expected \"op\": a name [A-Za-z_][A-Za-z0-9_]* for what the kernel "
+                          "computes");
+    if (!(sw->op = sweep_strdup(cx, json_string_value(op))))
+        return -1;
+    if (!k)
+        return sweep_fail(cx, TUNE_ERR_INVALID, "$", JSONLOC_VALUE,
+                          "missing required key 'kernel' (the declared kernel: source, entry, "
+                          "args, grid, block, reference)");
+    if (!json_is_object(problem) || json_object_size(problem) == 0)
+        return sweep_fail(cx, TUNE_ERR_INVALID, problem ? "$.problem" : "$", JSONLOC_VALUE,
+                          "a declared kernel needs \"problem\": an object of problem axes");
+    if (kd_axes(cx, problem, "$.problem", &kf->axes, &kf->n_axes, NULL, 0) != 0 ||
+        (params && kd_axes(cx, params, "$.params", &kf->params, &kf->n_params, kf->axes,
+                           kf->n_axes) != 0) ||
+        (!params && !(kf->params = calloc(1, sizeof *kf->params))))
+        return kf->params ? -1 : sweep_nomem(cx);
+    kd_scope sc = {cx, sw, kf->axes, kf->params, kf->n_axes, kf->n_params};
+    if (!(d->dir = kd_dirname(cx->label)))
+        return sweep_nomem(cx);
+    if (sweep_expect_object(cx, k, "$.kernel") != 0 ||
+        sweep_check_keys(cx, k, "$.kernel", kernel_keys) != 0 || kd_options(&sc, d, k) != 0 ||
+        kd_kernel(&sc, d, k, 1, "$.kernel", kernel_keys, &d->main) != 0 ||
+        kd_args(&sc, d, json_object_get(k, "args"), "$.kernel.args") != 0 ||
+        kd_check(&sc, d, json_object_get(k, "check"), sweep_path_key(p, "$.kernel", "check")) ||
+        kd_reference(&sc, d, json_object_get(k, "reference"), "$.kernel.reference") != 0 ||
+        kd_baselines(&sc, d, json_object_get(k, "baselines"), "$.kernel.baselines") != 0)
+        return -1;
+    return kd_family(cx, sw, kf, &sc);
+}
+
+/* After the methods: arguments that read parameters cannot be sized for the methods that run
+ * without them; a sweep whose buffers read parameters gives its own "bytes". */
+int sweep_check_declared(const sweep_ctx *cx, json_t *root, const sweep *sw)
+{
+    const kdecl_family *kf = sw->declared;
+    const kernel_decl *d = &kf->decl;
+    for (size_t i = 0; i < d->n_args; i++) {
+        const kdecl_arg *a = &d->args[i];
+        const char *names[SWEEP_MAX_EXPR_NAMES];
+        const expr *e = a->is_buffer ? a->count : a->value;
+        size_t nn = expr_names(e, names, SWEEP_MAX_EXPR_NAMES);
+        for (size_t j = 0; j < nn && j < SWEEP_MAX_EXPR_NAMES; j++) {
+            if (!sweep_find_axis(kf->params, kf->n_params, names[j]))
+                continue;
+            char p[SWEEP_PATH_SIZE], pa[SWEEP_PATH_SIZE];
+            sweep_path_key(p, sweep_path_index(pa, "$.kernel.args", i),
+                           a->is_buffer ? "count" : "value");
+            for (size_t m = 0; m < sw->n_methods; m++)
+                if (strcmp(sw->methods[m], KDECL_TUNED) != 0)
+                    return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                                      "reads parameter '%s', but method '%s' runs without "
+                                      "parameters: with baselines or the reference as methods, "
+                                      "arguments may read only problem axes",
+                                      names[j], sw->methods[m]);
+            if (a->is_buffer && !json_object_get(root, "bytes"))
+                return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                                  "reads parameter '%s': give \"bytes\" (the bytes one launch "
+                                  "moves, over problem axes), which tune cannot derive from "
+                                  "the buffers",
+                                  names[j]);
+        }
+    }
+    return 0;
+}
