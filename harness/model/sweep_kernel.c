@@ -164,6 +164,17 @@ static char *kd_path(const kernel_decl *d, const char *rel)
     return p;
 }
 
+/* A file the sweep names that cannot be read: named as written, with the sweep's folder. */
+static int kd_unreadable(const kd_scope *sc, const char *path, const char *rel, const char *what)
+{
+    int e = errno;
+    const char *slash = strrchr(sc->cx->label, '/');
+    int n = slash ? (int)(slash - sc->cx->label) : 1;
+    return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                      "cannot read %s%s (relative to %.*s, the sweep file's folder): %s", what,
+                      rel, n, slash ? sc->cx->label : ".", strerror(e));
+}
+
 /* "grid" or "block": an expression or an array of 1-3 of them. */
 static int kd_dims(const kd_scope *sc, json_t *obj, const char *key, int with_params,
                    const char *parent, expr **out, int *n_out)
@@ -237,9 +248,9 @@ static int kd_kernel(const kd_scope *sc, kernel_decl *d, json_t *obj, int with_p
     k->source = src ? kd_path(d, json_string_value(src)) : strdup(d->main.source);
     if (!k->source)
         return sweep_nomem(sc->cx);
+    sweep_path_key(p, path, "source");
     if (src && sc->cx->check_files && access(k->source, R_OK) != 0)
-        return sweep_fail(sc->cx, TUNE_ERR_IO, p, JSONLOC_VALUE, "cannot read %s: %s",
-                          k->source, strerror(errno));
+        return kd_unreadable(sc, p, json_string_value(src), "");
     if (strlen(k->source) >= KDECL_MAX_PATH)
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
                           "the path %s is too long", k->source);
@@ -586,10 +597,8 @@ static int kd_options(const kd_scope *sc, kernel_decl *d, json_t *k)
             if (i == 0 && !dir)
                 return sweep_nomem(sc->cx);
             if (i == 0 && sc->cx->check_files && access(dir, R_OK | X_OK) != 0) {
-                sweep_fail(sc->cx, TUNE_ERR_IO, pi, JSONLOC_VALUE, "cannot read the folder %s: %s",
-                           dir, strerror(errno));
                 free(dir);
-                return -1;
+                return kd_unreadable(sc, pi, s, "the folder ");
             }
             const char *text = i == 0 ? dir : s;
             size_t need = used + strlen(text) + 4;
