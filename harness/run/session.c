@@ -249,7 +249,7 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
     rc.arch = arch;
     if (opt->shard_count > 0 && (st = plan_shard(&rc, sum)) != TUNE_OK)
         goto done;
-    family_kernel_ref probe = {"common.cu", "tune_read_probe", 0, 0};
+    family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
     if ((st = run_plan_configs(&rc)) != TUNE_OK ||
         (!opt->compile_only && run_kernel_index(&rc, &probe) == SIZE_MAX))
         goto done;
