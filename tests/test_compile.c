@@ -502,3 +502,22 @@ Test(compile, include_cycle_ends)
     cr_expect_eq(j.status, TUNE_OK, "%s", j.log);
     compile_job_clear(&j);
 }
+
+/* $CUDA_HOME first, then $CUDA_PATH, each only where include/cuda_fp16.h is; then the build's. */
+Test(compile, toolkit_folder_from_the_environment)
+{
+    char fake[512], buf[512], want[600];
+    put_file("toolkit/include/cuda_fp16.h", "", fake, sizeof fake);
+    snprintf(fake, sizeof fake, "%s/toolkit", src_dir);
+    snprintf(want, sizeof want, "%s/include", fake);
+    setenv("CUDA_HOME", fake, 1);
+    setenv("CUDA_PATH", "/nonexistent", 1);
+    cr_expect_str_eq(compile_toolkit_include_dir(buf, sizeof buf), want);
+    setenv("CUDA_HOME", src_dir, 1); /* no include/cuda_fp16.h there */
+    setenv("CUDA_PATH", fake, 1);
+    cr_expect_str_eq(compile_toolkit_include_dir(buf, sizeof buf), want);
+    unsetenv("CUDA_HOME");
+    unsetenv("CUDA_PATH");
+    const char *found = compile_toolkit_include_dir(buf, sizeof buf);
+    cr_expect(found && strcmp(found, want) != 0, "without a setting: %s", found ? found : "none");
+}

@@ -1,7 +1,6 @@
 /* compile_src.c - the sources, options and cache key of compile_run's jobs (compile_src.h). */
 #include "device/compile_src.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
