@@ -1,5 +1,8 @@
 /* NVRTC compilation (CPU only): every variant of every sweep in sweeps/ compiles for sm_90; the
- * cache answers a second run; keys change with the architecture; compile errors keep their log. */
+ * cache answers a second run; keys change with the architecture; compile errors keep their log.
+ * Kernels declared outside kernels_src/ (an absolute path): their folder's headers, -D macros,
+ * -I folders, the toolkit's headers with no setting, a refused -arch, and a key that changes when
+ * a header they include does. */
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <stdio.h>
@@ -12,18 +15,20 @@
 #include "model/sweep.h"
 
 static char cache_dir[256];
+static char src_dir[256]; /* kernels declared outside kernels_src/ */
 static char kernels_dir[4096];
 
 static void setup(void)
 {
     snprintf(cache_dir, sizeof cache_dir, "/tmp/tune-test-compile-%d", (int)getpid());
+    snprintf(src_dir, sizeof src_dir, "/tmp/tune-test-compile-src-%d", (int)getpid());
     cr_assert_not_null(compile_find_kernels_dir(kernels_dir, sizeof kernels_dir));
 }
 
 static void teardown(void)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", cache_dir, src_dir);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", cache_dir);
 }
@@ -245,4 +250,274 @@ Test(compile, foreign_cache_entry_is_recompiled)
                  0, "a foreign entry was loaded");
     free(a);
     free(b);
+}
+
+/* ---- kernels declared outside kernels_src/: absolute paths, options, the toolkit's headers ---- */
+
+/* Writes text to src_dir/name (folders made as needed); path (when not NULL) = its full path. */
+static void put_file(const char *name, const char *text, char *path, size_t size)
+{
+    char full[512], cmd[600];
+    snprintf(full, sizeof full, "%s/%s", src_dir, name);
+    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", full);
+    cr_assert_eq(system(cmd), 0);
+    write_bytes(full, text, strlen(text));
+    if (path)
+        snprintf(path, size, "%s", full);
+}
+
+static compile_job abs_job(const char *path, const char *name, const char *options)
+{
+    compile_job j = {0};
+    snprintf(j.source, sizeof j.source, "%s", path);
+    snprintf(j.name, sizeof j.name, "%s", name);
+    snprintf(j.options, sizeof j.options, "%s", options);
+    return j;
+}
+
+/* compile_run over jobs with the test's cache, sm_90; the run itself must succeed. */
+static void run_jobs(compile_job *jobs, size_t n)
+{
+    compile_options opt = {.kernels_dir = kernels_dir, .cache_dir = cache_dir, .arch = 90};
+    tune_error err = {0};
+    cr_assert_eq(compile_run(jobs, n, &opt, &err), TUNE_OK, "%s: %s", err.where, err.message);
+}
+
+static size_t cache_entries(void)
+{
+    char pattern[300];
+    snprintf(pattern, sizeof pattern, "%s/*.bin", cache_dir);
+    glob_t g;
+    size_t n = glob(pattern, 0, NULL, &g) == 0 ? g.gl_pathc : 0;
+    globfree(&g);
+    return n;
+}
+
+/* A kernel in its own folder: a local header beside it ("tile.h", which includes "detail/off.h"),
+ * a library header in an -I folder (<lib.h>); TILE from a -D option. */
+static const char *const TILE_KERNEL =
+    "#include \"tile.h\"\n"
+    "#include <lib.h>\n"
+    "template <int N> __global__ void tiled(float *x)\n"
+    "{\n"
+    "    x[threadIdx.x] = (float)(TILE * N + tile_offset() + lib_value());\n"
+    "}\n";
+
+static void put_tile_kernel(char *path, size_t size, char *opts, size_t opts_size)
+{
+    put_file("user/tiled.cu", TILE_KERNEL, path, size);
+    put_file("user/tile.h", "#include \"detail/off.h\"\n", NULL, 0);
+    put_file("user/detail/off.h", "__device__ int tile_offset() { return 1; }\n", NULL, 0);
+    put_file("lib/include/lib.h", "__device__ int lib_value() { return 7; }\n", NULL, 0);
+    snprintf(opts, opts_size, "-I%s/lib/include", src_dir);
+}
+
+Test(compile, absolute_source_with_local_header_compiles)
+{
+    char path[512], inc[512], opts[1024];
+    put_tile_kernel(path, sizeof path, inc, sizeof inc);
+    snprintf(opts, sizeof opts, "-DTILE=16\n%s\n", inc);
+    compile_job j = abs_job(path, "tiled<2>", opts);
+    run_jobs(&j, 1);
+    cr_expect_eq(j.status, TUNE_OK, "log: %s", j.log);
+    cr_expect(j.cubin && j.cubin_size > 0 && j.lowered);
+    compile_job_clear(&j);
+}
+
+Test(compile, macros_select_code)
+{
+    char path[512], inc[512], o16[1024], o32[1024];
+    put_tile_kernel(path, sizeof path, inc, sizeof inc);
+    snprintf(o16, sizeof o16, "%s\n-DTILE=16", inc);
+    snprintf(o32, sizeof o32, "%s\n\n  -DTILE=32  \n", inc); /* empty lines, white space */
+    compile_job jobs[3] = {abs_job(path, "tiled<2>", o16), abs_job(path, "tiled<2>", o32),
+                           abs_job(path, "tiled<2>", inc)};
+    run_jobs(jobs, 3);
+    cr_assert_eq(jobs[0].status, TUNE_OK, "log: %s", jobs[0].log);
+    cr_assert_eq(jobs[1].status, TUNE_OK, "log: %s", jobs[1].log);
+    cr_expect(jobs[0].cubin_size != jobs[1].cubin_size ||
+                  memcmp(jobs[0].cubin, jobs[1].cubin, jobs[0].cubin_size) != 0,
+              "-DTILE=16 and -DTILE=32 gave the same cubin");
+    cr_expect_eq(cache_entries(), 3, "three keys: %zu cache entries", cache_entries());
+    /* without the macro: the compile error names it */
+    cr_expect_eq(jobs[2].status, TUNE_ERR_NVRTC);
+    cr_expect(jobs[2].log && strstr(jobs[2].log, "TILE") && strstr(jobs[2].log, "undefined"),
+              "log: %s", jobs[2].log);
+    for (size_t i = 0; i < 3; i++)
+        compile_job_clear(&jobs[i]);
+}
+
+/* The toolkit's headers, found with no setting: one tiny kernel each. */
+typedef struct {
+    const char *header, *body;
+} header_case;
+
+Test(compile, toolkit_headers_compile)
+{
+    static const header_case cases[] = {
+        {"cuda_fp16.h", "x[0] = __half2float(__float2half(1.5f));"},
+        {"cuda_bf16.h", "x[0] = __bfloat162float(__float2bfloat16(1.5f));"},
+        {"cuda/std/cstdint", "x[0] = (float)cuda::std::numeric_limits<cuda::std::int32_t>::max();"},
+        {"cub/block/block_reduce.cuh",
+         "using R = cub::BlockReduce<float, 128>;\n"
+         "    __shared__ typename R::TempStorage t;\n"
+         "    float s = R(t).Sum(x[threadIdx.x]);\n"
+         "    if (threadIdx.x == 0) x[0] = s;"},
+        {"cuda/pipeline",
+         "__shared__ float s[128];\n"
+         "    auto pipe = cuda::make_pipeline();\n"
+         "    pipe.producer_acquire();\n"
+         "    cuda::memcpy_async(&s[threadIdx.x], &x[threadIdx.x], sizeof(float), pipe);\n"
+         "    pipe.producer_commit();\n"
+         "    pipe.consumer_wait();\n"
+         "    x[threadIdx.x] = s[threadIdx.x] * 2.0f;\n"
+         "    pipe.consumer_release();"},
+        {"mma.h",
+         "nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> c;\n"
+         "    nvcuda::wmma::fill_fragment(c, 0.0f);\n"
+         "    nvcuda::wmma::store_matrix_sync(x, c, 16, nvcuda::wmma::mem_row_major);"},
+        {"cuda/barrier",
+         "#pragma nv_diag_suppress static_var_with_dynamic_init\n"
+         "    __shared__ cuda::barrier<cuda::thread_scope_block> bar;\n"
+         "    if (threadIdx.x == 0) init(&bar, blockDim.x);\n"
+         "    __syncthreads();\n"
+         "    bar.arrive_and_wait();\n"
+         "    x[threadIdx.x] = 1.0f;"},
+    };
+    enum { N = sizeof cases / sizeof cases[0] };
+    char dir[512];
+    cr_expect_not_null(compile_toolkit_include_dir(dir, sizeof dir),
+                       "no toolkit include folder (CUDA_HOME, CUDA_PATH, CMake's, /usr/local/cuda)");
+    compile_job jobs[N];
+    for (size_t i = 0; i < N; i++) {
+        char name[64], text[2048], path[512];
+        snprintf(name, sizeof name, "hdr%zu.cu", i);
+        snprintf(text, sizeof text,
+                 "#include <%s>\n"
+                 "#include <cuda/std/limits>\n"
+                 "extern \"C\" __global__ void k(float *x)\n{\n    %s\n}\n",
+                 cases[i].header, cases[i].body);
+        put_file(name, text, path, sizeof path);
+        jobs[i] = abs_job(path, "k", "");
+    }
+    run_jobs(jobs, N);
+    for (size_t i = 0; i < N; i++) {
+        cr_expect_eq(jobs[i].status, TUNE_OK, "#include <%s> (toolkit folder %s): %s",
+                     cases[i].header, dir, jobs[i].log ? jobs[i].log : "(no log)");
+        compile_job_clear(&jobs[i]);
+    }
+}
+
+Test(compile, missing_absolute_source_is_the_jobs_error)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/no/such/kernel.cu", src_dir);
+    compile_job jobs[2] = {abs_job(path, "k", ""), {.source = "common.cu",
+                                                    .name = "tune_fill_indices"}};
+    run_jobs(jobs, 2);
+    cr_expect_eq(jobs[0].status, TUNE_ERR_IO);
+    cr_assert_not_null(jobs[0].log);
+    cr_expect(strstr(jobs[0].log, "cannot read ") && strstr(jobs[0].log, path) &&
+                  strstr(jobs[0].log, "No such file"),
+              "log: %s", jobs[0].log);
+    cr_expect_eq(jobs[1].status, TUNE_OK, "the other job: %s", jobs[1].log);
+    cr_expect_eq(cache_entries(), 1, "a missing source is not cached");
+    compile_job_clear(&jobs[0]);
+    compile_job_clear(&jobs[1]);
+}
+
+Test(compile, architecture_options_are_refused)
+{
+    char path[512];
+    put_file("k.cu", "extern \"C\" __global__ void k(float *x) { x[0] = 1.0f; }\n", path,
+             sizeof path);
+    const char *refused[] = {"-arch=sm_80", "-DX=1\n-arch sm_80", "--gpu-architecture=sm_100a",
+                             "-arch\nsm_80", "--gpu-architecture compute_90"};
+    enum { N = sizeof refused / sizeof refused[0] };
+    compile_job jobs[N + 1];
+    for (size_t i = 0; i < N; i++)
+        jobs[i] = abs_job(path, "k", refused[i]);
+    jobs[N] = abs_job(path, "k", "-DX=1\n-use_fast_math"); /* others pass */
+    run_jobs(jobs, N + 1);
+    for (size_t i = 0; i < N; i++) {
+        cr_expect_eq(jobs[i].status, TUNE_ERR_INVALID, "\"%s\" accepted", refused[i]);
+        cr_expect(jobs[i].log && strstr(jobs[i].log, "refused") &&
+                      strstr(jobs[i].log, "architecture"),
+                  "\"%s\": %s", refused[i], jobs[i].log);
+        cr_expect_null(jobs[i].cubin);
+        compile_job_clear(&jobs[i]);
+    }
+    cr_expect_eq(jobs[N].status, TUNE_OK, "%s", jobs[N].log);
+    compile_job_clear(&jobs[N]);
+}
+
+/* Runs the tile kernel with -DTILE=16; returns from_cache. */
+static int tile_run(const char *path, const char *inc)
+{
+    char opts[1024];
+    snprintf(opts, sizeof opts, "-DTILE=16\n%s", inc);
+    compile_job jobs[2] = {abs_job(path, "tiled<1>", opts), abs_job(path, "tiled<2>", opts)};
+    run_jobs(jobs, 2);
+    cr_expect_eq(jobs[0].status, TUNE_OK, "%s", jobs[0].log);
+    cr_expect_eq(jobs[1].status, TUNE_OK, "%s", jobs[1].log);
+    cr_expect_eq(jobs[0].from_cache, jobs[1].from_cache);
+    int hit = jobs[0].from_cache;
+    compile_job_clear(&jobs[0]);
+    compile_job_clear(&jobs[1]);
+    return hit;
+}
+
+/* The key covers every header the source includes from its folder or an -I folder: a second run
+ * hits; editing one (the source's text unchanged) misses, then hits again. */
+Test(compile, editing_an_included_header_recompiles)
+{
+    char path[512], inc[512];
+    put_tile_kernel(path, sizeof path, inc, sizeof inc);
+    cr_expect_eq(tile_run(path, inc), 0, "first run: a hit");
+    cr_expect_eq(tile_run(path, inc), 1, "second run: not from the cache");
+    const char *edits[][2] = {
+        {"user/tile.h", "#include \"detail/off.h\"\n// edited\n"},
+        {"user/detail/off.h", "__device__ int tile_offset() { return 2; }\n"}, /* two levels */
+        {"lib/include/lib.h", "__device__ int lib_value() { return 8; }\n"},   /* an -I folder */
+    };
+    for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {
+        put_file(edits[i][0], edits[i][1], NULL, 0);
+        cr_expect_eq(tile_run(path, inc), 0, "%s edited: loaded from the cache", edits[i][0]);
+        cr_expect_eq(tile_run(path, inc), 1, "%s edited, second run: not from the cache",
+                     edits[i][0]);
+    }
+}
+
+/* Headers that include each other are hashed once each (the scan ends). */
+Test(compile, include_cycle_ends)
+{
+    char path[512];
+    put_file("cyc/a.h", "#pragma once\n#include \"b.h\"\n__device__ int fa() { return 1; }\n",
+             NULL, 0);
+    put_file("cyc/b.h", "#pragma once\n#include \"a.h\"\n", NULL, 0);
+    put_file("cyc/k.cu", "#include \"a.h\"\nextern \"C\" __global__ void k(int *x) { x[0] = fa(); }\n",
+             path, sizeof path);
+    compile_job j = abs_job(path, "k", "");
+    run_jobs(&j, 1);
+    cr_expect_eq(j.status, TUNE_OK, "%s", j.log);
+    compile_job_clear(&j);
+}
+
+/* $CUDA_HOME first, then $CUDA_PATH, each only where include/cuda_fp16.h is; then the build's. */
+Test(compile, toolkit_folder_from_the_environment)
+{
+    char fake[512], buf[512], want[600];
+    put_file("toolkit/include/cuda_fp16.h", "", fake, sizeof fake);
+    snprintf(fake, sizeof fake, "%s/toolkit", src_dir);
+    snprintf(want, sizeof want, "%s/include", fake);
+    setenv("CUDA_HOME", fake, 1);
+    setenv("CUDA_PATH", "/nonexistent", 1);
+    cr_expect_str_eq(compile_toolkit_include_dir(buf, sizeof buf), want);
+    setenv("CUDA_HOME", src_dir, 1); /* no include/cuda_fp16.h there */
+    setenv("CUDA_PATH", fake, 1);
+    cr_expect_str_eq(compile_toolkit_include_dir(buf, sizeof buf), want);
+    unsetenv("CUDA_HOME");
+    unsetenv("CUDA_PATH");
+    const char *found = compile_toolkit_include_dir(buf, sizeof buf);
+    cr_expect(found && strcmp(found, want) != 0, "without a setting: %s", found ? found : "none");
 }

@@ -17,88 +17,9 @@
 #include "core/clock.h"
 #include "core/hash.h"
 #include "core/infile.h"
+#include "device/compile_src.h"
 
-#define COMPILE_MAX_HEADERS 8
-/* kernel sources and headers are regular files of at most this many bytes */
-#define COMPILE_MAX_SOURCE ((size_t)16 << 20)
 #define CACHE_MAGIC "TUNEC2\n"
-
-typedef struct {
-    char *text;
-    size_t n_headers;
-    char *header_names[COMPILE_MAX_HEADERS];
-    char *header_texts[COMPILE_MAX_HEADERS];
-} source_set;
-
-
-static void source_set_free(source_set *s)
-{
-    free(s->text);
-    for (size_t i = 0; i < s->n_headers; i++) {
-        free(s->header_names[i]);
-        free(s->header_texts[i]);
-    }
-    memset(s, 0, sizeof *s);
-}
-
-/* Adds the files named by `#include "x"` lines of text (and, recursively, of theirs). */
-static tune_status add_includes(source_set *s, const char *dir, const char *text, tune_error *err)
-{
-    for (const char *p = text; (p = strstr(p, "#include \"")) != NULL;) {
-        p += strlen("#include \"");
-        const char *q = strchr(p, '"');
-        if (!q)
-            break;
-        char name[128];
-        snprintf(name, sizeof name, "%.*s", (int)(q - p), p);
-        p = q + 1;
-        int seen = 0;
-        for (size_t i = 0; i < s->n_headers; i++)
-            seen |= strcmp(s->header_names[i], name) == 0;
-        if (seen)
-            continue;
-        if (s->n_headers == COMPILE_MAX_HEADERS)
-            return tune_error_set(err, TUNE_ERR_IO, name, "more than %d headers",
-                                  COMPILE_MAX_HEADERS);
-        char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        char *h = NULL;
-        if (infile_read(path, COMPILE_MAX_SOURCE, &h, NULL, err) != TUNE_OK)
-            return err ? err->code : TUNE_ERR_IO;
-        s->header_names[s->n_headers] = strdup(name);
-        s->header_texts[s->n_headers] = h;
-        s->n_headers++;
-        tune_status st = add_includes(s, dir, h, err);
-        if (st != TUNE_OK)
-            return st;
-    }
-    return TUNE_OK;
-}
-
-static tune_status source_set_load(source_set *s, const char *dir, const char *name, tune_error *err)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (infile_read(path, COMPILE_MAX_SOURCE, &s->text, NULL, err) != TUNE_OK)
-        return err ? err->code : TUNE_ERR_IO;
-    return add_includes(s, dir, s->text, err);
-}
-
-/* Two 64-bit FNV-1a hashes with different offsets: a 128-bit cache key. */
-typedef struct {
-    uint64_t a, b;
-} hash128;
-
-static void hash_bytes(hash128 *h, const void *data, size_t n)
-{
-    h->a = hash_fnv1a(h->a, data, n);
-    h->b = hash_fnv1a(h->b, data, n);
-    /* a separator so that ("ab","c") and ("a","bc") differ */
-    h->a = hash_fnv1a(h->a, "\xff", 1);
-    h->b = hash_fnv1a(h->b, "\xfe", 1);
-}
-
-static void hash_str(hash128 *h, const char *s) { hash_bytes(h, s, strlen(s)); }
 
 int compile_nvrtc_version(void)
 {
@@ -264,20 +185,44 @@ static void set_job_log(compile_job *job, tune_status st, const char *fmt, const
         snprintf(job->log, n, fmt, arg);
 }
 
-static void compile_one(compile_job *job, const source_set *src, const char *const *opts,
-                        size_t n_opts)
+/* The harness's options (arch: its own or the arch-specific one) and then the unit's. */
+static const char **job_options(const compile_env *env, const char *arch, const compile_unit *u,
+                                size_t *n)
 {
+    *n = env->n_base + u->n_opts;
+    const char **opts = malloc(*n * sizeof *opts);
+    if (!opts)
+        return NULL;
+    opts[0] = arch;
+    for (size_t i = 1; i < env->n_base; i++)
+        opts[i] = env->base_opts[i];
+    for (size_t i = 0; i < u->n_opts; i++)
+        opts[env->n_base + i] = u->opts[i];
+    return opts;
+}
+
+static void compile_one(compile_job *job, const compile_unit *u, const compile_env *env,
+                        const char *arch)
+{
+    size_t n_opts;
+    const char **opts = job_options(env, arch, u, &n_opts);
+    if (!opts) {
+        set_job_log(job, TUNE_ERR_NOMEM, "%s", "out of memory");
+        return;
+    }
     nvrtcProgram prog;
-    nvrtcResult r = nvrtcCreateProgram(&prog, src->text, job->source, (int)src->n_headers,
-                                       (const char *const *)src->header_texts,
-                                       (const char *const *)src->header_names);
+    nvrtcResult r = nvrtcCreateProgram(&prog, u->text, job->source, (int)u->n_headers,
+                                       (const char *const *)u->header_texts,
+                                       (const char *const *)u->header_names);
     if (r != NVRTC_SUCCESS) {
         set_job_log(job, TUNE_ERR_NVRTC, "nvrtcCreateProgram: %s", nvrtcGetErrorString(r));
+        free(opts);
         return;
     }
     r = nvrtcAddNameExpression(prog, job->name);
     if (r == NVRTC_SUCCESS)
         r = nvrtcCompileProgram(prog, (int)n_opts, opts);
+    free(opts);
     job->log = nvrtc_log(prog);
     const char *lowered = NULL;
     size_t size = 0;
@@ -304,100 +249,109 @@ static void compile_one(compile_job *job, const source_set *src, const char *con
     nvrtcDestroyProgram(&prog);
 }
 
+/* The distinct (source, options) pairs of the jobs, loaded once before the parallel region
+ * (threads share them read-only); job_unit[i]: job i's. */
+static tune_status load_units(const compile_job *jobs, size_t n, const compile_env *env,
+                              compile_unit *units, size_t *n_units, size_t *job_unit,
+                              tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    *n_units = 0;
+    for (size_t i = 0; st == TUNE_OK && i < n; i++) {
+        size_t u = 0;
+        while (u < *n_units && (strcmp(units[u].source, jobs[i].source) != 0 ||
+                                strcmp(units[u].options, jobs[i].options) != 0))
+            u++;
+        if (u == *n_units) {
+            units[u].source = jobs[i].source;
+            units[u].options = jobs[i].options;
+            (*n_units)++;
+            st = compile_unit_load(&units[u], units, u, env, err);
+        }
+        job_unit[i] = u;
+    }
+    return st;
+}
+
+static void make_dirs(const char *dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(path, 0755);
+            *p = '/';
+        }
+    mkdir(path, 0755);
+}
+
+/* Job job of unit u: from the cache, or compiled (and cached); a unit's failure is the job's. */
+static void run_job(compile_job *job, const compile_unit *u, const compile_env *env,
+                    const char *arch_a, const compile_options *opt)
+{
+    double t0 = clock_now();
+    job->from_cache = 0;
+    if (u->status != TUNE_OK) {
+        set_job_log(job, u->status, "%s", u->reason ? u->reason : "");
+        return;
+    }
+    hash128 key = u->key;
+    hash_str(&key, job->name);
+    if (job->arch_specific)
+        hash_str(&key, arch_a);
+    char path[PATH_MAX];
+    if (opt->cache_dir) {
+        cache_path(path, sizeof path, opt->cache_dir, key);
+        if (cache_read(path, key, job) == 0)
+            return;
+    }
+    compile_one(job, u, env, job->arch_specific ? arch_a : env->base_opts[0]);
+    job->seconds = clock_now() - t0;
+    if (opt->cache_dir)
+        cache_write(path, key, job);
+}
+
 tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt, tune_error *err)
 {
-    /* Distinct sources, loaded once before the parallel region (threads share them read-only). */
-    size_t n_src = 0;
-    const char **src_names = calloc(n + 1, sizeof *src_names);
-    source_set *srcs = calloc(n + 1, sizeof *srcs);
-    size_t *job_src = calloc(n + 1, sizeof *job_src);
-    hash128 *src_hash = calloc(n + 1, sizeof *src_hash);
-    tune_status st = (src_names && srcs && job_src && src_hash) ? TUNE_OK : TUNE_ERR_NOMEM;
+    compile_unit *units = calloc(n + 1, sizeof *units);
+    size_t *job_unit = calloc(n + 1, sizeof *job_unit), n_units = 0;
+    tune_status st = (units && job_unit) ? TUNE_OK : TUNE_ERR_NOMEM;
     if (st != TUNE_OK)
         tune_error_set(err, st, "compile", "out of memory");
-    char opts[8][64], opts_a[8][64];
-    const char *opt_ptrs[8], *opt_ptrs_a[8];
-    size_t n_opts = build_options(opt, "", opts, opt_ptrs);
-    build_options(opt, "a", opts_a, opt_ptrs_a); /* for the jobs with arch_specific */
-    const int nvrtc_ver = compile_nvrtc_version();
-    if (st == TUNE_OK && nvrtc_ver == 0)
+    char base[8][64], arch_a[8][64];
+    const char *base_ptrs[8], *arch_a_ptrs[8];
+    compile_env env = {.kernels_dir = opt->kernels_dir, .base_opts = base_ptrs,
+                       .n_base = build_options(opt, "", base, base_ptrs)};
+    build_options(opt, "a", arch_a, arch_a_ptrs); /* for the jobs with arch_specific */
+    compile_env_toolkit(&env);
+    env.nvrtc_version = compile_nvrtc_version();
+    if (st == TUNE_OK && env.nvrtc_version == 0)
         st = tune_error_set(err, TUNE_ERR_NVRTC, "nvrtc", "NVRTC cannot be loaded");
-
-    for (size_t i = 0; st == TUNE_OK && i < n; i++) {
-        size_t s = 0;
-        while (s < n_src && strcmp(src_names[s], jobs[i].source) != 0)
-            s++;
-        if (s == n_src) {
-            src_names[n_src] = jobs[i].source;
-            st = source_set_load(&srcs[n_src], opt->kernels_dir, jobs[i].source, err);
-            hash128 h = {HASH_FNV_OFFSET, 0x84222325cbf29ce4ull};
-            hash_str(&h, "tune-compile-v1");
-            if (st == TUNE_OK) {
-                hash_str(&h, srcs[s].text);
-                for (size_t k = 0; k < srcs[s].n_headers; k++) {
-                    hash_str(&h, srcs[s].header_names[k]);
-                    hash_str(&h, srcs[s].header_texts[k]);
-                }
-                for (size_t k = 0; k < n_opts; k++)
-                    hash_str(&h, opts[k]);
-                hash_bytes(&h, &nvrtc_ver, sizeof nvrtc_ver);
-            }
-            src_hash[n_src++] = h;
-        }
-        job_src[i] = s;
-    }
-    if (st == TUNE_OK && opt->cache_dir) {
-        char cmd_dir[PATH_MAX];
-        snprintf(cmd_dir, sizeof cmd_dir, "%s", opt->cache_dir);
-        for (char *p = cmd_dir + 1; *p; p++)
-            if (*p == '/') {
-                *p = '\0';
-                mkdir(cmd_dir, 0755);
-                *p = '/';
-            }
-        mkdir(cmd_dir, 0755);
-    }
-
+    if (st == TUNE_OK)
+        st = load_units(jobs, n, &env, units, &n_units, job_unit, err);
+    if (st == TUNE_OK && opt->cache_dir)
+        make_dirs(opt->cache_dir);
     if (st == TUNE_OK) {
         if (opt->threads > 0)
             omp_set_num_threads(opt->threads);
         size_t done = 0, cached = 0;
 #pragma omp parallel for schedule(dynamic, 1)
         for (size_t i = 0; i < n; i++) {
-            compile_job *job = &jobs[i];
-            double t0 = clock_now();
-            hash128 key = src_hash[job_src[i]];
-            hash_str(&key, job->name);
-            if (job->arch_specific)
-                hash_str(&key, opts_a[0]);
-            char path[PATH_MAX];
-            int hit = 0;
-            if (opt->cache_dir) {
-                cache_path(path, sizeof path, opt->cache_dir, key);
-                hit = cache_read(path, key, job) == 0;
-            }
-            if (!hit) {
-                compile_one(job, &srcs[job_src[i]], job->arch_specific ? opt_ptrs_a : opt_ptrs,
-                            n_opts);
-                job->seconds = clock_now() - t0;
-                if (opt->cache_dir)
-                    cache_write(path, key, job);
-            }
+            run_job(&jobs[i], &units[job_unit[i]], &env, arch_a[0], opt);
 #pragma omp critical(compile_progress)
             {
                 done++;
-                cached += (size_t)hit;
+                cached += (size_t)jobs[i].from_cache;
                 if (opt->progress)
                     opt->progress(opt->progress_ctx, done, cached);
             }
         }
     }
-    for (size_t s = 0; s < n_src; s++)
-        source_set_free(&srcs[s]);
-    free(src_names);
-    free(srcs);
-    free(job_src);
-    free(src_hash);
+    for (size_t u = 0; u < n_units; u++)
+        compile_unit_free(&units[u]);
+    free(units);
+    free(job_unit);
     return st;
 }
 

@@ -9,9 +9,24 @@
  *   if (jobs[0].status == TUNE_OK) use jobs[0].cubin, jobs[0].lowered
  *   compile_job_clear(&jobs[0]); ...
  *
- * Sources are device-code-only files under kernels_dir; `#include "x.cuh"` lines name headers in
- * the same folder, which are handed to NVRTC (and hashed into the key). A kernel that fails to
- * compile is not an error of compile_run: its job has status TUNE_ERR_NVRTC and the log.
+ * A source is a file name under kernels_dir (the shipped kernels: device code only, whose
+ * `#include "x.cuh"` lines name headers of that folder, handed to NVRTC by name), or an absolute
+ * path (a kernel declared in a sweep file): its folder is an include folder (-I) of the job, and
+ * NVRTC reads its headers itself. A job's options (one per line: -D macros, -I folders, other
+ * NVRTC options) follow the harness's own (--gpu-architecture=sm_NN[a], -std=c++17, -lineinfo);
+ * an option that sets the architecture is refused. The toolkit's include folder (and its cccl/
+ * folder: cub, thrust, cuda/std, cuda/pipeline) is an include folder of every job, found with no
+ * setting (compile_toolkit_include_dir).
+ *
+ * Cache key: the source text and name; the headers that its `#include "..."` and `#include <...>`
+ * lines name, recursively, found beside the including file or in the source's folder or the
+ * options' -I folders (a header in none of them is the toolkit's: the NVRTC version and the
+ * toolkit folder's path stand for it); the options; the NVRTC version; the architecture; the name
+ * expression. Editing any of those headers recompiles.
+ *
+ * A kernel that fails to compile is not an error of compile_run: its job has status
+ * TUNE_ERR_NVRTC and the log; an absolute-path source that cannot be read is the job's
+ * TUNE_ERR_IO ("cannot read PATH: reason"), a refused option its TUNE_ERR_INVALID.
  */
 #ifndef TUNE_COMPILE_H
 #define TUNE_COMPILE_H
@@ -41,7 +56,8 @@ typedef struct {
     char options[1024];
     int arch_specific; /* 1: compile for sm_XXa (wgmma and other architecture-specific features) */
     /* result */
-    tune_status status; /* TUNE_OK; TUNE_ERR_NVRTC: compile error (log); TUNE_ERR_IO: source missing */
+    tune_status status; /* TUNE_OK; TUNE_ERR_NVRTC: compile error (log); TUNE_ERR_IO: an absolute
+                           source cannot be read; TUNE_ERR_INVALID: an option refused (log) */
     char *log;          /* new: NVRTC log (warnings too), or the reason; may be NULL */
     void *cubin;        /* new */
     size_t cubin_size;
@@ -50,8 +66,9 @@ typedef struct {
     double seconds; /* wall time of this job (0 for a cache hit) */
 } compile_job;
 
-/* Compiles every job (skipping none: deduplicate before). Fails as a whole only when the kernels
- * folder cannot be read or NVRTC cannot start. */
+/* Compiles every job (skipping none: deduplicate before). Fails as a whole only when a source
+ * under the kernels folder (or one of its headers) cannot be read, NVRTC cannot start, or memory
+ * runs out. */
 tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt, tune_error *err);
 /* Frees a job's results (not the job itself). */
 void compile_job_clear(compile_job *job);
@@ -61,6 +78,10 @@ int compile_nvrtc_version(void);
 
 /* tune_find_dir("TUNE_KERNELS_DIR", "kernels_src", ...) (core/error.h): the kernel sources. */
 const char *compile_find_kernels_dir(char *buf, size_t size);
+/* The CUDA toolkit's include folder, the first that holds cuda_fp16.h of: $CUDA_HOME/include,
+ * $CUDA_PATH/include, the folders CMake found when tune was built, /usr/local/cuda/include. NULL
+ * when none does (then only the job's own -I folders are searched). */
+const char *compile_toolkit_include_dir(char *buf, size_t size);
 /* Default cache folder: $TUNE_CACHE_DIR, else $XDG_CACHE_HOME/tune, else ~/.cache/tune. */
 const char *compile_default_cache_dir(char *buf, size_t size);
 

@@ -1,0 +1,67 @@
+/* compile_src.h - private to compile.c: what one distinct (source, options) pair of a compile_run
+ * hands NVRTC and the part of the cache key it makes.
+ *
+ * A shipped source (a file name under kernels_dir) is read with the `#include "x.cuh"` headers of
+ * that folder, which are handed to NVRTC by name. An absolute-path source is read alone; its
+ * folder becomes an include folder and NVRTC reads its headers itself. Either way the key covers
+ * the text of every header that an `#include "..."` or `#include <...>` line (recursively) names
+ * and that is found in the source's folder or in an include folder of the job's options; the
+ * toolkit's headers are covered by the NVRTC version and the toolkit folder's path.
+ */
+#ifndef TUNE_COMPILE_SRC_H
+#define TUNE_COMPILE_SRC_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+#define COMPILE_MAX_HEADERS 8
+/* kernel sources and headers are regular files of at most this many bytes */
+#define COMPILE_MAX_SOURCE ((size_t)16 << 20)
+
+/* Two 64-bit FNV-1a hashes with different offsets: a 128-bit cache key. */
+typedef struct {
+    uint64_t a, b;
+} hash128;
+
+void hash_bytes(hash128 *h, const void *data, size_t n);
+void hash_str(hash128 *h, const char *s);
+
+/* What every job of a run shares: read before the units are loaded. */
+typedef struct {
+    const char *kernels_dir;
+    const char *const *base_opts; /* the harness's own (architecture first) */
+    size_t n_base;
+    char toolkit[2][PATH_MAX + 16]; /* -I options of the toolkit's include folders; "" where absent */
+    int nvrtc_version;
+} compile_env;
+
+/* One distinct (source, options) pair of the jobs. */
+typedef struct {
+    const char *source, *options; /* the first job's that names them (borrowed) */
+    char *text;
+    size_t n_headers; /* shipped sources: the headers handed to NVRTC by name */
+    char *header_names[COMPILE_MAX_HEADERS];
+    char *header_texts[COMPILE_MAX_HEADERS];
+    char **opts; /* NVRTC options after the harness's own: include folders, the job's options */
+    size_t n_opts;
+    char *inc_dirs; /* the folders searched for headers, one per line (the key's scan) */
+    hash128 tree;   /* the scanned headers' hash (shared by units with the same source and dirs) */
+    hash128 key;    /* everything but the name expression and the arch-specific suffix */
+    tune_status status; /* TUNE_OK, or the jobs' status: TUNE_ERR_IO, TUNE_ERR_INVALID */
+    char *reason;       /* the jobs' log when status is not TUNE_OK */
+} compile_unit;
+
+/* Fills env's toolkit include options; see compile_toolkit_include_dir (compile.h). */
+void compile_env_toolkit(compile_env *env);
+/* Loads u (source and options set) and computes its key; prev are the units loaded before it (a
+ * unit with the same source and include folders lends its header hash). A source that cannot be
+ * read or a refused option is the unit's status; the run fails (err set) only when a shipped
+ * source or its headers cannot be read, or on no memory. */
+tune_status compile_unit_load(compile_unit *u, const compile_unit *prev, size_t n_prev,
+                              const compile_env *env, tune_error *err);
+void compile_unit_free(compile_unit *u);
+
+#endif
