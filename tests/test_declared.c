@@ -1,0 +1,165 @@
+/* test_declared.c - kernels declared in sweep files (model/kernel_decl.h, families/declared.c):
+ * the instantiations a configuration needs, every example compiled by NVRTC without a GPU, and
+ * on a GPU the examples run, a wrong kernel an invalid row, an out-of-bounds one a crashed row,
+ * a block beyond the device's limit a skipped row, and an in-place kernel restored per rep. */
+#include <criterion/criterion.h>
+#include <glob.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/kernel_decl.h"
+#include "model/space.h"
+#include "model/sweep.h"
+#include "run/run.h"
+#include "store/results.h"
+#include "util.h"
+
+static sweep *load(const char *path)
+{
+    tune_error err = {0};
+    char buf[4096];
+    sweep *sw = sweep_load(path, &err);
+    cr_assert_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
+    return sw;
+}
+
+Test(declared, kernels_render_entry_and_macros)
+{
+    sweep *sw = load("sweeps/examples/matmul/matmul.json");
+    tune_point p = {0};
+    point_set_str(&p, "method", "kernel");
+    point_set_int(&p, "m", 512);
+    point_set_int(&p, "n", 512);
+    point_set_int(&p, "k", 1024);
+    point_set_int(&p, "tile", 16);
+    point_set_int(&p, "work", 4);
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    memset(refs, 0, sizeof refs);
+    char why[512] = "";
+    int n = sw->family->kernels(sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+    cr_assert_eq(n, 2, "%s", why);
+    cr_expect_str_eq(refs[0].name, "matmul_tiled");
+    cr_expect_str_eq(refs[0].options, "-DTILE=16\n-DWORK=4");
+    cr_expect_eq(refs[0].row, 1);
+    cr_expect(strstr(refs[0].source, "/sweeps/examples/matmul/matmul.cu") != NULL, "%s",
+              refs[0].source);
+    cr_expect_str_eq(refs[1].name, "matmul_naive"); /* the reference, for the check */
+    cr_expect_str_eq(refs[1].options, "");
+    point_set_str(&p, "method", "naive");
+    n = sw->family->kernels(sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+    cr_expect_eq(n, 2);
+    cr_expect_str_eq(refs[0].name, "matmul_naive");
+    /* the byte model is derived from the buffers when the sweep gives none */
+    cr_expect_str_eq(sw->bytes_src, "4 * (m * k) + 4 * (k * n) + 4 * (m * n)");
+    sweep_free(sw);
+}
+
+/* Every example and test sweep of declared kernels compiles (toolkit headers included). */
+Test(declared, every_example_compiles_without_a_gpu)
+{
+    glob_t g;
+    cr_assert_eq(glob("sweeps/examples/*/*.json", 0, NULL, &g), 0, "no examples");
+    glob_t g2;
+    cr_assert_eq(glob("tests/data/declared/*.json", 0, NULL, &g2), 0);
+    char kernels[4096];
+    cr_assert_not_null(compile_find_kernels_dir(kernels, sizeof kernels));
+    for (size_t i = 0; i < g.gl_pathc + g2.gl_pathc; i++) {
+        const char *path = i < g.gl_pathc ? g.gl_pathv[i] : g2.gl_pathv[i - g.gl_pathc];
+        sweep *sw = load(path);
+        run_options opt;
+        run_options_init(&opt);
+        opt.compile_only = 1;
+        opt.quiet = 1;
+        opt.cache_dir = "/tmp/tune-test-cache";
+        opt.kernels_dir = kernels;
+        run_summary sum;
+        tune_error err = {0};
+        char buf[4096];
+        cr_assert_eq(run_sweep(sw, &opt, &sum, &err), TUNE_OK, "%s: %s", path,
+                     tune_error_text(&err, buf, sizeof buf));
+        cr_expect_gt(sum.n_kernels, 0, "%s", path);
+        cr_expect_eq(sum.n_kernel_errors, 0, "%s: %zu kernels did not compile", path,
+                     sum.n_kernel_errors);
+        sweep_free(sw);
+    }
+    globfree(&g);
+    globfree(&g2);
+}
+
+/* Runs a sweep on the GPU into a new folder; its rows. */
+static result_row *run_gpu(const char *path, size_t *n)
+{
+    sweep *sw = load(path);
+    char kernels[4096], root[256];
+    cr_assert_not_null(compile_find_kernels_dir(kernels, sizeof kernels));
+    snprintf(root, sizeof root, "/tmp/tune-test-declared-%d", (int)getpid());
+    run_options opt;
+    run_options_init(&opt);
+    opt.quiet = 1;
+    opt.cache_dir = "/tmp/tune-test-cache";
+    opt.kernels_dir = kernels;
+    opt.out_root = root;
+    run_summary sum;
+    tune_error err = {0};
+    char buf[4096], raw[PATH_MAX + 16];
+    cr_assert_eq(run_sweep(sw, &opt, &sum, &err), TUNE_OK, "%s: %s", path,
+                 tune_error_text(&err, buf, sizeof buf));
+    snprintf(raw, sizeof raw, "%s/raw.jsonl", sum.out_dir);
+    result_row *rows = NULL;
+    cr_assert_eq(results_read(raw, &rows, n, &err), TUNE_OK, "%s", err.message);
+    sweep_free(sw);
+    return rows;
+}
+
+Test(declared, faults_are_rows_and_the_sweep_goes_on)
+{
+    require_gpu();
+    size_t n = 0;
+    result_row *rows = run_gpu("tests/data/declared/faults.json", &n);
+    cr_assert_eq(n, 2 * (3 * 2 + 1), "%zu rows", n);
+    size_t ok = 0, invalid = 0, crashed = 0, skipped = 0;
+    for (size_t i = 0; i < n; i++) {
+        const result_row *r = &rows[i];
+        int64_t fault = point_int(&r->values, "fault", 0),
+                block = point_int(&r->values, "block", 0);
+        if (strcmp(r->method, "reference") == 0 || (fault == 0 && block == 128))
+            cr_expect_eq(r->status, RESULT_OK, "%s: %s", r->method, r->reason ? r->reason : "");
+        ok += r->status == RESULT_OK;
+        invalid += r->status == RESULT_INVALID;
+        crashed += r->status == RESULT_CRASHED || r->status == RESULT_LAUNCH_ERROR;
+        skipped += r->status == RESULT_SKIPPED;
+        if (block == 2048)
+            cr_expect(r->status == RESULT_SKIPPED && strstr(r->reason, "block dimension 0 is 2048"),
+                      "%s", r->reason ? r->reason : "");
+        else if (fault == 2)
+            cr_expect_eq(r->status, RESULT_INVALID);
+        else if (fault == 1)
+            cr_expect(r->status == RESULT_CRASHED || r->status == RESULT_LAUNCH_ERROR, "%s",
+                      result_status_str(r->status));
+    }
+    cr_expect_eq(ok, 4);
+    cr_expect_eq(invalid, 2);
+    cr_expect_eq(crashed, 2);
+    cr_expect_eq(skipped, 6);
+    results_rows_free(rows, n);
+}
+
+/* Every example runs, and each of its shapes has a valid tuned configuration. */
+Test(declared, every_example_runs)
+{
+    require_gpu();
+    glob_t g;
+    cr_assert_eq(glob("sweeps/examples/*/*.json", 0, NULL, &g), 0, "no examples");
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        size_t n = 0;
+        result_row *rows = run_gpu(g.gl_pathv[i], &n);
+        size_t ok = 0;
+        for (size_t r = 0; r < n; r++)
+            ok += rows[r].status == RESULT_OK;
+        cr_expect_gt(ok, 0, "%s: no ok row among %zu", g.gl_pathv[i], n);
+        results_rows_free(rows, n);
+    }
+    globfree(&g);
+}
