@@ -57,3 +57,39 @@ __global__ void tune_fill_iota(int *p, unsigned long long n, int period)
          i += (unsigned long long)gridDim.x * blockDim.x)
         p[i] = (int)(i % (unsigned long long)period);
 }
+
+// Random inputs of kernels declared in sweep files (families/declared.c), seeded per buffer:
+// kind 0: uniform in [a, b); 1: normal with mean a and standard deviation b; 2: integers in
+// [a, b], inclusive, with replacement.
+template <typename T> __device__ __forceinline__ T tune_from_double(double v) { return (T)v; }
+template <> __device__ __forceinline__ half_t tune_from_double<half_t>(double v)
+{
+    return from_f32<half_t>((float)v);
+}
+template <> __device__ __forceinline__ bf16_t tune_from_double<bf16_t>(double v)
+{
+    return from_f32<bf16_t>((float)v);
+}
+
+template <typename T>
+__global__ void tune_fill_random(T *p, unsigned long long n, unsigned long long seed, int kind,
+                                 double a, double b)
+{
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+         i += (unsigned long long)gridDim.x * blockDim.x) {
+        const unsigned long long h = tune_mix64(seed ^ tune_mix64(i));
+        const double u = (double)(h >> 11) * (1.0 / 9007199254740992.0); // [0, 1)
+        double v;
+        if (kind == 0) {
+            v = a + (b - a) * u;
+        } else if (kind == 1) { // Box-Muller
+            const unsigned long long h2 = tune_mix64(h);
+            const float u2 = (float)(h2 >> 40) * (1.0f / 16777216.0f);
+            v = a + b * (double)(sqrtf(-2.0f * logf(1.0f - (float)u)) * cospif(2.0f * u2));
+        } else {
+            const unsigned long long span = (unsigned long long)(b - a) + 1ull;
+            v = a + (double)(span ? h % span : h);
+        }
+        p[i] = tune_from_double<T>(v);
+    }
+}

@@ -39,7 +39,7 @@ Test(declared, kernels_render_entry_and_macros)
     memset(refs, 0, sizeof refs);
     char why[512] = "";
     int n = sw->family->kernels(sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
-    cr_assert_eq(n, 2, "%s", why);
+    cr_assert_eq(n, 3, "%s", why);
     cr_expect_str_eq(refs[0].name, "matmul_tiled");
     cr_expect_str_eq(refs[0].options, "-DTILE=16\n-DWORK=4");
     cr_expect_eq(refs[0].row, 1);
@@ -47,9 +47,11 @@ Test(declared, kernels_render_entry_and_macros)
               refs[0].source);
     cr_expect_str_eq(refs[1].name, "matmul_naive"); /* the reference, for the check */
     cr_expect_str_eq(refs[1].options, "");
+    cr_expect_str_eq(refs[2].name, "tune_fill_random<float>"); /* A and B, uniform */
+    cr_expect_str_eq(refs[2].source, "common.cu");
     point_set_str(&p, "method", "naive");
     n = sw->family->kernels(sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
-    cr_expect_eq(n, 2);
+    cr_expect_eq(n, 3);
     cr_expect_str_eq(refs[0].name, "matmul_naive");
     /* the byte model is derived from the buffers when the sweep gives none */
     cr_expect_str_eq(sw->bytes_src, "4 * (m * k) + 4 * (k * n) + 4 * (m * n)");

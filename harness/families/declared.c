@@ -12,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "core/hash.h"
 #include "device/gpu.h"
 
 typedef struct {
@@ -78,6 +79,35 @@ static tune_status kd_eval(const expr *e, const tune_point *p, const char *what,
     return TUNE_OK;
 }
 
+/* Random values generated in place (a buffer of many gigabytes takes milliseconds); the pristine
+ * copy of an inout buffer copied from it. */
+static tune_status kd_fill_device(kd_state *s, size_t i, const tune_point *p, tune_error *err)
+{
+    const kdecl_arg *a = &s->d->args[i];
+    kd_buf *b = &s->bufs[i];
+    double lo = a->init.a, hi = a->init.b;
+    int kind = a->init.kind == KDECL_INIT_UNIFORM ? 0 : a->init.kind == KDECL_INIT_NORMAL ? 1 : 2;
+    tune_status st;
+    if (kind == 2 && (st = kd_init_bounds(a, p, &lo, &hi, err)) != TUNE_OK)
+        return st;
+    void *fill = family_kernel_named(&s->env, KDECL_FILL_SOURCE, kdecl_fill_kernel(a->type), err);
+    if (!fill)
+        return err ? err->code : TUNE_ERR_CUDA;
+    unsigned long long n = b->count, seed = hash_fnv1a_str(s->env.seed ^ 0x5eed, a->name);
+    void *args[] = {&b->ptr, &n, &seed, &kind, &lo, &hi};
+    size_t blocks = n / 256 + 1;
+    if ((st = gpu_launch(fill, (unsigned)(blocks < 65536 ? blocks : 65536), 256, 0,
+                         s->env.stream, args, err)) != TUNE_OK)
+        return st;
+    if (b->pristine &&
+        cudaMemcpyAsync(b->pristine, b->ptr, b->bytes, cudaMemcpyDeviceToDevice,
+                        (cudaStream_t)s->env.stream) != cudaSuccess)
+        return tune_error_set(err, TUNE_ERR_CUDA, a->name, "cannot copy the initial values");
+    return cudaStreamSynchronize((cudaStream_t)s->env.stream) == cudaSuccess
+               ? TUNE_OK
+               : tune_error_set(err, TUNE_ERR_CUDA, a->name, "the fill failed");
+}
+
 /* One buffer allocated and filled (host-generated values copied once). */
 static tune_status kd_alloc_one(kd_state *s, size_t i, const tune_point *p, size_t count,
                                 tune_error *err)
@@ -98,6 +128,8 @@ static tune_status kd_alloc_one(kd_state *s, size_t i, const tune_point *p, size
         return cudaMemset(b->ptr, 0, b->bytes) == cudaSuccess
                    ? TUNE_OK
                    : tune_error_set(err, TUNE_ERR_CUDA, a->name, "cudaMemset failed");
+    if (kdecl_init_on_device(&a->init))
+        return kd_fill_device(s, i, p, err);
     void *host = malloc(b->bytes ? b->bytes : 1);
     if (!host)
         return tune_error_set(err, TUNE_ERR_NOMEM, a->name, "out of host memory");

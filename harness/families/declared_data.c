@@ -1,6 +1,7 @@
 /* declared_data.c - the host side of a declared kernel's buffers: initial values generated
  * (seeded, so every configuration of a shape sees the same inputs) or read from .npy files,
- * element conversions, and the comparison with the reference. */
+ * element conversions, and the comparison with the reference. Random normal, uniform and
+ * integer values are generated on the device (declared.c, kernels_src/common.cu). */
 #include "families/declared_impl.h"
 
 #include <math.h>
@@ -17,11 +18,6 @@ static uint64_t kd_next(uint64_t *s)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
-}
-
-static double kd_unit(uint64_t *s) /* [0, 1) */
-{
-    return (double)(kd_next(s) >> 11) * 0x1.0p-53;
 }
 
 static uint16_t kd_f16(float f)
@@ -171,6 +167,23 @@ static tune_status kd_eval_int(const expr *e, const tune_point *p, const char *w
     return TUNE_OK;
 }
 
+tune_status kd_init_bounds(const kdecl_arg *a, const tune_point *p, double *lo, double *hi,
+                           tune_error *err)
+{
+    int64_t l = 0, h = 0;
+    tune_status st;
+    if ((st = kd_eval_int(a->init.lo, p, a->name, &l, err)) != TUNE_OK ||
+        (st = kd_eval_int(a->init.hi, p, a->name, &h, err)) != TUNE_OK)
+        return st;
+    if (h < l || h - l > ((int64_t)1 << 52))
+        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name,
+                              "integers in [%lld, %lld]: an empty or too wide range", (long long)l,
+                              (long long)h);
+    *lo = (double)l;
+    *hi = (double)h;
+    return TUNE_OK;
+}
+
 static tune_status kd_permutation(const kdecl_arg *a, const tune_point *p, size_t count,
                                   uint64_t *rng, void *dst, tune_error *err)
 {
@@ -203,7 +216,6 @@ tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, s
 {
     const kdecl_arg *a = &d->args[ai];
     uint64_t rng = hash_fnv1a_str(seed ^ 0x5eed, a->name);
-    int64_t lo = 0, hi = 0;
     tune_status st = TUNE_OK;
     switch (a->init.kind) {
     case KDECL_INIT_ZERO: memset(dst, 0, count * kdecl_type_size(a->type)); break;
@@ -211,32 +223,11 @@ tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, s
         for (size_t i = 0; i < count; i++)
             kd_store(a->type, dst, i, a->init.a);
         break;
-    case KDECL_INIT_UNIFORM:
-        for (size_t i = 0; i < count; i++)
-            kd_store(a->type, dst, i, a->init.a + (a->init.b - a->init.a) * kd_unit(&rng));
-        break;
-    case KDECL_INIT_NORMAL:
-        for (size_t i = 0; i < count; i++) { /* Box-Muller */
-            double u = kd_unit(&rng), v = kd_unit(&rng);
-            double z = sqrt(-2.0 * log(1.0 - u)) * cos(2.0 * M_PI * v);
-            kd_store(a->type, dst, i, a->init.a + a->init.b * z);
-        }
-        break;
-    case KDECL_INIT_INTEGERS:
-        if ((st = kd_eval_int(a->init.lo, p, a->name, &lo, err)) != TUNE_OK ||
-            (st = kd_eval_int(a->init.hi, p, a->name, &hi, err)) != TUNE_OK)
-            return st;
-        if (hi < lo)
-            return tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name,
-                                  "integers in [%lld, %lld]: an empty range", (long long)lo,
-                                  (long long)hi);
-        for (size_t i = 0; i < count; i++)
-            kd_store(a->type, dst, i, (double)(lo + (int64_t)(kd_next(&rng) %
-                                                             ((uint64_t)(hi - lo) + 1))));
-        break;
     case KDECL_INIT_PERMUTATION: return kd_permutation(a, p, count, &rng, dst, err);
     case KDECL_INIT_NPY:
         return kd_read_npy(d, &a->init.npy, p, a->type, count, a->name, dst, err);
+    default: /* normal, uniform, integers: generated on the device (declared.c) */
+        return tune_error_set(err, TUNE_ERR_INVALID, a->name, "internal: a device-side init");
     }
     return st;
 }

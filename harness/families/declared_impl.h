@@ -24,6 +24,9 @@ tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, s
 tune_status kd_read_npy(const kernel_decl *d, const kdecl_template *file, const tune_point *p,
                         kdecl_type type, size_t count, const char *what, void *dst,
                         tune_error *err);
+/* The inclusive bounds of an "integers" init at p. */
+tune_status kd_init_bounds(const kdecl_arg *a, const tune_point *p, double *lo, double *hi,
+                           tune_error *err);
 /* Adds the comparison of n elements of y with the reference r to acc. */
 void kd_compare(kdecl_type t, const void *y, const void *r, size_t n, const kernel_decl *d,
                 kd_error *acc);

@@ -113,6 +113,53 @@ int kdecl_kernel_ref(const kernel_decl *d, const kdecl_kernel *k, const tune_poi
     return 0;
 }
 
+const char *kdecl_fill_kernel(kdecl_type t)
+{
+    static const char *const names[KDECL_N_TYPES] = {
+        [KDECL_F32] = "tune_fill_random<float>",
+        [KDECL_F64] = "tune_fill_random<double>",
+        [KDECL_F16] = "tune_fill_random<half_t>",
+        [KDECL_BF16] = "tune_fill_random<bf16_t>",
+        [KDECL_I8] = "tune_fill_random<signed char>",
+        [KDECL_U8] = "tune_fill_random<unsigned char>",
+        [KDECL_I16] = "tune_fill_random<short>",
+        [KDECL_U16] = "tune_fill_random<unsigned short>",
+        [KDECL_I32] = "tune_fill_random<int>",
+        [KDECL_U32] = "tune_fill_random<unsigned int>",
+        [KDECL_I64] = "tune_fill_random<long long>",
+        [KDECL_U64] = "tune_fill_random<unsigned long long>"};
+    return (unsigned)t < KDECL_N_TYPES ? names[t] : NULL;
+}
+
+int kdecl_init_on_device(const kdecl_init *in)
+{
+    return in->kind == KDECL_INIT_NORMAL || in->kind == KDECL_INIT_UNIFORM ||
+           in->kind == KDECL_INIT_INTEGERS;
+}
+
+/* The device fill kernels of the buffers' random inputs, one per type, from refs[n] on. */
+static int kd_fill_refs(const kernel_decl *d, family_kernel_ref *refs, int n, size_t max,
+                        char *why, size_t why_size)
+{
+    for (size_t i = 0; i < d->n_args; i++) {
+        if (!d->args[i].is_buffer || !kdecl_init_on_device(&d->args[i].init))
+            continue;
+        const char *name = kdecl_fill_kernel(d->args[i].type);
+        int seen = 0;
+        for (int r = 0; r < n && !seen; r++)
+            seen = strcmp(refs[r].name, name) == 0 && strcmp(refs[r].source, KDECL_FILL_SOURCE) == 0;
+        if (seen)
+            continue;
+        if ((size_t)n >= max)
+            return family_fail(why, why_size, "too few kernel slots");
+        refs[n].source = KDECL_FILL_SOURCE;
+        snprintf(refs[n].name, sizeof refs[n].name, "%s", name);
+        refs[n].options[0] = '\0';
+        n++;
+    }
+    return n;
+}
+
 int kdecl_family_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
                          size_t max, char *why, size_t why_size)
 {
@@ -127,8 +174,10 @@ int kdecl_family_kernels(const tune_family *fam, const tune_point *cfg, family_k
         return -1;
     refs[0].row = 1;
     if (!d->ref_is_kernel)
-        return 1;
-    return kdecl_kernel_ref(d, &d->ref, cfg, &refs[1], why, why_size) != 0 ? -1 : 2;
+        return kd_fill_refs(d, refs, 1, max, why, why_size);
+    if (kdecl_kernel_ref(d, &d->ref, cfg, &refs[1], why, why_size) != 0)
+        return -1;
+    return kd_fill_refs(d, refs, 2, max, why, why_size);
 }
 
 static void kd_template_free(kdecl_template *t)

@@ -132,8 +132,15 @@ typedef struct kdecl_family {
     kernel_decl decl;
 } kdecl_family;
 
+/* The device fill of random inputs (kernels_src/common.cu): its name for buffers of type t; and
+ * whether an init is done on the device (normal, uniform, integers: large buffers are filled
+ * in place) or on the host (permutation, constant, npy). */
+#define KDECL_FILL_SOURCE "common.cu"
+const char *kdecl_fill_kernel(kdecl_type t);
+int kdecl_init_on_device(const kdecl_init *in);
+
 /* tune_family.kernels of a declared family: the method's kernel first, then the reference
- * kernel (when there is one). */
+ * kernel (when there is one), then the fill kernels of the random inputs. */
 int kdecl_family_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
                          size_t max, char *why, size_t why_size);
 void kdecl_family_free(kdecl_family *kf);
