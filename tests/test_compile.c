@@ -521,3 +521,22 @@ Test(compile, toolkit_folder_from_the_environment)
     const char *found = compile_toolkit_include_dir(buf, sizeof buf);
     cr_expect(found && strcmp(found, want) != 0, "without a setting: %s", found ? found : "none");
 }
+
+/* Every spelling of an include folder NVRTC takes is searched by the key's scan too. */
+Test(compile, include_folder_spellings_are_scanned)
+{
+    char path[512], inc[512];
+    put_tile_kernel(path, sizeof path, inc, sizeof inc);
+    const char *forms[] = {"-I %s/lib/include", "-I\n%s/lib/include", "-I=%s/lib/include",
+                           "--include-path=%s/lib/include"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        char opts[600], lib[64];
+        snprintf(opts, sizeof opts, forms[i], src_dir);
+        cr_expect_eq(tile_run(path, opts), 0, "\"%s\": first run from the cache", forms[i]);
+        cr_expect_eq(tile_run(path, opts), 1, "\"%s\": second run compiled", forms[i]);
+        snprintf(lib, sizeof lib, "__device__ int lib_value() { return %zu; }\n", 20 + i);
+        put_file("lib/include/lib.h", lib, NULL, 0);
+        cr_expect_eq(tile_run(path, opts), 0, "\"%s\": lib.h edited, loaded from the cache",
+                     forms[i]);
+    }
+}

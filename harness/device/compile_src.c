@@ -186,21 +186,18 @@ static tune_status load_text(compile_unit *u, const char *kernels_dir, tune_erro
  * for another option; a bare "-I" takes the next line, which *next then names. */
 static const char *include_dir_of(const char *opt, const char *next, int *takes_next)
 {
-    const char *rest = NULL;
+    size_t len = strncmp(opt, "--include-path", 14) == 0 ? 14 : strncmp(opt, "-I", 2) == 0 ? 2 : 0;
+    const char *rest = opt + len;
     *takes_next = 0;
-    if (strncmp(opt, "--include-path", 14) == 0)
-        rest = opt + 14;
-    else if (strncmp(opt, "-I", 2) == 0)
-        rest = opt + 2;
-    if (!rest)
+    if (len == 0)
         return NULL;
     if (*rest == '\0') {
         *takes_next = next != NULL;
         return next;
     }
     if (*rest == '=' || *rest == ' ' || *rest == '\t')
-        rest += strspn(rest + 1, " \t") + 1;
-    return rest == opt + 14 && opt[1] == '-' ? NULL : rest; /* "--include-pathX" is not one */
+        return rest + 1 + strspn(rest + 1, " \t");
+    return len == 2 ? rest : NULL; /* "-Idir"; "--include-pathX" is another option */
 }
 
 /* 1 when opt sets the target architecture, which is the harness's to choose. */
