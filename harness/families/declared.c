@@ -198,7 +198,8 @@ static void *kd_shape_init(const family_env *env, const tune_point *shape, tune_
     return s;
 }
 
-/* The scalars' values at p, stored as the kernel's types. */
+/* The scalars' values at p, stored as the kernel's types. A value that changes (a scalar that
+ * reads a parameter) makes the reference outputs stale: they are computed again. */
 static tune_status kd_scalars(kd_state *s, const tune_point *p, tune_error *err)
 {
     for (size_t i = 0; i < s->d->n_args; i++) {
@@ -211,10 +212,13 @@ static tune_status kd_scalars(kd_state *s, const tune_point *p, tune_error *err)
         if (v.type == EXPR_STR)
             return tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name, "a string is not a %s",
                                   kdecl_type_name(a->type));
-        s->bufs[i].scalar = 0;
-        kd_store(a->type, &s->bufs[i].scalar, 0, expr_value_as_double(v));
+        uint64_t x = 0;
+        kd_store(a->type, &x, 0, expr_value_as_double(v));
         if (v.type == EXPR_INT && !kdecl_type_is_float(a->type))
-            memcpy(&s->bufs[i].scalar, &v.i, kdecl_type_size(a->type)); /* exact (little end) */
+            memcpy(&x, &v.i, kdecl_type_size(a->type)); /* exact (little endian) */
+        if (x != s->bufs[i].scalar)
+            s->ref_done = 0;
+        s->bufs[i].scalar = x;
     }
     return TUNE_OK;
 }
