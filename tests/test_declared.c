@@ -4,6 +4,7 @@
  * a block beyond the device's limit a skipped row, and an in-place kernel restored per rep. */
 #include <criterion/criterion.h>
 #include <glob.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,35 @@ Test(declared, every_example_compiles_without_a_gpu)
     globfree(&g2);
 }
 
+/* require_gpu without initialising CUDA in this process: the run forks its workers, and a child
+ * of a process that has initialised CUDA cannot use the GPU. The probe runs in a child. */
+static void require_gpu_in_child(void)
+{
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        tune_error err = {0};
+        int n = 0;
+        close(fd[0]);
+        if (gpu_count(&n, &err) != TUNE_OK || n == 0) {
+            ssize_t w = write(fd[1], err.message, strlen(err.message));
+            _exit(w < 0 ? 2 : 1);
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    static char reason[2048];
+    ssize_t r = read(fd[0], reason, sizeof reason - 1);
+    reason[r > 0 ? r : 0] = '\0';
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        cr_skip_test("skipped: %s", reason[0] ? reason : "no usable GPU");
+}
+
 /* Runs a sweep on the GPU into a new folder; its rows. */
 static result_row *run_gpu(const char *path, size_t *n)
 {
@@ -117,7 +147,7 @@ static result_row *run_gpu(const char *path, size_t *n)
 
 Test(declared, faults_are_rows_and_the_sweep_goes_on)
 {
-    require_gpu();
+    require_gpu_in_child();
     size_t n = 0;
     result_row *rows = run_gpu("tests/data/declared/faults.json", &n);
     cr_assert_eq(n, 2 * (3 * 2 + 1), "%zu rows", n);
@@ -151,7 +181,7 @@ Test(declared, faults_are_rows_and_the_sweep_goes_on)
 /* Every example runs, and each of its shapes has a valid tuned configuration. */
 Test(declared, every_example_runs)
 {
-    require_gpu();
+    require_gpu_in_child();
     glob_t g;
     cr_assert_eq(glob("sweeps/examples/*/*.json", 0, NULL, &g), 0, "no examples");
     for (size_t i = 0; i < g.gl_pathc; i++) {

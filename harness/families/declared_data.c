@@ -232,20 +232,54 @@ tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, s
     return st;
 }
 
+/* Elements [i0, i0 + n) of a buffer of type t as doubles: one loop per type (the checks of a
+ * sweep convert millions of elements per configuration), half precision through a table. */
+static void kd_to_double(kdecl_type t, const void *base, size_t i0, size_t n, double *dst)
+{
+    static float f16[65536];
+    static int f16_ready;
+    if (t == KDECL_F16 && !f16_ready) { /* written once; every writer writes the same values */
+        for (unsigned h = 0; h < 65536; h++)
+            f16[h] = kd_from_f16((uint16_t)h);
+        f16_ready = 1;
+    }
+    const unsigned char *p = (const unsigned char *)base + i0 * kdecl_type_size(t);
+    switch (t) {
+    case KDECL_F32:
+        for (size_t i = 0; i < n; i++)
+            dst[i] = ((const float *)(const void *)p)[i];
+        return;
+    case KDECL_F16:
+        for (size_t i = 0; i < n; i++)
+            dst[i] = f16[((const uint16_t *)(const void *)p)[i]];
+        return;
+    default:
+        for (size_t i = 0; i < n; i++)
+            dst[i] = kd_load(t, base, i0 + i);
+    }
+}
+
 void kd_compare(kdecl_type t, const void *y, const void *r, size_t n, const kernel_decl *d,
                 kd_error *acc)
 {
-    for (size_t i = 0; i < n; i++) {
-        double yi = kd_load(t, y, i), ri = kd_load(t, r, i), diff = fabs(yi - ri);
-        if (!isfinite(yi) && !(isnan(yi) && isnan(ri)) && yi != ri)
-            diff = INFINITY;
-        if (d->use_atol) {
-            double bound = d->atol + d->rtol * fabs(ri);
-            double q = diff == 0 ? 0 : bound > 0 ? diff / bound : INFINITY;
-            acc->worst = q > acc->worst || isnan(q) ? q : acc->worst;
-        } else {
-            acc->num += diff * diff;
-            acc->den += isfinite(ri) ? ri * ri : 0;
+    enum { CHUNK = 4096 };
+    double yc[CHUNK], rc[CHUNK];
+    for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+        size_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
+        kd_to_double(t, y, i0, m, yc);
+        kd_to_double(t, r, i0, m, rc);
+        for (size_t i = 0; i < m; i++) {
+            double yi = yc[i], ri = rc[i], diff = fabs(yi - ri);
+            if (!isfinite(yi) && !(isnan(yi) && isnan(ri)) && yi != ri)
+                diff = INFINITY;
+            if (d->use_atol) {
+                double bound = d->atol + d->rtol * fabs(ri);
+                double q = diff == 0 ? 0 : bound > 0 ? diff / bound : INFINITY;
+                acc->worst = q > acc->worst || isnan(q) ? q : acc->worst;
+            } else {
+                acc->num += diff * diff;
+                acc->den += isfinite(ri) ? ri * ri : 0;
+            }
         }
     }
 }
