@@ -120,28 +120,27 @@ static void require_gpu_in_child(void)
         cr_skip_test("skipped: %s", reason[0] ? reason : "no usable GPU");
 }
 
-/* Runs a sweep on the GPU into a new folder; its rows. */
+/* Runs a sweep on the GPU with the tune binary (a process of its own, as a user runs it: a
+ * test process's signal handling and forks stay out of the run's workers) into a new results
+ * root; the rows of its run. */
 static result_row *run_gpu(const char *path, size_t *n)
 {
-    sweep *sw = load(path);
-    char kernels[4096], root[256];
-    cr_assert_not_null(compile_find_kernels_dir(kernels, sizeof kernels));
+    char root[256], cmd[2048], pattern[512];
     snprintf(root, sizeof root, "/tmp/tune-test-declared-%d", (int)getpid());
-    run_options opt;
-    run_options_init(&opt);
-    opt.quiet = 1;
-    opt.cache_dir = "/tmp/tune-test-cache";
-    opt.kernels_dir = kernels;
-    opt.out_root = root;
-    run_summary sum;
-    tune_error err = {0};
-    char buf[4096], raw[PATH_MAX + 16];
-    cr_assert_eq(run_sweep(sw, &opt, &sum, &err), TUNE_OK, "%s: %s", path,
-                 tune_error_text(&err, buf, sizeof buf));
-    snprintf(raw, sizeof raw, "%s/raw.jsonl", sum.out_dir);
-    result_row *rows = NULL;
-    cr_assert_eq(results_read(raw, &rows, n, &err), TUNE_OK, "%s", err.message);
+    const char *bin = getenv("TUNE_BIN"); /* the binary built beside this test, unless set */
+    snprintf(cmd, sizeof cmd, "%s %s --results %s --quiet --cache /tmp/tune-test-cache >/dev/null",
+             bin && *bin ? bin : TUNE_BIN, path, root);
+    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    sweep *sw = load(path);
+    snprintf(pattern, sizeof pattern, "%s/%s/*/raw.jsonl", root, sw->name);
     sweep_free(sw);
+    glob_t g;
+    cr_assert_eq(glob(pattern, 0, NULL, &g), 0, "no rows at %s", pattern);
+    tune_error err = {0};
+    result_row *rows = NULL;
+    cr_assert_eq(results_read(g.gl_pathv[g.gl_pathc - 1], &rows, n, &err), TUNE_OK, "%s",
+                 err.message);
+    globfree(&g);
     return rows;
 }
 
