@@ -204,26 +204,29 @@ __device__ __forceinline__ void mg_cluster_sync()
 }
 
 // The split-K finish of a cluster of CL blocks (the splits of one tile, ranks 0 .. CL - 1 along
-// z): each block puts its fp32 partial tile in its own shared memory (the ring is free), then
-// block r adds slice r of the tile over the CL blocks' shared memory (distributed shared memory,
-// in rank order: the sum does not depend on timing) and writes it to Y. Nothing goes through
+// z), in three steps between cluster barriers: each block puts its fp32 partial tile in its own
+// shared memory (the ring is free: mg_wg_part), then block r adds slice r of the tile over the
+// CL blocks' shared memory (distributed shared memory, in rank order: the sum does not depend on
+// timing) and writes it to Y (mg_cluster_sum, by threads t = 0 .. nt - 1). Nothing goes through
 // global memory, and the CL blocks finish their slices in parallel instead of one block reading
-// every partial.
-template <typename T, int BM, int BN, int MT, int CL>
-__device__ __forceinline__ void mg_wgmma_cluster_finish(const float (&acc)[MT][BM / 2],
-                                                        float *part, T *__restrict__ Y, int m,
-                                                        int n, int m0, int n0, int rows, int wg,
-                                                        int w, int lane)
+// every partial. Every thread of every block joins the three barriers.
+template <int BM, int BN, int MT>
+__device__ __forceinline__ void mg_wg_part(const float (&acc)[MT][BM / 2], float *part, int wg,
+                                           int w, int lane)
 {
-    constexpr int R = BM / 2, CH = BM * BN / 4 / CL; // float4 chunks per block's slice
+    mg_wg_for_acc<MT, BM / 2>(wg, w, lane,
+                              [&](int t, int i, int row, int col) { part[row * BN + col] = acc[t][i]; });
+}
+
+template <typename T, int BM, int BN, int CL>
+__device__ __forceinline__ void mg_cluster_sum(const float *part, T *__restrict__ Y, int n, int m0,
+                                               int n0, int rows, int t, int nt)
+{
+    constexpr int CH = BM * BN / 4 / CL; // float4 chunks per block's slice
     unsigned rank;
     asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    mg_cluster_sync(); // every block of the cluster is done with its ring
-    mg_wg_for_acc<MT, R>(wg, w, lane,
-                         [&](int t, int i, int row, int col) { part[row * BN + col] = acc[t][i]; });
-    mg_cluster_sync(); // every partial tile is in place
     const unsigned base = mg_saddr(part);
-    for (int c = threadIdx.x; c < CH; c += blockDim.x) {
+    for (int c = t; c < CH; c += nt) {
         const int e = (int)(rank * CH + c) * 4, row = e / BN, col = e - row * BN;
         if (row >= rows)
             continue;
@@ -246,6 +249,18 @@ __device__ __forceinline__ void mg_wgmma_cluster_finish(const float (&acc)[MT][B
         }
         mg_store4(Y + (long long)(m0 + row) * n + n0 + col, sum);
     }
+}
+
+template <typename T, int BM, int BN, int MT, int CL>
+__device__ __forceinline__ void mg_wgmma_cluster_finish(const float (&acc)[MT][BM / 2],
+                                                        float *part, T *__restrict__ Y, int n,
+                                                        int m0, int n0, int rows, int wg, int w,
+                                                        int lane)
+{
+    mg_cluster_sync(); // every block of the cluster is done with its ring
+    mg_wg_part<BM, BN, MT>(acc, part, wg, w, lane);
+    mg_cluster_sync(); // every partial tile is in place
+    mg_cluster_sum<T, BM, BN, CL>(part, Y, n, m0, n0, rows, threadIdx.x, blockDim.x);
     mg_cluster_sync(); // no block leaves while another reads its shared memory
 }
 
@@ -333,8 +348,8 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 
     // Epilogue (mg_wg_for_acc gives each accumulator's place in the tile).
     if (CL > 1) {
-        mg_wgmma_cluster_finish<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(ring), Y, m, n,
-                                                   m0, n0, rows, wg, w, lane);
+        mg_wgmma_cluster_finish<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(ring), Y, n, m0,
+                                                   n0, rows, wg, w, lane);
         return;
     }
     if (splits > 1) { // the family's split-K finish through global memory
@@ -349,4 +364,161 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
         if (row < rows)
             Y[(long long)(m0 + row) * n + n0 + col] = from_f32<T>(acc[t][i]);
     });
+}
+
+// ---- The warp-specialized variant (method wgmma_ws) ----
+//
+// mg_wgmma_ws<T, BM, WN, MT, KS, STAGES, ZP, CL>: the same tiles, ring, MMAs and ends as mg_wgmma,
+// with one more warpgroup, the producer, in front of the WN consumer warpgroups. Its thread 0
+// streams the ring (X by TMA, weight, scales and zero points by bulk copies), waiting only on the
+// slots' "empty" mbarriers, so no consumer warp ever issues a load or waits for another
+// warpgroup's release (in mg_wgmma thread 0 does both, and its warpgroup waits for it at every
+// warpgroup-collective wgmma op). With WN >= 2 the producer gives its registers back
+// (setmaxnreg.dec to 40) and the consumers take them (setmaxnreg.inc to 232 with 2 consumer
+// warpgroups; one keeps ptxas's 255), so that MT KS-step stages of A fragments, double-buffered, fit beside
+// the accumulators without ptxas serializing the MMAs. The consumers are mg_wgmma's: dequantize
+// stage it into one register buffer while the MMAs of stage it - 1 run from the other, release
+// slot it - 1 once they have completed.
+template <int WN> struct mg_ws_regs {
+    static constexpr int THREADS = 128 * (WN + 1);
+    static constexpr int ENTRY = 65536 / THREADS / 8 * 8 > 248 ? 248 : 65536 / THREADS / 8 * 8;
+    static constexpr int PRODUCER = 40;
+    static constexpr int CONSUMER_RAW = (ENTRY * THREADS - PRODUCER * 128) / (128 * WN) / 8 * 8;
+    static constexpr int CONSUMER = CONSUMER_RAW > 240 ? 240 : CONSUMER_RAW;
+};
+
+template <int N> __device__ __forceinline__ void mg_setmaxnreg_dec()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N> __device__ __forceinline__ void mg_setmaxnreg_inc()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+
+// The producer warpgroup: thread 0 fills slot it % STAGES for every iteration it of the block,
+// once the consumers have released the slot's previous use; then the warpgroup joins the
+// cluster finish's three barriers (CL > 1) and leaves.
+template <typename T, int BM, int WN, int MT, int KS, int STAGES, int ZP, int CL>
+__device__ __forceinline__ void mg_ws_produce(const mg_tmap *xmap, const uint4 *__restrict__ Wp,
+                                              const T *__restrict__ S, const T *__restrict__ Z,
+                                              unsigned char *ring, unsigned long long *full,
+                                              unsigned long long *empty, int L, int kb0, int m0,
+                                              int n0, int n, int group, int srows)
+{
+    if (WN > 1)
+        mg_setmaxnreg_dec<mg_ws_regs<WN>::PRODUCER>();
+    if (threadIdx.x == 0)
+        for (int it = 0; it < L; it++) {
+            if (it >= STAGES)
+                mg_mbar_wait(empty + it % STAGES, (it / STAGES - 1) & 1);
+            mg_wgmma_load<T, BM, WN, MT, KS, STAGES, ZP>(xmap, Wp, S, Z, ring, full, it, kb0, m0,
+                                                         n0, n, group, srows);
+        }
+    __syncwarp();
+    if (CL > 1) {
+        mg_cluster_sync();
+        mg_cluster_sync();
+        mg_cluster_sync();
+    }
+}
+
+// The consumers' end (cw: consumer warp 0 .. 4 WN - 1): the cluster finish, the split-K finish
+// through global memory among the consumer threads (named barrier), or the direct store.
+template <typename T, int BM, int BN, int MT, int CL>
+__device__ __forceinline__ void mg_ws_epilogue(const float (&acc)[MT][BM / 2], float *part,
+                                               T *__restrict__ Y, float *__restrict__ ws,
+                                               int *__restrict__ counters, int m, int n, int m0,
+                                               int n0, int rows, int cw, int lane)
+{
+    constexpr int NT = 32 * 4 * (BN / 64 / MT), R = BM / 2; // consumer threads
+    const int wg = cw >> 2, w = cw & 3;
+    if (CL > 1) {
+        mg_cluster_sync();
+        mg_wg_part<BM, BN, MT>(acc, part, wg, w, lane);
+        mg_cluster_sync();
+        mg_cluster_sum<T, BM, BN, CL>(part, Y, n, m0, n0, rows, cw * 32 + lane, NT);
+        mg_cluster_sync();
+        return;
+    }
+    if (gridDim.z > 1) {
+        mg_wg_for_acc<MT, R>(wg, w, lane, [&](int t, int i, int row, int col) {
+            if (row < rows)
+                __stcg(ws + ((long long)blockIdx.z * m + m0 + row) * n + n0 + col, acc[t][i]);
+        });
+        mg_splitk_finish<T, BN, NT, 128>(ws, Y, counters, m, n, m0, n0, rows);
+        return;
+    }
+    mg_wg_for_acc<MT, R>(wg, w, lane, [&](int t, int i, int row, int col) {
+        if (row < rows)
+            Y[(long long)(m0 + row) * n + n0 + col] = from_f32<T>(acc[t][i]);
+    });
+}
+
+template <typename T, int BM, int WN, int MT, int KS, int STAGES, int ZP, int CL>
+__global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
+    mg_wgmma_ws(const __grid_constant__ mg_tmap xmap, const uint4 *__restrict__ Wp,
+                const T *__restrict__ S, const T *__restrict__ Z, T *__restrict__ Y,
+                float *__restrict__ ws, int *__restrict__ counters, int m, int n, int k, int group,
+                int gsh)
+{
+    using LY = mg_wgmma_layout<BM, WN, MT, KS, STAGES, ZP, CL>;
+    constexpr int BN = LY::BN, BK = 16 * KS, R = BM / 2;
+    static_assert(KS % 4 == 0, "BK: whole 64-column swizzle atoms");
+    static_assert(WN == 1 || WN == 2, "1 or 2 consumer warpgroups");
+    extern __shared__ uint4 mg_smem[];
+    unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
+    smem += (1024 - (mg_saddr(smem) & 1023)) & 1023;
+    unsigned long long *full = reinterpret_cast<unsigned long long *>(smem);
+    unsigned long long *empty = full + STAGES;
+    unsigned char *ring = smem + LY::BAR;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    int kb0, L;
+    mg_split_range(k / BK, kb0, L);
+    const int rows = m - m0 < BM ? m - m0 : BM;
+    if (tid == 0) {
+        mg_require_smem(LY::TOTAL);
+        for (int s = 0; s < STAGES; s++) {
+            mg_mbar_init(full + s, 1);
+            mg_mbar_init(empty + s, 4 * WN);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&xmap))
+                     : "memory");
+    }
+    __syncthreads();
+    if (warp < 4) {
+        mg_ws_produce<T, BM, WN, MT, KS, STAGES, ZP, CL>(&xmap, Wp, S, Z, ring, full, empty, L,
+                                                         kb0, m0, n0, n, group,
+                                                         gsh >= 0 ? BK >> gsh : 1);
+        return;
+    }
+    if (WN > 1)
+        mg_setmaxnreg_inc<mg_ws_regs<WN>::CONSUMER>();
+    const int cw = warp - 4, wg = cw >> 2, w = cw & 3;
+    float acc[MT][R];
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            acc[t][i] = 0.f;
+    unsigned a[2][KS][MT][4];
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+        mg_wg_fence_acc(acc[t]); // as in mg_wgmma: else ptxas serializes the MMAs (C7515)
+    for (int it = 0; it < L; it += 2) {
+        mg_wgmma_stage<T, BM, WN, MT, KS, STAGES, ZP, 0>(acc, a, ring, full, empty, wg, w, lane, it,
+                                                         gsh);
+        if (it + 1 < L)
+            mg_wgmma_stage<T, BM, WN, MT, KS, STAGES, ZP, 1>(acc, a, ring, full, empty, wg, w, lane,
+                                                             it + 1, gsh);
+    }
+    mg_wg_wait<0>();
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+        mg_wg_fence_acc(acc[t]);
+    mg_ws_epilogue<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(ring), Y, ws, counters, m, n,
+                                      m0, n0, rows, cw, lane);
 }
