@@ -49,6 +49,7 @@ typedef struct {
     int64_t m, n, k, group, g_eff; /* g_eff: rows per scale (k when group == 0) */
     /* fused kernel geometry */
     int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa;
+    int64_t wstages; /* wgmma_ws: depth of the weight ring (the host's choice) */
     int gsh;
     size_t smem;
     unsigned grid[3], threads;

@@ -264,6 +264,26 @@ static size_t mg_wgmma_smem(const mg_desc *d)
     return (size_t)(1024 + 1024 + (ring > part ? ring : part));
 }
 
+/* The warp-specialized wgmma kernel's rings: `stages` slots of X (BM rows x bk, 128-byte swizzle
+ * atoms) and wstages slots of packed weight, scales and zero points (rounded to 128 bytes), as
+ * deep as the shared memory left by the X ring holds (at most 16), and at least as deep as the X
+ * ring; the formulas of mg_ws_layout in mixed_gemm_wgmma.cu, which traps when given less.
+ * Returns the bytes, 0 when not even that fits. */
+static size_t mg_ws_smem(mg_desc *d)
+{
+    int64_t ks = d->bk / 16, sr = ks / 2 > 0 ? ks / 2 : 1;
+    int64_t xb = ks * d->bm * 32, wb = ks * (d->bn / 64) * 512 + sr * d->bn * 2 * (1 + d->zp);
+    wb = (wb + 127) / 128 * 128;
+    int64_t left = MG_SMEM_LIMIT - 2048 - d->stages * xb;
+    d->wstages = left > 0 ? left / wb : 0;
+    if (d->wstages > 16)
+        d->wstages = 16;
+    if (d->wstages < d->stages)
+        return 0;
+    int64_t ring = d->stages * xb + d->wstages * wb, part = d->splitk == 2 ? d->bm * d->bn * 4 : 0;
+    return (size_t)(2048 + (ring > part ? ring : part));
+}
+
 /* The registers a consumer thread of the warp-specialized wgmma kernel gets: what ptxas gives a
  * thread of a block of wn + 1 warpgroups, less the producer warpgroup's 40, spread over the wn
  * consumer warpgroups (mg_ws_regs in mixed_gemm_wgmma.cu); 1 consumer warpgroup keeps 248. */
@@ -312,7 +332,13 @@ static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
     int64_t need = mt * d->bm / 2 + (ws ? 8 * (d->bk / 16) * mt : 0);
     if (ws)
         avail = mg_ws_consumer_regs(d->wn);
-    if (mg_check_resources(d, need, 30, avail > 255 ? 255 : avail, mg_wgmma_smem(d), threads, why,
+    size_t smem = ws ? mg_ws_smem(d) : mg_wgmma_smem(d);
+    if (ws && smem == 0)
+        return family_fail(why, why_size,
+                           "shared memory over the device limit: the weight ring would be "
+                           "shallower than %lld stages of X",
+                           (long long)d->stages);
+    if (mg_check_resources(d, need, 30, avail > 255 ? 255 : avail, smem, threads, why,
                            why_size) != 0)
         return -1;
     return mg_grid_m_n_k(d, why, why_size);
@@ -422,10 +448,15 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
 static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
 {
     if (MG_IS_WGMMA(d->method)) {
-        snprintf(buf, size, "%s<%s, %lld, %lld, %lld, %lld, %lld, %d, %lld>",
+        char st[48];
+        if (d->method == MG_WGMMA_WS)
+            snprintf(st, sizeof st, "%lld, %lld", (long long)d->stages, (long long)d->wstages);
+        else
+            snprintf(st, sizeof st, "%lld", (long long)d->stages);
+        snprintf(buf, size, "%s<%s, %lld, %lld, %lld, %lld, %s, %d, %lld>",
                  d->method == MG_WGMMA_WS ? "mg_wgmma_ws" : "mg_wgmma", d->tname,
                  (long long)d->bm, (long long)d->wn, (long long)(d->bn / (64 * d->wn)),
-                 (long long)(d->bk / 16), (long long)d->stages, d->zp, d->splitk == 2 ? 2LL : 1LL);
+                 (long long)(d->bk / 16), st, d->zp, d->splitk == 2 ? 2LL : 1LL);
         return;
     }
     if (d->method == MG_DECODE) {
