@@ -224,14 +224,15 @@ __device__ __forceinline__ void mg_require_smem(unsigned bytes)
 
 // The end of a split-K tile, run by every thread of the last block to finish it:
 // Y[m0 + r][n0 + c] = sum over p = 0 .. splits - 1 (in that order) of ws[p][m0 + r][n0 + c], for
-// r < rows, c < BN; each thread takes 4-column chunks and keeps several loads in flight (one
+// r < rows, c < BN, by threads tid = 0 .. NT - 1; each thread takes 4-column chunks and keeps several loads in flight (one
 // chain of dependent loads per element would make the last blocks the kernel's tail).
 template <typename T, int BN, int NT>
 __device__ __forceinline__ void mg_splitk_sum(const float *__restrict__ ws, T *__restrict__ Y,
-                                              int m, int n, int m0, int n0, int rows, int splits)
+                                              int m, int n, int m0, int n0, int rows, int splits,
+                                              int tid)
 {
     constexpr int CH = BN / 4;
-    for (int c = threadIdx.x; c < rows * CH; c += NT) {
+    for (int c = tid; c < rows * CH; c += NT) {
         const int r = c / CH, col = (c - r * CH) * 4;
         const float *src = ws + (long long)(m0 + r) * n + n0 + col;
         float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -247,26 +248,37 @@ __device__ __forceinline__ void mg_splitk_sum(const float *__restrict__ ws, T *_
     }
 }
 
-// The end of a split-K tile, called by every thread of the block once it has stored its share of
-// the block's fp32 partial tile to ws: the last block of the tile to arrive (counted in
-// counters[tile], which it resets for the next launch) adds the partials with mg_splitk_sum and
-// writes Y; the other blocks return having done nothing more.
-template <typename T, int BN, int NT>
+// A barrier of the NT threads from FIRST on: the whole block (FIRST = 0, NT = its size) or the
+// consumer warpgroups of a warp-specialized block (named barrier 1; the producer never joins).
+template <int NT, int FIRST> __device__ __forceinline__ void mg_bar_sync()
+{
+    if (FIRST == 0)
+        __syncthreads();
+    else
+        asm volatile("bar.sync 1, %0;" ::"n"(NT) : "memory");
+}
+
+// The end of a split-K tile, called by threads FIRST .. FIRST + NT - 1 of the block once each
+// has stored its share of the block's fp32 partial tile to ws: the last block of the tile to
+// arrive (counted in counters[tile], which it resets for the next launch) adds the partials with
+// mg_splitk_sum and writes Y; the other blocks return having done nothing more.
+template <typename T, int BN, int NT, int FIRST = 0>
 __device__ __forceinline__ void mg_splitk_finish(const float *__restrict__ ws, T *__restrict__ Y,
                                                  int *__restrict__ counters, int m, int n, int m0,
                                                  int n0, int rows)
 {
     __shared__ int last;
     const int splits = gridDim.z, tile = blockIdx.y * gridDim.x + blockIdx.x;
+    const int tid = (int)threadIdx.x - FIRST;
     __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0)
+    mg_bar_sync<NT, FIRST>();
+    if (tid == 0)
         last = atomicAdd(counters + tile, 1) == splits - 1;
-    __syncthreads();
+    mg_bar_sync<NT, FIRST>();
     if (!last)
         return;
     __threadfence();
-    mg_splitk_sum<T, BN, NT>(ws, Y, m, n, m0, n0, rows, splits);
-    if (threadIdx.x == 0)
+    mg_splitk_sum<T, BN, NT>(ws, Y, m, n, m0, n0, rows, splits, tid);
+    if (tid == 0)
         counters[tile] = 0;
 }

@@ -123,45 +123,45 @@ __device__ __forceinline__ void mg_wgmma_load(const mg_tmap *xmap, const uint4 *
     }
 }
 
-// One stage of a consumer warp (B: its register buffer): wait for the stage, dequantize the
-// warp's A fragments (tile t: columns 64 (MT wg + t) + 16 w .. + 15 of the block), issue the
-// warpgroup's MT KS MMAs, and release the previous stage's slot once its MMAs have completed.
-template <typename T, int BM, int WN, int MT, int KS, int STAGES, int ZP, int B>
-__device__ __forceinline__ void mg_wgmma_stage(float (&acc)[MT][BM / 2],
-                                               unsigned (&a)[2][KS][MT][4],
-                                               const unsigned char *ring, unsigned long long *full,
-                                               unsigned long long *empty, int wg, int w, int lane,
-                                               int it, int gsh)
+// A consumer warp's A fragments of one stage (tile t: columns 64 (MT wg + t) + 16 w .. + 15 of
+// the block), dequantized into a: wst is the stage's packed weight (KS steps of UNITS units),
+// sst its scale rows (SR rows of BN, then as many zero-point rows with ZP).
+template <typename T, int MT, int KS, int UNITS, int SR, int ZP>
+__device__ __forceinline__ void mg_wg_dequant(unsigned (&a)[KS][MT][4], const unsigned char *wst,
+                                              const unsigned char *sst, int wg, int w, int lane,
+                                              int gsh)
 {
-    using LY = mg_wgmma_layout<BM, WN, MT, KS, STAGES, ZP>;
-    constexpr int BN = LY::BN;
-    const int s = it % STAGES, g = lane >> 2;
-    mg_mbar_wait(full + s, (it / STAGES) & 1);
-    const unsigned char *st = ring + s * LY::STAGE;
-    const T *ss =
-        reinterpret_cast<const T *>(st + LY::X_BYTES + LY::W_BYTES) + g * 8 + 2 * w;
+    constexpr int BN = 64 * UNITS;
+    const T *ss = reinterpret_cast<const T *>(sst) + (lane >> 2) * 8 + 2 * w;
 #pragma unroll
     for (int j = 0; j < KS; j++)
 #pragma unroll
         for (int t = 0; t < MT; t++) {
             const int u = wg * MT + t;
             const unsigned word = *reinterpret_cast<const unsigned *>(
-                st + LY::X_BYTES + (j * LY::UNITS + u) * 512 + lane * 16 + w * 4);
+                wst + (j * UNITS + u) * 512 + lane * 16 + w * 4);
             const int srow = gsh >= 0 ? (j * 16) >> gsh : 0;
             const unsigned sw = *reinterpret_cast<const unsigned *>(ss + u * 64 + srow * BN);
             const unsigned s0 = __byte_perm(sw, 0, 0x1010), s1 = __byte_perm(sw, 0, 0x3232);
             unsigned z0 = mg_type<T>::NMZ8, z1 = mg_type<T>::NMZ8;
             if (ZP) {
                 const unsigned zw =
-                    *reinterpret_cast<const unsigned *>(ss + LY::SR * BN + u * 64 + srow * BN);
+                    *reinterpret_cast<const unsigned *>(ss + SR * BN + u * 64 + srow * BN);
                 z0 = __byte_perm(zw, 0, 0x1010) ^ 0x80008000u;
                 z1 = __byte_perm(zw, 0, 0x3232) ^ 0x80008000u;
             }
-            a[B][j][t][0] = mg_dequant2<T>(word, z0, s0);
-            a[B][j][t][1] = mg_dequant2<T>(word >> 8, z1, s1);
-            a[B][j][t][2] = mg_dequant2<T>(word >> 4, z0, s0);
-            a[B][j][t][3] = mg_dequant2<T>(word >> 12, z1, s1);
+            a[j][t][0] = mg_dequant2<T>(word, z0, s0);
+            a[j][t][1] = mg_dequant2<T>(word >> 8, z1, s1);
+            a[j][t][2] = mg_dequant2<T>(word >> 4, z0, s0);
+            a[j][t][3] = mg_dequant2<T>(word >> 12, z1, s1);
         }
+}
+
+// The warpgroup's MT KS MMAs of one stage (X of the stage at xst), committed as one group.
+template <typename T, int BM, int MT, int KS>
+__device__ __forceinline__ void mg_wg_mmas(float (&acc)[MT][BM / 2], const unsigned (&a)[KS][MT][4],
+                                           const unsigned char *xst)
+{
 #pragma unroll
     for (int t = 0; t < MT; t++)
         mg_wg_fence_acc(acc[t]);
@@ -170,12 +170,32 @@ __device__ __forceinline__ void mg_wgmma_stage(float (&acc)[MT][BM / 2],
     for (int j = 0; j < KS; j++)
 #pragma unroll
         for (int t = 0; t < MT; t++)
-            mg_wgmma_op<T, BM>::mma(acc[t], a[B][j][t],
-                                    mg_wg_desc(st + (j >> 2) * (BM * 128) + (j & 3) * 32));
+            mg_wgmma_op<T, BM>::mma(acc[t], a[j][t],
+                                    mg_wg_desc(xst + (j >> 2) * (BM * 128) + (j & 3) * 32));
     mg_wg_commit();
 #pragma unroll
     for (int t = 0; t < MT; t++)
         mg_wg_fence_acc(acc[t]);
+}
+
+// One stage of a consumer warp (B: its register buffer): wait for the stage, dequantize the
+// warp's A fragments, issue the warpgroup's MT KS MMAs, and release the previous stage's slot
+// once its MMAs have completed.
+template <typename T, int BM, int WN, int MT, int KS, int STAGES, int ZP, int B>
+__device__ __forceinline__ void mg_wgmma_stage(float (&acc)[MT][BM / 2],
+                                               unsigned (&a)[2][KS][MT][4],
+                                               const unsigned char *ring, unsigned long long *full,
+                                               unsigned long long *empty, int wg, int w, int lane,
+                                               int it, int gsh)
+{
+    using LY = mg_wgmma_layout<BM, WN, MT, KS, STAGES, ZP>;
+    const int s = it % STAGES;
+    mg_mbar_wait(full + s, (it / STAGES) & 1);
+    const unsigned char *st = ring + s * LY::STAGE;
+    mg_wg_dequant<T, MT, KS, LY::UNITS, LY::SR, ZP>(a[B], st + LY::X_BYTES,
+                                                    st + LY::X_BYTES + LY::W_BYTES, wg, w, lane,
+                                                    gsh);
+    mg_wg_mmas<T, BM, MT, KS>(acc, a[B], st);
     mg_wg_wait<1>(); // the previous stage's MMAs are done: its slot may be refilled
     if (it > 0 && lane == 0)
         mg_mbar_arrive(empty + (it - 1) % STAGES);
@@ -204,26 +224,29 @@ __device__ __forceinline__ void mg_cluster_sync()
 }
 
 // The split-K finish of a cluster of CL blocks (the splits of one tile, ranks 0 .. CL - 1 along
-// z): each block puts its fp32 partial tile in its own shared memory (the ring is free), then
-// block r adds slice r of the tile over the CL blocks' shared memory (distributed shared memory,
-// in rank order: the sum does not depend on timing) and writes it to Y. Nothing goes through
+// z), in three steps between cluster barriers: each block puts its fp32 partial tile in its own
+// shared memory (the ring is free: mg_wg_part), then block r adds slice r of the tile over the
+// CL blocks' shared memory (distributed shared memory, in rank order: the sum does not depend on
+// timing) and writes it to Y (mg_cluster_sum, by threads t = 0 .. nt - 1). Nothing goes through
 // global memory, and the CL blocks finish their slices in parallel instead of one block reading
-// every partial.
-template <typename T, int BM, int BN, int MT, int CL>
-__device__ __forceinline__ void mg_wgmma_cluster_finish(const float (&acc)[MT][BM / 2],
-                                                        float *part, T *__restrict__ Y, int m,
-                                                        int n, int m0, int n0, int rows, int wg,
-                                                        int w, int lane)
+// every partial. Every thread of every block joins the three barriers.
+template <int BM, int BN, int MT>
+__device__ __forceinline__ void mg_wg_part(const float (&acc)[MT][BM / 2], float *part, int wg,
+                                           int w, int lane)
 {
-    constexpr int R = BM / 2, CH = BM * BN / 4 / CL; // float4 chunks per block's slice
+    mg_wg_for_acc<MT, BM / 2>(wg, w, lane,
+                              [&](int t, int i, int row, int col) { part[row * BN + col] = acc[t][i]; });
+}
+
+template <typename T, int BM, int BN, int CL>
+__device__ __forceinline__ void mg_cluster_sum(const float *part, T *__restrict__ Y, int n, int m0,
+                                               int n0, int rows, int t, int nt)
+{
+    constexpr int CH = BM * BN / 4 / CL; // float4 chunks per block's slice
     unsigned rank;
     asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    mg_cluster_sync(); // every block of the cluster is done with its ring
-    mg_wg_for_acc<MT, R>(wg, w, lane,
-                         [&](int t, int i, int row, int col) { part[row * BN + col] = acc[t][i]; });
-    mg_cluster_sync(); // every partial tile is in place
     const unsigned base = mg_saddr(part);
-    for (int c = threadIdx.x; c < CH; c += blockDim.x) {
+    for (int c = t; c < CH; c += nt) {
         const int e = (int)(rank * CH + c) * 4, row = e / BN, col = e - row * BN;
         if (row >= rows)
             continue;
@@ -246,6 +269,18 @@ __device__ __forceinline__ void mg_wgmma_cluster_finish(const float (&acc)[MT][B
         }
         mg_store4(Y + (long long)(m0 + row) * n + n0 + col, sum);
     }
+}
+
+template <typename T, int BM, int BN, int MT, int CL>
+__device__ __forceinline__ void mg_wgmma_cluster_finish(const float (&acc)[MT][BM / 2],
+                                                        float *part, T *__restrict__ Y, int n,
+                                                        int m0, int n0, int rows, int wg, int w,
+                                                        int lane)
+{
+    mg_cluster_sync(); // every block of the cluster is done with its ring
+    mg_wg_part<BM, BN, MT>(acc, part, wg, w, lane);
+    mg_cluster_sync(); // every partial tile is in place
+    mg_cluster_sum<T, BM, BN, CL>(part, Y, n, m0, n0, rows, threadIdx.x, blockDim.x);
     mg_cluster_sync(); // no block leaves while another reads its shared memory
 }
 
@@ -333,8 +368,8 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 
     // Epilogue (mg_wg_for_acc gives each accumulator's place in the tile).
     if (CL > 1) {
-        mg_wgmma_cluster_finish<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(ring), Y, m, n,
-                                                   m0, n0, rows, wg, w, lane);
+        mg_wgmma_cluster_finish<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(ring), Y, n, m0,
+                                                   n0, rows, wg, w, lane);
         return;
     }
     if (splits > 1) { // the family's split-K finish through global memory
@@ -349,4 +384,235 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
         if (row < rows)
             Y[(long long)(m0 + row) * n + n0 + col] = from_f32<T>(acc[t][i]);
     });
+}
+
+// ---- The warp-specialized variant (method wgmma_ws) ----
+//
+// mg_wgmma_ws<T, BM, WN, MT, KS, SX, SW, ZP, CL>: mg_wgmma's tiles, MMAs and ends, with one more
+// warpgroup, the producer, in front of the WN consumer warpgroups, and two rings instead of one:
+// SX stages of X, and SW stages of packed weight with its scales (and zero points). Thread 0 of
+// the producer streams X by TMA, thread 32 the weight by bulk copies, each waiting only on its
+// ring's "empty" mbarriers, so no consumer warp issues a load or waits for another warpgroup's
+// release (in mg_wgmma thread 0 does both, and its warpgroup waits for it at every
+// warpgroup-collective wgmma op). A weight slot is released as soon as the consumers have
+// dequantized it into registers, an X slot once the MMAs that read it have completed; the
+// weight ring (from DRAM) is therefore deeper than the X ring (mostly L2 hits): SW is what the
+// shared memory left by the X ring holds (the host picks it). With WN = 2 the producer gives its
+// registers back (setmaxnreg.dec to 40) and the consumers take them (setmaxnreg.inc to 232), so
+// that two stages of A fragments fit beside the accumulators without ptxas serializing the MMAs.
+// The consumers dequantize stage it into one register buffer while the MMAs of stage it - 1 run
+// from the other.
+template <int WN> struct mg_ws_regs {
+    static constexpr int THREADS = 128 * (WN + 1);
+    static constexpr int ENTRY = 65536 / THREADS / 8 * 8 > 248 ? 248 : 65536 / THREADS / 8 * 8;
+    static constexpr int PRODUCER = 40;
+    static constexpr int CONSUMER_RAW = (ENTRY * THREADS - PRODUCER * 128) / (128 * WN) / 8 * 8;
+    static constexpr int CONSUMER = CONSUMER_RAW > 240 ? 240 : CONSUMER_RAW;
+};
+
+// The shared-memory layout (after aligning to 1 024 bytes): barriers (full and empty of each
+// ring), the X ring, the weight ring; or with CL > 1 the fp32 partial tile if larger.
+// mg_wgmma_smem in mixed_gemm_space.c computes the same size.
+template <int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL> struct mg_ws_layout {
+    static constexpr int BN = 64 * MT * WN, UNITS = MT * WN;
+    static constexpr int SR = KS / 2 > 0 ? KS / 2 : 1; // most scale rows in one stage (G >= 32)
+    static constexpr int X_BYTES = KS * BM * 32;       // KS / 4 atoms of BM rows x 128 bytes
+    static constexpr int W_BYTES = KS * UNITS * 512;
+    static constexpr int S_BYTES = SR * BN * 2;
+    static constexpr int WSTAGE = (W_BYTES + S_BYTES * (1 + ZP) + 127) / 128 * 128;
+    static constexpr int BAR = 1024;
+    static constexpr int RING = SX * X_BYTES + SW * WSTAGE;
+    static constexpr int PART = CL > 1 ? BM * BN * 4 : 0;
+    static constexpr int TOTAL = 1024 + BAR + (RING > PART ? RING : PART);
+    static_assert((2 * SX + 2 * SW) * 8 <= BAR, "barriers");
+};
+
+template <int N> __device__ __forceinline__ void mg_setmaxnreg_dec()
+{
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+}
+template <int N> __device__ __forceinline__ void mg_setmaxnreg_inc()
+{
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+}
+
+// The producer warpgroup: thread 0 fills the X ring, thread 32 the weight ring, for every
+// iteration it of the block once the consumers have released the slot's previous use; then the
+// warpgroup joins the cluster finish's three barriers (CL > 1) and leaves.
+template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL>
+__device__ __forceinline__ void mg_ws_produce(const mg_tmap *xmap, const uint4 *__restrict__ Wp,
+                                              const T *__restrict__ S, const T *__restrict__ Z,
+                                              unsigned char *xring, unsigned char *wring,
+                                              unsigned long long *bars, int L, int kb0, int m0,
+                                              int n0, int n, int group, int srows)
+{
+    using LY = mg_ws_layout<BM, WN, MT, KS, SX, SW, ZP, CL>;
+    constexpr int BK = 16 * KS, BN = LY::BN;
+    unsigned long long *fullx = bars, *emptyx = bars + SX, *fullw = bars + 2 * SX,
+                       *emptyw = bars + 2 * SX + SW;
+    if (WN > 1)
+        mg_setmaxnreg_dec<mg_ws_regs<WN>::PRODUCER>();
+    if (threadIdx.x == 0)
+        for (int it = 0; it < L; it++) {
+            const int s = it % SX, kb = kb0 + it;
+            if (it >= SX)
+                mg_mbar_wait(emptyx + s, (it / SX - 1) & 1);
+            mg_mbar_expect_tx(fullx + s, LY::X_BYTES);
+#pragma unroll
+            for (int q = 0; q < KS / 4; q++)
+                mg_tma_2d(xring + s * LY::X_BYTES + q * BM * 128, xmap, kb * BK + 64 * q, m0,
+                          fullx + s);
+        }
+    else if (threadIdx.x == 32)
+        for (int it = 0; it < L; it++) {
+            const int s = it % SW, kb = kb0 + it;
+            if (it >= SW)
+                mg_mbar_wait(emptyw + s, (it / SW - 1) & 1);
+            unsigned char *st = wring + s * LY::WSTAGE;
+            const unsigned sbytes = (unsigned)(srows * BN * 2);
+            mg_mbar_expect_tx(fullw + s, LY::W_BYTES + sbytes * (1 + ZP));
+            const long long units_n = n / 64;
+            for (int kk = 0; kk < KS; kk++)
+                mg_bulk_g2s(st + kk * LY::UNITS * 512,
+                            Wp + (((long long)kb * KS + kk) * units_n + n0 / 64) * 32,
+                            LY::UNITS * 512, fullw + s);
+            const long long grow0 = (long long)kb * BK / group;
+            unsigned char *sd = st + LY::W_BYTES;
+            for (int r = 0; r < srows; r++) {
+                mg_bulk_g2s(sd + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2, fullw + s);
+                if (ZP)
+                    mg_bulk_g2s(sd + LY::S_BYTES + r * BN * 2, Z + (grow0 + r) * n + n0, BN * 2,
+                                fullw + s);
+            }
+        }
+    __syncwarp();
+    if (CL > 1) {
+        mg_cluster_sync();
+        mg_cluster_sync();
+        mg_cluster_sync();
+    }
+}
+
+// One stage of a consumer warp (B: its register buffer): dequantize the stage's weight into
+// registers and release its weight slot, then issue the MMAs on the stage's X and release the
+// previous stage's X slot once its MMAs have completed.
+template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int B>
+__device__ __forceinline__ void mg_ws_stage(float (&acc)[MT][BM / 2], unsigned (&a)[2][KS][MT][4],
+                                            const unsigned char *xring,
+                                            const unsigned char *wring, unsigned long long *bars,
+                                            int wg, int w, int lane, int it, int gsh)
+{
+    using LY = mg_ws_layout<BM, WN, MT, KS, SX, SW, ZP, 1>;
+    unsigned long long *fullx = bars, *emptyx = bars + SX, *fullw = bars + 2 * SX,
+                       *emptyw = bars + 2 * SX + SW;
+    const int sw = it % SW, sx = it % SX;
+    mg_mbar_wait(fullw + sw, (it / SW) & 1);
+    const unsigned char *wst = wring + sw * LY::WSTAGE;
+    mg_wg_dequant<T, MT, KS, LY::UNITS, LY::SR, ZP>(a[B], wst, wst + LY::W_BYTES, wg, w, lane,
+                                                    gsh);
+    __syncwarp(); // every lane's reads of the slot are done
+    if (lane == 0)
+        mg_mbar_arrive(emptyw + sw);
+    mg_mbar_wait(fullx + sx, (it / SX) & 1);
+    mg_wg_mmas<T, BM, MT, KS>(acc, a[B], xring + sx * LY::X_BYTES);
+    mg_wg_wait<1>(); // the previous stage's MMAs are done: its X slot may be refilled
+    if (it > 0 && lane == 0)
+        mg_mbar_arrive(emptyx + (it - 1) % SX);
+}
+
+// The consumers' end (cw: consumer warp 0 .. 4 WN - 1): the cluster finish, the split-K finish
+// through global memory among the consumer threads (named barrier), or the direct store.
+template <typename T, int BM, int BN, int MT, int CL>
+__device__ __forceinline__ void mg_ws_epilogue(const float (&acc)[MT][BM / 2], float *part,
+                                               T *__restrict__ Y, float *__restrict__ ws,
+                                               int *__restrict__ counters, int m, int n, int m0,
+                                               int n0, int rows, int cw, int lane)
+{
+    constexpr int NT = 32 * 4 * (BN / 64 / MT), R = BM / 2; // consumer threads
+    const int wg = cw >> 2, w = cw & 3;
+    if (CL > 1) {
+        mg_cluster_sync();
+        mg_wg_part<BM, BN, MT>(acc, part, wg, w, lane);
+        mg_cluster_sync();
+        mg_cluster_sum<T, BM, BN, CL>(part, Y, n, m0, n0, rows, cw * 32 + lane, NT);
+        mg_cluster_sync();
+        return;
+    }
+    if (gridDim.z > 1) {
+        mg_wg_for_acc<MT, R>(wg, w, lane, [&](int t, int i, int row, int col) {
+            if (row < rows)
+                __stcg(ws + ((long long)blockIdx.z * m + m0 + row) * n + n0 + col, acc[t][i]);
+        });
+        mg_splitk_finish<T, BN, NT, 128>(ws, Y, counters, m, n, m0, n0, rows);
+        return;
+    }
+    mg_wg_for_acc<MT, R>(wg, w, lane, [&](int t, int i, int row, int col) {
+        if (row < rows)
+            Y[(long long)(m0 + row) * n + n0 + col] = from_f32<T>(acc[t][i]);
+    });
+}
+
+template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL>
+__global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
+    mg_wgmma_ws(const __grid_constant__ mg_tmap xmap, const uint4 *__restrict__ Wp,
+                const T *__restrict__ S, const T *__restrict__ Z, T *__restrict__ Y,
+                float *__restrict__ ws, int *__restrict__ counters, int m, int n, int k, int group,
+                int gsh)
+{
+    using LY = mg_ws_layout<BM, WN, MT, KS, SX, SW, ZP, CL>;
+    constexpr int BN = LY::BN, BK = 16 * KS, R = BM / 2;
+    static_assert(KS % 4 == 0, "BK: whole 64-column swizzle atoms");
+    static_assert(WN == 1 || WN == 2, "1 or 2 consumer warpgroups");
+    extern __shared__ uint4 mg_smem[];
+    unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
+    smem += (1024 - (mg_saddr(smem) & 1023)) & 1023;
+    unsigned long long *bars = reinterpret_cast<unsigned long long *>(smem);
+    unsigned char *xring = smem + LY::BAR, *wring = xring + SX * LY::X_BYTES;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    int kb0, L;
+    mg_split_range(k / BK, kb0, L);
+    const int rows = m - m0 < BM ? m - m0 : BM;
+    if (tid == 0) {
+        mg_require_smem(LY::TOTAL);
+        for (int s = 0; s < 2 * SX + 2 * SW; s++) // full X, empty X, full W, empty W
+            mg_mbar_init(bars + s, s < SX || (s >= 2 * SX && s < 2 * SX + SW) ? 1 : 4 * WN);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&xmap))
+                     : "memory");
+    }
+    __syncthreads();
+    if (warp < 4) {
+        mg_ws_produce<T, BM, WN, MT, KS, SX, SW, ZP, CL>(&xmap, Wp, S, Z, xring, wring, bars, L,
+                                                         kb0, m0, n0, n, group,
+                                                         gsh >= 0 ? BK >> gsh : 1);
+        return;
+    }
+    if (WN > 1)
+        mg_setmaxnreg_inc<mg_ws_regs<WN>::CONSUMER>();
+    const int cw = warp - 4, wg = cw >> 2, w = cw & 3;
+    float acc[MT][R];
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            acc[t][i] = 0.f;
+    unsigned a[2][KS][MT][4];
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+        mg_wg_fence_acc(acc[t]); // as in mg_wgmma: else ptxas serializes the MMAs (C7515)
+    for (int it = 0; it < L; it += 2) {
+        mg_ws_stage<T, BM, WN, MT, KS, SX, SW, ZP, 0>(acc, a, xring, wring, bars, wg, w, lane, it,
+                                                      gsh);
+        if (it + 1 < L)
+            mg_ws_stage<T, BM, WN, MT, KS, SX, SW, ZP, 1>(acc, a, xring, wring, bars, wg, w, lane,
+                                                          it + 1, gsh);
+    }
+    mg_wg_wait<0>();
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+        mg_wg_fence_acc(acc[t]);
+    mg_ws_epilogue<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(xring), Y, ws, counters, m, n,
+                                      m0, n0, rows, cw, lane);
 }

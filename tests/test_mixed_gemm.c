@@ -272,6 +272,10 @@ static const mg_variant variants[] = {
     {"wgmma", 32, 128, 128, 1, 2, 1, 3, 2, 0, 1024, 0},  /* 2 warpgroups, split-K (a cluster of 2) */
     {"wgmma", 128, 256, 64, 1, 2, 1, 4, 1, 0, 1024, 0},  /* N = 128, 2 tiles per warpgroup */
     {"wgmma", 256, 128, 64, 1, 2, 1, 2, 3, 0, 1024, 0},  /* N = 256, 2 warpgroups, 3 splits */
+    {"wgmma_ws", 16, 128, 64, 1, 1, 1, 2, 1, 0, 1024, 0},  /* producer + 1 consumer, 2 tiles */
+    {"wgmma_ws", 64, 256, 128, 1, 2, 1, 4, 2, 0, 1024, 0}, /* 2 consumers, a cluster of 2 */
+    {"wgmma_ws", 128, 256, 64, 1, 2, 1, 3, 3, 0, 1024, 0}, /* N = 128, 2 tiles, 3 splits */
+    {"wgmma_ws", 32, 256, 64, 1, 1, 1, 4, 1, 0, 1024, 0},  /* 4 tiles per consumer */
     {"stream", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
     {"dequant", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
     {"cublas", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},

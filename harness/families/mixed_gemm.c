@@ -394,12 +394,13 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     case MG_FUSED:
     case MG_DECODE:
     case MG_WGMMA:
+    case MG_WGMMA_WS:
         if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
             return TUNE_ERR_CUDA;
-        if (d->method == MG_WGMMA && (st = mg_prepare_xmap(s, d, err)))
+        if (MG_IS_WGMMA(d->method) && (st = mg_prepare_xmap(s, d, err)))
             return st;
-        /* the wgmma kernel's 2 splits add up in a cluster, without the workspace */
-        if (d->method == MG_WGMMA && d->splitk == 2)
+        /* the wgmma kernels' 2 splits add up in a cluster, without the workspace */
+        if (MG_IS_WGMMA(d->method) && d->splitk == 2)
             return TUNE_OK;
         return d->splitk > 1 ? mg_prepare_split(s, d, err) : TUNE_OK;
     case MG_DEQUANT:
@@ -467,9 +468,10 @@ static tune_status mg_launch(void *state, tune_error *err)
     }
     case MG_FUSED:
     case MG_DECODE:
-    case MG_WGMMA: {
-        /* the wgmma kernel takes X's tensor map in place of X */
-        void *x = d->method == MG_WGMMA ? (void *)s->xmap : (void *)&s->x;
+    case MG_WGMMA:
+    case MG_WGMMA_WS: {
+        /* the wgmma kernels take X's tensor map in place of X */
+        void *x = MG_IS_WGMMA(d->method) ? (void *)s->xmap : (void *)&s->x;
         void *args[] = {x,            &s->wp, &s->sp, &s->zp, &s->y,  &s->ws,
                         &s->counters, &m,     &n,     &k,     &group, &gsh};
         return gpu_launch_grid(s->k_main, d->grid, d->threads, d->smem, s->env.stream, args, err);

@@ -20,13 +20,26 @@
 #define MG_STREAM_BLOCKS_PER_SM 8
 #define MG_N_OPS 1
 #define MG_N_PARAMS 11
-#define MG_N_METHODS 8
+#define MG_N_METHODS 9
 #define MG_N_SHAPE_KERNELS 9
 
-enum { MG_FUSED, MG_DEQUANT, MG_CUBLAS, MG_FP8, MG_PACK, MG_DECODE, MG_STREAM, MG_WGMMA };
+enum {
+    MG_FUSED,
+    MG_DEQUANT,
+    MG_CUBLAS,
+    MG_FP8,
+    MG_PACK,
+    MG_DECODE,
+    MG_STREAM,
+    MG_WGMMA,
+    MG_WGMMA_WS
+};
+
+/* The warpgroup-MMA kernels (sm_90a, X through a tensor map). */
+#define MG_IS_WGMMA(method) ((method) == MG_WGMMA || (method) == MG_WGMMA_WS)
 
 /* The tuned methods whose kernel takes the fused kernels' arguments (mg_launch). */
-#define MG_TILED(method) ((method) == MG_FUSED || (method) == MG_DECODE || (method) == MG_WGMMA)
+#define MG_TILED(method) ((method) == MG_FUSED || (method) == MG_DECODE || MG_IS_WGMMA(method))
 
 typedef struct {
     int method;
@@ -36,6 +49,7 @@ typedef struct {
     int64_t m, n, k, group, g_eff; /* g_eff: rows per scale (k when group == 0) */
     /* fused kernel geometry */
     int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa;
+    int64_t wstages; /* wgmma_ws: depth of the weight ring (the host's choice) */
     int gsh;
     size_t smem;
     unsigned grid[3], threads;

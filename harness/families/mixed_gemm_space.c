@@ -77,6 +77,11 @@ const family_method mg_methods[MG_N_METHODS] = {
      "N: 8, 16, 32, 64, 128, 256; bn = 64 or 128 x wn warpgroups; bk = 16 x steps per stage, a "
      "multiple of 64)",
      FAMILY_ROLE_TUNED},
+    {"wgmma_ws", 1,
+     "the warpgroup-MMA kernel, warp-specialized (sm_90a): a producer warpgroup streams the ring "
+     "(TMA and bulk copies), wn consumer warpgroups (1 or 2; registers moved to them with "
+     "setmaxnreg) dequantize and issue the MMAs; the wgmma kernel's tile axes",
+     FAMILY_ROLE_TUNED},
 };
 
 static int is_pow2(int64_t v)
@@ -259,16 +264,55 @@ static size_t mg_wgmma_smem(const mg_desc *d)
     return (size_t)(1024 + 1024 + (ring > part ? ring : part));
 }
 
-/* The wgmma kernel's geometry: bm = the MMA's N, bn = 64 or 128 columns per warpgroup (wn of them),
- * bk = 16 KS in whole 64-column swizzle atoms; no producer warp. */
+/* The warp-specialized wgmma kernel's rings: `stages` slots of X (BM rows x bk, 128-byte swizzle
+ * atoms) and wstages slots of packed weight, scales and zero points (rounded to 128 bytes), as
+ * deep as the shared memory left by the X ring holds (at most 16), and at least as deep as the X
+ * ring; the formulas of mg_ws_layout in mixed_gemm_wgmma.cu, which traps when given less.
+ * Returns the bytes, 0 when not even that fits. */
+static size_t mg_ws_smem(mg_desc *d)
+{
+    int64_t ks = d->bk / 16, sr = ks / 2 > 0 ? ks / 2 : 1;
+    int64_t xb = ks * d->bm * 32, wb = ks * (d->bn / 64) * 512 + sr * d->bn * 2 * (1 + d->zp);
+    wb = (wb + 127) / 128 * 128;
+    int64_t left = MG_SMEM_LIMIT - 2048 - d->stages * xb;
+    d->wstages = left > 0 ? left / wb : 0;
+    if (d->wstages > 16)
+        d->wstages = 16;
+    if (d->wstages < d->stages)
+        return 0;
+    int64_t ring = d->stages * xb + d->wstages * wb, part = d->splitk == 2 ? d->bm * d->bn * 4 : 0;
+    return (size_t)(2048 + (ring > part ? ring : part));
+}
+
+/* The registers a consumer thread of the warp-specialized wgmma kernel gets: what ptxas gives a
+ * thread of a block of wn + 1 warpgroups, less the producer warpgroup's 40, spread over the wn
+ * consumer warpgroups (mg_ws_regs in mixed_gemm_wgmma.cu); 1 consumer warpgroup keeps 248. */
+static int64_t mg_ws_consumer_regs(int64_t wn)
+{
+    int64_t threads = 128 * (wn + 1), entry = 65536 / threads / 8 * 8;
+    if (entry > 248)
+        entry = 248;
+    if (wn == 1)
+        return entry;
+    int64_t c = (entry * threads - 40 * 128) / (128 * wn) / 8 * 8;
+    return c > 240 ? 240 : c;
+}
+
+/* The wgmma kernels' geometry: bm = the MMA's N, bn = 64 or 128 columns per warpgroup (wn of them),
+ * bk = 16 KS in whole 64-column swizzle atoms; the warp-specialized one adds a producer
+ * warpgroup to wn = 1 or 2 consumers. */
 static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
 {
+    const int ws = d->method == MG_WGMMA_WS;
     if (d->bm != 8 && d->bm != 16 && d->bm != 32 && d->bm != 64 && d->bm != 128 && d->bm != 256)
         return family_fail(why, why_size,
                            "tile shape: the wgmma kernel takes bm = 8, 16, 32, 64, 128 or 256");
-    if (d->wn < 1 || (d->bn != 64 * d->wn && d->bn != 128 * d->wn))
+    if (d->wn < 1 || (d->bn != 64 * d->wn && d->bn != 128 * d->wn && !(ws && d->bn == 256 * d->wn)))
+        return family_fail(why, why_size, "tile shape: the wgmma kernel takes bn = 64 x wn or "
+                                          "128 x wn (warp-specialized: also 256 x wn)");
+    if (ws && d->wn > 2)
         return family_fail(why, why_size,
-                           "tile shape: the wgmma kernel takes bn = 64 x wn or 128 x wn");
+                           "tile shape: the warp-specialized wgmma kernel takes wn = 1 or 2");
     if (d->wm != 1 || d->wk != 1 || d->sa != 0 || d->unroll != 0)
         return family_fail(why, why_size,
                            "tile shape: the wgmma kernel takes wm = 1, wk = 1, sa = 0, unroll = 0");
@@ -277,14 +321,25 @@ static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
                            (long long)d->bk);
     if (d->stages < 2)
         return family_fail(why, why_size, "tile shape: stages must be >= 2");
-    int64_t threads = 128 * d->wn;
+    int64_t threads = 128 * (d->wn + ws);
     if (mg_check_blocking(d, threads, why, why_size) != 0)
         return -1;
     /* bm / 2 fp32 accumulators per 64-column tile and ~30 more registers (what ptxas asks for)
-     * within what a thread of a block of wn warpgroups can have */
+     * within what a thread of a block of wn warpgroups can have; the warp-specialized kernel
+     * also counts its two stages of A fragments (4 per k16 step and tile) against what a
+     * consumer gets */
     int64_t mt = d->bn / (64 * d->wn), avail = 65536 / threads / 8 * 8;
-    if (mg_check_resources(d, mt * d->bm / 2, 30, avail > 255 ? 255 : avail, mg_wgmma_smem(d),
-                           threads, why, why_size) != 0)
+    int64_t need = mt * d->bm / 2 + (ws ? 8 * (d->bk / 16) * mt : 0);
+    if (ws)
+        avail = mg_ws_consumer_regs(d->wn);
+    size_t smem = ws ? mg_ws_smem(d) : mg_wgmma_smem(d);
+    if (ws && smem == 0)
+        return family_fail(why, why_size,
+                           "shared memory over the device limit: the weight ring would be "
+                           "shallower than %lld stages of X",
+                           (long long)d->stages);
+    if (mg_check_resources(d, need, 30, avail > 255 ? 255 : avail, smem, threads, why,
+                           why_size) != 0)
         return -1;
     return mg_grid_m_n_k(d, why, why_size);
 }
@@ -350,7 +405,7 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
     d->sa = point_int(cfg, "sa", 0);
     if (d->method == MG_DECODE)
         return mg_describe_decode(d, why, why_size);
-    if (d->method == MG_WGMMA)
+    if (MG_IS_WGMMA(d->method))
         return mg_describe_wgmma(d, why, why_size);
     if (d->sa == 2)
         return family_fail(why, why_size, "tile shape: sa = 2 is the decode kernel's");
@@ -392,10 +447,16 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
 
 static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
 {
-    if (d->method == MG_WGMMA) {
-        snprintf(buf, size, "mg_wgmma<%s, %lld, %lld, %lld, %lld, %lld, %d, %lld>", d->tname,
+    if (MG_IS_WGMMA(d->method)) {
+        char st[48];
+        if (d->method == MG_WGMMA_WS)
+            snprintf(st, sizeof st, "%lld, %lld", (long long)d->stages, (long long)d->wstages);
+        else
+            snprintf(st, sizeof st, "%lld", (long long)d->stages);
+        snprintf(buf, size, "%s<%s, %lld, %lld, %lld, %lld, %s, %d, %lld>",
+                 d->method == MG_WGMMA_WS ? "mg_wgmma_ws" : "mg_wgmma", d->tname,
                  (long long)d->bm, (long long)d->wn, (long long)(d->bn / (64 * d->wn)),
-                 (long long)(d->bk / 16), (long long)d->stages, d->zp, d->splitk == 2 ? 2LL : 1LL);
+                 (long long)(d->bk / 16), st, d->zp, d->splitk == 2 ? 2LL : 1LL);
         return;
     }
     if (d->method == MG_DECODE) {
@@ -426,7 +487,7 @@ static void mg_ref(family_kernel_ref *refs, size_t *n, const char *source, const
 static const char *mg_main_source(const mg_desc *d)
 {
     return d->method == MG_DECODE  ? "mixed_gemm_decode.cu"
-           : d->method == MG_WGMMA ? "mixed_gemm_wgmma.cu"
+           : MG_IS_WGMMA(d->method) ? "mixed_gemm_wgmma.cu"
                                    : "mixed_gemm.cu";
 }
 
@@ -454,7 +515,7 @@ int mg_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref 
     if (MG_TILED(d.method)) {
         refs[n].source = mg_main_source(&d);
         mg_fused_name(&d, refs[n].name, sizeof refs[n].name);
-        refs[n].arch = d.method == MG_WGMMA ? 90 : 0;
+        refs[n].arch = MG_IS_WGMMA(d.method) ? 90 : 0;
         n++;
     } else if (d.method == MG_DEQUANT) {
         mg_ref(refs, &n, MG_UTIL, "mg_dequant_packed<%s, %d>", &d);
