@@ -374,7 +374,7 @@ static int kd_arg(const kd_scope *sc, kernel_decl *d, json_t *v, const char *pat
                           JSONLOC_VALUE, "expected \"name\": an identifier [A-Za-z_][A-Za-z0-9_]*");
     if (!(a->name = sweep_strdup(sc->cx, json_string_value(name))))
         return -1;
-    for (size_t i = 0; i < d->n_args; i++)
+    for (size_t i = 0; i + 1 < d->n_args; i++) /* a is the last one */
         if (strcmp(d->args[i].name, a->name) == 0)
             return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, "name"),
                               JSONLOC_VALUE, "duplicate argument '%s'", a->name);
@@ -420,9 +420,9 @@ static int kd_args(const kd_scope *sc, kernel_decl *d, json_t *v, const char *pa
         return sweep_nomem(sc->cx);
     for (size_t i = 0; i < json_array_size(v); i++) {
         char p[SWEEP_PATH_SIZE];
-        if (kd_arg(sc, d, json_array_get(v, i), sweep_path_index(p, path, i), &d->args[d->n_args]))
+        kdecl_arg *a = &d->args[d->n_args++]; /* counted first: freed if it fails half-parsed */
+        if (kd_arg(sc, d, json_array_get(v, i), sweep_path_index(p, path, i), a) != 0)
             return -1;
-        d->n_args++;
     }
     return 0;
 }
