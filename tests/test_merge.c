@@ -89,6 +89,17 @@ static const char *path_in(char *buf, size_t size, const char *name)
 }
 
 /* Sorted "identity status" lines of a folder's rows. */
+/* Runs the n shards of the small sweep into s0, s1, ... (paths in d, pointers in dirs). */
+static void run_shards(char d[][512], const char **dirs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%zu", i);
+        dirs[i] = path_in(d[i], sizeof d[i], name);
+        run_shard(d[i], i, n, 0);
+    }
+}
+
 static char **row_set(const char *dir, size_t *n)
 {
     char path[512], id[4096];
@@ -143,12 +154,7 @@ Test(shard_run, merged_shards_equal_a_single_run)
     char single[512], d[3][512], m[512];
     run_shard(path_in(single, sizeof single, "single"), 0, 1, 0);
     const char *dirs[3];
-    for (size_t i = 0; i < 3; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "s%zu", i);
-        dirs[i] = path_in(d[i], sizeof d[i], name);
-        run_shard(d[i], i, 3, 0);
-    }
+    run_shards(d, dirs, 3);
     tune_error err = {0};
     cr_assert_eq(merge("merged", dirs, 3, &err), TUNE_OK, "%s", err.message);
     expect_same_rows(single, path_in(m, sizeof m, "merged"));
@@ -188,12 +194,7 @@ Test(shard_run, missing_and_twice)
 {
     char d[3][512];
     const char *dirs[3];
-    for (size_t i = 0; i < 3; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "s%zu", i);
-        dirs[i] = path_in(d[i], sizeof d[i], name);
-        run_shard(d[i], i, 3, 0);
-    }
+    run_shards(d, dirs, 3);
     tune_error err = {0};
     const char *two[] = {dirs[0], dirs[2]};
     cr_expect_eq(merge("m", two, 2, &err), TUNE_ERR_INVALID);
@@ -275,12 +276,7 @@ Test(shard_run, incomplete_duplicated_and_resumed)
     char d[2][512], single[512], m[512];
     const char *dirs[2];
     run_shard(path_in(single, sizeof single, "single"), 0, 1, 0);
-    for (size_t i = 0; i < 2; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "s%zu", i);
-        dirs[i] = path_in(d[i], sizeof d[i], name);
-        run_shard(d[i], i, 2, 0);
-    }
+    run_shards(d, dirs, 2);
     /* an interrupted shard: three rows short, the last of them half written */
     char *tail = drop_lines(dirs[1], 3);
     char half[64];
@@ -335,12 +331,7 @@ Test(shard_run, row_outside_its_shard_plan)
 {
     char d[2][512], m[512], want[700];
     const char *dirs[2];
-    for (size_t i = 0; i < 2; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "s%zu", i);
-        dirs[i] = path_in(d[i], sizeof d[i], name);
-        run_shard(d[i], i, 2, 0);
-    }
+    run_shards(d, dirs, 2);
     path_in(m, sizeof m, "m");
     /* shard 0's last row made a configuration the sweep does not have (block 512) */
     char *last0 = drop_lines(dirs[0], 1);
@@ -459,12 +450,7 @@ Test(shard_run, empty_shard)
     char single[512], d[5][512];
     const char *dirs[5];
     run_shard(path_in(single, sizeof single, "single"), 0, 1, 0);
-    for (size_t i = 0; i < 5; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "s%zu", i);
-        dirs[i] = path_in(d[i], sizeof d[i], name);
-        run_shard(d[i], i, 5, 0);
-    }
+    run_shards(d, dirs, 5);
     size_t n;
     char **set = row_set(d[4], &n);
     cr_expect_eq(n, 0);
@@ -570,12 +556,7 @@ Test(shard_run, merge_never_replaces_a_run)
 {
     char d[3][512], r[512], m[512], path[600];
     const char *dirs[3];
-    for (size_t i = 0; i < 3; i++) {
-        char name[16];
-        snprintf(name, sizeof name, "s%zu", i);
-        dirs[i] = path_in(d[i], sizeof d[i], name);
-        run_shard(d[i], i, 3, 0);
-    }
+    run_shards(d, dirs, 3);
     path_in(r, sizeof r, "r");
     run_shard(r, 0, 0, 0);
     snprintf(path, sizeof path, "%s/meta.json", r);

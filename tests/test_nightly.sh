@@ -146,26 +146,25 @@ EOF
 
 # values read from an old night's files are data, never evaluated: a crafted nightly.txt runs
 # nothing and is an error of the night (exit 2), not a regression (exit 1)
-for bad in 'a[$(touch '"$tmp"'/pwned)]' 'x[$(touch '"$tmp"'/pwned2)]+1' '1+1' '-1' '99999999999999999999' '0x10' ' 3'; do
-    hostile=$tmp/hostile
+hostile=$tmp/hostile
+# a root whose night of 2026-11-20 left the nightly.txt that printf's arguments write; nightly.sh
+# run over it (rc, out.log)
+hostile_night() {
     rm -rf "$hostile"; mkdir -p "$hostile/nightly/2026-11-20/sparq"
-    printf 'status=regression\nregressions=%s\nbaseline=none\nmessage=x\n' "$bad" >"$hostile/nightly/2026-11-20/sparq/nightly.txt"
+    printf "$@" >"$hostile/nightly/2026-11-20/sparq/nightly.txt"
     scripts/nightly.sh --root "$hostile" --tune "$tune" --date 2026-11-21 --from-results "$SPARQ" \
         --no-plots sparq >"$tmp/out.log" 2>&1
     rc=$?
+}
+for bad in 'a[$(touch '"$tmp"'/pwned)]' 'x[$(touch '"$tmp"'/pwned2)]+1' '1+1' '-1' '99999999999999999999' '0x10' ' 3'; do
+    hostile_night 'status=regression\nregressions=%s\nbaseline=none\nmessage=x\n' "$bad"
     check "crafted regressions='$bad': exit 2 (got $rc)" test $rc -eq 2
     check "crafted regressions='$bad': named as malformed" grep -q "malformed regressions" "$tmp/out.log"
 done
 check "a crafted nightly.txt ran no command" test ! -e "$tmp/pwned" -a ! -e "$tmp/pwned2"
 for kv in 'status=$(touch '"$tmp"'/pwned3)' 'baseline=x"}]' ; do
-    rm -rf "$hostile"; mkdir -p "$hostile/nightly/2026-11-20/sparq"
-    printf 'status=ok\nregressions=0\nbaseline=none\n%s\n' "$kv" | awk -F= '!seen[$1]++ || 1' >"$hostile/nightly/2026-11-20/sparq/nightly.txt"
     # the crafted line first, so that it is the one read
-    { echo "$kv"; cat "$hostile/nightly/2026-11-20/sparq/nightly.txt"; } >"$tmp/n.txt"
-    mv "$tmp/n.txt" "$hostile/nightly/2026-11-20/sparq/nightly.txt"
-    scripts/nightly.sh --root "$hostile" --tune "$tune" --date 2026-11-21 --from-results "$SPARQ" \
-        --no-plots sparq >"$tmp/out.log" 2>&1
-    rc=$?
+    hostile_night '%s\nstatus=ok\nregressions=0\nbaseline=none\n%s\n' "$kv" "$kv"
     check "crafted '$kv': exit 2 (got $rc)" test $rc -eq 2
     check "crafted '$kv': index.json stays JSON" python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$hostile/nightly/index.json"
 done

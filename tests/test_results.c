@@ -275,6 +275,22 @@ Test(results, status_names)
     cr_expect_eq(result_status_parse("nope", &back), -1);
 }
 
+/* The rows file <prefix><i>.jsonl with text is refused at its line 2 with a message holding msg. */
+static void expect_refused_at_line_2(const char *prefix, size_t i, const char *text,
+                                     const char *msg)
+{
+    char path[128], name[32], where[160];
+    snprintf(name, sizeof name, "%s%zu.jsonl", prefix, i);
+    write_file(name, text, path, sizeof path);
+    result_row *rows;
+    size_t n;
+    tune_error err = {0};
+    cr_expect_eq(results_read(path, &rows, &n, &err), TUNE_ERR_INVALID, "%s: case %zu", prefix, i);
+    snprintf(where, sizeof where, "%s:2", path);
+    cr_expect_str_eq(err.where, where);
+    cr_expect_not_null(strstr(err.message, msg), "%s: case %zu: %s", prefix, i, err.message);
+}
+
 /* Times are never negative, an ok row's median never zero: a damaged row would win every table. */
 Test(results, bad_times_name_the_line)
 {
@@ -289,19 +305,8 @@ Test(results, bad_times_name_the_line)
     const char *msgs[] = {"key 'time_median': expected a time in seconds >= 0",
                           "key 'time_min': expected a time in seconds >= 0",
                           "key 'time_median': an ok row needs a time in seconds > 0"};
-    for (size_t i = 0; i < 3; i++) {
-        char path[128], name[32];
-        snprintf(name, sizeof name, "time%zu.jsonl", i);
-        write_file(name, texts[i], path, sizeof path);
-        result_row *rows;
-        size_t n;
-        tune_error err = {0};
-        cr_expect_eq(results_read(path, &rows, &n, &err), TUNE_ERR_INVALID, "case %zu", i);
-        char where[160];
-        snprintf(where, sizeof where, "%s:2", path);
-        cr_expect_str_eq(err.where, where);
-        cr_expect_not_null(strstr(err.message, msgs[i]), "case %zu: %s", i, err.message);
-    }
+    for (size_t i = 0; i < 3; i++)
+        expect_refused_at_line_2("time", i, texts[i], msgs[i]);
 }
 
 /* Rows carry their format ("schema"); a row of a newer format is refused before its other keys
@@ -328,19 +333,8 @@ Test(results, row_schema)
     const char *msgs[] = {"key 'schema': row format 2 is newer than this tune reads (1)",
                           "key 'schema': row format 99 is newer than this tune reads (1)",
                           "key 'schema': expected an integer >= 1"};
-    for (size_t i = 0; i < 3; i++) {
-        char name[32];
-        snprintf(name, sizeof name, "schema%zu.jsonl", i);
-        write_file(name, texts[i], path, sizeof path);
-        result_row *rows;
-        size_t n;
-        tune_error err = {0};
-        cr_expect_eq(results_read(path, &rows, &n, &err), TUNE_ERR_INVALID, "case %zu", i);
-        char where[160];
-        snprintf(where, sizeof where, "%s:2", path);
-        cr_expect_str_eq(err.where, where);
-        cr_expect_not_null(strstr(err.message, msgs[i]), "case %zu: %s", i, err.message);
-    }
+    for (size_t i = 0; i < 3; i++)
+        expect_refused_at_line_2("schema", i, texts[i], msgs[i]);
     /* format 1, given or not */
     write_file("schema_ok.jsonl",
                GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
