@@ -23,16 +23,21 @@ typedef struct {
     uint64_t scalar; /* scalars: the value, as the kernel's type */
 } kd_buf;
 
+/* One launch: a kernel with its geometry at a configuration. */
+typedef struct {
+    void *kernel;
+    unsigned grid[3], block[3];
+    size_t smem;
+} kd_launch_t;
+
 typedef struct {
     family_env env;
     const kernel_decl *d;
     kd_buf *bufs;
     int allocated, ref_done;
+    int smem_optin; /* the device's shared memory per block, opted in */
     void **args;
-    /* the prepared configuration */
-    void *kernel;
-    unsigned grid[3], block[3];
-    size_t smem;
+    kd_launch_t cur; /* the prepared configuration's launch */
     tune_point cfg;
 } kd_state;
 
@@ -187,6 +192,12 @@ static void *kd_shape_init(const family_env *env, const tune_point *shape, tune_
     }
     s->env = *env;
     s->d = d;
+    if (cudaDeviceGetAttribute(&s->smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                               env->device) != cudaSuccess) {
+        free(s);
+        tune_error_set(err, TUNE_ERR_CUDA, "kernel", "cannot query the device's shared memory");
+        return NULL;
+    }
     s->bufs = calloc(d->n_args + 1, sizeof *s->bufs);
     s->args = calloc(d->n_args + 1, sizeof *s->args);
     if (!s->bufs || !s->args) {
@@ -223,54 +234,54 @@ static tune_status kd_scalars(kd_state *s, const tune_point *p, tune_error *err)
     return TUNE_OK;
 }
 
-/* Grid, block and shared memory of k at p, checked against the device and the kernel. */
-static tune_status kd_geometry(kd_state *s, const kdecl_kernel *k, void *kernel,
-                               const tune_point *p, tune_error *err)
+/* One dimension of a grid or block at p, within its limit. */
+static tune_status kd_dim(const expr *e, const tune_point *p, const char *what, int i,
+                          int64_t limit, unsigned *out, tune_error *err)
+{
+    int64_t v = 0;
+    tune_status st = kd_eval(e, p, what, 1, &v, err);
+    if (st != TUNE_OK)
+        return st;
+    if (v > limit)
+        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, what,
+                              "%s dimension %d is %lld; the limit is %lld", what, i, (long long)v,
+                              (long long)limit);
+    *out = (unsigned)v;
+    return TUNE_OK;
+}
+
+/* k's launch at p (kernel already set in l), checked against the device and the kernel. */
+static tune_status kd_geometry(const kd_state *s, const kdecl_kernel *k, const tune_point *p,
+                               kd_launch_t *l, tune_error *err)
 {
     static const int64_t gmax[3] = {2147483647, 65535, 65535}, bmax[3] = {1024, 1024, 64};
     int64_t v = 0, threads = 1;
     tune_status st;
     for (int i = 0; i < 3; i++) {
-        s->grid[i] = s->block[i] = 1;
-        if (i < k->grid_dims) {
-            if ((st = kd_eval(k->grid[i], p, "grid", 1, &v, err)) != TUNE_OK)
-                return st;
-            if (v > gmax[i])
-                return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "grid",
-                                      "grid dimension %d is %lld; the limit is %lld", i,
-                                      (long long)v, (long long)gmax[i]);
-            s->grid[i] = (unsigned)v;
-        }
-        if (i < k->block_dims) {
-            if ((st = kd_eval(k->block[i], p, "block", 1, &v, err)) != TUNE_OK)
-                return st;
-            if (v > bmax[i])
-                return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "block",
-                                      "block dimension %d is %lld; the limit is %lld", i,
-                                      (long long)v, (long long)bmax[i]);
-            s->block[i] = (unsigned)v;
-            threads *= v;
-        }
+        l->grid[i] = l->block[i] = 1;
+        if ((i < k->grid_dims &&
+             (st = kd_dim(k->grid[i], p, "grid", i, gmax[i], &l->grid[i], err)) != TUNE_OK) ||
+            (i < k->block_dims &&
+             (st = kd_dim(k->block[i], p, "block", i, bmax[i], &l->block[i], err)) != TUNE_OK))
+            return st;
+        threads *= l->block[i];
     }
     if ((st = kd_eval(k->shared, p, "shared", 0, &v, err)) != TUNE_OK)
         return st;
-    s->smem = (size_t)v;
+    l->smem = (size_t)v;
     struct cudaFuncAttributes fa;
-    int optin = 0;
-    if (cudaFuncGetAttributes(&fa, (const void *)kernel) != cudaSuccess ||
-        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, s->env.device) !=
-            cudaSuccess)
+    if (cudaFuncGetAttributes(&fa, (const void *)l->kernel) != cudaSuccess)
         return tune_error_set(err, TUNE_ERR_CUDA, "kernel", "cannot query the kernel's limits");
     if (threads > fa.maxThreadsPerBlock)
         return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "block",
                               "%lld threads per block; this kernel allows %d (%d registers per "
                               "thread)",
                               (long long)threads, fa.maxThreadsPerBlock, fa.numRegs);
-    if (s->smem + fa.sharedSizeBytes > (size_t)optin)
+    if (l->smem + fa.sharedSizeBytes > (size_t)s->smem_optin)
         return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "shared",
                               "%zu bytes of dynamic and %zu of static shared memory; the device "
                               "allows %d per block",
-                              s->smem, (size_t)fa.sharedSizeBytes, optin);
+                              l->smem, (size_t)fa.sharedSizeBytes, s->smem_optin);
     return TUNE_OK;
 }
 
@@ -283,10 +294,10 @@ static tune_status kd_prepare(void *state, const tune_point *cfg, tune_error *er
         return tune_error_set(err, TUNE_ERR_INVALID, "kernel", "unknown method");
     if ((st = kd_buffers(s, cfg, err)) != TUNE_OK || (st = kd_scalars(s, cfg, err)) != TUNE_OK)
         return st;
-    if (!(s->kernel = family_kernel_at(s->env.family, &s->env, cfg, 0, err)))
+    if (!(s->cur.kernel = family_kernel_at(s->env.family, &s->env, cfg, 0, err)))
         return err ? err->code : TUNE_ERR_CUDA;
     s->cfg = *cfg;
-    return kd_geometry(s, k, s->kernel, cfg, err);
+    return kd_geometry(s, k, cfg, &s->cur, err);
 }
 
 /* The inout buffers back to their initial values (outside any timed region). */
@@ -302,14 +313,19 @@ static tune_status kd_restore(void *state, unsigned rep, tune_error *err)
     return TUNE_OK;
 }
 
+static tune_status kd_launch_one(kd_state *s, const kd_launch_t *l, tune_error *err)
+{
+    return gpu_launch_dims(l->kernel, l->grid, l->block, l->smem, s->env.stream, s->args, err);
+}
+
 static tune_status kd_launch(void *state, tune_error *err)
 {
     kd_state *s = state;
-    return gpu_launch_dims(s->kernel, s->grid, s->block, s->smem, s->env.stream, s->args, err);
+    return kd_launch_one(s, &s->cur, err);
 }
 
-/* Restores the inputs, poisons the checked outputs, launches, waits. */
-static tune_status kd_run_once(kd_state *s, tune_error *err)
+/* Restores the inputs, poisons the checked outputs, launches l, waits. */
+static tune_status kd_run_once(kd_state *s, const kd_launch_t *l, tune_error *err)
 {
     tune_status st = kd_restore(s, 0, err);
     for (size_t j = 0; st == TUNE_OK && j < s->d->n_outputs; j++) {
@@ -319,7 +335,7 @@ static tune_status kd_run_once(kd_state *s, tune_error *err)
             st = tune_error_set(err, TUNE_ERR_CUDA, "check", "cannot poison the outputs");
     }
     if (st == TUNE_OK)
-        st = kd_launch(s, err);
+        st = kd_launch_one(s, l, err);
     if (st == TUNE_OK && cudaStreamSynchronize((cudaStream_t)s->env.stream) != cudaSuccess)
         st = gpu_fail(err, (int)cudaGetLastError(), "kernel", __FILE__, __LINE__);
     return st;
@@ -342,26 +358,17 @@ static tune_status kd_reference(kd_state *s, tune_error *err)
             return st == TUNE_ERR_IO || st == TUNE_ERR_INVALID ? TUNE_ERR_UNSUPPORTED : st;
     }
     if (d->ref_is_kernel) {
-        void *saved = s->kernel;
-        unsigned g[3], bl[3];
-        size_t smem = s->smem;
-        memcpy(g, s->grid, sizeof g);
-        memcpy(bl, s->block, sizeof bl);
-        if (!(s->kernel = family_kernel_at(s->env.family, &s->env, &s->cfg, 1, err)))
-            st = err ? err->code : TUNE_ERR_CUDA;
-        if (st == TUNE_OK && (st = kd_geometry(s, &d->ref, s->kernel, &s->cfg, err)) == TUNE_OK)
-            st = kd_run_once(s, err);
-        for (size_t j = 0; st == TUNE_OK && j < d->n_outputs; j++) {
+        kd_launch_t ref = {0};
+        if (!(ref.kernel = family_kernel_at(s->env.family, &s->env, &s->cfg, 1, err)))
+            return err ? err->code : TUNE_ERR_CUDA;
+        if ((st = kd_geometry(s, &d->ref, &s->cfg, &ref, err)) != TUNE_OK ||
+            (st = kd_run_once(s, &ref, err)) != TUNE_OK)
+            return st;
+        for (size_t j = 0; j < d->n_outputs; j++) {
             kd_buf *b = &s->bufs[d->outputs[j]];
             if (cudaMemcpy(b->ref, b->ptr, b->bytes, cudaMemcpyDeviceToHost) != cudaSuccess)
-                st = tune_error_set(err, TUNE_ERR_CUDA, "reference", "cannot read its output");
+                return tune_error_set(err, TUNE_ERR_CUDA, "reference", "cannot read its output");
         }
-        s->kernel = saved;
-        memcpy(s->grid, g, sizeof g);
-        memcpy(s->block, bl, sizeof bl);
-        s->smem = smem;
-        if (st != TUNE_OK)
-            return st;
     }
     s->ref_done = 1;
     return TUNE_OK;
@@ -376,7 +383,7 @@ static tune_status kd_check(void *state, double *error, double *tolerance, tune_
     *tolerance = d->use_atol ? 1.0 : d->tolerance;
     if (!s->ref_done && (st = kd_reference(s, err)) != TUNE_OK)
         return st;
-    if ((st = kd_run_once(s, err)) != TUNE_OK)
+    if ((st = kd_run_once(s, &s->cur, err)) != TUNE_OK)
         return st;
     kd_error acc = {0, 0, 0};
     for (size_t j = 0; st == TUNE_OK && j < d->n_outputs; j++) {

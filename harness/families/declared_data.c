@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "core/hash.h"
 #include "core/npy.h"
 
@@ -20,69 +21,14 @@ static uint64_t kd_next(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static uint16_t kd_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000, e = (x >> 23) & 0xff, m = x & 0x7fffff;
-    if (e == 0xff)
-        return (uint16_t)(sign | 0x7c00 | (m ? 0x200 : 0));
-    int ex = (int)e - 127 + 15;
-    if (ex >= 31)
-        return (uint16_t)(sign | 0x7c00);
-    if (ex <= 0) { /* subnormal or zero */
-        if (ex < -10)
-            return (uint16_t)sign;
-        m |= 0x800000;
-        uint32_t shift = (uint32_t)(14 - ex), half = m >> shift, rem = m & ((1u << shift) - 1);
-        uint32_t mid = 1u << (shift - 1);
-        half += rem > mid || (rem == mid && (half & 1));
-        return (uint16_t)(sign | half);
-    }
-    uint32_t h = sign | (uint32_t)ex << 10 | m >> 13, rem = m & 0x1fff;
-    h += rem > 0x1000 || (rem == 0x1000 && (h & 1)); /* a carry into the exponent is right */
-    return (uint16_t)h;
-}
-
-static float kd_from_f16(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, x;
-    if (e == 0) {
-        float f = ldexpf((float)m, -24);
-        return sign ? -f : f;
-    }
-    x = e == 31 ? sign | 0x7f800000 | m << 13 : sign | (e - 15 + 127) << 23 | m << 13;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
-static uint16_t kd_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffff) > 0x7f800000)
-        return (uint16_t)((x >> 16) | 0x40);
-    x += 0x7fff + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-
-static float kd_from_bf16(uint16_t h)
-{
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
 void kd_store(kdecl_type t, void *base, size_t i, double v)
 {
     unsigned char *p = (unsigned char *)base + i * kdecl_type_size(t);
     switch (t) {
     case KDECL_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
     case KDECL_F64: memcpy(p, &v, 8); break;
-    case KDECL_F16: { uint16_t h = kd_f16((float)v); memcpy(p, &h, 2); break; }
-    case KDECL_BF16: { uint16_t h = kd_bf16((float)v); memcpy(p, &h, 2); break; }
+    case KDECL_F16: { uint16_t h = half_from_f32((float)v); memcpy(p, &h, 2); break; }
+    case KDECL_BF16: { uint16_t h = bf16_from_f32((float)v); memcpy(p, &h, 2); break; }
     case KDECL_I8: { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
     case KDECL_U8: { uint8_t x = (uint8_t)v; memcpy(p, &x, 1); break; }
     case KDECL_I16: { int16_t x = (int16_t)v; memcpy(p, &x, 2); break; }
@@ -104,8 +50,8 @@ double kd_load(kdecl_type t, const void *base, size_t i)
     switch (t) {
     case KDECL_F32: return u.f;
     case KDECL_F64: return u.d;
-    case KDECL_F16: return kd_from_f16(u.h);
-    case KDECL_BF16: return kd_from_bf16(u.h);
+    case KDECL_F16: return half_to_f32(u.h);
+    case KDECL_BF16: return bf16_to_f32(u.h);
     case KDECL_I8: return u.i8;
     case KDECL_U8: return u.u8;
     case KDECL_I16: return u.i16;
@@ -216,20 +162,17 @@ tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, s
 {
     const kdecl_arg *a = &d->args[ai];
     uint64_t rng = hash_fnv1a_str(seed ^ 0x5eed, a->name);
-    tune_status st = TUNE_OK;
     switch (a->init.kind) {
-    case KDECL_INIT_ZERO: memset(dst, 0, count * kdecl_type_size(a->type)); break;
     case KDECL_INIT_CONSTANT:
         for (size_t i = 0; i < count; i++)
             kd_store(a->type, dst, i, a->init.a);
-        break;
+        return TUNE_OK;
     case KDECL_INIT_PERMUTATION: return kd_permutation(a, p, count, &rng, dst, err);
     case KDECL_INIT_NPY:
         return kd_read_npy(d, &a->init.npy, p, a->type, count, a->name, dst, err);
-    default: /* normal, uniform, integers: generated on the device (declared.c) */
-        return tune_error_set(err, TUNE_ERR_INVALID, a->name, "internal: a device-side init");
+    default: /* outputs are zeroed, random values drawn on the device (declared.c) */
+        return tune_error_set(err, TUNE_ERR_INVALID, a->name, "internal: not a host-side init");
     }
-    return st;
 }
 
 /* Elements [i0, i0 + n) of a buffer of type t as doubles: one loop per type (the checks of a
@@ -240,7 +183,7 @@ static void kd_to_double(kdecl_type t, const void *base, size_t i0, size_t n, do
     static int f16_ready;
     if (t == KDECL_F16 && !f16_ready) { /* written once; every writer writes the same values */
         for (unsigned h = 0; h < 65536; h++)
-            f16[h] = kd_from_f16((uint16_t)h);
+            f16[h] = half_to_f32((uint16_t)h);
         f16_ready = 1;
     }
     const unsigned char *p = (const unsigned char *)base + i0 * kdecl_type_size(t);

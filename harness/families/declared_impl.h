@@ -16,7 +16,8 @@ typedef struct {
 /* Element i of a buffer of type t, as a double; and stored from one. */
 double kd_load(kdecl_type t, const void *base, size_t i);
 void kd_store(kdecl_type t, void *base, size_t i, double v);
-/* The initial values of argument ai (count elements) at p into dst, seeded by seed. */
+/* The host-side initial values (constant, permutation, npy) of argument ai (count elements) at
+ * p into dst, seeded by seed. */
 tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, size_t count,
                          uint64_t seed, void *dst, tune_error *err);
 /* A .npy file (template rendered at p, relative to the sweep's folder) of exactly count

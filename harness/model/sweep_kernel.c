@@ -665,6 +665,17 @@ static int kd_axes(const sweep_ctx *cx, json_t *obj, const char *path, family_ax
     return 0;
 }
 
+/* The first parameter e reads, or NULL. */
+static const char *kd_param_read(const expr *e, const family_axis *params, size_t n_params)
+{
+    const char *names[SWEEP_MAX_EXPR_NAMES];
+    size_t nn = expr_names(e, names, SWEEP_MAX_EXPR_NAMES);
+    for (size_t j = 0; j < nn && j < SWEEP_MAX_EXPR_NAMES; j++)
+        if (sweep_find_axis(params, n_params, names[j]))
+            return names[j];
+    return NULL;
+}
+
 /* "<size> * (<count>) + ..." over the buffers (inout twice); NULL when a count reads a parameter
  * (then the sweep must give "bytes"). */
 static char *kd_bytes_model(const kernel_decl *d, const kd_scope *sc)
@@ -675,13 +686,10 @@ static char *kd_bytes_model(const kernel_decl *d, const kd_scope *sc)
         const kdecl_arg *a = &d->args[i];
         if (!a->is_buffer)
             continue;
-        const char *names[SWEEP_MAX_EXPR_NAMES];
-        size_t nn = expr_names(a->count, names, SWEEP_MAX_EXPR_NAMES);
-        for (size_t j = 0; j < nn && j < SWEEP_MAX_EXPR_NAMES; j++)
-            if (!sweep_find_axis(sc->axes, sc->n_axes, names[j])) {
-                free(s);
-                return NULL;
-            }
+        if (kd_param_read(a->count, sc->params, sc->n_params)) {
+            free(s);
+            return NULL;
+        }
         char *c = expr_to_string(a->count);
         size_t need = used + (c ? strlen(c) : 0) + 48;
         char *ns = need > cap ? realloc(s, cap = 2 * need) : s;
@@ -803,12 +811,9 @@ int sweep_check_declared(const sweep_ctx *cx, json_t *root, const sweep *sw)
     const kernel_decl *d = &kf->decl;
     for (size_t i = 0; i < d->n_args; i++) {
         const kdecl_arg *a = &d->args[i];
-        const char *names[SWEEP_MAX_EXPR_NAMES];
-        const expr *e = a->is_buffer ? a->count : a->value;
-        size_t nn = expr_names(e, names, SWEEP_MAX_EXPR_NAMES);
-        for (size_t j = 0; j < nn && j < SWEEP_MAX_EXPR_NAMES; j++) {
-            if (!sweep_find_axis(kf->params, kf->n_params, names[j]))
-                continue;
+        const char *param =
+            kd_param_read(a->is_buffer ? a->count : a->value, kf->params, kf->n_params);
+        if (param) {
             char p[SWEEP_PATH_SIZE], pa[SWEEP_PATH_SIZE];
             sweep_path_key(p, sweep_path_index(pa, "$.kernel.args", i),
                            a->is_buffer ? "count" : "value");
@@ -818,13 +823,13 @@ int sweep_check_declared(const sweep_ctx *cx, json_t *root, const sweep *sw)
                                       "reads parameter '%s', but method '%s' runs without "
                                       "parameters: with baselines or the reference as methods, "
                                       "arguments may read only problem axes",
-                                      names[j], sw->methods[m]);
+                                      param, sw->methods[m]);
             if (a->is_buffer && !json_object_get(root, "bytes"))
                 return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
                                   "reads parameter '%s': give \"bytes\" (the bytes one launch "
                                   "moves, over problem axes), which tune cannot derive from "
                                   "the buffers",
-                                  names[j]);
+                                  param);
         }
     }
     return 0;
