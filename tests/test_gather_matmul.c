@@ -11,6 +11,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "core/half.h"
 #include "device/compile.h"
 #include "model/family.h"
 #include "device/gpu.h"
@@ -45,48 +46,6 @@ static const int64_t stages[] = {0, 3};
 
 /* ---- host data ---- */
 
-static uint16_t f32_to_half(float f)
-{
-    /* round to nearest even through the float bits; inputs are small normal numbers */
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
-    uint32_t man = x & 0x7fffffu;
-    if (exp <= 0)
-        return (uint16_t)sign; /* flush tiny values (never drawn: |x| >= 2^-10 below) */
-    uint32_t h = sign | ((uint32_t)exp << 10) | (man >> 13);
-    uint32_t rest = man & 0x1fffu;
-    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
-        h++;
-    return (uint16_t)h;
-}
-
-static float half_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
-    uint32_t x = exp ? sign | ((exp + 112) << 23) | (man << 13) : sign;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return (uint16_t)(x >> 16);
-}
-
-static float bf16_to_f32(uint16_t h)
-{
-    uint32_t x = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &x, 4);
-    return f;
-}
-
 static uint64_t rng_state = 0x1234567u;
 static double rnd(void)
 {
@@ -109,11 +68,11 @@ static void *device_values(const char *dtype, size_t n, double *vals)
             memcpy(host + 4 * i, &f, 4);
             vals[i] = f;
         } else if (strcmp(dtype, "bfloat16") == 0) {
-            uint16_t h = f32_to_bf16(f);
+            uint16_t h = bf16_from_f32(f);
             memcpy(host + 2 * i, &h, 2);
             vals[i] = bf16_to_f32(h);
         } else {
-            uint16_t h = f32_to_half(f);
+            uint16_t h = half_from_f32(f);
             memcpy(host + 2 * i, &h, 2);
             vals[i] = half_to_f32(h);
         }

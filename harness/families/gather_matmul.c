@@ -11,6 +11,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include "core/half.h"
 #include "device/gpu.h"
 
 static const char *const dtypes[] = {"float16", "bfloat16", "float32", NULL};
@@ -464,41 +465,12 @@ static tune_status gm_launch(void *state, tune_error *err)
                     : gm_gemv_batched(s, 0, s->B, d->n, d->kp * d->n, s->A, stride_x, err);
 }
 
-static float half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
-    uint32_t bits;
-    if (exp == 0x1f)
-        bits = sign | 0x7f800000u | (man << 13);
-    else if (exp != 0)
-        bits = sign | ((exp + 112) << 23) | (man << 13);
-    else if (man == 0)
-        bits = sign;
-    else {
-        int e = -1;
-        do {
-            e++;
-            man <<= 1;
-        } while (!(man & 0x400u));
-        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
 static float gm_to_float(const gm_desc *d, const void *buf, size_t i)
 {
     if (d->ds == 4)
         return ((const float *)buf)[i];
     uint16_t h = ((const uint16_t *)buf)[i];
-    if (strcmp(d->dtype, "bfloat16") == 0) {
-        uint32_t bits = (uint32_t)h << 16;
-        float f;
-        memcpy(&f, &bits, 4);
-        return f;
-    }
-    return half_to_float(h);
+    return strcmp(d->dtype, "bfloat16") == 0 ? bf16_to_f32(h) : half_to_f32(h);
 }
 
 /* Normalised error ||out - ref|| / ||ref||; infinite when an element is not finite. */
