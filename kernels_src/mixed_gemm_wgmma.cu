@@ -56,6 +56,20 @@ template <int R> __device__ __forceinline__ void mg_wg_fence_acc(float (&d)[R])
         asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// The accumulators zeroed, then fenced: without the fence ptxas serializes every wgmma (C7515),
+// the zeros being defined inside the MMAs' pipeline.
+template <int MT, int R> __device__ __forceinline__ void mg_wg_zero_acc(float (&acc)[MT][R])
+{
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+#pragma unroll
+        for (int i = 0; i < R; i++)
+            acc[t][i] = 0.f;
+#pragma unroll
+    for (int t = 0; t < MT; t++)
+        mg_wg_fence_acc(acc[t]);
+}
+
 // The descriptor of a K-major B operand with the 128-byte swizzle at smem (rows of 64 elements,
 // 8-row groups 1024 bytes apart; the k16 steps of an atom are 32 bytes apart).
 __device__ __forceinline__ unsigned long long mg_wg_desc(const void *smem)
@@ -329,18 +343,9 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
                                                          n0, n, group, srows);
 
     float acc[MT][R];
-#pragma unroll
-    for (int t = 0; t < MT; t++)
-#pragma unroll
-        for (int i = 0; i < R; i++)
-            acc[t][i] = 0.f;
+    mg_wg_zero_acc(acc);
     unsigned a[2][KS][MT][4];
     const int wg = warp >> 2, w = warp & 3;
-    // without this fence ptxas serializes every wgmma (C7515): the zeros would be defined inside
-    // the MMAs' pipeline
-#pragma unroll
-    for (int t = 0; t < MT; t++)
-        mg_wg_fence_acc(acc[t]);
     // thread 0 refills the slot of iteration it - 1 once every warp has released it
     auto refill = [&](int it) {
         const int done = it - 1;
@@ -593,15 +598,8 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
         mg_setmaxnreg_inc<mg_ws_regs<WN>::CONSUMER>();
     const int cw = warp - 4, wg = cw >> 2, w = cw & 3;
     float acc[MT][R];
-#pragma unroll
-    for (int t = 0; t < MT; t++)
-#pragma unroll
-        for (int i = 0; i < R; i++)
-            acc[t][i] = 0.f;
+    mg_wg_zero_acc(acc);
     unsigned a[2][KS][MT][4];
-#pragma unroll
-    for (int t = 0; t < MT; t++)
-        mg_wg_fence_acc(acc[t]); // as in mg_wgmma: else ptxas serializes the MMAs (C7515)
     for (int it = 0; it < L; it += 2) {
         mg_ws_stage<T, BM, WN, MT, KS, SX, SW, ZP, 0>(acc, a, xring, wring, bars, wg, w, lane, it,
                                                       gsh);
