@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "analysis/report.h"
+#include "core/infile.h"
 #include "device/compile.h"
 #include "device/gpu.h"
 #include "run/run.h"
@@ -298,12 +299,6 @@ static int parse_args(int argc, char **argv, int first, const cmd_desc *cd, cli 
     return 0;
 }
 
-static int is_dir(const char *p)
-{
-    struct stat sb;
-    return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -317,7 +312,7 @@ static size_t expand_sweeps(const cli *c, char **out, size_t max)
     const char *const *args = c->n_files ? c->files : dflt;
     size_t n_args = c->n_files ? c->n_files : 1;
     for (size_t i = 0; i < n_args; i++) {
-        if (!is_dir(args[i])) {
+        if (!infile_is_dir(args[i])) {
             if (n < max)
                 out[n++] = strdup(args[i]);
             continue;

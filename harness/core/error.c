@@ -1,4 +1,5 @@
 #include "core/error.h"
+#include "core/infile.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -97,16 +98,10 @@ char *tune_read_file(const char *path, size_t *size, tune_error *err)
     return buf;
 }
 
-static int is_dir(const char *path)
-{
-    struct stat sb;
-    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 const char *tune_find_dir(const char *env_name, const char *name, char *buf, size_t size)
 {
     const char *env = getenv(env_name);
-    if (env && is_dir(env)) {
+    if (env && infile_is_dir(env)) {
         snprintf(buf, size, "%s", env);
         return buf;
     }
@@ -120,7 +115,7 @@ const char *tune_find_dir(const char *env_name, const char *name, char *buf, siz
         const char *rel[] = {"..", "../.."};
         for (size_t i = 0; i < 2; i++) {
             snprintf(buf, size, "%s/%s/%s", exe, rel[i], name);
-            if (is_dir(buf))
+            if (infile_is_dir(buf))
                 return buf;
         }
     }
@@ -128,7 +123,7 @@ const char *tune_find_dir(const char *env_name, const char *name, char *buf, siz
     snprintf(src, sizeof src, "%s/%s", TUNE_SOURCE_DIR, name);
     const char *fixed[] = {name, src};
     for (size_t i = 0; i < 2; i++)
-        if (is_dir(fixed[i])) {
+        if (infile_is_dir(fixed[i])) {
             snprintf(buf, size, "%s", fixed[i]);
             return buf;
         }

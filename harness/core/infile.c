@@ -58,7 +58,7 @@ tune_status infile_read(const char *path, size_t max_bytes, char **data, size_t 
     *data = NULL;
     if (len)
         *len = 0;
-    size_t size;
+    size_t size = 0;
     int fd;
     tune_status st = open_checked(path, max_bytes, &fd, &size, err);
     if (st != TUNE_OK)
@@ -125,4 +125,16 @@ FILE *infile_open(const char *path, size_t max_bytes, tune_error *err)
         close(fd);
     }
     return f;
+}
+
+int infile_is_dir(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+int infile_is_file(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }

@@ -24,6 +24,11 @@
 #define INFILE_MAX_JSON ((size_t)64 << 20)   /* meta.json, sweeps, specs, calibrations */
 #define INFILE_MAX_ROWS ((size_t)4 << 30)    /* raw.jsonl, retime.jsonl */
 
+/* 1 when path names a directory (infile_is_dir) or a regular file (infile_is_file), following
+ * links; 0 otherwise. */
+int infile_is_dir(const char *path);
+int infile_is_file(const char *path);
+
 /* New NUL-terminated contents of path into *data (free() it) and its length into *len (len may
  * be NULL); on failure *data is NULL and err is set. */
 tune_status infile_read(const char *path, size_t max_bytes, char **data, size_t *len,

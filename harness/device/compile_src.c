@@ -32,18 +32,6 @@ void hash_bytes(hash128 *h, const void *data, size_t n)
 
 void hash_str(hash128 *h, const char *s) { hash_bytes(h, s, strlen(s)); }
 
-static int is_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int is_dir(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /* ---- the toolkit's headers ---- */
 
 #ifndef TUNE_CUDA_INCLUDE_DIRS
@@ -57,7 +45,7 @@ static int toolkit_candidate(const char *dir, size_t len, char *buf, size_t size
     if (len == 0 || len >= sizeof path - 16)
         return 0;
     snprintf(path, sizeof path, "%.*s/cuda_fp16.h", (int)len, dir);
-    if (!is_file(path))
+    if (!infile_is_file(path))
         return 0;
     snprintf(buf, size, "%.*s", (int)len, dir);
     return 1;
@@ -95,7 +83,7 @@ void compile_env_toolkit(compile_env *env)
     snprintf(env->toolkit[0], sizeof env->toolkit[0], "-I%s", dir);
     /* CUDA 13 keeps CCCL (cub, thrust, cuda/std, cuda/pipeline) in include/cccl */
     snprintf(cccl, sizeof cccl, "%s/cccl", dir);
-    if (is_dir(cccl))
+    if (infile_is_dir(cccl))
         snprintf(env->toolkit[1], sizeof env->toolkit[1], "-I%s", cccl);
 }
 
@@ -312,12 +300,12 @@ static int scan_resolve(const scan_ctx *c, const char *dir, const char *name, in
 {
     if (name[0] == '/') {
         snprintf(path, size, "%s", name);
-        return is_file(path);
+        return infile_is_file(path);
     }
-    if (quoted && snprintf(path, size, "%s/%s", dir, name) < (int)size && is_file(path))
+    if (quoted && snprintf(path, size, "%s/%s", dir, name) < (int)size && infile_is_file(path))
         return 1;
     for (size_t i = 0; i < c->n_dirs; i++)
-        if (snprintf(path, size, "%s/%s", c->dirs[i], name) < (int)size && is_file(path))
+        if (snprintf(path, size, "%s/%s", c->dirs[i], name) < (int)size && infile_is_file(path))
             return 1;
     return 0;
 }
