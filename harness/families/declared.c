@@ -70,20 +70,6 @@ static void kd_shape_free(void *state)
     free(s);
 }
 
-static tune_status kd_eval(const expr *e, const tune_point *p, const char *what, int64_t lo,
-                           int64_t *out, tune_error *err)
-{
-    expr_value v;
-    if (expr_eval(e, point_lookup, (void *)p, &v, err) != TUNE_OK)
-        return TUNE_ERR_UNSUPPORTED; /* an expression the configuration cannot evaluate */
-    if (v.type != EXPR_INT || v.i < lo)
-        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, what, "evaluates to %s, expected an "
-                              "integer >= %lld", v.type == EXPR_INT ? "a smaller integer" :
-                              "a non-integer", (long long)lo);
-    *out = v.i;
-    return TUNE_OK;
-}
-
 /* Random values generated in place (a buffer of many gigabytes takes milliseconds); the pristine
  * copy of an inout buffer copied from it. */
 static tune_status kd_fill_device(kd_state *s, size_t i, const tune_point *p, tune_error *err)
@@ -160,7 +146,7 @@ static tune_status kd_buffers(kd_state *s, const tune_point *p, tune_error *err)
         int64_t c = 0;
         tune_status st;
         if (d->args[i].is_buffer &&
-            (st = kd_eval(d->args[i].count, p, d->args[i].name, 1, &c, err)) != TUNE_OK)
+            (st = kd_eval_int(d->args[i].count, p, d->args[i].name, 1, &c, err)) != TUNE_OK)
             return st;
         counts[i] = (size_t)c;
         same = same && counts[i] == s->bufs[i].count;
@@ -239,7 +225,7 @@ static tune_status kd_dim(const expr *e, const tune_point *p, const char *what, 
                           int64_t limit, unsigned *out, tune_error *err)
 {
     int64_t v = 0;
-    tune_status st = kd_eval(e, p, what, 1, &v, err);
+    tune_status st = kd_eval_int(e, p, what, 1, &v, err);
     if (st != TUNE_OK)
         return st;
     if (v > limit)
@@ -266,7 +252,7 @@ static tune_status kd_geometry(const kd_state *s, const kdecl_kernel *k, const t
             return st;
         threads *= l->block[i];
     }
-    if ((st = kd_eval(k->shared, p, "shared", 0, &v, err)) != TUNE_OK)
+    if ((st = kd_eval_int(k->shared, p, "shared", 0, &v, err)) != TUNE_OK)
         return st;
     l->smem = (size_t)v;
     struct cudaFuncAttributes fa;

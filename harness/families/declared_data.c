@@ -100,15 +100,17 @@ tune_status kd_read_npy(const kernel_decl *d, const kdecl_template *file, const 
     return st;
 }
 
-/* Integer bounds of an init at p. */
-static tune_status kd_eval_int(const expr *e, const tune_point *p, const char *what,
-                               int64_t *out, tune_error *err)
+tune_status kd_eval_int(const expr *e, const tune_point *p, const char *what, int64_t lo,
+                        int64_t *out, tune_error *err)
 {
     expr_value v;
     if (expr_eval(e, point_lookup, (void *)p, &v, err) != TUNE_OK)
-        return err ? err->code : TUNE_ERR_EVAL;
-    if (v.type != EXPR_INT)
-        return tune_error_set(err, TUNE_ERR_EVAL, what, "expected an integer");
+        return TUNE_ERR_UNSUPPORTED; /* an expression the configuration cannot evaluate */
+    if (v.type != EXPR_INT || v.i < lo)
+        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, what,
+                              "evaluates to %s, expected an integer >= %lld",
+                              v.type == EXPR_INT ? "a smaller integer" : "a non-integer",
+                              (long long)lo);
     *out = v.i;
     return TUNE_OK;
 }
@@ -118,8 +120,8 @@ tune_status kd_init_bounds(const kdecl_arg *a, const tune_point *p, double *lo, 
 {
     int64_t l = 0, h = 0;
     tune_status st;
-    if ((st = kd_eval_int(a->init.lo, p, a->name, &l, err)) != TUNE_OK ||
-        (st = kd_eval_int(a->init.hi, p, a->name, &h, err)) != TUNE_OK)
+    if ((st = kd_eval_int(a->init.lo, p, a->name, INT64_MIN, &l, err)) != TUNE_OK ||
+        (st = kd_eval_int(a->init.hi, p, a->name, INT64_MIN, &h, err)) != TUNE_OK)
         return st;
     if (h < l || h - l > ((int64_t)1 << 52))
         return tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name,
@@ -134,7 +136,7 @@ static tune_status kd_permutation(const kdecl_arg *a, const tune_point *p, size_
                                   uint64_t *rng, void *dst, tune_error *err)
 {
     int64_t n = 0;
-    tune_status st = kd_eval_int(a->init.hi, p, a->name, &n, err);
+    tune_status st = kd_eval_int(a->init.hi, p, a->name, 0, &n, err);
     if (st != TUNE_OK)
         return st;
     if (n < (int64_t)count || n > (int64_t)1 << 31)

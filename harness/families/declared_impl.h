@@ -25,6 +25,10 @@ tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, s
 tune_status kd_read_npy(const kernel_decl *d, const kdecl_template *file, const tune_point *p,
                         kdecl_type type, size_t count, const char *what, void *dst,
                         tune_error *err);
+/* e at p: an integer >= lo, or TUNE_ERR_UNSUPPORTED with the reason (what names it): a
+ * configuration the expression cannot be evaluated for is skipped. */
+tune_status kd_eval_int(const expr *e, const tune_point *p, const char *what, int64_t lo,
+                        int64_t *out, tune_error *err);
 /* The inclusive bounds of an "integers" init at p. */
 tune_status kd_init_bounds(const kdecl_arg *a, const tune_point *p, double *lo, double *hi,
                            tune_error *err);
