@@ -56,22 +56,8 @@ static void run_shard(const char *out, size_t index, size_t count, int resume)
 {
     tune_error err = {0};
     char buf[4096];
-    sweep *sw = sweep_load(sweep_path, &err);
-    cr_assert_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
-    run_options opt;
-    run_options_init(&opt);
-    opt.compile_only = opt.compile_rows = 1;
-    opt.quiet = 1;
-    opt.cache_dir = cache;
-    opt.kernels_dir = kernels;
-    opt.out_dir = out;
-    opt.shard_index = index;
-    opt.shard_count = count;
-    opt.resume = resume;
-    run_summary sum;
-    cr_assert_eq(run_sweep(sw, &opt, &sum, &err), TUNE_OK, "%s",
+    cr_assert_eq(try_run(out, NULL, index, count, resume, NULL, &err), TUNE_OK, "%s",
                  tune_error_text(&err, buf, sizeof buf));
-    sweep_free(sw);
 }
 
 static void setup_merge(void)
