@@ -60,7 +60,7 @@ Test(npy, reads_header_and_data)
 
 Test(npy, malformed_files_are_refused)
 {
-    float vals[6] = {0};
+    float vals[8] = {0}; /* room for the case with one element too many */
     char path[512], descr[16];
     size_t n = 0;
     void *data = NULL;
@@ -87,7 +87,7 @@ Test(npy, malformed_files_are_refused)
     }
     tune_error err = {0};
     write_npy("big.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", vals,
-              sizeof vals, path, sizeof path);
+              24, path, sizeof path);
     cr_expect_neq(npy_read(path, 16, descr, sizeof descr, &n, &data, &err), TUNE_OK);
     cr_expect(strstr(err.message, "more than 16 bytes"), "%s", err.message);
     FILE *f = fopen(path, "wb");
