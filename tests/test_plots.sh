@@ -56,14 +56,16 @@ check "$tmp/gemm" speedup_vs_m speedup best_tile_m best_split_k
 run both tests/data/results tests/data/plots/gemm --out "$tmp/both"
 check "$tmp/both/data_results" bw_vs_chunk bw_vs_bytes
 check "$tmp/both/plots_gemm" speedup_vs_m
-# the committed runs of both families, written before meta.json recorded the methods' roles:
+# runs of both families written before meta.json recorded the methods' roles (the mixed GEMM's:
+# tests/data/w4a16_legacy, the 4096 x 4096 rows of results/w4a16/20261123T041945Z, its 8 fastest
+# rows per method and m, two others, every baseline row):
 # defaults work (the tuned methods of mixed_gemm are fused, dequant and decode; the reference is
 # cublas), and weight packing and the streaming floor are never drawn as competitors
-run w4a16 results/w4a16/20261123T041945Z --out "$tmp/w4a16"
+run w4a16 tests/data/w4a16_legacy --out "$tmp/w4a16"
 check "$tmp/w4a16" speedup_vs_m speedup best_bm best_stages
 grep -q "not drawn as competitors (auxiliary): stream, pack" "$tmp/w4a16.log" ||
     { echo "FAIL: w4a16: pack and stream not set aside:"; cat "$tmp/w4a16.log"; fail=1; }
-run w4a16_opts results/w4a16/20261123T041945Z --out "$tmp/w4a16_opts" --custom fused --reference cublas --columns 3
+run w4a16_opts tests/data/w4a16_legacy --out "$tmp/w4a16_opts" --custom fused --reference cublas --columns 3
 check "$tmp/w4a16_opts" speedup_vs_m speedup best_bm
 grep -q "auxiliary): stream, pack" "$tmp/w4a16_opts.log" ||
     { echo "FAIL: w4a16 --custom fused: pack drawn:"; cat "$tmp/w4a16_opts.log"; fail=1; }

@@ -98,7 +98,7 @@ fresh; rm "$d/raw.jsonl"; ln -s /dev/zero "$d/raw.jsonl"
 bad "/dev/zero as raw.jsonl" "raw.jsonl: not a regular file (a character device)" "$d"
 fresh; rm "$d/meta.json"; mkfifo "$d/meta.json"
 bad "a FIFO as meta.json" "meta.json: not a regular file (a FIFO)" "$d"
-bad "folders of different sweeps" "folders of different sweeps are not merged" "$a" results/w4a16/20261123T041945Z
+bad "folders of different sweeps" "folders of different sweeps are not merged" "$a" tests/data/w4a16_legacy
 
 # compare, roofline and fit apply the same checks to the folders they read
 badcmd() { # badcmd NAME EXPECTED-TEXT ARGS...: tune ARGS refuses with the text and status 1
@@ -131,7 +131,7 @@ fresh; rm "$d/raw.jsonl"; mkfifo "$d/raw.jsonl"
 readers "a FIFO as raw.jsonl" "raw.jsonl: not a regular file (a FIFO)"
 fresh; rm "$d/meta.json"; mkfifo "$d/meta.json"
 readers "a FIFO as meta.json" "meta.json: not a regular file (a FIFO)"
-w=results/w4a16/20261123T041945Z
+w=tests/data/w4a16_legacy
 badcmd "fit over folders of different sweeps" "folders of different sweeps are not merged" \
     fit "$a" "$w" --param chunk --quiet
 badcmd "compare with a side of different sweeps" "folders of different sweeps are not merged" \
