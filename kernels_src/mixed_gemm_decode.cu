@@ -62,6 +62,180 @@ template <int XT, typename F> __device__ __forceinline__ void mg_for_acc(F f)
                 f(t, j4, d);
 }
 
+// The B fragments of X for one k16 step at column kx of the X slice xs (rows of xstride halves,
+// `rows` of them valid; invalid rows read the last valid one, and their results are not stored):
+// tiles t and t + 1 in one ldmatrix.x4, a last odd tile in .x2.
+template <int XT, typename T>
+__device__ __forceinline__ void mg_x_frags(unsigned (&xb)[XT][2], const T *xs, int xstride,
+                                           int rows, int kx, int lane)
+{
+#pragma unroll
+    for (int t = 0; t < XT; t += 2) {
+        const int mat = lane >> 3;
+        if (t + 1 < XT) {
+            int r = 8 * (t + (mat >> 1)) + (lane & 7);
+            r = r < rows ? r : rows - 1;
+            unsigned f[4];
+            mg_ldmatrix_x4(f, xs + (long long)r * xstride + kx + 8 * (mat & 1));
+            xb[t][0] = f[0];
+            xb[t][1] = f[1];
+            xb[t + 1 < XT ? t + 1 : t][0] = f[2];
+            xb[t + 1 < XT ? t + 1 : t][1] = f[3];
+        } else {
+            int r = 8 * t + (lane & 7);
+            r = r < rows ? r : rows - 1;
+            unsigned f[2];
+            mg_ldmatrix_x2(f, xs + (long long)r * xstride + kx + 8 * (mat & 1));
+            xb[t][0] = f[0];
+            xb[t][1] = f[1];
+        }
+    }
+}
+
+// One k16 step of a decode warp: the lane's 16 packed bytes w (64 columns x 16 k: word j4 is the
+// A fragment of columns 16 j4 ..) times the B fragments xb of XT tiles of X, as SA says (see
+// mg_decode). sload() and zload() return the lane's 8 scales and zero points of the step's group
+// (columns 8 g ..), called only when SA and ZP need them; group_end: the group ends after this step
+// (or this warp's run of steps does), so SA >= 1 applies the scale to acc and resets P (and sx).
+template <typename T, int XT, int ZP, int SA, typename FS, typename FZ>
+__device__ __forceinline__ void mg_decode_step(float (&acc)[XT][4][4], float (&P)[SA ? XT : 1][4][4],
+                                               float (&sx)[SA == 2 ? XT : 1][4], const uint4 w,
+                                               const unsigned (&xb)[XT][2], FS sload, FZ zload,
+                                               bool group_end)
+{
+    const unsigned ones4[4] = {mg_type<T>::ONE2, mg_type<T>::ONE2, mg_type<T>::ONE2,
+                               mg_type<T>::ONE2};
+    const unsigned wv[4] = {w.x, w.y, w.z, w.w};
+    // this lane's columns 16 j4 + g + 8 h are element 2 j4 + h of the 8 at 8 g
+    uint4 zv = make_uint4(0, 0, 0, 0);
+    if (ZP && SA < 2)
+        zv = zload();
+    const unsigned z4[4] = {zv.x, zv.y, zv.z, zv.w};
+    if (SA == 0) {
+        const uint4 sv = sload();
+        const unsigned s4[4] = {sv.x, sv.y, sv.z, sv.w};
+#pragma unroll
+        for (int j4 = 0; j4 < 4; j4++) {
+            const unsigned s0 = __byte_perm(s4[j4], 0, 0x1010),
+                           s1 = __byte_perm(s4[j4], 0, 0x3232);
+            const unsigned z0 =
+                ZP ? __byte_perm(z4[j4], 0, 0x1010) ^ 0x80008000u : mg_type<T>::NMZ8;
+            const unsigned z1 =
+                ZP ? __byte_perm(z4[j4], 0, 0x3232) ^ 0x80008000u : mg_type<T>::NMZ8;
+            const unsigned af[4] = {mg_dequant2<T>(wv[j4], z0, s0),
+                                    mg_dequant2<T>(wv[j4] >> 8, z1, s1),
+                                    mg_dequant2<T>(wv[j4] >> 4, z0, s0),
+                                    mg_dequant2<T>(wv[j4] >> 12, z1, s1)};
+#pragma unroll
+            for (int t = 0; t < XT; t++)
+                mg_mma<T>(acc[t][j4], af, xb[t][0], xb[t][1]);
+        }
+    } else {
+#pragma unroll
+        for (int j4 = 0; j4 < 4; j4++) {
+            const unsigned z0 =
+                ZP ? __byte_perm(z4[j4], 0, 0x1010) ^ 0x80008000u : mg_type<T>::NMZ8;
+            const unsigned z1 =
+                ZP ? __byte_perm(z4[j4], 0, 0x3232) ^ 0x80008000u : mg_type<T>::NMZ8;
+            auto qz = [&](unsigned word, unsigned nmz) {
+                const unsigned v =
+                    mg_lop3_and_or(word, 0x000f000fu, mg_type<T>::MAGIC2);
+                // SA == 1: q - z, exact in T; SA == 2: MAGIC + q as it is
+                return SA == 1 ? mg_fma2<T>(v, mg_type<T>::ONE2, nmz) : v;
+            };
+            const unsigned af[4] = {qz(wv[j4], z0), qz(wv[j4] >> 8, z1),
+                                    qz(wv[j4] >> 4, z0), qz(wv[j4] >> 12, z1)};
+#pragma unroll
+            for (int t = 0; t < XT; t++)
+                mg_mma<T>(P[SA ? t : 0][j4], af, xb[t][0], xb[t][1]);
+        }
+        if (SA == 2)
+#pragma unroll
+            for (int t = 0; t < XT; t++)
+                mg_mma<T>(sx[SA == 2 ? t : 0], ones4, xb[t][0], xb[t][1]);
+        if (group_end) {
+            const uint4 sv = sload();
+            const T *s8 = reinterpret_cast<const T *>(&sv);
+            uint4 zv2 = make_uint4(0, 0, 0, 0);
+            if (ZP && SA == 2)
+                zv2 = zload();
+            const T *z8 = reinterpret_cast<const T *>(&zv2);
+#pragma unroll
+            for (int j4 = 0; j4 < 4; j4++)
+#pragma unroll
+                for (int d = 0; d < 4; d++) {
+                    const float sc = to_f32(s8[2 * j4 + (d >> 1)]);
+                    const float mz =
+                        ZP ? to_f32(z8[2 * j4 + (d >> 1)]) : mg_type<T>::MAGIC_F + 8.0f;
+#pragma unroll
+                    for (int t = 0; t < XT; t++) {
+                        float &pv = P[SA ? t : 0][j4][d];
+                        acc[t][j4][d] +=
+                            sc * (SA == 2 ? pv - mz * sx[SA == 2 ? t : 0][d & 1] : pv);
+                        pv = 0.f;
+                    }
+                }
+            if (SA == 2)
+#pragma unroll
+                for (int t = 0; t < XT; t++)
+                    sx[SA == 2 ? t : 0][0] = sx[SA == 2 ? t : 0][1] =
+                        sx[SA == 2 ? t : 0][2] = sx[SA == 2 ? t : 0][3] = 0.f;
+        }
+    }
+}
+
+// The end of a decode-style block of NT threads whose WN x WK warps (`cons`: this thread is one
+// of them) each hold acc for rows m0 + 8 t + 2 tq + (d & 1) and columns
+// n0 + 64 wn + 16 j4 + g + 8 (d >> 1): the k warps' sums added through `red` (shared memory no
+// longer in use, (WK - 1) WN XT 16 32 floats), then Y written, or with splits the fp32 partial
+// tile and the split-K finish.
+template <typename T, int XT, int WN, int WK, int NT>
+__device__ __forceinline__ void mg_decode_end(float (&acc)[XT][4][4], float *red, bool cons, int wn,
+                                              int wk, T *__restrict__ Y, float *__restrict__ ws,
+                                              int *__restrict__ counters, int m, int n, int m0,
+                                              int n0, int rows)
+{
+    constexpr int BN = 64 * WN;
+    const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+    auto row_of = [&](int t, int d) { return m0 + 8 * t + 2 * tq + (d & 1); };
+    auto col_of = [&](int j4, int d) { return n0 + 64 * wn + 16 * j4 + g + 8 * (d >> 1); };
+    if (WK > 1) {
+        __syncthreads();
+        red += lane;
+        constexpr int ACC = XT * 16;
+        if (cons && wk > 0) {
+            float *dst = red + (long long)((wk - 1) * WN + wn) * ACC * 32;
+            mg_for_acc<XT>(
+                [&](int t, int j4, int d) { dst[((t * 4 + j4) * 4 + d) * 32] = acc[t][j4][d]; });
+        }
+        __syncthreads();
+        if (cons && wk == 0)
+            for (int w = 1; w < WK; w++) {
+                const float *src = red + (long long)((w - 1) * WN + wn) * ACC * 32;
+                mg_for_acc<XT>([&](int t, int j4, int d) {
+                    acc[t][j4][d] += src[((t * 4 + j4) * 4 + d) * 32];
+                });
+            }
+    }
+    const bool mine = cons && wk == 0;
+    if (gridDim.z > 1) {
+        if (mine)
+            mg_for_acc<XT>([&](int t, int j4, int d) {
+                if (row_of(t, d) < m0 + rows)
+                    __stcg(ws + ((long long)blockIdx.z * m + row_of(t, d)) * n + col_of(j4, d),
+                           acc[t][j4][d]);
+            });
+        mg_splitk_finish<T, BN, NT>(ws, Y, counters, m, n, m0, n0, rows);
+        return;
+    }
+    if (!mine)
+        return;
+    mg_for_acc<XT>([&](int t, int j4, int d) {
+        if (row_of(t, d) < m0 + rows)
+            Y[(long long)row_of(t, d) * n + col_of(j4, d)] = from_f32<T>(acc[t][j4][d]);
+    });
+}
+
 template <typename T, int XT, int WN, int WK, int KS, int STAGES, int ZP, int SA>
 __global__ void __launch_bounds__((WN * WK + 1) * 32)
     mg_decode(const T *__restrict__ X, const uint4 *__restrict__ Wp, const T *__restrict__ S,
@@ -81,9 +255,9 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
     T *xs = reinterpret_cast<T *>(ring + LY::RING);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int g = lane >> 2, tq = lane & 3;
+    const int g = lane >> 2;
     const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
-    const int splits = gridDim.z, z = blockIdx.z;
+    const int splits = gridDim.z;
     const int KB = k / BK;
     int kb0, L;
     mg_split_range(KB, kb0, L);
@@ -148,8 +322,6 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
 #pragma unroll
                 for (int d = 0; d < 4; d++)
                     P[t][j][d] = sx[SA == 2 ? t : 0][d] = 0.f;
-        const unsigned ones4[4] = {mg_type<T>::ONE2, mg_type<T>::ONE2, mg_type<T>::ONE2,
-                                   mg_type<T>::ONE2};
         const int gmask = gsh >= 0 ? (1 << (gsh - 4)) - 1 : -1; // k16 steps per group - 1
         mg_mbar_wait(xbar, 0);
         // warp wk takes whole stages wk, wk + WK, ...: a group never spans two of its stages
@@ -165,107 +337,13 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
                     *reinterpret_cast<const uint4 *>(st + (j * WN + wn) * 512 + lane * 16);
                 const int srow = gsh >= 0 ? (j * 16) >> gsh : 0;
                 const int kx = (it * KS + j) * 16;
-                // B fragments of X: tiles t and t + 1 in one ldmatrix.x4, a last odd tile in .x2
                 unsigned xb[XT][2];
-#pragma unroll
-                for (int t = 0; t < XT; t += 2) {
-                    const int mat = lane >> 3;
-                    if (t + 1 < XT) {
-                        int r = 8 * (t + (mat >> 1)) + (lane & 7);
-                        r = r < rows ? r : rows - 1;
-                        unsigned f[4];
-                        mg_ldmatrix_x4(f, xs + (long long)r * xstride + kx + 8 * (mat & 1));
-                        xb[t][0] = f[0];
-                        xb[t][1] = f[1];
-                        xb[t + 1 < XT ? t + 1 : t][0] = f[2];
-                        xb[t + 1 < XT ? t + 1 : t][1] = f[3];
-                    } else {
-                        int r = 8 * t + (lane & 7);
-                        r = r < rows ? r : rows - 1;
-                        unsigned f[2];
-                        mg_ldmatrix_x2(f, xs + (long long)r * xstride + kx + 8 * (mat & 1));
-                        xb[t][0] = f[0];
-                        xb[t][1] = f[1];
-                    }
-                }
-                const unsigned wv[4] = {w.x, w.y, w.z, w.w};
-                // this lane's columns 16 j4 + g + 8 h are element 2 j4 + h of the 8 at 8 g
-                uint4 zv = make_uint4(0, 0, 0, 0);
-                if (ZP && SA < 2)
-                    zv = *reinterpret_cast<const uint4 *>(ss + LY::SR * BN + srow * BN);
-                const unsigned z4[4] = {zv.x, zv.y, zv.z, zv.w};
-                if (SA == 0) {
-                    const uint4 sv = *reinterpret_cast<const uint4 *>(ss + srow * BN);
-                    const unsigned s4[4] = {sv.x, sv.y, sv.z, sv.w};
-#pragma unroll
-                    for (int j4 = 0; j4 < 4; j4++) {
-                        const unsigned s0 = __byte_perm(s4[j4], 0, 0x1010),
-                                       s1 = __byte_perm(s4[j4], 0, 0x3232);
-                        const unsigned z0 =
-                            ZP ? __byte_perm(z4[j4], 0, 0x1010) ^ 0x80008000u : mg_type<T>::NMZ8;
-                        const unsigned z1 =
-                            ZP ? __byte_perm(z4[j4], 0, 0x3232) ^ 0x80008000u : mg_type<T>::NMZ8;
-                        const unsigned af[4] = {mg_dequant2<T>(wv[j4], z0, s0),
-                                                mg_dequant2<T>(wv[j4] >> 8, z1, s1),
-                                                mg_dequant2<T>(wv[j4] >> 4, z0, s0),
-                                                mg_dequant2<T>(wv[j4] >> 12, z1, s1)};
-#pragma unroll
-                        for (int t = 0; t < XT; t++)
-                            mg_mma<T>(acc[t][j4], af, xb[t][0], xb[t][1]);
-                    }
-                } else {
-#pragma unroll
-                    for (int j4 = 0; j4 < 4; j4++) {
-                        const unsigned z0 =
-                            ZP ? __byte_perm(z4[j4], 0, 0x1010) ^ 0x80008000u : mg_type<T>::NMZ8;
-                        const unsigned z1 =
-                            ZP ? __byte_perm(z4[j4], 0, 0x3232) ^ 0x80008000u : mg_type<T>::NMZ8;
-                        auto qz = [&](unsigned word, unsigned nmz) {
-                            const unsigned v =
-                                mg_lop3_and_or(word, 0x000f000fu, mg_type<T>::MAGIC2);
-                            // SA == 1: q - z, exact in T; SA == 2: MAGIC + q as it is
-                            return SA == 1 ? mg_fma2<T>(v, mg_type<T>::ONE2, nmz) : v;
-                        };
-                        const unsigned af[4] = {qz(wv[j4], z0), qz(wv[j4] >> 8, z1),
-                                                qz(wv[j4] >> 4, z0), qz(wv[j4] >> 12, z1)};
-#pragma unroll
-                        for (int t = 0; t < XT; t++)
-                            mg_mma<T>(P[SA ? t : 0][j4], af, xb[t][0], xb[t][1]);
-                    }
-                    if (SA == 2)
-#pragma unroll
-                        for (int t = 0; t < XT; t++)
-                            mg_mma<T>(sx[SA == 2 ? t : 0], ones4, xb[t][0], xb[t][1]);
-                    // the group ends after this step, or this warp's run of steps does
-                    if (j == KS - 1 || ((j + 1) & gmask) == 0) {
-                        const uint4 sv = *reinterpret_cast<const uint4 *>(ss + srow * BN);
-                        const T *s8 = reinterpret_cast<const T *>(&sv);
-                        uint4 zv2 = make_uint4(0, 0, 0, 0);
-                        if (ZP && SA == 2)
-                            zv2 = *reinterpret_cast<const uint4 *>(ss + LY::SR * BN + srow * BN);
-                        const T *z8 = reinterpret_cast<const T *>(&zv2);
-#pragma unroll
-                        for (int j4 = 0; j4 < 4; j4++)
-#pragma unroll
-                            for (int d = 0; d < 4; d++) {
-                                const float sc = to_f32(s8[2 * j4 + (d >> 1)]);
-                                const float mz =
-                                    ZP ? to_f32(z8[2 * j4 + (d >> 1)]) : mg_type<T>::MAGIC_F + 8.0f;
-#pragma unroll
-                                for (int t = 0; t < XT; t++) {
-                                    float &pv = P[SA ? t : 0][j4][d];
-                                    acc[t][j4][d] +=
-                                        sc * (SA == 2 ? pv - mz * sx[SA == 2 ? t : 0][d & 1] : pv);
-                                    pv = 0.f;
-                                }
-                            }
-                        if (SA == 2)
-#pragma unroll
-                            for (int t = 0; t < XT; t++)
-                                sx[SA == 2 ? t : 0][0] = sx[SA == 2 ? t : 0][1] =
-                                    sx[SA == 2 ? t : 0][2] = sx[SA == 2 ? t : 0][3] = 0.f;
-                    }
-                }
+                mg_x_frags<XT>(xb, xs, xstride, rows, kx, lane);
+                mg_decode_step<T, XT, ZP, SA>(
+                    acc, P, sx, w, xb,
+                    [&] { return *reinterpret_cast<const uint4 *>(ss + srow * BN); },
+                    [&] { return *reinterpret_cast<const uint4 *>(ss + LY::SR * BN + srow * BN); },
+                    j == KS - 1 || ((j + 1) & gmask) == 0);
             }
             __syncwarp();
             if (lane == 0)
@@ -273,43 +351,129 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
         }
     }
 
-    // Epilogue. acc[t][j4][d] is Y[m0 + 8 t + 2 tq + (d & 1)][n0 + 64 wn + 16 j4 + g + 8 (d >> 1)].
-    const bool cons = warp < NC;
-    auto row_of = [&](int t, int d) { return m0 + 8 * t + 2 * tq + (d & 1); };
-    auto col_of = [&](int j4, int d) { return n0 + 64 * wn + 16 * j4 + g + 8 * (d >> 1); };
-    if (WK > 1) {
-        __syncthreads(); // the ring is free: every stage was consumed
-        float *red = reinterpret_cast<float *>(ring) + lane;
-        constexpr int ACC = XT * 16;
-        if (cons && wk > 0) {
-            float *dst = red + (long long)((wk - 1) * WN + wn) * ACC * 32;
-            mg_for_acc<XT>(
-                [&](int t, int j4, int d) { dst[((t * 4 + j4) * 4 + d) * 32] = acc[t][j4][d]; });
+    // the ring is free once every stage was consumed: the cross-warp reduction reuses it
+    mg_decode_end<T, XT, WN, WK, (NC + 1) * 32>(acc, reinterpret_cast<float *>(ring), warp < NC, wn,
+                                                 wk, Y, ws, counters, m, n, m0, n0, rows);
+}
+
+// A 16-byte load of streamed data that is read once: no L1 allocation.
+__device__ __forceinline__ uint4 mg_ld_stream(const uint4 *p)
+{
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+// The batch of packed weight (U units of 16 rows along k, the warp's 64 columns) and the SRW
+// scale (and zero-point) rows that mg_gemv's warp multiplies next, loaded into registers.
+template <typename T, int U, int SRW, int ZP> struct mg_gemv_batch {
+    uint4 w[U], s[SRW], z[ZP ? SRW : 1];
+
+    // batch kb (of BK = 16 U rows): wcol points at lane's 16 bytes of unit (0, the warp's column
+    // unit); s8 at the lane's 8 scales of group row 0 (zero points at z8)
+    __device__ __forceinline__ void load(const uint4 *wcol, long long unit_stride, const T *s8,
+                                         const T *z8, int kb, int group, int n)
+    {
+#pragma unroll
+        for (int j = 0; j < U; j++)
+            w[j] = mg_ld_stream(wcol + ((long long)kb * U + j) * unit_stride);
+        const long long grow0 = (long long)kb * (16 * U) / group;
+#pragma unroll
+        for (int r = 0; r < SRW; r++) {
+            s[r] = __ldg(reinterpret_cast<const uint4 *>(s8 + (grow0 + r) * n));
+            if (ZP)
+                z[ZP ? r : 0] = __ldg(reinterpret_cast<const uint4 *>(z8 + (grow0 + r) * n));
         }
-        __syncthreads();
-        if (cons && wk == 0)
-            for (int w = 1; w < WK; w++) {
-                const float *src = red + (long long)((w - 1) * WN + wn) * ACC * 32;
-                mg_for_acc<XT>([&](int t, int j4, int d) {
-                    acc[t][j4][d] += src[((t * 4 + j4) * 4 + d) * 32];
-                });
-            }
     }
-    const bool mine = cons && wk == 0;
-    if (splits > 1) {
-        if (mine)
-            mg_for_acc<XT>([&](int t, int j4, int d) {
-                if (row_of(t, d) < m0 + rows)
-                    __stcg(ws + ((long long)z * m + row_of(t, d)) * n + col_of(j4, d),
-                           acc[t][j4][d]);
-            });
-        mg_splitk_finish<T, BN, (NC + 1) * 32>(ws, Y, counters, m, n, m0, n0, rows);
-        return;
+};
+
+// The register-streaming mixed-input GEMM for small m ("gemv"): Y = X . dequant(W) as mg_decode
+// computes it (the same A/B operand swap, k16 step and SA modes, mg_decode_step), but with no
+// shared-memory ring and no producer: every warp loads its own batch of U packed units (U 16-byte
+// loads per lane, all in flight before the first use, ST = 2: the next batch's loads issued
+// before the current batch is multiplied) straight into registers, so the multiprocessor's
+// warps, not one copy engine per block, keep the bytes in flight. X for the block's k range is
+// staged once in shared memory (rows padded by 16 bytes for conflict-free ldmatrix), while the
+// first batch is on its way.
+//   XT   n8 tiles of X rows per block (BM = 8 XT)
+//   WN   warps along n, one 64-column unit each (BN = 64 WN)
+//   WK   warps along k: warp wk takes batches wk, wk + WK, ... of the block's k range; their
+//        partial sums are added in shared memory at the end (mg_decode_end)
+//   U    k16 steps (units) per batch: BK = 16 U
+//   ST   1 or 2 batches in registers per warp
+//   SRW  group rows per batch: BK / G when G <= BK, else 1 (the scale applied once per batch)
+//   ZP, SA as mg_decode's (SA 1 or 2)
+// Grid and split-K as mg_decode's. Requirements (checked on the host): n % BN == 0, k % BK == 0,
+// G a power of two >= 32 nesting with BK (or G = k), splits <= k / BK; shared memory
+// max(rows (ceil(KB / splits) BK + 8) 2, (WK - 1) WN XT 16 32 4) bytes.
+template <typename T, int XT, int WN, int WK, int U, int ST, int SRW, int ZP, int SA>
+__global__ void __launch_bounds__(WN *WK * 32)
+    mg_gemv(const T *__restrict__ X, const uint4 *__restrict__ Wp, const T *__restrict__ S,
+            const T *__restrict__ Z, T *__restrict__ Y, float *__restrict__ ws,
+            int *__restrict__ counters, int m, int n, int k, int group, int gsh)
+{
+    static_assert(SA == 1 || SA == 2, "SA: 1 or 2");
+    static_assert(ST == 1 || ST == 2, "ST: 1 or 2");
+    static_assert(U % SRW == 0, "SRW divides U");
+    constexpr int NC = WN * WK, BN = 64 * WN, BK = 16 * U, BM = 8 * XT;
+    (void)gsh;
+    extern __shared__ uint4 mg_smem[];
+    T *xs = reinterpret_cast<T *>(mg_smem);
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wn = warp / WK, wk = warp % WK;
+    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
+    const int KB = k / BK;
+    int kb0, L;
+    mg_split_range(KB, kb0, L);
+    const int xstride = (KB + (int)gridDim.z - 1) / (int)gridDim.z * BK + 8;
+    const int rows = m - m0 < BM ? m - m0 : BM;
+    if (tid == 0) {
+        const unsigned xbytes = (unsigned)rows * xstride * 2,
+                       rbytes = (unsigned)((WK - 1) * WN * XT * 16 * 32 * 4);
+        mg_require_smem(xbytes > rbytes ? xbytes : rbytes);
     }
-    if (!mine)
-        return;
-    mg_for_acc<XT>([&](int t, int j4, int d) {
-        if (row_of(t, d) < m0 + rows)
-            Y[(long long)row_of(t, d) * n + col_of(j4, d)] = from_f32<T>(acc[t][j4][d]);
-    });
+    const long long unit_stride = (long long)(n / 64) * 32;
+    const uint4 *wcol = Wp + (long long)(n0 / 64 + wn) * 32 + lane;
+    const long long col8 = n0 + wn * 64 + (lane >> 2) * 8;
+    const T *s8 = S + col8, *z8 = ZP ? Z + col8 : S;
+
+    // this warp's first batch is in flight while the block stages X
+    mg_gemv_batch<T, U, SRW, ZP> cur, nxt;
+    int it = wk;
+    if (it < L)
+        cur.load(wcol, unit_stride, s8, z8, kb0 + it, group, n);
+    const int xrow = L * BK; // halves of X per row in this split
+    for (int i = tid; i < rows * (xrow / 8); i += NC * 32) {
+        const int r = i / (xrow / 8), c = (i - r * (xrow / 8)) * 8;
+        *reinterpret_cast<uint4 *>(xs + (long long)r * xstride + c) = __ldg(
+            reinterpret_cast<const uint4 *>(X + (long long)(m0 + r) * k + (long long)kb0 * BK + c));
+    }
+    __syncthreads();
+
+    float acc[XT][4][4], P[XT][4][4], sx[SA == 2 ? XT : 1][4];
+    mg_for_acc<XT>([&](int t, int j4, int d) { acc[t][j4][d] = P[t][j4][d] = 0.f; });
+#pragma unroll
+    for (int t = 0; t < (SA == 2 ? XT : 1); t++)
+        sx[t][0] = sx[t][1] = sx[t][2] = sx[t][3] = 0.f;
+    for (; it < L; it += WK) {
+        if (ST == 2 && it + WK < L)
+            nxt.load(wcol, unit_stride, s8, z8, kb0 + it + WK, group, n);
+#pragma unroll
+        for (int j = 0; j < U; j++) {
+            constexpr int SPG = U / SRW; // k16 steps per group row of this batch
+            unsigned xb[XT][2];
+            mg_x_frags<XT>(xb, xs, xstride, rows, it * BK + j * 16, lane);
+            const uint4 sv = cur.s[j / SPG], zv = cur.z[ZP ? j / SPG : 0];
+            mg_decode_step<T, XT, ZP, SA>(
+                acc, P, sx, cur.w[j], xb, [sv] { return sv; }, [zv] { return zv; },
+                (j + 1) % SPG == 0);
+        }
+        if (ST == 2)
+            cur = nxt;
+        else if (it + WK < L)
+            cur.load(wcol, unit_stride, s8, z8, kb0 + it + WK, group, n);
+    }
+    mg_decode_end<T, XT, WN, WK, NC * 32>(acc, reinterpret_cast<float *>(mg_smem), true, wn, wk, Y,
+                                          ws, counters, m, n, m0, n0, rows);
 }

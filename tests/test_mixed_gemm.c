@@ -219,6 +219,25 @@ Test(mixed_gemm, decode_kernel_and_stream)
     mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 1, 0, 1024);
     point_set_int(&p, "sa", 2);
     expect_refused(&p, "tile shape: sa = 2 is the decode kernel's");
+    /* the register-streaming kernel: two group rows per batch of 256 */
+    mg_point(&p, "gemv", 3, 512, 1024, 128, 1, "float16");
+    mg_tile(&p, 8, 128, 256, 1, 2, 4, 2, 2, 0, 1024);
+    point_set_int(&p, "sa", 2);
+    cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].source, "mixed_gemm_decode.cu");
+    cr_expect_str_eq(refs[0].name, "mg_gemv<half_t, 1, 2, 4, 16, 2, 2, 1, 2>");
+    mg_tile(&p, 40, 128, 256, 1, 2, 4, 2, 2, 0, 1024);
+    expect_refused(&p, "tile shape: the gemv kernel takes bm = 8, 16, 24, 32");
+    mg_tile(&p, 8, 128, 512, 1, 2, 4, 2, 1, 0, 1024);
+    expect_refused(&p, "tile shape: the gemv kernel takes bk = 32, 64, ..., 256");
+    mg_tile(&p, 8, 128, 256, 1, 2, 4, 3, 2, 0, 1024);
+    expect_refused(&p, "tile shape: the gemv kernel takes stages = 1 or 2");
+    point_set_int(&p, "stages", 2);
+    point_set_int(&p, "sa", 0);
+    expect_refused(&p, "tile shape: the gemv kernel takes sa = 1 or 2");
+    mg_tile(&p, 32, 128, 256, 1, 2, 4, 2, 2, 0, 1024); /* 4 X tiles and two batches of 16 units */
+    point_set_int(&p, "sa", 2);
+    expect_refused(&p, "too many registers");
     mg_point(&p, "stream", 3, 512, 1024, 128, 0, "float16");
     cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
     cr_expect_str_eq(refs[0].name, "mg_stream<8>");
@@ -268,6 +287,9 @@ static const mg_variant variants[] = {
     {"decode", 24, 128, 64, 1, 2, 1, 2, 3, 0, 1024, 1},  /* 3 X tiles (odd), split-K, sa 1 */
     {"decode", 16, 64, 128, 1, 1, 4, 4, 3, 0, 1024, 2},  /* 2 X tiles, 4 k warps, sa 2 */
     {"decode", 64, 128, 128, 1, 2, 1, 4, 2, 0, 1024, 0}, /* 8 X tiles */
+    {"gemv", 8, 64, 256, 1, 1, 4, 1, 1, 0, 1024, 2},    /* gemv: 1 X tile, 2 groups per batch */
+    {"gemv", 16, 128, 128, 1, 2, 4, 2, 3, 0, 1024, 1},  /* 2 X tiles, 2 batches, split-K, sa 1 */
+    {"gemv", 24, 64, 64, 1, 1, 2, 2, 2, 0, 1024, 2},    /* 3 X tiles (odd), groups across batches */
     {"wgmma", 8, 64, 64, 1, 1, 1, 2, 1, 0, 1024, 0},     /* wgmma: N = 8, one warpgroup */
     {"wgmma", 32, 128, 128, 1, 2, 1, 3, 2, 0, 1024, 0},  /* 2 warpgroups, split-K (a cluster of 2) */
     {"wgmma", 128, 256, 64, 1, 2, 1, 4, 1, 0, 1024, 0},  /* N = 128, 2 tiles per warpgroup */

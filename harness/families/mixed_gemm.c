@@ -393,6 +393,7 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     switch (d->method) {
     case MG_FUSED:
     case MG_DECODE:
+    case MG_GEMV:
     case MG_WGMMA:
     case MG_WGMMA_WS:
         if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
@@ -468,6 +469,7 @@ static tune_status mg_launch(void *state, tune_error *err)
     }
     case MG_FUSED:
     case MG_DECODE:
+    case MG_GEMV:
     case MG_WGMMA:
     case MG_WGMMA_WS: {
         /* the wgmma kernels take X's tensor map in place of X */

@@ -20,7 +20,7 @@
 #define MG_STREAM_BLOCKS_PER_SM 8
 #define MG_N_OPS 1
 #define MG_N_PARAMS 11
-#define MG_N_METHODS 9
+#define MG_N_METHODS 10
 #define MG_N_SHAPE_KERNELS 9
 
 enum {
@@ -32,14 +32,16 @@ enum {
     MG_DECODE,
     MG_STREAM,
     MG_WGMMA,
-    MG_WGMMA_WS
+    MG_WGMMA_WS,
+    MG_GEMV
 };
 
 /* The warpgroup-MMA kernels (sm_90a, X through a tensor map). */
 #define MG_IS_WGMMA(method) ((method) == MG_WGMMA || (method) == MG_WGMMA_WS)
 
 /* The tuned methods whose kernel takes the fused kernels' arguments (mg_launch). */
-#define MG_TILED(method) ((method) == MG_FUSED || (method) == MG_DECODE || MG_IS_WGMMA(method))
+#define MG_TILED(method)                                                                          \
+    ((method) == MG_FUSED || (method) == MG_DECODE || (method) == MG_GEMV || MG_IS_WGMMA(method))
 
 typedef struct {
     int method;
@@ -50,6 +52,7 @@ typedef struct {
     /* fused kernel geometry */
     int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa;
     int64_t wstages; /* wgmma_ws: depth of the weight ring (the host's choice) */
+    int64_t srw;     /* gemv: group rows per batch of bk rows */
     int gsh;
     size_t smem;
     unsigned grid[3], threads;

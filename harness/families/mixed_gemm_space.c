@@ -41,7 +41,8 @@ const family_axis mg_params[MG_N_PARAMS] = {
     {"wn", FAMILY_AXIS_INT, 1, 16, NULL, "2", "warps along n (wgmma: warpgroups)"},
     {"wk", FAMILY_AXIS_INT, 1, 16, NULL, "1",
      "warps along k (partial sums added in shared memory)"},
-    {"stages", FAMILY_AXIS_INT, 2, 16, NULL, "4", "cp.async pipeline stages"},
+    {"stages", FAMILY_AXIS_INT, 1, 16, NULL, "4",
+     "pipeline stages (>= 2; gemv: 1 or 2 batches of weight in registers)"},
     {"splitk", FAMILY_AXIS_INT, 1, 64, NULL, "1", "blocks along k (reduced in the kernel)"},
     {"unroll", FAMILY_AXIS_INT, 0, 32, NULL, "0",
      "0: the staged kernel (cp.async pipeline); N >= 1: the direct kernel (bm = 16, bn = 64 wn, "
@@ -81,6 +82,12 @@ const family_method mg_methods[MG_N_METHODS] = {
      "the warpgroup-MMA kernel, warp-specialized (sm_90a): a producer warpgroup streams the ring "
      "(TMA and bulk copies), wn consumer warpgroups (1 or 2; registers moved to them with "
      "setmaxnreg) dequantize and issue the MMAs; the wgmma kernel's tile axes",
+     FAMILY_ROLE_TUNED},
+    {"gemv", 1,
+     "tune's register-streaming kernel for small m: every warp loads its own batches of packed "
+     "weight into registers (bk = 16 x units per batch, stages = 1 or 2 batches in flight), no "
+     "shared-memory ring; the decode kernel's MMAs and tiles (bm = 8 x tiles of X rows, bn = 64 "
+     "wn, wk warps along k)",
      FAMILY_ROLE_TUNED},
 };
 
@@ -251,6 +258,38 @@ static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
     return mg_grid_m_n_k(d, why, why_size);
 }
 
+/* The register-streaming kernel's geometry: the decode kernel's tiles without the producer warp and
+ * the ring; bk = 16 U is the batch a warp loads at once (stages = 1 or 2 batches in registers). */
+static int mg_describe_gemv(mg_desc *d, char *why, size_t why_size)
+{
+    if (d->bm % 8 != 0 || d->bm > 32)
+        return family_fail(why, why_size, "tile shape: the gemv kernel takes bm = 8, 16, 24, 32");
+    if (d->wn < 1 || d->bn != 64 * d->wn || d->wm != 1 || d->unroll != 0)
+        return family_fail(why, why_size,
+                           "tile shape: the gemv kernel takes bn = 64 x wn, wm = 1, unroll = 0");
+    if (d->bk % 32 != 0 || d->bk > 256)
+        return family_fail(why, why_size, "tile shape: the gemv kernel takes bk = 32, 64, ..., 256");
+    if (d->stages != 1 && d->stages != 2)
+        return family_fail(why, why_size, "tile shape: the gemv kernel takes stages = 1 or 2");
+    if (d->sa != 1 && d->sa != 2)
+        return family_fail(why, why_size, "tile shape: the gemv kernel takes sa = 1 or 2");
+    int64_t threads = d->wn * d->wk * 32;
+    if (mg_check_blocking(d, threads, why, why_size) != 0)
+        return -1;
+    d->srw = d->g_eff <= d->bk ? d->bk / d->g_eff : 1;
+    /* accumulators and partial sums: 16 + 16 fp32 per n8 tile of X (and 4 sums of X with sa 2);
+     * the batches in registers: 4 per unit and scale row; ~40 for fragments and addresses */
+    int64_t xt = d->bm / 8, units = d->bk / 16;
+    int64_t regs = xt * (32 + (d->sa == 2 ? 4 : 0)) + d->stages * 4 * (units + d->srw * (1 + d->zp));
+    int64_t kb = d->k / d->bk, xstride = (kb + d->splitk - 1) / d->splitk * d->bk + 8;
+    int64_t rows = d->m < d->bm ? d->m : d->bm, xs = rows * xstride * 2;
+    int64_t red = (d->wk - 1) * d->wn * xt * 16 * 32 * 4;
+    if (mg_check_resources(d, regs, 40, 255, (size_t)(xs > red ? xs : red), threads, why,
+                           why_size) != 0)
+        return -1;
+    return mg_grid_m_n_k(d, why, why_size);
+}
+
 /* Shared memory of the wgmma kernel: alignment slack, barriers and the ring of stages (X in
  * 128-byte swizzle atoms, the packed weight, scales and zero points, each stage rounded up to
  * 1 024 bytes), or with 2 splits (a cluster) the fp32 partial tile if larger; the formulas of
@@ -405,6 +444,8 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
     d->sa = point_int(cfg, "sa", 0);
     if (d->method == MG_DECODE)
         return mg_describe_decode(d, why, why_size);
+    if (d->method == MG_GEMV)
+        return mg_describe_gemv(d, why, why_size);
     if (MG_IS_WGMMA(d->method))
         return mg_describe_wgmma(d, why, why_size);
     if (d->sa == 2)
@@ -459,6 +500,13 @@ static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
                  (long long)(d->bk / 16), st, d->zp, d->splitk == 2 ? 2LL : 1LL);
         return;
     }
+    if (d->method == MG_GEMV) {
+        snprintf(buf, size, "mg_gemv<%s, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d>", d->tname,
+                 (long long)(d->bm / 8), (long long)d->wn, (long long)d->wk,
+                 (long long)(d->bk / 16), (long long)d->stages, (long long)d->srw, d->zp,
+                 (int)d->sa);
+        return;
+    }
     if (d->method == MG_DECODE) {
         snprintf(buf, size, "mg_decode<%s, %lld, %lld, %lld, %lld, %lld, %d, %d>", d->tname,
                  (long long)(d->bm / 8), (long long)d->wn, (long long)d->wk,
@@ -486,7 +534,7 @@ static void mg_ref(family_kernel_ref *refs, size_t *n, const char *source, const
 /* The kernel source of a tuned configuration's main kernel. */
 static const char *mg_main_source(const mg_desc *d)
 {
-    return d->method == MG_DECODE  ? "mixed_gemm_decode.cu"
+    return d->method == MG_DECODE || d->method == MG_GEMV ? "mixed_gemm_decode.cu"
            : MG_IS_WGMMA(d->method) ? "mixed_gemm_wgmma.cu"
                                    : "mixed_gemm.cu";
 }
