@@ -366,6 +366,12 @@ __device__ __forceinline__ uint4 mg_ld_stream(const uint4 *p)
     return v;
 }
 
+// Asks the memory system to bring `bytes` (a multiple of 16) at p (16-byte aligned) into L2.
+__device__ __forceinline__ void mg_prefetch_l2(const void *p, unsigned bytes)
+{
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
 // The batch of packed weight (U units of 16 rows along k, the warp's 64 columns) and the SRW
 // scale (and zero-point) rows that mg_gemv's warp multiplies next, loaded into registers.
 template <typename T, int U, int SRW, int ZP> struct mg_gemv_batch {
@@ -387,6 +393,22 @@ template <typename T, int U, int SRW, int ZP> struct mg_gemv_batch {
                 z[ZP ? r : 0] = __ldg(reinterpret_cast<const uint4 *>(z8 + (grow0 + r) * n));
         }
     }
+
+    // the same batch into L2, one bulk prefetch per lane: lane j < U the warp's 512 bytes of unit
+    // j, the next SRW lanes a 128-byte row of scales (and the SRW after them of zero points);
+    // wunit and s64, z64 point at the warp's unit (0, column unit) and its first column
+    __device__ __forceinline__ static void prefetch(const uint4 *wunit, long long unit_stride,
+                                                    const T *s64, const T *z64, int kb, int group,
+                                                    int n, int lane)
+    {
+        if (lane < U) {
+            mg_prefetch_l2(wunit + ((long long)kb * U + lane) * unit_stride, 512);
+        } else if (lane < U + SRW * (1 + ZP)) {
+            const int r = (lane - U) % SRW;
+            const long long row = (long long)kb * (16 * U) / group + r;
+            mg_prefetch_l2((ZP && lane - U >= SRW ? z64 : s64) + row * n, 128);
+        }
+    }
 };
 
 // The register-streaming mixed-input GEMM for small m ("gemv"): Y = X . dequant(W) as mg_decode
@@ -405,10 +427,13 @@ template <typename T, int U, int SRW, int ZP> struct mg_gemv_batch {
 //   ST   1 or 2 batches in registers per warp
 //   SRW  group rows per batch: BK / G when G <= BK, else 1 (the scale applied once per batch)
 //   ZP, SA as mg_decode's (SA 1 or 2)
+//   PF   batches each warp has asked L2 to prefetch (cp.async.bulk.prefetch) ahead of the one it
+//        loads into registers: the bytes in flight are then bounded by the memory system, not by
+//        the registers of the resident warps; 0: none
 // Grid and split-K as mg_decode's. Requirements (checked on the host): n % BN == 0, k % BK == 0,
 // G a power of two >= 32 nesting with BK (or G = k), splits <= k / BK; shared memory
 // max(rows (ceil(KB / splits) BK + 8) 2, (WK - 1) WN XT 16 32 4) bytes.
-template <typename T, int XT, int WN, int WK, int U, int ST, int SRW, int ZP, int SA>
+template <typename T, int XT, int WN, int WK, int U, int ST, int SRW, int ZP, int SA, int PF>
 __global__ void __launch_bounds__(WN *WK * 32)
     mg_gemv(const T *__restrict__ X, const uint4 *__restrict__ Wp, const T *__restrict__ S,
             const T *__restrict__ Z, T *__restrict__ Y, float *__restrict__ ws,
@@ -438,11 +463,17 @@ __global__ void __launch_bounds__(WN *WK * 32)
     const long long col8 = n0 + wn * 64 + (lane >> 2) * 8;
     const T *s8 = S + col8, *z8 = ZP ? Z + col8 : S;
 
-    // this warp's first batch is in flight while the block stages X
-    mg_gemv_batch<T, U, SRW, ZP> cur, nxt;
+    // this warp's first batch is in flight while the block stages X, and with PF the next PF
+    // batches are on their way to L2
+    using batch = mg_gemv_batch<T, U, SRW, ZP>;
+    batch cur, nxt;
+    const uint4 *wunit = wcol - lane;
+    const T *s64 = S + n0 + wn * 64, *z64 = ZP ? Z + n0 + wn * 64 : S;
     int it = wk;
     if (it < L)
         cur.load(wcol, unit_stride, s8, z8, kb0 + it, group, n);
+    for (int p = 1; p <= PF && it + p * WK < L; p++)
+        batch::prefetch(wunit, unit_stride, s64, z64, kb0 + it + p * WK, group, n, lane);
     const int xrow = L * BK; // halves of X per row in this split
     for (int i = tid; i < rows * (xrow / 8); i += NC * 32) {
         const int r = i / (xrow / 8), c = (i - r * (xrow / 8)) * 8;
@@ -457,6 +488,8 @@ __global__ void __launch_bounds__(WN *WK * 32)
     for (int t = 0; t < (SA == 2 ? XT : 1); t++)
         sx[t][0] = sx[t][1] = sx[t][2] = sx[t][3] = 0.f;
     for (; it < L; it += WK) {
+        if (PF && it + (PF + 1) * WK < L)
+            batch::prefetch(wunit, unit_stride, s64, z64, kb0 + it + (PF + 1) * WK, group, n, lane);
         if (ST == 2 && it + WK < L)
             nxt.load(wcol, unit_stride, s8, z8, kb0 + it + WK, group, n);
 #pragma unroll

@@ -14,9 +14,10 @@ case $out in /*) ;; *) out=$PWD/$out ;; esac
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/build/devlibs"
 for b in build/tune "$@"; do strip -o "$stage/$b" "$b"; done
-# the shared libraries of those binaries that are not the C library's or CUDA's
+# the shared libraries of those binaries, but the C library's, the compiler's and CUDA's (which
+# the GPU machine has)
 for b in build/tune "$@"; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u |
-    grep -E 'jansson|criterion|nanomsg|boxfort|git2|ffi|protobuf|ssh|http_parser|pcre|mbedtls|ssl|crypto|z\.so' |
+    grep -vE '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libgomp)\.so|/cuda' |
     while read -r lib; do cp -L "$lib" "$stage/build/devlibs/"; done
 cp -r kernels_src sweeps scripts "$stage/"
 mkdir -p "$stage/tests" && cp -r tests/data "$stage/tests/"

@@ -53,6 +53,9 @@ const family_axis mg_params[MG_N_PARAMS] = {
      "0: every weight dequantized; 1 (staged, decode): the scale applied to the accumulator once "
      "per group (the direct kernel always does); 2 (decode): that, and the zero point too, "
      "through a sum of X"},
+    {"prefetch", FAMILY_AXIS_INT, 0, 64, NULL, "0",
+     "gemv: batches of weight each warp has prefetched into L2 ahead of the one it loads (0: "
+     "none)"},
 };
 
 const family_method mg_methods[MG_N_METHODS] = {
@@ -442,6 +445,9 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
     d->unroll = point_int(cfg, "unroll", 0);
     d->kc = point_int(cfg, "kc", 1024);
     d->sa = point_int(cfg, "sa", 0);
+    d->prefetch = point_int(cfg, "prefetch", 0);
+    if (d->prefetch != 0 && d->method != MG_GEMV)
+        return family_fail(why, why_size, "tile shape: prefetch is the gemv kernel's (0 otherwise)");
     if (d->method == MG_DECODE)
         return mg_describe_decode(d, why, why_size);
     if (d->method == MG_GEMV)
@@ -501,10 +507,10 @@ static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
         return;
     }
     if (d->method == MG_GEMV) {
-        snprintf(buf, size, "mg_gemv<%s, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d>", d->tname,
-                 (long long)(d->bm / 8), (long long)d->wn, (long long)d->wk,
+        snprintf(buf, size, "mg_gemv<%s, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %lld>",
+                 d->tname, (long long)(d->bm / 8), (long long)d->wn, (long long)d->wk,
                  (long long)(d->bk / 16), (long long)d->stages, (long long)d->srw, d->zp,
-                 (int)d->sa);
+                 (int)d->sa, (long long)d->prefetch);
         return;
     }
     if (d->method == MG_DECODE) {
