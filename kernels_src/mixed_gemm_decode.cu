@@ -366,83 +366,102 @@ __device__ __forceinline__ uint4 mg_ld_stream(const uint4 *p)
     return v;
 }
 
-// Asks the memory system to bring `bytes` (a multiple of 16) at p (16-byte aligned) into L2.
-__device__ __forceinline__ void mg_prefetch_l2(const void *p, unsigned bytes)
-{
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
+// Where mg_gemv's warp finds its batches: U units of 16 rows along k of its 64 columns (lane's 16
+// bytes of unit (0, its column unit) at wcol, unit_stride apart along k) and the SRW scale (and
+// zero-point) rows of the batch (the lane's 8 values of row 0 at s8, z8; the warp's 128 bytes at
+// s64, z64).
+template <typename T, int U, int SRW, int ZP> struct mg_gemv_src {
+    const uint4 *wcol;
+    long long unit_stride;
+    const T *s8, *z8, *s64, *z64;
+    int group, n;
 
-// The batch of packed weight (U units of 16 rows along k, the warp's 64 columns) and the SRW
-// scale (and zero-point) rows that mg_gemv's warp multiplies next, loaded into registers.
-template <typename T, int U, int SRW, int ZP> struct mg_gemv_batch {
+    __device__ __forceinline__ long long grow(int kb) const
+    {
+        return (long long)kb * (16 * U) / group; // the batch's first group row
+    }
+};
+
+// A batch in registers (ST = 1 or 2): U 16-byte loads per lane, all in flight before the first
+// use.
+template <typename T, int U, int SRW, int ZP> struct mg_gemv_regs {
     uint4 w[U], s[SRW], z[ZP ? SRW : 1];
 
-    // batch kb (of BK = 16 U rows): wcol points at lane's 16 bytes of unit (0, the warp's column
-    // unit); s8 at the lane's 8 scales of group row 0 (zero points at z8)
-    __device__ __forceinline__ void load(const uint4 *wcol, long long unit_stride, const T *s8,
-                                         const T *z8, int kb, int group, int n)
+    __device__ __forceinline__ void load(const mg_gemv_src<T, U, SRW, ZP> &src, int kb)
     {
 #pragma unroll
         for (int j = 0; j < U; j++)
-            w[j] = mg_ld_stream(wcol + ((long long)kb * U + j) * unit_stride);
-        const long long grow0 = (long long)kb * (16 * U) / group;
+            w[j] = mg_ld_stream(src.wcol + ((long long)kb * U + j) * src.unit_stride);
+        const long long g0 = src.grow(kb);
 #pragma unroll
         for (int r = 0; r < SRW; r++) {
-            s[r] = __ldg(reinterpret_cast<const uint4 *>(s8 + (grow0 + r) * n));
+            s[r] = __ldg(reinterpret_cast<const uint4 *>(src.s8 + (g0 + r) * src.n));
             if (ZP)
-                z[ZP ? r : 0] = __ldg(reinterpret_cast<const uint4 *>(z8 + (grow0 + r) * n));
-        }
-    }
-
-    // the same batch into L2, one bulk prefetch per lane: lane j < U the warp's 512 bytes of unit
-    // j, the next SRW lanes a 128-byte row of scales (and the SRW after them of zero points);
-    // wunit and s64, z64 point at the warp's unit (0, column unit) and its first column
-    __device__ __forceinline__ static void prefetch(const uint4 *wunit, long long unit_stride,
-                                                    const T *s64, const T *z64, int kb, int group,
-                                                    int n, int lane)
-    {
-        if (lane < U) {
-            mg_prefetch_l2(wunit + ((long long)kb * U + lane) * unit_stride, 512);
-        } else if (lane < U + SRW * (1 + ZP)) {
-            const int r = (lane - U) % SRW;
-            const long long row = (long long)kb * (16 * U) / group + r;
-            mg_prefetch_l2((ZP && lane - U >= SRW ? z64 : s64) + row * n, 128);
+                z[ZP ? r : 0] = __ldg(reinterpret_cast<const uint4 *>(src.z8 + (g0 + r) * src.n));
         }
     }
 };
 
+// A batch slot of a warp's shared-memory ring (ST >= 3): the U units (512 bytes each, lane L's 16
+// bytes at L * 16), then SRW rows of the warp's 64 scales (128 bytes each), then the zero points.
+template <int U, int SRW, int ZP> struct mg_gemv_slot {
+    static constexpr int BYTES = U * 512 + SRW * 128 * (1 + ZP);
+};
+
+// Fills a ring slot with batch kb by cp.async (16 bytes per lane and instruction, no registers)
+// and commits the group.
+template <typename T, int U, int SRW, int ZP>
+__device__ __forceinline__ void mg_gemv_fill(unsigned char *slot,
+                                             const mg_gemv_src<T, U, SRW, ZP> &src, int kb,
+                                             int lane)
+{
+#pragma unroll
+    for (int j = 0; j < U; j++)
+        mg_cp_async16_zfill(slot + j * 512 + lane * 16,
+                            src.wcol + ((long long)kb * U + j) * src.unit_stride, true);
+    const long long g0 = src.grow(kb);
+    for (int i = lane; i < SRW * 8 * (1 + ZP); i += 32) {
+        const int zr = i / (8 * SRW), r = (i / 8) % SRW, c = i % 8;
+        mg_cp_async16_zfill(slot + U * 512 + (zr * SRW + r) * 128 + c * 16,
+                            (zr ? src.z64 : src.s64) + (g0 + r) * src.n + c * 8, true);
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
 // The register-streaming mixed-input GEMM for small m ("gemv"): Y = X . dequant(W) as mg_decode
 // computes it (the same A/B operand swap, k16 step and SA modes, mg_decode_step), but with no
-// shared-memory ring and no producer: every warp loads its own batch of U packed units (U 16-byte
-// loads per lane, all in flight before the first use, ST = 2: the next batch's loads issued
-// before the current batch is multiplied) straight into registers, so the multiprocessor's
-// warps, not one copy engine per block, keep the bytes in flight. X for the block's k range is
-// staged once in shared memory (rows padded by 16 bytes for conflict-free ldmatrix), while the
-// first batch is on its way.
+// producer and no block-wide ring: every warp streams its own batches of U packed units, so the
+// multiprocessor's warps, not one copy engine per block, keep the bytes in flight, and a warp
+// waits for nobody but itself. ST = 1 or 2: batches loaded straight into registers (U 16-byte
+// loads per lane before the first use; with 2 the next batch's loads are issued before the
+// current one is multiplied). ST >= 3: a private ring of ST batch slots in shared memory per warp,
+// filled by cp.async (no registers held by the bytes in flight), ST - 1 batches ahead. X for the
+// block's k range is staged once in shared memory (rows padded by 16 bytes for conflict-free
+// ldmatrix) while the first batches are on their way.
 //   XT   n8 tiles of X rows per block (BM = 8 XT)
 //   WN   warps along n, one 64-column unit each (BN = 64 WN)
 //   WK   warps along k: warp wk takes batches wk, wk + WK, ... of the block's k range; their
 //        partial sums are added in shared memory at the end (mg_decode_end)
 //   U    k16 steps (units) per batch: BK = 16 U
-//   ST   1 or 2 batches in registers per warp
+//   ST   batches in flight per warp: 1, 2 (registers) or 3.. (shared-memory ring)
 //   SRW  group rows per batch: BK / G when G <= BK, else 1 (the scale applied once per batch)
 //   ZP, SA as mg_decode's (SA 1 or 2)
-//   PF   batches each warp has asked L2 to prefetch (cp.async.bulk.prefetch) ahead of the one it
-//        loads into registers: the bytes in flight are then bounded by the memory system, not by
-//        the registers of the resident warps; 0: none
 // Grid and split-K as mg_decode's. Requirements (checked on the host): n % BN == 0, k % BK == 0,
-// G a power of two >= 32 nesting with BK (or G = k), splits <= k / BK; shared memory
-// max(rows (ceil(KB / splits) BK + 8) 2, (WK - 1) WN XT 16 32 4) bytes.
-template <typename T, int XT, int WN, int WK, int U, int ST, int SRW, int ZP, int SA, int PF>
+// G a power of two >= 32 nesting with BK (or G = k), splits <= k / BK; shared memory:
+// max(X + ring, (WK - 1) WN XT 16 32 4) bytes, X = rows (ceil(KB / splits) BK + 8) 2 rounded up
+// to 16, ring = WN WK ST slot bytes when ST >= 3.
+template <typename T, int XT, int WN, int WK, int U, int ST, int SRW, int ZP, int SA>
 __global__ void __launch_bounds__(WN *WK * 32)
     mg_gemv(const T *__restrict__ X, const uint4 *__restrict__ Wp, const T *__restrict__ S,
             const T *__restrict__ Z, T *__restrict__ Y, float *__restrict__ ws,
             int *__restrict__ counters, int m, int n, int k, int group, int gsh)
 {
     static_assert(SA == 1 || SA == 2, "SA: 1 or 2");
-    static_assert(ST == 1 || ST == 2, "ST: 1 or 2");
+    static_assert(ST >= 1 && ST <= 8, "ST: 1 .. 8");
     static_assert(U % SRW == 0, "SRW divides U");
     constexpr int NC = WN * WK, BN = 64 * WN, BK = 16 * U, BM = 8 * XT;
+    constexpr bool RING = ST >= 3;
+    using slot_t = mg_gemv_slot<U, SRW, ZP>;
     (void)gsh;
     extern __shared__ uint4 mg_smem[];
     T *xs = reinterpret_cast<T *>(mg_smem);
@@ -453,27 +472,36 @@ __global__ void __launch_bounds__(WN *WK * 32)
     mg_split_range(KB, kb0, L);
     const int xstride = (KB + (int)gridDim.z - 1) / (int)gridDim.z * BK + 8;
     const int rows = m - m0 < BM ? m - m0 : BM;
+    const unsigned xbytes = ((unsigned)rows * xstride * 2 + 15) / 16 * 16;
+    unsigned char *ring = reinterpret_cast<unsigned char *>(mg_smem) + xbytes +
+                          (RING ? warp * ST * slot_t::BYTES : 0);
     if (tid == 0) {
-        const unsigned xbytes = (unsigned)rows * xstride * 2,
+        const unsigned used = xbytes + (RING ? NC * ST * slot_t::BYTES : 0),
                        rbytes = (unsigned)((WK - 1) * WN * XT * 16 * 32 * 4);
-        mg_require_smem(xbytes > rbytes ? xbytes : rbytes);
+        mg_require_smem(used > rbytes ? used : rbytes);
     }
-    const long long unit_stride = (long long)(n / 64) * 32;
-    const uint4 *wcol = Wp + (long long)(n0 / 64 + wn) * 32 + lane;
-    const long long col8 = n0 + wn * 64 + (lane >> 2) * 8;
-    const T *s8 = S + col8, *z8 = ZP ? Z + col8 : S;
+    mg_gemv_src<T, U, SRW, ZP> src;
+    src.unit_stride = (long long)(n / 64) * 32;
+    src.wcol = Wp + (long long)(n0 / 64 + wn) * 32 + lane;
+    src.s64 = S + n0 + wn * 64;
+    src.z64 = ZP ? Z + n0 + wn * 64 : S;
+    src.s8 = src.s64 + (lane >> 2) * 8;
+    src.z8 = src.z64 + (lane >> 2) * 8;
+    src.group = group;
+    src.n = n;
 
-    // this warp's first batch is in flight while the block stages X, and with PF the next PF
-    // batches are on their way to L2
-    using batch = mg_gemv_batch<T, U, SRW, ZP>;
-    batch cur, nxt;
-    const uint4 *wunit = wcol - lane;
-    const T *s64 = S + n0 + wn * 64, *z64 = ZP ? Z + n0 + wn * 64 : S;
-    int it = wk;
-    if (it < L)
-        cur.load(wcol, unit_stride, s8, z8, kb0 + it, group, n);
-    for (int p = 1; p <= PF && it + p * WK < L; p++)
-        batch::prefetch(wunit, unit_stride, s64, z64, kb0 + it + p * WK, group, n, lane);
+    // the warp's batches are it = wk + q WK, q = 0, 1, ...; the first ones are in flight while
+    // the block stages X
+    mg_gemv_regs<T, U, SRW, ZP> cur, nxt;
+    if (RING) {
+        for (int q = 0; q < ST - 1; q++)
+            if (wk + q * WK < L)
+                mg_gemv_fill(ring + q * slot_t::BYTES, src, kb0 + wk + q * WK, lane);
+            else
+                asm volatile("cp.async.commit_group;" ::: "memory");
+    } else if (wk < L) {
+        cur.load(src, kb0 + wk);
+    }
     const int xrow = L * BK; // halves of X per row in this split
     for (int i = tid; i < rows * (xrow / 8); i += NC * 32) {
         const int r = i / (xrow / 8), c = (i - r * (xrow / 8)) * 8;
@@ -487,26 +515,45 @@ __global__ void __launch_bounds__(WN *WK * 32)
 #pragma unroll
     for (int t = 0; t < (SA == 2 ? XT : 1); t++)
         sx[t][0] = sx[t][1] = sx[t][2] = sx[t][3] = 0.f;
-    for (; it < L; it += WK) {
-        if (PF && it + (PF + 1) * WK < L)
-            batch::prefetch(wunit, unit_stride, s64, z64, kb0 + it + (PF + 1) * WK, group, n, lane);
-        if (ST == 2 && it + WK < L)
-            nxt.load(wcol, unit_stride, s8, z8, kb0 + it + WK, group, n);
+    constexpr int SPG = U / SRW; // k16 steps per group row of a batch
+    for (int q = 0, it = wk; it < L; q++, it += WK) {
+        const unsigned char *slot = ring + (RING ? (q % ST) * slot_t::BYTES : 0);
+        if (RING) {
+            asm volatile("cp.async.wait_group %0;" ::"n"(RING ? ST - 2 : 0) : "memory");
+            __syncwarp();
+            // refill the slot the previous batch used, ST - 1 batches ahead
+            if (it + (ST - 1) * WK < L)
+                mg_gemv_fill(ring + ((q + ST - 1) % ST) * slot_t::BYTES, src,
+                             kb0 + it + (ST - 1) * WK, lane);
+            else
+                asm volatile("cp.async.commit_group;" ::: "memory");
+        } else if (ST == 2 && it + WK < L) {
+            nxt.load(src, kb0 + it + WK);
+        }
 #pragma unroll
         for (int j = 0; j < U; j++) {
-            constexpr int SPG = U / SRW; // k16 steps per group row of this batch
             unsigned xb[XT][2];
             mg_x_frags<XT>(xb, xs, xstride, rows, it * BK + j * 16, lane);
-            const uint4 sv = cur.s[j / SPG], zv = cur.z[ZP ? j / SPG : 0];
+            const int r = j / SPG;
+            const uint4 w =
+                RING ? *reinterpret_cast<const uint4 *>(slot + j * 512 + lane * 16) : cur.w[j];
+            const unsigned char *srow = slot + U * 512 + r * 128 + (lane >> 2) * 16;
             mg_decode_step<T, XT, ZP, SA>(
-                acc, P, sx, cur.w[j], xb, [sv] { return sv; }, [zv] { return zv; },
+                acc, P, sx, w, xb,
+                [&] { return RING ? *reinterpret_cast<const uint4 *>(srow) : cur.s[r]; },
+                [&] {
+                    return RING ? *reinterpret_cast<const uint4 *>(srow + SRW * 128)
+                                : cur.z[ZP ? r : 0];
+                },
                 (j + 1) % SPG == 0);
         }
         if (ST == 2)
             cur = nxt;
-        else if (it + WK < L)
-            cur.load(wcol, unit_stride, s8, z8, kb0 + it + WK, group, n);
+        else if (ST == 1 && it + WK < L)
+            cur.load(src, kb0 + it + WK);
     }
+    if (RING)
+        asm volatile("cp.async.wait_all;" ::: "memory");
     mg_decode_end<T, XT, WN, WK, NC * 32>(acc, reinterpret_cast<float *>(mg_smem), true, wn, wk, Y,
                                           ws, counters, m, n, m0, n0, rows);
 }

@@ -225,24 +225,23 @@ Test(mixed_gemm, decode_kernel_and_stream)
     point_set_int(&p, "sa", 2);
     cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
     cr_expect_str_eq(refs[0].source, "mixed_gemm_decode.cu");
-    cr_expect_str_eq(refs[0].name, "mg_gemv<half_t, 1, 2, 4, 16, 2, 2, 1, 2, 0>");
+    cr_expect_str_eq(refs[0].name, "mg_gemv<half_t, 1, 2, 4, 16, 2, 2, 1, 2>");
     mg_tile(&p, 40, 128, 256, 1, 2, 4, 2, 2, 0, 1024);
     expect_refused(&p, "tile shape: the gemv kernel takes bm = 8, 16, 24, 32");
     mg_tile(&p, 8, 128, 512, 1, 2, 4, 2, 1, 0, 1024);
     expect_refused(&p, "tile shape: the gemv kernel takes bk = 32, 64, ..., 256");
-    mg_tile(&p, 8, 128, 256, 1, 2, 4, 3, 2, 0, 1024);
-    expect_refused(&p, "tile shape: the gemv kernel takes stages = 1 or 2");
+    mg_tile(&p, 8, 128, 256, 1, 2, 4, 9, 2, 0, 1024);
+    expect_refused(&p, "tile shape: the gemv kernel takes stages = 1 to 8");
     point_set_int(&p, "stages", 2);
     point_set_int(&p, "sa", 0);
     expect_refused(&p, "tile shape: the gemv kernel takes sa = 1 or 2");
     mg_tile(&p, 32, 128, 256, 1, 2, 4, 2, 2, 0, 1024); /* 4 X tiles and two batches of 16 units */
     point_set_int(&p, "sa", 2);
     expect_refused(&p, "too many registers");
-    mg_point(&p, "decode", 3, 512, 1024, 128, 0, "float16");
-    mg_tile(&p, 8, 128, 256, 1, 2, 2, 4, 2, 0, 1024);
+    mg_point(&p, "gemv", 4, 512, 8192, 128, 1, "float16"); /* 8 warps' rings of 8 x 8 KiB */
+    mg_tile(&p, 8, 128, 256, 1, 2, 4, 8, 1, 0, 1024);
     point_set_int(&p, "sa", 2);
-    point_set_int(&p, "prefetch", 2);
-    expect_refused(&p, "tile shape: prefetch is the gemv kernel's (0 otherwise)");
+    expect_refused(&p, "shared memory over the device limit");
     mg_point(&p, "stream", 3, 512, 1024, 128, 0, "float16");
     cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
     cr_expect_str_eq(refs[0].name, "mg_stream<8>");
@@ -276,38 +275,40 @@ static const char *kernel_dir(void)
 /* The configurations the compile and GPU tests share: every variant class. */
 typedef struct {
     const char *method;
-    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa, prefetch;
+    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa;
 } mg_variant;
 
 static const mg_variant variants[] = {
-    {"fused", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0, 0}, /* staged, small m */
-    {"fused", 16, 128, 128, 1, 1, 4, 2, 3, 0, 1024, 0, 0}, /* warps along k, split-K */
-    {"fused", 64, 128, 64, 2, 2, 1, 4, 1, 0, 1024, 0, 0},  /* staged, larger tiles */
-    {"fused", 64, 256, 64, 2, 4, 2, 3, 2, 0, 1024, 0, 0},  /* 8 warps, k warps, split-K */
-    {"fused", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 1, 0}, /* scale on the accumulator */
-    {"fused", 32, 128, 64, 2, 1, 2, 3, 3, 0, 1024, 1, 0},  /* ... k warps, split-K, 2 n units */
-    {"fused", 16, 64, 128, 1, 1, 1, 3, 1, 4, 1024, 0, 0},  /* direct */
-    {"fused", 16, 128, 128, 1, 2, 2, 3, 3, 8, 512, 0, 0},  /* direct, warps along k, split-K */
-    {"decode", 8, 128, 128, 1, 2, 2, 4, 1, 0, 1024, 0, 0},  /* decode: 1 X tile, k warps */
-    {"decode", 24, 128, 64, 1, 2, 1, 2, 3, 0, 1024, 1, 0},  /* 3 X tiles (odd), split-K, sa 1 */
-    {"decode", 16, 64, 128, 1, 1, 4, 4, 3, 0, 1024, 2, 0},  /* 2 X tiles, 4 k warps, sa 2 */
-    {"decode", 64, 128, 128, 1, 2, 1, 4, 2, 0, 1024, 0, 0}, /* 8 X tiles */
-    {"gemv", 8, 64, 256, 1, 1, 4, 1, 1, 0, 1024, 2, 1}, /* gemv: 2 groups per batch, prefetch */
-    {"gemv", 16, 128, 128, 1, 2, 4, 2, 3, 0, 1024, 1, 0}, /* 2 X tiles, 2 batches, split-K */
-    {"gemv", 24, 64, 64, 1, 1, 2, 2, 2, 0, 1024, 2, 3}, /* 3 X tiles, groups across batches */
-    {"wgmma", 8, 64, 64, 1, 1, 1, 2, 1, 0, 1024, 0, 0},     /* wgmma: N = 8, one warpgroup */
-    {"wgmma", 32, 128, 128, 1, 2, 1, 3, 2, 0, 1024, 0, 0},  /* 2 warpgroups, split-K (a cluster of 2) */
-    {"wgmma", 128, 256, 64, 1, 2, 1, 4, 1, 0, 1024, 0, 0},  /* N = 128, 2 tiles per warpgroup */
-    {"wgmma", 256, 128, 64, 1, 2, 1, 2, 3, 0, 1024, 0, 0},  /* N = 256, 2 warpgroups, 3 splits */
-    {"wgmma_ws", 16, 128, 64, 1, 1, 1, 2, 1, 0, 1024, 0, 0},  /* producer + 1 consumer, 2 tiles */
-    {"wgmma_ws", 64, 256, 128, 1, 2, 1, 4, 2, 0, 1024, 0, 0}, /* 2 consumers, a cluster of 2 */
-    {"wgmma_ws", 128, 256, 64, 1, 2, 1, 3, 3, 0, 1024, 0, 0}, /* N = 128, 2 tiles, 3 splits */
-    {"wgmma_ws", 32, 256, 64, 1, 1, 1, 4, 1, 0, 1024, 0, 0},  /* 4 tiles per consumer */
-    {"stream", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0, 0},
-    {"dequant", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0, 0},
-    {"cublas", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0, 0},
-    {"fp8", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0, 0},
-    {"pack", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0, 0},
+    {"fused", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0}, /* staged, small m */
+    {"fused", 16, 128, 128, 1, 1, 4, 2, 3, 0, 1024, 0}, /* warps along k, split-K */
+    {"fused", 64, 128, 64, 2, 2, 1, 4, 1, 0, 1024, 0},  /* staged, larger tiles */
+    {"fused", 64, 256, 64, 2, 4, 2, 3, 2, 0, 1024, 0},  /* 8 warps, k warps, split-K */
+    {"fused", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 1}, /* scale on the accumulator */
+    {"fused", 32, 128, 64, 2, 1, 2, 3, 3, 0, 1024, 1},  /* ... k warps, split-K, 2 n units */
+    {"fused", 16, 64, 128, 1, 1, 1, 3, 1, 4, 1024, 0},  /* direct */
+    {"fused", 16, 128, 128, 1, 2, 2, 3, 3, 8, 512, 0},  /* direct, warps along k, split-K */
+    {"decode", 8, 128, 128, 1, 2, 2, 4, 1, 0, 1024, 0},  /* decode: 1 X tile, k warps */
+    {"decode", 24, 128, 64, 1, 2, 1, 2, 3, 0, 1024, 1},  /* 3 X tiles (odd), split-K, sa 1 */
+    {"decode", 16, 64, 128, 1, 1, 4, 4, 3, 0, 1024, 2},  /* 2 X tiles, 4 k warps, sa 2 */
+    {"decode", 64, 128, 128, 1, 2, 1, 4, 2, 0, 1024, 0}, /* 8 X tiles */
+    {"gemv", 8, 64, 256, 1, 1, 4, 1, 1, 0, 1024, 2},    /* gemv: 2 groups per batch */
+    {"gemv", 16, 128, 128, 1, 2, 4, 2, 3, 0, 1024, 1},  /* 2 X tiles, 2 batches, split-K */
+    {"gemv", 24, 64, 64, 1, 1, 2, 2, 2, 0, 1024, 2},    /* 3 X tiles, groups across batches */
+    {"gemv", 8, 128, 256, 1, 2, 2, 4, 2, 0, 1024, 2},   /* a ring of 4, 2 groups per slot */
+    {"gemv", 16, 64, 64, 1, 1, 4, 3, 1, 0, 1024, 1},    /* a ring of 3, groups across slots */
+    {"wgmma", 8, 64, 64, 1, 1, 1, 2, 1, 0, 1024, 0},     /* wgmma: N = 8, one warpgroup */
+    {"wgmma", 32, 128, 128, 1, 2, 1, 3, 2, 0, 1024, 0},  /* 2 warpgroups, split-K (a cluster of 2) */
+    {"wgmma", 128, 256, 64, 1, 2, 1, 4, 1, 0, 1024, 0},  /* N = 128, 2 tiles per warpgroup */
+    {"wgmma", 256, 128, 64, 1, 2, 1, 2, 3, 0, 1024, 0},  /* N = 256, 2 warpgroups, 3 splits */
+    {"wgmma_ws", 16, 128, 64, 1, 1, 1, 2, 1, 0, 1024, 0},  /* producer + 1 consumer, 2 tiles */
+    {"wgmma_ws", 64, 256, 128, 1, 2, 1, 4, 2, 0, 1024, 0}, /* 2 consumers, a cluster of 2 */
+    {"wgmma_ws", 128, 256, 64, 1, 2, 1, 3, 3, 0, 1024, 0}, /* N = 128, 2 tiles, 3 splits */
+    {"wgmma_ws", 32, 256, 64, 1, 1, 1, 4, 1, 0, 1024, 0},  /* 4 tiles per consumer */
+    {"stream", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
+    {"dequant", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
+    {"cublas", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
+    {"fp8", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
+    {"pack", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
 };
 
 Test(mixed_gemm_compile, every_template_path_compiles, .timeout = 1200)
@@ -326,7 +327,6 @@ Test(mixed_gemm_compile, every_template_path_compiles, .timeout = 1200)
                 mg_tile(&p, x->bm, x->bn, x->bk, x->wm, x->wn, x->wk, x->stages, x->splitk,
                         x->unroll, x->kc);
                 point_set_int(&p, "sa", x->sa);
-                point_set_int(&p, "prefetch", x->prefetch);
                 int nr = mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
                 cr_assert_gt(nr, 0, "variant %zu: %s", v, why);
                 for (int r = 0; r < nr; r++) {
@@ -408,7 +408,6 @@ static void run_family_checks(const char *dtype, int zp)
                 mg_tile(&p, x->bm, x->bn, x->bk, x->wm, x->wn, x->wk, x->stages, x->splitk,
                         x->unroll, x->kc);
                 point_set_int(&p, "sa", x->sa);
-                point_set_int(&p, "prefetch", x->prefetch);
                 double e, tol;
                 cr_assert_eq(fam->prepare(state, &p, &err), TUNE_OK, "%s", err.message);
                 cr_assert_eq(fam->check(state, &e, &tol, &err), TUNE_OK, "%s", err.message);

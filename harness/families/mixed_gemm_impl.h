@@ -19,7 +19,7 @@
 #define MG_STREAM_KERNEL "mg_stream<8>"
 #define MG_STREAM_BLOCKS_PER_SM 8
 #define MG_N_OPS 1
-#define MG_N_PARAMS 12
+#define MG_N_PARAMS 11
 #define MG_N_METHODS 10
 #define MG_N_SHAPE_KERNELS 9
 
@@ -50,7 +50,7 @@ typedef struct {
     int zp;
     int64_t m, n, k, group, g_eff; /* g_eff: rows per scale (k when group == 0) */
     /* fused kernel geometry */
-    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa, prefetch;
+    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa;
     int64_t wstages; /* wgmma_ws: depth of the weight ring (the host's choice) */
     int64_t srw;     /* gemv: group rows per batch of bk rows */
     int gsh;

@@ -42,7 +42,8 @@ const family_axis mg_params[MG_N_PARAMS] = {
     {"wk", FAMILY_AXIS_INT, 1, 16, NULL, "1",
      "warps along k (partial sums added in shared memory)"},
     {"stages", FAMILY_AXIS_INT, 1, 16, NULL, "4",
-     "pipeline stages (>= 2; gemv: 1 or 2 batches of weight in registers)"},
+     "pipeline stages (>= 2; gemv: batches in flight per warp, 1 or 2 in registers, 3 to 8 in "
+     "shared memory)"},
     {"splitk", FAMILY_AXIS_INT, 1, 64, NULL, "1", "blocks along k (reduced in the kernel)"},
     {"unroll", FAMILY_AXIS_INT, 0, 32, NULL, "0",
      "0: the staged kernel (cp.async pipeline); N >= 1: the direct kernel (bm = 16, bn = 64 wn, "
@@ -53,9 +54,6 @@ const family_axis mg_params[MG_N_PARAMS] = {
      "0: every weight dequantized; 1 (staged, decode): the scale applied to the accumulator once "
      "per group (the direct kernel always does); 2 (decode): that, and the zero point too, "
      "through a sum of X"},
-    {"prefetch", FAMILY_AXIS_INT, 0, 64, NULL, "0",
-     "gemv: batches of weight each warp has prefetched into L2 ahead of the one it loads (0: "
-     "none)"},
 };
 
 const family_method mg_methods[MG_N_METHODS] = {
@@ -87,10 +85,10 @@ const family_method mg_methods[MG_N_METHODS] = {
      "setmaxnreg) dequantize and issue the MMAs; the wgmma kernel's tile axes",
      FAMILY_ROLE_TUNED},
     {"gemv", 1,
-     "tune's register-streaming kernel for small m: every warp loads its own batches of packed "
-     "weight into registers (bk = 16 x units per batch, stages = 1 or 2 batches in flight), no "
-     "shared-memory ring; the decode kernel's MMAs and tiles (bm = 8 x tiles of X rows, bn = 64 "
-     "wn, wk warps along k)",
+     "tune's warp-streaming kernel for small m: every warp streams its own batches of packed "
+     "weight (bk = 16 x units per batch; stages = batches in flight: 1 or 2 in registers, 3 to 8 "
+     "in a per-warp cp.async ring), no producer; the decode kernel's MMAs and tiles (bm = 8 x "
+     "tiles of X rows, bn = 64 wn, wk warps along k)",
      FAMILY_ROLE_TUNED},
 };
 
@@ -261,8 +259,9 @@ static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
     return mg_grid_m_n_k(d, why, why_size);
 }
 
-/* The register-streaming kernel's geometry: the decode kernel's tiles without the producer warp and
- * the ring; bk = 16 U is the batch a warp loads at once (stages = 1 or 2 batches in registers). */
+/* The warp-streaming kernel's geometry: the decode kernel's tiles without the producer warp and
+ * the block's ring; bk = 16 U is the batch a warp streams at once, stages the batches in flight
+ * (1 or 2 in registers, 3 to 8 in the warp's cp.async ring). */
 static int mg_describe_gemv(mg_desc *d, char *why, size_t why_size)
 {
     if (d->bm % 8 != 0 || d->bm > 32)
@@ -272,8 +271,8 @@ static int mg_describe_gemv(mg_desc *d, char *why, size_t why_size)
                            "tile shape: the gemv kernel takes bn = 64 x wn, wm = 1, unroll = 0");
     if (d->bk % 32 != 0 || d->bk > 256)
         return family_fail(why, why_size, "tile shape: the gemv kernel takes bk = 32, 64, ..., 256");
-    if (d->stages != 1 && d->stages != 2)
-        return family_fail(why, why_size, "tile shape: the gemv kernel takes stages = 1 or 2");
+    if (d->stages < 1 || d->stages > 8)
+        return family_fail(why, why_size, "tile shape: the gemv kernel takes stages = 1 to 8");
     if (d->sa != 1 && d->sa != 2)
         return family_fail(why, why_size, "tile shape: the gemv kernel takes sa = 1 or 2");
     int64_t threads = d->wn * d->wk * 32;
@@ -281,11 +280,15 @@ static int mg_describe_gemv(mg_desc *d, char *why, size_t why_size)
         return -1;
     d->srw = d->g_eff <= d->bk ? d->bk / d->g_eff : 1;
     /* accumulators and partial sums: 16 + 16 fp32 per n8 tile of X (and 4 sums of X with sa 2);
-     * the batches in registers: 4 per unit and scale row; ~40 for fragments and addresses */
-    int64_t xt = d->bm / 8, units = d->bk / 16;
-    int64_t regs = xt * (32 + (d->sa == 2 ? 4 : 0)) + d->stages * 4 * (units + d->srw * (1 + d->zp));
+     * batches in registers: 4 per unit and scale row (one unit with the ring); ~40 for fragments
+     * and addresses */
+    int64_t xt = d->bm / 8, units = d->bk / 16, ring = d->stages >= 3;
+    int64_t regs = xt * (32 + (d->sa == 2 ? 4 : 0)) +
+                   (ring ? 4 : d->stages * 4 * (units + d->srw * (1 + d->zp)));
     int64_t kb = d->k / d->bk, xstride = (kb + d->splitk - 1) / d->splitk * d->bk + 8;
-    int64_t rows = d->m < d->bm ? d->m : d->bm, xs = rows * xstride * 2;
+    int64_t rows = d->m < d->bm ? d->m : d->bm, xs = (rows * xstride * 2 + 15) / 16 * 16;
+    if (ring)
+        xs += d->wn * d->wk * d->stages * (units * 512 + d->srw * 128 * (1 + d->zp));
     int64_t red = (d->wk - 1) * d->wn * xt * 16 * 32 * 4;
     if (mg_check_resources(d, regs, 40, 255, (size_t)(xs > red ? xs : red), threads, why,
                            why_size) != 0)
@@ -445,9 +448,6 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
     d->unroll = point_int(cfg, "unroll", 0);
     d->kc = point_int(cfg, "kc", 1024);
     d->sa = point_int(cfg, "sa", 0);
-    d->prefetch = point_int(cfg, "prefetch", 0);
-    if (d->prefetch != 0 && d->method != MG_GEMV)
-        return family_fail(why, why_size, "tile shape: prefetch is the gemv kernel's (0 otherwise)");
     if (d->method == MG_DECODE)
         return mg_describe_decode(d, why, why_size);
     if (d->method == MG_GEMV)
@@ -507,10 +507,10 @@ static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
         return;
     }
     if (d->method == MG_GEMV) {
-        snprintf(buf, size, "mg_gemv<%s, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d, %lld>",
-                 d->tname, (long long)(d->bm / 8), (long long)d->wn, (long long)d->wk,
+        snprintf(buf, size, "mg_gemv<%s, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d>", d->tname,
+                 (long long)(d->bm / 8), (long long)d->wn, (long long)d->wk,
                  (long long)(d->bk / 16), (long long)d->stages, (long long)d->srw, d->zp,
-                 (int)d->sa, (long long)d->prefetch);
+                 (int)d->sa);
         return;
     }
     if (d->method == MG_DECODE) {
