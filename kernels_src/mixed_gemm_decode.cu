@@ -445,7 +445,7 @@ __device__ __forceinline__ void mg_gemv_fill(unsigned char *slot,
 //   U    k16 steps (units) per batch: BK = 16 U
 //   ST   batches in flight per warp: 1, 2 (registers) or 3.. (shared-memory ring)
 //   SRW  group rows per batch: BK / G when G <= BK, else 1 (the scale applied once per batch)
-//   ZP, SA as mg_decode's (SA 1 or 2)
+//   ZP, SA as mg_decode's (SA = 0 holds 16 XT fewer registers than 1 and 20 XT fewer than 2)
 // Grid and split-K as mg_decode's. Requirements (checked on the host): n % BN == 0, k % BK == 0,
 // G a power of two >= 32 nesting with BK (or G = k), splits <= k / BK; shared memory:
 // max(X + ring, (WK - 1) WN XT 16 32 4) bytes, X = rows (ceil(KB / splits) BK + 8) 2 rounded up
@@ -456,7 +456,6 @@ __global__ void __launch_bounds__(WN *WK * 32)
             const T *__restrict__ Z, T *__restrict__ Y, float *__restrict__ ws,
             int *__restrict__ counters, int m, int n, int k, int group, int gsh)
 {
-    static_assert(SA == 1 || SA == 2, "SA: 1 or 2");
     static_assert(ST >= 1 && ST <= 8, "ST: 1 .. 8");
     static_assert(U % SRW == 0, "SRW divides U");
     constexpr int NC = WN * WK, BN = 64 * WN, BK = 16 * U, BM = 8 * XT;
@@ -510,8 +509,8 @@ __global__ void __launch_bounds__(WN *WK * 32)
     }
     __syncthreads();
 
-    float acc[XT][4][4], P[XT][4][4], sx[SA == 2 ? XT : 1][4];
-    mg_for_acc<XT>([&](int t, int j4, int d) { acc[t][j4][d] = P[t][j4][d] = 0.f; });
+    float acc[XT][4][4], P[SA ? XT : 1][4][4], sx[SA == 2 ? XT : 1][4];
+    mg_for_acc<XT>([&](int t, int j4, int d) { acc[t][j4][d] = P[SA ? t : 0][j4][d] = 0.f; });
 #pragma unroll
     for (int t = 0; t < (SA == 2 ? XT : 1); t++)
         sx[t][0] = sx[t][1] = sx[t][2] = sx[t][3] = 0.f;

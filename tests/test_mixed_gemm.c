@@ -232,9 +232,6 @@ Test(mixed_gemm, decode_kernel_and_stream)
     expect_refused(&p, "tile shape: the gemv kernel takes bk = 32, 64, ..., 256");
     mg_tile(&p, 8, 128, 256, 1, 2, 4, 9, 2, 0, 1024);
     expect_refused(&p, "tile shape: the gemv kernel takes stages = 1 to 8");
-    point_set_int(&p, "stages", 2);
-    point_set_int(&p, "sa", 0);
-    expect_refused(&p, "tile shape: the gemv kernel takes sa = 1 or 2");
     mg_tile(&p, 32, 128, 256, 1, 2, 4, 2, 2, 0, 1024); /* 4 X tiles and two batches of 16 units */
     point_set_int(&p, "sa", 2);
     expect_refused(&p, "too many registers");
@@ -296,6 +293,8 @@ static const mg_variant variants[] = {
     {"gemv", 24, 64, 64, 1, 1, 2, 2, 2, 0, 1024, 2},    /* 3 X tiles, groups across batches */
     {"gemv", 8, 128, 256, 1, 2, 2, 4, 2, 0, 1024, 2},   /* a ring of 4, 2 groups per slot */
     {"gemv", 16, 64, 64, 1, 1, 4, 3, 1, 0, 1024, 1},    /* a ring of 3, groups across slots */
+    {"gemv", 8, 128, 128, 1, 2, 2, 1, 4, 0, 1024, 0},   /* every weight dequantized */
+    {"gemv", 24, 64, 256, 1, 1, 4, 4, 1, 0, 1024, 0},   /* ... from a ring, 3 X tiles */
     {"wgmma", 8, 64, 64, 1, 1, 1, 2, 1, 0, 1024, 0},     /* wgmma: N = 8, one warpgroup */
     {"wgmma", 32, 128, 128, 1, 2, 1, 3, 2, 0, 1024, 0},  /* 2 warpgroups, split-K (a cluster of 2) */
     {"wgmma", 128, 256, 64, 1, 2, 1, 4, 1, 0, 1024, 0},  /* N = 128, 2 tiles per warpgroup */

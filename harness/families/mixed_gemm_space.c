@@ -273,17 +273,16 @@ static int mg_describe_gemv(mg_desc *d, char *why, size_t why_size)
         return family_fail(why, why_size, "tile shape: the gemv kernel takes bk = 32, 64, ..., 256");
     if (d->stages < 1 || d->stages > 8)
         return family_fail(why, why_size, "tile shape: the gemv kernel takes stages = 1 to 8");
-    if (d->sa != 1 && d->sa != 2)
-        return family_fail(why, why_size, "tile shape: the gemv kernel takes sa = 1 or 2");
     int64_t threads = d->wn * d->wk * 32;
     if (mg_check_blocking(d, threads, why, why_size) != 0)
         return -1;
     d->srw = d->g_eff <= d->bk ? d->bk / d->g_eff : 1;
-    /* accumulators and partial sums: 16 + 16 fp32 per n8 tile of X (and 4 sums of X with sa 2);
+    /* accumulators and partial sums: 16 fp32 per n8 tile of X (twice with sa, and 4 sums of X
+     * with sa 2);
      * batches in registers: 4 per unit and scale row (one unit with the ring); ~40 for fragments
      * and addresses */
     int64_t xt = d->bm / 8, units = d->bk / 16, ring = d->stages >= 3;
-    int64_t regs = xt * (32 + (d->sa == 2 ? 4 : 0)) +
+    int64_t regs = xt * (16 + (d->sa ? 16 : 0) + (d->sa == 2 ? 4 : 0)) +
                    (ring ? 4 : d->stages * 4 * (units + d->srw * (1 + d->zp)));
     int64_t kb = d->k / d->bk, xstride = (kb + d->splitk - 1) / d->splitk * d->bk + 8;
     int64_t rows = d->m < d->bm ? d->m : d->bm, xs = (rows * xstride * 2 + 15) / 16 * 16;
