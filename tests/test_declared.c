@@ -1,7 +1,8 @@
 /* test_declared.c - kernels declared in sweep files (model/kernel_decl.h, families/declared.c):
  * the instantiations a configuration needs, every example compiled by NVRTC without a GPU, and
  * on a GPU the examples run, a wrong kernel an invalid row, an out-of-bounds one a crashed row,
- * a block beyond the device's limit a skipped row, and an in-place kernel restored per rep. */
+ * a block beyond the device's limit a skipped row, an in-place kernel restored per rep, and
+ * buffers with "redraw" drawn again before every timed rep (the check sees the first draw). */
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <sys/wait.h>
@@ -57,6 +58,30 @@ Test(declared, kernels_render_entry_and_macros)
     /* the byte model is derived from the buffers when the sweep gives none */
     cr_expect_str_eq(sw->bytes_src, "4 * (m * k) + 4 * (k * n) + 4 * (m * n)");
     sweep_free(sw);
+}
+
+/* A permutation is drawn on the host, but drawn again on the device when it has "redraw": the
+ * configuration then needs the fill kernel of its type too. */
+Test(declared, redraw_of_a_permutation_needs_the_device_fill)
+{
+    static const char *const paths[] = {"tests/data/declared/redraw_off.json",
+                                        "tests/data/declared/redraw.json"};
+    for (int on = 0; on < 2; on++) {
+        sweep *sw = load(paths[on]);
+        tune_point p = {0};
+        point_set_str(&p, "method", "kernel");
+        point_set_int(&p, "n", 1000);
+        point_set_int(&p, "threads", 512);
+        family_kernel_ref refs[FAMILY_MAX_KERNELS];
+        memset(refs, 0, sizeof refs);
+        char why[512] = "";
+        int n = sw->family->kernels(sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+        cr_assert_eq(n, 3 + on, "%s: %d kernels: %s", paths[on], n, why);
+        cr_expect_str_eq(refs[2].name, "tune_fill_random<float>");
+        if (on)
+            cr_expect_str_eq(refs[3].name, "tune_fill_random<int>");
+        sweep_free(sw);
+    }
 }
 
 /* Every example and test sweep of declared kernels compiles (toolkit headers included). */
@@ -193,4 +218,34 @@ Test(declared, every_example_runs)
         results_rows_free(rows, n);
     }
     globfree(&g);
+}
+
+/* The rows of a run of tests/data/declared/redraw*.json: both configurations ok (the second one's
+ * check, after the first one's timed reps, sees the shape's first draw again); the median time of
+ * each, which tells whether its timed reps saw fresh inputs (redraw.cu). */
+static void run_redraw_probe(const char *path, double medians[2])
+{
+    size_t n = 0;
+    result_row *rows = run_gpu(path, &n);
+    cr_assert_eq(n, 2, "%s: %zu rows", path, n);
+    for (size_t i = 0; i < n; i++) {
+        cr_expect_eq(rows[i].status, RESULT_OK, "%s: %s", path,
+                     rows[i].reason ? rows[i].reason : "");
+        medians[i] = rows[i].time.median;
+    }
+    results_rows_free(rows, n);
+}
+
+/* "redraw": x (normal) and p (permutation, drawn again on the device) differ before every timed
+ * rep and p stays a permutation: the probe never spins. Without it, every rep spins. */
+Test(declared, redraw_gives_every_rep_fresh_inputs)
+{
+    require_gpu_in_child();
+    double on[2], off[2];
+    run_redraw_probe("tests/data/declared/redraw.json", on);
+    run_redraw_probe("tests/data/declared/redraw_off.json", off);
+    for (int i = 0; i < 2; i++) {
+        cr_expect_lt(on[i], 50e-6, "redraw: configuration %d took %.1f us", i, on[i] * 1e6);
+        cr_expect_gt(off[i], 80e-6, "no redraw: configuration %d took %.1f us", i, off[i] * 1e6);
+    }
 }
