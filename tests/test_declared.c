@@ -1,8 +1,9 @@
 /* test_declared.c - kernels declared in sweep files (model/kernel_decl.h, families/declared.c):
  * the instantiations a configuration needs, every example compiled by NVRTC without a GPU, and
  * on a GPU the examples run, a wrong kernel an invalid row, an out-of-bounds one a crashed row,
- * a block beyond the device's limit a skipped row, an in-place kernel restored per rep, and
- * buffers with "redraw" drawn again before every timed rep (the check sees the first draw). */
+ * a block beyond the device's limit a skipped row, an in-place kernel restored per rep, buffers
+ * with "redraw" drawn again before every timed rep (the check sees the first draw), inputs and
+ * a reference from .npy files, and --resume of a run cut short. */
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <sys/wait.h>
@@ -145,17 +146,25 @@ static void require_gpu_in_child(void)
         cr_skip_test("skipped: %s", reason[0] ? reason : "no usable GPU");
 }
 
-/* Runs a sweep on the GPU with the tune binary (a process of its own, as a user runs it: a
- * test process's signal handling and forks stay out of the run's workers) into a new results
- * root; the rows of its run. */
+/* Runs the tune binary on a sweep with more options (a process of its own, as a user runs it: a
+ * test process's signal handling and forks stay out of the run's workers); its exit status. */
+static int run_tune(const char *path, const char *options)
+{
+    char cmd[2048];
+    const char *bin = getenv("TUNE_BIN"); /* the binary built beside this test, unless set */
+    snprintf(cmd, sizeof cmd, "%s %s %s --quiet --cache /tmp/tune-test-cache >/dev/null",
+             bin && *bin ? bin : TUNE_BIN, path, options);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Runs a sweep on the GPU with the tune binary into a new results root; the rows of its run. */
 static result_row *run_gpu(const char *path, size_t *n)
 {
-    char root[256], cmd[2048], pattern[512];
+    char root[256], opt[300], pattern[512];
     snprintf(root, sizeof root, "/tmp/tune-test-declared-%d", (int)getpid());
-    const char *bin = getenv("TUNE_BIN"); /* the binary built beside this test, unless set */
-    snprintf(cmd, sizeof cmd, "%s %s --results %s --quiet --cache /tmp/tune-test-cache >/dev/null",
-             bin && *bin ? bin : TUNE_BIN, path, root);
-    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    snprintf(opt, sizeof opt, "--results %s", root);
+    cr_assert_eq(run_tune(path, opt), 0, "tune %s %s failed", path, opt);
     sweep *sw = load(path);
     snprintf(pattern, sizeof pattern, "%s/%s/*/raw.jsonl", root, sw->name);
     sweep_free(sw);
@@ -248,4 +257,88 @@ Test(declared, redraw_gives_every_rep_fresh_inputs)
         cr_expect_lt(on[i], 50e-6, "redraw: configuration %d took %.1f us", i, on[i] * 1e6);
         cr_expect_gt(off[i], 80e-6, "no redraw: configuration %d took %.1f us", i, off[i] * 1e6);
     }
+}
+
+/* Inputs (float32, int32) and the reference from .npy files: the shape whose reference is right
+ * has ok rows with no error, the one whose reference is wrong in one element invalid rows. */
+Test(declared, npy_inputs_and_reference)
+{
+    require_gpu_in_child();
+    size_t n = 0;
+    result_row *rows = run_gpu("tests/data/declared/npy.json", &n);
+    cr_assert_eq(n, 6, "%zu rows", n);
+    for (size_t i = 0; i < n; i++) {
+        int64_t size = point_int(&rows[i].values, "n", 0);
+        if (size == 1000) {
+            cr_expect_eq(rows[i].status, RESULT_OK, "%s", rows[i].reason ? rows[i].reason : "");
+            cr_expect_eq(rows[i].error, 0.0);
+        } else {
+            cr_expect_eq(rows[i].status, RESULT_INVALID, "n = %lld: %s", (long long)size,
+                         result_status_str(rows[i].status));
+            cr_expect_gt(rows[i].error, 0.0);
+        }
+    }
+    results_rows_free(rows, n);
+}
+
+/* The sorted identities of a folder's rows, one per line, and their count. */
+static char *row_identities(const char *dir, size_t *n)
+{
+    char path[600], id[4096];
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    result_row *rows = NULL;
+    tune_error err = {0};
+    cr_assert_eq(results_read(path, &rows, n, &err), TUNE_OK, "%s", err.message);
+    char **ids = calloc(*n + 1, sizeof *ids);
+    size_t len = 1;
+    for (size_t i = 0; i < *n; i++) {
+        ids[i] = strdup(results_row_identity(&rows[i], id, sizeof id));
+        len += strlen(ids[i]) + 1;
+    }
+    qsort(ids, *n, sizeof *ids, (int (*)(const void *, const void *))strcmp);
+    char *all = calloc(len, 1);
+    for (size_t i = 0; i < *n; i++) {
+        strcat(strcat(all, ids[i]), "\n");
+        free(ids[i]);
+    }
+    free(ids);
+    results_rows_free(rows, *n);
+    return all;
+}
+
+/* --resume of a declared sweep: a run cut after two rows (and half a third) measures only the
+ * missing configurations; the rows it kept are unchanged and none is written twice. */
+Test(declared, resume_measures_only_the_missing_rows)
+{
+    require_gpu_in_child();
+    const char *sw = "tests/data/declared/npy.json";
+    char dir[256], opt[300], path[300];
+    snprintf(dir, sizeof dir, "/tmp/tune-test-declared-resume-%d", (int)getpid());
+    snprintf(opt, sizeof opt, "--out %s", dir);
+    cr_assert_eq(run_tune(sw, opt), 0);
+    size_t n_full = 0;
+    char *full = row_identities(dir, &n_full);
+    cr_assert_eq(n_full, 6);
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    char *text = tune_read_file(path, NULL, NULL);
+    cr_assert_not_null(text);
+    char *cut = strchr(strchr(text, '\n') + 1, '\n') + 1; /* after two rows */
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fwrite(text, 1, (size_t)(cut - text), f);
+    fputs("{\"sweep\":\"declared_npy\",\"fam", f); /* a row cut by a crash */
+    fclose(f);
+    snprintf(opt, sizeof opt, "--out %s --resume", dir);
+    cr_assert_eq(run_tune(sw, opt), 0);
+    size_t n_resumed = 0;
+    char *resumed = row_identities(dir, &n_resumed);
+    cr_expect_eq(n_resumed, 6);
+    cr_expect_str_eq(resumed, full);
+    char *after = tune_read_file(path, NULL, NULL);
+    cr_assert_not_null(after);
+    cr_expect_eq(strncmp(after, text, (size_t)(cut - text)), 0, "the kept rows changed");
+    free(after);
+    free(text);
+    free(full);
+    free(resumed);
 }
