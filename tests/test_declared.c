@@ -85,6 +85,26 @@ Test(declared, redraw_of_a_permutation_needs_the_device_fill)
     }
 }
 
+/* A declared sweep without "methods" runs every method its section declares; only the tuned
+ * kernel when an argument reads a parameter (the reference and the baselines could not run). */
+Test(declared, methods_default_to_what_the_section_declares)
+{
+    sweep *sw = load("tests/data/valid/declared_default_methods.json");
+    cr_assert_eq(sw->n_methods, 3);
+    cr_expect_str_eq(sw->methods[0], "kernel");
+    cr_expect_str_eq(sw->methods[1], "reference");
+    cr_expect_str_eq(sw->methods[2], "plain");
+    sweep_free(sw);
+    sw = load("tests/data/valid/declared_default_methods_param.json");
+    cr_assert_eq(sw->n_methods, 1);
+    cr_expect_str_eq(sw->methods[0], "kernel");
+    sweep_free(sw);
+    /* the shipped families still require it */
+    tune_error err = {0};
+    cr_expect_null(sweep_load("tests/data/invalid/missing_methods.json", &err));
+    cr_expect(strstr(err.message, "missing required key 'methods'") != NULL, "%s", err.message);
+}
+
 /* Every example and test sweep of declared kernels compiles (toolkit headers included). */
 Test(declared, every_example_compiles_without_a_gpu)
 {

@@ -644,6 +644,28 @@ int sweep_parse_declared(const sweep_ctx *cx, json_t *root, sweep *sw)
     return kd_family(cx, sw, kf, &sc);
 }
 
+/* "methods" omitted: every method the section declares (kernel, the reference when it is a
+ * kernel, the baselines, in that order), or kernel alone when an argument reads a parameter
+ * (the others could not size it). */
+int sweep_default_declared_methods(const sweep_ctx *cx, sweep *sw)
+{
+    const kdecl_family *kf = sw->declared;
+    const kernel_decl *d = &kf->decl;
+    size_t n = kf->fam.n_methods;
+    for (size_t i = 0; i < d->n_args; i++)
+        if (kd_param_read(d->args[i].is_buffer ? d->args[i].count : d->args[i].value, kf->params,
+                          kf->n_params))
+            n = 1; /* kernel is the family's first method */
+    if (!(sw->methods = calloc(n, sizeof *sw->methods)))
+        return sweep_nomem(cx);
+    for (size_t m = 0; m < n; m++) {
+        if (!(sw->methods[m] = sweep_strdup(cx, kf->fam.methods[m].name)))
+            return -1;
+        sw->n_methods++;
+    }
+    return 0;
+}
+
 /* After the methods: arguments that read parameters cannot be sized for the methods that run
  * without them; a sweep whose buffers read parameters gives its own "bytes". */
 int sweep_check_declared(const sweep_ctx *cx, json_t *root, const sweep *sw)
