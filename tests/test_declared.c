@@ -301,6 +301,11 @@ Test(declared, npy_inputs_and_reference)
     results_rows_free(rows, n);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* The sorted identities of a folder's rows, one per line, and their count. */
 static char *row_identities(const char *dir, size_t *n)
 {
@@ -315,7 +320,7 @@ static char *row_identities(const char *dir, size_t *n)
         ids[i] = strdup(results_row_identity(&rows[i], id, sizeof id));
         len += strlen(ids[i]) + 1;
     }
-    qsort(ids, *n, sizeof *ids, (int (*)(const void *, const void *))strcmp);
+    qsort(ids, *n, sizeof *ids, cmp_str);
     char *all = calloc(len, 1);
     for (size_t i = 0; i < *n; i++) {
         strcat(strcat(all, ids[i]), "\n");
