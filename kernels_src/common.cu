@@ -58,9 +58,35 @@ __global__ void tune_fill_iota(int *p, unsigned long long n, int period)
         p[i] = (int)(i % (unsigned long long)period);
 }
 
+// Element i of a keyed permutation of 0 .. n - 1 (n <= 2^31): a four-round Feistel network over
+// the smallest even number of bits that holds n, walked along its cycle until the value falls
+// below n (a bijection of [0, 2^bits) restricted to [0, n) is one of [0, n); at most 4n values).
+__device__ __forceinline__ unsigned long long tune_permute(unsigned long long i,
+                                                           unsigned long long n,
+                                                           unsigned long long seed)
+{
+    int half = 1;
+    while ((1ull << (2 * half)) < n)
+        half++;
+    const unsigned long long mask = (1ull << half) - 1;
+    unsigned long long x = i;
+    do {
+        unsigned long long l = x >> half, r = x & mask;
+        for (int round = 0; round < 4; round++) {
+            const unsigned long long f = tune_mix64(seed ^ tune_mix64(r + 0x100000000ull * round));
+            const unsigned long long t = r;
+            r = l ^ (f & mask);
+            l = t;
+        }
+        x = (l << half) | r;
+    } while (x >= n);
+    return x;
+}
+
 // Random inputs of kernels declared in sweep files (families/declared.c), seeded per buffer:
 // kind 0: uniform in [a, b); 1: normal with mean a and standard deviation b; 2: integers in
-// [a, b], inclusive, with replacement.
+// [a, b], inclusive, with replacement; 3: element i of a keyed permutation of 0 .. b - 1 (the
+// first n values are distinct when n <= b).
 template <typename T> __device__ __forceinline__ T tune_from_double(double v) { return (T)v; }
 template <> __device__ __forceinline__ half_t tune_from_double<half_t>(double v)
 {
@@ -86,6 +112,8 @@ __global__ void tune_fill_random(T *p, unsigned long long n, unsigned long long 
             const unsigned long long h2 = tune_mix64(h);
             const float u2 = (float)(h2 >> 40) * (1.0f / 16777216.0f);
             v = a + b * (double)(sqrtf(-2.0f * logf(1.0f - (float)u)) * cospif(2.0f * u2));
+        } else if (kind == 3) {
+            v = (double)tune_permute(i, (unsigned long long)b, seed);
         } else {
             const unsigned long long span = (unsigned long long)(b - a) + 1ull;
             v = a + (double)(span ? h % span : h);

@@ -14,10 +14,10 @@ case $out in /*) ;; *) out=$PWD/$out ;; esac
 stage=$(mktemp -d); trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/build/devlibs"
 for b in build/tune "$@"; do strip -o "$stage/$b" "$b"; done
-# the shared libraries of those binaries, but the C library's, the compiler's and CUDA's (which
-# the GPU machine has)
+# the shared libraries of those binaries that are not the C library's, the compiler's or CUDA's
+# (Criterion pulls in libgit2 and through it mbed TLS, Kerberos and more: every one of them)
 for b in build/tune "$@"; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u |
-    grep -vE '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|libgomp)\.so|/cuda' |
+    grep -vE '/(libc|libm|libpthread|librt|libdl|libresolv|libgcc_s|libgomp|libstdc\+\+)\.so|/cuda' |
     while read -r lib; do cp -L "$lib" "$stage/build/devlibs/"; done
 cp -r kernels_src sweeps scripts "$stage/"
 mkdir -p "$stage/tests" && cp -r tests/data "$stage/tests/"

@@ -1,7 +1,9 @@
 /* test_declared.c - kernels declared in sweep files (model/kernel_decl.h, families/declared.c):
  * the instantiations a configuration needs, every example compiled by NVRTC without a GPU, and
  * on a GPU the examples run, a wrong kernel an invalid row, an out-of-bounds one a crashed row,
- * a block beyond the device's limit a skipped row, and an in-place kernel restored per rep. */
+ * a block beyond the device's limit a skipped row, an in-place kernel restored per rep, buffers
+ * with "redraw" drawn again before every timed rep (the check sees the first draw), inputs and
+ * a reference from .npy files, and --resume of a run cut short. */
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <sys/wait.h>
@@ -57,6 +59,50 @@ Test(declared, kernels_render_entry_and_macros)
     /* the byte model is derived from the buffers when the sweep gives none */
     cr_expect_str_eq(sw->bytes_src, "4 * (m * k) + 4 * (k * n) + 4 * (m * n)");
     sweep_free(sw);
+}
+
+/* A permutation is drawn on the host, but drawn again on the device when it has "redraw": the
+ * configuration then needs the fill kernel of its type too. */
+Test(declared, redraw_of_a_permutation_needs_the_device_fill)
+{
+    static const char *const paths[] = {"tests/data/declared/redraw_off.json",
+                                        "tests/data/declared/redraw.json"};
+    for (int on = 0; on < 2; on++) {
+        sweep *sw = load(paths[on]);
+        tune_point p = {0};
+        point_set_str(&p, "method", "kernel");
+        point_set_int(&p, "n", 1000);
+        point_set_int(&p, "threads", 512);
+        family_kernel_ref refs[FAMILY_MAX_KERNELS];
+        memset(refs, 0, sizeof refs);
+        char why[512] = "";
+        int n = sw->family->kernels(sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+        cr_assert_eq(n, 3 + on, "%s: %d kernels: %s", paths[on], n, why);
+        cr_expect_str_eq(refs[2].name, "tune_fill_random<float>");
+        if (on)
+            cr_expect_str_eq(refs[3].name, "tune_fill_random<int>");
+        sweep_free(sw);
+    }
+}
+
+/* A declared sweep without "methods" runs every method its section declares; only the tuned
+ * kernel when an argument reads a parameter (the reference and the baselines could not run). */
+Test(declared, methods_default_to_what_the_section_declares)
+{
+    sweep *sw = load("tests/data/valid/declared_default_methods.json");
+    cr_assert_eq(sw->n_methods, 3);
+    cr_expect_str_eq(sw->methods[0], "kernel");
+    cr_expect_str_eq(sw->methods[1], "reference");
+    cr_expect_str_eq(sw->methods[2], "plain");
+    sweep_free(sw);
+    sw = load("tests/data/valid/declared_default_methods_param.json");
+    cr_assert_eq(sw->n_methods, 1);
+    cr_expect_str_eq(sw->methods[0], "kernel");
+    sweep_free(sw);
+    /* the shipped families still require it */
+    tune_error err = {0};
+    cr_expect_null(sweep_load("tests/data/invalid/missing_methods.json", &err));
+    cr_expect(strstr(err.message, "missing required key 'methods'") != NULL, "%s", err.message);
 }
 
 /* Every example and test sweep of declared kernels compiles (toolkit headers included). */
@@ -120,17 +166,25 @@ static void require_gpu_in_child(void)
         cr_skip_test("skipped: %s", reason[0] ? reason : "no usable GPU");
 }
 
-/* Runs a sweep on the GPU with the tune binary (a process of its own, as a user runs it: a
- * test process's signal handling and forks stay out of the run's workers) into a new results
- * root; the rows of its run. */
+/* Runs the tune binary on a sweep with more options (a process of its own, as a user runs it: a
+ * test process's signal handling and forks stay out of the run's workers); its exit status. */
+static int run_tune(const char *path, const char *options)
+{
+    char cmd[2048];
+    const char *bin = getenv("TUNE_BIN"); /* the binary built beside this test, unless set */
+    snprintf(cmd, sizeof cmd, "%s %s %s --quiet --cache /tmp/tune-test-cache >/dev/null",
+             bin && *bin ? bin : TUNE_BIN, path, options);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Runs a sweep on the GPU with the tune binary into a new results root; the rows of its run. */
 static result_row *run_gpu(const char *path, size_t *n)
 {
-    char root[256], cmd[2048], pattern[512];
+    char root[256], opt[300], pattern[512];
     snprintf(root, sizeof root, "/tmp/tune-test-declared-%d", (int)getpid());
-    const char *bin = getenv("TUNE_BIN"); /* the binary built beside this test, unless set */
-    snprintf(cmd, sizeof cmd, "%s %s --results %s --quiet --cache /tmp/tune-test-cache >/dev/null",
-             bin && *bin ? bin : TUNE_BIN, path, root);
-    cr_assert_eq(system(cmd), 0, "%s failed", cmd);
+    snprintf(opt, sizeof opt, "--results %s", root);
+    cr_assert_eq(run_tune(path, opt), 0, "tune %s %s failed", path, opt);
     sweep *sw = load(path);
     snprintf(pattern, sizeof pattern, "%s/%s/*/raw.jsonl", root, sw->name);
     sweep_free(sw);
@@ -193,4 +247,123 @@ Test(declared, every_example_runs)
         results_rows_free(rows, n);
     }
     globfree(&g);
+}
+
+/* The rows of a run of tests/data/declared/redraw*.json: both configurations ok (the second one's
+ * check, after the first one's timed reps, sees the shape's first draw again); the median time of
+ * each, which tells whether its timed reps saw fresh inputs (redraw.cu). */
+static void run_redraw_probe(const char *path, double medians[2])
+{
+    size_t n = 0;
+    result_row *rows = run_gpu(path, &n);
+    cr_assert_eq(n, 2, "%s: %zu rows", path, n);
+    for (size_t i = 0; i < n; i++) {
+        cr_expect_eq(rows[i].status, RESULT_OK, "%s: %s", path,
+                     rows[i].reason ? rows[i].reason : "");
+        medians[i] = rows[i].time.median;
+    }
+    results_rows_free(rows, n);
+}
+
+/* "redraw": x (normal) and p (permutation, drawn again on the device) differ before every timed
+ * rep and p stays a permutation: the probe never spins. Without it, every rep spins. */
+Test(declared, redraw_gives_every_rep_fresh_inputs)
+{
+    require_gpu_in_child();
+    double on[2], off[2];
+    run_redraw_probe("tests/data/declared/redraw.json", on);
+    run_redraw_probe("tests/data/declared/redraw_off.json", off);
+    for (int i = 0; i < 2; i++) {
+        cr_expect_lt(on[i], 50e-6, "redraw: configuration %d took %.1f us", i, on[i] * 1e6);
+        cr_expect_gt(off[i], 80e-6, "no redraw: configuration %d took %.1f us", i, off[i] * 1e6);
+    }
+}
+
+/* Inputs (float32, int32) and the reference from .npy files: the shape whose reference is right
+ * has ok rows with no error, the one whose reference is wrong in one element invalid rows. */
+Test(declared, npy_inputs_and_reference)
+{
+    require_gpu_in_child();
+    size_t n = 0;
+    result_row *rows = run_gpu("tests/data/declared/npy.json", &n);
+    cr_assert_eq(n, 6, "%zu rows", n);
+    for (size_t i = 0; i < n; i++) {
+        int64_t size = point_int(&rows[i].values, "n", 0);
+        if (size == 1000) {
+            cr_expect_eq(rows[i].status, RESULT_OK, "%s", rows[i].reason ? rows[i].reason : "");
+            cr_expect_eq(rows[i].error, 0.0);
+        } else {
+            cr_expect_eq(rows[i].status, RESULT_INVALID, "n = %lld: %s", (long long)size,
+                         result_status_str(rows[i].status));
+            cr_expect_gt(rows[i].error, 0.0);
+        }
+    }
+    results_rows_free(rows, n);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The sorted identities of a folder's rows, one per line, and their count. */
+static char *row_identities(const char *dir, size_t *n)
+{
+    char path[600], id[4096];
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    result_row *rows = NULL;
+    tune_error err = {0};
+    cr_assert_eq(results_read(path, &rows, n, &err), TUNE_OK, "%s", err.message);
+    char **ids = calloc(*n + 1, sizeof *ids);
+    size_t len = 1;
+    for (size_t i = 0; i < *n; i++) {
+        ids[i] = strdup(results_row_identity(&rows[i], id, sizeof id));
+        len += strlen(ids[i]) + 1;
+    }
+    qsort(ids, *n, sizeof *ids, cmp_str);
+    char *all = calloc(len, 1);
+    for (size_t i = 0; i < *n; i++) {
+        strcat(strcat(all, ids[i]), "\n");
+        free(ids[i]);
+    }
+    free(ids);
+    results_rows_free(rows, *n);
+    return all;
+}
+
+/* --resume of a declared sweep: a run cut after two rows (and half a third) measures only the
+ * missing configurations; the rows it kept are unchanged and none is written twice. */
+Test(declared, resume_measures_only_the_missing_rows)
+{
+    require_gpu_in_child();
+    const char *sw = "tests/data/declared/npy.json";
+    char dir[256], opt[300], path[300];
+    snprintf(dir, sizeof dir, "/tmp/tune-test-declared-resume-%d", (int)getpid());
+    snprintf(opt, sizeof opt, "--out %s", dir);
+    cr_assert_eq(run_tune(sw, opt), 0);
+    size_t n_full = 0;
+    char *full = row_identities(dir, &n_full);
+    cr_assert_eq(n_full, 6);
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    char *text = tune_read_file(path, NULL, NULL);
+    cr_assert_not_null(text);
+    char *cut = strchr(strchr(text, '\n') + 1, '\n') + 1; /* after two rows */
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fwrite(text, 1, (size_t)(cut - text), f);
+    fputs("{\"sweep\":\"declared_npy\",\"fam", f); /* a row cut by a crash */
+    fclose(f);
+    snprintf(opt, sizeof opt, "--out %s --resume", dir);
+    cr_assert_eq(run_tune(sw, opt), 0);
+    size_t n_resumed = 0;
+    char *resumed = row_identities(dir, &n_resumed);
+    cr_expect_eq(n_resumed, 6);
+    cr_expect_str_eq(resumed, full);
+    char *after = tune_read_file(path, NULL, NULL);
+    cr_assert_not_null(after);
+    cr_expect_eq(strncmp(after, text, (size_t)(cut - text)), 0, "the kept rows changed");
+    free(after);
+    free(text);
+    free(full);
+    free(resumed);
 }

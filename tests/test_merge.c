@@ -1,6 +1,7 @@
 /* test_merge.c - merging compile-only shard folders (store/merge.h, run_merge): equal to a single
  * run, and refused when a shard is missing, given twice, incomplete, from another plan or with a
- * configuration twice; an empty shard; --gpus in compile-only mode. */
+ * configuration twice; an empty shard; --gpus in compile-only mode; a kernel declared in a sweep
+ * file sharded and merged. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -488,6 +489,39 @@ Test(shard_run, gpus_compile_only)
     cr_expect_eq(run_sweep(sw, &opt, &sum, &err), TUNE_ERR_INVALID);
     cr_expect(strstr(err.message, "expected 'all'") != NULL, "%s", err.message);
     sweep_free(sw);
+}
+
+/* A kernel declared in a sweep file shards, runs compile-only (no GPU) and merges as a shipped
+ * family does: 4 shapes x 10 configurations of sweeps/examples/matmul over 3 shards. */
+Test(shard_run, declared_kernel_shards_merge_like_a_single_run)
+{
+    char cwd[200], single[512], d[3][512], m[512];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    snprintf(sweep_path, sizeof sweep_path, "%s/sweeps/examples/matmul/matmul.json", cwd);
+    run_shard(path_in(single, sizeof single, "single"), 0, 1, 0);
+    const char *dirs[3];
+    run_shards(d, dirs, 3);
+    tune_error err = {0};
+    cr_assert_eq(merge("merged", dirs, 3, &err), TUNE_OK, "%s", err.message);
+    expect_same_rows(single, path_in(m, sizeof m, "merged"));
+    size_t n, compiled = 0, matmul = 0;
+    char **set = row_set(m, &n);
+    cr_expect_eq(n, 40);
+    for (size_t i = 0; i < n; i++) {
+        compiled += strstr(set[i], " compiled ") != NULL;
+        matmul += strstr(set[i], " matmul_tiled") != NULL; /* the tuned rows name the entry */
+        free(set[i]);
+    }
+    free(set);
+    cr_expect_eq(compiled, 40);
+    cr_expect_eq(matmul, 36); /* and 4 rows of the baseline "naive", one per shape */
+    for (size_t i = 0; i < 3; i++) { /* every shard got a shape (4 shapes, 3 shards) */
+        set = row_set(d[i], &n);
+        cr_expect_gt(n, 0, "shard %zu is empty", i);
+        for (size_t j = 0; j < n; j++)
+            free(set[j]);
+        free(set);
+    }
 }
 
 /* --out onto a folder that holds a run, without --resume, is refused and changes nothing; runs

@@ -17,7 +17,9 @@
 
 typedef struct {
     void *ptr;       /* device */
-    void *pristine;  /* inout: the initial values, restored before each rep and check */
+    void *pristine;  /* inout, redraw: the initial values, restored before each check (and, for
+                        inout buffers not redrawn, before each rep) */
+    void *fill;      /* redraw: the device fill kernel of the buffer's type */
     size_t count, bytes;
     unsigned char *ref; /* host: the reference output (checked buffers) */
     uint64_t scalar; /* scalars: the value, as the kernel's type */
@@ -52,7 +54,7 @@ static void kd_free_buffers(kd_state *s)
         gpu_free(s->bufs[i].ptr);
         gpu_free(s->bufs[i].pristine);
         free(s->bufs[i].ref);
-        s->bufs[i].ptr = s->bufs[i].pristine = NULL;
+        s->bufs[i].ptr = s->bufs[i].pristine = s->bufs[i].fill = NULL;
         s->bufs[i].ref = NULL;
         s->bufs[i].count = s->bufs[i].bytes = 0;
     }
@@ -70,25 +72,62 @@ static void kd_shape_free(void *state)
     free(s);
 }
 
-/* Random values generated in place (a buffer of many gigabytes takes milliseconds); the pristine
- * copy of an inout buffer copied from it. */
+/* The device fill's kind and bounds for argument a at p (kernels_src/common.cu): 0 uniform,
+ * 1 normal, 2 integers, 3 a permutation (drawn on the host at first, on the device when
+ * redrawn). */
+static tune_status kd_fill_args(const kdecl_arg *a, const tune_point *p, size_t count, int *kind,
+                                double *lo, double *hi, tune_error *err)
+{
+    *lo = a->init.a;
+    *hi = a->init.b;
+    *kind = a->init.kind == KDECL_INIT_UNIFORM   ? 0
+            : a->init.kind == KDECL_INIT_NORMAL  ? 1
+            : a->init.kind == KDECL_INIT_INTEGERS ? 2
+                                                  : 3;
+    if (*kind == 2)
+        return kd_init_bounds(a, p, lo, hi, err);
+    if (*kind < 3)
+        return TUNE_OK;
+    int64_t n = 0;
+    tune_status st = kd_eval_int(a->init.hi, p, a->name, 0, &n, err);
+    if (st == TUNE_OK && (n < (int64_t)count || n > (int64_t)1 << 31))
+        st = tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name,
+                            "a permutation of %lld values cannot fill %zu elements", (long long)n,
+                            count);
+    *hi = (double)n;
+    return st;
+}
+
+/* Random values of buffer i generated in place with seed, enqueued on the stream (a buffer of
+ * many gigabytes takes milliseconds); no synchronisation, so it may run before a timed rep. */
+static tune_status kd_draw(kd_state *s, size_t i, const tune_point *p, uint64_t seed,
+                           tune_error *err)
+{
+    const kdecl_arg *a = &s->d->args[i];
+    kd_buf *b = &s->bufs[i];
+    double lo, hi;
+    int kind;
+    tune_status st = kd_fill_args(a, p, b->count, &kind, &lo, &hi, err);
+    if (st != TUNE_OK)
+        return st;
+    const char *name = kdecl_fill_kernel(a->type);
+    if (!b->fill && !(b->fill = family_kernel_named(&s->env, KDECL_FILL_SOURCE, name, err)))
+        return err ? err->code : TUNE_ERR_CUDA;
+    unsigned long long n = b->count, sd = seed;
+    void *args[] = {&b->ptr, &n, &sd, &kind, &lo, &hi};
+    size_t blocks = n / 256 + 1;
+    return gpu_launch(b->fill, (unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, s->env.stream,
+                      args, err);
+}
+
+/* The first draw of a buffer's random values (seeded by --seed and its name, so every
+ * configuration of a shape sees the same inputs); the pristine copy copied from it. */
 static tune_status kd_fill_device(kd_state *s, size_t i, const tune_point *p, tune_error *err)
 {
     const kdecl_arg *a = &s->d->args[i];
     kd_buf *b = &s->bufs[i];
-    double lo = a->init.a, hi = a->init.b;
-    int kind = a->init.kind == KDECL_INIT_UNIFORM ? 0 : a->init.kind == KDECL_INIT_NORMAL ? 1 : 2;
-    tune_status st;
-    if (kind == 2 && (st = kd_init_bounds(a, p, &lo, &hi, err)) != TUNE_OK)
-        return st;
-    void *fill = family_kernel_named(&s->env, KDECL_FILL_SOURCE, kdecl_fill_kernel(a->type), err);
-    if (!fill)
-        return err ? err->code : TUNE_ERR_CUDA;
-    unsigned long long n = b->count, seed = hash_fnv1a_str(s->env.seed ^ 0x5eed, a->name);
-    void *args[] = {&b->ptr, &n, &seed, &kind, &lo, &hi};
-    size_t blocks = n / 256 + 1;
-    if ((st = gpu_launch(fill, (unsigned)(blocks < 65536 ? blocks : 65536), 256, 0,
-                         s->env.stream, args, err)) != TUNE_OK)
+    tune_status st = kd_draw(s, i, p, hash_fnv1a_str(s->env.seed ^ 0x5eed, a->name), err);
+    if (st != TUNE_OK)
         return st;
     if (b->pristine &&
         cudaMemcpyAsync(b->pristine, b->ptr, b->bytes, cudaMemcpyDeviceToDevice,
@@ -111,10 +150,14 @@ static tune_status kd_alloc_one(kd_state *s, size_t i, const tune_point *p, size
     b->count = count;
     b->bytes = count * size;
     tune_status st = gpu_malloc(&b->ptr, b->bytes, err);
-    if (st == TUNE_OK && a->role == KDECL_INOUT)
+    if (st == TUNE_OK && (a->role == KDECL_INOUT || a->redraw))
         st = gpu_malloc(&b->pristine, b->bytes, err);
     if (st != TUNE_OK)
         return TUNE_ERR_OOM;
+    /* looked up now: before a rep, the timing may hold the stream while a load could wait */
+    const char *fill = kdecl_fill_kernel(a->type);
+    if (a->redraw && !(b->fill = family_kernel_named(&s->env, KDECL_FILL_SOURCE, fill, err)))
+        return err ? err->code : TUNE_ERR_CUDA;
     if (a->role == KDECL_OUT)
         return cudaMemset(b->ptr, 0, b->bytes) == cudaSuccess
                    ? TUNE_OK
@@ -286,16 +329,40 @@ static tune_status kd_prepare(void *state, const tune_point *cfg, tune_error *er
     return kd_geometry(s, k, cfg, &s->cur, err);
 }
 
-/* The inout buffers back to their initial values (outside any timed region). */
-static tune_status kd_restore(void *state, unsigned rep, tune_error *err)
+/* The inout and redrawn buffers back to their initial values: what the reference and every
+ * check see. */
+static tune_status kd_restore(kd_state *s, tune_error *err)
 {
-    kd_state *s = state;
-    (void)rep;
     for (size_t i = 0; i < s->d->n_args; i++)
         if (s->bufs[i].pristine &&
             cudaMemcpyAsync(s->bufs[i].ptr, s->bufs[i].pristine, s->bufs[i].bytes,
                             cudaMemcpyDeviceToDevice, (cudaStream_t)s->env.stream) != cudaSuccess)
             return tune_error_set(err, TUNE_ERR_CUDA, s->d->args[i].name, "cannot restore");
+    return TUNE_OK;
+}
+
+/* Before every timed rep (warmup included; outside the timed region): buffers with "redraw" get
+ * draw rep + 1 of their values (seeds in a fixed sequence, as the gather family's fresh indices),
+ * the other inout buffers their initial values. Enqueued only: the timing may hold the stream. */
+static tune_status kd_before_rep(void *state, unsigned rep, tune_error *err)
+{
+    kd_state *s = state;
+    for (size_t i = 0; i < s->d->n_args; i++) {
+        const kdecl_arg *a = &s->d->args[i];
+        kd_buf *b = &s->bufs[i];
+        tune_status st = TUNE_OK;
+        if (a->is_buffer && a->redraw)
+            st = kd_draw(s, i, &s->cfg,
+                         hash_fnv1a_str(s->env.seed ^ 0x5eed, a->name) +
+                             0x9e3779b97f4a7c15ull * ((uint64_t)rep + 1),
+                         err);
+        else if (b->pristine &&
+                 cudaMemcpyAsync(b->ptr, b->pristine, b->bytes, cudaMemcpyDeviceToDevice,
+                                 (cudaStream_t)s->env.stream) != cudaSuccess)
+            st = tune_error_set(err, TUNE_ERR_CUDA, a->name, "cannot restore");
+        if (st != TUNE_OK)
+            return st;
+    }
     return TUNE_OK;
 }
 
@@ -313,7 +380,7 @@ static tune_status kd_launch(void *state, tune_error *err)
 /* Restores the inputs, poisons the checked outputs, launches l, waits. */
 static tune_status kd_run_once(kd_state *s, const kd_launch_t *l, tune_error *err)
 {
-    tune_status st = kd_restore(s, 0, err);
+    tune_status st = kd_restore(s, err);
     for (size_t j = 0; st == TUNE_OK && j < s->d->n_outputs; j++) {
         kd_buf *b = &s->bufs[s->d->outputs[j]];
         if (s->d->args[s->d->outputs[j]].role == KDECL_OUT &&
@@ -399,7 +466,7 @@ const tune_family declared_family = {
     .shape_init = kd_shape_init,
     .shape_free = kd_shape_free,
     .prepare = kd_prepare,
-    .before_rep = kd_restore,
+    .before_rep = kd_before_rep,
     .restores_inputs = 1,
     .launch = kd_launch,
     .check = kd_check,

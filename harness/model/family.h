@@ -120,8 +120,9 @@ typedef struct tune_family {
     /* 1: the family's GPU side uses env->cublas; the harness creates a cuBLAS handle only for
      * such families (env->cublas is NULL otherwise). */
     int needs_cublas;
-    /* 1: before_rep restores inputs that the kernel overwrites (in-place kernels), so it runs
-     * before every rep whatever "fresh_indices" says. */
+    /* 1: before_rep restores inputs that the kernel overwrites (in-place kernels) or draws
+     * inputs the sweep asks to redraw (a declared buffer's "redraw"), so it runs before every
+     * rep whatever "fresh_indices" says. */
     int restores_inputs;
     /* A family declared in a sweep file (model/kernel_decl.h): its declaration, which its
      * functions read through fam (kernels) or env->family (the GPU side); NULL for the shipped

@@ -142,7 +142,8 @@ static int kd_fill_refs(const kernel_decl *d, family_kernel_ref *refs, int n, si
                         char *why, size_t why_size)
 {
     for (size_t i = 0; i < d->n_args; i++) {
-        if (!d->args[i].is_buffer || !kdecl_init_on_device(&d->args[i].init))
+        if (!d->args[i].is_buffer ||
+            !(kdecl_init_on_device(&d->args[i].init) || d->args[i].redraw))
             continue;
         const char *name = kdecl_fill_kernel(d->args[i].type);
         int seen = 0;

@@ -9,7 +9,8 @@
  *     "entry": "matmul<{tile}>",               name expression; {expr} is replaced by its value
  *     "defines": {"TILE": "{tile}"},           -D macros, values with {expr}
  *     "include_dirs": ["../cutlass/include"],  "options": ["-use_fast_math"],
- *     "args": [{"name": "A", "type": "float32", "count": "m * k", "init": {"normal": [0, 1]}},
+ *     "args": [{"name": "A", "type": "float32", "count": "m * k", "init": {"normal": [0, 1]},
+ *               "redraw": true},                 drawn again before every timed rep
  *              {"name": "C", "type": "float32", "count": "m * n", "role": "out"},
  *              {"name": "m", "type": "int32", "value": "m"}],
  *     "grid": ["n / tile", "m / tile"], "block": ["tile", "tile"], "shared": "0",
@@ -87,6 +88,7 @@ typedef struct {
     expr *count; /* buffers: elements */
     kdecl_role role;
     kdecl_init init;
+    int redraw;  /* random inputs: drawn again before every timed rep (the check sees the first) */
     expr *value; /* scalars */
 } kdecl_arg;
 

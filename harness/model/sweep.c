@@ -228,6 +228,8 @@ static int sweep_parse_methods(const sweep_ctx *cx, json_t *root, sweep *sw)
     char p[SWEEP_PATH_SIZE], list[SWEEP_LIST_SIZE];
     const tune_family *f = sw->family;
     json_t *v = json_object_get(root, "methods");
+    if (!v && sw->declared)
+        return sweep_default_declared_methods(cx, sw);
     if (!v)
         return sweep_fail(cx, TUNE_ERR_INVALID, "$", JSONLOC_VALUE,
                           "missing required key 'methods'");

@@ -54,5 +54,7 @@ int sweep_parse_timing(const sweep_ctx *cx, json_t *root, sweep *sw);
  * axes are parsed; and the checks that need the methods, after them. */
 int sweep_parse_declared(const sweep_ctx *cx, json_t *root, sweep *sw);
 int sweep_check_declared(const sweep_ctx *cx, json_t *root, const sweep *sw);
+/* sweep_kernel.c: the methods of a declared sweep that gives none (sw->methods, new). */
+int sweep_default_declared_methods(const sweep_ctx *cx, sweep *sw);
 
 #endif

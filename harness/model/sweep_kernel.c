@@ -6,29 +6,16 @@
 #include <unistd.h>
 #include <math.h>
 
-#include "model/kernel_decl.h"
-#include "model/sweep_impl.h"
+#include "model/sweep_kernel_impl.h"
 
 static const char *const kernel_keys[] = {"source", "entry", "defines", "include_dirs",
                                           "options", "args", "grid", "block", "shared",
                                           "reference", "check", "baselines", NULL};
 static const char *const launch_keys[] = {"source", "entry", "defines", "grid", "block",
                                           "shared", NULL};
-static const char *const buffer_keys[] = {"name", "type", "count", "role", "init", NULL};
-static const char *const scalar_keys[] = {"name", "type", "value", NULL};
-static const char *const init_keys[] = {"normal",   "uniform", "integers", "permutation",
-                                        "constant", "npy",     NULL};
 static const char *const check_keys[] = {"outputs", "tolerance", "atol", "rtol", NULL};
 
-/* The names expressions of the section may read: problem axes, and (tuned kernel) parameters. */
-typedef struct {
-    const sweep_ctx *cx;
-    const sweep *sw;
-    const family_axis *axes, *params;
-    size_t n_axes, n_params;
-} kd_scope;
-
-static int kd_ident_ok(const char *s)
+int sweep_kd_ident_ok(const char *s)
 {
     if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
         return 0;
@@ -40,7 +27,8 @@ static int kd_ident_ok(const char *s)
 }
 
 /* Checks that every name e reads is a problem axis or (with_params) a parameter. */
-static int kd_check_names(const kd_scope *sc, const expr *e, int with_params, const char *path)
+static int kd_check_names(const sweep_kd_scope *sc, const expr *e, int with_params,
+                          const char *path)
 {
     const char *used[SWEEP_MAX_EXPR_NAMES];
     size_t n = expr_names(e, used, SWEEP_MAX_EXPR_NAMES);
@@ -65,7 +53,7 @@ static int kd_check_names(const kd_scope *sc, const expr *e, int with_params, co
 }
 
 /* An expression: a JSON string, or an integer (a constant). */
-static expr *kd_expr(const kd_scope *sc, json_t *v, int with_params, const char *path)
+expr *sweep_kd_expr(const sweep_kd_scope *sc, json_t *v, int with_params, const char *path)
 {
     char text[64];
     const char *src = text;
@@ -94,8 +82,8 @@ static expr *kd_expr(const kd_scope *sc, json_t *v, int with_params, const char 
 }
 
 /* A template "text {expr} text" into t. */
-static int kd_template(const kd_scope *sc, json_t *v, int with_params, const char *path,
-                       kdecl_template *t)
+int sweep_kd_template(const sweep_kd_scope *sc, json_t *v, int with_params, const char *path,
+                      kdecl_template *t)
 {
     if (!json_is_string(v))
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
@@ -139,7 +127,7 @@ static int kd_template(const kd_scope *sc, json_t *v, int with_params, const cha
                                   "unmatched '{' at offset %zu of \"%s\"", i, s);
             }
             json_t *piece = json_stringn(s + i + 1, (size_t)(end - s - i - 1));
-            t->exprs[t->n - 1] = piece ? kd_expr(sc, piece, with_params, path) : NULL;
+            t->exprs[t->n - 1] = piece ? sweep_kd_expr(sc, piece, with_params, path) : NULL;
             json_decref(piece);
             if (!t->exprs[t->n - 1]) {
                 free(buf);
@@ -165,7 +153,8 @@ static char *kd_path(const kernel_decl *d, const char *rel)
 }
 
 /* A file the sweep names that cannot be read: named as written, with the sweep's folder. */
-static int kd_unreadable(const kd_scope *sc, const char *path, const char *rel, const char *what)
+static int kd_unreadable(const sweep_kd_scope *sc, const char *path, const char *rel,
+                         const char *what)
 {
     int e = errno;
     const char *slash = strrchr(sc->cx->label, '/');
@@ -176,7 +165,7 @@ static int kd_unreadable(const kd_scope *sc, const char *path, const char *rel, 
 }
 
 /* "grid" or "block": an expression or an array of 1-3 of them. */
-static int kd_dims(const kd_scope *sc, json_t *obj, const char *key, int with_params,
+static int kd_dims(const sweep_kd_scope *sc, json_t *obj, const char *key, int with_params,
                    const char *parent, expr **out, int *n_out)
 {
     char p[SWEEP_PATH_SIZE], pi[SWEEP_PATH_SIZE];
@@ -187,20 +176,21 @@ static int kd_dims(const kd_scope *sc, json_t *obj, const char *key, int with_pa
                           "missing required key '%s' (an expression or an array of 1 to 3)", key);
     if (!json_is_array(v)) {
         *n_out = 1;
-        return (out[0] = kd_expr(sc, v, with_params, p)) ? 0 : -1;
+        return (out[0] = sweep_kd_expr(sc, v, with_params, p)) ? 0 : -1;
     }
     size_t n = json_array_size(v);
     if (n < 1 || n > 3)
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
                           "expected 1 to 3 dimensions (x, y, z), got %zu", n);
     for (size_t i = 0; i < n; i++)
-        if (!(out[i] = kd_expr(sc, json_array_get(v, i), with_params, sweep_path_index(pi, p, i))))
+        if (!(out[i] =
+                  sweep_kd_expr(sc, json_array_get(v, i), with_params, sweep_path_index(pi, p, i))))
             return -1;
     *n_out = (int)n;
     return 0;
 }
 
-static int kd_defines(const kd_scope *sc, json_t *v, int with_params, const char *path,
+static int kd_defines(const sweep_kd_scope *sc, json_t *v, int with_params, const char *path,
                       kdecl_kernel *k)
 {
     if (sweep_expect_object(sc->cx, v, path) != 0)
@@ -215,13 +205,13 @@ static int kd_defines(const kd_scope *sc, json_t *v, int with_params, const char
     json_object_foreach(v, key, val) {
         char p[SWEEP_PATH_SIZE];
         sweep_path_key(p, path, key);
-        if (!kd_ident_ok(key))
+        if (!sweep_kd_ident_ok(key))
             return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_KEY,
                               "expected a macro name [A-Za-z_][A-Za-z0-9_]*, got '%s'", key);
         json_t *str = json_is_integer(val) ? json_sprintf("%" JSON_INTEGER_FORMAT,
                                                           json_integer_value(val))
                                            : json_incref(val);
-        int rc = kd_template(sc, str, with_params, p, &k->define_values[k->n_defines]);
+        int rc = sweep_kd_template(sc, str, with_params, p, &k->define_values[k->n_defines]);
         json_decref(str);
         if (!(k->define_names[k->n_defines++] = sweep_strdup(sc->cx, key)) || rc != 0)
             return -1;
@@ -231,7 +221,7 @@ static int kd_defines(const kd_scope *sc, json_t *v, int with_params, const char
 
 /* A kernel to launch (the tuned one, the reference, a baseline): its own source (default: the
  * tuned kernel's), entry, defines and launch geometry. */
-static int kd_kernel(const kd_scope *sc, kernel_decl *d, json_t *obj, int with_params,
+static int kd_kernel(const sweep_kd_scope *sc, kernel_decl *d, json_t *obj, int with_params,
                      const char *path, const char *const *keys, kdecl_kernel *k)
 {
     char p[SWEEP_PATH_SIZE];
@@ -259,7 +249,7 @@ static int kd_kernel(const kd_scope *sc, kernel_decl *d, json_t *obj, int with_p
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
                           "missing required key 'entry' (the kernel's name, e.g. "
                           "\"matmul<{tile}>\")");
-    if (kd_template(sc, entry, with_params, sweep_path_key(p, path, "entry"), &k->entry) != 0)
+    if (sweep_kd_template(sc, entry, with_params, sweep_path_key(p, path, "entry"), &k->entry) != 0)
         return -1;
     json_t *defs = json_object_get(obj, "defines");
     if (defs && kd_defines(sc, defs, with_params, sweep_path_key(p, path, "defines"), k) != 0)
@@ -269,7 +259,7 @@ static int kd_kernel(const kd_scope *sc, kernel_decl *d, json_t *obj, int with_p
         return -1;
     json_t *sh = json_object_get(obj, "shared");
     json_t *zero = json_integer(0);
-    k->shared = kd_expr(sc, sh ? sh : zero, with_params, sweep_path_key(p, path, "shared"));
+    k->shared = sweep_kd_expr(sc, sh ? sh : zero, with_params, sweep_path_key(p, path, "shared"));
     json_decref(zero);
     return k->shared ? 0 : -1;
 }
@@ -277,155 +267,6 @@ static int kd_kernel(const kd_scope *sc, kernel_decl *d, json_t *obj, int with_p
 /* ---- arguments ---- */
 
 /* A number of a JSON array [a, b] of numbers. */
-static int kd_pair(const kd_scope *sc, json_t *v, const char *path, const char *what, double *a,
-                   double *b)
-{
-    if (!json_is_array(v) || json_array_size(v) != 2 || !json_is_number(json_array_get(v, 0)) ||
-        !json_is_number(json_array_get(v, 1)))
-        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
-                          "expected [%s] (two numbers), got %s", what, sweep_json_kind(v));
-    *a = json_number_value(json_array_get(v, 0));
-    *b = json_number_value(json_array_get(v, 1));
-    return 0;
-}
-
-static int kd_init(const kd_scope *sc, json_t *v, const kdecl_arg *a, const char *path,
-                   kdecl_init *in)
-{
-    char p[SWEEP_PATH_SIZE], pi[SWEEP_PATH_SIZE];
-    if (sweep_expect_object(sc->cx, v, path) != 0 ||
-        sweep_check_keys(sc->cx, v, path, init_keys) != 0)
-        return -1;
-    if (json_object_size(v) != 1)
-        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
-                          "expected one of: normal, uniform, integers, permutation, constant, "
-                          "npy");
-    const char *key = json_object_iter_key(json_object_iter(v));
-    json_t *x = json_object_get(v, key);
-    sweep_path_key(p, path, key);
-    if (strcmp(key, "normal") == 0 || strcmp(key, "uniform") == 0) {
-        in->kind = key[0] == 'n' ? KDECL_INIT_NORMAL : KDECL_INIT_UNIFORM;
-        if (kd_pair(sc, x, p, key[0] == 'n' ? "mean, standard deviation" : "low, high", &in->a,
-                    &in->b) != 0)
-            return -1;
-        if (!(in->b >= (key[0] == 'n' ? 0 : in->a)))
-            return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
-                              key[0] == 'n' ? "expected a standard deviation >= 0"
-                                            : "expected low <= high");
-    } else if (strcmp(key, "integers") == 0) {
-        in->kind = KDECL_INIT_INTEGERS;
-        if (!json_is_array(x) || json_array_size(x) != 2)
-            return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
-                              "expected [low, high] (inclusive; integers or expressions)");
-        if (!(in->lo = kd_expr(sc, json_array_get(x, 0), 1, sweep_path_index(pi, p, 0))) ||
-            !(in->hi = kd_expr(sc, json_array_get(x, 1), 1, sweep_path_index(pi, p, 1))))
-            return -1;
-    } else if (strcmp(key, "permutation") == 0) {
-        in->kind = KDECL_INIT_PERMUTATION;
-        if (!(in->hi = kd_expr(sc, x, 1, p)))
-            return -1;
-    } else if (strcmp(key, "constant") == 0) {
-        in->kind = KDECL_INIT_CONSTANT;
-        if (!json_is_number(x))
-            return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
-                              "expected a number, got %s", sweep_json_kind(x));
-        in->a = json_number_value(x);
-    } else {
-        in->kind = KDECL_INIT_NPY;
-        if (kd_template(sc, x, 1, p, &in->npy) != 0)
-            return -1;
-    }
-    if (!kdecl_type_is_float(a->type) &&
-        (in->kind == KDECL_INIT_NORMAL || in->kind == KDECL_INIT_UNIFORM))
-        return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_KEY,
-                          "buffer '%s' holds %s: use \"integers\", \"permutation\" or "
-                          "\"constant\"",
-                          a->name, kdecl_type_name(a->type));
-    return 0;
-}
-
-static int kd_role(const kd_scope *sc, json_t *v, const char *path, kdecl_role *out)
-{
-    const char *s = json_is_string(v) ? json_string_value(v) : "";
-    if (strcmp(s, "in") == 0)
-        *out = KDECL_IN;
-    else if (strcmp(s, "out") == 0)
-        *out = KDECL_OUT;
-    else if (strcmp(s, "inout") == 0)
-        *out = KDECL_INOUT;
-    else
-        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
-                          "expected \"in\", \"out\" or \"inout\"");
-    return 0;
-}
-
-/* One argument: a buffer (has "count") or a scalar (has "value"). */
-static int kd_arg(const kd_scope *sc, kernel_decl *d, json_t *v, const char *path, kdecl_arg *a)
-{
-    char p[SWEEP_PATH_SIZE];
-    if (sweep_expect_object(sc->cx, v, path) != 0)
-        return -1;
-    json_t *name = json_object_get(v, "name"), *type = json_object_get(v, "type");
-    a->is_buffer = json_object_get(v, "count") != NULL;
-    if (sweep_check_keys(sc->cx, v, path, a->is_buffer ? buffer_keys : scalar_keys) != 0)
-        return -1;
-    if (!name || !json_is_string(name) || !kd_ident_ok(json_string_value(name)))
-        return sweep_fail(sc->cx, TUNE_ERR_INVALID, name ? sweep_path_key(p, path, "name") : path,
-                          JSONLOC_VALUE, "expected \"name\": an identifier [A-Za-z_][A-Za-z0-9_]*");
-    if (!(a->name = sweep_strdup(sc->cx, json_string_value(name))))
-        return -1;
-    for (size_t i = 0; i + 1 < d->n_args; i++) /* a is the last one */
-        if (strcmp(d->args[i].name, a->name) == 0)
-            return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, "name"),
-                              JSONLOC_VALUE, "duplicate argument '%s'", a->name);
-    int t = type && json_is_string(type) ? kdecl_type_parse(json_string_value(type)) : -1;
-    if (t < 0)
-        return sweep_fail(sc->cx, TUNE_ERR_INVALID, type ? sweep_path_key(p, path, "type") : path,
-                          JSONLOC_VALUE, "expected \"type\": one of %s", kdecl_type_list());
-    a->type = (kdecl_type)t;
-    if (!a->is_buffer) {
-        json_t *val = json_object_get(v, "value");
-        if (!val)
-            return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
-                              "expected \"count\" (a buffer) or \"value\" (a scalar)");
-        return (a->value = kd_expr(sc, val, 1, sweep_path_key(p, path, "value"))) ? 0 : -1;
-    }
-    if (!(a->count = kd_expr(sc, json_object_get(v, "count"), 1, sweep_path_key(p, path, "count"))))
-        return -1;
-    json_t *role = json_object_get(v, "role"), *init = json_object_get(v, "init");
-    a->role = KDECL_IN;
-    if (role && kd_role(sc, role, sweep_path_key(p, path, "role"), &a->role) != 0)
-        return -1;
-    if (init && a->role == KDECL_OUT)
-        return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, "init"), JSONLOC_KEY,
-                          "an output buffer has no initial values (it is poisoned before each "
-                          "check): make it \"inout\" or drop \"init\"");
-    if (!init && a->role != KDECL_OUT)
-        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
-                          "input buffer '%s' needs \"init\" (normal, uniform, integers, "
-                          "permutation, constant or npy)",
-                          a->name);
-    return init ? kd_init(sc, init, a, sweep_path_key(p, path, "init"), &a->init) : 0;
-}
-
-static int kd_args(const kd_scope *sc, kernel_decl *d, json_t *v, const char *path)
-{
-    if (!v)
-        return sweep_fail(sc->cx, TUNE_ERR_INVALID, "$.kernel", JSONLOC_VALUE,
-                          "missing required key 'args' (the kernel's arguments, in order)");
-    if (!json_is_array(v) || json_array_size(v) == 0)
-        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
-                          "expected a non-empty array of arguments");
-    if (!(d->args = calloc(json_array_size(v), sizeof *d->args)))
-        return sweep_nomem(sc->cx);
-    for (size_t i = 0; i < json_array_size(v); i++) {
-        char p[SWEEP_PATH_SIZE];
-        kdecl_arg *a = &d->args[d->n_args++]; /* counted first: freed if it fails half-parsed */
-        if (kd_arg(sc, d, json_array_get(v, i), sweep_path_index(p, path, i), a) != 0)
-            return -1;
-    }
-    return 0;
-}
 
 static int kd_find_arg(const kernel_decl *d, const char *name)
 {
@@ -449,7 +290,7 @@ static double kd_default_tolerance(kdecl_type t)
     }
 }
 
-static int kd_check(const kd_scope *sc, kernel_decl *d, json_t *v, const char *path)
+static int kd_check(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const char *path)
 {
     char p[SWEEP_PATH_SIZE], pi[SWEEP_PATH_SIZE];
     if (v && (sweep_expect_object(sc->cx, v, path) != 0 ||
@@ -507,7 +348,7 @@ static int kd_check(const kd_scope *sc, kernel_decl *d, json_t *v, const char *p
 }
 
 /* "reference": a kernel, or {"npy": {output: file}} with one file per compared output. */
-static int kd_reference(const kd_scope *sc, kernel_decl *d, json_t *v, const char *path)
+static int kd_reference(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const char *path)
 {
     char p[SWEEP_PATH_SIZE], po[SWEEP_PATH_SIZE];
     if (!v)
@@ -535,7 +376,7 @@ static int kd_reference(const kd_scope *sc, kernel_decl *d, json_t *v, const cha
         if (j == d->n_outputs)
             return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(po, p, key), JSONLOC_KEY,
                               "'%s' is not a checked output", key);
-        if (kd_template(sc, file, 0, sweep_path_key(po, p, key), &d->ref_npy[j]) != 0)
+        if (sweep_kd_template(sc, file, 0, sweep_path_key(po, p, key), &d->ref_npy[j]) != 0)
             return -1;
     }
     for (size_t j = 0; j < d->n_outputs; j++)
@@ -545,7 +386,7 @@ static int kd_reference(const kd_scope *sc, kernel_decl *d, json_t *v, const cha
     return 0;
 }
 
-static int kd_baselines(const kd_scope *sc, kernel_decl *d, json_t *v, const char *path)
+static int kd_baselines(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const char *path)
 {
     if (!v)
         return 0;
@@ -561,7 +402,7 @@ static int kd_baselines(const kd_scope *sc, kernel_decl *d, json_t *v, const cha
     json_object_foreach(v, key, b) {
         char p[SWEEP_PATH_SIZE];
         sweep_path_key(p, path, key);
-        if (!kd_ident_ok(key) || strcmp(key, KDECL_TUNED) == 0 ||
+        if (!sweep_kd_ident_ok(key) || strcmp(key, KDECL_TUNED) == 0 ||
             strcmp(key, KDECL_REFERENCE) == 0)
             return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_KEY,
                               "expected a method name [A-Za-z_][A-Za-z0-9_]* other than '%s' and "
@@ -575,7 +416,7 @@ static int kd_baselines(const kd_scope *sc, kernel_decl *d, json_t *v, const cha
 }
 
 /* "include_dirs" and "options" into d->options, one per line. */
-static int kd_options(const kd_scope *sc, kernel_decl *d, json_t *k)
+static int kd_options(const sweep_kd_scope *sc, kernel_decl *d, json_t *k)
 {
     static const char *const keys[] = {"include_dirs", "options"};
     size_t cap = 1, used = 0;
@@ -646,7 +487,7 @@ static int kd_axes(const sweep_ctx *cx, json_t *obj, const char *path, family_ax
     json_object_foreach(obj, key, v) {
         char p[SWEEP_PATH_SIZE];
         sweep_path_key(p, path, key);
-        if (!kd_ident_ok(key) || sweep_in_list(reserved, key))
+        if (!sweep_kd_ident_ok(key) || sweep_in_list(reserved, key))
             return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_KEY,
                               "expected a name [A-Za-z_][A-Za-z0-9_]* other than op, method and "
                               "dsize (expressions read it), got '%s'",
@@ -678,7 +519,7 @@ static const char *kd_param_read(const expr *e, const family_axis *params, size_
 
 /* "<size> * (<count>) + ..." over the buffers (inout twice); NULL when a count reads a parameter
  * (then the sweep must give "bytes"). */
-static char *kd_bytes_model(const kernel_decl *d, const kd_scope *sc)
+static char *kd_bytes_model(const kernel_decl *d, const sweep_kd_scope *sc)
 {
     size_t cap = 64, used = 0;
     char *s = malloc(cap);
@@ -708,7 +549,7 @@ static char *kd_bytes_model(const kernel_decl *d, const kd_scope *sc)
     return s;
 }
 
-static int kd_family(const sweep_ctx *cx, sweep *sw, kdecl_family *kf, const kd_scope *sc)
+static int kd_family(const sweep_ctx *cx, sweep *sw, kdecl_family *kf, const sweep_kd_scope *sc)
 {
     const tune_family *tmpl = family_find(KDECL_FAMILY);
     kernel_decl *d = &kf->decl;
@@ -771,7 +612,7 @@ int sweep_parse_declared(const sweep_ctx *cx, json_t *root, sweep *sw)
     kernel_decl *d = &kf->decl;
     json_t *op = json_object_get(root, "op"), *k = json_object_get(root, "kernel");
     json_t *problem = json_object_get(root, "problem"), *params = json_object_get(root, "params");
-    if (!op || !json_is_string(op) || !kd_ident_ok(json_string_value(op)))
+    if (!op || !json_is_string(op) || !sweep_kd_ident_ok(json_string_value(op)))
         return sweep_fail(cx, TUNE_ERR_INVALID, op ? "$.op" : "$", JSONLOC_VALUE,
                           "expected \"op\": a name [A-Za-z_][A-Za-z0-9_]* for what the kernel "
                           "computes");
@@ -789,18 +630,40 @@ int sweep_parse_declared(const sweep_ctx *cx, json_t *root, sweep *sw)
                            kf->n_axes) != 0) ||
         (!params && !(kf->params = calloc(1, sizeof *kf->params))))
         return kf->params ? -1 : sweep_nomem(cx);
-    kd_scope sc = {cx, sw, kf->axes, kf->params, kf->n_axes, kf->n_params};
+    sweep_kd_scope sc = {cx, sw, kf->axes, kf->params, kf->n_axes, kf->n_params};
     if (!(d->dir = kd_dirname(cx->label)))
         return sweep_nomem(cx);
     if (sweep_expect_object(cx, k, "$.kernel") != 0 ||
         sweep_check_keys(cx, k, "$.kernel", kernel_keys) != 0 || kd_options(&sc, d, k) != 0 ||
         kd_kernel(&sc, d, k, 1, "$.kernel", kernel_keys, &d->main) != 0 ||
-        kd_args(&sc, d, json_object_get(k, "args"), "$.kernel.args") != 0 ||
+        sweep_kd_args(&sc, d, json_object_get(k, "args"), "$.kernel.args") != 0 ||
         kd_check(&sc, d, json_object_get(k, "check"), sweep_path_key(p, "$.kernel", "check")) ||
         kd_reference(&sc, d, json_object_get(k, "reference"), "$.kernel.reference") != 0 ||
         kd_baselines(&sc, d, json_object_get(k, "baselines"), "$.kernel.baselines") != 0)
         return -1;
     return kd_family(cx, sw, kf, &sc);
+}
+
+/* "methods" omitted: every method the section declares (kernel, the reference when it is a
+ * kernel, the baselines, in that order), or kernel alone when an argument reads a parameter
+ * (the others could not size it). */
+int sweep_default_declared_methods(const sweep_ctx *cx, sweep *sw)
+{
+    const kdecl_family *kf = sw->declared;
+    const kernel_decl *d = &kf->decl;
+    size_t n = kf->fam.n_methods;
+    for (size_t i = 0; i < d->n_args; i++)
+        if (kd_param_read(d->args[i].is_buffer ? d->args[i].count : d->args[i].value, kf->params,
+                          kf->n_params))
+            n = 1; /* kernel is the family's first method */
+    if (!(sw->methods = calloc(n, sizeof *sw->methods)))
+        return sweep_nomem(cx);
+    for (size_t m = 0; m < n; m++) {
+        if (!(sw->methods[m] = sweep_strdup(cx, kf->fam.methods[m].name)))
+            return -1;
+        sw->n_methods++;
+    }
+    return 0;
 }
 
 /* After the methods: arguments that read parameters cannot be sized for the methods that run
