@@ -14,6 +14,7 @@
 #include "store/meta.h"
 #include "store/results.h"
 #include "analysis/roofline_calibration.h"
+#include "analysis/roofline_model.h"
 #include "analysis/roofline_report.h"
 #include "device/calibrate.h"
 #include "cli.h"
@@ -26,7 +27,8 @@ enum { EXIT_USAGE = 2, EXIT_NO_GPU = 3 };
 static const char calibrate_usage[] =
     "usage: tune calibrate [--device N] [--out FILE] [options]\n"
     "  measures the device's ceilings (read and copy bandwidth, cuBLAS GEMM rates, launch\n"
-    "  overhead) and writes them, with provenance, to results/calibration/<device>.json\n"
+    "  overhead, DRAM latency) and writes them, with provenance, to\n"
+    "  results/calibration/<device>.json\n"
     "  --device N      CUDA device ordinal (default 0)\n"
     "  --out FILE      calibration file to write (default ROOT/calibration/<device>.json)\n"
     "  --results ROOT  results root (default results)\n"
@@ -83,6 +85,7 @@ static void print_comparison(const roofline_calibration *cal, const roofline_gpu
     }
     printf("| launch overhead | %.2f us | %.2f us (table) | |\n", cal->launch_s * 1e6,
            g ? g->launch_s * 1e6 : NAN);
+    printf("| DRAM latency (dependent load) | %.3f us | | |\n", cal->latency_s * 1e6);
 }
 
 int tune_cmd_calibrate(int argc, char **argv)
@@ -205,10 +208,41 @@ static const char *find_calibration(const char *root, const char *dir, const cha
 static void print_ceilings(const char *label, const roofline_ceilings *c)
 {
     printf("- %s: read %.0f GB/s, copy %.0f GB/s, GEMM fp16 %.0f / bf16 %.0f / tf32 %.0f / fp32 "
-           "%.1f TFLOP/s, launch %.2f us\n",
+           "%.1f TFLOP/s, launch %.2f us",
            label, c->read_bw / 1e9, c->copy_bw / 1e9, c->rate[ROOFLINE_FP16] / 1e12,
            c->rate[ROOFLINE_BF16] / 1e12, c->rate[ROOFLINE_TF32] / 1e12,
            c->rate[ROOFLINE_FP32] / 1e12, c->launch_s * 1e6);
+    if (isfinite(c->latency_s))
+        printf(", DRAM latency %.3f us", c->latency_s * 1e6);
+    printf("\n");
+}
+
+/* The additive time model of every row (analysis/roofline_model.h): pred[i] and terms[i]. A
+ * traffic model that cannot be evaluated at a row is an error naming the row's line. */
+static tune_status predict_model(const roofline_ceilings *c, const char *path,
+                                 const result_row *rows, size_t n, double *pred,
+                                 roofline_terms *terms, tune_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        const tune_family *f = family_find(rows[i].family);
+        roofline_traffic t;
+        tune_error e = {0};
+        if (roofline_traffic_eval(f, &rows[i], &t, &e) != TUNE_OK) {
+            char where[PATH_MAX + 64];
+            snprintf(where, sizeof where, "%s:%zu", path, i + 1);
+            return tune_error_set(err, e.code, where, "%s", e.message);
+        }
+        pred[i] = roofline_model_time(
+            c, &t, roofline_row_precision(&rows[i], f ? f->dtype_axis : "dtype"), &terms[i]);
+    }
+    return TUNE_OK;
+}
+
+/* "family op" of a folder's rows. */
+static void rows_op(const result_row *rows, size_t n, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s %s", n && rows[0].family ? rows[0].family : "?",
+             n && rows[0].op ? rows[0].op : "?");
 }
 
 typedef struct {
@@ -262,9 +296,11 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
     }
     double *pred = malloc((n ? n : 1) * sizeof *pred);
     roofline_bound *bound = malloc((n ? n : 1) * sizeof *bound);
-    if (!pred || !bound) {
+    roofline_terms *terms = malloc((n ? n : 1) * sizeof *terms);
+    if (!pred || !bound || !terms) {
         free(pred);
         free(bound);
+        free(terms);
         st = tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
         goto done;
     }
@@ -285,6 +321,13 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
             snprintf(label, sizeof label, "calibrated (%s, %s)", cal_file, cal.date);
             print_ceilings(label, &ceil);
         }
+        char op[512];
+        rows_op(rows, n, op, sizeof op);
+        if (st == TUNE_OK)
+            st = predict_model(&ceil, path, rows, n, pred, terms, err);
+        if (st == TUNE_OK)
+            st = roofline_report_add_model(rep, "calibrated", dir, device, op, &ceil, rows, n,
+                                           pred, terms, err);
     }
     if (st == TUNE_OK && g) {
         roofline_ceilings_from_gpu(g, &ceil);
@@ -299,6 +342,7 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
     }
     free(pred);
     free(bound);
+    free(terms);
 done:
     results_rows_free(rows, n);
     return st;
@@ -354,8 +398,10 @@ int tune_cmd_roofline(int argc, char **argv)
         rep ? TUNE_OK : tune_error_set(&err, TUNE_ERR_NOMEM, "roofline", "out of memory");
     if (!c.quiet && st == TUNE_OK)
         printf("# Roofline prediction error\n\nroofline time = max(bytes / bandwidth, FLOPs / "
-               "rate(dtype), launch overhead); error = max(roofline / measured, measured / "
-               "roofline); \"best\" = the fastest row of each shape.\n\nCeilings:\n");
+               "rate(dtype), launch overhead); time model = launches x launch overhead + chain x "
+               "DRAM latency + max(modelled DRAM bytes / read bandwidth, FLOPs / rate) (calibrated "
+               "ceilings, the op's traffic model); error = max(predicted / measured, measured / "
+               "predicted); \"best\" = the fastest row of each shape.\n\nCeilings:\n");
     for (size_t d = 0; d < c.n_dirs && st == TUNE_OK; d++)
         st = add_folder(&c, specs, c.dirs[d], rep, inputs, &err);
     if (st == TUNE_OK) {
@@ -367,9 +413,13 @@ int tune_cmd_roofline(int argc, char **argv)
                             json_pack("{s:s, s:s}", "name", "tune", "version", TUNE_VERSION));
         json_object_set_new(extra, "argv", av);
         json_object_set_new(extra, "definitions",
-                            json_pack("{s:s, s:s, s:s}", "roofline_time",
+                            json_pack("{s:s, s:s, s:s, s:s}", "roofline_time",
                                       "max(bytes / max(read_bw, copy_bw), flops / rate[dtype], "
                                       "launch_overhead_s)",
+                                      "model_time",
+                                      "launches * launch_overhead_s + chain * dram_latency_s + "
+                                      "max(dram / read_bw, flops / rate[precision]) (the op's "
+                                      "traffic model for the row's method)",
                                       "error",
                                       "max(roofline_time / time_median, time_median / "
                                       "roofline_time); gmean and worst over the group's rows",

@@ -58,6 +58,7 @@ typedef struct {
     double read_bw, copy_bw;            /* B/s */
     double rate[ROOFLINE_N_PRECISIONS]; /* FLOP/s; NAN: unknown (the compute term is left out) */
     double launch_s;                    /* NAN or 0: no launch term */
+    double latency_s; /* one dependent DRAM round trip (the time model's chain term); NAN: none */
     roofline_origin origin;
 } roofline_ceilings;
 

@@ -23,6 +23,7 @@ typedef struct {
     double copy_bw;                          /* B/s, (read + written bytes) / time */
     double gemm_rate[ROOFLINE_N_PRECISIONS]; /* FLOP/s of cuBLAS GEMMs; NAN: not measured */
     double launch_s;                         /* event-timed minimal kernel; NAN: not measured */
+    double latency_s; /* one dependent DRAM round trip (pointer chase); NAN: not measured */
     /* provenance */
     size_t read_bytes, copy_bytes; /* buffer sizes */
     int gemm_n;                    /* m = n = k */
