@@ -14,7 +14,10 @@
  * `cols` values; axes with a single value in the data may be left out of both):
  *   - "Best <param>" for every parameter of the tuned method;
  *   - "Achieved bandwidth (GB/s)" of the best configuration;
- *   - "% of measured read bandwidth" of the best configuration;
+ *   - "% of measured read bandwidth" of the best configuration (on the modelled DRAM traffic when
+ *     the row has it, docs/roofline.md);
+ *   - "% of roofline" and "% of model" (the additive time model's time / time) when rows have
+ *     them;
  *   - "Best time (us)";
  *   - "Speedup over <baseline>" (baseline median time / best median time) for every baseline;
  *   - a count of rows by status and method.
@@ -27,7 +30,8 @@
  * their values, under a heading such as "## dtype=float16"; axes with one value are named once
  * ("All shapes have n=128."). Units: GB/s without decimals, % with one, us with two, "2.31x".
  * CSV and JSON share their columns: every problem axis, "method" (of the best row), every
- * parameter, "best_time_us", "bandwidth_gb_s", "pct_read_bw", then "time_us_<baseline>" and
+ * parameter, "best_time_us", "bandwidth_gb_s", "pct_read_bw", "tflop_s", "pct_roofline",
+ * "pct_model", then "time_us_<baseline>" and
  * "speedup_<baseline>" per baseline; empty (CSV) or null (JSON) without data. JSON:
  * {"axes": [...], "params": [...], "baselines": [...], "shapes": [{...}, ...],
  *  "status_counts": {"<method>": {"<status>": count, ...}, ...}}.

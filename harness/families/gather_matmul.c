@@ -43,7 +43,9 @@ static const family_axis outer_axes[] = {
 };
 
 /* Traffic models (docs/roofline.md, "Traffic models"): DRAM bytes rounded to 32-byte sectors,
- * repeated random rows fetched once (distinct), a gathered element of a row costing its sector. */
+ * repeated random rows fetched once (distinct), a gathered element of a row costing its sector.
+ * Chain: the dependent DRAM round trips before a kernel streams (every kernel waits for its first
+ * load; a gather waits for the index, then the row). */
 #define GM_ID "(indices == \"identity\")"
 #define GM_RAND "(indices != \"identity\")"
 #define GM_RM "(1 - transpose_B)"
@@ -65,30 +67,28 @@ static const family_axis outer_axes[] = {
 
 static const family_traffic gm_traffic[] = {
     {"gather_inner_bmv", "custom", "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B
-               " + sectors(n * dsize))", "1", "1", NULL, NULL,
+               " + sectors(n * dsize))", "1", "2", NULL, NULL,
      "indices, the gathered sectors of A, the distinct gathered rows (or sectors) of B, the output; "
-     "the index load precedes the gather"},
+     "the index load, then the row load: two round trips"},
     {"gather_inner_bmv", "gather", "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B
-               " + 2 * (k * n + k) * dsize + sectors(n * dsize))", "2", "1", NULL, NULL,
+               " + 2 * (k * n + k) * dsize + sectors(n * dsize))", "2", "3", NULL, NULL,
      "the gather kernel's reads, Bg and A[I] written and read again by the GEMM, the output"},
     {"gather_inner_bmv", "slice", "g * (" GM_RM " * sectors(k * n * dsize) + transpose_B * n * sectors(k * dsize) + "
-              GM_AOUT ")", "1", "0", NULL, NULL,
+              GM_AOUT ")", "1", "1", NULL, NULL,
      "the first k rows of B (transposed: the first k elements of each of n rows), A, the output"},
-    {"gather_inner_matrix_only_bmv", "custom", "g * (sectors(4 * k) + " GM_INNER_B " + " GM_AOUT ")", "1", "1", NULL, NULL,
+    {"gather_inner_matrix_only_bmv", "custom", "g * (sectors(4 * k) + " GM_INNER_B " + " GM_AOUT ")", "1", "2", NULL, NULL,
      "indices, A, the distinct gathered rows (or sectors) of B, the output; the index load "
      "precedes the gather"},
-    {"gather_inner_matrix_only_bmv", "gather", "g * (sectors(4 * k) + " GM_INNER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2",
-     "1", NULL, NULL, "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
+    {"gather_inner_matrix_only_bmv", "gather", "g * (sectors(4 * k) + " GM_INNER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2", "3", NULL, NULL, "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
     {"gather_inner_matrix_only_bmv", "slice", "g * (" GM_RM " * sectors(k * n * dsize) + transpose_B * n * sectors(k * dsize) + "
-              GM_AOUT ")", "1", "0", NULL, NULL,
+              GM_AOUT ")", "1", "1", NULL, NULL,
      "the first k rows of B (transposed: the first k elements of each of n rows), A, the output"},
-    {"gather_outer_bmv", "custom", "g * (sectors(4 * n) + " GM_OUTER_B " + " GM_AOUT ")", "1", "1", NULL, NULL,
+    {"gather_outer_bmv", "custom", "g * (sectors(4 * n) + " GM_OUTER_B " + " GM_AOUT ")", "1", "2", NULL, NULL,
      "indices, A, the gathered sectors of each row of B (transposed: its distinct gathered rows), "
-     "the output; the index load precedes the gather"},
-    {"gather_outer_bmv", "gather", "g * (sectors(4 * n) + " GM_OUTER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2",
-     "1", NULL, NULL, "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
+     "the output; the index load, then the row load: two round trips"},
+    {"gather_outer_bmv", "gather", "g * (sectors(4 * n) + " GM_OUTER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2", "3", NULL, NULL, "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
     {"gather_outer_bmv", "slice", "g * (" GM_RM " * k * sectors(n * dsize) + transpose_B * sectors(n * k * dsize) + "
-              GM_AOUT ")", "1", "0", NULL, NULL,
+              GM_AOUT ")", "1", "1", NULL, NULL,
      "the first n columns of B (transposed: its first n rows), A, the output"},
 };
 
