@@ -21,8 +21,7 @@ static const char *keep(const char *s)
 
 /* A row of family/op/method with the given problem axes ("g=1 k_pre=4 ..."; integers, or strings
  * for dtype and indices). */
-static result_row make_row(const char *family, const char *op, const char *method,
-                           const char *axes)
+static result_row make_row(const char *family, const char *op, const char *method, const char *axes)
 {
     result_row r;
     result_row_init(&r);
@@ -75,6 +74,10 @@ static traffic_case traffic_cases[] = {
     /* slice: the first k = 3 rows of 8 fp16, sectors(48) = 64, A 32, output 32; per g */
     {"gather_matmul", "gather_inner_matrix_only_bmv", "slice",
      "g=2 k_pre=64 k=3 n=8 dtype=float16 transpose_B=0 indices=random", 256, 1, 1},
+    /* transposed slice: the first 16 fp16 of each of n = 4 rows, 32 bytes, move a 128-byte line
+     * each (512); A sectors(32) = 32, output 32 */
+    {"gather_matmul", "gather_inner_matrix_only_bmv", "slice",
+     "g=1 k_pre=128 k=16 n=4 dtype=float16 transpose_B=1 indices=random", 576, 1, 1},
     /* step 1: A gathered too: 32 distinct(sectors(8) / 32 = 1, 2) = 32; B 448, indices 32,
      * output 256 */
     {"gather_matmul", "gather_inner_bmv", "custom",
@@ -85,22 +88,20 @@ static traffic_case traffic_cases[] = {
      "g=1 k=2 n_pre=64 n=3 dtype=float16 transpose_B=0 indices=random", 244, 1, 2},
     /* step 2, transposed (g, n_pre, k): distinct(4, 2) = 1.75 rows of sectors(256) = 448 */
     {"gather_matmul", "gather_outer_bmv", "custom",
-     "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random", 32 + 448 + 256 + 32, 1,
-     2},
+     "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random", 32 + 448 + 256 + 32, 1, 2},
     /* mixed GEMM: cuBLAS on the 16-bit weight: 64 x 64 x 2 + X 128 + Y 128 */
-    {"mixed_gemm", "w4a16", "cublas", "m=1 n=64 k=64 group=32 zero_point=0 dtype=float16", 8448,
-     1, 1},
-    /* fp8: weight 4096 + X 64 + Y (fp16) 128 */
-    {"mixed_gemm", "w4a16", "fp8", "m=1 n=64 k=64 group=32 zero_point=0 dtype=float16", 4288, 1,
+    {"mixed_gemm", "w4a16", "cublas", "m=1 n=64 k=64 group=32 zero_point=0 dtype=float16", 8448, 1,
      1},
+    /* fp8: weight 4096 + X 64 + Y (fp16) 128 */
+    {"mixed_gemm", "w4a16", "fp8", "m=1 n=64 k=64 group=32 zero_point=0 dtype=float16", 4288, 1, 1},
     /* stream: packed weight 2048 + scales 64/32 x 64 x 2 = 256 (zero points: twice) */
-    {"mixed_gemm", "w4a16", "stream", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16", 2304,
-     1, 1},
-    {"mixed_gemm", "w4a16", "stream", "m=8 n=64 k=64 group=32 zero_point=1 dtype=float16", 2560,
-     1, 1},
+    {"mixed_gemm", "w4a16", "stream", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16", 2304, 1,
+     1},
+    {"mixed_gemm", "w4a16", "stream", "m=8 n=64 k=64 group=32 zero_point=1 dtype=float16", 2560, 1,
+     1},
     /* a tuned kernel: the op's bytes, 2304 + X 8 x 64 x 2 + Y 8 x 64 x 2 */
-    {"mixed_gemm", "w4a16", "wgmma", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16", 4352,
-     1, 1},
+    {"mixed_gemm", "w4a16", "wgmma", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16", 4352, 1,
+     1},
     /* dequant: 2304 read, 8192 written and read again, X and Y: 2 launches */
     {"mixed_gemm", "w4a16", "dequant", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16",
      2304 + 2 * 8192 + 2048, 2, 2},
@@ -121,8 +122,8 @@ ParameterizedTest(traffic_case *c, roofline_model, traffic)
     tune_error err = {0};
     cr_assert_eq(roofline_traffic_eval(f, &r, &t, &err), TUNE_OK, "%s: %s", c->axes, err.message);
     cr_expect(t.modelled);
-    cr_expect(fabs(t.dram - c->dram) <= 1e-9 * c->dram, "%s %s %s: dram %.10g, want %.10g",
-              c->op, c->method, c->axes, t.dram, c->dram);
+    cr_expect(fabs(t.dram - c->dram) <= 1e-9 * c->dram, "%s %s %s: dram %.10g, want %.10g", c->op,
+              c->method, c->axes, t.dram, c->dram);
     cr_expect_eq(t.launches, c->launches, "%s %s: launches %g", c->op, c->method, t.launches);
     cr_expect_eq(t.chain, c->chain, "%s %s: chain %g", c->op, c->method, t.chain);
 }
@@ -141,8 +142,8 @@ Test(roofline_model, repeated_rows_count_once)
 
 Test(roofline_model, mixed_gemm_compute_terms)
 {
-    result_row r = make_row("mixed_gemm", "w4a16", "fp8",
-                            "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16");
+    result_row r =
+        make_row("mixed_gemm", "w4a16", "fp8", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16");
     roofline_traffic t;
     const tune_family *f = family_find("mixed_gemm");
     cr_assert_eq(roofline_traffic_eval(f, &r, &t, NULL), TUNE_OK);
@@ -179,8 +180,7 @@ Test(roofline_model, model_errors_name_the_method_and_field)
     roofline_traffic t;
     tune_error err = {0};
     cr_expect_eq(roofline_traffic_eval(&f, &r, &t, &err), TUNE_ERR_EVAL);
-    cr_expect(strstr(err.message, "custom: dram \"n / zero\": ") == err.message, "%s",
-              err.message);
+    cr_expect(strstr(err.message, "custom: dram \"n / zero\": ") == err.message, "%s", err.message);
     cr_expect(strstr(err.message, "division by zero"), "%s", err.message);
     memset(&err, 0, sizeof err);
     r.method = "neg";

@@ -22,8 +22,8 @@ const char *roofline_term_str(roofline_term t)
 }
 
 /* One field of a traffic model at point p; text NULL gives dflt. */
-static tune_status eval_field(const char *method, const char *field, const char *text,
-                              double dflt, const tune_point *p, double *out, tune_error *err)
+static tune_status eval_field(const char *method, const char *field, const char *text, double dflt,
+                              const tune_point *p, double *out, tune_error *err)
 {
     if (!text) {
         *out = dflt;

@@ -24,13 +24,13 @@
 
 /* A row's traffic under its op's model. */
 typedef struct {
-    double dram;     /* bytes between DRAM and the L2 (read + written) */
-    double launches; /* kernels launched */
-    double chain;    /* dependent DRAM round trips */
-    double flops;    /* FLOPs of the compute term (NAN: none) */
-    int has_precision;              /* 1: the model names the compute term's precision */
-    roofline_precision precision;   /* when has_precision */
-    int modelled;    /* 1: from a traffic model; 0: the row's own bytes, one launch, no chain */
+    double dram;                  /* bytes between DRAM and the L2 (read + written) */
+    double launches;              /* kernels launched */
+    double chain;                 /* dependent DRAM round trips */
+    double flops;                 /* FLOPs of the compute term (NAN: none) */
+    int has_precision;            /* 1: the model names the compute term's precision */
+    roofline_precision precision; /* when has_precision */
+    int modelled; /* 1: from a traffic model; 0: the row's own bytes, one launch, no chain */
 } roofline_traffic;
 
 /* Evaluates the traffic model of row's op and method (family_find_traffic) at the row's

@@ -64,32 +64,51 @@ static const family_axis outer_axes[] = {
     GM_RM " * k * " GM_PICKED("n_pre", "n") " + transpose_B * " GM_DISTINCT("n_pre", "n")          \
           " * sectors(k * dsize)"
 #define GM_AOUT "sectors(k * dsize) + sectors(n * dsize)"
+/* cuBLAS reading the first `len` elements of each row of a strided matrix moves at least a
+ * 128-byte line per row: in sparq_step1 its k = 16, 32 and 64 slices take the same time
+ * (docs/roofline.md) */
+#define GM_SEGMENT(len) "max(sectors(" len " * dsize), 128)"
+
+#define GM_INNER_CUSTOM "g * (sectors(4 * k) + " GM_INNER_B " + " GM_AOUT ")"
+#define GM_INNER_GATHER "g * (sectors(4 * k) + " GM_INNER_B " + 2 * k * n * dsize + " GM_AOUT ")"
+#define GM_INNER_SLICE                                                                             \
+    "g * (" GM_RM " * sectors(k * n * dsize) + transpose_B * n * " GM_SEGMENT("k") " + " GM_AOUT ")"
+#define GM_CUSTOM_HELP "the index load, then the row load: two round trips"
 
 static const family_traffic gm_traffic[] = {
-    {"gather_inner_bmv", "custom", "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B
-               " + sectors(n * dsize))", "1", "2", NULL, NULL,
-     "indices, the gathered sectors of A, the distinct gathered rows (or sectors) of B, the output; "
-     "the index load, then the row load: two round trips"},
-    {"gather_inner_bmv", "gather", "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B
-               " + 2 * (k * n + k) * dsize + sectors(n * dsize))", "2", "3", NULL, NULL,
+    {"gather_inner_bmv", "custom",
+     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + sectors(n * dsize))",
+     "1", "2", NULL, NULL,
+     "indices, the gathered sectors of A, the distinct gathered rows (or sectors) of B, the "
+     "output; " GM_CUSTOM_HELP},
+    {"gather_inner_bmv", "gather",
+     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B
+     " + 2 * (k * n + k) * dsize + sectors(n * dsize))",
+     "2", "3", NULL, NULL,
      "the gather kernel's reads, Bg and A[I] written and read again by the GEMM, the output"},
-    {"gather_inner_bmv", "slice", "g * (" GM_RM " * sectors(k * n * dsize) + transpose_B * n * sectors(k * dsize) + "
-              GM_AOUT ")", "1", "1", NULL, NULL,
-     "the first k rows of B (transposed: the first k elements of each of n rows), A, the output"},
-    {"gather_inner_matrix_only_bmv", "custom", "g * (sectors(4 * k) + " GM_INNER_B " + " GM_AOUT ")", "1", "2", NULL, NULL,
-     "indices, A, the distinct gathered rows (or sectors) of B, the output; the index load "
-     "precedes the gather"},
-    {"gather_inner_matrix_only_bmv", "gather", "g * (sectors(4 * k) + " GM_INNER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2", "3", NULL, NULL, "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
-    {"gather_inner_matrix_only_bmv", "slice", "g * (" GM_RM " * sectors(k * n * dsize) + transpose_B * n * sectors(k * dsize) + "
-              GM_AOUT ")", "1", "1", NULL, NULL,
-     "the first k rows of B (transposed: the first k elements of each of n rows), A, the output"},
-    {"gather_outer_bmv", "custom", "g * (sectors(4 * n) + " GM_OUTER_B " + " GM_AOUT ")", "1", "2", NULL, NULL,
+    {"gather_inner_bmv", "slice", GM_INNER_SLICE, "1", "1", NULL, NULL,
+     "the first k rows of B (transposed: the first k elements of each of n rows, a 128-byte line "
+     "at least), A, the output"},
+    {"gather_inner_matrix_only_bmv", "custom", GM_INNER_CUSTOM, "1", "2", NULL, NULL,
+     "indices, A, the distinct gathered rows (or sectors) of B, the output; " GM_CUSTOM_HELP},
+    {"gather_inner_matrix_only_bmv", "gather", GM_INNER_GATHER, "2", "3", NULL, NULL,
+     "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
+    {"gather_inner_matrix_only_bmv", "slice", GM_INNER_SLICE, "1", "1", NULL, NULL,
+     "the first k rows of B (transposed: the first k elements of each of n rows, a 128-byte line "
+     "at least), A, the output"},
+    {"gather_outer_bmv", "custom", "g * (sectors(4 * n) + " GM_OUTER_B " + " GM_AOUT ")", "1", "2",
+     NULL, NULL,
      "indices, A, the gathered sectors of each row of B (transposed: its distinct gathered rows), "
-     "the output; the index load, then the row load: two round trips"},
-    {"gather_outer_bmv", "gather", "g * (sectors(4 * n) + " GM_OUTER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2", "3", NULL, NULL, "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
-    {"gather_outer_bmv", "slice", "g * (" GM_RM " * k * sectors(n * dsize) + transpose_B * sectors(n * k * dsize) + "
-              GM_AOUT ")", "1", "1", NULL, NULL,
-     "the first n columns of B (transposed: its first n rows), A, the output"},
+     "the output; " GM_CUSTOM_HELP},
+    {"gather_outer_bmv", "gather",
+     "g * (sectors(4 * n) + " GM_OUTER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2", "3", NULL,
+     NULL, "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
+    {"gather_outer_bmv", "slice",
+     "g * (" GM_RM " * k * " GM_SEGMENT("n") " + transpose_B * sectors(n * k * dsize) + " GM_AOUT
+     ")",
+     "1", "1", NULL, NULL,
+     "the first n columns of B (a 128-byte line at least per row; transposed: its first n rows), "
+     "A, the output"},
 };
 
 static const family_op gm_ops[] = {
