@@ -57,54 +57,54 @@ static traffic_case traffic_cases[] = {
     /* step 3, row-major: indices sectors(8) = 32, A sectors(4) = 32, distinct(4, 2) = 1.75 rows of
      * sectors(256) = 256 bytes = 448, output 256 */
     {"gather_matmul", "gather_inner_matrix_only_bmv", "custom",
-     "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 768, 1, 2},
+     "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 768, 1, 1},
     /* identity indices: the 2 rows themselves */
     {"gather_matmul", "gather_inner_matrix_only_bmv", "custom",
-     "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=identity", 832, 1, 2},
+     "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=identity", 832, 1, 1},
     /* g scales everything */
     {"gather_matmul", "gather_inner_matrix_only_bmv", "custom",
-     "g=3 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 3 * 768, 1, 2},
+     "g=3 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 3 * 768, 1, 1},
     /* transposed B (g, n, k_pre): each of n = 4 rows of 8 sectors loses 32 distinct(8, 16) =
      * 225.7748257 bytes to 16 picks; indices sectors(64) = 64, A 32, output sectors(8) = 32 */
     {"gather_matmul", "gather_inner_matrix_only_bmv", "custom",
-     "g=1 k_pre=128 k=16 n=4 dtype=float16 transpose_B=1 indices=random", 1031.0993028902, 1, 2},
+     "g=1 k_pre=128 k=16 n=4 dtype=float16 transpose_B=1 indices=random", 1031.0993028902, 1, 1},
     /* the gather baseline: the same reads, Bg (2 x 128 fp16) written and read again, 2 launches */
     {"gather_matmul", "gather_inner_matrix_only_bmv", "gather",
-     "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 1792, 2, 3},
+     "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 1792, 2, 1},
     /* slice: the first k = 3 rows of 8 fp16, sectors(48) = 64, A 32, output 32; per g */
     {"gather_matmul", "gather_inner_matrix_only_bmv", "slice",
-     "g=2 k_pre=64 k=3 n=8 dtype=float16 transpose_B=0 indices=random", 256, 1, 1},
+     "g=2 k_pre=64 k=3 n=8 dtype=float16 transpose_B=0 indices=random", 256, 1, 0},
     /* transposed slice: the first 16 fp16 of each of n = 4 rows, 32 bytes, move a 128-byte line
      * each (512); A sectors(32) = 32, output 32 */
     {"gather_matmul", "gather_inner_matrix_only_bmv", "slice",
-     "g=1 k_pre=128 k=16 n=4 dtype=float16 transpose_B=1 indices=random", 576, 1, 1},
+     "g=1 k_pre=128 k=16 n=4 dtype=float16 transpose_B=1 indices=random", 576, 1, 0},
     /* step 1: A gathered too: 32 distinct(sectors(8) / 32 = 1, 2) = 32; B 448, indices 32,
      * output 256 */
     {"gather_matmul", "gather_inner_bmv", "custom",
-     "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 768, 1, 2},
+     "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 768, 1, 1},
     /* step 2, row-major B (g, k, n_pre): each of k = 2 rows of 4 sectors loses
      * 32 distinct(4, 3) = 74 bytes to 3 picks; indices sectors(12) = 32, A 32, output 32 */
     {"gather_matmul", "gather_outer_bmv", "custom",
-     "g=1 k=2 n_pre=64 n=3 dtype=float16 transpose_B=0 indices=random", 244, 1, 2},
+     "g=1 k=2 n_pre=64 n=3 dtype=float16 transpose_B=0 indices=random", 244, 1, 1},
     /* step 2, transposed (g, n_pre, k): distinct(4, 2) = 1.75 rows of sectors(256) = 448 */
     {"gather_matmul", "gather_outer_bmv", "custom",
-     "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random", 32 + 448 + 256 + 32, 1, 2},
+     "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random", 32 + 448 + 256 + 32, 1, 1},
     /* mixed GEMM: cuBLAS on the 16-bit weight: 64 x 64 x 2 + X 128 + Y 128 */
     {"mixed_gemm", "w4a16", "cublas", "m=1 n=64 k=64 group=32 zero_point=0 dtype=float16", 8448, 1,
-     1},
+     0},
     /* fp8: weight 4096 + X 64 + Y (fp16) 128 */
-    {"mixed_gemm", "w4a16", "fp8", "m=1 n=64 k=64 group=32 zero_point=0 dtype=float16", 4288, 1, 1},
+    {"mixed_gemm", "w4a16", "fp8", "m=1 n=64 k=64 group=32 zero_point=0 dtype=float16", 4288, 1, 0},
     /* stream: packed weight 2048 + scales 64/32 x 64 x 2 = 256 (zero points: twice) */
     {"mixed_gemm", "w4a16", "stream", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16", 2304, 1,
-     1},
+     0},
     {"mixed_gemm", "w4a16", "stream", "m=8 n=64 k=64 group=32 zero_point=1 dtype=float16", 2560, 1,
-     1},
+     0},
     /* a tuned kernel: the op's bytes, 2304 + X 8 x 64 x 2 + Y 8 x 64 x 2 */
     {"mixed_gemm", "w4a16", "wgmma", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16", 4352, 1,
-     1},
+     0},
     /* dequant: 2304 read, 8192 written and read again, X and Y: 2 launches */
     {"mixed_gemm", "w4a16", "dequant", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16",
-     2304 + 2 * 8192 + 2048, 2, 2},
+     2304 + 2 * 8192 + 2048, 2, 0},
 };
 
 ParameterizedTestParameters(roofline_model, traffic)
@@ -236,6 +236,17 @@ Test(roofline_model, additive_time)
     cr_expect_float_eq(roofline_model_time(&c, &big, ROOFLINE_FP16, &m), 60e-6, 1e-15);
     cr_expect_eq(m.dominant, ROOFLINE_TERM_TRANSFER);
     cr_expect_str_eq(roofline_term_str(m.dominant), "transfer");
+}
+
+Test(roofline_model, grid_floor_replaces_the_launch_overhead)
+{
+    roofline_ceilings c = ceilings();
+    c.floor_s = 5e-6; /* measured: a grid-filling kernel costs more than a one-block one */
+    roofline_traffic t = {3e6, 2, 1, NAN, 0, ROOFLINE_FP32, 1};
+    roofline_terms m;
+    /* 2 launches x 5 us + 1 x 1 us + 3 us */
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 14e-6, 1e-15);
+    cr_expect_float_eq(m.floor, 10e-6, 1e-15);
 }
 
 Test(roofline_model, unknown_ceilings_leave_terms_out)

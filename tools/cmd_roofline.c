@@ -86,6 +86,8 @@ static void print_comparison(const roofline_calibration *cal, const roofline_gpu
     printf("| launch overhead | %.2f us | %.2f us (table) | |\n", cal->launch_s * 1e6,
            g ? g->launch_s * 1e6 : NAN);
     printf("| DRAM latency (dependent load) | %.3f us | | |\n", cal->latency_s * 1e6);
+    printf("| grid floor (read probe, %u MiB, less its transfer) | %.2f us | | |\n",
+           CALIBRATION_FLOOR_BYTES >> 20, cal->floor_s * 1e6);
 }
 
 int tune_cmd_calibrate(int argc, char **argv)
@@ -214,6 +216,8 @@ static void print_ceilings(const char *label, const roofline_ceilings *c)
            c->rate[ROOFLINE_FP32] / 1e12, c->launch_s * 1e6);
     if (isfinite(c->latency_s))
         printf(", DRAM latency %.3f us", c->latency_s * 1e6);
+    if (isfinite(c->floor_s))
+        printf(", grid floor %.2f us", c->floor_s * 1e6);
     printf("\n");
 }
 

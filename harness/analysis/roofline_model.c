@@ -94,7 +94,8 @@ double roofline_model_time(const roofline_ceilings *c, const roofline_traffic *t
                            roofline_precision p, roofline_terms *terms)
 {
     roofline_terms m = {0};
-    double floor_s = known(c->launch_s), lat = known(c->latency_s), bw = known(c->read_bw);
+    double floor_s = isfinite(known(c->floor_s)) ? c->floor_s : known(c->launch_s);
+    double lat = known(c->latency_s), bw = known(c->read_bw);
     if (t->has_precision)
         p = t->precision;
     double rate = (unsigned)p < ROOFLINE_N_PRECISIONS ? known(c->rate[p]) : NAN;

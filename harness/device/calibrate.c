@@ -335,10 +335,17 @@ static tune_status measure_all(const calibrate_options *o, const gpu_info *gi,
                              &cal->launch_s, err)) != TUNE_OK)
         return st;
     logf_(o->log, "launch overhead     %8.2f %s\n", cal->launch_s * 1e6, "us");
-    if ((st = measure_latency(tm, stream, k->kern[K_CHASE], o->read_bytes, o->reps > 0 ? o->reps : 100,
-                              &cal->latency_s, err)) != TUNE_OK)
+    if ((st = measure_latency(tm, stream, k->kern[K_CHASE], o->read_bytes,
+                              o->reps > 0 ? o->reps : 100, &cal->latency_s, err)) != TUNE_OK)
         return st;
     logf_(o->log, "DRAM latency        %8.3f %s\n", cal->latency_s * 1e6, "us");
+    /* the time model's floor: a grid-filling kernel that moves little, less its transfer */
+    double small_bw;
+    if ((st = calibrate_read_bw(tm, stream, k->kern[K_READ], gi->sm_count, CALIBRATION_FLOOR_BYTES,
+                                o->reps > 0 ? o->reps : 100, &small_bw, err)) != TUNE_OK)
+        return st;
+    cal->floor_s = CALIBRATION_FLOOR_BYTES / small_bw - CALIBRATION_FLOOR_BYTES / cal->read_bw;
+    logf_(o->log, "grid floor          %8.2f %s\n", cal->floor_s * 1e6, "us");
     return TUNE_OK;
 }
 

@@ -44,8 +44,8 @@ static const family_axis outer_axes[] = {
 
 /* Traffic models (docs/roofline.md, "Traffic models"): DRAM bytes rounded to 32-byte sectors,
  * repeated random rows fetched once (distinct), a gathered element of a row costing its sector.
- * Chain: the dependent DRAM round trips before a kernel streams (every kernel waits for its first
- * load; a gather waits for the index, then the row). */
+ * Chain: the dependent DRAM round trips beyond a kernel's first load (which the floor includes):
+ * a gather's row load waits for its index. */
 #define GM_ID "(indices == \"identity\")"
 #define GM_RAND "(indices != \"identity\")"
 #define GM_RM "(1 - transpose_B)"
@@ -73,40 +73,40 @@ static const family_axis outer_axes[] = {
 #define GM_INNER_GATHER "g * (sectors(4 * k) + " GM_INNER_B " + 2 * k * n * dsize + " GM_AOUT ")"
 #define GM_INNER_SLICE                                                                             \
     "g * (" GM_RM " * sectors(k * n * dsize) + transpose_B * n * " GM_SEGMENT("k") " + " GM_AOUT ")"
-#define GM_CUSTOM_HELP "the index load, then the row load: two round trips"
+#define GM_CUSTOM_HELP "the row load waits for the index load: one round trip more"
 
 static const family_traffic gm_traffic[] = {
     {"gather_inner_bmv", "custom",
      "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + sectors(n * dsize))",
-     "1", "2", NULL, NULL,
+     "1", "1", NULL, NULL,
      "indices, the gathered sectors of A, the distinct gathered rows (or sectors) of B, the "
      "output; " GM_CUSTOM_HELP},
     {"gather_inner_bmv", "gather",
      "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B
      " + 2 * (k * n + k) * dsize + sectors(n * dsize))",
-     "2", "3", NULL, NULL,
+     "2", "1", NULL, NULL,
      "the gather kernel's reads, Bg and A[I] written and read again by the GEMM, the output"},
-    {"gather_inner_bmv", "slice", GM_INNER_SLICE, "1", "1", NULL, NULL,
+    {"gather_inner_bmv", "slice", GM_INNER_SLICE, "1", "0", NULL, NULL,
      "the first k rows of B (transposed: the first k elements of each of n rows, a 128-byte line "
      "at least), A, the output"},
-    {"gather_inner_matrix_only_bmv", "custom", GM_INNER_CUSTOM, "1", "2", NULL, NULL,
+    {"gather_inner_matrix_only_bmv", "custom", GM_INNER_CUSTOM, "1", "1", NULL, NULL,
      "indices, A, the distinct gathered rows (or sectors) of B, the output; " GM_CUSTOM_HELP},
-    {"gather_inner_matrix_only_bmv", "gather", GM_INNER_GATHER, "2", "3", NULL, NULL,
+    {"gather_inner_matrix_only_bmv", "gather", GM_INNER_GATHER, "2", "1", NULL, NULL,
      "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
-    {"gather_inner_matrix_only_bmv", "slice", GM_INNER_SLICE, "1", "1", NULL, NULL,
+    {"gather_inner_matrix_only_bmv", "slice", GM_INNER_SLICE, "1", "0", NULL, NULL,
      "the first k rows of B (transposed: the first k elements of each of n rows, a 128-byte line "
      "at least), A, the output"},
-    {"gather_outer_bmv", "custom", "g * (sectors(4 * n) + " GM_OUTER_B " + " GM_AOUT ")", "1", "2",
+    {"gather_outer_bmv", "custom", "g * (sectors(4 * n) + " GM_OUTER_B " + " GM_AOUT ")", "1", "1",
      NULL, NULL,
      "indices, A, the gathered sectors of each row of B (transposed: its distinct gathered rows), "
      "the output; " GM_CUSTOM_HELP},
     {"gather_outer_bmv", "gather",
-     "g * (sectors(4 * n) + " GM_OUTER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2", "3", NULL,
+     "g * (sectors(4 * n) + " GM_OUTER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2", "1", NULL,
      NULL, "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
     {"gather_outer_bmv", "slice",
      "g * (" GM_RM " * k * " GM_SEGMENT("n") " + transpose_B * sectors(n * k * dsize) + " GM_AOUT
      ")",
-     "1", "1", NULL, NULL,
+     "1", "0", NULL, NULL,
      "the first n columns of B (a 128-byte line at least per row; transposed: its first n rows), "
      "A, the output"},
 };

@@ -50,8 +50,8 @@ typedef struct {
     const char *method;   /* the method it models; NULL: every method without a model of its own */
     const char *dram;     /* bytes moved between DRAM and the L2, read + written */
     const char *launches; /* kernels launched (each pays the launch floor); NULL: "1" */
-    const char *chain;    /* dependent DRAM round trips before the stream starts (an index load
-                             before a gather); NULL: "0" */
+    const char *chain;    /* dependent DRAM round trips beyond the first load, which the floor
+                             includes (a gather's row load waits for its index: 1); NULL: "0" */
     const char *flops;    /* FLOPs of the compute term; NULL: the row's own (the op's model) */
     const char *precision; /* the compute term's precision ("fp8"); NULL: the row's dtype */
     const char *help;      /* what the model counts (docs) */
