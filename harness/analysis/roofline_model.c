@@ -21,30 +21,6 @@ const char *roofline_term_str(roofline_term t)
     return "?";
 }
 
-/* One field of a traffic model at point p; text NULL gives dflt. */
-static tune_status eval_field(const char *method, const char *field, const char *text, double dflt,
-                              const tune_point *p, double *out, tune_error *err)
-{
-    if (!text) {
-        *out = dflt;
-        return TUNE_OK;
-    }
-    tune_error e = {0};
-    expr *x = expr_parse(text, &e);
-    expr_value v;
-    tune_status st = x ? expr_eval(x, point_lookup, (void *)p, &v, &e) : e.code;
-    expr_free(x);
-    if (st != TUNE_OK)
-        return tune_error_set(err, st, "traffic model", "%s: %s \"%s\": %s", method, field, text,
-                              e.message);
-    *out = expr_value_as_double(v);
-    if (!(isfinite(*out) && *out >= 0))
-        return tune_error_set(err, TUNE_ERR_EVAL, "traffic model",
-                              "%s: %s \"%s\" is %g: expected a finite number >= 0", method, field,
-                              text, *out);
-    return TUNE_OK;
-}
-
 tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
                                   roofline_traffic *out, tune_error *err)
 {
@@ -69,13 +45,12 @@ tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
     size_t dsize = dtype ? tune_dtype_size(dtype) : 0;
     if (dsize)
         point_set_int(&p, "dsize", (int64_t)dsize);
-    tune_status st = eval_field(method, "dram", t->dram, NAN, &p, &out->dram, err);
-    if (st == TUNE_OK)
-        st = eval_field(method, "launches", t->launches, 1, &p, &out->launches, err);
-    if (st == TUNE_OK)
-        st = eval_field(method, "chain", t->chain, 0, &p, &out->chain, err);
-    if (st == TUNE_OK)
-        st = eval_field(method, "flops", t->flops, row->flops, &p, &out->flops, err);
+    family_traffic_value v;
+    tune_status st = family_traffic_eval(t, &p, row->flops, &v, err);
+    out->dram = v.dram;
+    out->launches = v.launches;
+    out->chain = v.chain;
+    out->flops = v.flops;
     if (st == TUNE_OK && t->precision) {
         out->has_precision = 1;
         if (roofline_precision_parse(t->precision, &out->precision) != 0)

@@ -195,4 +195,15 @@ const family_method *family_find_method(const tune_family *fam, const char *meth
 const family_traffic *family_find_traffic(const tune_family *fam, const char *op,
                                           const char *method);
 
+/* A traffic model's values at one point. */
+typedef struct {
+    double dram, launches, chain, flops;
+} family_traffic_value;
+
+/* Evaluates t at p (the problem axes and dsize); flops: the value when t->flops is NULL. An
+ * expression that cannot be evaluated, or a value that is not a finite number >= 0, is an error
+ * naming the method, the field and the expression. */
+tune_status family_traffic_eval(const family_traffic *t, const tune_point *p, double flops,
+                                family_traffic_value *out, tune_error *err);
+
 #endif
