@@ -21,6 +21,7 @@
 
 int tune_cmd_calibrate(int argc, char **argv);
 int tune_cmd_roofline(int argc, char **argv);
+void tune_report_fill(void *ctx, result_row *rows, size_t n);
 
 enum { EXIT_USAGE = 2, EXIT_NO_GPU = 3 };
 
@@ -163,6 +164,58 @@ int tune_cmd_calibrate(int argc, char **argv)
     }
     printf("%swrote %s\n", quiet ? "" : "\n", out);
     return EXIT_SUCCESS;
+}
+
+/* ---- tune report: the time model's fields of older rows ---- */
+
+/* tune_report_fill's context: the results root of the calibration files (ctx: a const char *). */
+typedef struct {
+    char device[256];
+    int have; /* ceilings loaded for device */
+    roofline_ceilings c;
+} fill_ceilings;
+
+static int ceilings_for(const char *root, const char *device, fill_ceilings *fc)
+{
+    if (fc->have && strcmp(fc->device, device) == 0)
+        return 1;
+    snprintf(fc->device, sizeof fc->device, "%s", device);
+    fc->have = 0;
+    char path[PATH_MAX + 64];
+    roofline_calibration cal;
+    roofline_calibration_path(root, device, path, sizeof path);
+    if (roofline_calibration_load(path, &cal, NULL) == TUNE_OK) {
+        roofline_specs *specs = roofline_specs_load(NULL, NULL);
+        roofline_ceilings_from_calibration(&cal, roofline_specs_match(specs, device), &fc->c);
+        roofline_specs_free(specs);
+        fc->have = 1;
+    }
+    return fc->have;
+}
+
+/* Rows measured before the time model existed (no dram_bytes and model_time) get them, and "% of
+ * measured read bandwidth" on the modelled DRAM traffic, from the families' traffic models and the
+ * device's calibration file under the results root ctx (docs/roofline.md); rows that have them,
+ * and rows of a device without a calibration, are left as they are. */
+void tune_report_fill(void *ctx, result_row *rows, size_t n)
+{
+    fill_ceilings fc = {.have = 0};
+    for (size_t i = 0; i < n; i++) {
+        result_row *r = &rows[i];
+        if (r->status != RESULT_OK || isfinite(r->model_time) || !r->device ||
+            !ceilings_for((const char *)ctx, r->device, &fc))
+            continue;
+        const tune_family *f = family_find(r->family);
+        roofline_traffic t;
+        if (roofline_traffic_eval(f, r, &t, NULL) != TUNE_OK)
+            continue;
+        r->model_time = roofline_model_time(
+            &fc.c, &t, roofline_row_precision(r, f ? f->dtype_axis : "dtype"), NULL);
+        if (t.modelled) {
+            r->dram_bytes = t.dram;
+            r->pct_read_bw = roofline_pct_read_bw(&t, r->time.median, r->read_bw);
+        }
+    }
 }
 
 /* ---- tune roofline ---- */

@@ -58,6 +58,11 @@ typedef struct {
      * last column "retime": "win", "tie" or empty (null) for a shape not re-timed. */
     const retime_verdict *retime;
     size_t n_retime;
+    /* Optional: completes the rows read by report_folders before the tables are built (`tune
+     * report` fills the time model's fields of rows measured before they existed); the rows are
+     * the report's copy in memory, never the folder's file. */
+    void (*fill)(void *ctx, result_row *rows, size_t n);
+    void *fill_ctx;
 } report_spec;
 
 typedef struct report report;
@@ -92,5 +97,10 @@ tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_
  * cols: comma-separated problem axes of the pivots. */
 tune_status report_rebuild(const char *const *dirs, size_t n_dirs, const char *rows,
                            const char *cols, const char *out_dir, int quiet, tune_error *err);
+/* report_rebuild with spec's fill hook (report_spec.fill). */
+tune_status report_rebuild_filled(const char *const *dirs, size_t n_dirs, const char *rows,
+                                  const char *cols, const char *out_dir, int quiet,
+                                  void (*fill)(void *ctx, result_row *rows, size_t n),
+                                  void *fill_ctx, tune_error *err);
 
 #endif
