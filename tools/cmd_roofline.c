@@ -309,6 +309,41 @@ typedef struct {
     int quiet;
 } roofline_cli;
 
+/* One folder's rows and the buffers their predictions go to. */
+typedef struct {
+    const char *dir, *path, *device;
+    const result_row *rows;
+    size_t n;
+    double *pred;
+    roofline_bound *bound;
+    roofline_terms *terms;
+} folder_rows;
+
+/* The calibrated roofline and the time model of one folder's rows, added to the report. */
+static tune_status add_calibrated(const roofline_cli *c, const folder_rows *f,
+                                  const roofline_calibration *cal, const char *cal_file,
+                                  const roofline_gpu *g, roofline_report *rep, tune_error *err)
+{
+    roofline_ceilings ceil;
+    roofline_ceilings_from_calibration(cal, g, &ceil);
+    roofline_predict_rows(&ceil, f->rows, f->n, rows_dtype_axis(f->rows, f->n), f->pred, f->bound);
+    tune_status st = roofline_report_add(rep, "calibrated", f->dir, f->device, &ceil, f->rows, f->n,
+                                         f->pred, f->bound, err);
+    if (!c->quiet) {
+        char label[PATH_MAX + 128];
+        snprintf(label, sizeof label, "calibrated (%s, %s)", cal_file, cal->date);
+        print_ceilings(label, &ceil);
+    }
+    char op[512];
+    rows_op(f->rows, f->n, op, sizeof op);
+    if (st == TUNE_OK)
+        st = predict_model(&ceil, f->path, f->rows, f->n, f->pred, f->terms, err);
+    if (st == TUNE_OK)
+        st = roofline_report_add_model(rep, "calibrated", f->dir, f->device, op, &ceil, f->rows,
+                                       f->n, f->pred, f->terms, err);
+    return st;
+}
+
 /* Predicts the rows of one folder with each model that applies; adds them to the report and a
  * description to inputs. */
 static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs, const char *dir,
@@ -370,21 +405,8 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
         printf("\n%s (%s), %zu rows:\n", dir, device, n);
     roofline_ceilings ceil;
     if (have_cal) {
-        roofline_ceilings_from_calibration(&cal, g, &ceil);
-        roofline_predict_rows(&ceil, rows, n, rows_dtype_axis(rows, n), pred, bound);
-        st = roofline_report_add(rep, "calibrated", dir, device, &ceil, rows, n, pred, bound, err);
-        if (!c->quiet) {
-            char label[PATH_MAX + 128];
-            snprintf(label, sizeof label, "calibrated (%s, %s)", cal_file, cal.date);
-            print_ceilings(label, &ceil);
-        }
-        char op[512];
-        rows_op(rows, n, op, sizeof op);
-        if (st == TUNE_OK)
-            st = predict_model(&ceil, path, rows, n, pred, terms, err);
-        if (st == TUNE_OK)
-            st = roofline_report_add_model(rep, "calibrated", dir, device, op, &ceil, rows, n,
-                                           pred, terms, err);
+        folder_rows fr = {dir, path, device, rows, n, pred, bound, terms};
+        st = add_calibrated(c, &fr, &cal, cal_file, g, rep, err);
     }
     if (st == TUNE_OK && g) {
         roofline_ceilings_from_gpu(g, &ceil);
