@@ -1,4 +1,5 @@
-// common.cu - the harness's own device code: random fills, fresh indices, the read-bandwidth probe.
+// common.cu - the harness's own device code: random fills, fresh indices, the read-bandwidth and
+// DRAM-latency probes.
 // Device code only; compiles with NVRTC and with nvcc unchanged.
 
 #include "common.cuh"
@@ -47,6 +48,25 @@ __global__ void tune_read_probe(const uint4 *__restrict__ p, unsigned long long 
     }
     if (acc == 0x9e3779b9u)
         sink[blockIdx.x] = acc;
+}
+
+// One thread follows `steps` loads at pseudo-random words of p (mask + 1 words, a power of two);
+// each address depends on the value loaded before it, so no two loads overlap and, with the L2
+// flushed, every step costs one DRAM round trip: the chain term of the time model
+// (docs/roofline.md). Writes only if an impossible value shows up.
+__global__ void tune_chase_probe(const unsigned *__restrict__ p, unsigned long long mask, int steps,
+                                 unsigned *sink)
+{
+    unsigned long long i = 0x2545f4914f6cdd1dull & mask;
+    unsigned acc = 0;
+    for (int s = 0; s < steps; s++) {
+        raw_vec<4> v;
+        ld_nc(v, p + i);
+        acc += v.w;
+        i = ((i ^ v.w) * 0x9e3779b97f4a7c15ull >> 20) & mask;
+    }
+    if (acc == 0x9e3779b9u)
+        sink[0] = acc;
 }
 
 // p[i] = i % period: the identity gather (row t of each g picks row t), which makes the gather

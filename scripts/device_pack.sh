@@ -2,7 +2,8 @@
 # Pack what a GPU machine needs to run a build made here into one xz tarball (the device's
 # working-tree limit is 64 MiB): build/tune and the named test binaries stripped, build/devlibs
 # (Jansson and, for the tests, Criterion and the libraries it loads, which the GPU machine lacks),
-# and kernels_src/, sweeps/, scripts/ and tests/data/ of this checkout.
+# and kernels_src/, sweeps/, scripts/, data/ (the GPU datasheet table) and tests/data/ of this
+# checkout.
 #   scripts/device_pack.sh OUT.tar.xz [build/test_x ...]
 # On the GPU machine:
 #   mkdir -p /tmp/p && tar xJf OUT.tar.xz -C /tmp/p && cd /tmp/p &&
@@ -19,7 +20,7 @@ for b in build/tune "$@"; do strip -o "$stage/$b" "$b"; done
 for b in build/tune "$@"; do ldd "$b"; done | awk '/=> \//{print $3}' | sort -u |
     grep -vE '/(libc|libm|libpthread|librt|libdl|libresolv|libgcc_s|libgomp|libstdc\+\+)\.so|/cuda' |
     while read -r lib; do cp -L "$lib" "$stage/build/devlibs/"; done
-cp -r kernels_src sweeps scripts "$stage/"
+cp -r kernels_src sweeps scripts data "$stage/"
 mkdir -p "$stage/tests" && cp -r tests/data "$stage/tests/"
 mkdir -p "$(dirname "$out")"
 tar cJf "$out" -C "$stage" .

@@ -39,7 +39,7 @@ RESULT_KEYS = {
     "sweep", "family", "op", "method", "axes", "params", "status", "reason", "kernel",
     "time_median", "time_mean", "time_min", "time_max", "time_stdev", "time_stderr", "time_p10",
     "time_p90", "time_n", "bytes", "flops", "bandwidth", "flop_rate", "pct_read_bw", "read_bw",
-    "error", "tolerance", "device", "timestamp", "roofline_time",
+    "error", "tolerance", "device", "timestamp", "roofline_time", "dram_bytes", "model_time",
 }
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h", "*", "p"]
 BASELINE_MARKERS = ["+", "x", "1", "2", "3", "4", "|", "_"]

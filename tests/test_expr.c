@@ -107,6 +107,11 @@ static int_case int_cases[] = {
     {"small + 1", INT64_MIN + 1},
     {"9223372036854775807", INT64_MAX},
     {"a\t+\nb", 8},
+    {"sectors(0)", 0},
+    {"sectors(1)", 32},
+    {"sectors(32)", 32},
+    {"sectors(33)", 64},
+    {"sectors(4 * 64)", 256},
 };
 
 ParameterizedTestParameters(expr, int_result)
@@ -132,6 +137,9 @@ static float_case float_cases[] = {
     {".5 + 1", 1.5},      {"2.5E-1", 0.25},   {"min(2, 1.5)", 1.5}, {"max(1, 2.0)", 2.0},
     {"min(1, 2.0)", 1.0}, {"abs(-2.5)", 2.5}, {"log2(8)", 3.0},     {"log2(0.5)", -1.0},
     {"log2(k)", 8.0},
+    /* distinct(n, d) = n (1 - (1 - 1/n)^d), hand-computed */
+    {"distinct(4, 2)", 1.75}, {"distinct(2, 3)", 1.75}, {"distinct(1, 5)", 1.0},
+    {"distinct(8, 0)", 0.0}, {"distinct(1024, 1)", 1.0}, {"sectors(33.5)", 64.0},
 };
 
 ParameterizedTestParameters(expr, float_result)
@@ -215,6 +223,11 @@ static error_case eval_errors[] = {
     {"log2(0)", "col 1", "log2 needs a positive number in 'log2(0)'"},
     {"log2(-1.5)", "col 1", "log2 needs a positive number in 'log2(-1.5)'"},
     {"log2(dtype)", "col 1", "log2 needs a number, got a string in 'log2(dtype)'"},
+    {"sectors(-1)", "col 1", "sectors needs numbers >= 0 in 'sectors(-1)'"},
+    {"sectors(dtype)", "col 1", "sectors needs numbers >= 0 in 'sectors(dtype)'"},
+    {"distinct(0, 3)", "col 1", "distinct needs a pool of at least 1 in 'distinct(0, 3)'"},
+    {"distinct(4, -1)", "col 1", "distinct needs numbers >= 0 in 'distinct(4, -1)'"},
+    {"distinct(4)", "col 1", "distinct takes 2 arguments, got 1 in 'distinct(4)'"},
     {"abs(dtype)", "col 1", "abs needs a number, got a string in 'abs(dtype)'"},
     {"dtype + 1", "col 7", "'+' needs numbers, got a string in 'dtype + 1'"},
     {"dtype < \"z\"", "col 7", "strings support only == and != in 'dtype < \"z\"'"},

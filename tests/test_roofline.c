@@ -295,6 +295,8 @@ Test(roofline, calibration_round_trip)
     a.gemm_rate[ROOFLINE_BF16] = 7.2e14;
     a.gemm_rate[ROOFLINE_FP32] = 5.1e13;
     a.launch_s = 2.5e-6;
+    a.latency_s = 3.58e-7;
+    a.floor_s = 5.1e-6;
     a.read_bytes = a.copy_bytes = (size_t)4 << 30;
     a.gemm_n = 8192;
     a.reps = 20;
@@ -317,6 +319,11 @@ Test(roofline, calibration_round_trip)
     cr_expect(close_to(b.read_bw, a.read_bw));
     cr_expect(close_to(b.copy_bw, a.copy_bw));
     cr_expect(close_to(b.launch_s, a.launch_s));
+    cr_expect(close_to(b.latency_s, a.latency_s));
+    cr_expect(close_to(b.floor_s, a.floor_s));
+    roofline_ceilings c;
+    roofline_ceilings_from_calibration(&b, NULL, &c);
+    cr_expect(close_to(c.latency_s, a.latency_s) && close_to(c.floor_s, a.floor_s));
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         cr_expect(isnan(a.gemm_rate[p]) ? isnan(b.gemm_rate[p])
                                         : close_to(b.gemm_rate[p], a.gemm_rate[p]),

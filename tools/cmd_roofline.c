@@ -14,19 +14,22 @@
 #include "store/meta.h"
 #include "store/results.h"
 #include "analysis/roofline_calibration.h"
+#include "analysis/roofline_model.h"
 #include "analysis/roofline_report.h"
 #include "device/calibrate.h"
 #include "cli.h"
 
 int tune_cmd_calibrate(int argc, char **argv);
 int tune_cmd_roofline(int argc, char **argv);
+void tune_report_fill(void *ctx, result_row *rows, size_t n);
 
 enum { EXIT_USAGE = 2, EXIT_NO_GPU = 3 };
 
 static const char calibrate_usage[] =
     "usage: tune calibrate [--device N] [--out FILE] [options]\n"
     "  measures the device's ceilings (read and copy bandwidth, cuBLAS GEMM rates, launch\n"
-    "  overhead) and writes them, with provenance, to results/calibration/<device>.json\n"
+    "  overhead, DRAM latency) and writes them, with provenance, to\n"
+    "  results/calibration/<device>.json\n"
     "  --device N      CUDA device ordinal (default 0)\n"
     "  --out FILE      calibration file to write (default ROOT/calibration/<device>.json)\n"
     "  --results ROOT  results root (default results)\n"
@@ -83,6 +86,9 @@ static void print_comparison(const roofline_calibration *cal, const roofline_gpu
     }
     printf("| launch overhead | %.2f us | %.2f us (table) | |\n", cal->launch_s * 1e6,
            g ? g->launch_s * 1e6 : NAN);
+    printf("| DRAM latency (dependent load) | %.3f us | | |\n", cal->latency_s * 1e6);
+    printf("| grid floor (read probe, %u MiB, less its transfer) | %.2f us | | |\n",
+           CALIBRATION_FLOOR_BYTES >> 20, cal->floor_s * 1e6);
 }
 
 int tune_cmd_calibrate(int argc, char **argv)
@@ -160,6 +166,58 @@ int tune_cmd_calibrate(int argc, char **argv)
     return EXIT_SUCCESS;
 }
 
+/* ---- tune report: the time model's fields of older rows ---- */
+
+/* tune_report_fill's context: the results root of the calibration files (ctx: a const char *). */
+typedef struct {
+    char device[256];
+    int have; /* ceilings loaded for device */
+    roofline_ceilings c;
+} fill_ceilings;
+
+static int ceilings_for(const char *root, const char *device, fill_ceilings *fc)
+{
+    if (fc->have && strcmp(fc->device, device) == 0)
+        return 1;
+    snprintf(fc->device, sizeof fc->device, "%s", device);
+    fc->have = 0;
+    char path[PATH_MAX + 64];
+    roofline_calibration cal;
+    roofline_calibration_path(root, device, path, sizeof path);
+    if (roofline_calibration_load(path, &cal, NULL) == TUNE_OK) {
+        roofline_specs *specs = roofline_specs_load(NULL, NULL);
+        roofline_ceilings_from_calibration(&cal, roofline_specs_match(specs, device), &fc->c);
+        roofline_specs_free(specs);
+        fc->have = 1;
+    }
+    return fc->have;
+}
+
+/* Rows measured before the time model existed (no dram_bytes and model_time) get them, and "% of
+ * measured read bandwidth" on the modelled DRAM traffic, from the families' traffic models and the
+ * device's calibration file under the results root ctx (docs/roofline.md); rows that have them,
+ * and rows of a device without a calibration, are left as they are. */
+void tune_report_fill(void *ctx, result_row *rows, size_t n)
+{
+    fill_ceilings fc = {.have = 0};
+    for (size_t i = 0; i < n; i++) {
+        result_row *r = &rows[i];
+        if (r->status != RESULT_OK || isfinite(r->model_time) || !r->device ||
+            !ceilings_for((const char *)ctx, r->device, &fc))
+            continue;
+        const tune_family *f = family_find(r->family);
+        roofline_traffic t;
+        if (roofline_traffic_eval(f, r, &t, NULL) != TUNE_OK)
+            continue;
+        r->model_time = roofline_model_time(
+            &fc.c, &t, roofline_row_precision(r, f ? f->dtype_axis : "dtype"), NULL);
+        if (t.modelled) {
+            r->dram_bytes = t.dram;
+            r->pct_read_bw = roofline_pct_read_bw(&t, r->time.median, r->read_bw);
+        }
+    }
+}
+
 /* ---- tune roofline ---- */
 
 /* Device name of a results folder: meta.json's device.name, else the first row's device. */
@@ -205,10 +263,43 @@ static const char *find_calibration(const char *root, const char *dir, const cha
 static void print_ceilings(const char *label, const roofline_ceilings *c)
 {
     printf("- %s: read %.0f GB/s, copy %.0f GB/s, GEMM fp16 %.0f / bf16 %.0f / tf32 %.0f / fp32 "
-           "%.1f TFLOP/s, launch %.2f us\n",
+           "%.1f TFLOP/s, launch %.2f us",
            label, c->read_bw / 1e9, c->copy_bw / 1e9, c->rate[ROOFLINE_FP16] / 1e12,
            c->rate[ROOFLINE_BF16] / 1e12, c->rate[ROOFLINE_TF32] / 1e12,
            c->rate[ROOFLINE_FP32] / 1e12, c->launch_s * 1e6);
+    if (isfinite(c->latency_s))
+        printf(", DRAM latency %.3f us", c->latency_s * 1e6);
+    if (isfinite(c->floor_s))
+        printf(", grid floor %.2f us", c->floor_s * 1e6);
+    printf("\n");
+}
+
+/* The additive time model of every row (analysis/roofline_model.h): pred[i] and terms[i]. A
+ * traffic model that cannot be evaluated at a row is an error naming the row's line. */
+static tune_status predict_model(const roofline_ceilings *c, const char *path,
+                                 const result_row *rows, size_t n, double *pred,
+                                 roofline_terms *terms, tune_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        const tune_family *f = family_find(rows[i].family);
+        roofline_traffic t;
+        tune_error e = {0};
+        if (roofline_traffic_eval(f, &rows[i], &t, &e) != TUNE_OK) {
+            char where[PATH_MAX + 64];
+            snprintf(where, sizeof where, "%s:%zu", path, i + 1);
+            return tune_error_set(err, e.code, where, "%s", e.message);
+        }
+        pred[i] = roofline_model_time(
+            c, &t, roofline_row_precision(&rows[i], f ? f->dtype_axis : "dtype"), &terms[i]);
+    }
+    return TUNE_OK;
+}
+
+/* "family op" of a folder's rows. */
+static void rows_op(const result_row *rows, size_t n, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s %s", n && rows[0].family ? rows[0].family : "?",
+             n && rows[0].op ? rows[0].op : "?");
 }
 
 typedef struct {
@@ -217,6 +308,41 @@ typedef struct {
     const char *calibration, *root, *specs, *out;
     int quiet;
 } roofline_cli;
+
+/* One folder's rows and the buffers their predictions go to. */
+typedef struct {
+    const char *dir, *path, *device;
+    const result_row *rows;
+    size_t n;
+    double *pred;
+    roofline_bound *bound;
+    roofline_terms *terms;
+} folder_rows;
+
+/* The calibrated roofline and the time model of one folder's rows, added to the report. */
+static tune_status add_calibrated(const roofline_cli *c, const folder_rows *f,
+                                  const roofline_calibration *cal, const char *cal_file,
+                                  const roofline_gpu *g, roofline_report *rep, tune_error *err)
+{
+    roofline_ceilings ceil;
+    roofline_ceilings_from_calibration(cal, g, &ceil);
+    roofline_predict_rows(&ceil, f->rows, f->n, rows_dtype_axis(f->rows, f->n), f->pred, f->bound);
+    tune_status st = roofline_report_add(rep, "calibrated", f->dir, f->device, &ceil, f->rows, f->n,
+                                         f->pred, f->bound, err);
+    if (!c->quiet) {
+        char label[PATH_MAX + 128];
+        snprintf(label, sizeof label, "calibrated (%s, %s)", cal_file, cal->date);
+        print_ceilings(label, &ceil);
+    }
+    char op[512];
+    rows_op(f->rows, f->n, op, sizeof op);
+    if (st == TUNE_OK)
+        st = predict_model(&ceil, f->path, f->rows, f->n, f->pred, f->terms, err);
+    if (st == TUNE_OK)
+        st = roofline_report_add_model(rep, "calibrated", f->dir, f->device, op, &ceil, f->rows,
+                                       f->n, f->pred, f->terms, err);
+    return st;
+}
 
 /* Predicts the rows of one folder with each model that applies; adds them to the report and a
  * description to inputs. */
@@ -262,9 +388,11 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
     }
     double *pred = malloc((n ? n : 1) * sizeof *pred);
     roofline_bound *bound = malloc((n ? n : 1) * sizeof *bound);
-    if (!pred || !bound) {
+    roofline_terms *terms = malloc((n ? n : 1) * sizeof *terms);
+    if (!pred || !bound || !terms) {
         free(pred);
         free(bound);
+        free(terms);
         st = tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
         goto done;
     }
@@ -277,14 +405,8 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
         printf("\n%s (%s), %zu rows:\n", dir, device, n);
     roofline_ceilings ceil;
     if (have_cal) {
-        roofline_ceilings_from_calibration(&cal, g, &ceil);
-        roofline_predict_rows(&ceil, rows, n, rows_dtype_axis(rows, n), pred, bound);
-        st = roofline_report_add(rep, "calibrated", dir, device, &ceil, rows, n, pred, bound, err);
-        if (!c->quiet) {
-            char label[PATH_MAX + 128];
-            snprintf(label, sizeof label, "calibrated (%s, %s)", cal_file, cal.date);
-            print_ceilings(label, &ceil);
-        }
+        folder_rows fr = {dir, path, device, rows, n, pred, bound, terms};
+        st = add_calibrated(c, &fr, &cal, cal_file, g, rep, err);
     }
     if (st == TUNE_OK && g) {
         roofline_ceilings_from_gpu(g, &ceil);
@@ -299,6 +421,7 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
     }
     free(pred);
     free(bound);
+    free(terms);
 done:
     results_rows_free(rows, n);
     return st;
@@ -354,8 +477,10 @@ int tune_cmd_roofline(int argc, char **argv)
         rep ? TUNE_OK : tune_error_set(&err, TUNE_ERR_NOMEM, "roofline", "out of memory");
     if (!c.quiet && st == TUNE_OK)
         printf("# Roofline prediction error\n\nroofline time = max(bytes / bandwidth, FLOPs / "
-               "rate(dtype), launch overhead); error = max(roofline / measured, measured / "
-               "roofline); \"best\" = the fastest row of each shape.\n\nCeilings:\n");
+               "rate(dtype), launch overhead); time model = launches x launch overhead + chain x "
+               "DRAM latency + max(modelled DRAM bytes / read bandwidth, FLOPs / rate) (calibrated "
+               "ceilings, the op's traffic model); error = max(predicted / measured, measured / "
+               "predicted); \"best\" = the fastest row of each shape.\n\nCeilings:\n");
     for (size_t d = 0; d < c.n_dirs && st == TUNE_OK; d++)
         st = add_folder(&c, specs, c.dirs[d], rep, inputs, &err);
     if (st == TUNE_OK) {
@@ -367,9 +492,13 @@ int tune_cmd_roofline(int argc, char **argv)
                             json_pack("{s:s, s:s}", "name", "tune", "version", TUNE_VERSION));
         json_object_set_new(extra, "argv", av);
         json_object_set_new(extra, "definitions",
-                            json_pack("{s:s, s:s, s:s}", "roofline_time",
+                            json_pack("{s:s, s:s, s:s, s:s}", "roofline_time",
                                       "max(bytes / max(read_bw, copy_bw), flops / rate[dtype], "
                                       "launch_overhead_s)",
+                                      "model_time",
+                                      "launches * launch_overhead_s + chain * dram_latency_s + "
+                                      "max(dram / read_bw, flops / rate[precision]) (the op's "
+                                      "traffic model for the row's method)",
                                       "error",
                                       "max(roofline_time / time_median, time_median / "
                                       "roofline_time); gmean and worst over the group's rows",

@@ -29,6 +29,7 @@ enum { EXIT_USAGE = CLI_EXIT_USAGE, EXIT_NO_GPU = CLI_EXIT_NO_GPU };
 int tune_cmd_fit(int argc, char **argv);
 int tune_cmd_calibrate(int argc, char **argv);
 int tune_cmd_roofline(int argc, char **argv);
+void tune_report_fill(void *ctx, result_row *rows, size_t n);
 int tune_cmd_compare(int argc, char **argv);
 
 static const char usage[] =
@@ -463,8 +464,11 @@ static int cmd_report(cli *c)
         return fprintf(stderr, "tune report: name at least one results folder\n"), EXIT_USAGE;
     tune_error err = {0};
     /* a reader: the folders named are never written; the tables go to stdout and --out DIR */
-    if (report_rebuild(c->files, c->n_files, c->rows, c->cols, c->run.out_dir, c->run.quiet,
-                       &err) != TUNE_OK)
+    /* rows measured before the time model get its fields from the calibration (cmd_roofline.c) */
+    if (report_rebuild_filled(c->files, c->n_files, c->rows, c->cols, c->run.out_dir,
+                              c->run.quiet, tune_report_fill,
+                              (void *)(c->run.out_root ? c->run.out_root : "results"),
+                              &err) != TUNE_OK)
         return fail(&err);
     return EXIT_SUCCESS;
 }

@@ -290,8 +290,8 @@ static tune_status report_layout(report *r, const report_spec *spec, tune_error 
 /* ---- fields (CSV / JSON columns) and tables ---- */
 
 /* Field layout: axes, "method", parameters, best_time_us, bandwidth_gb_s, pct_read_bw, tflop_s,
- * pct_roofline, then time_us_<baseline> and speedup_<baseline> for every baseline. */
-#define REPORT_N_BEST_FIELDS 5
+ * pct_roofline, pct_model, then time_us_<baseline> and speedup_<baseline> for every baseline. */
+#define REPORT_N_BEST_FIELDS 6
 static size_t report_field_method(const report *r)
 {
     return r->n_axes;
@@ -329,7 +329,7 @@ static tune_status report_make_fields(report *r)
         else if (f < t + REPORT_N_BEST_FIELDS)
             snprintf(buf, sizeof buf, "%s",
                      (const char *[]){"best_time_us", "bandwidth_gb_s", "pct_read_bw", "tflop_s",
-                                      "pct_roofline"}[f - t]);
+                                      "pct_roofline", "pct_model"}[f - t]);
         else
             snprintf(buf, sizeof buf, "%s_%s",
                      (f - t - REPORT_N_BEST_FIELDS) % 2 ? "speedup" : "time_us",
@@ -378,7 +378,8 @@ report_cell report_field(const report *r, const report_shape *s, size_t f)
                                                                                       : REPORT_NONE;
     } else {
         double d[] = {s->best->time.median * 1e6, s->best->bandwidth / 1e9, s->best->pct_read_bw,
-                      s->best->flop_rate / 1e12, 100.0 * s->best->roofline_fraction};
+                      s->best->flop_rate / 1e12, 100.0 * s->best->roofline_fraction,
+                      100.0 * s->best->model_time / s->best->time.median};
         c = report_num_cell(d[f - t]);
     }
     return c;
@@ -423,7 +424,7 @@ static int report_param_varies(const result_row *rows, size_t n, const char *nam
 
 static tune_status report_make_tables(report *r, const result_row *rows, size_t n)
 {
-    r->tables = calloc(r->n_params + r->n_baselines + 6, sizeof *r->tables);
+    r->tables = calloc(r->n_params + r->n_baselines + 7, sizeof *r->tables);
     if (!r->tables)
         return TUNE_ERR_NOMEM;
     for (size_t j = 0; j < r->n_params; j++)
@@ -440,6 +441,8 @@ static tune_status report_make_tables(report *r, const result_row *rows, size_t 
         report_add_table(r, t + 3, REPORT_F1, "%s", "TFLOP/s");
     if (report_any_finite(r, t + 4))
         report_add_table(r, t + 4, REPORT_F1, "%s", "% of roofline (roofline time / time)");
+    if (report_any_finite(r, t + 5))
+        report_add_table(r, t + 5, REPORT_F1, "%s", "% of model (model time / time)");
     report_add_table(r, t, REPORT_F2, "%s", "Best time (us)");
     for (size_t b = 0; b < r->n_baselines; b++)
         report_add_table(r, report_field_baseline(r, b) + 1, REPORT_SPEEDUP, "Speedup over %s",

@@ -14,7 +14,10 @@
  * `cols` values; axes with a single value in the data may be left out of both):
  *   - "Best <param>" for every parameter of the tuned method;
  *   - "Achieved bandwidth (GB/s)" of the best configuration;
- *   - "% of measured read bandwidth" of the best configuration;
+ *   - "% of measured read bandwidth" of the best configuration (on the modelled DRAM traffic when
+ *     the row has it, docs/roofline.md);
+ *   - "% of roofline" and "% of model" (the additive time model's time / time) when rows have
+ *     them;
  *   - "Best time (us)";
  *   - "Speedup over <baseline>" (baseline median time / best median time) for every baseline;
  *   - a count of rows by status and method.
@@ -27,7 +30,8 @@
  * their values, under a heading such as "## dtype=float16"; axes with one value are named once
  * ("All shapes have n=128."). Units: GB/s without decimals, % with one, us with two, "2.31x".
  * CSV and JSON share their columns: every problem axis, "method" (of the best row), every
- * parameter, "best_time_us", "bandwidth_gb_s", "pct_read_bw", then "time_us_<baseline>" and
+ * parameter, "best_time_us", "bandwidth_gb_s", "pct_read_bw", "tflop_s", "pct_roofline",
+ * "pct_model", then "time_us_<baseline>" and
  * "speedup_<baseline>" per baseline; empty (CSV) or null (JSON) without data. JSON:
  * {"axes": [...], "params": [...], "baselines": [...], "shapes": [{...}, ...],
  *  "status_counts": {"<method>": {"<status>": count, ...}, ...}}.
@@ -54,6 +58,11 @@ typedef struct {
      * last column "retime": "win", "tie" or empty (null) for a shape not re-timed. */
     const retime_verdict *retime;
     size_t n_retime;
+    /* Optional: completes the rows read by report_folders before the tables are built (`tune
+     * report` fills the time model's fields of rows measured before they existed); the rows are
+     * the report's copy in memory, never the folder's file. */
+    void (*fill)(void *ctx, result_row *rows, size_t n);
+    void *fill_ctx;
 } report_spec;
 
 typedef struct report report;
@@ -88,5 +97,10 @@ tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_
  * cols: comma-separated problem axes of the pivots. */
 tune_status report_rebuild(const char *const *dirs, size_t n_dirs, const char *rows,
                            const char *cols, const char *out_dir, int quiet, tune_error *err);
+/* report_rebuild with spec's fill hook (report_spec.fill). */
+tune_status report_rebuild_filled(const char *const *dirs, size_t n_dirs, const char *rows,
+                                  const char *cols, const char *out_dir, int quiet,
+                                  void (*fill)(void *ctx, result_row *rows, size_t n),
+                                  void *fill_ctx, tune_error *err);
 
 #endif

@@ -117,6 +117,8 @@ tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_
     if (st == TUNE_OK && n_dup && !quiet)
         fprintf(stderr, "tune: %zu duplicated rows (a configuration measured twice): the last "
                         "row of each is used\n", n_dup);
+    if (st == TUNE_OK && spec && spec->fill)
+        spec->fill(spec->fill_ctx, all, n_all);
     report *r = st == TUNE_OK ? report_build(all, n_all, &with, err) : NULL;
     if (st == TUNE_OK && !r)
         st = err ? err->code : TUNE_ERR_INVALID;
@@ -149,12 +151,21 @@ static size_t split_names(char *buf, const char **names, size_t max)
 tune_status report_rebuild(const char *const *dirs, size_t n_dirs, const char *rows_csv,
                            const char *cols_csv, const char *out_dir, int quiet, tune_error *err)
 {
+    return report_rebuild_filled(dirs, n_dirs, rows_csv, cols_csv, out_dir, quiet, NULL, NULL,
+                                 err);
+}
+
+tune_status report_rebuild_filled(const char *const *dirs, size_t n_dirs, const char *rows_csv,
+                                  const char *cols_csv, const char *out_dir, int quiet,
+                                  void (*fill)(void *ctx, result_row *rows, size_t n),
+                                  void *fill_ctx, tune_error *err)
+{
     json_t *meta = NULL;
     tune_status cst = meta_check_folders(dirs, n_dirs, &meta, err);
     if (cst != TUNE_OK)
         return cst;
     const char *rows[TUNE_MAX_AXES], *cols[TUNE_MAX_AXES];
-    report_spec spec = {.rows = rows, .cols = cols};
+    report_spec spec = {.rows = rows, .cols = cols, .fill = fill, .fill_ctx = fill_ctx};
     meta_report_axes(meta, rows, &spec.n_rows, cols, &spec.n_cols, TUNE_MAX_AXES, &spec.title);
     char rows_buf[1024], cols_buf[1024];
     if (rows_csv || cols_csv) {

@@ -58,6 +58,9 @@ typedef struct {
     double read_bw, copy_bw;            /* B/s */
     double rate[ROOFLINE_N_PRECISIONS]; /* FLOP/s; NAN: unknown (the compute term is left out) */
     double launch_s;                    /* NAN or 0: no launch term */
+    double latency_s; /* one dependent DRAM round trip (the time model's chain term); NAN: none */
+    double floor_s;   /* a grid-filling kernel that reads almost nothing: the time model's floor
+                         per launch (NAN: launch_s stands in) */
     roofline_origin origin;
 } roofline_ceilings;
 

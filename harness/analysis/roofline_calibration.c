@@ -18,7 +18,7 @@
 void roofline_calibration_init(roofline_calibration *c)
 {
     memset(c, 0, sizeof *c);
-    c->read_bw = c->copy_bw = c->launch_s = NAN;
+    c->read_bw = c->copy_bw = c->launch_s = c->latency_s = c->floor_s = NAN;
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         c->gemm_rate[p] = NAN;
 }
@@ -123,6 +123,16 @@ tune_status roofline_calibration_save(const char *path, const roofline_calibrati
            ceiling_json(c->launch_s, "s",
                         "common.cu tune_fill_indices of one element, one block; median event-timed "
                         "duration with the L2 flushed before, as every result row is timed"));
+    set_if(ceil, "dram_latency",
+           ceiling_json(c->latency_s, "s",
+                        "common.cu tune_chase_probe: one thread, dependent loads at random "
+                        "addresses of a 4 GiB buffer, L2 flushed; (median time of 257 loads - "
+                        "median time of 1) / 256"));
+    snprintf(method, sizeof method,
+             "common.cu tune_read_probe's grid (SMs x 16 blocks of 512 threads) reading %zu bytes; "
+             "median time of %d reps, L2 flushed, CUDA events, less bytes / read_bw",
+             (size_t)CALIBRATION_FLOOR_BYTES, c->reps);
+    set_if(ceil, "grid_floor", ceiling_json(c->floor_s, "s", method));
     json_object_set_new(root, "ceilings", ceil);
     json_object_set_new(root, "measurement",
                         json_pack("{s:I, s:I, s:i, s:i}", "read_bytes", (json_int_t)c->read_bytes,
@@ -181,6 +191,8 @@ tune_status roofline_calibration_load(const char *path, roofline_calibration *c,
     c->read_bw = ceiling_value(ceil, "read_bw");
     c->copy_bw = ceiling_value(ceil, "copy_bw");
     c->launch_s = ceiling_value(ceil, "launch_overhead");
+    c->latency_s = ceiling_value(ceil, "dram_latency");
+    c->floor_s = ceiling_value(ceil, "grid_floor");
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         c->gemm_rate[p] = ceiling_value(json_object_get(ceil, "gemm"), roofline_precision_str((roofline_precision)p));
     if (!isfinite(c->read_bw))
@@ -202,13 +214,15 @@ void roofline_ceilings_from_calibration(const roofline_calibration *cal, const r
     if (g)
         roofline_ceilings_from_gpu(g, &spec);
     else {
-        spec.read_bw = spec.copy_bw = spec.launch_s = NAN;
+        spec.read_bw = spec.copy_bw = spec.launch_s = spec.latency_s = spec.floor_s = NAN;
         for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
             spec.rate[p] = NAN;
     }
     c->read_bw = isfinite(cal->read_bw) ? cal->read_bw : spec.read_bw;
     c->copy_bw = isfinite(cal->copy_bw) ? cal->copy_bw : spec.copy_bw;
     c->launch_s = isfinite(cal->launch_s) ? cal->launch_s : spec.launch_s;
+    c->latency_s = isfinite(cal->latency_s) ? cal->latency_s : spec.latency_s;
+    c->floor_s = isfinite(cal->floor_s) ? cal->floor_s : spec.floor_s;
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         c->rate[p] = isfinite(cal->gemm_rate[p]) ? cal->gemm_rate[p] : spec.rate[p];
     c->origin = ROOFLINE_FROM_CALIBRATION;

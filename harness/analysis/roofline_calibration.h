@@ -23,6 +23,9 @@ typedef struct {
     double copy_bw;                          /* B/s, (read + written bytes) / time */
     double gemm_rate[ROOFLINE_N_PRECISIONS]; /* FLOP/s of cuBLAS GEMMs; NAN: not measured */
     double launch_s;                         /* event-timed minimal kernel; NAN: not measured */
+    double latency_s; /* one dependent DRAM round trip (pointer chase); NAN: not measured */
+    double floor_s;   /* the read probe's grid over a small buffer, less its transfer; NAN: not
+                         measured */
     /* provenance */
     size_t read_bytes, copy_bytes; /* buffer sizes */
     int gemm_n;                    /* m = n = k */
@@ -32,6 +35,9 @@ typedef struct {
     size_t l2_bytes;
     int driver_version, runtime_version, nvrtc_version;
 } roofline_calibration;
+
+/* Bytes the grid floor's read probe reads (8 MiB). */
+#define CALIBRATION_FLOOR_BYTES (8u << 20)
 
 /* Every number NAN, every string empty. */
 void roofline_calibration_init(roofline_calibration *c);

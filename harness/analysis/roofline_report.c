@@ -13,7 +13,7 @@
 
 typedef struct {
     roofline_report_group g;
-    char *model, *source, *device, *method, *worst_shape;
+    char *model, *source, *device, *method, *worst_shape, *op;
 } report_group;
 
 typedef struct {
@@ -25,7 +25,8 @@ typedef struct {
     size_t model; /* index into models */
     size_t index; /* line of the row in its source (0-based) */
     double pred, ratio;
-    roofline_bound bound;
+    int cls;      /* roofline_bound, or roofline_term for the time model */
+    int additive; /* 1: a time-model row */
 } report_row;
 
 struct roofline_report {
@@ -52,6 +53,7 @@ void roofline_report_free(roofline_report *r)
         free(r->groups[i].device);
         free(r->groups[i].method);
         free(r->groups[i].worst_shape);
+        free(r->groups[i].op);
     }
     for (size_t i = 0; i < r->n_models; i++) {
         free(r->models[i].model);
@@ -111,11 +113,21 @@ static char *dup_str(const char *s)
     return strdup(s ? s : "");
 }
 
-static tune_status add_group(roofline_report *r, const char *model, const char *source,
-                             const char *device, const char *method, const char *selection,
-                             const result_row *rows, const size_t *idx, size_t m,
-                             const double *pred, const roofline_bound *bound, tune_error *err)
+/* What the groups of one roofline_report_add call share. */
+typedef struct {
+    const char *model, *source, *device, *op;
+    int additive;
+    const result_row *rows;
+    const double *pred;
+    const int *cls; /* bound or dominant term per row */
+} group_input;
+
+static tune_status add_group(roofline_report *r, const group_input *in, const char *method,
+                             const char *selection, const size_t *idx, size_t m, tune_error *err)
 {
+    const char *model = in->model, *source = in->source, *device = in->device;
+    const result_row *rows = in->rows;
+    const double *pred = in->pred;
     if (r->n_groups == r->cap_groups) {
         size_t cap = r->cap_groups ? 2 * r->cap_groups : 16;
         report_group *ng = realloc(r->groups, cap * sizeof *ng);
@@ -135,7 +147,7 @@ static tune_status add_group(roofline_report *r, const char *model, const char *
     for (size_t k = 0; k < m; k++) {
         p[k] = pred[idx[k]];
         t[k] = rows[idx[k]].time.median;
-        g->g.n_bound[bound ? bound[idx[k]] : ROOFLINE_BOUND_MEMORY]++;
+        g->g.n_bound[in->cls[idx[k]] & 3]++;
     }
     roofline_error_compute(p, t, m, &g->g.err);
     g->model = dup_str(model);
@@ -155,14 +167,16 @@ static tune_status add_group(roofline_report *r, const char *model, const char *
         g->g.err.worst = idx[g->g.err.worst];
     }
     g->worst_shape = dup_str(buf);
+    g->op = dup_str(in->op);
     free(p);
     free(t);
-    if (!g->model || !g->source || !g->device || !g->method || !g->worst_shape) {
+    if (!g->model || !g->source || !g->device || !g->method || !g->worst_shape || !g->op) {
         free(g->model);
         free(g->source);
         free(g->device);
         free(g->method);
         free(g->worst_shape);
+        free(g->op);
         return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
     }
     g->g.model = g->model;
@@ -171,15 +185,19 @@ static tune_status add_group(roofline_report *r, const char *model, const char *
     g->g.method = g->method;
     g->g.selection = selection;
     g->g.worst_shape = g->worst_shape;
+    g->g.op = g->op;
+    g->g.additive = in->additive;
     r->n_groups++;
     return TUNE_OK;
 }
 
-tune_status roofline_report_add(roofline_report *r, const char *model, const char *source,
-                                const char *device, const roofline_ceilings *c,
-                                const result_row *rows, size_t n, const double *pred,
-                                const roofline_bound *bound, tune_error *err)
+/* The rows of in (their predictions and classes) and, per method, the groups "all" and "best". */
+static tune_status add_input(roofline_report *r, const group_input *in,
+                             const roofline_ceilings *c, size_t n, tune_error *err)
 {
+    const char *model = in->model, *source = in->source, *device = in->device;
+    const result_row *rows = in->rows;
+    const double *pred = in->pred;
     tune_status st = TUNE_OK;
     size_t *idx = malloc((n ? n : 1) * sizeof *idx);
     size_t *best = malloc((n ? n : 1) * sizeof *best);
@@ -212,7 +230,8 @@ tune_status roofline_report_add(roofline_report *r, const char *model, const cha
         rr->index = i;
         rr->pred = pred[i];
         rr->ratio = pred[i] / rows[i].time.median;
-        rr->bound = bound ? bound[i] : ROOFLINE_BOUND_MEMORY;
+        rr->cls = in->cls[i];
+        rr->additive = in->additive;
     }
     /* Methods in order of first appearance. */
     for (size_t i = 0; i < n && st == TUNE_OK; i++) {
@@ -237,10 +256,9 @@ tune_status roofline_report_add(roofline_report *r, const char *model, const cha
             else if (rows[idx[k]].time.median < rows[best[b]].time.median)
                 best[b] = idx[k];
         }
-        st = add_group(r, model, source, device, method, "all", rows, idx, m, pred, bound, err);
+        st = add_group(r, in, method, "all", idx, m, err);
         if (st == TUNE_OK)
-            st = add_group(r, model, source, device, method, "best", rows, best, nb, pred, bound,
-                           err);
+            st = add_group(r, in, method, "best", best, nb, err);
     }
 done:
     free(idx);
@@ -248,29 +266,90 @@ done:
     return st;
 }
 
+tune_status roofline_report_add(roofline_report *r, const char *model, const char *source,
+                                const char *device, const roofline_ceilings *c,
+                                const result_row *rows, size_t n, const double *pred,
+                                const roofline_bound *bound, tune_error *err)
+{
+    int *cls = malloc((n ? n : 1) * sizeof *cls);
+    if (!cls)
+        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+    for (size_t i = 0; i < n; i++)
+        cls[i] = bound ? (int)bound[i] : ROOFLINE_BOUND_MEMORY;
+    group_input in = {model, source, device, "", 0, rows, pred, cls};
+    tune_status st = add_input(r, &in, c, n, err);
+    free(cls);
+    return st;
+}
+
+tune_status roofline_report_add_model(roofline_report *r, const char *model, const char *source,
+                                      const char *device, const char *op,
+                                      const roofline_ceilings *c, const result_row *rows,
+                                      size_t n, const double *pred, const roofline_terms *terms,
+                                      tune_error *err)
+{
+    int *cls = malloc((n ? n : 1) * sizeof *cls);
+    if (!cls)
+        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+    for (size_t i = 0; i < n; i++)
+        cls[i] = (int)terms[i].dominant;
+    group_input in = {model, source, device, op ? op : "", 1, rows, pred, cls};
+    tune_status st = add_input(r, &in, c, n, err);
+    free(cls);
+    return st;
+}
+
+static void markdown_group(const roofline_report_group *g, FILE *f)
+{
+    if (!g->err.n) {
+        fprintf(f, "| %s | %s (%s) | 0 | | | | | | |\n", g->model, g->method, g->selection);
+        return;
+    }
+    fprintf(f, "| %s | %s (%s) | %zu | %.2fx | %.2fx | %s | %.2f / %.2f | %.1f | ", g->model,
+            g->method, g->selection, g->err.n, g->err.gmean_error, g->err.worst_error,
+            g->worst_shape, g->worst_pred * 1e6, g->worst_meas * 1e6, 100.0 * g->err.gmean_ratio);
+    if (g->additive)
+        fprintf(f, "%zu / %zu / %zu / %zu |\n", g->n_bound[0], g->n_bound[1], g->n_bound[2],
+                g->n_bound[3]);
+    else
+        fprintf(f, "%zu / %zu / %zu |\n", g->n_bound[0], g->n_bound[1], g->n_bound[2]);
+}
+
+/* The groups [lo, hi) of one source: the roofline's table, then the time model's. */
+static void markdown_source(const roofline_report *r, size_t lo, size_t hi, FILE *f)
+{
+    const roofline_report_group *first = &r->groups[lo].g;
+    fprintf(f, "%s## %s (%s)\n\n", lo ? "\n" : "", first->source, first->device);
+    for (int additive = 0; additive < 2; additive++) {
+        int any = 0;
+        for (size_t i = lo; i < hi; i++) {
+            const roofline_report_group *g = &r->groups[i].g;
+            if (g->additive != additive)
+                continue;
+            if (!any++ && additive)
+                fprintf(f, "\n### time model: %s\n\n| model | method | rows | geo-mean error | "
+                           "worst error | worst row | model / measured (us) | %% of model | "
+                           "floor / chain / transfer / compute dominant |\n"
+                           "|---|---|---|---|---|---|---|---|---|\n",
+                        g->op);
+            else if (any == 1)
+                fprintf(f, "| model | method | rows | geo-mean error | worst error | worst row | "
+                           "roofline / measured (us) | %% of roofline | memory / compute / "
+                           "launch bound |\n|---|---|---|---|---|---|---|---|---|\n");
+            markdown_group(g, f);
+        }
+    }
+}
+
 void roofline_report_write_markdown(const roofline_report *r, FILE *f)
 {
-    for (size_t i = 0; i < r->n_groups; i++) {
-        const roofline_report_group *g = &r->groups[i].g;
-        if (i == 0 || strcmp(g->source, r->groups[i - 1].g.source) != 0 ||
-            strcmp(g->device, r->groups[i - 1].g.device) != 0) {
-            fprintf(f, "%s## %s (%s)\n\n", i ? "\n" : "", g->source, g->device);
-            fprintf(f,
-                    "| model | method | rows | geo-mean error | worst error | worst row | roofline "
-                    "/ measured (us) | %% of roofline | memory / compute / launch bound |\n");
-            fprintf(f, "|---|---|---|---|---|---|---|---|---|\n");
+    size_t lo = 0;
+    for (size_t i = 1; i <= r->n_groups; i++)
+        if (i == r->n_groups || strcmp(r->groups[i].g.source, r->groups[lo].g.source) != 0 ||
+            strcmp(r->groups[i].g.device, r->groups[lo].g.device) != 0) {
+            markdown_source(r, lo, i, f);
+            lo = i;
         }
-        if (!g->err.n) {
-            fprintf(f, "| %s | %s (%s) | 0 | | | | | | |\n", g->model, g->method, g->selection);
-            continue;
-        }
-        fprintf(
-            f,
-            "| %s | %s (%s) | %zu | %.2fx | %.2fx | %s | %.2f / %.2f | %.1f | %zu / %zu / %zu |\n",
-            g->model, g->method, g->selection, g->err.n, g->err.gmean_error, g->err.worst_error,
-            g->worst_shape, g->worst_pred * 1e6, g->worst_meas * 1e6, 100.0 * g->err.gmean_ratio,
-            g->n_bound[0], g->n_bound[1], g->n_bound[2]);
-    }
 }
 
 static json_t *num_or_null(double x)
@@ -283,10 +362,44 @@ static json_t *ceilings_json(const roofline_ceilings *c)
     json_t *rates = json_object();
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         json_object_set_new(rates, roofline_precision_str((roofline_precision)p), num_or_null(c->rate[p]));
-    return json_pack("{s:s, s:o, s:o, s:o, s:o}", "origin",
+    return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "origin",
                      c->origin == ROOFLINE_FROM_CALIBRATION ? "calibration" : "specs x achievable",
                      "read_bw", num_or_null(c->read_bw), "copy_bw", num_or_null(c->copy_bw), "rate",
-                     rates, "launch_overhead_s", num_or_null(c->launch_s));
+                     rates, "launch_overhead_s", num_or_null(c->launch_s), "dram_latency_s",
+                     num_or_null(c->latency_s), "grid_floor_s", num_or_null(c->floor_s));
+}
+
+/* One group: the roofline's ("bound": rows by bound) or the time model's ("op", "dominant": rows
+ * by dominant term, "worst_model_time", "gmean_fraction_of_model"). */
+static json_t *group_json(const roofline_report_group *g)
+{
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o}", "model", g->model,
+                          "kind", g->additive ? "time model" : "roofline", "source", g->source,
+                          "device", g->device, "method", g->method, "selection", g->selection,
+                          "n", (json_int_t)g->err.n, "gmean_error", num_or_null(g->err.gmean_error),
+                          "worst_error", num_or_null(g->err.worst_error));
+    if (g->additive) {
+        json_object_set_new(o, "op", json_string(g->op));
+        json_object_set_new(o, "gmean_fraction_of_model", num_or_null(g->err.gmean_ratio));
+        json_object_set_new(o, "worst_shape", json_string(g->worst_shape));
+        json_object_set_new(o, "worst_model_time", num_or_null(g->worst_pred));
+        json_object_set_new(o, "worst_measured_time", num_or_null(g->worst_meas));
+        json_object_set_new(o, "dominant",
+                            json_pack("{s:I, s:I, s:I, s:I}", "floor", (json_int_t)g->n_bound[0],
+                                      "chain", (json_int_t)g->n_bound[1], "transfer",
+                                      (json_int_t)g->n_bound[2], "compute",
+                                      (json_int_t)g->n_bound[3]));
+        return o;
+    }
+    json_object_set_new(o, "gmean_fraction_of_roofline", num_or_null(g->err.gmean_ratio));
+    json_object_set_new(o, "worst_shape", json_string(g->worst_shape));
+    json_object_set_new(o, "worst_roofline_time", num_or_null(g->worst_pred));
+    json_object_set_new(o, "worst_measured_time", num_or_null(g->worst_meas));
+    json_object_set_new(o, "bound", json_pack("{s:I, s:I, s:I}", "memory",
+                                              (json_int_t)g->n_bound[0], "compute",
+                                              (json_int_t)g->n_bound[1], "launch",
+                                              (json_int_t)g->n_bound[2]));
+    return o;
 }
 
 tune_status roofline_report_write_json(const roofline_report *r, const char *path,
@@ -303,28 +416,17 @@ tune_status roofline_report_write_json(const roofline_report *r, const char *pat
                                                 "source", r->models[i].source, "device",
                                                 r->models[i].device, "ceilings",
                                                 ceilings_json(&r->models[i].c)));
-    for (size_t i = 0; i < r->n_groups; i++) {
-        const roofline_report_group *g = &r->groups[i].g;
-        json_array_append_new(
-            groups,
-            json_pack(
-                "{s:s, s:s, s:s, s:s, s:s, s:I, s:o, s:o, s:o, s:s, s:o, s:o, s:{s:I, s:I, s:I}}",
-                "model", g->model, "source", g->source, "device", g->device, "method", g->method,
-                "selection", g->selection, "n", (json_int_t)g->err.n, "gmean_error",
-                num_or_null(g->err.gmean_error), "worst_error", num_or_null(g->err.worst_error),
-                "gmean_fraction_of_roofline", num_or_null(g->err.gmean_ratio), "worst_shape",
-                g->worst_shape, "worst_roofline_time", num_or_null(g->worst_pred),
-                "worst_measured_time", num_or_null(g->worst_meas), "bound", "memory",
-                (json_int_t)g->n_bound[0], "compute", (json_int_t)g->n_bound[1], "launch",
-                (json_int_t)g->n_bound[2]));
-    }
+    for (size_t i = 0; i < r->n_groups; i++)
+        json_array_append_new(groups, group_json(&r->groups[i].g));
     for (size_t i = 0; i < r->n_rows; i++) {
         const report_row *rr = &r->rows[i];
         json_array_append_new(
             rows, json_pack("{s:s, s:s, s:I, s:f, s:f, s:s}", "model", r->models[rr->model].model,
                             "source", r->models[rr->model].source, "index", (json_int_t)rr->index,
-                            "roofline_time", rr->pred, "ratio", rr->ratio, "bound",
-                            roofline_bound_str(rr->bound)));
+                            rr->additive ? "model_time" : "roofline_time", rr->pred, "ratio",
+                            rr->ratio, rr->additive ? "dominant" : "bound",
+                            rr->additive ? roofline_term_str((roofline_term)rr->cls)
+                                         : roofline_bound_str((roofline_bound)rr->cls)));
     }
     json_object_set_new(root, "models", models);
     json_object_set_new(root, "groups", groups);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "analysis/roofline.h"
+#include "analysis/roofline_model.h"
 #include "core/error.h"
 #include "store/results.h"
 
@@ -30,11 +31,21 @@ tune_status roofline_report_add(roofline_report *r, const char *model, const cha
                                 const result_row *rows, size_t n, const double *pred,
                                 const roofline_bound *bound, tune_error *err);
 
+/* Adds the same groups for the additive time model (roofline_model.h): pred[i] its time for row
+ * i, terms[i] its terms (the dominant one is counted per group). op: "family op" of the rows. */
+tune_status roofline_report_add_model(roofline_report *r, const char *model, const char *source,
+                                      const char *device, const char *op,
+                                      const roofline_ceilings *c, const result_row *rows,
+                                      size_t n, const double *pred, const roofline_terms *terms,
+                                      tune_error *err);
+
 typedef struct {
     const char *model, *source, *device, *method;
     const char *selection; /* "all" or "best" */
+    const char *op;        /* "family op" (time model groups); "" otherwise */
+    int additive;          /* 1: the time model (n_bound counts roofline_term); 0: the roofline */
     roofline_error err;
-    size_t n_bound[3];       /* rows by bound */
+    size_t n_bound[4];       /* rows by bound (roofline_bound) or dominant term (roofline_term) */
     const char *worst_shape; /* "g=256 k=64 ..." of the worst row; borrowed from the report */
     double worst_pred, worst_meas;
 } roofline_report_group;
@@ -43,8 +54,9 @@ size_t roofline_report_n_groups(const roofline_report *r);
 const roofline_report_group *roofline_report_group_at(const roofline_report *r, size_t i);
 
 /* Per source, a heading "## <source> (<device>)" and a Markdown table: model, method (selection),
- * rows, geo-mean and worst error, the worst row with its times, mean % of roofline, rows by bound.
- */
+ * rows, geo-mean and worst error, the worst row with its times, mean % of roofline, rows by bound;
+ * then the time model's table ("### time model: <op>"): the same with % of model and the rows by
+ * dominant term. */
 void roofline_report_write_markdown(const roofline_report *r, FILE *f);
 /* roofline.json: {"models": [{"model", "source", "device", "ceilings": {...}}], "groups": [...],
  * "rows": [{"model", "source", "index", "roofline_time", "ratio", "bound"}]} for every row with

@@ -376,6 +376,32 @@ static tune_status eval_fn1(const node *n, expr_value x, expr_value *out, const 
     return TUNE_OK;
 }
 
+/* sectors(bytes): bytes rounded up to whole 32-byte sectors (what the memory system moves);
+ * distinct(n, draws): the expected number of distinct values among draws uniform draws with
+ * replacement from n, n * (1 - (1 - 1/n)^draws) (repeated rows are fetched once). */
+static tune_status eval_traffic_fn(const node *n, const expr_value *args, expr_value *out,
+                                   const eval_env *env)
+{
+    for (size_t k = 0; k < n->n_kids; k++)
+        if (args[k].type == EXPR_STR || !(expr_value_as_double(args[k]) >= 0))
+            return eval_fail(env, n, "%s needs numbers >= 0", expr_fns[n->op].name);
+    if (n->op == FN_SECTORS) {
+        if (args[0].type == EXPR_FLOAT)
+            *out = expr_float(ceil(args[0].f / 32.0) * 32.0);
+        else if (args[0].i > INT64_MAX - 31)
+            return eval_fail(env, n, "integer overflow");
+        else
+            *out = expr_int((args[0].i + 31) / 32 * 32);
+        return TUNE_OK;
+    }
+    double pool = expr_value_as_double(args[0]), draws = expr_value_as_double(args[1]);
+    if (!(pool >= 1))
+        return eval_fail(env, n, "distinct needs a pool of at least 1");
+    /* log1p keeps (1 - 1/n)^draws accurate for large n */
+    *out = expr_float(draws == 0 ? 0.0 : pool * -expm1(draws * log1p(-1.0 / pool)));
+    return TUNE_OK;
+}
+
 static tune_status eval_call(const node *n, const eval_env *env, expr_value *out)
 {
     const char *name = expr_fns[n->op].name;
@@ -393,8 +419,9 @@ static tune_status eval_call(const node *n, const eval_env *env, expr_value *out
     for (size_t k = 0; k < n->n_kids && st == TUNE_OK; k++)
         st = eval_node(n->kids[k], env, &args[k]);
     if (st == TUNE_OK)
-        st = n->op == FN_MIN || n->op == FN_MAX ? eval_min_max(n, args, out, env)
-                                                : eval_fn1(n, args[0], out, env);
+        st = n->op == FN_MIN || n->op == FN_MAX           ? eval_min_max(n, args, out, env)
+             : n->op == FN_SECTORS || n->op == FN_DISTINCT ? eval_traffic_fn(n, args, out, env)
+                                                           : eval_fn1(n, args[0], out, env);
     free(args);
     return st;
 }

@@ -43,7 +43,7 @@ typedef enum {
 /* Binding strength, lowest first; what parse_level and the printer agree on. */
 enum { LEVEL_OR = 1, LEVEL_AND, LEVEL_CMP, LEVEL_ADD, LEVEL_MUL, LEVEL_UNARY, LEVEL_PRIMARY };
 
-typedef enum { FN_MIN, FN_MAX, FN_ABS, FN_FLOOR_POW2, FN_CEIL_POW2, FN_LOG2, FN_COUNT } fn_id;
+typedef enum { FN_MIN, FN_MAX, FN_ABS, FN_FLOOR_POW2, FN_CEIL_POW2, FN_LOG2, FN_SECTORS, FN_DISTINCT, FN_COUNT } fn_id;
 
 typedef enum {
     NODE_INT,

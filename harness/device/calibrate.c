@@ -196,7 +196,56 @@ done:
     return st;
 }
 
-enum { K_READ, K_INDICES, K_FILL_F32, K_FILL_F16, K_FILL_BF16, K_COUNT };
+typedef struct {
+    void *kernel, *buf, *sink;
+    unsigned long long mask;
+    int steps;
+    void *stream;
+} chase_ctx;
+
+static tune_status chase_launch(void *ctx, tune_error *err)
+{
+    chase_ctx *c = ctx;
+    void *args[] = {&c->buf, &c->mask, &c->steps, &c->sink};
+    return gpu_launch(c->kernel, 1, 1, 0, c->stream, args, err);
+}
+
+/* One dependent DRAM round trip: tune_chase_probe's median time with 257 dependent loads less its
+ * median with 1, over 256, on the largest power of two of words in `bytes`, L2 flushed before
+ * each rep. */
+static tune_status measure_latency(timing *tm, void *stream, void *chase, size_t bytes, int reps,
+                                   double *seconds, tune_error *err)
+{
+    unsigned long long words = 1;
+    while (words * 2 <= bytes / 4)
+        words *= 2;
+    bytes = (size_t)words * 4;
+    chase_ctx c = {chase, NULL, NULL, words - 1, 1, stream};
+    tune_status st = TUNE_OK;
+    double *samples = malloc((size_t)reps * sizeof *samples), t1 = 0;
+    if (!samples)
+        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+    if ((st = gpu_malloc(&c.buf, bytes, err)) != TUNE_OK ||
+        (st = gpu_malloc(&c.sink, 256, err)) != TUNE_OK)
+        goto done;
+    GPU_CHECK(cudaMemsetAsync(c.buf, 0x5a, bytes, (cudaStream_t)stream), err, st, done);
+    for (int pass = 0; pass < 2 && st == TUNE_OK; pass++) {
+        c.steps = pass ? 257 : 1;
+        if ((st = timing_run_fn(tm, chase_launch, &c, 3, reps, 1, samples, err)) != TUNE_OK)
+            goto done;
+        if (pass)
+            *seconds = (median_of(samples, reps) - t1) / 256.0;
+        else
+            t1 = median_of(samples, reps);
+    }
+done:
+    gpu_free(c.buf);
+    gpu_free(c.sink);
+    free(samples);
+    return st;
+}
+
+enum { K_READ, K_INDICES, K_FILL_F32, K_FILL_F16, K_FILL_BF16, K_CHASE, K_COUNT };
 
 static void logf_(FILE *log, const char *fmt, double value, const char *unit)
 {
@@ -218,7 +267,7 @@ static tune_status load_kernels(const calibrate_options *o, const gpu_info *gi,
 {
     static const char *const names[K_COUNT] = {
         "tune_read_probe", "tune_fill_indices", "tune_fill_uniform<float>",
-        "tune_fill_uniform<half_t>", "tune_fill_uniform<bf16_t>"};
+        "tune_fill_uniform<half_t>", "tune_fill_uniform<bf16_t>", "tune_chase_probe"};
     tune_status st;
     for (int i = 0; i < K_COUNT; i++) {
         snprintf(k->jobs[i].source, sizeof k->jobs[i].source, "common.cu");
@@ -286,6 +335,17 @@ static tune_status measure_all(const calibrate_options *o, const gpu_info *gi,
                              &cal->launch_s, err)) != TUNE_OK)
         return st;
     logf_(o->log, "launch overhead     %8.2f %s\n", cal->launch_s * 1e6, "us");
+    if ((st = measure_latency(tm, stream, k->kern[K_CHASE], o->read_bytes,
+                              o->reps > 0 ? o->reps : 100, &cal->latency_s, err)) != TUNE_OK)
+        return st;
+    logf_(o->log, "DRAM latency        %8.3f %s\n", cal->latency_s * 1e6, "us");
+    /* the time model's floor: a grid-filling kernel that moves little, less its transfer */
+    double small_bw;
+    if ((st = calibrate_read_bw(tm, stream, k->kern[K_READ], gi->sm_count, CALIBRATION_FLOOR_BYTES,
+                                o->reps > 0 ? o->reps : 100, &small_bw, err)) != TUNE_OK)
+        return st;
+    cal->floor_s = CALIBRATION_FLOOR_BYTES / small_bw - CALIBRATION_FLOOR_BYTES / cal->read_bw;
+    logf_(o->log, "grid floor          %8.2f %s\n", cal->floor_s * 1e6, "us");
     return TUNE_OK;
 }
 

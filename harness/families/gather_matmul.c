@@ -42,6 +42,75 @@ static const family_axis outer_axes[] = {
     GM_COMMON_AXES,
 };
 
+/* Traffic models (docs/roofline.md, "Traffic models"): DRAM bytes rounded to 32-byte sectors,
+ * repeated random rows fetched once (distinct), a gathered element of a row costing its sector.
+ * Chain: the dependent DRAM round trips beyond a kernel's first load (which the floor includes):
+ * a gather's row load waits for its index. */
+#define GM_ID "(indices == \"identity\")"
+#define GM_RAND "(indices != \"identity\")"
+#define GM_RM "(1 - transpose_B)"
+/* distinct values among `draws` picks from `pool` (identity indices: the first `draws`) */
+#define GM_DISTINCT(pool, draws)                                                                   \
+    "(" GM_ID " * min(" draws ", " pool ") + " GM_RAND " * distinct(" pool ", " draws "))"
+/* bytes of the sectors of one row of `len` elements that `draws` picks touch */
+#define GM_PICKED(len, draws)                                                                      \
+    "(" GM_ID " * sectors(min(" draws ", " len ") * dsize) + " GM_RAND                             \
+    " * 32 * distinct(sectors(" len " * dsize) / 32, " draws "))"
+/* B's gathered part: whole rows (row-major inner, transposed outer) or picked elements */
+#define GM_INNER_B                                                                                 \
+    GM_RM " * " GM_DISTINCT("k_pre", "k") " * sectors(n * dsize) + transpose_B * n * "             \
+          GM_PICKED("k_pre", "k")
+#define GM_OUTER_B                                                                                 \
+    GM_RM " * k * " GM_PICKED("n_pre", "n") " + transpose_B * " GM_DISTINCT("n_pre", "n")          \
+          " * sectors(k * dsize)"
+#define GM_AOUT "sectors(k * dsize) + sectors(n * dsize)"
+/* cuBLAS reading the first `len` elements of each row of a strided matrix moves at least a
+ * 128-byte line per row: in sparq_step1 its k = 16, 32 and 64 slices take the same time
+ * (docs/roofline.md) */
+#define GM_SEGMENT(len) "max(sectors(" len " * dsize), 128)"
+
+#define GM_INNER_CUSTOM "g * (sectors(4 * k) + " GM_INNER_B " + " GM_AOUT ")"
+#define GM_INNER_GATHER "g * (sectors(4 * k) + " GM_INNER_B " + 2 * k * n * dsize + " GM_AOUT ")"
+#define GM_INNER_SLICE                                                                             \
+    "g * (" GM_RM " * sectors(k * n * dsize) + transpose_B * n * " GM_SEGMENT("k") " + " GM_AOUT ")"
+#define GM_CUSTOM_HELP "the row load waits for the index load: one round trip more"
+
+static const family_traffic gm_traffic[] = {
+    {"gather_inner_bmv", "custom",
+     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + sectors(n * dsize))",
+     "1", "1", NULL, NULL,
+     "indices, the gathered sectors of A, the distinct gathered rows (or sectors) of B, the "
+     "output; " GM_CUSTOM_HELP},
+    {"gather_inner_bmv", "gather",
+     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B
+     " + 2 * (k * n + k) * dsize + sectors(n * dsize))",
+     "2", "1", NULL, NULL,
+     "the gather kernel's reads, Bg and A[I] written and read again by the GEMM, the output"},
+    {"gather_inner_bmv", "slice", GM_INNER_SLICE, "1", "0", NULL, NULL,
+     "the first k rows of B (transposed: the first k elements of each of n rows, a 128-byte line "
+     "at least), A, the output"},
+    {"gather_inner_matrix_only_bmv", "custom", GM_INNER_CUSTOM, "1", "1", NULL, NULL,
+     "indices, A, the distinct gathered rows (or sectors) of B, the output; " GM_CUSTOM_HELP},
+    {"gather_inner_matrix_only_bmv", "gather", GM_INNER_GATHER, "2", "1", NULL, NULL,
+     "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
+    {"gather_inner_matrix_only_bmv", "slice", GM_INNER_SLICE, "1", "0", NULL, NULL,
+     "the first k rows of B (transposed: the first k elements of each of n rows, a 128-byte line "
+     "at least), A, the output"},
+    {"gather_outer_bmv", "custom", "g * (sectors(4 * n) + " GM_OUTER_B " + " GM_AOUT ")", "1", "1",
+     NULL, NULL,
+     "indices, A, the gathered sectors of each row of B (transposed: its distinct gathered rows), "
+     "the output; " GM_CUSTOM_HELP},
+    {"gather_outer_bmv", "gather",
+     "g * (sectors(4 * n) + " GM_OUTER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2", "1", NULL,
+     NULL, "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
+    {"gather_outer_bmv", "slice",
+     "g * (" GM_RM " * k * " GM_SEGMENT("n") " + transpose_B * sectors(n * k * dsize) + " GM_AOUT
+     ")",
+     "1", "0", NULL, NULL,
+     "the first n columns of B (a 128-byte line at least per row; transposed: its first n rows), "
+     "A, the output"},
+};
+
 static const family_op gm_ops[] = {
     {"gather_inner_bmv", inner_axes, sizeof inner_axes / sizeof inner_axes[0],
      "g * (2 * k + k * n + n) * dsize", "2 * g * k * n",
@@ -541,6 +610,8 @@ const tune_family gather_matmul_family = {
     .n_methods = sizeof gm_methods / sizeof gm_methods[0],
     .dtype_axis = "dtype",
     .needs_cublas = 1,
+    .traffic = gm_traffic,
+    .n_traffic = sizeof gm_traffic / sizeof gm_traffic[0],
     .kernels = gm_kernels,
     .shape_init = gm_shape_init,
     .shape_free = gm_shape_free,

@@ -59,6 +59,8 @@ typedef struct {
 } mg_desc;
 
 extern const family_op mg_ops[MG_N_OPS];
+enum { MG_N_TRAFFIC = 6 };
+extern const family_traffic mg_traffic[MG_N_TRAFFIC]; /* per method (docs/roofline.md) */
 extern const family_axis mg_params[MG_N_PARAMS];
 extern const family_method mg_methods[MG_N_METHODS];
 /* Helper kernels every shape needs (inputs, packing, reference, error), as name formats. */

@@ -24,17 +24,33 @@ static const family_axis mg_axes[] = {
      "X, Y and scales: float16 or bfloat16"},
 };
 
+/* Traffic models per method (docs/roofline.md, "Traffic models"): what each one reads and writes
+ * in DRAM; the tuned kernels keep the op's byte model (the default entry). */
+#define MG_W4 "k * n / 2 + k / (group + (group == 0) * k) * n * dsize * (1 + zero_point)"
+#define MG_XY "m * k * dsize + m * n * dsize"
+const family_traffic mg_traffic[MG_N_TRAFFIC] = {
+    {"w4a16", NULL, MG_W4 " + " MG_XY, "1", "0", NULL, NULL,
+     "packed weight, scales (and zero points), X and Y once"},
+    {"w4a16", "cublas", "k * n * dsize + " MG_XY, "1", "0", NULL, NULL,
+     "the dequantized 16-bit weight, X and Y"},
+    {"w4a16", "fp8", "k * n + m * k + m * n * dsize", "1", "0", NULL, "fp8",
+     "the fp8 weight and X, Y in 16 bits; fp8 tensor-core rate"},
+    {"w4a16", "dequant", MG_W4 " + 2 * k * n * dsize + " MG_XY, "2", "0", NULL, NULL,
+     "the dequantization (packed weight read, 16-bit weight written), then cuBLAS on it"},
+    {"w4a16", "stream", MG_W4, "1", "0", "0", NULL, "one read of the packed weight and scales"},
+    {"w4a16", "pack", "2 * (" MG_W4 ")", "1", "0", "0", NULL,
+     "the user's weight and scales read, the packed layout written"},
+};
+
 const family_op mg_ops[MG_N_OPS] = {
-    {"w4a16", mg_axes, sizeof mg_axes / sizeof mg_axes[0],
-     "k * n / 2 + k / (group + (group == 0) * k) * n * dsize * (1 + zero_point) + m * k * dsize + "
-     "m * n * dsize",
-     "2 * m * n * k", "Y = X . dequant(W), int4 W (two per byte), per-group scales"},
+    {"w4a16", mg_axes, sizeof mg_axes / sizeof mg_axes[0], MG_W4 " + " MG_XY, "2 * m * n * k",
+     "Y = X . dequant(W), int4 W (two per byte), per-group scales"},
 };
 
 const family_axis mg_params[MG_N_PARAMS] = {
     {"bm", FAMILY_AXIS_INT, 8, 256, NULL, "16",
-     "block tile rows (m): a multiple of 16 (fused), of 8 up to 64 (decode), 8, 16, 32, 64, 128 "
-     "or 256 (wgmma)"},
+     "block tile rows (m): a multiple of 16 (fused), of 8 up to 64 (decode) or 32 (gemv), 8, 16, "
+     "32, 64, 128 or 256 (wgmma)"},
     {"bn", FAMILY_AXIS_INT, 64, 1024, NULL, "128", "block tile columns (n)"},
     {"bk", FAMILY_AXIS_INT, 64, 1024, NULL, "128", "block tile depth (k) per pipeline stage"},
     {"wm", FAMILY_AXIS_INT, 1, 16, NULL, "1", "warps along m"},
@@ -51,9 +67,9 @@ const family_axis mg_params[MG_N_PARAMS] = {
     {"kc", FAMILY_AXIS_INT, 64, 8192, NULL, "1024",
      "direct kernel: most k per block (X kept in shared memory)"},
     {"sa", FAMILY_AXIS_INT, 0, 2, NULL, "0",
-     "0: every weight dequantized; 1 (staged, decode): the scale applied to the accumulator once "
-     "per group (the direct kernel always does); 2 (decode): that, and the zero point too, "
-     "through a sum of X"},
+     "0: every weight dequantized; 1 (staged, decode, gemv): the scale applied to the accumulator "
+     "once per group (the direct kernel always does); 2 (decode, gemv): that, and the zero point "
+     "too, through a sum of X"},
 };
 
 const family_method mg_methods[MG_N_METHODS] = {

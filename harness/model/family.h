@@ -41,6 +41,22 @@ typedef struct {
     const char *help;
 } family_axis;
 
+/* The traffic model of one method of an op (docs/roofline.md, "Traffic models"): what the
+ * additive time model launches * floor + chain * latency + max(dram / read bandwidth, flops /
+ * rate) needs. Expressions over the problem axes and dsize, like the byte model; sectors() and
+ * distinct() (core/expr.h) round to 32-byte sectors and count repeated rows once. */
+typedef struct {
+    const char *op;       /* the op it models; NULL: every op of the family */
+    const char *method;   /* the method it models; NULL: every method without a model of its own */
+    const char *dram;     /* bytes moved between DRAM and the L2, read + written */
+    const char *launches; /* kernels launched (each pays the launch floor); NULL: "1" */
+    const char *chain;    /* dependent DRAM round trips beyond the first load, which the floor
+                             includes (a gather's row load waits for its index: 1); NULL: "0" */
+    const char *flops;    /* FLOPs of the compute term; NULL: the row's own (the op's model) */
+    const char *precision; /* the compute term's precision ("fp8"); NULL: the row's dtype */
+    const char *help;      /* what the model counts (docs) */
+} family_traffic;
+
 typedef struct {
     const char *name;
     const family_axis *axes; /* problem axes of this op */
@@ -128,6 +144,10 @@ typedef struct tune_family {
      * functions read through fam (kernels) or env->family (the GPU side); NULL for the shipped
      * families. */
     const void *data;
+    /* Optional: traffic models per op and method (NULL, 0: none; the time model then counts a
+     * row's `bytes` as DRAM traffic, one launch, no chain). */
+    const family_traffic *traffic;
+    size_t n_traffic;
 
     /* CPU. Kernel instantiations cfg needs (method included): fills refs, returns their count,
      * or -1 with `why` when the configuration cannot run (recorded as skipped). fam is the
@@ -171,5 +191,20 @@ const tune_family *const *family_all(void);
 const tune_family *family_find(const char *name);
 const family_op *family_find_op(const tune_family *fam, const char *op);
 const family_method *family_find_method(const tune_family *fam, const char *method);
+/* The traffic model of a method of an op: the entry naming both, else the op's entry for every
+ * method (method NULL), else NULL. Entries with op NULL match every op. */
+const family_traffic *family_find_traffic(const tune_family *fam, const char *op,
+                                          const char *method);
+
+/* A traffic model's values at one point. */
+typedef struct {
+    double dram, launches, chain, flops;
+} family_traffic_value;
+
+/* Evaluates t at p (the problem axes and dsize); flops: the value when t->flops is NULL. An
+ * expression that cannot be evaluated, or a value that is not a finite number >= 0, is an error
+ * naming the method, the field and the expression. */
+tune_status family_traffic_eval(const family_traffic *t, const tune_point *p, double flops,
+                                family_traffic_value *out, tune_error *err);
 
 #endif

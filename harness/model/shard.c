@@ -50,7 +50,8 @@ tune_status shard_parse(const char *text, shard_spec *out, tune_error *err)
  * close to what the SparQ sweeps cost on an H200 (docs/sharding.md). */
 #define SHARD_BW 2e12          /* B/s an average configuration moves */
 #define SHARD_RATE 2e14        /* FLOP/s */
-#define SHARD_KERNEL_MIN 5e-6  /* s: launch and the shortest kernel */
+#define SHARD_KERNEL_MIN 5e-6  /* s: launch and the shortest kernel; the time model's floor */
+#define SHARD_LATENCY 0.4e-6   /* s: one dependent DRAM round trip (the time model's chain) */
 #define SHARD_REP_COLD 40e-6   /* s per rep: L2 flush, fresh indices, events */
 #define SHARD_REP_HOT 10e-6    /* s per rep without the flush */
 #define SHARD_CONFIG 5e-3      /* s per configuration: prepare, check, NVML, row */
@@ -79,8 +80,11 @@ static int load_cmp_desc(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-/* Estimated seconds of one configuration; *rep gets the seconds of one of its reps. */
-static double config_seconds(const sweep *sw, const tune_point *p, double *rep)
+/* Estimated kernel seconds of configuration p: with the family's traffic model for its method
+ * (model/family.h), the additive time model launches x floor + chain x latency +
+ * max(dram / bandwidth, flops / rate) on the nominal GPU; without one, the roofline
+ * max(bytes / bandwidth, flops / rate, floor) of the sweep's byte and FLOP models. */
+static double kernel_seconds(const sweep *sw, const tune_point *p)
 {
     expr_value v;
     double bytes = 0, flops = 0;
@@ -88,11 +92,24 @@ static double config_seconds(const sweep *sw, const tune_point *p, double *rep)
         bytes = expr_value_as_double(v);
     if (expr_eval(sw->flops, point_lookup, (void *)p, &v, NULL) == TUNE_OK)
         flops = expr_value_as_double(v);
+    const family_traffic *tr =
+        family_find_traffic(sw->family, sw->op, point_str(p, "method", NULL));
+    family_traffic_value tv;
+    if (tr && family_traffic_eval(tr, p, isfinite(flops) ? flops : 0, &tv, NULL) == TUNE_OK)
+        return tv.launches * SHARD_KERNEL_MIN + tv.chain * SHARD_LATENCY +
+               fmax(tv.dram / SHARD_BW, tv.flops / SHARD_RATE);
     double t = SHARD_KERNEL_MIN;
     if (isfinite(bytes) && bytes / SHARD_BW > t)
         t = bytes / SHARD_BW;
     if (isfinite(flops) && flops / SHARD_RATE > t)
         t = flops / SHARD_RATE;
+    return t;
+}
+
+/* Estimated seconds of one configuration; *rep gets the seconds of one of its reps. */
+static double config_seconds(const sweep *sw, const tune_point *p, double *rep)
+{
+    double t = kernel_seconds(sw, p);
     const sweep_timing *tt = &sw->timing;
     *rep = t + (tt->mode == SWEEP_TIMING_MODE_COLD ? SHARD_REP_COLD : SHARD_REP_HOT);
     double timed;

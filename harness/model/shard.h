@@ -16,7 +16,9 @@
  *
  * Cost model (estimated seconds on a nominal GPU, the same on every host so that every shard
  * computes the same plan): per configuration, (warmup + reps) x (kernel time + per-rep overhead)
- * + a fixed cost (prepare, check against the reference, row); the kernel time is
+ * + a fixed cost (prepare, check against the reference, row); the kernel time is the additive
+ * time model launches x 5 us + chain x 0.4 us + max(dram / 2 TB/s, flops / 200 TFLOP/s) of the
+ * family's traffic model for the method (model/family.h), or, for a method without one,
  * max(bytes / 2 TB/s, flops / 200 TFLOP/s, 5 us) from the sweep's byte and FLOP models; the
  * per-rep overhead is 40 us in cold mode (L2 flush, fresh indices), 10 us otherwise; adaptive
  * timing counts max(min_reps, min_time_s / kernel time) reps, at most max_reps and max_time_s.

@@ -29,7 +29,7 @@ static const char *const results_reserved[] = {
     "flop_rate",   "pct_read_bw", "read_bw",     "error",     "tolerance", "device",   "timestamp",
     "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w", "throttle_reasons",
     "roofline_time", "roofline_fraction", "timing_mode", "stop_reason", "batch", "throttled",
-    "schema",
+    "schema", "dram_bytes", "model_time",
 };
 
 const char *result_status_str(result_status s)
@@ -56,6 +56,7 @@ void result_row_init(result_row *row)
     row->pct_read_bw = row->read_bw = row->error = row->tolerance = NAN;
     row->clock_sm_mhz = row->clock_mem_mhz = row->temperature_c = row->power_w = NAN;
     row->roofline_time = row->roofline_fraction = NAN;
+    row->dram_bytes = row->model_time = NAN;
     row->throttle_reasons = -1;
 }
 
@@ -229,6 +230,10 @@ static void results_put_measures(json_t *o, const result_row *row, int *failed)
     results_put(o, "tolerance", results_json_num(row->tolerance), failed);
     results_put(o, "roofline_time", results_json_num(row->roofline_time), failed);
     results_put(o, "roofline_fraction", results_json_num(row->roofline_fraction), failed);
+    if (isfinite(row->dram_bytes) || isfinite(row->model_time)) {
+        results_put(o, "dram_bytes", results_json_num(row->dram_bytes), failed);
+        results_put(o, "model_time", results_json_num(row->model_time), failed);
+    }
     results_put(o, "clock_sm_mhz", results_json_num(row->clock_sm_mhz), failed);
     results_put(o, "clock_mem_mhz", results_json_num(row->clock_mem_mhz), failed);
     results_put(o, "temperature_c", results_json_num(row->temperature_c), failed);
@@ -516,6 +521,8 @@ static tune_status results_get_measures(const json_t *o, result_row *row, const 
         {"tolerance", &row->tolerance},
         {"roofline_time", &row->roofline_time},
         {"roofline_fraction", &row->roofline_fraction},
+        {"dram_bytes", &row->dram_bytes},
+        {"model_time", &row->model_time},
         {"clock_sm_mhz", &row->clock_sm_mhz},
         {"clock_mem_mhz", &row->clock_mem_mhz},
         {"temperature_c", &row->temperature_c},

@@ -15,7 +15,8 @@
  * "time_median", "time_mean", "time_min", "time_max", "time_stdev", "time_stderr", "time_p10",
  * "time_p90", "time_n" (seconds), "bytes", "flops", "bandwidth" (B/s), "flop_rate" (FLOP/s),
  * "pct_read_bw" (0..100 of the measured read bandwidth), "read_bw" (that bandwidth, B/s),
- * "error", "tolerance", "roofline_time", "roofline_fraction", "timing_mode", "stop_reason",
+ * "error", "tolerance", "roofline_time", "roofline_fraction", "dram_bytes", "model_time",
+ * "timing_mode", "stop_reason",
  * "batch", "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w",
  * "throttle_reasons" (NVML, read right after the timed reps), "throttled" (a slowdown reason was
  * seen before or after the timed reps), "device", "timestamp" (ISO 8601
@@ -71,6 +72,9 @@ typedef struct {
     /* roofline time max(bytes / bandwidth, flops / rate, launch) of the run's ceilings (s), and
      * roofline_time / time.median: the fraction of the roofline reached; NAN when unknown */
     double roofline_time, roofline_fraction;
+    /* the op's traffic model for the row's method (docs/roofline.md): modelled DRAM bytes, and
+     * the additive time model's time (s); NAN when unknown (rows of older runs) */
+    double dram_bytes, model_time;
     /* how it was timed (timing.h): mode "cold" | "hot" | "graph", stop "fixed" | "converged" |
      * "max_reps" | "timeout", launches per sample; NULL / 0 when not measured */
     char *timing_mode, *stop_reason;

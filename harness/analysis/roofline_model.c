@@ -1,0 +1,100 @@
+#include "analysis/roofline_model.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/expr.h"
+#include "core/point.h"
+
+const char *roofline_term_str(roofline_term t)
+{
+    switch (t) {
+    case ROOFLINE_TERM_FLOOR:
+        return "floor";
+    case ROOFLINE_TERM_CHAIN:
+        return "chain";
+    case ROOFLINE_TERM_TRANSFER:
+        return "transfer";
+    case ROOFLINE_TERM_COMPUTE:
+        return "compute";
+    }
+    return "?";
+}
+
+tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
+                                  roofline_traffic *out, tune_error *err)
+{
+    const char *method = row->method ? row->method : "";
+    const family_traffic *t = family_find_traffic(fam, row->op, method);
+    const char *dtype_axis = fam ? fam->dtype_axis : NULL;
+    out->flops = row->flops;
+    out->has_precision = 0;
+    out->precision = ROOFLINE_FP32;
+    out->modelled = t != NULL;
+    if (!t) {
+        out->dram = row->bytes;
+        out->launches = 1;
+        out->chain = 0;
+        return TUNE_OK;
+    }
+    tune_point p;
+    memset(&p, 0, sizeof p);
+    for (size_t a = 0; a < row->n_axes && a < row->values.n; a++)
+        point_set(&p, row->values.names[a], row->values.vals[a]);
+    const char *dtype = dtype_axis ? point_str(&row->values, dtype_axis, NULL) : NULL;
+    size_t dsize = dtype ? tune_dtype_size(dtype) : 0;
+    if (dsize)
+        point_set_int(&p, "dsize", (int64_t)dsize);
+    family_traffic_value v;
+    tune_status st = family_traffic_eval(t, &p, row->flops, &v, err);
+    out->dram = v.dram;
+    out->launches = v.launches;
+    out->chain = v.chain;
+    out->flops = v.flops;
+    if (st == TUNE_OK && t->precision) {
+        out->has_precision = 1;
+        if (roofline_precision_parse(t->precision, &out->precision) != 0)
+            st = tune_error_set(err, TUNE_ERR_INVALID, "traffic model",
+                                "%s: unknown precision '%s'", method, t->precision);
+    }
+    return st;
+}
+
+static double known(double x)
+{
+    return isfinite(x) && x > 0 ? x : NAN;
+}
+
+double roofline_model_time(const roofline_ceilings *c, const roofline_traffic *t,
+                           roofline_precision p, roofline_terms *terms)
+{
+    roofline_terms m = {0};
+    double floor_s = isfinite(known(c->floor_s)) ? c->floor_s : known(c->launch_s);
+    double lat = known(c->latency_s), bw = known(c->read_bw);
+    if (t->has_precision)
+        p = t->precision;
+    double rate = (unsigned)p < ROOFLINE_N_PRECISIONS ? known(c->rate[p]) : NAN;
+    double transfer = isfinite(t->dram) && t->dram >= 0 ? t->dram / bw : NAN;
+    double compute = isfinite(t->flops) && t->flops >= 0 ? t->flops / rate : NAN;
+    m.floor = isfinite(floor_s) ? t->launches * floor_s : 0;
+    m.chain = isfinite(lat) ? t->chain * lat : 0;
+    m.transfer = isfinite(transfer) ? transfer : 0;
+    m.compute = isfinite(compute) ? compute : 0;
+    m.total = isfinite(transfer) || isfinite(compute)
+                  ? m.floor + m.chain + fmax(m.transfer, m.compute)
+                  : NAN;
+    const double v[4] = {m.floor, m.chain, m.transfer, m.compute};
+    for (int i = 1; i < 4; i++)
+        if (v[i] > v[m.dominant])
+            m.dominant = (roofline_term)i;
+    if (terms)
+        *terms = m;
+    return m.total;
+}
+
+double roofline_pct_read_bw(const roofline_traffic *t, double time_s, double read_bw)
+{
+    if (!(isfinite(t->dram) && known(time_s) > 0 && known(read_bw) > 0))
+        return NAN;
+    return 100.0 * t->dram / time_s / read_bw;
+}

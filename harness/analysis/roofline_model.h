@@ -1,0 +1,68 @@
+/* roofline_model.h - the additive time model that explains a row's time, beside the roofline that
+ * bounds it (docs/roofline.md, "The time model"):
+ *
+ *   model time = launches x floor + chain x latency + max(dram / read bandwidth, flops / rate)
+ *
+ * where dram, launches and chain come from the op's traffic model for the row's method
+ * (model/family.h family_traffic: sector-granular bytes, repeated rows counted once), floor is the
+ * launch overhead and latency one dependent DRAM round trip, both measured by `tune calibrate`.
+ *
+ *   roofline_traffic t;
+ *   if (roofline_traffic_eval(family_find(row.family), &row, &t, &err) == TUNE_OK) {
+ *       roofline_terms m;
+ *       double s = roofline_model_time(&ceilings, &t, ROOFLINE_FP16, &m);   // seconds
+ *       printf("%s-dominated\n", roofline_term_str(m.dominant));
+ *   }
+ */
+#ifndef TUNE_ROOFLINE_MODEL_H
+#define TUNE_ROOFLINE_MODEL_H
+
+#include "analysis/roofline.h"
+#include "core/error.h"
+#include "model/family.h"
+#include "store/results.h"
+
+/* A row's traffic under its op's model. */
+typedef struct {
+    double dram;                  /* bytes between DRAM and the L2 (read + written) */
+    double launches;              /* kernels launched */
+    double chain;                 /* dependent DRAM round trips */
+    double flops;                 /* FLOPs of the compute term (NAN: none) */
+    int has_precision;            /* 1: the model names the compute term's precision */
+    roofline_precision precision; /* when has_precision */
+    int modelled; /* 1: from a traffic model; 0: the row's own bytes, one launch, no chain */
+} roofline_traffic;
+
+/* Evaluates the traffic model of row's op and method (family_find_traffic) at the row's
+ * problem-axis values and dsize (the element size of the family's dtype_axis value). Without a
+ * model (fam NULL or no entry) the row's own bytes count as DRAM traffic with one launch and no
+ * chain. An expression that cannot be evaluated, or a value that is not a finite number >= 0,
+ * is an error naming the method, the field and the expression. */
+tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
+                                  roofline_traffic *out, tune_error *err);
+
+typedef enum {
+    ROOFLINE_TERM_FLOOR,    /* launches x launch overhead */
+    ROOFLINE_TERM_CHAIN,    /* chain x DRAM latency */
+    ROOFLINE_TERM_TRANSFER, /* dram / read bandwidth */
+    ROOFLINE_TERM_COMPUTE   /* flops / rate */
+} roofline_term;
+const char *roofline_term_str(roofline_term t); /* "floor", "chain", "transfer", "compute" */
+
+typedef struct {
+    double floor, chain, transfer, compute; /* seconds; 0 when the term has no input */
+    double total;                           /* floor + chain + max(transfer, compute) */
+    roofline_term dominant;                 /* the largest of the four */
+} roofline_terms;
+
+/* The model time in seconds (NAN when neither transfer nor compute is known); terms may be NULL.
+ * A ceiling that is unknown (NAN) leaves its term out. p: the row's precision, unless the traffic
+ * model names its own. */
+double roofline_model_time(const roofline_ceilings *c, const roofline_traffic *t,
+                           roofline_precision p, roofline_terms *terms);
+
+/* 100 x (dram / time) / read bandwidth: the share of the measured read bandwidth a row reached on
+ * its modelled DRAM traffic; NAN when unknown. */
+double roofline_pct_read_bw(const roofline_traffic *t, double time_s, double read_bw);
+
+#endif

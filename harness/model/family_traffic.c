@@ -1,0 +1,62 @@
+/* family_traffic.c - the traffic-model lookup, apart from family.c so that the CPU library's
+ * users (the roofline model) need not link the family registry that family_find reads. */
+#include "model/family.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "core/expr.h"
+
+const family_traffic *family_find_traffic(const tune_family *fam, const char *op,
+                                          const char *method)
+{
+    const family_traffic *any = NULL;
+    for (size_t i = 0; fam && op && i < fam->n_traffic; i++) {
+        const family_traffic *t = &fam->traffic[i];
+        if (t->op && strcmp(t->op, op) != 0)
+            continue;
+        if (!t->method)
+            any = any ? any : t;
+        else if (method && strcmp(t->method, method) == 0)
+            return t;
+    }
+    return any;
+}
+
+/* One field of a traffic model at point p; text NULL gives dflt. */
+static tune_status eval_field(const char *method, const char *field, const char *text,
+                              double dflt, const tune_point *p, double *out, tune_error *err)
+{
+    if (!text) {
+        *out = dflt;
+        return TUNE_OK;
+    }
+    tune_error e = {0};
+    expr *x = expr_parse(text, &e);
+    expr_value v;
+    tune_status st = x ? expr_eval(x, point_lookup, (void *)p, &v, &e) : e.code;
+    expr_free(x);
+    if (st != TUNE_OK)
+        return tune_error_set(err, st, "traffic model", "%s: %s \"%s\": %s", method, field, text,
+                              e.message);
+    *out = expr_value_as_double(v);
+    if (!(isfinite(*out) && *out >= 0))
+        return tune_error_set(err, TUNE_ERR_EVAL, "traffic model",
+                              "%s: %s \"%s\" is %g: expected a finite number >= 0", method, field,
+                              text, *out);
+    return TUNE_OK;
+}
+
+tune_status family_traffic_eval(const family_traffic *t, const tune_point *p, double flops,
+                                family_traffic_value *out, tune_error *err)
+{
+    const char *method = t->method ? t->method : "every method";
+    tune_status st = eval_field(method, "dram", t->dram, NAN, p, &out->dram, err);
+    if (st == TUNE_OK)
+        st = eval_field(method, "launches", t->launches, 1, p, &out->launches, err);
+    if (st == TUNE_OK)
+        st = eval_field(method, "chain", t->chain, 0, p, &out->chain, err);
+    if (st == TUNE_OK)
+        st = eval_field(method, "flops", t->flops, flops, p, &out->flops, err);
+    return st;
+}

@@ -1,0 +1,270 @@
+/* The traffic models of the shipped families and the additive time model, against cases computed
+ * by hand (docs/roofline.md, "Traffic models"). */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <string.h>
+
+#include "analysis/roofline_model.h"
+#include "core/point.h"
+
+/* Names and string values the rows borrow (points do not copy them). */
+static char arena[256][32];
+static size_t n_arena;
+
+static const char *keep(const char *s)
+{
+    cr_assert_lt(n_arena, 256);
+    snprintf(arena[n_arena], sizeof arena[0], "%s", s);
+    return arena[n_arena++];
+}
+
+/* A row of family/op/method with the given problem axes ("g=1 k_pre=4 ..."; integers, or strings
+ * for dtype and indices). */
+static result_row make_row(const char *family, const char *op, const char *method, const char *axes)
+{
+    result_row r;
+    result_row_init(&r);
+    r.family = (char *)family;
+    r.op = (char *)op;
+    r.method = (char *)method;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", axes);
+    for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
+        char *eq = strchr(tok, '=');
+        cr_assert_not_null(eq, "axis '%s'", tok);
+        *eq = '\0';
+        char *end;
+        long long v = strtoll(eq + 1, &end, 10);
+        if (*end)
+            point_set_str(&r.values, keep(tok), keep(eq + 1));
+        else
+            point_set_int(&r.values, keep(tok), v);
+    }
+    r.n_axes = r.values.n;
+    r.bytes = 1234;
+    r.flops = 5678;
+    return r;
+}
+
+typedef struct {
+    char family[32], op[40], method[16], axes[160];
+    double dram, launches, chain;
+} traffic_case;
+
+/* distinct(n, d) = n (1 - (1 - 1/n)^d); fp16 (dsize 2); sectors of 32 bytes. */
+static traffic_case traffic_cases[] = {
+    /* step 3, row-major: indices sectors(8) = 32, A sectors(4) = 32, distinct(4, 2) = 1.75 rows of
+     * sectors(256) = 256 bytes = 448, output 256 */
+    {"gather_matmul", "gather_inner_matrix_only_bmv", "custom",
+     "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 768, 1, 1},
+    /* identity indices: the 2 rows themselves */
+    {"gather_matmul", "gather_inner_matrix_only_bmv", "custom",
+     "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=identity", 832, 1, 1},
+    /* g scales everything */
+    {"gather_matmul", "gather_inner_matrix_only_bmv", "custom",
+     "g=3 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 3 * 768, 1, 1},
+    /* transposed B (g, n, k_pre): each of n = 4 rows of 8 sectors loses 32 distinct(8, 16) =
+     * 225.7748257 bytes to 16 picks; indices sectors(64) = 64, A 32, output sectors(8) = 32 */
+    {"gather_matmul", "gather_inner_matrix_only_bmv", "custom",
+     "g=1 k_pre=128 k=16 n=4 dtype=float16 transpose_B=1 indices=random", 1031.0993028902, 1, 1},
+    /* the gather baseline: the same reads, Bg (2 x 128 fp16) written and read again, 2 launches */
+    {"gather_matmul", "gather_inner_matrix_only_bmv", "gather",
+     "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 1792, 2, 1},
+    /* slice: the first k = 3 rows of 8 fp16, sectors(48) = 64, A 32, output 32; per g */
+    {"gather_matmul", "gather_inner_matrix_only_bmv", "slice",
+     "g=2 k_pre=64 k=3 n=8 dtype=float16 transpose_B=0 indices=random", 256, 1, 0},
+    /* transposed slice: the first 16 fp16 of each of n = 4 rows, 32 bytes, move a 128-byte line
+     * each (512); A sectors(32) = 32, output 32 */
+    {"gather_matmul", "gather_inner_matrix_only_bmv", "slice",
+     "g=1 k_pre=128 k=16 n=4 dtype=float16 transpose_B=1 indices=random", 576, 1, 0},
+    /* step 1: A gathered too: 32 distinct(sectors(8) / 32 = 1, 2) = 32; B 448, indices 32,
+     * output 256 */
+    {"gather_matmul", "gather_inner_bmv", "custom",
+     "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 768, 1, 1},
+    /* step 2, row-major B (g, k, n_pre): each of k = 2 rows of 4 sectors loses
+     * 32 distinct(4, 3) = 74 bytes to 3 picks; indices sectors(12) = 32, A 32, output 32 */
+    {"gather_matmul", "gather_outer_bmv", "custom",
+     "g=1 k=2 n_pre=64 n=3 dtype=float16 transpose_B=0 indices=random", 244, 1, 1},
+    /* step 2, transposed (g, n_pre, k): distinct(4, 2) = 1.75 rows of sectors(256) = 448 */
+    {"gather_matmul", "gather_outer_bmv", "custom",
+     "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random", 32 + 448 + 256 + 32, 1, 1},
+    /* mixed GEMM: cuBLAS on the 16-bit weight: 64 x 64 x 2 + X 128 + Y 128 */
+    {"mixed_gemm", "w4a16", "cublas", "m=1 n=64 k=64 group=32 zero_point=0 dtype=float16", 8448, 1,
+     0},
+    /* fp8: weight 4096 + X 64 + Y (fp16) 128 */
+    {"mixed_gemm", "w4a16", "fp8", "m=1 n=64 k=64 group=32 zero_point=0 dtype=float16", 4288, 1, 0},
+    /* stream: packed weight 2048 + scales 64/32 x 64 x 2 = 256 (zero points: twice) */
+    {"mixed_gemm", "w4a16", "stream", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16", 2304, 1,
+     0},
+    {"mixed_gemm", "w4a16", "stream", "m=8 n=64 k=64 group=32 zero_point=1 dtype=float16", 2560, 1,
+     0},
+    /* a tuned kernel: the op's bytes, 2304 + X 8 x 64 x 2 + Y 8 x 64 x 2 */
+    {"mixed_gemm", "w4a16", "wgmma", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16", 4352, 1,
+     0},
+    /* dequant: 2304 read, 8192 written and read again, X and Y: 2 launches */
+    {"mixed_gemm", "w4a16", "dequant", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16",
+     2304 + 2 * 8192 + 2048, 2, 0},
+};
+
+ParameterizedTestParameters(roofline_model, traffic)
+{
+    return cr_make_param_array(traffic_case, traffic_cases,
+                               sizeof traffic_cases / sizeof traffic_cases[0]);
+}
+
+ParameterizedTest(traffic_case *c, roofline_model, traffic)
+{
+    result_row r = make_row(c->family, c->op, c->method, c->axes);
+    const tune_family *f = family_find(c->family);
+    cr_assert_not_null(f, "%s", c->family);
+    roofline_traffic t;
+    tune_error err = {0};
+    cr_assert_eq(roofline_traffic_eval(f, &r, &t, &err), TUNE_OK, "%s: %s", c->axes, err.message);
+    cr_expect(t.modelled);
+    cr_expect(fabs(t.dram - c->dram) <= 1e-9 * c->dram, "%s %s %s: dram %.10g, want %.10g", c->op,
+              c->method, c->axes, t.dram, c->dram);
+    cr_expect_eq(t.launches, c->launches, "%s %s: launches %g", c->op, c->method, t.launches);
+    cr_expect_eq(t.chain, c->chain, "%s %s: chain %g", c->op, c->method, t.chain);
+}
+
+Test(roofline_model, repeated_rows_count_once)
+{
+    /* 512 random rows of 1024: distinct(1024, 512) = 403.06 rows are fetched, not 512 */
+    result_row r = make_row("gather_matmul", "gather_inner_matrix_only_bmv", "custom",
+                            "g=1 k_pre=1024 k=512 n=128 dtype=float16 transpose_B=0 "
+                            "indices=random");
+    roofline_traffic t;
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    double rows = (t.dram - 2048 - 1024 - 256) / 256; /* indices, A, output */
+    cr_expect(fabs(rows - 403.0643173783) < 1e-6, "rows %.10g", rows);
+}
+
+Test(roofline_model, mixed_gemm_compute_terms)
+{
+    result_row r =
+        make_row("mixed_gemm", "w4a16", "fp8", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16");
+    roofline_traffic t;
+    const tune_family *f = family_find("mixed_gemm");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &t, NULL), TUNE_OK);
+    cr_expect(t.has_precision);
+    cr_expect_eq(t.precision, ROOFLINE_FP8);
+    cr_expect_eq(t.flops, 5678, "the row's FLOPs");
+    r.method = "stream";
+    cr_assert_eq(roofline_traffic_eval(f, &r, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.flops, 0, "a stream of the weight computes nothing");
+    cr_expect(!t.has_precision);
+}
+
+Test(roofline_model, no_model_uses_the_rows_bytes)
+{
+    result_row r = make_row("declared", "my_op", "custom", "n=4");
+    roofline_traffic t;
+    cr_assert_eq(roofline_traffic_eval(NULL, &r, &t, NULL), TUNE_OK);
+    cr_expect(!t.modelled);
+    cr_expect_eq(t.dram, 1234);
+    cr_expect_eq(t.launches, 1);
+    cr_expect_eq(t.chain, 0);
+}
+
+static const family_traffic bad_traffic[] = {
+    {"op1", "custom", "n / zero", NULL, NULL, NULL, NULL, ""},
+    {"op1", "neg", "0 - n", NULL, NULL, NULL, NULL, ""},
+    {"op1", "prec", "n", NULL, NULL, NULL, "fp7", ""},
+};
+
+Test(roofline_model, model_errors_name_the_method_and_field)
+{
+    tune_family f = {.name = "t", .traffic = bad_traffic, .n_traffic = 3};
+    result_row r = make_row("t", "op1", "custom", "n=4 zero=0");
+    roofline_traffic t;
+    tune_error err = {0};
+    cr_expect_eq(roofline_traffic_eval(&f, &r, &t, &err), TUNE_ERR_EVAL);
+    cr_expect(strstr(err.message, "custom: dram \"n / zero\": ") == err.message, "%s", err.message);
+    cr_expect(strstr(err.message, "division by zero"), "%s", err.message);
+    memset(&err, 0, sizeof err);
+    r.method = "neg";
+    cr_expect_eq(roofline_traffic_eval(&f, &r, &t, &err), TUNE_ERR_EVAL);
+    cr_expect_str_eq(err.message, "neg: dram \"0 - n\" is -4: expected a finite number >= 0");
+    memset(&err, 0, sizeof err);
+    r.method = "prec";
+    cr_expect_eq(roofline_traffic_eval(&f, &r, &t, &err), TUNE_ERR_INVALID);
+    cr_expect_str_eq(err.message, "prec: unknown precision 'fp7'");
+    memset(&err, 0, sizeof err);
+    r.method = "other"; /* no entry for it, none for every method: the row's bytes */
+    cr_expect_eq(roofline_traffic_eval(&f, &r, &t, &err), TUNE_OK);
+    cr_expect(!t.modelled);
+}
+
+static roofline_ceilings ceilings(void)
+{
+    roofline_ceilings c;
+    memset(&c, 0, sizeof c);
+    c.read_bw = 1e12;
+    c.copy_bw = 0.9e12;
+    c.launch_s = 4e-6;
+    c.latency_s = 1e-6;
+    for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
+        c.rate[p] = NAN;
+    c.rate[ROOFLINE_FP16] = 1e15;
+    c.rate[ROOFLINE_FP8] = 2e15;
+    return c;
+}
+
+Test(roofline_model, additive_time)
+{
+    roofline_ceilings c = ceilings();
+    /* 4 us floor + 2 x 1 us chain + max(3e6 B / 1e12 B/s, 1e9 / 1e15) = 9 us, floor dominant */
+    roofline_traffic t = {3e6, 1, 2, 1e9, 0, ROOFLINE_FP32, 1};
+    roofline_terms m;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 9e-6, 1e-15);
+    cr_expect_float_eq(m.floor, 4e-6, 1e-15);
+    cr_expect_float_eq(m.chain, 2e-6, 1e-15);
+    cr_expect_float_eq(m.transfer, 3e-6, 1e-15);
+    cr_expect_float_eq(m.compute, 1e-6, 1e-15);
+    cr_expect_eq(m.dominant, ROOFLINE_TERM_FLOOR);
+    /* 2e10 FLOPs at 1e15: 20 us of compute, above the transfer: 4 + 2 + 20 */
+    t.flops = 2e10;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 26e-6, 1e-15);
+    cr_expect_eq(m.dominant, ROOFLINE_TERM_COMPUTE);
+    /* the model's own precision (fp8, 2e15) replaces the row's */
+    t.has_precision = 1;
+    t.precision = ROOFLINE_FP8;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 16e-6, 1e-15);
+    /* 2 launches, 5e7 bytes: 8 + 2 + 50 us, transfer dominant */
+    roofline_traffic big = {5e7, 2, 2, NAN, 0, ROOFLINE_FP32, 1};
+    cr_expect_float_eq(roofline_model_time(&c, &big, ROOFLINE_FP16, &m), 60e-6, 1e-15);
+    cr_expect_eq(m.dominant, ROOFLINE_TERM_TRANSFER);
+    cr_expect_str_eq(roofline_term_str(m.dominant), "transfer");
+}
+
+Test(roofline_model, grid_floor_replaces_the_launch_overhead)
+{
+    roofline_ceilings c = ceilings();
+    c.floor_s = 5e-6; /* measured: a grid-filling kernel costs more than a one-block one */
+    roofline_traffic t = {3e6, 2, 1, NAN, 0, ROOFLINE_FP32, 1};
+    roofline_terms m;
+    /* 2 launches x 5 us + 1 x 1 us + 3 us */
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 14e-6, 1e-15);
+    cr_expect_float_eq(m.floor, 10e-6, 1e-15);
+}
+
+Test(roofline_model, unknown_ceilings_leave_terms_out)
+{
+    roofline_ceilings c = ceilings();
+    c.latency_s = NAN; /* a calibration without the DRAM latency */
+    roofline_traffic t = {3e6, 1, 2, NAN, 0, ROOFLINE_FP32, 1};
+    roofline_terms m;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 7e-6, 1e-15);
+    cr_expect_eq(m.chain, 0);
+    roofline_traffic none = {NAN, 1, 0, NAN, 0, ROOFLINE_FP32, 1};
+    cr_expect(isnan(roofline_model_time(&c, &none, ROOFLINE_FP16, NULL)));
+}
+
+Test(roofline_model, pct_read_bw)
+{
+    roofline_traffic t = {4.5e6, 1, 0, NAN, 0, ROOFLINE_FP32, 1};
+    cr_expect_float_eq(roofline_pct_read_bw(&t, 2e-6, 4.5e12), 50.0, 1e-12);
+    cr_expect(isnan(roofline_pct_read_bw(&t, 0, 4.5e12)));
+    cr_expect(isnan(roofline_pct_read_bw(&t, 2e-6, NAN)));
+}
