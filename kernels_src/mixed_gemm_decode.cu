@@ -1,8 +1,10 @@
-// mixed_gemm_decode.cu - the streaming mixed-input GEMM for small m ("decode"):
-// Y[m,n] = X[m,k] . dequant(W)[k,n] with int4 W in the packed layout of mixed_gemm.cuh.
+// mixed_gemm_decode.cu - the streaming mixed-input GEMMs for small m, "decode" (mg_decode) and
+// "gemv" (mg_gemv, at the end of the file): Y[m,n] = X[m,k] . dequant(W)[k,n] with int4 W in the
+// packed layout of mixed_gemm.cuh. They share the k16 step (mg_decode_step), the X fragments
+// (mg_x_frags) and the block's end (mg_decode_end); they differ in how the weight is streamed.
 // Device code only; compiles with NVRTC and with nvcc unchanged (sm_90: bulk copies, mbarriers).
 //
-// Built for memory-level parallelism: one producer warp per block streams the block's packed
+// mg_decode is built for memory-level parallelism: one producer warp per block streams the block's packed
 // weight (and its scales and zero points) into a STAGES-deep ring of shared-memory stages with
 // the bulk copy engine (cp.async.bulk, completion counted in bytes on an mbarrier), so each block
 // keeps STAGES x ~16 KB in flight with a handful of instructions; the consumer warps only read
@@ -428,7 +430,7 @@ __device__ __forceinline__ void mg_gemv_fill(unsigned char *slot,
     asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-// The register-streaming mixed-input GEMM for small m ("gemv"): Y = X . dequant(W) as mg_decode
+// The warp-streaming mixed-input GEMM for small m ("gemv"): Y = X . dequant(W) as mg_decode
 // computes it (the same A/B operand swap, k16 step and SA modes, mg_decode_step), but with no
 // producer and no block-wide ring: every warp streams its own batches of U packed units, so the
 // multiprocessor's warps, not one copy engine per block, keep the bytes in flight, and a warp

@@ -144,15 +144,23 @@ static void expect_refused(const tune_point *p, const char *category)
     cr_expect(strncmp(why, category, strlen(category)) == 0, "want '%s...', got '%s'", category, why);
 }
 
+/* p is accepted, and its main kernel is `name` in `source` (NULL: not checked). */
+static void expect_kernel(const tune_point *p, const char *source, const char *name)
+{
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[256] = "";
+    cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    if (source)
+        cr_expect_str_eq(refs[0].source, source);
+    cr_expect_str_eq(refs[0].name, name);
+}
+
 Test(mixed_gemm, refuses_what_cannot_run_with_a_reason)
 {
     tune_point p;
-    family_kernel_ref refs[FAMILY_MAX_KERNELS];
-    char why[256];
     mg_point(&p, "fused", 17, 512, 1024, 128, 0, "float16");
     mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 1, 0, 1024);
-    cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
-    cr_expect_str_eq(refs[0].name, "mg_fused<half_t, 16, 128, 128, 1, 2, 1, 4, 0, 0>");
+    expect_kernel(&p, NULL, "mg_fused<half_t, 16, 128, 128, 1, 2, 1, 4, 0, 0>");
 
     mg_point(&p, "fused", 17, 640, 1024, 128, 0, "float16"); /* 640 % 256 */
     mg_tile(&p, 16, 256, 128, 1, 2, 1, 4, 1, 0, 1024);
@@ -193,14 +201,10 @@ Test(mixed_gemm, refuses_bad_shapes_and_splits)
 Test(mixed_gemm, decode_kernel_and_stream)
 {
     tune_point p;
-    family_kernel_ref refs[FAMILY_MAX_KERNELS];
-    char why[256];
     mg_point(&p, "decode", 3, 512, 1024, 128, 1, "bfloat16");
     mg_tile(&p, 24, 128, 256, 1, 2, 2, 4, 2, 0, 1024);
     point_set_int(&p, "sa", 2);
-    cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
-    cr_expect_str_eq(refs[0].source, "mixed_gemm_decode.cu");
-    cr_expect_str_eq(refs[0].name, "mg_decode<bf16_t, 3, 2, 2, 16, 4, 1, 2>");
+    expect_kernel(&p, "mixed_gemm_decode.cu", "mg_decode<bf16_t, 3, 2, 2, 16, 4, 1, 2>");
     mg_tile(&p, 72, 128, 256, 1, 2, 2, 4, 2, 0, 1024);
     expect_refused(&p, "tile shape: the decode kernel takes bm = 8, 16, ..., 64");
     mg_tile(&p, 8, 256, 256, 1, 2, 2, 4, 2, 0, 1024);
@@ -219,13 +223,11 @@ Test(mixed_gemm, decode_kernel_and_stream)
     mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 1, 0, 1024);
     point_set_int(&p, "sa", 2);
     expect_refused(&p, "tile shape: sa = 2 is the decode kernel's");
-    /* the register-streaming kernel: two group rows per batch of 256 */
+    /* the warp-streaming kernel: two group rows per batch of 256 */
     mg_point(&p, "gemv", 3, 512, 1024, 128, 1, "float16");
     mg_tile(&p, 8, 128, 256, 1, 2, 4, 2, 2, 0, 1024);
     point_set_int(&p, "sa", 2);
-    cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
-    cr_expect_str_eq(refs[0].source, "mixed_gemm_decode.cu");
-    cr_expect_str_eq(refs[0].name, "mg_gemv<half_t, 1, 2, 4, 16, 2, 2, 1, 2>");
+    expect_kernel(&p, "mixed_gemm_decode.cu", "mg_gemv<half_t, 1, 2, 4, 16, 2, 2, 1, 2>");
     mg_tile(&p, 40, 128, 256, 1, 2, 4, 2, 2, 0, 1024);
     expect_refused(&p, "tile shape: the gemv kernel takes bm = 8, 16, 24, 32");
     mg_tile(&p, 8, 128, 512, 1, 2, 4, 2, 1, 0, 1024);
@@ -240,8 +242,7 @@ Test(mixed_gemm, decode_kernel_and_stream)
     point_set_int(&p, "sa", 2);
     expect_refused(&p, "shared memory over the device limit");
     mg_point(&p, "stream", 3, 512, 1024, 128, 0, "float16");
-    cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
-    cr_expect_str_eq(refs[0].name, "mg_stream<8>");
+    expect_kernel(&p, NULL, "mg_stream<8>");
 }
 
 /* The group/bk rule in both directions: groups of 32 inside stages of 128 nest; groups of 128
