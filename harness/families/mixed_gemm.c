@@ -390,12 +390,7 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     tune_status st = TUNE_OK;
     long long k = s->shape.k, n = s->shape.n, group = s->shape.g_eff;
     s->k_main = NULL;
-    switch (d->method) {
-    case MG_FUSED:
-    case MG_DECODE:
-    case MG_GEMV:
-    case MG_WGMMA:
-    case MG_WGMMA_WS:
+    if (MG_TILED(d->method)) {
         if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
             return TUNE_ERR_CUDA;
         if (MG_IS_WGMMA(d->method) && (st = mg_prepare_xmap(s, d, err)))
@@ -404,6 +399,8 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
         if (MG_IS_WGMMA(d->method) && d->splitk == 2)
             return TUNE_OK;
         return d->splitk > 1 ? mg_prepare_split(s, d, err) : TUNE_OK;
+    }
+    switch (d->method) {
     case MG_DEQUANT:
     case MG_CUBLAS:
         if (!s->wd && (st = gpu_malloc(&s->wd, s->n_w * 2, err)))
@@ -459,6 +456,13 @@ static tune_status mg_launch(void *state, tune_error *err)
     const mg_desc *d = &s->cur;
     int m = (int)d->m, n = (int)d->n, k = (int)d->k, group = (int)d->g_eff, gsh = d->gsh;
     long long kl = d->k, nl = d->n;
+    if (MG_TILED(d->method)) {
+        /* the wgmma kernels take X's tensor map in place of X */
+        void *x = MG_IS_WGMMA(d->method) ? (void *)s->xmap : (void *)&s->x;
+        void *args[] = {x,            &s->wp, &s->sp, &s->zp, &s->y,  &s->ws,
+                        &s->counters, &m,     &n,     &k,     &group, &gsh};
+        return gpu_launch_grid(s->k_main, d->grid, d->threads, d->smem, s->env.stream, args, err);
+    }
     switch (d->method) {
     case MG_STREAM: {
         long long nw = (long long)s->n_q / 16, ns = (long long)s->n_sz * 2 / 16,
@@ -466,17 +470,6 @@ static tune_status mg_launch(void *state, tune_error *err)
         void *args[] = {&s->wp, &nw, &s->sp, &ns, &s->zp, &nz, &s->xor_out};
         return gpu_launch(s->k_main, (unsigned)mg_stream_blocks(s), 256, 0, s->env.stream, args,
                           err);
-    }
-    case MG_FUSED:
-    case MG_DECODE:
-    case MG_GEMV:
-    case MG_WGMMA:
-    case MG_WGMMA_WS: {
-        /* the wgmma kernels take X's tensor map in place of X */
-        void *x = MG_IS_WGMMA(d->method) ? (void *)s->xmap : (void *)&s->x;
-        void *args[] = {x,            &s->wp, &s->sp, &s->zp, &s->y,  &s->ws,
-                        &s->counters, &m,     &n,     &k,     &group, &gsh};
-        return gpu_launch_grid(s->k_main, d->grid, d->threads, d->smem, s->env.stream, args, err);
     }
     case MG_DEQUANT: {
         void *args[] = {&s->wp, &s->sp, &s->zp, &s->wd, &kl, &nl, &group};
