@@ -100,3 +100,17 @@ double roofline_pct_read_bw(const roofline_traffic *t, double time_s, double rea
         return NAN;
     return 100.0 * t->dram / time_s / read_bw;
 }
+
+void roofline_model_fill_row(const tune_family *fam, const roofline_ceilings *c, result_row *row)
+{
+    roofline_traffic t;
+    if (roofline_traffic_eval(fam, row, &t, NULL) != TUNE_OK)
+        return;
+    row->model_time =
+        roofline_model_time(c, &t, roofline_row_precision(row, fam ? fam->dtype_axis : "dtype"),
+                            NULL);
+    if (!t.modelled)
+        return;
+    row->dram_bytes = t.dram;
+    row->pct_read_bw = roofline_pct_read_bw(&t, row->time.median, row->read_bw);
+}
