@@ -113,14 +113,22 @@ static char *dup_str(const char *s)
     return strdup(s ? s : "");
 }
 
-/* What the groups of one roofline_report_add call share. */
+/* What the groups of one roofline_report_add or roofline_report_add_model call share. */
 typedef struct {
     const char *model, *source, *device, *op;
-    int additive;
     const result_row *rows;
     const double *pred;
-    const int *cls; /* bound or dominant term per row */
+    const roofline_bound *bound; /* the roofline's, per row (NULL: every row memory-bound) */
+    const roofline_terms *terms; /* the time model's, per row; NULL for the roofline */
 } group_input;
+
+/* Row i's class: its dominant term (roofline_term) for the time model, else its bound. */
+static int row_class(const group_input *in, size_t i)
+{
+    if (in->terms)
+        return (int)in->terms[i].dominant;
+    return in->bound ? (int)in->bound[i] : ROOFLINE_BOUND_MEMORY;
+}
 
 static tune_status add_group(roofline_report *r, const group_input *in, const char *method,
                              const char *selection, const size_t *idx, size_t m, tune_error *err)
@@ -147,7 +155,7 @@ static tune_status add_group(roofline_report *r, const group_input *in, const ch
     for (size_t k = 0; k < m; k++) {
         p[k] = pred[idx[k]];
         t[k] = rows[idx[k]].time.median;
-        g->g.n_bound[in->cls[idx[k]] & 3]++;
+        g->g.n_bound[row_class(in, idx[k]) & 3]++;
     }
     roofline_error_compute(p, t, m, &g->g.err);
     g->model = dup_str(model);
@@ -186,7 +194,7 @@ static tune_status add_group(roofline_report *r, const group_input *in, const ch
     g->g.selection = selection;
     g->g.worst_shape = g->worst_shape;
     g->g.op = g->op;
-    g->g.additive = in->additive;
+    g->g.additive = in->terms != NULL;
     r->n_groups++;
     return TUNE_OK;
 }
@@ -230,8 +238,8 @@ static tune_status add_input(roofline_report *r, const group_input *in,
         rr->index = i;
         rr->pred = pred[i];
         rr->ratio = pred[i] / rows[i].time.median;
-        rr->cls = in->cls[i];
-        rr->additive = in->additive;
+        rr->cls = row_class(in, i);
+        rr->additive = in->terms != NULL;
     }
     /* Methods in order of first appearance. */
     for (size_t i = 0; i < n && st == TUNE_OK; i++) {
@@ -271,15 +279,8 @@ tune_status roofline_report_add(roofline_report *r, const char *model, const cha
                                 const result_row *rows, size_t n, const double *pred,
                                 const roofline_bound *bound, tune_error *err)
 {
-    int *cls = malloc((n ? n : 1) * sizeof *cls);
-    if (!cls)
-        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
-    for (size_t i = 0; i < n; i++)
-        cls[i] = bound ? (int)bound[i] : ROOFLINE_BOUND_MEMORY;
-    group_input in = {model, source, device, "", 0, rows, pred, cls};
-    tune_status st = add_input(r, &in, c, n, err);
-    free(cls);
-    return st;
+    group_input in = {model, source, device, "", rows, pred, bound, NULL};
+    return add_input(r, &in, c, n, err);
 }
 
 tune_status roofline_report_add_model(roofline_report *r, const char *model, const char *source,
@@ -288,15 +289,8 @@ tune_status roofline_report_add_model(roofline_report *r, const char *model, con
                                       size_t n, const double *pred, const roofline_terms *terms,
                                       tune_error *err)
 {
-    int *cls = malloc((n ? n : 1) * sizeof *cls);
-    if (!cls)
-        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
-    for (size_t i = 0; i < n; i++)
-        cls[i] = (int)terms[i].dominant;
-    group_input in = {model, source, device, op ? op : "", 1, rows, pred, cls};
-    tune_status st = add_input(r, &in, c, n, err);
-    free(cls);
-    return st;
+    group_input in = {model, source, device, op ? op : "", rows, pred, NULL, terms};
+    return add_input(r, &in, c, n, err);
 }
 
 static void markdown_group(const roofline_report_group *g, FILE *f)
