@@ -468,8 +468,8 @@ int tune_cmd_roofline(int argc, char **argv)
         rep ? TUNE_OK : tune_error_set(&err, TUNE_ERR_NOMEM, "roofline", "out of memory");
     if (!c.quiet && st == TUNE_OK)
         printf("# Roofline prediction error\n\nroofline time = max(bytes / bandwidth, FLOPs / "
-               "rate(dtype), launch overhead); time model = launches x launch overhead + chain x "
-               "DRAM latency + max(modelled DRAM bytes / read bandwidth, FLOPs / rate) (calibrated "
+               "rate(dtype), launch overhead); time model = launches x grid floor (else launch "
+               "overhead) + chain x DRAM latency + max(modelled DRAM bytes / read bandwidth, FLOPs / rate) (calibrated "
                "ceilings, the op's traffic model); error = max(predicted / measured, measured / "
                "predicted); \"best\" = the fastest row of each shape.\n\nCeilings:\n");
     for (size_t d = 0; d < c.n_dirs && st == TUNE_OK; d++)
