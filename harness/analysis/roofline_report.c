@@ -19,6 +19,7 @@ typedef struct {
 typedef struct {
     char *model, *source, *device;
     roofline_ceilings c;
+    int additive; /* 1: the time model's rows */
 } report_model;
 
 typedef struct {
@@ -26,7 +27,6 @@ typedef struct {
     size_t index; /* line of the row in its source (0-based) */
     double pred, ratio;
     int cls;      /* roofline_bound, or roofline_term for the time model */
-    int additive; /* 1: a time-model row */
 } report_row;
 
 struct roofline_report {
@@ -229,6 +229,7 @@ static tune_status add_input(roofline_report *r, const group_input *in,
     r->models[mi].source = dup_str(source);
     r->models[mi].device = dup_str(device);
     r->models[mi].c = *c;
+    r->models[mi].additive = in->terms != NULL;
     r->n_models++;
     for (size_t i = 0; i < n; i++) {
         if (!row_usable(&rows[i], pred[i]))
@@ -239,7 +240,6 @@ static tune_status add_input(roofline_report *r, const group_input *in,
         rr->pred = pred[i];
         rr->ratio = pred[i] / rows[i].time.median;
         rr->cls = row_class(in, i);
-        rr->additive = in->terms != NULL;
     }
     /* Methods in order of first appearance. */
     for (size_t i = 0; i < n && st == TUNE_OK; i++) {
@@ -414,13 +414,14 @@ tune_status roofline_report_write_json(const roofline_report *r, const char *pat
         json_array_append_new(groups, group_json(&r->groups[i].g));
     for (size_t i = 0; i < r->n_rows; i++) {
         const report_row *rr = &r->rows[i];
+        const report_model *m = &r->models[rr->model];
         json_array_append_new(
-            rows, json_pack("{s:s, s:s, s:I, s:f, s:f, s:s}", "model", r->models[rr->model].model,
-                            "source", r->models[rr->model].source, "index", (json_int_t)rr->index,
-                            rr->additive ? "model_time" : "roofline_time", rr->pred, "ratio",
-                            rr->ratio, rr->additive ? "dominant" : "bound",
-                            rr->additive ? roofline_term_str((roofline_term)rr->cls)
-                                         : roofline_bound_str((roofline_bound)rr->cls)));
+            rows, json_pack("{s:s, s:s, s:I, s:f, s:f, s:s}", "model", m->model, "source",
+                            m->source, "index", (json_int_t)rr->index,
+                            m->additive ? "model_time" : "roofline_time", rr->pred, "ratio",
+                            rr->ratio, m->additive ? "dominant" : "bound",
+                            m->additive ? roofline_term_str((roofline_term)rr->cls)
+                                        : roofline_bound_str((roofline_bound)rr->cls)));
     }
     json_object_set_new(root, "models", models);
     json_object_set_new(root, "groups", groups);
