@@ -309,6 +309,21 @@ static void markdown_group(const roofline_report_group *g, FILE *f)
         fprintf(f, "%zu / %zu / %zu |\n", g->n_bound[0], g->n_bound[1], g->n_bound[2]);
 }
 
+/* The heading of the table whose first group is g: the roofline's, or the time model's. */
+static void markdown_heading(const roofline_report_group *g, FILE *f)
+{
+    if (g->additive)
+        fprintf(f, "\n### time model: %s\n\n| model | method | rows | geo-mean error | "
+                   "worst error | worst row | model / measured (us) | %% of model | "
+                   "floor / chain / transfer / compute dominant |\n"
+                   "|---|---|---|---|---|---|---|---|---|\n",
+                g->op);
+    else
+        fprintf(f, "| model | method | rows | geo-mean error | worst error | worst row | "
+                   "roofline / measured (us) | %% of roofline | memory / compute / "
+                   "launch bound |\n|---|---|---|---|---|---|---|---|---|\n");
+}
+
 /* The groups [lo, hi) of one source: the roofline's table, then the time model's. */
 static void markdown_source(const roofline_report *r, size_t lo, size_t hi, FILE *f)
 {
@@ -320,16 +335,8 @@ static void markdown_source(const roofline_report *r, size_t lo, size_t hi, FILE
             const roofline_report_group *g = &r->groups[i].g;
             if (g->additive != additive)
                 continue;
-            if (!any++ && additive)
-                fprintf(f, "\n### time model: %s\n\n| model | method | rows | geo-mean error | "
-                           "worst error | worst row | model / measured (us) | %% of model | "
-                           "floor / chain / transfer / compute dominant |\n"
-                           "|---|---|---|---|---|---|---|---|---|\n",
-                        g->op);
-            else if (any == 1)
-                fprintf(f, "| model | method | rows | geo-mean error | worst error | worst row | "
-                           "roofline / measured (us) | %% of roofline | memory / compute / "
-                           "launch bound |\n|---|---|---|---|---|---|---|---|---|\n");
+            if (!any++)
+                markdown_heading(g, f);
             markdown_group(g, f);
         }
     }
