@@ -29,8 +29,11 @@ check "report's stdout has the table" grep -q '^# ' "$tmp/stdout"
 check "report gives older rows the time model" grep -q '^## % of model (model time / time)' "$tmp/stdout"
 pct_max() { awk '/^## % of measured read bandwidth/{p=1; next} /^## /{p=0}
     p && /^\| [0-9]/{for (i = 4; i <= NF; i += 2) if ($i + 0 > m) m = $i + 0} END{print m + 0}' "$1"; }
-check "report's % of read bandwidth is on modelled traffic, at most 100 (was 111.6)" \
-    test "$(pct_max "$tmp/stdout" | cut -d. -f1)" -lt 100
+# 91.7 at g=4096 k_pre=16384 k=512; on the sweep's bytes it was 111.6. A lower bound too, so that
+# a missing table (pct_max 0) fails.
+pct=$(pct_max "$tmp/stdout" | cut -d. -f1)
+check "report's % of read bandwidth is on modelled traffic, 90 to 100 (was 111.6): $pct" \
+    test "$pct" -ge 90 -a "$pct" -lt 100
 check "report leaves its folder as it was" unchanged
 check "report over two folders" run report "$a" "$b" --quiet
 check "report over two folders leaves them as they were" unchanged

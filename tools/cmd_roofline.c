@@ -205,16 +205,7 @@ void tune_report_fill(void *ctx, result_row *rows, size_t n)
         if (r->status != RESULT_OK || isfinite(r->model_time) || !r->device ||
             !ceilings_for((const char *)ctx, r->device, &fc))
             continue;
-        const tune_family *f = family_find(r->family);
-        roofline_traffic t;
-        if (roofline_traffic_eval(f, r, &t, NULL) != TUNE_OK)
-            continue;
-        r->model_time = roofline_model_time(
-            &fc.c, &t, roofline_row_precision(r, f ? f->dtype_axis : "dtype"), NULL);
-        if (t.modelled) {
-            r->dram_bytes = t.dram;
-            r->pct_read_bw = roofline_pct_read_bw(&t, r->time.median, r->read_bw);
-        }
+        roofline_model_fill_row(family_find(r->family), &fc.c, r);
     }
 }
 
@@ -477,8 +468,8 @@ int tune_cmd_roofline(int argc, char **argv)
         rep ? TUNE_OK : tune_error_set(&err, TUNE_ERR_NOMEM, "roofline", "out of memory");
     if (!c.quiet && st == TUNE_OK)
         printf("# Roofline prediction error\n\nroofline time = max(bytes / bandwidth, FLOPs / "
-               "rate(dtype), launch overhead); time model = launches x launch overhead + chain x "
-               "DRAM latency + max(modelled DRAM bytes / read bandwidth, FLOPs / rate) (calibrated "
+               "rate(dtype), launch overhead); time model = launches x grid floor (else launch "
+               "overhead) + chain x DRAM latency + max(modelled DRAM bytes / read bandwidth, FLOPs / rate) (calibrated "
                "ceilings, the op's traffic model); error = max(predicted / measured, measured / "
                "predicted); \"best\" = the fastest row of each shape.\n\nCeilings:\n");
     for (size_t d = 0; d < c.n_dirs && st == TUNE_OK; d++)

@@ -68,24 +68,26 @@ static double known(double x)
 double roofline_model_time(const roofline_ceilings *c, const roofline_traffic *t,
                            roofline_precision p, roofline_terms *terms)
 {
-    roofline_terms m = {0};
-    double floor_s = isfinite(known(c->floor_s)) ? c->floor_s : known(c->launch_s);
-    double lat = known(c->latency_s), bw = known(c->read_bw);
+    _Static_assert(ROOFLINE_TERM_FLOOR == 0 && ROOFLINE_TERM_CHAIN == 1 &&
+                       ROOFLINE_TERM_TRANSFER == 2 && ROOFLINE_TERM_COMPUTE == 3,
+                   "roofline_term follows family_traffic_time's order of terms");
     if (t->has_precision)
         p = t->precision;
-    double rate = (unsigned)p < ROOFLINE_N_PRECISIONS ? known(c->rate[p]) : NAN;
-    double transfer = isfinite(t->dram) && t->dram >= 0 ? t->dram / bw : NAN;
-    double compute = isfinite(t->flops) && t->flops >= 0 ? t->flops / rate : NAN;
-    m.floor = isfinite(floor_s) ? t->launches * floor_s : 0;
-    m.chain = isfinite(lat) ? t->chain * lat : 0;
-    m.transfer = isfinite(transfer) ? transfer : 0;
-    m.compute = isfinite(compute) ? compute : 0;
-    m.total = isfinite(transfer) || isfinite(compute)
-                  ? m.floor + m.chain + fmax(m.transfer, m.compute)
-                  : NAN;
-    const double v[4] = {m.floor, m.chain, m.transfer, m.compute};
+    const family_time_ceilings fc = {
+        .floor_s = isfinite(known(c->floor_s)) ? c->floor_s : known(c->launch_s),
+        .latency_s = known(c->latency_s),
+        .bw = known(c->read_bw),
+        .rate = (unsigned)p < ROOFLINE_N_PRECISIONS ? known(c->rate[p]) : NAN};
+    const family_traffic_value v = {t->dram, t->launches, t->chain, t->flops};
+    double v4[4];
+    roofline_terms m = {0};
+    m.total = family_traffic_time(&v, &fc, v4);
+    m.floor = v4[0];
+    m.chain = v4[1];
+    m.transfer = v4[2];
+    m.compute = v4[3];
     for (int i = 1; i < 4; i++)
-        if (v[i] > v[m.dominant])
+        if (v4[i] > v4[m.dominant])
             m.dominant = (roofline_term)i;
     if (terms)
         *terms = m;
@@ -97,4 +99,18 @@ double roofline_pct_read_bw(const roofline_traffic *t, double time_s, double rea
     if (!(isfinite(t->dram) && known(time_s) > 0 && known(read_bw) > 0))
         return NAN;
     return 100.0 * t->dram / time_s / read_bw;
+}
+
+void roofline_model_fill_row(const tune_family *fam, const roofline_ceilings *c, result_row *row)
+{
+    roofline_traffic t;
+    if (roofline_traffic_eval(fam, row, &t, NULL) != TUNE_OK)
+        return;
+    row->model_time =
+        roofline_model_time(c, &t, roofline_row_precision(row, fam ? fam->dtype_axis : "dtype"),
+                            NULL);
+    if (!t.modelled)
+        return;
+    row->dram_bytes = t.dram;
+    row->pct_read_bw = roofline_pct_read_bw(&t, row->time.median, row->read_bw);
 }

@@ -61,6 +61,13 @@ typedef struct {
 double roofline_model_time(const roofline_ceilings *c, const roofline_traffic *t,
                            roofline_precision p, roofline_terms *terms);
 
+/* The time model's fields of an ok row timed on a device with ceilings c: model_time, and, when
+ * the op has a traffic model, dram_bytes and pct_read_bw (on the modelled DRAM traffic, against
+ * row->read_bw; the sweep's own bytes may count rows the L2 serves). A model that cannot be
+ * evaluated leaves them as they are. `tune run` fills them as it measures a row, `tune report`
+ * for rows measured before they existed. fam: the row's family (NULL: unknown). */
+void roofline_model_fill_row(const tune_family *fam, const roofline_ceilings *c, result_row *row);
+
 /* 100 x (dram / time) / read bandwidth: the share of the measured read bandwidth a row reached on
  * its modelled DRAM traffic; NAN when unknown. */
 double roofline_pct_read_bw(const roofline_traffic *t, double time_s, double read_bw);

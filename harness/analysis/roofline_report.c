@@ -19,6 +19,7 @@ typedef struct {
 typedef struct {
     char *model, *source, *device;
     roofline_ceilings c;
+    int additive; /* 1: the time model's rows */
 } report_model;
 
 typedef struct {
@@ -26,7 +27,6 @@ typedef struct {
     size_t index; /* line of the row in its source (0-based) */
     double pred, ratio;
     int cls;      /* roofline_bound, or roofline_term for the time model */
-    int additive; /* 1: a time-model row */
 } report_row;
 
 struct roofline_report {
@@ -113,14 +113,22 @@ static char *dup_str(const char *s)
     return strdup(s ? s : "");
 }
 
-/* What the groups of one roofline_report_add call share. */
+/* What the groups of one roofline_report_add or roofline_report_add_model call share. */
 typedef struct {
     const char *model, *source, *device, *op;
-    int additive;
     const result_row *rows;
     const double *pred;
-    const int *cls; /* bound or dominant term per row */
+    const roofline_bound *bound; /* the roofline's, per row (NULL: every row memory-bound) */
+    const roofline_terms *terms; /* the time model's, per row; NULL for the roofline */
 } group_input;
+
+/* Row i's class: its dominant term (roofline_term) for the time model, else its bound. */
+static int row_class(const group_input *in, size_t i)
+{
+    if (in->terms)
+        return (int)in->terms[i].dominant;
+    return in->bound ? (int)in->bound[i] : ROOFLINE_BOUND_MEMORY;
+}
 
 static tune_status add_group(roofline_report *r, const group_input *in, const char *method,
                              const char *selection, const size_t *idx, size_t m, tune_error *err)
@@ -147,7 +155,7 @@ static tune_status add_group(roofline_report *r, const group_input *in, const ch
     for (size_t k = 0; k < m; k++) {
         p[k] = pred[idx[k]];
         t[k] = rows[idx[k]].time.median;
-        g->g.n_bound[in->cls[idx[k]] & 3]++;
+        g->g.n_bound[row_class(in, idx[k]) & 3]++;
     }
     roofline_error_compute(p, t, m, &g->g.err);
     g->model = dup_str(model);
@@ -186,7 +194,7 @@ static tune_status add_group(roofline_report *r, const group_input *in, const ch
     g->g.selection = selection;
     g->g.worst_shape = g->worst_shape;
     g->g.op = g->op;
-    g->g.additive = in->additive;
+    g->g.additive = in->terms != NULL;
     r->n_groups++;
     return TUNE_OK;
 }
@@ -221,6 +229,7 @@ static tune_status add_input(roofline_report *r, const group_input *in,
     r->models[mi].source = dup_str(source);
     r->models[mi].device = dup_str(device);
     r->models[mi].c = *c;
+    r->models[mi].additive = in->terms != NULL;
     r->n_models++;
     for (size_t i = 0; i < n; i++) {
         if (!row_usable(&rows[i], pred[i]))
@@ -230,8 +239,7 @@ static tune_status add_input(roofline_report *r, const group_input *in,
         rr->index = i;
         rr->pred = pred[i];
         rr->ratio = pred[i] / rows[i].time.median;
-        rr->cls = in->cls[i];
-        rr->additive = in->additive;
+        rr->cls = row_class(in, i);
     }
     /* Methods in order of first appearance. */
     for (size_t i = 0; i < n && st == TUNE_OK; i++) {
@@ -271,15 +279,8 @@ tune_status roofline_report_add(roofline_report *r, const char *model, const cha
                                 const result_row *rows, size_t n, const double *pred,
                                 const roofline_bound *bound, tune_error *err)
 {
-    int *cls = malloc((n ? n : 1) * sizeof *cls);
-    if (!cls)
-        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
-    for (size_t i = 0; i < n; i++)
-        cls[i] = bound ? (int)bound[i] : ROOFLINE_BOUND_MEMORY;
-    group_input in = {model, source, device, "", 0, rows, pred, cls};
-    tune_status st = add_input(r, &in, c, n, err);
-    free(cls);
-    return st;
+    group_input in = {model, source, device, "", rows, pred, bound, NULL};
+    return add_input(r, &in, c, n, err);
 }
 
 tune_status roofline_report_add_model(roofline_report *r, const char *model, const char *source,
@@ -288,15 +289,8 @@ tune_status roofline_report_add_model(roofline_report *r, const char *model, con
                                       size_t n, const double *pred, const roofline_terms *terms,
                                       tune_error *err)
 {
-    int *cls = malloc((n ? n : 1) * sizeof *cls);
-    if (!cls)
-        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
-    for (size_t i = 0; i < n; i++)
-        cls[i] = (int)terms[i].dominant;
-    group_input in = {model, source, device, op ? op : "", 1, rows, pred, cls};
-    tune_status st = add_input(r, &in, c, n, err);
-    free(cls);
-    return st;
+    group_input in = {model, source, device, op ? op : "", rows, pred, NULL, terms};
+    return add_input(r, &in, c, n, err);
 }
 
 static void markdown_group(const roofline_report_group *g, FILE *f)
@@ -315,6 +309,21 @@ static void markdown_group(const roofline_report_group *g, FILE *f)
         fprintf(f, "%zu / %zu / %zu |\n", g->n_bound[0], g->n_bound[1], g->n_bound[2]);
 }
 
+/* The heading of the table whose first group is g: the roofline's, or the time model's. */
+static void markdown_heading(const roofline_report_group *g, FILE *f)
+{
+    if (g->additive)
+        fprintf(f, "\n### time model: %s\n\n| model | method | rows | geo-mean error | "
+                   "worst error | worst row | model / measured (us) | %% of model | "
+                   "floor / chain / transfer / compute dominant |\n"
+                   "|---|---|---|---|---|---|---|---|---|\n",
+                g->op);
+    else
+        fprintf(f, "| model | method | rows | geo-mean error | worst error | worst row | "
+                   "roofline / measured (us) | %% of roofline | memory / compute / "
+                   "launch bound |\n|---|---|---|---|---|---|---|---|---|\n");
+}
+
 /* The groups [lo, hi) of one source: the roofline's table, then the time model's. */
 static void markdown_source(const roofline_report *r, size_t lo, size_t hi, FILE *f)
 {
@@ -326,16 +335,8 @@ static void markdown_source(const roofline_report *r, size_t lo, size_t hi, FILE
             const roofline_report_group *g = &r->groups[i].g;
             if (g->additive != additive)
                 continue;
-            if (!any++ && additive)
-                fprintf(f, "\n### time model: %s\n\n| model | method | rows | geo-mean error | "
-                           "worst error | worst row | model / measured (us) | %% of model | "
-                           "floor / chain / transfer / compute dominant |\n"
-                           "|---|---|---|---|---|---|---|---|---|\n",
-                        g->op);
-            else if (any == 1)
-                fprintf(f, "| model | method | rows | geo-mean error | worst error | worst row | "
-                           "roofline / measured (us) | %% of roofline | memory / compute / "
-                           "launch bound |\n|---|---|---|---|---|---|---|---|---|\n");
+            if (!any++)
+                markdown_heading(g, f);
             markdown_group(g, f);
         }
     }
@@ -420,13 +421,14 @@ tune_status roofline_report_write_json(const roofline_report *r, const char *pat
         json_array_append_new(groups, group_json(&r->groups[i].g));
     for (size_t i = 0; i < r->n_rows; i++) {
         const report_row *rr = &r->rows[i];
+        const report_model *m = &r->models[rr->model];
         json_array_append_new(
-            rows, json_pack("{s:s, s:s, s:I, s:f, s:f, s:s}", "model", r->models[rr->model].model,
-                            "source", r->models[rr->model].source, "index", (json_int_t)rr->index,
-                            rr->additive ? "model_time" : "roofline_time", rr->pred, "ratio",
-                            rr->ratio, rr->additive ? "dominant" : "bound",
-                            rr->additive ? roofline_term_str((roofline_term)rr->cls)
-                                         : roofline_bound_str((roofline_bound)rr->cls)));
+            rows, json_pack("{s:s, s:s, s:I, s:f, s:f, s:s}", "model", m->model, "source",
+                            m->source, "index", (json_int_t)rr->index,
+                            m->additive ? "model_time" : "roofline_time", rr->pred, "ratio",
+                            rr->ratio, m->additive ? "dominant" : "bound",
+                            m->additive ? roofline_term_str((roofline_term)rr->cls)
+                                        : roofline_bound_str((roofline_bound)rr->cls)));
     }
     json_object_set_new(root, "models", models);
     json_object_set_new(root, "groups", groups);

@@ -30,11 +30,22 @@ static tune_status probe_launch(void *ctx, tune_error *err)
     return gpu_launch(p->kernel, p->grid, 512, 0, p->stream, args, err);
 }
 
-static double median_of(double *samples, int reps)
+/* The median seconds of reps runs of fn(ctx) timed with the L2 flushed, after warmup runs: every
+ * ceiling's measurement. */
+static tune_status timed_median(timing *tm, tune_status (*fn)(void *ctx, tune_error *err),
+                                void *ctx, int warmup, int reps, double *median, tune_error *err)
 {
-    stats_summary s;
-    stats_summarize(samples, (size_t)reps, &s);
-    return s.median;
+    double *samples = malloc((size_t)reps * sizeof *samples);
+    if (!samples)
+        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+    tune_status st = timing_run_fn(tm, fn, ctx, warmup, reps, 1, samples, err);
+    if (st == TUNE_OK) {
+        stats_summary sum;
+        stats_summarize(samples, (size_t)reps, &sum);
+        *median = sum.median;
+    }
+    free(samples);
+    return st;
 }
 
 tune_status calibrate_read_bw(timing *tm, void *stream, void *read_probe, int sm_count,
@@ -43,23 +54,20 @@ tune_status calibrate_read_bw(timing *tm, void *stream, void *read_probe, int sm
     unsigned grid = (unsigned)(sm_count > 0 ? sm_count : 132) * 16;
     probe_ctx p = {read_probe, NULL, NULL, bytes / 16, grid, stream};
     tune_status st = TUNE_OK;
-    double *samples = malloc((size_t)(reps > 0 ? reps : 1) * sizeof *samples);
-    if (!read_probe || reps <= 0 || !samples) {
-        free(samples);
-        return tune_error_set(err, !samples ? TUNE_ERR_NOMEM : TUNE_ERR_INVALID,
-                              "calibrate_read_bw", "needs tune_read_probe and reps > 0");
-    }
+    double t;
+    if (!read_probe || reps <= 0)
+        return tune_error_set(err, TUNE_ERR_INVALID, "calibrate_read_bw",
+                              "needs tune_read_probe and reps > 0");
     if ((st = gpu_malloc(&p.buf, bytes, err)) != TUNE_OK ||
         (st = gpu_malloc(&p.sink, grid * sizeof(unsigned), err)) != TUNE_OK)
         goto done;
     GPU_CHECK(cudaMemsetAsync(p.buf, 0x5a, bytes, (cudaStream_t)stream), err, st, done);
-    if ((st = timing_run_fn(tm, probe_launch, &p, 3, reps, 1, samples, err)) != TUNE_OK)
+    if ((st = timed_median(tm, probe_launch, &p, 3, reps, &t, err)) != TUNE_OK)
         goto done;
-    *bw = (double)(p.words * 16) / median_of(samples, reps);
+    *bw = (double)(p.words * 16) / t;
 done:
     gpu_free(p.buf);
     gpu_free(p.sink);
-    free(samples);
     return st;
 }
 
@@ -85,20 +93,17 @@ static tune_status measure_copy_bw(timing *tm, void *stream, size_t bytes, int r
 {
     copy_ctx c = {NULL, NULL, bytes, stream};
     tune_status st = TUNE_OK;
-    double *samples = malloc((size_t)reps * sizeof *samples);
-    if (!samples)
-        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+    double t;
     if ((st = gpu_malloc(&c.src, bytes, err)) != TUNE_OK ||
         (st = gpu_malloc(&c.dst, bytes, err)) != TUNE_OK)
         goto done;
     GPU_CHECK(cudaMemsetAsync(c.src, 0x5a, bytes, (cudaStream_t)stream), err, st, done);
-    if ((st = timing_run_fn(tm, copy_launch, &c, 2, reps, 1, samples, err)) != TUNE_OK)
+    if ((st = timed_median(tm, copy_launch, &c, 2, reps, &t, err)) != TUNE_OK)
         goto done;
-    *bw = 2.0 * (double)bytes / median_of(samples, reps);
+    *bw = 2.0 * (double)bytes / t;
 done:
     gpu_free(c.src);
     gpu_free(c.dst);
-    free(samples);
     return st;
 }
 
@@ -120,15 +125,10 @@ static tune_status measure_launch(timing *tm, void *stream, void *fill_indices, 
                                   double *seconds, tune_error *err)
 {
     tiny_ctx t = {fill_indices, NULL, stream};
-    tune_status st = TUNE_OK;
-    double *samples = malloc((size_t)reps * sizeof *samples);
-    if (!samples)
-        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
-    if ((st = gpu_malloc(&t.buf, 256, err)) == TUNE_OK &&
-        (st = timing_run_fn(tm, tiny_launch, &t, 10, reps, 1, samples, err)) == TUNE_OK)
-        *seconds = median_of(samples, reps);
+    tune_status st = gpu_malloc(&t.buf, 256, err);
+    if (st == TUNE_OK)
+        st = timed_median(tm, tiny_launch, &t, 10, reps, seconds, err);
     gpu_free(t.buf);
-    free(samples);
     return st;
 }
 
@@ -175,9 +175,7 @@ static tune_status measure_gemm(timing *tm, void *stream, cublasHandle_t h, void
         g.type = CUDA_R_16BF, elem = 2;
     size_t count = (size_t)n * (size_t)n, bytes = count * elem;
     tune_status st = TUNE_OK;
-    double *samples = malloc((size_t)reps * sizeof *samples);
-    if (!samples)
-        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+    double t;
     if ((st = gpu_malloc(&g.a, bytes, err)) != TUNE_OK ||
         (st = gpu_malloc(&g.b, bytes, err)) != TUNE_OK ||
         (st = gpu_malloc(&g.c, bytes, err)) != TUNE_OK ||
@@ -185,14 +183,13 @@ static tune_status measure_gemm(timing *tm, void *stream, cublasHandle_t h, void
         (st = fill_uniform(fill, g.b, count, 0x5eee, stream, err)) != TUNE_OK ||
         (st = fill_uniform(fill, g.c, count, 0x5eef, stream, err)) != TUNE_OK)
         goto done;
-    if ((st = timing_run_fn(tm, gemm_launch, &g, 3, reps, 1, samples, err)) != TUNE_OK)
+    if ((st = timed_median(tm, gemm_launch, &g, 3, reps, &t, err)) != TUNE_OK)
         goto done;
-    *rate = 2.0 * (double)n * (double)n * (double)n / median_of(samples, reps);
+    *rate = 2.0 * (double)n * (double)n * (double)n / t;
 done:
     gpu_free(g.a);
     gpu_free(g.b);
     gpu_free(g.c);
-    free(samples);
     return st;
 }
 
@@ -222,26 +219,21 @@ static tune_status measure_latency(timing *tm, void *stream, void *chase, size_t
     bytes = (size_t)words * 4;
     chase_ctx c = {chase, NULL, NULL, words - 1, 1, stream};
     tune_status st = TUNE_OK;
-    double *samples = malloc((size_t)reps * sizeof *samples), t1 = 0;
-    if (!samples)
-        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+    double t1, t257;
     if ((st = gpu_malloc(&c.buf, bytes, err)) != TUNE_OK ||
         (st = gpu_malloc(&c.sink, 256, err)) != TUNE_OK)
         goto done;
     GPU_CHECK(cudaMemsetAsync(c.buf, 0x5a, bytes, (cudaStream_t)stream), err, st, done);
-    for (int pass = 0; pass < 2 && st == TUNE_OK; pass++) {
-        c.steps = pass ? 257 : 1;
-        if ((st = timing_run_fn(tm, chase_launch, &c, 3, reps, 1, samples, err)) != TUNE_OK)
-            goto done;
-        if (pass)
-            *seconds = (median_of(samples, reps) - t1) / 256.0;
-        else
-            t1 = median_of(samples, reps);
-    }
+    c.steps = 1;
+    if ((st = timed_median(tm, chase_launch, &c, 3, reps, &t1, err)) != TUNE_OK)
+        goto done;
+    c.steps = 257;
+    if ((st = timed_median(tm, chase_launch, &c, 3, reps, &t257, err)) != TUNE_OK)
+        goto done;
+    *seconds = (t257 - t1) / 256.0;
 done:
     gpu_free(c.buf);
     gpu_free(c.sink);
-    free(samples);
     return st;
 }
 

@@ -207,4 +207,21 @@ typedef struct {
 tune_status family_traffic_eval(const family_traffic *t, const tune_point *p, double flops,
                                 family_traffic_value *out, tune_error *err);
 
+/* What the time model divides by; NAN (or a value that is not finite) leaves its term out. */
+typedef struct {
+    double floor_s;   /* seconds per launch */
+    double latency_s; /* seconds per dependent DRAM round trip */
+    double bw;        /* DRAM bytes per second */
+    double rate;      /* FLOPs per second at the compute term's precision */
+} family_time_ceilings;
+
+/* The additive time model of v (docs/roofline.md, "The time model"), written once for its two
+ * users: the roofline model with measured ceilings (analysis/roofline_model.h) and sharding's
+ * cost model with nominal ones (model/shard.h):
+ *   launches x floor_s + chain x latency_s + max(dram / bw, flops / rate)
+ * Returns NAN when neither dram / bw nor flops / rate is known. terms (optional) gets the seconds
+ * of the floor, chain, transfer and compute terms in that order, 0 for a term left out. */
+double family_traffic_time(const family_traffic_value *v, const family_time_ceilings *c,
+                           double terms[4]);
+
 #endif

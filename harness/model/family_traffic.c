@@ -1,5 +1,6 @@
-/* family_traffic.c - the traffic-model lookup, apart from family.c so that the CPU library's
- * users (the roofline model) need not link the family registry that family_find reads. */
+/* family_traffic.c - the traffic models' lookup and evaluation and the time model's formula, apart
+ * from family.c so that the CPU library's users (the roofline model, sharding) need not link the
+ * family registry that family_find reads. */
 #include "model/family.h"
 
 #include <math.h>
@@ -59,4 +60,17 @@ tune_status family_traffic_eval(const family_traffic *t, const tune_point *p, do
     if (st == TUNE_OK)
         st = eval_field(method, "flops", t->flops, flops, p, &out->flops, err);
     return st;
+}
+
+double family_traffic_time(const family_traffic_value *v, const family_time_ceilings *c,
+                           double terms[4])
+{
+    double transfer = isfinite(v->dram) && v->dram >= 0 ? v->dram / c->bw : NAN;
+    double compute = isfinite(v->flops) && v->flops >= 0 ? v->flops / c->rate : NAN;
+    const double t[4] = {isfinite(c->floor_s) ? v->launches * c->floor_s : 0,
+                         isfinite(c->latency_s) ? v->chain * c->latency_s : 0,
+                         isfinite(transfer) ? transfer : 0, isfinite(compute) ? compute : 0};
+    if (terms)
+        memcpy(terms, t, sizeof t);
+    return isfinite(transfer) || isfinite(compute) ? t[0] + t[1] + fmax(t[2], t[3]) : NAN;
 }

@@ -81,8 +81,8 @@ static int load_cmp_desc(const void *a, const void *b)
 }
 
 /* Estimated kernel seconds of configuration p: with the family's traffic model for its method
- * (model/family.h), the additive time model launches x floor + chain x latency +
- * max(dram / bandwidth, flops / rate) on the nominal GPU; without one, the roofline
+ * (model/family.h), the additive time model (family_traffic_time) launches x floor + chain x
+ * latency + max(dram / bandwidth, flops / rate) on the nominal GPU; without one, the roofline
  * max(bytes / bandwidth, flops / rate, floor) of the sweep's byte and FLOP models. */
 static double kernel_seconds(const sweep *sw, const tune_point *p)
 {
@@ -95,9 +95,10 @@ static double kernel_seconds(const sweep *sw, const tune_point *p)
     const family_traffic *tr =
         family_find_traffic(sw->family, sw->op, point_str(p, "method", NULL));
     family_traffic_value tv;
+    static const family_time_ceilings nominal = {SHARD_KERNEL_MIN, SHARD_LATENCY, SHARD_BW,
+                                                 SHARD_RATE};
     if (tr && family_traffic_eval(tr, p, isfinite(flops) ? flops : 0, &tv, NULL) == TUNE_OK)
-        return tv.launches * SHARD_KERNEL_MIN + tv.chain * SHARD_LATENCY +
-               fmax(tv.dram / SHARD_BW, tv.flops / SHARD_RATE);
+        return family_traffic_time(&tv, &nominal, NULL);
     double t = SHARD_KERNEL_MIN;
     if (isfinite(bytes) && bytes / SHARD_BW > t)
         t = bytes / SHARD_BW;

@@ -63,22 +63,6 @@ int run_row_unrunnable(const run_ctx *rc, size_t ci, result_row *row)
     return 0;
 }
 
-/* The traffic model's DRAM bytes and the time model's time of an ok row; "% of measured read
- * bandwidth" on the modelled DRAM traffic when the op has a traffic model (the sweep's own bytes
- * may count rows that the L2 serves, docs/roofline.md). A model that cannot be evaluated leaves
- * the fields unknown. */
-static void row_model(const run_ctx *rc, result_row *row, roofline_precision prec)
-{
-    roofline_traffic t;
-    if (roofline_traffic_eval(rc->sw->family, row, &t, NULL) != TUNE_OK)
-        return;
-    row->model_time = roofline_model_time(&rc->ceil, &t, prec, NULL);
-    if (!t.modelled)
-        return;
-    row->dram_bytes = t.dram;
-    row->pct_read_bw = roofline_pct_read_bw(&t, row->time.median, rc->read_bw);
-}
-
 /* The measured part of an ok row: statistics, how it was timed, rates, roofline, NVML. */
 static void row_measured(run_ctx *rc, const double *samples, const timing_info *ti, result_row *row,
                          char *reason, size_t reason_size)
@@ -100,7 +84,7 @@ static void row_measured(run_ctx *rc, const double *samples, const timing_info *
         roofline_precision prec = roofline_row_precision(row, rc->sw->family->dtype_axis);
         row->roofline_time = roofline_time(&rc->ceil, row->bytes, row->flops, prec, NULL);
         row->roofline_fraction = row->roofline_time / row->time.median;
-        row_model(rc, row, prec);
+        roofline_model_fill_row(rc->sw->family, &rc->ceil, row);
     }
     monitor_sample ms;
     if (monitor_read(rc->mon, &ms) == 0) {
