@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "core/half.h"
-#include "core/hash.h"
 #include "core/npy.h"
 
 static uint64_t kd_next(uint64_t *s)
@@ -163,7 +162,7 @@ tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, s
                          uint64_t seed, void *dst, tune_error *err)
 {
     const kdecl_arg *a = &d->args[ai];
-    uint64_t rng = hash_fnv1a_str(seed ^ 0x5eed, a->name);
+    uint64_t rng = seed;
     switch (a->init.kind) {
     case KDECL_INIT_CONSTANT:
         for (size_t i = 0; i < count; i++)

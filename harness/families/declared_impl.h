@@ -17,7 +17,7 @@ typedef struct {
 double kd_load(kdecl_type t, const void *base, size_t i);
 void kd_store(kdecl_type t, void *base, size_t i, double v);
 /* The host-side initial values (constant, permutation, npy) of argument ai (count elements) at
- * p into dst, seeded by seed. */
+ * p into dst, seeded by seed (the buffer's own: --seed and its name, declared.c). */
 tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, size_t count,
                          uint64_t seed, void *dst, tune_error *err);
 /* A .npy file (template rendered at p, relative to the sweep's folder) of exactly count
