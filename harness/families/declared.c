@@ -92,11 +92,7 @@ static tune_status kd_fill_args(const kdecl_arg *a, const tune_point *p, size_t 
     if (*kind < 3)
         return TUNE_OK;
     int64_t n = 0;
-    tune_status st = kd_eval_int(a->init.hi, p, a->name, 0, &n, err);
-    if (st == TUNE_OK && (n < (int64_t)count || n > (int64_t)1 << 31))
-        st = tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name,
-                            "a permutation of %lld values cannot fill %zu elements", (long long)n,
-                            count);
+    tune_status st = kd_perm_size(a, p, count, &n, err);
     *hi = (double)n;
     return st;
 }

@@ -131,17 +131,24 @@ tune_status kd_init_bounds(const kdecl_arg *a, const tune_point *p, double *lo, 
     return TUNE_OK;
 }
 
+tune_status kd_perm_size(const kdecl_arg *a, const tune_point *p, size_t count, int64_t *n,
+                         tune_error *err)
+{
+    tune_status st = kd_eval_int(a->init.hi, p, a->name, 0, n, err);
+    if (st == TUNE_OK && (*n < (int64_t)count || *n > (int64_t)1 << 31))
+        st = tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name,
+                            "a permutation of %lld values cannot fill %zu elements", (long long)*n,
+                            count);
+    return st;
+}
+
 static tune_status kd_permutation(const kdecl_arg *a, const tune_point *p, size_t count,
                                   uint64_t *rng, void *dst, tune_error *err)
 {
     int64_t n = 0;
-    tune_status st = kd_eval_int(a->init.hi, p, a->name, 0, &n, err);
+    tune_status st = kd_perm_size(a, p, count, &n, err);
     if (st != TUNE_OK)
         return st;
-    if (n < (int64_t)count || n > (int64_t)1 << 31)
-        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name,
-                              "a permutation of %lld values cannot fill %zu elements", (long long)n,
-                              count);
     int64_t *perm = malloc((size_t)(n ? n : 1) * sizeof *perm);
     if (!perm)
         return tune_error_set(err, TUNE_ERR_NOMEM, a->name, "out of host memory");

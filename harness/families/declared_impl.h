@@ -32,6 +32,10 @@ tune_status kd_eval_int(const expr *e, const tune_point *p, const char *what, in
 /* The inclusive bounds of an "integers" init at p. */
 tune_status kd_init_bounds(const kdecl_arg *a, const tune_point *p, double *lo, double *hi,
                            tune_error *err);
+/* The n of a "permutation" init at p: an integer of at least count (the buffer's elements) and
+ * at most 2^31. */
+tune_status kd_perm_size(const kdecl_arg *a, const tune_point *p, size_t count, int64_t *n,
+                         tune_error *err);
 /* Adds the comparison of n elements of y with the reference r to acc. */
 void kd_compare(kdecl_type t, const void *y, const void *r, size_t n, const kernel_decl *d,
                 kd_error *acc);
