@@ -21,17 +21,6 @@
  * the source's name, the job's options, the headers found in include folders). */
 #define KEY_VERSION "tune-compile-v2"
 
-void hash_bytes(hash128 *h, const void *data, size_t n)
-{
-    h->a = hash_fnv1a(h->a, data, n);
-    h->b = hash_fnv1a(h->b, data, n);
-    /* a separator so that ("ab","c") and ("a","bc") differ */
-    h->a = hash_fnv1a(h->a, "\xff", 1);
-    h->b = hash_fnv1a(h->b, "\xfe", 1);
-}
-
-void hash_str(hash128 *h, const char *s) { hash_bytes(h, s, strlen(s)); }
-
 /* ---- the toolkit's headers ---- */
 
 #ifndef TUNE_CUDA_INCLUDE_DIRS
@@ -351,8 +340,8 @@ static tune_status scan_text(scan_ctx *c, const char *text, const char *dir, int
         char *h = NULL;
         if (seen || infile_read(path, COMPILE_MAX_SOURCE, &h, NULL, NULL) != TUNE_OK)
             continue;
-        hash_str(c->h, name);
-        hash_str(c->h, h);
+        hash128_str(c->h, name);
+        hash128_str(c->h, h);
         char *slash = strrchr(path, '/');
         *slash = '\0'; /* path's folder: scan_resolve's paths have a '/' */
         tune_status st = scan_text(c, h, path[0] ? path : "/", depth + 1);
@@ -367,7 +356,7 @@ static tune_status scan_headers(compile_unit *u, const compile_env *env, char *c
                                 size_t n_dirs)
 {
     scan_ctx c = {dirs, n_dirs, NULL, NULL, 0, &u->tree};
-    u->tree = (hash128){HASH_FNV_OFFSET, 0x84222325cbf29ce4ull};
+    u->tree = (hash128)HASH128_INIT;
     const char *dir = u->source[0] == '/' ? dirs[0] : env->kernels_dir;
     tune_status st = scan_text(&c, u->text, dir, 0);
     for (size_t i = 0; i < c.n_seen; i++)
@@ -378,27 +367,26 @@ static tune_status scan_headers(compile_unit *u, const compile_env *env, char *c
         return unit_fail(u, st, "%s: more than %d headers to hash for the cache key", u->source,
                          SCAN_MAX_HEADERS);
     return st;
-    return TUNE_OK;
 }
 
 /* ---- the unit ---- */
 
 static void unit_key(compile_unit *u, const compile_env *env)
 {
-    hash128 h = {HASH_FNV_OFFSET, 0x84222325cbf29ce4ull};
-    hash_str(&h, KEY_VERSION);
-    hash_str(&h, u->source);
-    hash_str(&h, u->text);
+    hash128 h = HASH128_INIT;
+    hash128_str(&h, KEY_VERSION);
+    hash128_str(&h, u->source);
+    hash128_str(&h, u->text);
     for (size_t k = 0; k < u->n_headers; k++) {
-        hash_str(&h, u->header_names[k]);
-        hash_str(&h, u->header_texts[k]);
+        hash128_str(&h, u->header_names[k]);
+        hash128_str(&h, u->header_texts[k]);
     }
     for (size_t k = 0; k < env->n_base; k++)
-        hash_str(&h, env->base_opts[k]);
+        hash128_str(&h, env->base_opts[k]);
     for (size_t k = 0; k < u->n_opts; k++) /* the job's options and every include folder */
-        hash_str(&h, u->opts[k]);
-    hash_bytes(&h, &u->tree, sizeof u->tree);
-    hash_bytes(&h, &env->nvrtc_version, sizeof env->nvrtc_version);
+        hash128_str(&h, u->opts[k]);
+    hash128_bytes(&h, &u->tree, sizeof u->tree);
+    hash128_bytes(&h, &env->nvrtc_version, sizeof env->nvrtc_version);
     u->key = h;
 }
 
