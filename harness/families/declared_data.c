@@ -66,11 +66,8 @@ double kd_load(kdecl_type t, const void *base, size_t i)
 /* The .npy descr a buffer of type t accepts. */
 static int kd_npy_matches(kdecl_type t, const char *descr)
 {
-    static const char *const want[KDECL_N_TYPES] = {
-        [KDECL_F32] = "f4", [KDECL_F64] = "f8", [KDECL_F16] = "f2", [KDECL_BF16] = "V2",
-        [KDECL_I8] = "i1",  [KDECL_U8] = "u1",  [KDECL_I16] = "i2", [KDECL_U16] = "u2",
-        [KDECL_I32] = "i4", [KDECL_U32] = "u4", [KDECL_I64] = "i8", [KDECL_U64] = "u8"};
-    return (descr[0] == '<' || descr[0] == '|' || descr[0] == '=') && strcmp(descr + 1, want[t]) == 0;
+    return (descr[0] == '<' || descr[0] == '|' || descr[0] == '=') &&
+           strcmp(descr + 1, kdecl_type_npy(t)) == 0;
 }
 
 tune_status kd_read_npy(const kernel_decl *d, const kdecl_template *file, const tune_point *p,

@@ -6,17 +6,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Everything tune knows of an element type, in one row. */
 static const struct {
     const char *name, *alias; /* the name tune writes; the C type a kernel author may write */
     size_t size;
     int is_float;
+    const char *fill; /* the device fill of its random inputs (kernels_src/common.cu) */
+    const char *npy;  /* the .npy descr it accepts, after the byte-order character */
 } kd_types[KDECL_N_TYPES] = {
-    [KDECL_F32] = {"float32", "float", 4, 1},     [KDECL_F64] = {"float64", "double", 8, 1},
-    [KDECL_F16] = {"float16", "half", 2, 1},      [KDECL_BF16] = {"bfloat16", "bf16", 2, 1},
-    [KDECL_I8] = {"int8", "int8_t", 1, 0},        [KDECL_U8] = {"uint8", "uint8_t", 1, 0},
-    [KDECL_I16] = {"int16", "int16_t", 2, 0},     [KDECL_U16] = {"uint16", "uint16_t", 2, 0},
-    [KDECL_I32] = {"int32", "int", 4, 0},         [KDECL_U32] = {"uint32", "unsigned", 4, 0},
-    [KDECL_I64] = {"int64", "int64_t", 8, 0},     [KDECL_U64] = {"uint64", "uint64_t", 8, 0},
+    [KDECL_F32] = {"float32", "float", 4, 1, "tune_fill_random<float>", "f4"},
+    [KDECL_F64] = {"float64", "double", 8, 1, "tune_fill_random<double>", "f8"},
+    [KDECL_F16] = {"float16", "half", 2, 1, "tune_fill_random<half_t>", "f2"},
+    [KDECL_BF16] = {"bfloat16", "bf16", 2, 1, "tune_fill_random<bf16_t>", "V2"},
+    [KDECL_I8] = {"int8", "int8_t", 1, 0, "tune_fill_random<signed char>", "i1"},
+    [KDECL_U8] = {"uint8", "uint8_t", 1, 0, "tune_fill_random<unsigned char>", "u1"},
+    [KDECL_I16] = {"int16", "int16_t", 2, 0, "tune_fill_random<short>", "i2"},
+    [KDECL_U16] = {"uint16", "uint16_t", 2, 0, "tune_fill_random<unsigned short>", "u2"},
+    [KDECL_I32] = {"int32", "int", 4, 0, "tune_fill_random<int>", "i4"},
+    [KDECL_U32] = {"uint32", "unsigned", 4, 0, "tune_fill_random<unsigned int>", "u4"},
+    [KDECL_I64] = {"int64", "int64_t", 8, 0, "tune_fill_random<long long>", "i8"},
+    [KDECL_U64] = {"uint64", "uint64_t", 8, 0, "tune_fill_random<unsigned long long>", "u8"},
 };
 
 size_t kdecl_type_size(kdecl_type t)
@@ -115,20 +124,12 @@ int kdecl_kernel_ref(const kernel_decl *d, const kdecl_kernel *k, const tune_poi
 
 const char *kdecl_fill_kernel(kdecl_type t)
 {
-    static const char *const names[KDECL_N_TYPES] = {
-        [KDECL_F32] = "tune_fill_random<float>",
-        [KDECL_F64] = "tune_fill_random<double>",
-        [KDECL_F16] = "tune_fill_random<half_t>",
-        [KDECL_BF16] = "tune_fill_random<bf16_t>",
-        [KDECL_I8] = "tune_fill_random<signed char>",
-        [KDECL_U8] = "tune_fill_random<unsigned char>",
-        [KDECL_I16] = "tune_fill_random<short>",
-        [KDECL_U16] = "tune_fill_random<unsigned short>",
-        [KDECL_I32] = "tune_fill_random<int>",
-        [KDECL_U32] = "tune_fill_random<unsigned int>",
-        [KDECL_I64] = "tune_fill_random<long long>",
-        [KDECL_U64] = "tune_fill_random<unsigned long long>"};
-    return (unsigned)t < KDECL_N_TYPES ? names[t] : NULL;
+    return (unsigned)t < KDECL_N_TYPES ? kd_types[t].fill : NULL;
+}
+
+const char *kdecl_type_npy(kdecl_type t)
+{
+    return (unsigned)t < KDECL_N_TYPES ? kd_types[t].npy : "?";
 }
 
 int kdecl_init_on_device(const kdecl_init *in)

@@ -50,6 +50,8 @@ int kdecl_type_is_float(kdecl_type t);
 int kdecl_type_parse(const char *s);
 /* "float32, float64, ..." for messages. */
 const char *kdecl_type_list(void);
+/* The .npy descr of t after its byte-order character ("f4"; bfloat16: "V2"). */
+const char *kdecl_type_npy(kdecl_type t);
 
 /* A string with {expr} holes ("matmul<{tile}, {2 * warps}>"); "{{" and "}}" are braces. */
 typedef struct {
