@@ -264,10 +264,9 @@ static int kd_kernel(const sweep_kd_scope *sc, kernel_decl *d, json_t *obj, int 
     return k->shared ? 0 : -1;
 }
 
-/* ---- arguments ---- */
+/* ---- reference, check, baselines ---- */
 
-/* A number of a JSON array [a, b] of numbers. */
-
+/* The index of the argument named name, -1 when none. */
 static int kd_find_arg(const kernel_decl *d, const char *name)
 {
     for (size_t i = 0; i < d->n_args; i++)
@@ -275,8 +274,6 @@ static int kd_find_arg(const kernel_decl *d, const char *name)
             return (int)i;
     return -1;
 }
-
-/* ---- reference, check, baselines ---- */
 
 /* The default bound on the normalised error for outputs of type t. */
 static double kd_default_tolerance(kdecl_type t)
