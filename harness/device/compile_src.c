@@ -76,19 +76,41 @@ void compile_env_toolkit(compile_env *env)
         snprintf(env->toolkit[1], sizeof env->toolkit[1], "-I%s", cccl);
 }
 
+/* The next `#include "name"` or `#include <name>` line from *p on: 1 and name, quoted; 0 at the
+ * end of text. Read for the shipped sources' headers and for the key's header scan. */
+static int next_include(const char **p, char *name, size_t size, int *quoted)
+{
+    for (const char *s = *p; *s; s += strcspn(s, "\n"), s += *s == '\n') {
+        const char *t = s + strspn(s, " \t");
+        if (*t != '#')
+            continue;
+        t += 1 + strspn(t + 1, " \t");
+        if (strncmp(t, "include", 7) != 0)
+            continue;
+        t += 7 + strspn(t + 7, " \t");
+        if (*t != '"' && *t != '<')
+            continue;
+        *quoted = *t == '"';
+        size_t len = strcspn(t + 1, *quoted ? "\"\n" : ">\n");
+        if (t[1 + len] != (*quoted ? '"' : '>') || len == 0 || len >= size)
+            continue;
+        snprintf(name, size, "%.*s", (int)len, t + 1);
+        *p = t + 1 + len;
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- shipped sources: the headers of kernels_dir, handed to NVRTC by name ---- */
 
 /* Adds the files named by `#include "x"` lines of text (and, recursively, of theirs). */
 static tune_status add_includes(compile_unit *u, const char *dir, const char *text, tune_error *err)
 {
-    for (const char *p = text; (p = strstr(p, "#include \"")) != NULL;) {
-        p += strlen("#include \"");
-        const char *q = strchr(p, '"');
-        if (!q)
-            break;
-        char name[128];
-        snprintf(name, sizeof name, "%.*s", (int)(q - p), p);
-        p = q + 1;
+    char name[128];
+    int quoted;
+    for (const char *p = text; next_include(&p, name, sizeof name, &quoted);) {
+        if (!quoted)
+            continue;
         int seen = 0;
         for (size_t i = 0; i < u->n_headers; i++)
             seen |= strcmp(u->header_names[i], name) == 0;
@@ -296,31 +318,6 @@ static int scan_resolve(const scan_ctx *c, const char *dir, const char *name, in
     for (size_t i = 0; i < c->n_dirs; i++)
         if (snprintf(path, size, "%s/%s", c->dirs[i], name) < (int)size && infile_is_file(path))
             return 1;
-    return 0;
-}
-
-/* The next `#include "name"` or `#include <name>` line from *p on: 1 and name, quoted; 0 at the
- * end of text. */
-static int next_include(const char **p, char *name, size_t size, int *quoted)
-{
-    for (const char *s = *p; *s; s += strcspn(s, "\n"), s += *s == '\n') {
-        const char *t = s + strspn(s, " \t");
-        if (*t != '#')
-            continue;
-        t += 1 + strspn(t + 1, " \t");
-        if (strncmp(t, "include", 7) != 0)
-            continue;
-        t += 7 + strspn(t + 7, " \t");
-        if (*t != '"' && *t != '<')
-            continue;
-        *quoted = *t == '"';
-        size_t len = strcspn(t + 1, *quoted ? "\"\n" : ">\n");
-        if (t[1 + len] != (*quoted ? '"' : '>') || len == 0 || len >= size)
-            continue;
-        snprintf(name, size, "%.*s", (int)len, t + 1);
-        *p = t + 1 + len;
-        return 1;
-    }
     return 0;
 }
 
