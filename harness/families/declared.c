@@ -155,9 +155,8 @@ static tune_status kd_alloc_one(kd_state *s, size_t i, const tune_point *p, size
         return TUNE_ERR_OOM;
     b->seed = hash_fnv1a_str(s->env.seed ^ 0x5eed, a->name);
     /* looked up now: before a rep, the timing may hold the stream while a load could wait */
-    const char *fill = kdecl_fill_kernel(a->type);
-    if ((a->redraw || kdecl_init_on_device(&a->init)) &&
-        !(b->fill = family_kernel_named(&s->env, KDECL_FILL_SOURCE, fill, err)))
+    if (kdecl_arg_uses_fill(a) && !(b->fill = family_kernel_named(&s->env, KDECL_FILL_SOURCE,
+                                                                  kdecl_fill_kernel(a->type), err)))
         return err ? err->code : TUNE_ERR_CUDA;
     if (a->role == KDECL_OUT)
         return cudaMemset(b->ptr, 0, b->bytes) == cudaSuccess

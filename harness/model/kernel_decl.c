@@ -138,13 +138,17 @@ int kdecl_init_on_device(const kdecl_init *in)
            in->kind == KDECL_INIT_INTEGERS;
 }
 
+int kdecl_arg_uses_fill(const kdecl_arg *a)
+{
+    return a->is_buffer && (kdecl_init_on_device(&a->init) || a->redraw);
+}
+
 /* The device fill kernels of the buffers' random inputs, one per type, from refs[n] on. */
 static int kd_fill_refs(const kernel_decl *d, family_kernel_ref *refs, int n, size_t max,
                         char *why, size_t why_size)
 {
     for (size_t i = 0; i < d->n_args; i++) {
-        if (!d->args[i].is_buffer ||
-            !(kdecl_init_on_device(&d->args[i].init) || d->args[i].redraw))
+        if (!kdecl_arg_uses_fill(&d->args[i]))
             continue;
         const char *name = kdecl_fill_kernel(d->args[i].type);
         int seen = 0;

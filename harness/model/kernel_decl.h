@@ -142,6 +142,9 @@ typedef struct kdecl_family {
 #define KDECL_FILL_SOURCE "common.cu"
 const char *kdecl_fill_kernel(kdecl_type t);
 int kdecl_init_on_device(const kdecl_init *in);
+/* 1 when buffer a needs the device fill: its first values drawn there, or drawn again
+ * ("redraw"). */
+int kdecl_arg_uses_fill(const kdecl_arg *a);
 
 /* tune_family.kernels of a declared family: the method's kernel first, then the reference
  * kernel (when there is one), then the fill kernels of the random inputs. */
