@@ -74,25 +74,25 @@ tune_status kd_read_npy(const kernel_decl *d, const kdecl_template *file, const 
                         kdecl_type type, size_t count, const char *what, void *dst,
                         tune_error *err)
 {
-    char rel[1024], path[2048], descr[16];
+    char rel[1024], descr[16];
     if (kdecl_render(file, p, rel, sizeof rel, err) != 0)
         return err ? err->code : TUNE_ERR_EVAL;
-    snprintf(path, sizeof path, "%s%s%s", rel[0] == '/' ? "" : d->dir, rel[0] == '/' ? "" : "/",
-             rel);
+    char *path = kdecl_path(d, rel);
+    if (!path)
+        return tune_error_set(err, TUNE_ERR_NOMEM, what, "out of host memory");
     size_t n = 0;
     void *data = NULL;
     tune_status st = npy_read(path, count * kdecl_type_size(type) + 1, descr, sizeof descr, &n,
                               &data, err);
-    if (st != TUNE_OK)
-        return st;
-    if (!kd_npy_matches(type, descr) || n != count)
+    if (st == TUNE_OK && (!kd_npy_matches(type, descr) || n != count))
         st = tune_error_set(err, TUNE_ERR_INVALID, path,
                             "holds %zu elements of dtype '%s'; %s needs %zu of %s (little-endian, "
                             "C order)",
                             n, descr, what, count, kdecl_type_name(type));
-    else
+    else if (st == TUNE_OK)
         memcpy(dst, data, count * kdecl_type_size(type));
     free(data);
+    free(path);
     return st;
 }
 

@@ -84,6 +84,15 @@ int kdecl_render(const kdecl_template *t, const tune_point *p, char *buf, size_t
     return 0;
 }
 
+char *kdecl_path(const kernel_decl *d, const char *rel)
+{
+    size_t n = strlen(d->dir) + strlen(rel) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s%s%s", rel[0] == '/' ? "" : d->dir, rel[0] == '/' ? "" : "/", rel);
+    return p;
+}
+
 const kdecl_kernel *kdecl_method_kernel(const kernel_decl *d, const char *method)
 {
     if (strcmp(method, KDECL_TUNED) == 0)

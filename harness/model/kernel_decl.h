@@ -152,6 +152,10 @@ int kdecl_family_kernels(const tune_family *fam, const tune_point *cfg, family_k
                          size_t max, char *why, size_t why_size);
 void kdecl_family_free(kdecl_family *kf);
 
+/* A file the sweep names (rel) as an absolute path: rel itself when it starts with '/', else
+ * relative to d->dir, the sweep file's folder. New (free it); NULL when out of memory. */
+char *kdecl_path(const kernel_decl *d, const char *rel);
+
 /* The kernel a method launches: main, the reference or a baseline; NULL when unknown. */
 const kdecl_kernel *kdecl_method_kernel(const kernel_decl *d, const char *method);
 /* The instantiation k needs at p: source, rendered entry, options (shared ones and -D macros). */
