@@ -396,17 +396,13 @@ __global__ void __launch_bounds__(THREADS)
     gm_cols_store<T, CPG, GS, NG>(acc, out + gi * n, c0 + grp, c1, lane);
 }
 
-// Naive reference: one thread per output element, fp32, no staging. TRANS as in the kernels.
+// The reference's output (gi, j): its sum in fp32, in order, no staging. TRANS as in the kernels.
+// Also the reference of sweeps/examples/sparq (reference.cu), which rounds it to half.
 template <typename T, int OP, int TRANS>
-__global__ void gm_reference(const T *__restrict__ A, const T *__restrict__ B,
-                             const int *__restrict__ I, float *__restrict__ ref, int g, int k,
-                             int kp, int n)
+__device__ float gm_reference_sum(const T *__restrict__ A, const T *__restrict__ B,
+                                  const int *__restrict__ I, long long gi, int j, int k, int kp,
+                                  int n)
 {
-    const long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    if (e >= (long long)g * n)
-        return;
-    const long long gi = e / n;
-    const int j = (int)(e % n);
     float s = 0.f;
     for (int t = 0; t < k; t++) {
         float a, b;
@@ -423,7 +419,19 @@ __global__ void gm_reference(const T *__restrict__ A, const T *__restrict__ B,
         }
         s = fmaf(a, b, s);
     }
-    ref[e] = s;
+    return s;
+}
+
+// Naive reference: one thread per output element, fp32, no staging.
+template <typename T, int OP, int TRANS>
+__global__ void gm_reference(const T *__restrict__ A, const T *__restrict__ B,
+                             const int *__restrict__ I, float *__restrict__ ref, int g, int k,
+                             int kp, int n)
+{
+    const long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    if (e >= (long long)g * n)
+        return;
+    ref[e] = gm_reference_sum<T, OP, TRANS>(A, B, I, e / n, (int)(e % n), k, kp, n);
 }
 
 // The `gather` baseline's first step (what torch's gather does): materialises the gathered

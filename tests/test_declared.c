@@ -28,6 +28,15 @@ static sweep *load(const char *path)
     return sw;
 }
 
+/* The kernels sw's family lists for p, into refs[FAMILY_MAX_KERNELS] (cleared first): their
+ * number, or -1 with the reason in why[512]. */
+static int kernels_at(const sweep *sw, const tune_point *p, family_kernel_ref *refs, char *why)
+{
+    memset(refs, 0, FAMILY_MAX_KERNELS * sizeof *refs);
+    why[0] = '\0';
+    return sw->family->kernels(sw->family, p, refs, FAMILY_MAX_KERNELS, why, 512);
+}
+
 Test(declared, kernels_render_entry_and_macros)
 {
     sweep *sw = load("sweeps/examples/matmul/matmul.json");
@@ -39,9 +48,8 @@ Test(declared, kernels_render_entry_and_macros)
     point_set_int(&p, "tile", 16);
     point_set_int(&p, "work", 4);
     family_kernel_ref refs[FAMILY_MAX_KERNELS];
-    memset(refs, 0, sizeof refs);
-    char why[512] = "";
-    int n = sw->family->kernels(sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+    char why[512];
+    int n = kernels_at(sw, &p, refs, why);
     cr_assert_eq(n, 3, "%s", why);
     cr_expect_str_eq(refs[0].name, "matmul_tiled");
     cr_expect_str_eq(refs[0].options, "-DTILE=16\n-DWORK=4");
@@ -53,7 +61,7 @@ Test(declared, kernels_render_entry_and_macros)
     cr_expect_str_eq(refs[2].name, "tune_fill_random<float>"); /* A and B, uniform */
     cr_expect_str_eq(refs[2].source, "common.cu");
     point_set_str(&p, "method", "naive");
-    n = sw->family->kernels(sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+    n = kernels_at(sw, &p, refs, why);
     cr_expect_eq(n, 3);
     cr_expect_str_eq(refs[0].name, "matmul_naive");
     /* the byte model is derived from the buffers when the sweep gives none */
@@ -74,9 +82,8 @@ Test(declared, redraw_of_a_permutation_needs_the_device_fill)
         point_set_int(&p, "n", 1000);
         point_set_int(&p, "threads", 512);
         family_kernel_ref refs[FAMILY_MAX_KERNELS];
-        memset(refs, 0, sizeof refs);
-        char why[512] = "";
-        int n = sw->family->kernels(sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+        char why[512];
+        int n = kernels_at(sw, &p, refs, why);
         cr_assert_eq(n, 3 + on, "%s: %d kernels: %s", paths[on], n, why);
         cr_expect_str_eq(refs[2].name, "tune_fill_random<float>");
         if (on)

@@ -75,7 +75,6 @@ static const char *path_in(char *buf, size_t size, const char *name)
     return buf;
 }
 
-/* Sorted "identity status" lines of a folder's rows. */
 /* Runs the n shards of the small sweep into s0, s1, ... (paths in d, pointers in dirs). */
 static void run_shards(char d[][512], const char **dirs, size_t n)
 {
@@ -87,6 +86,7 @@ static void run_shards(char d[][512], const char **dirs, size_t n)
     }
 }
 
+/* Sorted "identity status kernel" lines of a folder's rows. */
 static char **row_set(const char *dir, size_t *n)
 {
     char path[512], id[4096];
@@ -104,6 +104,22 @@ static char **row_set(const char *dir, size_t *n)
     results_rows_free(rows, *n);
     qsort(set, *n, sizeof *set, (int (*)(const void *, const void *))strcmp);
     return set;
+}
+
+static void row_set_free(char **set, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(set[i]);
+    free(set);
+}
+
+/* The number of rows in a folder. */
+static size_t row_count(const char *dir)
+{
+    size_t n;
+    char **set = row_set(dir, &n);
+    row_set_free(set, n);
+    return n;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -134,17 +150,27 @@ static tune_status merge(const char *out, const char **dirs, size_t n, tune_erro
     return run_merge(path_in(o, sizeof o, out), dirs, n, &mo, NULL, err);
 }
 
+/* The sweep run whole into "single" and as n shards into s0, s1, ... (paths in d, pointers in
+ * dirs), the shards merged into "merged" (its path in m): the merged rows are the single run's. */
+static void merge_like_single(char d[][512], const char **dirs, size_t n, char m[512])
+{
+    char single[512];
+    run_shard(path_in(single, sizeof single, "single"), 0, 1, 0);
+    run_shards(d, dirs, n);
+    tune_error err = {0};
+    cr_assert_eq(merge("merged", dirs, n, &err), TUNE_OK, "%s", err.message);
+    expect_same_rows(single, path_in(m, 512, "merged"));
+}
+
 TestSuite(shard_run, .init = setup_merge, .fini = remove_tmpdir, .timeout = 600);
 
 Test(shard_run, merged_shards_equal_a_single_run)
 {
     char single[512], d[3][512], m[512];
-    run_shard(path_in(single, sizeof single, "single"), 0, 1, 0);
     const char *dirs[3];
-    run_shards(d, dirs, 3);
+    merge_like_single(d, dirs, 3, m);
+    path_in(single, sizeof single, "single");
     tune_error err = {0};
-    cr_assert_eq(merge("merged", dirs, 3, &err), TUNE_OK, "%s", err.message);
-    expect_same_rows(single, path_in(m, sizeof m, "merged"));
     size_t n;
     char **set = row_set(m, &n);
     cr_expect_eq(n, 16);
@@ -438,10 +464,7 @@ Test(shard_run, empty_shard)
     const char *dirs[5];
     run_shard(path_in(single, sizeof single, "single"), 0, 1, 0);
     run_shards(d, dirs, 5);
-    size_t n;
-    char **set = row_set(d[4], &n);
-    cr_expect_eq(n, 0);
-    free(set);
+    cr_expect_eq(row_count(d[4]), 0);
     tune_error err = {0};
     char m[512];
     cr_assert_eq(merge("m", dirs, 5, &err), TUNE_OK, "%s", err.message);
@@ -495,15 +518,11 @@ Test(shard_run, gpus_compile_only)
  * family does: 4 shapes x 10 configurations of sweeps/examples/matmul over 3 shards. */
 Test(shard_run, declared_kernel_shards_merge_like_a_single_run)
 {
-    char cwd[200], single[512], d[3][512], m[512];
+    char cwd[200], d[3][512], m[512];
     cr_assert_not_null(getcwd(cwd, sizeof cwd));
     snprintf(sweep_path, sizeof sweep_path, "%s/sweeps/examples/matmul/matmul.json", cwd);
-    run_shard(path_in(single, sizeof single, "single"), 0, 1, 0);
     const char *dirs[3];
-    run_shards(d, dirs, 3);
-    tune_error err = {0};
-    cr_assert_eq(merge("merged", dirs, 3, &err), TUNE_OK, "%s", err.message);
-    expect_same_rows(single, path_in(m, sizeof m, "merged"));
+    merge_like_single(d, dirs, 3, m);
     size_t n, compiled = 0, matmul = 0;
     char **set = row_set(m, &n);
     cr_expect_eq(n, 40);
@@ -515,13 +534,8 @@ Test(shard_run, declared_kernel_shards_merge_like_a_single_run)
     free(set);
     cr_expect_eq(compiled, 40);
     cr_expect_eq(matmul, 36); /* and 4 rows of the baseline "naive", one per shape */
-    for (size_t i = 0; i < 3; i++) { /* every shard got a shape (4 shapes, 3 shards) */
-        set = row_set(d[i], &n);
-        cr_expect_gt(n, 0, "shard %zu is empty", i);
-        for (size_t j = 0; j < n; j++)
-            free(set[j]);
-        free(set);
-    }
+    for (size_t i = 0; i < 3; i++) /* every shard got a shape (4 shapes, 3 shards) */
+        cr_expect_gt(row_count(d[i]), 0, "shard %zu is empty", i);
 }
 
 /* --out onto a folder that holds a run, without --resume, is refused and changes nothing; runs

@@ -25,4 +25,15 @@ uint64_t hash_fnv1a_str(uint64_t h, const char *s);
 /* 16 lower-case hex digits and a NUL into hex; returns hex. */
 const char *hash_hex(uint64_t h, char hex[17]);
 
+/* Two streams with different offsets: a 128-bit key (the kernel cache's). Each piece added is
+ * followed by a separator byte, so that ("ab", "c") and ("a", "bc") differ. */
+typedef struct {
+    uint64_t a, b;
+} hash128;
+#define HASH128_INIT {HASH_FNV_OFFSET, 0x84222325cbf29ce4ull}
+
+void hash128_bytes(hash128 *h, const void *data, size_t n);
+/* The bytes of s, without its NUL (the separator ends it). */
+void hash128_str(hash128 *h, const char *s);
+
 #endif

@@ -297,9 +297,9 @@ static void run_job(compile_job *job, const compile_unit *u, const compile_env *
         return;
     }
     hash128 key = u->key;
-    hash_str(&key, job->name);
+    hash128_str(&key, job->name);
     if (job->arch_specific)
-        hash_str(&key, arch_a);
+        hash128_str(&key, arch_a);
     char path[PATH_MAX];
     if (opt->cache_dir) {
         cache_path(path, sizeof path, opt->cache_dir, key);

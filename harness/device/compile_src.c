@@ -21,17 +21,6 @@
  * the source's name, the job's options, the headers found in include folders). */
 #define KEY_VERSION "tune-compile-v2"
 
-void hash_bytes(hash128 *h, const void *data, size_t n)
-{
-    h->a = hash_fnv1a(h->a, data, n);
-    h->b = hash_fnv1a(h->b, data, n);
-    /* a separator so that ("ab","c") and ("a","bc") differ */
-    h->a = hash_fnv1a(h->a, "\xff", 1);
-    h->b = hash_fnv1a(h->b, "\xfe", 1);
-}
-
-void hash_str(hash128 *h, const char *s) { hash_bytes(h, s, strlen(s)); }
-
 /* ---- the toolkit's headers ---- */
 
 #ifndef TUNE_CUDA_INCLUDE_DIRS
@@ -87,19 +76,41 @@ void compile_env_toolkit(compile_env *env)
         snprintf(env->toolkit[1], sizeof env->toolkit[1], "-I%s", cccl);
 }
 
+/* The next `#include "name"` or `#include <name>` line from *p on: 1 and name, quoted; 0 at the
+ * end of text. Read for the shipped sources' headers and for the key's header scan. */
+static int next_include(const char **p, char *name, size_t size, int *quoted)
+{
+    for (const char *s = *p; *s; s += strcspn(s, "\n"), s += *s == '\n') {
+        const char *t = s + strspn(s, " \t");
+        if (*t != '#')
+            continue;
+        t += 1 + strspn(t + 1, " \t");
+        if (strncmp(t, "include", 7) != 0)
+            continue;
+        t += 7 + strspn(t + 7, " \t");
+        if (*t != '"' && *t != '<')
+            continue;
+        *quoted = *t == '"';
+        size_t len = strcspn(t + 1, *quoted ? "\"\n" : ">\n");
+        if (t[1 + len] != (*quoted ? '"' : '>') || len == 0 || len >= size)
+            continue;
+        snprintf(name, size, "%.*s", (int)len, t + 1);
+        *p = t + 1 + len;
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- shipped sources: the headers of kernels_dir, handed to NVRTC by name ---- */
 
 /* Adds the files named by `#include "x"` lines of text (and, recursively, of theirs). */
 static tune_status add_includes(compile_unit *u, const char *dir, const char *text, tune_error *err)
 {
-    for (const char *p = text; (p = strstr(p, "#include \"")) != NULL;) {
-        p += strlen("#include \"");
-        const char *q = strchr(p, '"');
-        if (!q)
-            break;
-        char name[128];
-        snprintf(name, sizeof name, "%.*s", (int)(q - p), p);
-        p = q + 1;
+    char name[128];
+    int quoted;
+    for (const char *p = text; next_include(&p, name, sizeof name, &quoted);) {
+        if (!quoted)
+            continue;
         int seen = 0;
         for (size_t i = 0; i < u->n_headers; i++)
             seen |= strcmp(u->header_names[i], name) == 0;
@@ -310,31 +321,6 @@ static int scan_resolve(const scan_ctx *c, const char *dir, const char *name, in
     return 0;
 }
 
-/* The next `#include "name"` or `#include <name>` line from *p on: 1 and name, quoted; 0 at the
- * end of text. */
-static int next_include(const char **p, char *name, size_t size, int *quoted)
-{
-    for (const char *s = *p; *s; s += strcspn(s, "\n"), s += *s == '\n') {
-        const char *t = s + strspn(s, " \t");
-        if (*t != '#')
-            continue;
-        t += 1 + strspn(t + 1, " \t");
-        if (strncmp(t, "include", 7) != 0)
-            continue;
-        t += 7 + strspn(t + 7, " \t");
-        if (*t != '"' && *t != '<')
-            continue;
-        *quoted = *t == '"';
-        size_t len = strcspn(t + 1, *quoted ? "\"\n" : ">\n");
-        if (t[1 + len] != (*quoted ? '"' : '>') || len == 0 || len >= size)
-            continue;
-        snprintf(name, size, "%.*s", (int)len, t + 1);
-        *p = t + 1 + len;
-        return 1;
-    }
-    return 0;
-}
-
 /* Hashes the name and text of every header text includes that is found (recursively); a header
  * that cannot be read is left to NVRTC to report. TUNE_ERR_INVALID past SCAN_MAX_HEADERS. */
 static tune_status scan_text(scan_ctx *c, const char *text, const char *dir, int depth)
@@ -351,8 +337,8 @@ static tune_status scan_text(scan_ctx *c, const char *text, const char *dir, int
         char *h = NULL;
         if (seen || infile_read(path, COMPILE_MAX_SOURCE, &h, NULL, NULL) != TUNE_OK)
             continue;
-        hash_str(c->h, name);
-        hash_str(c->h, h);
+        hash128_str(c->h, name);
+        hash128_str(c->h, h);
         char *slash = strrchr(path, '/');
         *slash = '\0'; /* path's folder: scan_resolve's paths have a '/' */
         tune_status st = scan_text(c, h, path[0] ? path : "/", depth + 1);
@@ -367,7 +353,7 @@ static tune_status scan_headers(compile_unit *u, const compile_env *env, char *c
                                 size_t n_dirs)
 {
     scan_ctx c = {dirs, n_dirs, NULL, NULL, 0, &u->tree};
-    u->tree = (hash128){HASH_FNV_OFFSET, 0x84222325cbf29ce4ull};
+    u->tree = (hash128)HASH128_INIT;
     const char *dir = u->source[0] == '/' ? dirs[0] : env->kernels_dir;
     tune_status st = scan_text(&c, u->text, dir, 0);
     for (size_t i = 0; i < c.n_seen; i++)
@@ -378,27 +364,26 @@ static tune_status scan_headers(compile_unit *u, const compile_env *env, char *c
         return unit_fail(u, st, "%s: more than %d headers to hash for the cache key", u->source,
                          SCAN_MAX_HEADERS);
     return st;
-    return TUNE_OK;
 }
 
 /* ---- the unit ---- */
 
 static void unit_key(compile_unit *u, const compile_env *env)
 {
-    hash128 h = {HASH_FNV_OFFSET, 0x84222325cbf29ce4ull};
-    hash_str(&h, KEY_VERSION);
-    hash_str(&h, u->source);
-    hash_str(&h, u->text);
+    hash128 h = HASH128_INIT;
+    hash128_str(&h, KEY_VERSION);
+    hash128_str(&h, u->source);
+    hash128_str(&h, u->text);
     for (size_t k = 0; k < u->n_headers; k++) {
-        hash_str(&h, u->header_names[k]);
-        hash_str(&h, u->header_texts[k]);
+        hash128_str(&h, u->header_names[k]);
+        hash128_str(&h, u->header_texts[k]);
     }
     for (size_t k = 0; k < env->n_base; k++)
-        hash_str(&h, env->base_opts[k]);
+        hash128_str(&h, env->base_opts[k]);
     for (size_t k = 0; k < u->n_opts; k++) /* the job's options and every include folder */
-        hash_str(&h, u->opts[k]);
-    hash_bytes(&h, &u->tree, sizeof u->tree);
-    hash_bytes(&h, &env->nvrtc_version, sizeof env->nvrtc_version);
+        hash128_str(&h, u->opts[k]);
+    hash128_bytes(&h, &u->tree, sizeof u->tree);
+    hash128_bytes(&h, &env->nvrtc_version, sizeof env->nvrtc_version);
     u->key = h;
 }
 

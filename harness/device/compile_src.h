@@ -16,18 +16,11 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 
 #define COMPILE_MAX_HEADERS 8
 /* kernel sources and headers are regular files of at most this many bytes */
 #define COMPILE_MAX_SOURCE ((size_t)16 << 20)
-
-/* Two 64-bit FNV-1a hashes with different offsets: a 128-bit cache key. */
-typedef struct {
-    uint64_t a, b;
-} hash128;
-
-void hash_bytes(hash128 *h, const void *data, size_t n);
-void hash_str(hash128 *h, const char *s);
 
 /* What every job of a run shares: read before the units are loaded. */
 typedef struct {

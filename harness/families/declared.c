@@ -19,7 +19,10 @@ typedef struct {
     void *ptr;       /* device */
     void *pristine;  /* inout, redraw: the initial values, restored before each check (and, for
                         inout buffers not redrawn, before each rep) */
-    void *fill;      /* redraw: the device fill kernel of the buffer's type */
+    void *fill;      /* device fills and redraw: the device fill kernel of the buffer's type */
+    int fill_kind;   /* ... and its arguments at the prepared configuration (kd_fill_args) */
+    double fill_lo, fill_hi;
+    uint64_t seed; /* the first draw's seed: --seed and the buffer's name */
     size_t count, bytes;
     unsigned char *ref; /* host: the reference output (checked buffers) */
     uint64_t scalar; /* scalars: the value, as the kernel's type */
@@ -89,32 +92,26 @@ static tune_status kd_fill_args(const kdecl_arg *a, const tune_point *p, size_t 
     if (*kind < 3)
         return TUNE_OK;
     int64_t n = 0;
-    tune_status st = kd_eval_int(a->init.hi, p, a->name, 0, &n, err);
-    if (st == TUNE_OK && (n < (int64_t)count || n > (int64_t)1 << 31))
-        st = tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name,
-                            "a permutation of %lld values cannot fill %zu elements", (long long)n,
-                            count);
+    tune_status st = kd_perm_size(a, p, count, &n, err);
     *hi = (double)n;
     return st;
 }
 
+/* Buffer i's fill arguments at p, kept for its draws (the first one, and the redraws before
+ * every rep, which then only launch). */
+static tune_status kd_draw_setup(kd_state *s, size_t i, const tune_point *p, tune_error *err)
+{
+    kd_buf *b = &s->bufs[i];
+    return kd_fill_args(&s->d->args[i], p, b->count, &b->fill_kind, &b->fill_lo, &b->fill_hi, err);
+}
+
 /* Random values of buffer i generated in place with seed, enqueued on the stream (a buffer of
  * many gigabytes takes milliseconds); no synchronisation, so it may run before a timed rep. */
-static tune_status kd_draw(kd_state *s, size_t i, const tune_point *p, uint64_t seed,
-                           tune_error *err)
+static tune_status kd_draw(kd_state *s, size_t i, uint64_t seed, tune_error *err)
 {
-    const kdecl_arg *a = &s->d->args[i];
     kd_buf *b = &s->bufs[i];
-    double lo, hi;
-    int kind;
-    tune_status st = kd_fill_args(a, p, b->count, &kind, &lo, &hi, err);
-    if (st != TUNE_OK)
-        return st;
-    const char *name = kdecl_fill_kernel(a->type);
-    if (!b->fill && !(b->fill = family_kernel_named(&s->env, KDECL_FILL_SOURCE, name, err)))
-        return err ? err->code : TUNE_ERR_CUDA;
     unsigned long long n = b->count, sd = seed;
-    void *args[] = {&b->ptr, &n, &sd, &kind, &lo, &hi};
+    void *args[] = {&b->ptr, &n, &sd, &b->fill_kind, &b->fill_lo, &b->fill_hi};
     size_t blocks = n / 256 + 1;
     return gpu_launch(b->fill, (unsigned)(blocks < 65536 ? blocks : 65536), 256, 0, s->env.stream,
                       args, err);
@@ -126,7 +123,9 @@ static tune_status kd_fill_device(kd_state *s, size_t i, const tune_point *p, tu
 {
     const kdecl_arg *a = &s->d->args[i];
     kd_buf *b = &s->bufs[i];
-    tune_status st = kd_draw(s, i, p, hash_fnv1a_str(s->env.seed ^ 0x5eed, a->name), err);
+    tune_status st = kd_draw_setup(s, i, p, err);
+    if (st == TUNE_OK)
+        st = kd_draw(s, i, b->seed, err);
     if (st != TUNE_OK)
         return st;
     if (b->pristine &&
@@ -154,9 +153,10 @@ static tune_status kd_alloc_one(kd_state *s, size_t i, const tune_point *p, size
         st = gpu_malloc(&b->pristine, b->bytes, err);
     if (st != TUNE_OK)
         return TUNE_ERR_OOM;
+    b->seed = hash_fnv1a_str(s->env.seed ^ 0x5eed, a->name);
     /* looked up now: before a rep, the timing may hold the stream while a load could wait */
-    const char *fill = kdecl_fill_kernel(a->type);
-    if (a->redraw && !(b->fill = family_kernel_named(&s->env, KDECL_FILL_SOURCE, fill, err)))
+    if (kdecl_arg_uses_fill(a) && !(b->fill = family_kernel_named(&s->env, KDECL_FILL_SOURCE,
+                                                                  kdecl_fill_kernel(a->type), err)))
         return err ? err->code : TUNE_ERR_CUDA;
     if (a->role == KDECL_OUT)
         return cudaMemset(b->ptr, 0, b->bytes) == cudaSuccess
@@ -167,7 +167,7 @@ static tune_status kd_alloc_one(kd_state *s, size_t i, const tune_point *p, size
     void *host = malloc(b->bytes ? b->bytes : 1);
     if (!host)
         return tune_error_set(err, TUNE_ERR_NOMEM, a->name, "out of host memory");
-    st = kd_fill_host(s->d, i, p, count, s->env.seed, host, err);
+    st = kd_fill_host(s->d, i, p, count, b->seed, host, err);
     if (st == TUNE_OK &&
         (cudaMemcpy(b->ptr, host, b->bytes, cudaMemcpyHostToDevice) != cudaSuccess ||
          (b->pristine &&
@@ -323,22 +323,33 @@ static tune_status kd_prepare(void *state, const tune_point *cfg, tune_error *er
         return tune_error_set(err, TUNE_ERR_INVALID, "kernel", "unknown method");
     if ((st = kd_buffers(s, cfg, err)) != TUNE_OK || (st = kd_scalars(s, cfg, err)) != TUNE_OK)
         return st;
+    for (size_t i = 0; i < s->d->n_args; i++) /* the redraws' bounds may read parameters */
+        if (s->d->args[i].redraw && (st = kd_draw_setup(s, i, cfg, err)) != TUNE_OK)
+            return st;
     if (!(s->cur.kernel = family_kernel_at(s->env.family, &s->env, cfg, 0, err)))
         return err ? err->code : TUNE_ERR_CUDA;
     s->cfg = *cfg;
     return kd_geometry(s, k, cfg, &s->cur, err);
 }
 
+/* Buffer i back to its initial values, when it keeps a pristine copy (enqueued only). */
+static tune_status kd_restore_one(kd_state *s, size_t i, tune_error *err)
+{
+    const kd_buf *b = &s->bufs[i];
+    if (b->pristine && cudaMemcpyAsync(b->ptr, b->pristine, b->bytes, cudaMemcpyDeviceToDevice,
+                                       (cudaStream_t)s->env.stream) != cudaSuccess)
+        return tune_error_set(err, TUNE_ERR_CUDA, s->d->args[i].name, "cannot restore");
+    return TUNE_OK;
+}
+
 /* The inout and redrawn buffers back to their initial values: what the reference and every
  * check see. */
 static tune_status kd_restore(kd_state *s, tune_error *err)
 {
-    for (size_t i = 0; i < s->d->n_args; i++)
-        if (s->bufs[i].pristine &&
-            cudaMemcpyAsync(s->bufs[i].ptr, s->bufs[i].pristine, s->bufs[i].bytes,
-                            cudaMemcpyDeviceToDevice, (cudaStream_t)s->env.stream) != cudaSuccess)
-            return tune_error_set(err, TUNE_ERR_CUDA, s->d->args[i].name, "cannot restore");
-    return TUNE_OK;
+    tune_status st = TUNE_OK;
+    for (size_t i = 0; st == TUNE_OK && i < s->d->n_args; i++)
+        st = kd_restore_one(s, i, err);
+    return st;
 }
 
 /* Before every timed rep (warmup included; outside the timed region): buffers with "redraw" get
@@ -347,23 +358,12 @@ static tune_status kd_restore(kd_state *s, tune_error *err)
 static tune_status kd_before_rep(void *state, unsigned rep, tune_error *err)
 {
     kd_state *s = state;
-    for (size_t i = 0; i < s->d->n_args; i++) {
-        const kdecl_arg *a = &s->d->args[i];
-        kd_buf *b = &s->bufs[i];
-        tune_status st = TUNE_OK;
-        if (a->is_buffer && a->redraw)
-            st = kd_draw(s, i, &s->cfg,
-                         hash_fnv1a_str(s->env.seed ^ 0x5eed, a->name) +
-                             0x9e3779b97f4a7c15ull * ((uint64_t)rep + 1),
-                         err);
-        else if (b->pristine &&
-                 cudaMemcpyAsync(b->ptr, b->pristine, b->bytes, cudaMemcpyDeviceToDevice,
-                                 (cudaStream_t)s->env.stream) != cudaSuccess)
-            st = tune_error_set(err, TUNE_ERR_CUDA, a->name, "cannot restore");
-        if (st != TUNE_OK)
-            return st;
-    }
-    return TUNE_OK;
+    tune_status st = TUNE_OK;
+    for (size_t i = 0; st == TUNE_OK && i < s->d->n_args; i++)
+        st = s->d->args[i].redraw
+                 ? kd_draw(s, i, s->bufs[i].seed + 0x9e3779b97f4a7c15ull * ((uint64_t)rep + 1), err)
+                 : kd_restore_one(s, i, err);
+    return st;
 }
 
 static tune_status kd_launch_one(kd_state *s, const kd_launch_t *l, tune_error *err)

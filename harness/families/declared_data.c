@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "core/half.h"
-#include "core/hash.h"
 #include "core/npy.h"
 
 static uint64_t kd_next(uint64_t *s)
@@ -67,36 +66,33 @@ double kd_load(kdecl_type t, const void *base, size_t i)
 /* The .npy descr a buffer of type t accepts. */
 static int kd_npy_matches(kdecl_type t, const char *descr)
 {
-    static const char *const want[KDECL_N_TYPES] = {
-        [KDECL_F32] = "f4", [KDECL_F64] = "f8", [KDECL_F16] = "f2", [KDECL_BF16] = "V2",
-        [KDECL_I8] = "i1",  [KDECL_U8] = "u1",  [KDECL_I16] = "i2", [KDECL_U16] = "u2",
-        [KDECL_I32] = "i4", [KDECL_U32] = "u4", [KDECL_I64] = "i8", [KDECL_U64] = "u8"};
-    return (descr[0] == '<' || descr[0] == '|' || descr[0] == '=') && strcmp(descr + 1, want[t]) == 0;
+    return (descr[0] == '<' || descr[0] == '|' || descr[0] == '=') &&
+           strcmp(descr + 1, kdecl_type_npy(t)) == 0;
 }
 
 tune_status kd_read_npy(const kernel_decl *d, const kdecl_template *file, const tune_point *p,
                         kdecl_type type, size_t count, const char *what, void *dst,
                         tune_error *err)
 {
-    char rel[1024], path[2048], descr[16];
+    char rel[1024], descr[16];
     if (kdecl_render(file, p, rel, sizeof rel, err) != 0)
         return err ? err->code : TUNE_ERR_EVAL;
-    snprintf(path, sizeof path, "%s%s%s", rel[0] == '/' ? "" : d->dir, rel[0] == '/' ? "" : "/",
-             rel);
+    char *path = kdecl_path(d, rel);
+    if (!path)
+        return tune_error_set(err, TUNE_ERR_NOMEM, what, "out of host memory");
     size_t n = 0;
     void *data = NULL;
     tune_status st = npy_read(path, count * kdecl_type_size(type) + 1, descr, sizeof descr, &n,
                               &data, err);
-    if (st != TUNE_OK)
-        return st;
-    if (!kd_npy_matches(type, descr) || n != count)
+    if (st == TUNE_OK && (!kd_npy_matches(type, descr) || n != count))
         st = tune_error_set(err, TUNE_ERR_INVALID, path,
                             "holds %zu elements of dtype '%s'; %s needs %zu of %s (little-endian, "
                             "C order)",
                             n, descr, what, count, kdecl_type_name(type));
-    else
+    else if (st == TUNE_OK)
         memcpy(dst, data, count * kdecl_type_size(type));
     free(data);
+    free(path);
     return st;
 }
 
@@ -132,17 +128,24 @@ tune_status kd_init_bounds(const kdecl_arg *a, const tune_point *p, double *lo, 
     return TUNE_OK;
 }
 
+tune_status kd_perm_size(const kdecl_arg *a, const tune_point *p, size_t count, int64_t *n,
+                         tune_error *err)
+{
+    tune_status st = kd_eval_int(a->init.hi, p, a->name, 0, n, err);
+    if (st == TUNE_OK && (*n < (int64_t)count || *n > (int64_t)1 << 31))
+        st = tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name,
+                            "a permutation of %lld values cannot fill %zu elements", (long long)*n,
+                            count);
+    return st;
+}
+
 static tune_status kd_permutation(const kdecl_arg *a, const tune_point *p, size_t count,
                                   uint64_t *rng, void *dst, tune_error *err)
 {
     int64_t n = 0;
-    tune_status st = kd_eval_int(a->init.hi, p, a->name, 0, &n, err);
+    tune_status st = kd_perm_size(a, p, count, &n, err);
     if (st != TUNE_OK)
         return st;
-    if (n < (int64_t)count || n > (int64_t)1 << 31)
-        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, a->name,
-                              "a permutation of %lld values cannot fill %zu elements", (long long)n,
-                              count);
     int64_t *perm = malloc((size_t)(n ? n : 1) * sizeof *perm);
     if (!perm)
         return tune_error_set(err, TUNE_ERR_NOMEM, a->name, "out of host memory");
@@ -163,7 +166,7 @@ tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, s
                          uint64_t seed, void *dst, tune_error *err)
 {
     const kdecl_arg *a = &d->args[ai];
-    uint64_t rng = hash_fnv1a_str(seed ^ 0x5eed, a->name);
+    uint64_t rng = seed;
     switch (a->init.kind) {
     case KDECL_INIT_CONSTANT:
         for (size_t i = 0; i < count; i++)

@@ -17,7 +17,7 @@ typedef struct {
 double kd_load(kdecl_type t, const void *base, size_t i);
 void kd_store(kdecl_type t, void *base, size_t i, double v);
 /* The host-side initial values (constant, permutation, npy) of argument ai (count elements) at
- * p into dst, seeded by seed. */
+ * p into dst, seeded by seed (the buffer's own: --seed and its name, declared.c). */
 tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, size_t count,
                          uint64_t seed, void *dst, tune_error *err);
 /* A .npy file (template rendered at p, relative to the sweep's folder) of exactly count
@@ -32,6 +32,10 @@ tune_status kd_eval_int(const expr *e, const tune_point *p, const char *what, in
 /* The inclusive bounds of an "integers" init at p. */
 tune_status kd_init_bounds(const kdecl_arg *a, const tune_point *p, double *lo, double *hi,
                            tune_error *err);
+/* The n of a "permutation" init at p: an integer of at least count (the buffer's elements) and
+ * at most 2^31. */
+tune_status kd_perm_size(const kdecl_arg *a, const tune_point *p, size_t count, int64_t *n,
+                         tune_error *err);
 /* Adds the comparison of n elements of y with the reference r to acc. */
 void kd_compare(kdecl_type t, const void *y, const void *r, size_t n, const kernel_decl *d,
                 kd_error *acc);

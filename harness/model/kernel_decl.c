@@ -6,17 +6,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Everything tune knows of an element type, in one row. */
 static const struct {
     const char *name, *alias; /* the name tune writes; the C type a kernel author may write */
     size_t size;
     int is_float;
+    const char *fill; /* the device fill of its random inputs (kernels_src/common.cu) */
+    const char *npy;  /* the .npy descr it accepts, after the byte-order character */
 } kd_types[KDECL_N_TYPES] = {
-    [KDECL_F32] = {"float32", "float", 4, 1},     [KDECL_F64] = {"float64", "double", 8, 1},
-    [KDECL_F16] = {"float16", "half", 2, 1},      [KDECL_BF16] = {"bfloat16", "bf16", 2, 1},
-    [KDECL_I8] = {"int8", "int8_t", 1, 0},        [KDECL_U8] = {"uint8", "uint8_t", 1, 0},
-    [KDECL_I16] = {"int16", "int16_t", 2, 0},     [KDECL_U16] = {"uint16", "uint16_t", 2, 0},
-    [KDECL_I32] = {"int32", "int", 4, 0},         [KDECL_U32] = {"uint32", "unsigned", 4, 0},
-    [KDECL_I64] = {"int64", "int64_t", 8, 0},     [KDECL_U64] = {"uint64", "uint64_t", 8, 0},
+    [KDECL_F32] = {"float32", "float", 4, 1, "tune_fill_random<float>", "f4"},
+    [KDECL_F64] = {"float64", "double", 8, 1, "tune_fill_random<double>", "f8"},
+    [KDECL_F16] = {"float16", "half", 2, 1, "tune_fill_random<half_t>", "f2"},
+    [KDECL_BF16] = {"bfloat16", "bf16", 2, 1, "tune_fill_random<bf16_t>", "V2"},
+    [KDECL_I8] = {"int8", "int8_t", 1, 0, "tune_fill_random<signed char>", "i1"},
+    [KDECL_U8] = {"uint8", "uint8_t", 1, 0, "tune_fill_random<unsigned char>", "u1"},
+    [KDECL_I16] = {"int16", "int16_t", 2, 0, "tune_fill_random<short>", "i2"},
+    [KDECL_U16] = {"uint16", "uint16_t", 2, 0, "tune_fill_random<unsigned short>", "u2"},
+    [KDECL_I32] = {"int32", "int", 4, 0, "tune_fill_random<int>", "i4"},
+    [KDECL_U32] = {"uint32", "unsigned", 4, 0, "tune_fill_random<unsigned int>", "u4"},
+    [KDECL_I64] = {"int64", "int64_t", 8, 0, "tune_fill_random<long long>", "i8"},
+    [KDECL_U64] = {"uint64", "uint64_t", 8, 0, "tune_fill_random<unsigned long long>", "u8"},
 };
 
 size_t kdecl_type_size(kdecl_type t)
@@ -75,6 +84,15 @@ int kdecl_render(const kdecl_template *t, const tune_point *p, char *buf, size_t
     return 0;
 }
 
+char *kdecl_path(const kernel_decl *d, const char *rel)
+{
+    size_t n = strlen(d->dir) + strlen(rel) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s%s%s", rel[0] == '/' ? "" : d->dir, rel[0] == '/' ? "" : "/", rel);
+    return p;
+}
+
 const kdecl_kernel *kdecl_method_kernel(const kernel_decl *d, const char *method)
 {
     if (strcmp(method, KDECL_TUNED) == 0)
@@ -115,20 +133,12 @@ int kdecl_kernel_ref(const kernel_decl *d, const kdecl_kernel *k, const tune_poi
 
 const char *kdecl_fill_kernel(kdecl_type t)
 {
-    static const char *const names[KDECL_N_TYPES] = {
-        [KDECL_F32] = "tune_fill_random<float>",
-        [KDECL_F64] = "tune_fill_random<double>",
-        [KDECL_F16] = "tune_fill_random<half_t>",
-        [KDECL_BF16] = "tune_fill_random<bf16_t>",
-        [KDECL_I8] = "tune_fill_random<signed char>",
-        [KDECL_U8] = "tune_fill_random<unsigned char>",
-        [KDECL_I16] = "tune_fill_random<short>",
-        [KDECL_U16] = "tune_fill_random<unsigned short>",
-        [KDECL_I32] = "tune_fill_random<int>",
-        [KDECL_U32] = "tune_fill_random<unsigned int>",
-        [KDECL_I64] = "tune_fill_random<long long>",
-        [KDECL_U64] = "tune_fill_random<unsigned long long>"};
-    return (unsigned)t < KDECL_N_TYPES ? names[t] : NULL;
+    return (unsigned)t < KDECL_N_TYPES ? kd_types[t].fill : NULL;
+}
+
+const char *kdecl_type_npy(kdecl_type t)
+{
+    return (unsigned)t < KDECL_N_TYPES ? kd_types[t].npy : "?";
 }
 
 int kdecl_init_on_device(const kdecl_init *in)
@@ -137,13 +147,17 @@ int kdecl_init_on_device(const kdecl_init *in)
            in->kind == KDECL_INIT_INTEGERS;
 }
 
+int kdecl_arg_uses_fill(const kdecl_arg *a)
+{
+    return a->is_buffer && (kdecl_init_on_device(&a->init) || a->redraw);
+}
+
 /* The device fill kernels of the buffers' random inputs, one per type, from refs[n] on. */
 static int kd_fill_refs(const kernel_decl *d, family_kernel_ref *refs, int n, size_t max,
                         char *why, size_t why_size)
 {
     for (size_t i = 0; i < d->n_args; i++) {
-        if (!d->args[i].is_buffer ||
-            !(kdecl_init_on_device(&d->args[i].init) || d->args[i].redraw))
+        if (!kdecl_arg_uses_fill(&d->args[i]))
             continue;
         const char *name = kdecl_fill_kernel(d->args[i].type);
         int seen = 0;

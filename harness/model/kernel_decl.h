@@ -50,6 +50,8 @@ int kdecl_type_is_float(kdecl_type t);
 int kdecl_type_parse(const char *s);
 /* "float32, float64, ..." for messages. */
 const char *kdecl_type_list(void);
+/* The .npy descr of t after its byte-order character ("f4"; bfloat16: "V2"). */
+const char *kdecl_type_npy(kdecl_type t);
 
 /* A string with {expr} holes ("matmul<{tile}, {2 * warps}>"); "{{" and "}}" are braces. */
 typedef struct {
@@ -140,12 +142,19 @@ typedef struct kdecl_family {
 #define KDECL_FILL_SOURCE "common.cu"
 const char *kdecl_fill_kernel(kdecl_type t);
 int kdecl_init_on_device(const kdecl_init *in);
+/* 1 when buffer a needs the device fill: its first values drawn there, or drawn again
+ * ("redraw"). */
+int kdecl_arg_uses_fill(const kdecl_arg *a);
 
 /* tune_family.kernels of a declared family: the method's kernel first, then the reference
  * kernel (when there is one), then the fill kernels of the random inputs. */
 int kdecl_family_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
                          size_t max, char *why, size_t why_size);
 void kdecl_family_free(kdecl_family *kf);
+
+/* A file the sweep names (rel) as an absolute path: rel itself when it starts with '/', else
+ * relative to d->dir, the sweep file's folder. New (free it); NULL when out of memory. */
+char *kdecl_path(const kernel_decl *d, const char *rel);
 
 /* The kernel a method launches: main, the reference or a baseline; NULL when unknown. */
 const kdecl_kernel *kdecl_method_kernel(const kernel_decl *d, const char *method);

@@ -142,16 +142,6 @@ int sweep_kd_template(const sweep_kd_scope *sc, json_t *v, int with_params, cons
     return 0;
 }
 
-/* A path relative to the sweep file's folder, made absolute. */
-static char *kd_path(const kernel_decl *d, const char *rel)
-{
-    size_t n = strlen(d->dir) + strlen(rel) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s%s%s", rel[0] == '/' ? "" : d->dir, rel[0] == '/' ? "" : "/", rel);
-    return p;
-}
-
 /* A file the sweep names that cannot be read: named as written, with the sweep's folder. */
 static int kd_unreadable(const sweep_kd_scope *sc, const char *path, const char *rel,
                          const char *what)
@@ -235,7 +225,7 @@ static int kd_kernel(const sweep_kd_scope *sc, kernel_decl *d, json_t *obj, int 
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
                           "missing required key 'source' (the .cu file, relative to the sweep "
                           "file)");
-    k->source = src ? kd_path(d, json_string_value(src)) : strdup(d->main.source);
+    k->source = src ? kdecl_path(d, json_string_value(src)) : strdup(d->main.source);
     if (!k->source)
         return sweep_nomem(sc->cx);
     sweep_path_key(p, path, "source");
@@ -264,10 +254,9 @@ static int kd_kernel(const sweep_kd_scope *sc, kernel_decl *d, json_t *obj, int 
     return k->shared ? 0 : -1;
 }
 
-/* ---- arguments ---- */
+/* ---- reference, check, baselines ---- */
 
-/* A number of a JSON array [a, b] of numbers. */
-
+/* The index of the argument named name, -1 when none. */
 static int kd_find_arg(const kernel_decl *d, const char *name)
 {
     for (size_t i = 0; i < d->n_args; i++)
@@ -275,8 +264,6 @@ static int kd_find_arg(const kernel_decl *d, const char *name)
             return (int)i;
     return -1;
 }
-
-/* ---- reference, check, baselines ---- */
 
 /* The default bound on the normalised error for outputs of type t. */
 static double kd_default_tolerance(kdecl_type t)
@@ -434,7 +421,7 @@ static int kd_options(const sweep_kd_scope *sc, kernel_decl *d, json_t *k)
             if (!s || !*s || strchr(s, '\n'))
                 return sweep_fail(sc->cx, TUNE_ERR_INVALID, pi, JSONLOC_VALUE,
                                   "expected a non-empty string without newlines");
-            char *dir = i == 0 ? kd_path(d, s) : NULL;
+            char *dir = i == 0 ? kdecl_path(d, s) : NULL;
             if (i == 0 && !dir)
                 return sweep_nomem(sc->cx);
             if (i == 0 && sc->cx->check_files && access(dir, R_OK | X_OK) != 0) {
