@@ -35,6 +35,7 @@ static tune_status probe_launch(void *ctx, tune_error *err)
 static tune_status timed_median(timing *tm, tune_status (*fn)(void *ctx, tune_error *err),
                                 void *ctx, int warmup, int reps, double *median, tune_error *err)
 {
+    *median = 0.0; /* set on every path: callers read it only on TUNE_OK */
     double *samples = malloc((size_t)reps * sizeof *samples);
     if (!samples)
         return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
