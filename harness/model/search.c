@@ -1,0 +1,374 @@
+/* search.c - the candidates, budgets and rounds of a search; the exhaustive and random orders.
+ * The model-guided strategy ranks a shape's candidates through search_model_rank
+ * (search_model.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/search_impl.h"
+
+void search_options_init(search_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->strategy = SEARCH_EXHAUSTIVE;
+    o->seed = 1;
+}
+
+static const char *const strategy_names[] = {"exhaustive", "random", "model"};
+
+const char *search_strategy_name(search_strategy s)
+{
+    return (unsigned)s < sizeof strategy_names / sizeof *strategy_names ? strategy_names[s] : "?";
+}
+
+int search_strategy_parse(const char *text, search_strategy *out)
+{
+    for (size_t i = 0; text && i < sizeof strategy_names / sizeof *strategy_names; i++)
+        if (strcmp(text, strategy_names[i]) == 0) {
+            *out = (search_strategy)i;
+            return 0;
+        }
+    return -1;
+}
+
+int search_budget_parse(const char *text, double *fraction, size_t *count)
+{
+    char *end = NULL;
+    if (!text || !*text || *text == '-' || *text == '+' || *text == ' ')
+        return -1;
+    double v = strtod(text, &end);
+    if (end == text || !isfinite(v))
+        return -1;
+    if (*end == '%' && end[1] == '\0') {
+        if (!(v > 0 && v <= 100))
+            return -1;
+        *fraction = v / 100.0;
+        *count = 0;
+        return 0;
+    }
+    if (*end != '\0' || v < 1 || v != floor(v) || v > 1e15 || strpbrk(text, ".eE"))
+        return -1;
+    *count = (size_t)v;
+    *fraction = 0;
+    return 0;
+}
+
+const char *search_budget_format(const search_options *o, char *buf, size_t size)
+{
+    if (o->budget_fraction > 0 && o->budget_count > 0)
+        snprintf(buf, size, "min(%.15g%%, %zu)", o->budget_fraction * 100, o->budget_count);
+    else if (o->budget_fraction > 0)
+        snprintf(buf, size, "%.15g%%", o->budget_fraction * 100);
+    else if (o->budget_count > 0)
+        snprintf(buf, size, "%zu", o->budget_count);
+    else
+        snprintf(buf, size, "all");
+    return buf;
+}
+
+uint64_t search_rng_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull); /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double search_rng_uniform(uint64_t *state)
+{
+    return (double)(search_rng_next(state) >> 11) * 0x1.0p-53;
+}
+
+search *search_new(const search_options *o, const char *const *features, size_t n_features,
+                   tune_error *err)
+{
+    if (n_features > SEARCH_MAX_FEATURES) {
+        tune_error_set(err, TUNE_ERR_INVALID, "search", "%zu features: at most %d", n_features,
+                       SEARCH_MAX_FEATURES);
+        return NULL;
+    }
+    if (o->budget_fraction < 0 || o->budget_fraction > 1) {
+        tune_error_set(err, TUNE_ERR_INVALID, "search", "budget fraction %g: expected (0, 1]",
+                       o->budget_fraction);
+        return NULL;
+    }
+    if (o->strategy == SEARCH_MODEL) { /* search_model.c is not written yet */
+        tune_error_set(err, TUNE_ERR_UNSUPPORTED, "search", "the model strategy is not built yet");
+        return NULL;
+    }
+    search *s = calloc(1, sizeof *s);
+    if (!s) {
+        tune_error_set(err, TUNE_ERR_NOMEM, "search", "out of memory");
+        return NULL;
+    }
+    s->opt = *o;
+    s->n_features = n_features;
+    for (size_t f = 0; f < n_features; f++)
+        s->features[f] = features[f];
+    return s;
+}
+
+void search_free(search *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n_shapes; i++) {
+        free(s->shapes[i].cands);
+        free(s->shapes[i].order);
+    }
+    free(s->shapes);
+    free(s->cands);
+    free(s->slots);
+    free(s->priors);
+    for (size_t f = 0; f < s->n_features; f++) {
+        for (size_t j = 0; j < s->n_strings[f]; j++)
+            free(s->strings[f][j]);
+        free(s->strings[f]);
+    }
+    search_model_free(s->model);
+    free(s);
+}
+
+/* The feature value of name f in p: a number, a string's index, or NAN. -1: out of memory. */
+static int feature_value(search *s, size_t f, const tune_point *p, double *out)
+{
+    expr_value v;
+    *out = NAN;
+    if (point_get(p, s->features[f], &v) != 0)
+        return 0;
+    if (v.type != EXPR_STR) {
+        *out = expr_value_as_double(v);
+        return 0;
+    }
+    for (size_t j = 0; j < s->n_strings[f]; j++)
+        if (strcmp(s->strings[f][j], v.s) == 0) {
+            *out = (double)j;
+            return 0;
+        }
+    char **ns = realloc(s->strings[f], (s->n_strings[f] + 1) * sizeof *ns);
+    if (!ns)
+        return -1;
+    s->strings[f] = ns;
+    if (!(ns[s->n_strings[f]] = strdup(v.s)))
+        return -1;
+    *out = (double)s->n_strings[f]++;
+    return 0;
+}
+
+int search_point_features(search *s, const tune_point *p, double *x)
+{
+    for (size_t f = 0; f < s->n_features; f++)
+        if (feature_value(s, f, p, &x[f]) != 0)
+            return -1;
+    return 0;
+}
+
+/* The shape record of index shape, created (with the ones below it) when new. */
+static search_shape *shape_at(search *s, size_t shape)
+{
+    if (shape >= s->n_shapes) {
+        size_t n = shape + 1;
+        search_shape *ns = realloc(s->shapes, n * sizeof *ns);
+        if (!ns)
+            return NULL;
+        memset(ns + s->n_shapes, 0, (n - s->n_shapes) * sizeof *ns);
+        s->shapes = ns;
+        s->n_shapes = n;
+    }
+    return &s->shapes[shape];
+}
+
+/* The slot of id in the open-addressing table (its candidate index + 1, or 0 where it would go). */
+static size_t *slot_of(const search *s, size_t id)
+{
+    size_t mask = s->cap_slots - 1, h = (size_t)((uint64_t)id * 0x9e3779b97f4a7c15ull >> 7);
+    for (size_t i = h & mask;; i = (i + 1) & mask)
+        if (s->slots[i] == 0 || s->cands[s->slots[i] - 1].id == id)
+            return &s->slots[i];
+}
+
+static int grow_slots(search *s)
+{
+    size_t cap = s->cap_slots ? 2 * s->cap_slots : 1024;
+    size_t *old = s->slots, old_cap = s->cap_slots;
+    if (!(s->slots = calloc(cap, sizeof *s->slots))) {
+        s->slots = old;
+        return -1;
+    }
+    s->cap_slots = cap;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i])
+            *slot_of(s, s->cands[old[i] - 1].id) = old[i];
+    free(old);
+    return 0;
+}
+
+search_cand *search_find(const search *s, size_t id)
+{
+    if (!s->cap_slots)
+        return NULL;
+    size_t v = *slot_of(s, id);
+    return v ? &s->cands[v - 1] : NULL;
+}
+
+static int push(size_t **arr, size_t *n, size_t *cap, size_t v)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? 2 * *cap : 16;
+        size_t *na = realloc(*arr, nc * sizeof *na);
+        if (!na)
+            return -1;
+        *arr = na;
+        *cap = nc;
+    }
+    (*arr)[(*n)++] = v;
+    return 0;
+}
+
+int search_add(search *s, size_t shape, size_t id, const tune_point *p)
+{
+    if (search_find(s, id))
+        return -1;
+    if (2 * (s->n_cands + 1) > s->cap_slots && grow_slots(s) != 0)
+        return -1;
+    if (s->n_cands == s->cap_cands) {
+        size_t cap = s->cap_cands ? 2 * s->cap_cands : 256;
+        search_cand *nc = realloc(s->cands, cap * sizeof *nc);
+        if (!nc)
+            return -1;
+        s->cands = nc;
+        s->cap_cands = cap;
+    }
+    search_shape *sh = shape_at(s, shape);
+    if (!sh)
+        return -1;
+    search_cand *c = &s->cands[s->n_cands];
+    memset(c, 0, sizeof *c);
+    c->id = id;
+    c->shape = shape;
+    c->value = NAN;
+    if (search_point_features(s, p, c->x) != 0 ||
+        push(&sh->cands, &sh->n_cands, &sh->cap_cands, s->n_cands) != 0)
+        return -1;
+    *slot_of(s, id) = ++s->n_cands;
+    s->started = 0; /* orders are drawn again over the new set */
+    return 0;
+}
+
+void search_observe(search *s, size_t id, double seconds)
+{
+    search_cand *c = search_find(s, id);
+    if (!c || c->evaluated)
+        return;
+    c->evaluated = 1;
+    c->value = seconds > 0 ? seconds : NAN;
+    s->shapes[c->shape].n_evaluated++;
+    s->n_observed++;
+}
+
+int search_observe_prior(search *s, size_t shape, const tune_point *p, double seconds)
+{
+    if (s->n_priors == s->cap_priors) {
+        size_t cap = s->cap_priors ? 2 * s->cap_priors : 256;
+        search_prior *np = realloc(s->priors, cap * sizeof *np);
+        if (!np)
+            return -1;
+        s->priors = np;
+        s->cap_priors = cap;
+    }
+    search_prior *pr = &s->priors[s->n_priors];
+    pr->shape = shape;
+    pr->value = seconds > 0 ? seconds : NAN;
+    if (search_point_features(s, p, pr->x) != 0)
+        return -1;
+    s->n_priors++;
+    return 0;
+}
+
+size_t search_n_candidates(const search *s, size_t shape)
+{
+    return shape < s->n_shapes ? s->shapes[shape].n_cands : 0;
+}
+
+size_t search_budget(const search *s, size_t shape)
+{
+    size_t n = search_n_candidates(s, shape), b = n;
+    if (s->opt.budget_fraction > 0) {
+        double f = ceil(s->opt.budget_fraction * (double)n - 1e-9);
+        b = f < 1 && n > 0 ? 1 : (size_t)f;
+    }
+    if (s->opt.budget_count > 0 && s->opt.budget_count < b)
+        b = s->opt.budget_count;
+    return b < n ? b : n;
+}
+
+size_t search_n_evaluated(const search *s, size_t shape)
+{
+    return shape < s->n_shapes ? s->shapes[shape].n_evaluated : 0;
+}
+
+/* The order of the exhaustive and random strategies: every candidate of the shape, the random
+ * one shuffled by a generator seeded from the seed and the shape. */
+static int draw_order(search *s, search_shape *sh, size_t shape)
+{
+    free(sh->order);
+    if (!(sh->order = malloc((sh->n_cands ? sh->n_cands : 1) * sizeof *sh->order)))
+        return -1;
+    memcpy(sh->order, sh->cands, sh->n_cands * sizeof *sh->order);
+    if (s->opt.strategy == SEARCH_RANDOM) {
+        uint64_t rng = s->opt.seed ^ (0xd1b54a32d192ed03ull * (uint64_t)(shape + 1));
+        for (size_t i = sh->n_cands; i > 1; i--) {
+            size_t j = (size_t)(search_rng_next(&rng) % i), t = sh->order[i - 1];
+            sh->order[i - 1] = sh->order[j];
+            sh->order[j] = t;
+        }
+    }
+    return 0;
+}
+
+size_t search_default_batch(const search *s, size_t shape)
+{
+    if (s->opt.batch > 0)
+        return s->opt.batch;
+    if (s->opt.strategy == SEARCH_MODEL)
+        return search_model_batch(s, shape);
+    size_t b = search_budget(s, shape);
+    return b ? b : 1; /* exhaustive and random: one round */
+}
+
+size_t search_next(search *s, size_t *ids, size_t cap)
+{
+    size_t n = 0;
+    if (!s->started) {
+        for (size_t i = 0; i < s->n_shapes; i++)
+            if (s->opt.strategy != SEARCH_MODEL && draw_order(s, &s->shapes[i], i) != 0)
+                return 0;
+        s->started = 1;
+    }
+    for (size_t i = 0; i < s->n_shapes && n < cap; i++) {
+        search_shape *sh = &s->shapes[i];
+        size_t budget = search_budget(s, i);
+        if (sh->n_evaluated >= budget)
+            continue;
+        size_t want = budget - sh->n_evaluated, batch = search_default_batch(s, i);
+        if (want > batch)
+            want = batch;
+        if (want > cap - n)
+            want = cap - n;
+        if (s->opt.strategy == SEARCH_MODEL) {
+            n += search_model_pick(s, i, want, ids + n);
+            continue;
+        }
+        for (size_t k = 0; k < sh->n_cands && want > 0; k++) {
+            search_cand *c = &s->cands[sh->order[k]];
+            if (!c->evaluated && !c->proposed) {
+                c->proposed = 1;
+                ids[n++] = c->id;
+                want--;
+            }
+        }
+    }
+    s->round++;
+    return n;
+}

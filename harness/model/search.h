@@ -1,0 +1,93 @@
+/* search.h - which configurations of a sweep to measure: all of them (exhaustive), a random
+ * sample under a budget, or a sample guided by a surrogate model (docs/search.md). CPU only: the
+ * run (run/) and the replay against a measured results folder (analysis/) drive it the same way,
+ * so that what the replay proves holds for the run.
+ *
+ *   search_options o;
+ *   search_options_init(&o);
+ *   o.strategy = SEARCH_RANDOM;
+ *   o.budget_fraction = 0.10;                       // per shape: 10 % of its candidates
+ *   const char *features[] = {"k", "n", "m", "method", "bm", "bn"};
+ *   search *s = search_new(&o, features, 6, &err);
+ *   for each candidate (a tuned configuration the family can run):
+ *       search_add(s, shape, id, &point);           // features read from the point by name
+ *   size_t ids[4096], n;
+ *   while ((n = search_next(s, ids, 4096)) > 0)     // one round: some candidates of every shape
+ *       for (i < n) search_observe(s, ids[i], seconds_or_NAN);
+ *   search_free(s);
+ *
+ * A candidate is identified by the caller's id (a configuration index; unique). A round proposes
+ * up to `batch` not yet evaluated candidates of every shape whose budget is not spent; every
+ * proposed id must be observed before the next round. An observation counts against its shape's
+ * budget whether or not the id was proposed (a resumed run observes its earlier rows first), and a
+ * failed evaluation (NAN: invalid, crashed, launch error) counts too. The proposals depend only on
+ * the options (seed included), the candidates in the order they were added and the observations:
+ * the same inputs give the same rounds.
+ */
+#ifndef TUNE_SEARCH_H
+#define TUNE_SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "core/point.h"
+
+typedef enum {
+    SEARCH_EXHAUSTIVE, /* every candidate, in the order added (the default) */
+    SEARCH_RANDOM,     /* a uniform random order per shape */
+    SEARCH_MODEL       /* a surrogate model over the features picks each round */
+} search_strategy;
+
+#define SEARCH_MAX_FEATURES TUNE_MAX_AXES
+
+typedef struct {
+    search_strategy strategy;
+    double budget_fraction; /* (0, 1]: per shape, ceil(fraction x its candidates); 0: unset */
+    size_t budget_count;    /* > 0: per shape, at most this many; 0: unset. Both unset: all;
+                               both set: the smaller */
+    size_t batch;           /* proposals per shape per round; 0: the strategy's default */
+    uint64_t seed;
+} search_options;
+
+typedef struct search search;
+
+void search_options_init(search_options *o);
+/* "exhaustive", "random", "model". */
+const char *search_strategy_name(search_strategy s);
+/* 0 and *out for a known name, -1 otherwise. */
+int search_strategy_parse(const char *text, search_strategy *out);
+/* A budget as written in a sweep or on the command line: "10%" (a fraction of each shape's
+ * candidates, (0, 100] %) or "12" (a count, >= 1). 0 with *fraction or *count set (the other 0),
+ * -1 when it is neither. */
+int search_budget_parse(const char *text, double *fraction, size_t *count);
+/* "10%" or "12" into buf (the form search_budget_parse reads); "all" when unset. Returns buf. */
+const char *search_budget_format(const search_options *o, char *buf, size_t size);
+
+/* New search over the named features (at most SEARCH_MAX_FEATURES; names borrowed), or NULL with
+ * err set. */
+search *search_new(const search_options *o, const char *const *features, size_t n_features,
+                   tune_error *err);
+void search_free(search *s);
+
+/* Adds candidate id of shape `shape` (any index; shapes need not be dense). A feature missing
+ * from p is NAN; a string feature is the index of that string among the strings seen so far for
+ * the feature. 0, or -1 when out of memory or id was added before. */
+int search_add(search *s, size_t shape, size_t id, const tune_point *p);
+/* The evaluation of candidate id: its time in seconds (> 0), or NAN when it failed. An id that is
+ * not a candidate, or observed before, is ignored. */
+void search_observe(search *s, size_t id, double seconds);
+/* A measurement of a point that is not a candidate (a warm start: an earlier run of the sweep,
+ * another GPU): it informs the model and costs no budget. 0, or -1 when out of memory. */
+int search_observe_prior(search *s, size_t shape, const tune_point *p, double seconds);
+
+/* The next round into ids (at most cap): returns how many, 0 when every shape's budget is spent
+ * or its candidates evaluated. */
+size_t search_next(search *s, size_t *ids, size_t cap);
+
+/* Per shape: candidates added, evaluations allowed, evaluations observed. */
+size_t search_n_candidates(const search *s, size_t shape);
+size_t search_budget(const search *s, size_t shape);
+size_t search_n_evaluated(const search *s, size_t shape);
+
+#endif
