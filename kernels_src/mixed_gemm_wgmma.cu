@@ -137,38 +137,82 @@ __device__ __forceinline__ void mg_wgmma_load(const mg_tmap *xmap, const uint4 *
     }
 }
 
-// A consumer warp's A fragments of one stage (tile t: columns 64 (MT wg + t) + 16 w .. + 15 of
-// the block), dequantized into a: wst is the stage's packed weight (KS steps of UNITS units),
-// sst its scale rows (SR rows of BN, then as many zero-point rows with ZP).
+// Which 16 columns of the block each A fragment holds. Tile t of warpgroup wg is the 64 rows of
+// A (columns of n) of one wgmma, warp w supplies 16 of them; a packed unit holds 64 columns x one
+// k16 step, lane L's 16 bytes being its words for the column groups q = 0 .. 3 (columns
+// 16 q .. 16 q + 15). Any assignment of (unit, q) pairs to (t, w) that gives each tile 64
+// distinct columns is correct, since the epilogue places each accumulator by the same map. This
+// one gives a warp adjacent words: with MT tiles, warp w takes words q0 .. q0 + V - 1 of one unit
+// (V = min(MT, 4)), so that a stage's weight and scales are read with one V-word shared-memory
+// load per k16 step and 4 / V tiles instead of MT single-word loads that four warps make 4-way
+// bank conflicts of (all four read the same lanes' 16 bytes).
+template <int MT> struct mg_wg_map {
+    static constexpr int V = MT < 4 ? MT : 4; // words per load
+    static constexpr int NL = MT / V;         // loads per k16 step
+    // The unit (of the block's MT WN) and the word of tile t for warp w of warpgroup wg.
+    static __device__ __forceinline__ int unit(int wg, int w, int t)
+    {
+        return MT < 4 ? MT * wg + w * MT / 4 : MT * wg + MT / 4 * w + t / 4;
+    }
+    static __device__ __forceinline__ int word(int w, int t)
+    {
+        return MT < 4 ? (w % (MT < 4 ? 4 / MT : 1)) * MT + t : t % 4;
+    }
+};
+
+// V 32-bit words from shared memory at p (aligned to 4 V bytes) in one load.
+template <int V> __device__ __forceinline__ void mg_lds(const unsigned char *p, unsigned *v)
+{
+    if constexpr (V == 4) {
+        const uint4 x = *reinterpret_cast<const uint4 *>(p);
+        v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+    } else if constexpr (V == 2) {
+        const uint2 x = *reinterpret_cast<const uint2 *>(p);
+        v[0] = x.x, v[1] = x.y;
+    } else {
+        v[0] = *reinterpret_cast<const unsigned *>(p);
+    }
+}
+
+// A consumer warp's A fragments of one stage (tile t: the columns mg_wg_map gives), dequantized
+// into a: wst is the stage's packed weight (KS steps of UNITS units), sst its scale rows (SR rows
+// of BN, then as many zero-point rows with ZP; a lane's two scales of word q, rows g and g + 8,
+// are adjacent at 8 g + 2 q of the unit's 64).
 template <typename T, int MT, int KS, int UNITS, int SR, int ZP>
 __device__ __forceinline__ void mg_wg_dequant(unsigned (&a)[KS][MT][4], const unsigned char *wst,
                                               const unsigned char *sst, int wg, int w, int lane,
                                               int gsh)
 {
+    using MP = mg_wg_map<MT>;
     constexpr int BN = 64 * UNITS;
-    const T *ss = reinterpret_cast<const T *>(sst) + (lane >> 2) * 8 + 2 * w;
+    const int q0 = MP::word(w, 0);
+    const unsigned char *ws0 = wst + MP::unit(wg, w, 0) * 512 + lane * 16 + q0 * 4;
+    const unsigned char *ss0 = sst + (MP::unit(wg, w, 0) * 64 + (lane >> 2) * 8 + 2 * q0) * 2;
 #pragma unroll
-    for (int j = 0; j < KS; j++)
+    for (int j = 0; j < KS; j++) {
+        const int srow = gsh >= 0 ? (j * 16) >> gsh : 0;
+        unsigned word[MT], sw[MT], zw[MT];
+#pragma unroll
+        for (int l = 0; l < MP::NL; l++) { // load l: unit + l (MT > 4 only)
+            mg_lds<MP::V>(ws0 + (j * UNITS + l) * 512, word + l * MP::V);
+            mg_lds<MP::V>(ss0 + (l * 64 + srow * BN) * 2, sw + l * MP::V);
+            if (ZP)
+                mg_lds<MP::V>(ss0 + (l * 64 + (SR + srow) * BN) * 2, zw + l * MP::V);
+        }
 #pragma unroll
         for (int t = 0; t < MT; t++) {
-            const int u = wg * MT + t;
-            const unsigned word = *reinterpret_cast<const unsigned *>(
-                wst + (j * UNITS + u) * 512 + lane * 16 + w * 4);
-            const int srow = gsh >= 0 ? (j * 16) >> gsh : 0;
-            const unsigned sw = *reinterpret_cast<const unsigned *>(ss + u * 64 + srow * BN);
-            const unsigned s0 = __byte_perm(sw, 0, 0x1010), s1 = __byte_perm(sw, 0, 0x3232);
+            const unsigned s0 = __byte_perm(sw[t], 0, 0x1010), s1 = __byte_perm(sw[t], 0, 0x3232);
             unsigned z0 = mg_type<T>::NMZ8, z1 = mg_type<T>::NMZ8;
             if (ZP) {
-                const unsigned zw =
-                    *reinterpret_cast<const unsigned *>(ss + SR * BN + u * 64 + srow * BN);
-                z0 = __byte_perm(zw, 0, 0x1010) ^ 0x80008000u;
-                z1 = __byte_perm(zw, 0, 0x3232) ^ 0x80008000u;
+                z0 = __byte_perm(zw[t], 0, 0x1010) ^ 0x80008000u;
+                z1 = __byte_perm(zw[t], 0, 0x3232) ^ 0x80008000u;
             }
-            a[j][t][0] = mg_dequant2<T>(word, z0, s0);
-            a[j][t][1] = mg_dequant2<T>(word >> 8, z1, s1);
-            a[j][t][2] = mg_dequant2<T>(word >> 4, z0, s0);
-            a[j][t][3] = mg_dequant2<T>(word >> 12, z1, s1);
+            a[j][t][0] = mg_dequant2<T>(word[t], z0, s0);
+            a[j][t][1] = mg_dequant2<T>(word[t] >> 8, z1, s1);
+            a[j][t][2] = mg_dequant2<T>(word[t] >> 4, z0, s0);
+            a[j][t][3] = mg_dequant2<T>(word[t] >> 12, z1, s1);
         }
+    }
 }
 
 // The warpgroup's MT KS MMAs of one stage (X of the stage at xst), committed as one group.
@@ -217,17 +261,19 @@ __device__ __forceinline__ void mg_wgmma_stage(float (&acc)[MT][BM / 2],
 
 // Calls f(t, i, row, col) for every accumulator acc[t][i] of a consumer thread (warp w of
 // warpgroup wg), with its row of m and column of n in the block's tile: acc[t][4 j + e] is row
-// 8 j + 2 tq + (e & 1), column 64 (MT wg + t) + 16 w + g + 8 (e >> 1).
+// 8 j + 2 tq + (e & 1), column 64 unit + 16 word + g + 8 (e >> 1) (mg_wg_map: unit and word of
+// tile t for warp w).
 template <int MT, int R, typename F>
 __device__ __forceinline__ void mg_wg_for_acc(int wg, int w, int lane, F f)
 {
+    using MP = mg_wg_map<MT>;
     const int tq = lane & 3, g = lane >> 2;
 #pragma unroll
     for (int t = 0; t < MT; t++)
 #pragma unroll
         for (int i = 0; i < R; i++)
             f(t, i, 8 * (i >> 2) + 2 * tq + (i & 1),
-              64 * (MT * wg + t) + 16 * w + g + 8 * ((i >> 1) & 1));
+              64 * MP::unit(wg, w, t) + 16 * MP::word(w, t) + g + 8 * ((i >> 1) & 1));
 }
 
 __device__ __forceinline__ void mg_cluster_sync()
