@@ -168,9 +168,9 @@ Test(roofline_model, no_model_uses_the_rows_bytes)
 }
 
 static const family_traffic bad_traffic[] = {
-    {"op1", "custom", "n / zero", NULL, NULL, NULL, NULL, ""},
-    {"op1", "neg", "0 - n", NULL, NULL, NULL, NULL, ""},
-    {"op1", "prec", "n", NULL, NULL, NULL, "fp7", ""},
+    {"op1", "custom", "n / zero", NULL, NULL, NULL, NULL, "", NULL, NULL},
+    {"op1", "neg", "0 - n", NULL, NULL, NULL, NULL, "", NULL, NULL},
+    {"op1", "prec", "n", NULL, NULL, NULL, "fp7", "", NULL, NULL},
 };
 
 Test(roofline_model, model_errors_name_the_method_and_field)
@@ -215,7 +215,7 @@ Test(roofline_model, additive_time)
 {
     roofline_ceilings c = ceilings();
     /* 4 us floor + 2 x 1 us chain + max(3e6 B / 1e12 B/s, 1e9 / 1e15) = 9 us, floor dominant */
-    roofline_traffic t = {3e6, 1, 2, 1e9, 0, ROOFLINE_FP32, 1};
+    roofline_traffic t = {3e6, 1, 2, 1e9, 0, ROOFLINE_FP32, 1, 0, 0};
     roofline_terms m;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 9e-6, 1e-15);
     cr_expect_float_eq(m.floor, 4e-6, 1e-15);
@@ -232,7 +232,7 @@ Test(roofline_model, additive_time)
     t.precision = ROOFLINE_FP8;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 16e-6, 1e-15);
     /* 2 launches, 5e7 bytes: 8 + 2 + 50 us, transfer dominant */
-    roofline_traffic big = {5e7, 2, 2, NAN, 0, ROOFLINE_FP32, 1};
+    roofline_traffic big = {5e7, 2, 2, NAN, 0, ROOFLINE_FP32, 1, 0, 0};
     cr_expect_float_eq(roofline_model_time(&c, &big, ROOFLINE_FP16, &m), 60e-6, 1e-15);
     cr_expect_eq(m.dominant, ROOFLINE_TERM_TRANSFER);
     cr_expect_str_eq(roofline_term_str(m.dominant), "transfer");
@@ -242,7 +242,7 @@ Test(roofline_model, grid_floor_replaces_the_launch_overhead)
 {
     roofline_ceilings c = ceilings();
     c.floor_s = 5e-6; /* measured: a grid-filling kernel costs more than a one-block one */
-    roofline_traffic t = {3e6, 2, 1, NAN, 0, ROOFLINE_FP32, 1};
+    roofline_traffic t = {3e6, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 0, 0};
     roofline_terms m;
     /* 2 launches x 5 us + 1 x 1 us + 3 us */
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 14e-6, 1e-15);
@@ -253,17 +253,17 @@ Test(roofline_model, unknown_ceilings_leave_terms_out)
 {
     roofline_ceilings c = ceilings();
     c.latency_s = NAN; /* a calibration without the DRAM latency */
-    roofline_traffic t = {3e6, 1, 2, NAN, 0, ROOFLINE_FP32, 1};
+    roofline_traffic t = {3e6, 1, 2, NAN, 0, ROOFLINE_FP32, 1, 0, 0};
     roofline_terms m;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 7e-6, 1e-15);
     cr_expect_eq(m.chain, 0);
-    roofline_traffic none = {NAN, 1, 0, NAN, 0, ROOFLINE_FP32, 1};
+    roofline_traffic none = {NAN, 1, 0, NAN, 0, ROOFLINE_FP32, 1, 0, 0};
     cr_expect(isnan(roofline_model_time(&c, &none, ROOFLINE_FP16, NULL)));
 }
 
 Test(roofline_model, pct_read_bw)
 {
-    roofline_traffic t = {4.5e6, 1, 0, NAN, 0, ROOFLINE_FP32, 1};
+    roofline_traffic t = {4.5e6, 1, 0, NAN, 0, ROOFLINE_FP32, 1, 0, 0};
     cr_expect_float_eq(roofline_pct_read_bw(&t, 2e-6, 4.5e12), 50.0, 1e-12);
     cr_expect(isnan(roofline_pct_read_bw(&t, 0, 4.5e12)));
     cr_expect(isnan(roofline_pct_read_bw(&t, 2e-6, NAN)));

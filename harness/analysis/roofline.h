@@ -61,6 +61,8 @@ typedef struct {
     double latency_s; /* one dependent DRAM round trip (the time model's chain term); NAN: none */
     double floor_s;   /* a grid-filling kernel that reads almost nothing: the time model's floor
                          per launch (NAN: launch_s stands in) */
+    double gather_elem_s; /* seconds per element of an element-wise gather (the time model's
+                             issue term); NAN: none */
     roofline_origin origin;
 } roofline_ceilings;
 

@@ -18,7 +18,7 @@
 void roofline_calibration_init(roofline_calibration *c)
 {
     memset(c, 0, sizeof *c);
-    c->read_bw = c->copy_bw = c->launch_s = c->latency_s = c->floor_s = NAN;
+    c->read_bw = c->copy_bw = c->launch_s = c->latency_s = c->floor_s = c->gather_elem_s = NAN;
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         c->gemm_rate[p] = NAN;
 }
@@ -133,6 +133,14 @@ tune_status roofline_calibration_save(const char *path, const roofline_calibrati
              "median time of %d reps, L2 flushed, CUDA events, less bytes / read_bw",
              (size_t)CALIBRATION_FLOOR_BYTES, c->reps);
     set_if(ceil, "grid_floor", ceiling_json(c->floor_s, "s", method));
+    snprintf(method, sizeof method,
+             "common.cu tune_gather_probe (the gather baseline's element-wise gather: 64-bit "
+             "element number divided into g, t, j; index load; 2-byte load and store) of g = %d, "
+             "k = %d, n = %d from k_pre = %d rows (a source the L2 holds), 65536 blocks of 256 "
+             "threads; median time of %d reps, L2 flushed, CUDA events, / (g k n) elements",
+             CALIBRATION_GATHER_G, CALIBRATION_GATHER_K, CALIBRATION_GATHER_N,
+             CALIBRATION_GATHER_KP, c->reps);
+    set_if(ceil, "gather_element", ceiling_json(c->gather_elem_s, "s", method));
     json_object_set_new(root, "ceilings", ceil);
     json_object_set_new(root, "measurement",
                         json_pack("{s:I, s:I, s:i, s:i}", "read_bytes", (json_int_t)c->read_bytes,
@@ -193,6 +201,7 @@ tune_status roofline_calibration_load(const char *path, roofline_calibration *c,
     c->launch_s = ceiling_value(ceil, "launch_overhead");
     c->latency_s = ceiling_value(ceil, "dram_latency");
     c->floor_s = ceiling_value(ceil, "grid_floor");
+    c->gather_elem_s = ceiling_value(ceil, "gather_element");
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         c->gemm_rate[p] = ceiling_value(json_object_get(ceil, "gemm"), roofline_precision_str((roofline_precision)p));
     if (!isfinite(c->read_bw))
@@ -214,7 +223,8 @@ void roofline_ceilings_from_calibration(const roofline_calibration *cal, const r
     if (g)
         roofline_ceilings_from_gpu(g, &spec);
     else {
-        spec.read_bw = spec.copy_bw = spec.launch_s = spec.latency_s = spec.floor_s = NAN;
+        spec.read_bw = spec.copy_bw = spec.launch_s = spec.latency_s = spec.floor_s =
+            spec.gather_elem_s = NAN;
         for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
             spec.rate[p] = NAN;
     }
@@ -223,6 +233,7 @@ void roofline_ceilings_from_calibration(const roofline_calibration *cal, const r
     c->launch_s = isfinite(cal->launch_s) ? cal->launch_s : spec.launch_s;
     c->latency_s = isfinite(cal->latency_s) ? cal->latency_s : spec.latency_s;
     c->floor_s = isfinite(cal->floor_s) ? cal->floor_s : spec.floor_s;
+    c->gather_elem_s = isfinite(cal->gather_elem_s) ? cal->gather_elem_s : spec.gather_elem_s;
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         c->rate[p] = isfinite(cal->gemm_rate[p]) ? cal->gemm_rate[p] : spec.rate[p];
     c->origin = ROOFLINE_FROM_CALIBRATION;

@@ -26,6 +26,8 @@ typedef struct {
     double latency_s; /* one dependent DRAM round trip (pointer chase); NAN: not measured */
     double floor_s;   /* the read probe's grid over a small buffer, less its transfer; NAN: not
                          measured */
+    double gather_elem_s; /* seconds per element of tune_gather_probe, an element-wise gather
+                             over a source the L2 holds; NAN: not measured */
     /* provenance */
     size_t read_bytes, copy_bytes; /* buffer sizes */
     int gemm_n;                    /* m = n = k */
@@ -38,6 +40,12 @@ typedef struct {
 
 /* Bytes the grid floor's read probe reads (8 MiB). */
 #define CALIBRATION_FLOOR_BYTES (8u << 20)
+/* The gather probe's shape: g x k x n 2-byte elements (2^28) gathered from k_pre rows of n per g
+ * (a 32 MiB source, which the L2 holds once the first rep's reads have brought it in). */
+#define CALIBRATION_GATHER_G 2048
+#define CALIBRATION_GATHER_K 1024
+#define CALIBRATION_GATHER_KP 64
+#define CALIBRATION_GATHER_N 128
 
 /* Every number NAN, every string empty. */
 void roofline_calibration_init(roofline_calibration *c);

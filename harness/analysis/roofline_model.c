@@ -17,6 +17,8 @@ const char *roofline_term_str(roofline_term t)
         return "transfer";
     case ROOFLINE_TERM_COMPUTE:
         return "compute";
+    case ROOFLINE_TERM_ISSUE:
+        return "issue";
     }
     return "?";
 }
@@ -31,6 +33,7 @@ tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
     out->has_precision = 0;
     out->precision = ROOFLINE_FP32;
     out->modelled = t != NULL;
+    out->issue = out->issue_dram = 0;
     if (!t) {
         out->dram = row->bytes;
         out->launches = 1;
@@ -51,6 +54,8 @@ tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
     out->launches = v.launches;
     out->chain = v.chain;
     out->flops = v.flops;
+    out->issue = v.issue;
+    out->issue_dram = v.issue_dram;
     if (st == TUNE_OK && t->precision) {
         out->has_precision = 1;
         if (roofline_precision_parse(t->precision, &out->precision) != 0)
@@ -69,7 +74,8 @@ double roofline_model_time(const roofline_ceilings *c, const roofline_traffic *t
                            roofline_precision p, roofline_terms *terms)
 {
     _Static_assert(ROOFLINE_TERM_FLOOR == 0 && ROOFLINE_TERM_CHAIN == 1 &&
-                       ROOFLINE_TERM_TRANSFER == 2 && ROOFLINE_TERM_COMPUTE == 3,
+                       ROOFLINE_TERM_TRANSFER == 2 && ROOFLINE_TERM_COMPUTE == 3 &&
+                       ROOFLINE_TERM_ISSUE == 4 && ROOFLINE_N_TERMS == 5,
                    "roofline_term follows family_traffic_time's order of terms");
     if (t->has_precision)
         p = t->precision;
@@ -77,17 +83,20 @@ double roofline_model_time(const roofline_ceilings *c, const roofline_traffic *t
         .floor_s = isfinite(known(c->floor_s)) ? c->floor_s : known(c->launch_s),
         .latency_s = known(c->latency_s),
         .bw = known(c->read_bw),
-        .rate = (unsigned)p < ROOFLINE_N_PRECISIONS ? known(c->rate[p]) : NAN};
-    const family_traffic_value v = {t->dram, t->launches, t->chain, t->flops};
-    double v4[4];
+        .rate = (unsigned)p < ROOFLINE_N_PRECISIONS ? known(c->rate[p]) : NAN,
+        .elem_s = known(c->gather_elem_s)};
+    const family_traffic_value v = {t->dram,  t->launches, t->chain,
+                                    t->flops, t->issue,    t->issue_dram};
+    double v5[ROOFLINE_N_TERMS];
     roofline_terms m = {0};
-    m.total = family_traffic_time(&v, &fc, v4);
-    m.floor = v4[0];
-    m.chain = v4[1];
-    m.transfer = v4[2];
-    m.compute = v4[3];
-    for (int i = 1; i < 4; i++)
-        if (v4[i] > v4[m.dominant])
+    m.total = family_traffic_time(&v, &fc, v5);
+    m.floor = v5[0];
+    m.chain = v5[1];
+    m.transfer = v5[2];
+    m.compute = v5[3];
+    m.issue = v5[4];
+    for (int i = 1; i < ROOFLINE_N_TERMS; i++)
+        if (v5[i] > v5[m.dominant])
             m.dominant = (roofline_term)i;
     if (terms)
         *terms = m;

@@ -2,10 +2,12 @@
  * bounds it (docs/roofline.md, "The time model"):
  *
  *   model time = launches x floor + chain x latency + max(dram / read bandwidth, flops / rate)
+ *                (+ issue x seconds per element, for a method with an issue-bound step)
  *
- * where dram, launches and chain come from the op's traffic model for the row's method
+ * where dram, launches, chain and issue come from the op's traffic model for the row's method
  * (model/family.h family_traffic: sector-granular bytes, repeated rows counted once), floor is the
- * launch overhead and latency one dependent DRAM round trip, both measured by `tune calibrate`.
+ * launch overhead, latency one dependent DRAM round trip and the seconds per element those of an
+ * element-wise gather, all measured by `tune calibrate`.
  *
  *   roofline_traffic t;
  *   if (roofline_traffic_eval(family_find(row.family), &row, &t, &err) == TUNE_OK) {
@@ -31,6 +33,8 @@ typedef struct {
     int has_precision;            /* 1: the model names the compute term's precision */
     roofline_precision precision; /* when has_precision */
     int modelled; /* 1: from a traffic model; 0: the row's own bytes, one launch, no chain */
+    double issue;      /* elements of an issue-bound step (0: none) */
+    double issue_dram; /* that step's DRAM bytes, part of dram */
 } roofline_traffic;
 
 /* Evaluates the traffic model of row's op and method (family_find_traffic) at the row's
@@ -45,14 +49,17 @@ typedef enum {
     ROOFLINE_TERM_FLOOR,    /* launches x launch overhead */
     ROOFLINE_TERM_CHAIN,    /* chain x DRAM latency */
     ROOFLINE_TERM_TRANSFER, /* dram / read bandwidth */
-    ROOFLINE_TERM_COMPUTE   /* flops / rate */
+    ROOFLINE_TERM_COMPUTE,  /* flops / rate */
+    ROOFLINE_TERM_ISSUE     /* issue x seconds per element */
 } roofline_term;
-const char *roofline_term_str(roofline_term t); /* "floor", "chain", "transfer", "compute" */
+#define ROOFLINE_N_TERMS 5
+/* "floor", "chain", "transfer", "compute", "issue" */
+const char *roofline_term_str(roofline_term t);
 
 typedef struct {
-    double floor, chain, transfer, compute; /* seconds; 0 when the term has no input */
-    double total;                           /* floor + chain + max(transfer, compute) */
-    roofline_term dominant;                 /* the largest of the four */
+    double floor, chain, transfer, compute, issue; /* seconds; 0 when the term has no input */
+    double total;           /* family_traffic_time: floor + chain + max(transfer, compute) + issue */
+    roofline_term dominant; /* the largest of the five */
 } roofline_terms;
 
 /* The model time in seconds (NAN when neither transfer nor compute is known); terms may be NULL.

@@ -155,7 +155,7 @@ static tune_status add_group(roofline_report *r, const group_input *in, const ch
     for (size_t k = 0; k < m; k++) {
         p[k] = pred[idx[k]];
         t[k] = rows[idx[k]].time.median;
-        g->g.n_bound[row_class(in, idx[k]) & 3]++;
+        g->g.n_bound[(unsigned)row_class(in, idx[k]) % 5]++;
     }
     roofline_error_compute(p, t, m, &g->g.err);
     g->model = dup_str(model);
@@ -303,8 +303,8 @@ static void markdown_group(const roofline_report_group *g, FILE *f)
             g->method, g->selection, g->err.n, g->err.gmean_error, g->err.worst_error,
             g->worst_shape, g->worst_pred * 1e6, g->worst_meas * 1e6, 100.0 * g->err.gmean_ratio);
     if (g->additive)
-        fprintf(f, "%zu / %zu / %zu / %zu |\n", g->n_bound[0], g->n_bound[1], g->n_bound[2],
-                g->n_bound[3]);
+        fprintf(f, "%zu / %zu / %zu / %zu / %zu |\n", g->n_bound[0], g->n_bound[1],
+                g->n_bound[2], g->n_bound[3], g->n_bound[4]);
     else
         fprintf(f, "%zu / %zu / %zu |\n", g->n_bound[0], g->n_bound[1], g->n_bound[2]);
 }
@@ -315,7 +315,7 @@ static void markdown_heading(const roofline_report_group *g, FILE *f)
     if (g->additive)
         fprintf(f, "\n### time model: %s\n\n| model | method | rows | geo-mean error | "
                    "worst error | worst row | model / measured (us) | %% of model | "
-                   "floor / chain / transfer / compute dominant |\n"
+                   "floor / chain / transfer / compute / issue dominant |\n"
                    "|---|---|---|---|---|---|---|---|---|\n",
                 g->op);
     else
@@ -363,11 +363,12 @@ static json_t *ceilings_json(const roofline_ceilings *c)
     json_t *rates = json_object();
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         json_object_set_new(rates, roofline_precision_str((roofline_precision)p), num_or_null(c->rate[p]));
-    return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "origin",
+    return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "origin",
                      c->origin == ROOFLINE_FROM_CALIBRATION ? "calibration" : "specs x achievable",
                      "read_bw", num_or_null(c->read_bw), "copy_bw", num_or_null(c->copy_bw), "rate",
                      rates, "launch_overhead_s", num_or_null(c->launch_s), "dram_latency_s",
-                     num_or_null(c->latency_s), "grid_floor_s", num_or_null(c->floor_s));
+                     num_or_null(c->latency_s), "grid_floor_s", num_or_null(c->floor_s),
+                     "gather_element_s", num_or_null(c->gather_elem_s));
 }
 
 /* One group: the roofline's ("bound": rows by bound) or the time model's ("op", "dominant": rows
@@ -386,10 +387,12 @@ static json_t *group_json(const roofline_report_group *g)
         json_object_set_new(o, "worst_model_time", num_or_null(g->worst_pred));
         json_object_set_new(o, "worst_measured_time", num_or_null(g->worst_meas));
         json_object_set_new(o, "dominant",
-                            json_pack("{s:I, s:I, s:I, s:I}", "floor", (json_int_t)g->n_bound[0],
-                                      "chain", (json_int_t)g->n_bound[1], "transfer",
+                            json_pack("{s:I, s:I, s:I, s:I, s:I}", "floor",
+                                      (json_int_t)g->n_bound[0], "chain",
+                                      (json_int_t)g->n_bound[1], "transfer",
                                       (json_int_t)g->n_bound[2], "compute",
-                                      (json_int_t)g->n_bound[3]));
+                                      (json_int_t)g->n_bound[3], "issue",
+                                      (json_int_t)g->n_bound[4]));
         return o;
     }
     json_object_set_new(o, "gmean_fraction_of_roofline", num_or_null(g->err.gmean_ratio));

@@ -45,7 +45,7 @@ typedef struct {
     const char *op;        /* "family op" (time model groups); "" otherwise */
     int additive;          /* 1: the time model (n_bound counts roofline_term); 0: the roofline */
     roofline_error err;
-    size_t n_bound[4];       /* rows by bound (roofline_bound) or dominant term (roofline_term) */
+    size_t n_bound[5];       /* rows by bound (roofline_bound) or dominant term (roofline_term) */
     const char *worst_shape; /* "g=256 k=64 ..." of the worst row; borrowed from the report */
     double worst_pred, worst_meas;
 } roofline_report_group;

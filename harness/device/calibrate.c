@@ -238,7 +238,52 @@ done:
     return st;
 }
 
-enum { K_READ, K_INDICES, K_FILL_F32, K_FILL_F16, K_FILL_BF16, K_CHASE, K_COUNT };
+typedef struct {
+    void *kernel, *src, *dst;
+    int *idx;
+    int g, k, kp, n;
+    void *stream;
+} gather_ctx;
+
+static tune_status gather_launch(void *ctx, tune_error *err)
+{
+    gather_ctx *c = ctx;
+    void *args[] = {&c->src, &c->idx, &c->dst, &c->g, &c->k, &c->kp, &c->n};
+    return gpu_launch(c->kernel, 65536, 256, 0, c->stream, args, err);
+}
+
+/* Seconds per element of an element-wise gather: tune_gather_probe over CALIBRATION_GATHER_*
+ * (2^28 elements from a 32 MiB source that the L2 holds, random row indices), with the launch
+ * geometry of the gather baseline (65536 blocks of 256 threads); median time / elements. */
+static tune_status measure_gather(timing *tm, void *stream, void *probe, void *fill_indices,
+                                  int reps, double *seconds, tune_error *err)
+{
+    gather_ctx c = {probe, NULL, NULL, NULL, CALIBRATION_GATHER_G, CALIBRATION_GATHER_K,
+                    CALIBRATION_GATHER_KP, CALIBRATION_GATHER_N, stream};
+    size_t n_src = (size_t)c.g * (size_t)c.kp * (size_t)c.n;
+    size_t n_dst = (size_t)c.g * (size_t)c.k * (size_t)c.n, n_idx = (size_t)c.g * (size_t)c.k;
+    unsigned long long nn = n_idx, seed = 0x6a7e5ull;
+    int range = c.kp;
+    void *fargs[] = {&c.idx, &nn, &seed, &range};
+    double t;
+    tune_status st;
+    if ((st = gpu_malloc(&c.src, n_src * 2, err)) != TUNE_OK ||
+        (st = gpu_malloc(&c.dst, n_dst * 2, err)) != TUNE_OK ||
+        (st = gpu_malloc((void **)&c.idx, n_idx * sizeof(int), err)) != TUNE_OK)
+        goto done;
+    GPU_CHECK(cudaMemsetAsync(c.src, 0x3c, n_src * 2, (cudaStream_t)stream), err, st, done);
+    if ((st = gpu_launch(fill_indices, 4096, 256, 0, stream, fargs, err)) != TUNE_OK ||
+        (st = timed_median(tm, gather_launch, &c, 3, reps, &t, err)) != TUNE_OK)
+        goto done;
+    *seconds = t / (double)n_dst;
+done:
+    gpu_free(c.src);
+    gpu_free(c.dst);
+    gpu_free(c.idx);
+    return st;
+}
+
+enum { K_READ, K_INDICES, K_FILL_F32, K_FILL_F16, K_FILL_BF16, K_CHASE, K_GATHER, K_COUNT };
 
 static void logf_(FILE *log, const char *fmt, double value, const char *unit)
 {
@@ -260,7 +305,8 @@ static tune_status load_kernels(const calibrate_options *o, const gpu_info *gi,
 {
     static const char *const names[K_COUNT] = {
         "tune_read_probe", "tune_fill_indices", "tune_fill_uniform<float>",
-        "tune_fill_uniform<half_t>", "tune_fill_uniform<bf16_t>", "tune_chase_probe"};
+        "tune_fill_uniform<half_t>", "tune_fill_uniform<bf16_t>", "tune_chase_probe",
+        "tune_gather_probe"};
     tune_status st;
     for (int i = 0; i < K_COUNT; i++) {
         snprintf(k->jobs[i].source, sizeof k->jobs[i].source, "common.cu");
@@ -339,6 +385,10 @@ static tune_status measure_all(const calibrate_options *o, const gpu_info *gi,
         return st;
     cal->floor_s = CALIBRATION_FLOOR_BYTES / small_bw - CALIBRATION_FLOOR_BYTES / cal->read_bw;
     logf_(o->log, "grid floor          %8.2f %s\n", cal->floor_s * 1e6, "us");
+    if ((st = measure_gather(tm, stream, k->kern[K_GATHER], k->kern[K_INDICES], few,
+                             &cal->gather_elem_s, err)) != TUNE_OK)
+        return st;
+    logf_(o->log, "gather element      %8.3f %s\n", cal->gather_elem_s * 1e12, "ps");
     return TUNE_OK;
 }
 

@@ -74,41 +74,49 @@ static const family_axis outer_axes[] = {
 #define GM_INNER_SLICE                                                                             \
     "g * (" GM_RM " * sectors(k * n * dsize) + transpose_B * n * " GM_SEGMENT("k") " + " GM_AOUT ")"
 #define GM_CUSTOM_HELP "the row load waits for the index load: one round trip more"
+/* The gather kernel (gm_gather) copies one element per thread and iteration, with three 64-bit
+ * divisions to find its coordinates: bound by instructions, at the calibrated seconds per element
+ * (docs/roofline.md), or by its own bytes (the indices, the sectors of B it gathers, Bg written). */
+#define GM_ISSUE "g * k * n"
+#define GM_INNER_GATHER_STEP "g * (sectors(4 * k) + " GM_INNER_B " + k * n * dsize)"
 
 static const family_traffic gm_traffic[] = {
     {"gather_inner_bmv", "custom",
      "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + sectors(n * dsize))",
      "1", "1", NULL, NULL,
      "indices, the gathered sectors of A, the distinct gathered rows (or sectors) of B, the "
-     "output; " GM_CUSTOM_HELP},
+     "output; " GM_CUSTOM_HELP, NULL, NULL},
     {"gather_inner_bmv", "gather",
      "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B
      " + 2 * (k * n + k) * dsize + sectors(n * dsize))",
      "2", "1", NULL, NULL,
-     "the gather kernel's reads, Bg and A[I] written and read again by the GEMM, the output"},
+     "the gather kernel's reads, Bg and A[I] written and read again by the GEMM, the output",
+     GM_ISSUE, "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + (k * n + k) * dsize)"},
     {"gather_inner_bmv", "slice", GM_INNER_SLICE, "1", "0", NULL, NULL,
      "the first k rows of B (transposed: the first k elements of each of n rows, a 128-byte line "
-     "at least), A, the output"},
+     "at least), A, the output", NULL, NULL},
     {"gather_inner_matrix_only_bmv", "custom", GM_INNER_CUSTOM, "1", "1", NULL, NULL,
-     "indices, A, the distinct gathered rows (or sectors) of B, the output; " GM_CUSTOM_HELP},
+     "indices, A, the distinct gathered rows (or sectors) of B, the output; " GM_CUSTOM_HELP, NULL, NULL},
     {"gather_inner_matrix_only_bmv", "gather", GM_INNER_GATHER, "2", "1", NULL, NULL,
-     "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
+     "the gather kernel's reads, Bg written and read again by the GEMM, A, the output",
+     GM_ISSUE, GM_INNER_GATHER_STEP},
     {"gather_inner_matrix_only_bmv", "slice", GM_INNER_SLICE, "1", "0", NULL, NULL,
      "the first k rows of B (transposed: the first k elements of each of n rows, a 128-byte line "
-     "at least), A, the output"},
+     "at least), A, the output", NULL, NULL},
     {"gather_outer_bmv", "custom", "g * (sectors(4 * n) + " GM_OUTER_B " + " GM_AOUT ")", "1", "1",
      NULL, NULL,
      "indices, A, the gathered sectors of each row of B (transposed: its distinct gathered rows), "
-     "the output; " GM_CUSTOM_HELP},
+     "the output; " GM_CUSTOM_HELP, NULL, NULL},
     {"gather_outer_bmv", "gather",
      "g * (sectors(4 * n) + " GM_OUTER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2", "1", NULL,
-     NULL, "the gather kernel's reads, Bg written and read again by the GEMM, A, the output"},
+     NULL, "the gather kernel's reads, Bg written and read again by the GEMM, A, the output",
+     GM_ISSUE, "g * (sectors(4 * n) + " GM_OUTER_B " + k * n * dsize)"},
     {"gather_outer_bmv", "slice",
      "g * (" GM_RM " * k * " GM_SEGMENT("n") " + transpose_B * sectors(n * k * dsize) + " GM_AOUT
      ")",
      "1", "0", NULL, NULL,
      "the first n columns of B (a 128-byte line at least per row; transposed: its first n rows), "
-     "A, the output"},
+     "A, the output", NULL, NULL},
 };
 
 static const family_op gm_ops[] = {

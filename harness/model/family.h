@@ -43,8 +43,9 @@ typedef struct {
 
 /* The traffic model of one method of an op (docs/roofline.md, "Traffic models"): what the
  * additive time model launches * floor + chain * latency + max(dram / read bandwidth, flops /
- * rate) needs. Expressions over the problem axes and dsize, like the byte model; sectors() and
- * distinct() (core/expr.h) round to 32-byte sectors and count repeated rows once. */
+ * rate) (+ an issue-bound step, below) needs. Expressions over the problem axes and dsize, like
+ * the byte model; sectors() and distinct() (core/expr.h) round to 32-byte sectors and count
+ * repeated rows once. */
 typedef struct {
     const char *op;       /* the op it models; NULL: every op of the family */
     const char *method;   /* the method it models; NULL: every method without a model of its own */
@@ -55,6 +56,12 @@ typedef struct {
     const char *flops;    /* FLOPs of the compute term; NULL: the row's own (the op's model) */
     const char *precision; /* the compute term's precision ("fp8"); NULL: the row's dtype */
     const char *help;      /* what the model counts (docs) */
+    /* Optional: a kernel of the method that copies one element per thread and loop iteration
+     * (the gather baseline's gm_gather), bound by its instructions: `issue` elements at the
+     * measured seconds per element, or its own DRAM bytes `issue_dram` (part of dram) when
+     * those take longer. NULL: no such step ("0"). */
+    const char *issue;
+    const char *issue_dram;
 } family_traffic;
 
 typedef struct {
@@ -199,6 +206,7 @@ const family_traffic *family_find_traffic(const tune_family *fam, const char *op
 /* A traffic model's values at one point. */
 typedef struct {
     double dram, launches, chain, flops;
+    double issue, issue_dram; /* elements of the issue-bound step and its DRAM bytes (0: none) */
 } family_traffic_value;
 
 /* Evaluates t at p (the problem axes and dsize); flops: the value when t->flops is NULL. An
@@ -213,15 +221,19 @@ typedef struct {
     double latency_s; /* seconds per dependent DRAM round trip */
     double bw;        /* DRAM bytes per second */
     double rate;      /* FLOPs per second at the compute term's precision */
+    double elem_s;    /* seconds per element of an element-wise gather (the issue term) */
 } family_time_ceilings;
 
 /* The additive time model of v (docs/roofline.md, "The time model"), written once for its two
  * users: the roofline model with measured ceilings (analysis/roofline_model.h) and sharding's
  * cost model with nominal ones (model/shard.h):
- *   launches x floor_s + chain x latency_s + max(dram / bw, flops / rate)
- * Returns NAN when neither dram / bw nor flops / rate is known. terms (optional) gets the seconds
- * of the floor, chain, transfer and compute terms in that order, 0 for a term left out. */
+ *   launches x floor_s + chain x latency_s + max((dram - issue_dram) / bw, flops / rate)
+ *     + max(issue x elem_s, issue_dram / bw)
+ * (the issue-bound step runs in series with the rest; without one, or without elem_s, the model
+ * is the three-term one over all of dram). Returns NAN when neither dram / bw nor flops / rate is
+ * known. terms (optional) gets the seconds of the floor, chain, transfer (every byte's transfer
+ * that no issue time hides), compute and issue terms in that order, 0 for a term left out. */
 double family_traffic_time(const family_traffic_value *v, const family_time_ceilings *c,
-                           double terms[4]);
+                           double terms[5]);
 
 #endif

@@ -59,18 +59,32 @@ tune_status family_traffic_eval(const family_traffic *t, const tune_point *p, do
         st = eval_field(method, "chain", t->chain, 0, p, &out->chain, err);
     if (st == TUNE_OK)
         st = eval_field(method, "flops", t->flops, flops, p, &out->flops, err);
+    if (st == TUNE_OK)
+        st = eval_field(method, "issue", t->issue, 0, p, &out->issue, err);
+    if (st == TUNE_OK)
+        st = eval_field(method, "issue_dram", t->issue_dram, 0, p, &out->issue_dram, err);
     return st;
 }
 
 double family_traffic_time(const family_traffic_value *v, const family_time_ceilings *c,
-                           double terms[4])
+                           double terms[5])
 {
     double transfer = isfinite(v->dram) && v->dram >= 0 ? v->dram / c->bw : NAN;
     double compute = isfinite(v->flops) && v->flops >= 0 ? v->flops / c->rate : NAN;
-    const double t[4] = {isfinite(c->floor_s) ? v->launches * c->floor_s : 0,
+    /* the issue-bound step: its elements at elem_s, or its own bytes when those take longer */
+    double issue = v->issue > 0 && isfinite(c->elem_s) ? v->issue * c->elem_s : 0;
+    double step_dram = isfinite(transfer) && v->issue_dram > 0 && issue > 0
+                           ? fmin(v->issue_dram, v->dram) / c->bw
+                           : 0;
+    double rest = isfinite(transfer) ? transfer - step_dram : 0;
+    double hidden = fmin(step_dram, issue); /* transfer under the step's issue time */
+    const double t[5] = {isfinite(c->floor_s) ? v->launches * c->floor_s : 0,
                          isfinite(c->latency_s) ? v->chain * c->latency_s : 0,
-                         isfinite(transfer) ? transfer : 0, isfinite(compute) ? compute : 0};
+                         isfinite(transfer) ? transfer - hidden : 0,
+                         isfinite(compute) ? compute : 0, issue};
     if (terms)
         memcpy(terms, t, sizeof t);
-    return isfinite(transfer) || isfinite(compute) ? t[0] + t[1] + fmax(t[2], t[3]) : NAN;
+    return isfinite(transfer) || isfinite(compute)
+               ? t[0] + t[1] + fmax(rest, t[3]) + fmax(issue, step_dram)
+               : NAN;
 }

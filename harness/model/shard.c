@@ -96,7 +96,7 @@ static double kernel_seconds(const sweep *sw, const tune_point *p)
         family_find_traffic(sw->family, sw->op, point_str(p, "method", NULL));
     family_traffic_value tv;
     static const family_time_ceilings nominal = {SHARD_KERNEL_MIN, SHARD_LATENCY, SHARD_BW,
-                                                 SHARD_RATE};
+                                                 SHARD_RATE, NAN};
     if (tr && family_traffic_eval(tr, p, isfinite(flops) ? flops : 0, &tv, NULL) == TUNE_OK)
         return family_traffic_time(&tv, &nominal, NULL);
     double t = SHARD_KERNEL_MIN;
