@@ -297,6 +297,7 @@ Test(roofline, calibration_round_trip)
     a.launch_s = 2.5e-6;
     a.latency_s = 3.58e-7;
     a.floor_s = 5.1e-6;
+    a.gather_elem_s = 4.2e-12;
     a.read_bytes = a.copy_bytes = (size_t)4 << 30;
     a.gemm_n = 8192;
     a.reps = 20;
@@ -324,6 +325,8 @@ Test(roofline, calibration_round_trip)
     roofline_ceilings c;
     roofline_ceilings_from_calibration(&b, NULL, &c);
     cr_expect(close_to(c.latency_s, a.latency_s) && close_to(c.floor_s, a.floor_s));
+    cr_expect(close_to(b.gather_elem_s, a.gather_elem_s) &&
+              close_to(c.gather_elem_s, a.gather_elem_s));
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         cr_expect(isnan(a.gemm_rate[p]) ? isnan(b.gemm_rate[p])
                                         : close_to(b.gemm_rate[p], a.gemm_rate[p]),

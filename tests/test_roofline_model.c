@@ -261,6 +261,61 @@ Test(roofline_model, unknown_ceilings_leave_terms_out)
     cr_expect(isnan(roofline_model_time(&c, &none, ROOFLINE_FP16, NULL)));
 }
 
+/* The gather baseline's issue-bound step: g k n elements; its bytes are the custom kernel's
+ * reads and Bg written once (the GEMM reads Bg and A and writes the output after it). */
+Test(roofline_model, gather_issue_step)
+{
+    /* step 3, g=1 k_pre=4 k=2 n=128: indices 32 + 1.75 rows x 256 = 448 + Bg 512 written */
+    result_row r = make_row("gather_matmul", "gather_inner_matrix_only_bmv", "gather",
+                            "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random");
+    roofline_traffic t;
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.issue, 256);
+    cr_expect_float_eq(t.issue_dram, 32 + 448 + 512, 1e-9);
+    /* step 1 (A gathered too): + A's picked sector 32 read and A[I] (2 fp16) written */
+    r = make_row("gather_matmul", "gather_inner_bmv", "gather",
+                 "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random");
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    cr_expect_float_eq(t.issue_dram, 32 + 32 + 448 + 512 + 4, 1e-9);
+    /* step 2, transposed: indices sectors(8) = 32, 1.75 rows of sectors(256), Bg 2 x 128 x 2 */
+    r = make_row("gather_matmul", "gather_outer_bmv", "gather",
+                 "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random");
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.issue, 256);
+    cr_expect_float_eq(t.issue_dram, 32 + 448 + 512, 1e-9);
+    /* the other methods have none */
+    r = make_row("gather_matmul", "gather_outer_bmv", "custom",
+                 "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random");
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    cr_expect(t.issue == 0 && t.issue_dram == 0);
+}
+
+Test(roofline_model, issue_term)
+{
+    roofline_ceilings c = ceilings();
+    c.gather_elem_s = 1e-12;
+    /* 2 launches x 4 us + 1 us chain; 5e7 bytes of which the step's 3e7 run under its 1e8
+     * elements x 1 ps = 100 us: 8 + 1 + 2e7 / 1e12 (20 us) + max(100, 30) = 129 us */
+    roofline_traffic t = {5e7, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 1e8, 3e7};
+    roofline_terms m;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 129e-6, 1e-15);
+    cr_expect_float_eq(m.issue, 100e-6, 1e-15);
+    cr_expect_float_eq(m.transfer, 20e-6, 1e-15);
+    cr_expect_eq(m.dominant, ROOFLINE_TERM_ISSUE);
+    cr_expect_str_eq(roofline_term_str(m.dominant), "issue");
+    /* 0.1 ps per element: the step's 30 us of bytes take longer than its 10 us of issue:
+     * 8 + 1 + 20 + 30 = 59 us, the same as with no issue term; 40 us of transfer not hidden */
+    c.gather_elem_s = 1e-13;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 59e-6, 1e-15);
+    cr_expect_float_eq(m.transfer, 40e-6, 1e-15);
+    cr_expect_eq(m.dominant, ROOFLINE_TERM_TRANSFER);
+    /* a calibration without the gather probe: the three-term model over all 5e7 bytes */
+    c.gather_elem_s = NAN;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 59e-6, 1e-15);
+    cr_expect_eq(m.issue, 0);
+    cr_expect_float_eq(m.transfer, 50e-6, 1e-15);
+}
+
 Test(roofline_model, pct_read_bw)
 {
     roofline_traffic t = {4.5e6, 1, 0, NAN, 0, ROOFLINE_FP32, 1, 0, 0};

@@ -264,6 +264,7 @@ void roofline_ceilings_from_gpu(const roofline_gpu *g, roofline_ceilings *c)
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         c->rate[p] = g->flops[p] * g->frac_matmul;
     c->launch_s = g->launch_s;
-    c->latency_s = c->floor_s = c->gather_elem_s = NAN; /* no datasheet gives them: measured by tune calibrate */
+    /* no datasheet gives them: measured by tune calibrate */
+    c->latency_s = c->floor_s = c->gather_elem_s = NAN;
     c->origin = ROOFLINE_FROM_SPECS;
 }

@@ -385,7 +385,7 @@ static tune_status measure_all(const calibrate_options *o, const gpu_info *gi,
         return st;
     cal->floor_s = CALIBRATION_FLOOR_BYTES / small_bw - CALIBRATION_FLOOR_BYTES / cal->read_bw;
     logf_(o->log, "grid floor          %8.2f %s\n", cal->floor_s * 1e6, "us");
-    if ((st = measure_gather(tm, stream, k->kern[K_GATHER], k->kern[K_INDICES], few,
+    if ((st = measure_gather(tm, stream, k->kern[K_GATHER], k->kern[K_INDICES], reps,
                              &cal->gather_elem_s, err)) != TUNE_OK)
         return st;
     logf_(o->log, "gather element      %8.3f %s\n", cal->gather_elem_s * 1e12, "ps");

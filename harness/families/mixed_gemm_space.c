@@ -36,8 +36,10 @@ const family_traffic mg_traffic[MG_N_TRAFFIC] = {
     {"w4a16", "fp8", "k * n + m * k + m * n * dsize", "1", "0", NULL, "fp8",
      "the fp8 weight and X, Y in 16 bits; fp8 tensor-core rate", NULL, NULL},
     {"w4a16", "dequant", MG_W4 " + 2 * k * n * dsize + " MG_XY, "2", "0", NULL, NULL,
-     "the dequantization (packed weight read, 16-bit weight written), then cuBLAS on it", NULL, NULL},
-    {"w4a16", "stream", MG_W4, "1", "0", "0", NULL, "one read of the packed weight and scales", NULL, NULL},
+     "the dequantization (packed weight read, 16-bit weight written), then cuBLAS on it", NULL,
+     NULL},
+    {"w4a16", "stream", MG_W4, "1", "0", "0", NULL, "one read of the packed weight and scales",
+     NULL, NULL},
     {"w4a16", "pack", "2 * (" MG_W4 ")", "1", "0", "0", NULL,
      "the user's weight and scales read, the packed layout written", NULL, NULL},
 };
