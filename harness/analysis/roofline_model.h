@@ -58,7 +58,7 @@ const char *roofline_term_str(roofline_term t);
 
 typedef struct {
     double floor, chain, transfer, compute, issue; /* seconds; 0 when the term has no input */
-    double total;           /* family_traffic_time: floor + chain + max(transfer, compute) + issue */
+    double total; /* floor + chain + max(transfer, compute) + issue (family_traffic_time) */
     roofline_term dominant; /* the largest of the five */
 } roofline_terms;
 
