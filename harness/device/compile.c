@@ -355,6 +355,47 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
     return st;
 }
 
+tune_status compile_hash_keys(const compile_job *jobs, size_t n, const compile_options *opt,
+                              uint64_t *hash, tune_error *err)
+{
+    compile_unit *units = calloc(n + 1, sizeof *units);
+    size_t *job_unit = calloc(n + 1, sizeof *job_unit), n_units = 0;
+    tune_status st = (units && job_unit) ? TUNE_OK
+                                         : tune_error_set(err, TUNE_ERR_NOMEM, "compile",
+                                                          "out of memory");
+    char base[8][64], arch_a[8][64];
+    const char *base_ptrs[8], *arch_a_ptrs[8];
+    compile_env env = {.kernels_dir = opt->kernels_dir, .base_opts = base_ptrs,
+                       .n_base = build_options(opt, "", base, base_ptrs)};
+    build_options(opt, "a", arch_a, arch_a_ptrs);
+    compile_env_toolkit(&env);
+    env.nvrtc_version = compile_nvrtc_version();
+    if (st == TUNE_OK && env.nvrtc_version == 0)
+        st = tune_error_set(err, TUNE_ERR_NVRTC, "nvrtc", "NVRTC cannot be loaded");
+    if (st == TUNE_OK)
+        st = load_units(jobs, n, &env, units, &n_units, job_unit, err);
+    uint64_t h = HASH_FNV_OFFSET;
+    for (size_t i = 0; st == TUNE_OK && i < n; i++) {
+        const compile_unit *u = &units[job_unit[i]];
+        hash128 key = u->key; /* as run_job makes it */
+        hash128_str(&key, jobs[i].name);
+        if (jobs[i].arch_specific)
+            hash128_str(&key, arch_a[0]);
+        h = hash_fnv1a_str(h, jobs[i].source);
+        h = hash_fnv1a_str(h, jobs[i].name);
+        h = hash_fnv1a_str(h, jobs[i].options);
+        h = hash_fnv1a(h, &key.a, sizeof key.a);
+        h = hash_fnv1a(h, &key.b, sizeof key.b);
+        h = hash_fnv1a(h, &u->status, sizeof u->status);
+    }
+    for (size_t u = 0; u < n_units; u++)
+        compile_unit_free(&units[u]);
+    free(units);
+    free(job_unit);
+    *hash = h;
+    return st;
+}
+
 void compile_job_clear(compile_job *job)
 {
     if (!job)

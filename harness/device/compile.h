@@ -32,6 +32,7 @@
 #define TUNE_COMPILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/error.h"
 
@@ -70,6 +71,12 @@ typedef struct {
  * under the kernels folder (or one of its headers) cannot be read, NVRTC cannot start, or memory
  * runs out. */
 tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt, tune_error *err);
+/* The cache keys of the jobs (what compile_run would look up: sources, headers, options, NVRTC
+ * version, architecture, name expressions), folded into one FNV-1a hash in job order, without
+ * compiling anything: the run key of a searched run, which compiles only what it measures. Fails
+ * as compile_run does when a shipped source cannot be read or NVRTC cannot be loaded. */
+tune_status compile_hash_keys(const compile_job *jobs, size_t n, const compile_options *opt,
+                              uint64_t *hash, tune_error *err);
 /* Frees a job's results (not the job itself). */
 void compile_job_clear(compile_job *job);
 
