@@ -15,6 +15,7 @@
 #include "device/gpu.h"
 #include "run/run.h"
 #include "model/shard.h"
+#include "model/search.h"
 #include "model/space.h"
 #include "model/sweep.h"
 #include "store/folder.h"
@@ -131,6 +132,18 @@ static const opt_desc options[] = {
     {"--shard", "I/N", CMD_RUN,
      "run only shard I of N (0-based: 0/4 .. 3/4), balanced by estimated cost"},
     {"--gpus", "all|0,1", CMD_RUN, "one coordinator per GPU, each on its shard, merged at the end"},
+    {"--search", "STRATEGY", CMD_RUN | CMD_VALIDATE,
+     "exhaustive (every configuration), random or model: which configurations to measure\n"
+     "                        (default: the sweep's \"search\", else exhaustive)"},
+    {"--budget", "B", CMD_RUN | CMD_VALIDATE,
+     "per shape, the candidates measured: a count (12) or a percentage of the shape's (10%)"},
+    {"--time-limit", "S", CMD_RUN | CMD_VALIDATE,
+     "a searched run starts no round (and stops between configurations) after S seconds"},
+    {"--search-seed", "N", CMD_RUN | CMD_VALIDATE,
+     "seed of the search's proposals, an unsigned 64-bit integer (default 1)"},
+    {"--warm-start", "DIR", CMD_RUN | CMD_VALIDATE,
+     "an earlier results folder of the sweep (or its family and op) whose rows inform the\n"
+     "                        search; repeatable; read only"},
     {"--compile-only", NULL, CMD_RUN,
      "no GPU: compile, and write a row per configuration (compiled, compile_error,\n"
      "                        skipped) into a results folder; exit 1 when a kernel does not\n"
@@ -161,9 +174,12 @@ static void print_command_help(const cmd_desc *cd, FILE *f)
     }
 }
 
+#define CLI_MAX_WARM 64
+
 typedef struct {
     run_options run;
     const char *rows, *cols; /* report pivots */
+    const char *warm[CLI_MAX_WARM]; /* --warm-start */
     char cache[PATH_MAX];
     const char *files[256];
     size_t n_files;
@@ -192,6 +208,44 @@ static void option_owners(const opt_desc *o, char *buf, size_t size)
         if (o->commands & commands[i].mask)
             snprintf(buf + strlen(buf), size - strlen(buf), "%stune %s", buf[0] ? ", " : "",
                      commands[i].name);
+}
+
+/* The search options (docs/search.md) into c; 0, or -1 after a message. */
+static int apply_search_option(const char *cmd, const char *a, const char *val, cli *c)
+{
+    search_strategy strategy;
+    double fraction;
+    size_t count;
+    if (strcmp(a, "--search") == 0) {
+        if (search_strategy_parse(val, &strategy) != 0)
+            return fprintf(stderr, "tune %s: %s expects exhaustive, random or model, got '%s'\n",
+                           cmd, a, val),
+                   -1;
+        c->run.search = val;
+    } else if (strcmp(a, "--budget") == 0) {
+        if (search_budget_parse(val, &fraction, &count) != 0)
+            return fprintf(stderr,
+                           "tune %s: %s expects a count (an integer >= 1) or a percentage in "
+                           "(0, 100] such as 10%%, got '%s'\n",
+                           cmd, a, val),
+                   -1;
+        c->run.budget = val;
+    } else if (strcmp(a, "--time-limit") == 0) {
+        return cli_double(cmd, a, val, 0, 366.0 * 86400, 1, "seconds", &c->run.time_limit_s);
+    } else if (strcmp(a, "--search-seed") == 0) {
+        c->run.search_seed_set = 1;
+        return cli_u64(cmd, a, val, &c->run.search_seed);
+    } else if (strcmp(a, "--warm-start") == 0) {
+        if (cli_path(cmd, a, val) != 0)
+            return -1;
+        if (c->run.n_warm_start == CLI_MAX_WARM)
+            return fprintf(stderr, "tune %s: at most %d --warm-start folders\n", cmd,
+                           CLI_MAX_WARM),
+                   -1;
+        c->warm[c->run.n_warm_start++] = val;
+        c->run.warm_start = c->warm;
+    }
+    return 0;
 }
 
 /* One option with its value (val; NULL for a flag) into c; 0, or -1 after a message. */
@@ -249,6 +303,8 @@ static int apply_option(const char *cmd, const char *a, const char *val, cli *c)
         c->run.read_bw = gbps * 1e9;
     } else if (strcmp(a, "--arch") == 0) {
         return cli_arch(cmd, a, val, &c->run.arch);
+    } else {
+        return apply_search_option(cmd, a, val, c);
     }
     return 0;
 }
@@ -346,6 +402,27 @@ static void warn_if_large(const char *file, const space *sp)
                 file, n, SPACE_LARGE_CONFIGS);
 }
 
+/* `tune validate`: what a searched run of the sweep measures. 0, or -1 after a message. */
+static int validate_search(const cli *c, const sweep *sw, const space *sp)
+{
+    tune_error err = {0};
+    sweep_search set;
+    size_t cands, base, measured;
+    if (run_search_settings(sw, &c->run, &set, &err) != TUNE_OK)
+        return fail(&err), -1;
+    if (!sweep_search_on(&set))
+        return 0;
+    if (run_search_estimate(sw, sp, &set, &cands, &base, &measured, &err) != TUNE_OK)
+        return fail(&err), -1;
+    char budget[64];
+    printf("%s: searched: %s, budget %s: %zu of %zu configurations measured (%zu baselines, %zu "
+           "of %zu candidates)\n",
+           sw->file, search_strategy_name(set.opt.strategy),
+           search_budget_format(&set.opt, budget, sizeof budget), measured, space_n_configs(sp),
+           base, measured - base, cands);
+    return 0;
+}
+
 static int cmd_validate(cli *c)
 {
     int rc = 0;
@@ -362,6 +439,8 @@ static int cmd_validate(cli *c)
             printf("%s: ok: %s/%s, %zu shapes, %zu configs (%zu pruned by skip_if)\n", c->files[i],
                    sw->family_name, sw->op, space_n_shapes(sp), space_n_configs(sp),
                    space_n_pruned(sp));
+            if (validate_search(c, sw, sp) != 0)
+                rc = EXIT_FAILURE;
         }
         space_free(sp);
         sweep_free(sw);
