@@ -40,7 +40,7 @@ static void write_meta(const json_t *key, int merged)
 
 Test(meta, key_and_resume)
 {
-    meta_key_info ki = {0x1234, 12080, "sm_90", NULL, NULL, 7, NULL};
+    meta_key_info ki = {0x1234, 12080, "sm_90", NULL, NULL, 7, NULL, NULL};
     json_t *key = meta_key_build(&ki);
     cr_assert_not_null(key);
     cr_expect_str_eq(json_string_value(json_object_get(key, "kernels_hash")), "0000000000001234");
