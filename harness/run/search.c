@@ -291,25 +291,24 @@ static size_t round_mark(run_ctx *rc, const size_t *ids, size_t n, int first)
     return k;
 }
 
-/* Compiles the kernels the round needs that are not compiled yet (the first: the read probe's
- * too). */
-static tune_status round_compile(run_ctx *rc, run_summary *sum, int first)
+/* Compiles the kernels that the configurations of mask need and that are not compiled yet (with
+ * skip_done, only those without a row), and the read probe's (every worker measures with it). */
+static tune_status compile_for(run_ctx *rc, run_summary *sum, const unsigned char *mask,
+                               int skip_done)
 {
     size_t *idx = malloc((rc->n_kernels ? rc->n_kernels : 1) * sizeof *idx), n = 0;
     if (!idx)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-    unsigned char *want = rc->compiled; /* 2: wanted this round */
-    if (first) {
-        family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
-        size_t k = run_kernel_index(rc, &probe); /* listed by run_sweep: found, not added */
-        if (k < rc->n_kernels && !want[k])
-            want[k] = 2;
-    }
+    unsigned char *want = rc->compiled; /* 2: wanted now */
+    family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
+    size_t k = run_kernel_index(rc, &probe); /* listed by run_sweep: found, not added */
+    if (k < rc->n_kernels && !want[k])
+        want[k] = 2;
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
-        for (int r = 0; rc->todo[ci] && !rc->done[ci] && r < rc->plans[ci].n_refs; r++)
+        for (int r = 0; mask[ci] && !(skip_done && rc->done[ci]) && r < rc->plans[ci].n_refs; r++)
             if (!want[rc->plans[ci].refs[r]])
                 want[rc->plans[ci].refs[r]] = 2;
-    for (size_t k = 0; k < rc->n_kernels; k++)
+    for (k = 0; k < rc->n_kernels; k++)
         if (want[k] == 2)
             idx[n++] = k;
     tune_status st = run_compile_subset(rc, idx, n, rc->cache_dir, sum);
@@ -348,7 +347,7 @@ static void observe_resumed(run_ctx *rc)
 
 /* The shapes not re-timed yet with at least two ok candidates, re-timed by one worker. A failure
  * of that worker costs nothing measured: it is reported and the run goes on. */
-static tune_status retime_pass(run_ctx *rc)
+static tune_status retime_pass(run_ctx *rc, run_summary *sum)
 {
     size_t ns = space_n_shapes(rc->sp), want = 0;
     size_t *ok = calloc(ns ? ns : 1, sizeof *ok);
@@ -362,7 +361,14 @@ static tune_status retime_pass(run_ctx *rc)
     free(ok);
     if (!want)
         return TUNE_OK;
-    memset(rc->todo, 0, space_n_configs(rc->sp)); /* nothing to measure: re-timing only */
+    /* the candidates' kernels (a resumed run may not have compiled them), then nothing to
+     * measure: re-timing only */
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
+        rc->todo[ci] = rc->medians[ci] > 0 && rc->retime_todo[space_config_at(rc->sp, ci)->shape];
+    tune_status st = compile_for(rc, sum, rc->todo, 0);
+    memset(rc->todo, 0, space_n_configs(rc->sp));
+    if (st != TUNE_OK)
+        return st;
     worker *w = worker_start(run_worker_body, rc, rc->err);
     if (!w)
         return rc->err ? rc->err->code : TUNE_ERR_IO;
@@ -423,14 +429,14 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
         if (!opt->quiet)
             fprintf(stderr, "tune: search round %zu: %zu configurations%s\n", ss->rounds, todo,
                     first ? " (baselines included)" : "");
-        if ((st = round_compile(rc, sum, first)) == TUNE_OK)
+        if ((st = compile_for(rc, sum, rc->todo, 1)) == TUNE_OK)
             st = run_coordinate(rc, sum);
         if (rc->deadline > 0 && clock_now() > rc->deadline && st == TUNE_OK)
             ss->time_limit_hit = 1; /* a worker may have stopped between configurations */
     }
     memset(rc->todo, 0, space_n_configs(rc->sp));
     if (st == TUNE_OK)
-        st = retime_pass(rc);
+        st = retime_pass(rc, sum);
     sum->n_kernels = ss->kernels_compiled;
     free(ids);
     return st;
