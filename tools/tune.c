@@ -35,7 +35,9 @@ int tune_cmd_compare(int argc, char **argv);
 
 static const char usage[] =
     "usage: tune [run] SWEEP.json [options]   compile, validate and time a sweep; print the tables\n"
+    "                                         [--search random --budget 10%]: a budgeted search\n"
     "       tune validate SWEEP.json...       check sweep files and count their configurations\n"
+    "                                         (and what a searched run measures)\n"
     "       tune compile [SWEEP.json|DIR]...  compile every variant (default: sweeps/), no GPU needed\n"
     "       tune report RESULTS_DIR... [--out DIR]  print the best-config tables of raw.jsonl\n"
     "                                         (merged); --out DIR also gets best.md/.csv/.json\n"
@@ -79,10 +81,13 @@ static const cmd_desc commands[] = {
      "usage: tune [run] SWEEP.json [options]\n"
      "Validates the sweep, compiles its kernels, checks every configuration against the\n"
      "reference, times it and prints the best-config tables; rows go to\n"
-     "ROOT/<sweep>/<UTC time>/raw.jsonl.\n"},
+     "ROOT/<sweep>/<UTC time>/raw.jsonl. A searched run (--search, --budget, --time-limit, or\n"
+     "the sweep's \"search\") measures the baselines and, per shape, the candidates a strategy\n"
+     "proposes within the budget, compiling only their kernels (docs/search.md).\n"},
     {"validate", CMD_VALIDATE,
-     "usage: tune validate SWEEP.json... [--quiet]\n"
-     "Checks sweep files (every error with file:line:column) and counts their configurations.\n"},
+     "usage: tune validate SWEEP.json... [--quiet] [search options]\n"
+     "Checks sweep files (every error with file:line:column) and counts their configurations;\n"
+     "for a searched run, how many the budget measures.\n"},
     {"compile", CMD_COMPILE,
      "usage: tune compile [SWEEP.json|DIR]... [options]\n"
      "Compiles every kernel of the sweeps (default: sweeps/) into the cache; no GPU needed.\n"

@@ -332,10 +332,19 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
         st = load_units(jobs, n, &env, units, &n_units, job_unit, err);
     if (st == TUNE_OK && opt->cache_dir)
         make_dirs(opt->cache_dir);
-    if (st == TUNE_OK) {
+    size_t done = 0, cached = 0;
+    if (st == TUNE_OK && opt->threads == 1) {
+        /* no OpenMP region at all: a process that has run one cannot fork a child that runs
+         * another (libgomp's threads are not copied, and the child's region waits for them) */
+        for (size_t i = 0; i < n; i++) {
+            run_job(&jobs[i], &units[job_unit[i]], &env, arch_a[0], opt);
+            cached += (size_t)jobs[i].from_cache;
+            if (opt->progress)
+                opt->progress(opt->progress_ctx, ++done, cached);
+        }
+    } else if (st == TUNE_OK) {
         if (opt->threads > 0)
             omp_set_num_threads(opt->threads);
-        size_t done = 0, cached = 0;
 #pragma omp parallel for schedule(dynamic, 1)
         for (size_t i = 0; i < n; i++) {
             run_job(&jobs[i], &units[job_unit[i]], &env, arch_a[0], opt);

@@ -40,7 +40,8 @@ typedef struct {
     const char *kernels_dir; /* folder of the kernel sources */
     const char *cache_dir;   /* NULL: no cache */
     int arch;                /* compute capability x10: 90 -> sm_90 */
-    int threads;             /* OpenMP threads; 0: the default */
+    int threads;             /* OpenMP threads; 0: the default; 1: no OpenMP region (a process
+                                that forks a compiling child later must not have run one) */
     /* optional: called after each job (one call at a time) with the jobs finished so far and
      * how many of them came from the cache */
     void (*progress)(void *ctx, size_t done, size_t cached);

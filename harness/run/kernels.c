@@ -86,9 +86,10 @@ static void compile_progress(void *ctx, size_t done, size_t cached)
     progress_update(ctx, done, cached, clock_now());
 }
 
-/* Compiles the kernels idx[0..n) (idx NULL: every kernel) into the cache and reads them back. */
+/* Compiles the kernels idx[0..n) (idx NULL: every kernel) into the cache and reads them back;
+ * threads as compile_options.threads (1: the coordinator's cache reads, without OpenMP). */
 static tune_status compile_all(run_ctx *rc, int arch, const char *cache_dir, const size_t *idx,
-                               size_t n, run_summary *sum)
+                               size_t n, int threads, run_summary *sum)
 {
     char kdir[4096];
     const char *kernels_dir = rc->opt->kernels_dir;
@@ -104,7 +105,7 @@ static tune_status compile_all(run_ctx *rc, int arch, const char *cache_dir, con
     double t0 = clock_now();
     progress_init(&pr, rc->opt->quiet ? NULL : stderr, "compiling kernels", n,
                   isatty(STDERR_FILENO), t0);
-    compile_options copt = {kernels_dir, cache_dir, arch, 0, compile_progress, &pr};
+    compile_options copt = {kernels_dir, cache_dir, arch, threads, compile_progress, &pr};
     tune_status st = compile_run(jobs, n, &copt, rc->err);
     sum->compile_seconds = clock_now() - t0;
     progress_end(&pr, clock_now());
@@ -151,7 +152,7 @@ static int compile_child_body(void *ctx, int fd)
     memset(&sum, 0, sizeof sum);
     tune_error e = {0};
     c->rc->err = &e;
-    if (compile_all(c->rc, c->arch, c->cache_dir, c->idx, c->n, &sum) != TUNE_OK) {
+    if (compile_all(c->rc, c->arch, c->cache_dir, c->idx, c->n, 0, &sum) != TUNE_OK) {
         worker_send(fd, "F %d %s%s%s", (int)e.code, e.where, e.where[0] ? ": " : "", e.message);
         return 1;
     }
@@ -182,7 +183,9 @@ static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir
     if (!got || code != 0)
         return tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "the compile process ended: %s",
                               how);
-    tune_status st = compile_all(rc, arch, cache_dir, idx, n, sum); /* cache reads only */
+    /* cache reads only, and no OpenMP here: a later round's compile child is forked from this
+     * process (compile.h) */
+    tune_status st = compile_all(rc, arch, cache_dir, idx, n, 1, sum);
     sum->n_cached = child.n_cached;
     sum->compile_seconds = child.compile_seconds;
     return st;
@@ -196,7 +199,7 @@ tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
     const char *cache = opt->cache_dir;
     if (!opt->compile_only && !cache && !(cache = mkdtemp(tmp_cache)))
         return tune_error_set(rc->err, TUNE_ERR_IO, "/tmp", "cannot create a kernel cache folder");
-    tune_status st = opt->compile_only ? compile_all(rc, arch, cache, NULL, rc->n_kernels, sum)
+    tune_status st = opt->compile_only ? compile_all(rc, arch, cache, NULL, rc->n_kernels, 0, sum)
                                        : compile_isolated(rc, arch, cache, NULL, rc->n_kernels, sum);
     if (cache == tmp_cache)
         run_remove_cache_dir(tmp_cache);
