@@ -94,6 +94,13 @@ void *run_lookup_kernel(void *kctx, const family_kernel_ref *ref);
  * then reads their cubins; adds the counts to sum. */
 tune_status run_compile_subset(run_ctx *rc, const size_t *idx, size_t n, const char *cache_dir,
                                run_summary *sum);
+/* The same in two steps, so that the coordinator can measure while the child compiles: the
+ * child (threads: its OpenMP threads, 0 the default) started, or NULL with rc->err set (idx is
+ * copied); then waited for, its cubins read, the counts added to sum, c freed. */
+typedef struct run_compile_async run_compile_async;
+run_compile_async *run_compile_start(run_ctx *rc, const size_t *idx, size_t n,
+                                     const char *cache_dir, int threads);
+tune_status run_compile_finish(run_ctx *rc, run_compile_async *c, run_summary *sum);
 /* Removes a private kernel cache folder (its files, then itself). */
 void run_remove_cache_dir(const char *dir);
 /* FNV-1a over the kernels' sources, names and cubins: the run key's kernels_hash. */

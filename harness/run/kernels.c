@@ -137,22 +137,24 @@ void run_remove_cache_dir(const char *dir)
  * worker's first CUDA call fails with "initialization error"; seen on the H200 machine with CUDA
  * 13.0). So a GPU run compiles in a child process that fills the kernel cache, and this process
  * then only reads the cache. The child reports its counts: "K kernels cached errors seconds". */
-typedef struct {
+struct run_compile_async {
     run_ctx *rc;
     int arch;
     const char *cache_dir;
-    const size_t *idx; /* NULL: every kernel */
+    size_t *idx; /* NULL: every kernel */
     size_t n;
-} compile_child_ctx;
+    int threads; /* the child's OpenMP threads; 0: the default */
+    worker *w;
+};
 
 static int compile_child_body(void *ctx, int fd)
 {
-    compile_child_ctx *c = ctx;
+    run_compile_async *c = ctx;
     run_summary sum;
     memset(&sum, 0, sizeof sum);
     tune_error e = {0};
     c->rc->err = &e;
-    if (compile_all(c->rc, c->arch, c->cache_dir, c->idx, c->n, 0, &sum) != TUNE_OK) {
+    if (compile_all(c->rc, c->arch, c->cache_dir, c->idx, c->n, c->threads, &sum) != TUNE_OK) {
         worker_send(fd, "F %d %s%s%s", (int)e.code, e.where, e.where[0] ? ": " : "", e.message);
         return 1;
     }
@@ -161,34 +163,64 @@ static int compile_child_body(void *ctx, int fd)
     return 0;
 }
 
-static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir,
-                                    const size_t *idx, size_t n, run_summary *sum)
+static run_compile_async *compile_start(run_ctx *rc, int arch, const char *cache_dir,
+                                        const size_t *idx, size_t n, int threads)
 {
-    compile_child_ctx c = {rc, arch, cache_dir, idx, n};
-    worker *w = worker_start(compile_child_body, &c, rc->err);
-    if (!w)
-        return rc->err ? rc->err->code : TUNE_ERR_IO;
+    run_compile_async *c = calloc(1, sizeof *c);
+    if (!c || (idx && !(c->idx = malloc((n ? n : 1) * sizeof *idx)))) {
+        free(c);
+        tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+        return NULL;
+    }
+    if (idx)
+        memcpy(c->idx, idx, n * sizeof *idx);
+    c->rc = rc;
+    c->arch = arch;
+    c->cache_dir = cache_dir;
+    c->n = n;
+    c->threads = threads;
+    if (!(c->w = worker_start(compile_child_body, c, rc->err))) {
+        free(c->idx);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static tune_status compile_finish(run_ctx *rc, run_compile_async *c, run_summary *sum)
+{
     char line[4096], how[256];
     run_summary child;
     memset(&child, 0, sizeof child);
     int got = 0;
-    while (worker_read_line(w, line, sizeof line, 3600) == 1) {
+    while (worker_read_line(c->w, line, sizeof line, 3600) == 1) {
         if (line[0] == 'K')
             got = sscanf(line, "K %zu %zu %zu %lg", &child.n_kernels, &child.n_cached,
                          &child.n_kernel_errors, &child.compile_seconds) == 4;
         else if (line[0] == 'F')
             tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "%s", line + 2);
     }
-    int code = worker_wait(w, how, sizeof how);
+    int code = worker_wait(c->w, how, sizeof how);
+    tune_status st = TUNE_OK;
     if (!got || code != 0)
-        return tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "the compile process ended: %s",
-                              how);
+        st = tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "the compile process ended: %s",
+                            how);
     /* cache reads only, and no OpenMP here: a later round's compile child is forked from this
      * process (compile.h) */
-    tune_status st = compile_all(rc, arch, cache_dir, idx, n, 1, sum);
+    if (st == TUNE_OK)
+        st = compile_all(rc, c->arch, c->cache_dir, c->idx, c->n, 1, sum);
     sum->n_cached = child.n_cached;
     sum->compile_seconds = child.compile_seconds;
+    free(c->idx);
+    free(c);
     return st;
+}
+
+static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir,
+                                    const size_t *idx, size_t n, run_summary *sum)
+{
+    run_compile_async *c = compile_start(rc, arch, cache_dir, idx, n, 0);
+    return c ? compile_finish(rc, c, sum) : (rc->err ? rc->err->code : TUNE_ERR_IO);
 }
 
 tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
@@ -218,26 +250,43 @@ tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
     return TUNE_OK;
 }
 
-tune_status run_compile_subset(run_ctx *rc, const size_t *idx, size_t n, const char *cache_dir,
-                               run_summary *sum)
+run_compile_async *run_compile_start(run_ctx *rc, const size_t *idx, size_t n,
+                                     const char *cache_dir, int threads)
+{
+    return compile_start(rc, rc->arch, cache_dir, idx, n, threads);
+}
+
+tune_status run_compile_finish(run_ctx *rc, run_compile_async *c, run_summary *sum)
 {
     run_summary part;
     memset(&part, 0, sizeof part);
-    tune_status st = n ? compile_isolated(rc, rc->arch, cache_dir, idx, n, &part) : TUNE_OK;
-    if (st != TUNE_OK)
-        return st;
+    size_t n = c->n, *idx = malloc((n ? n : 1) * sizeof *idx);
+    if (!idx)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    memcpy(idx, c->idx, n * sizeof *idx);
+    tune_status st = compile_finish(rc, c, &part);
     sum->n_kernels += part.n_kernels;
     sum->n_cached += part.n_cached;
     sum->n_kernel_errors += part.n_kernel_errors;
     sum->compile_seconds += part.compile_seconds;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; st == TUNE_OK && i < n; i++) {
         rc->compiled[idx[i]] = 1;
         const compile_job *j = &rc->kernels[idx[i]].job;
         if (j->status != TUNE_OK && !rc->opt->quiet)
             fprintf(stderr, "tune: %s: %s failed to compile:\n%s\n", j->source, j->name,
                     j->log ? j->log : "");
     }
-    return TUNE_OK;
+    free(idx);
+    return st;
+}
+
+tune_status run_compile_subset(run_ctx *rc, const size_t *idx, size_t n, const char *cache_dir,
+                               run_summary *sum)
+{
+    if (n == 0)
+        return TUNE_OK;
+    run_compile_async *c = run_compile_start(rc, idx, n, cache_dir, 0);
+    return c ? run_compile_finish(rc, c, sum) : (rc->err ? rc->err->code : TUNE_ERR_IO);
 }
 
 tune_status run_kernels_key_hash(run_ctx *rc, uint64_t *hash)

@@ -291,15 +291,13 @@ static size_t round_mark(run_ctx *rc, const size_t *ids, size_t n, int first)
     return k;
 }
 
-/* Compiles the kernels that the configurations of mask need and that are not compiled yet (with
- * skip_done, only those without a row), and the read probe's (every worker measures with it). */
-static tune_status compile_for(run_ctx *rc, run_summary *sum, const unsigned char *mask,
-                               int skip_done)
+/* The kernels that the configurations of mask need (with skip_done, only those without a row)
+ * and that are not compiled yet, and the read probe's (every worker measures with it), into idx
+ * (rc->n_kernels entries); their number. */
+static size_t kernels_wanted(run_ctx *rc, const unsigned char *mask, int skip_done, size_t *idx)
 {
-    size_t *idx = malloc((rc->n_kernels ? rc->n_kernels : 1) * sizeof *idx), n = 0;
-    if (!idx)
-        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-    unsigned char *want = rc->compiled; /* 2: wanted now */
+    unsigned char *want = rc->compiled; /* 2: wanted now, reset below */
+    size_t n = 0;
     family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
     size_t k = run_kernel_index(rc, &probe); /* listed by run_sweep: found, not added */
     if (k < rc->n_kernels && !want[k])
@@ -309,12 +307,91 @@ static tune_status compile_for(run_ctx *rc, run_summary *sum, const unsigned cha
             if (!want[rc->plans[ci].refs[r]])
                 want[rc->plans[ci].refs[r]] = 2;
     for (k = 0; k < rc->n_kernels; k++)
-        if (want[k] == 2)
+        if (want[k] == 2) {
+            want[k] = 0;
             idx[n++] = k;
+        }
+    return n;
+}
+
+/* Compiles (in the compile child) what kernels_wanted lists for mask, and waits for it. */
+static tune_status compile_for(run_ctx *rc, run_summary *sum, const unsigned char *mask,
+                               int skip_done)
+{
+    size_t *idx = malloc((rc->n_kernels ? rc->n_kernels : 1) * sizeof *idx);
+    if (!idx)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    size_t n = kernels_wanted(rc, mask, skip_done, idx);
     tune_status st = run_compile_subset(rc, idx, n, rc->cache_dir, sum);
-    for (size_t i = 0; i < n; i++)
-        want[idx[i]] = 1;
     rc->ss->kernels_compiled += n;
+    free(idx);
+    return st;
+}
+
+/* 1 when every kernel configuration ci needs is compiled. */
+static int config_ready(const run_ctx *rc, size_t ci)
+{
+    for (int r = 0; r < rc->plans[ci].n_refs; r++)
+        if (!rc->compiled[rc->plans[ci].refs[r]])
+            return 0;
+    return 1;
+}
+
+/* Measures the configurations of rc->todo (those without a row) with workers; last: the round
+ * spends every budget, so each shape is re-timed after its rows. */
+static tune_status measure(run_ctx *rc, run_summary *sum, int last)
+{
+    rc->retime_at_end = last;
+    return run_coordinate(rc, sum);
+}
+
+/* One round (rc->todo): the baselines' kernels compiled first; then the configurations whose
+ * kernels are all compiled are measured while the compile child compiles the others' (on all
+ * processors but two: the worker's timing thread keeps a processor), then those. */
+static tune_status round_run(run_ctx *rc, run_summary *sum, int last)
+{
+    size_t nc = space_n_configs(rc->sp), n = 0, n_early = 0;
+    unsigned char *all = malloc(nc ? nc : 1), *part = malloc(nc ? nc : 1);
+    size_t *idx = malloc((rc->n_kernels ? rc->n_kernels : 1) * sizeof *idx);
+    tune_status st = all && part && idx ? TUNE_OK
+                                        : tune_error_set(rc->err, TUNE_ERR_NOMEM, "run",
+                                                         "out of memory");
+    for (size_t ci = 0; st == TUNE_OK && ci < nc; ci++) /* the baselines */
+        part[ci] = rc->todo[ci] && space_config_at(rc->sp, ci)->param == SPACE_NO_PARAM;
+    if (st == TUNE_OK) {
+        memcpy(all, rc->todo, nc);
+        st = compile_for(rc, sum, part, 1);
+    }
+    for (size_t ci = 0; st == TUNE_OK && ci < nc; ci++) { /* ready now, the others */
+        part[ci] = all[ci] && !rc->done[ci] && config_ready(rc, ci);
+        n_early += part[ci];
+        rc->todo[ci] = all[ci] && !part[ci];
+    }
+    if (st == TUNE_OK)
+        n = kernels_wanted(rc, rc->todo, 1, idx);
+    if (st == TUNE_OK && (n == 0 || n_early == 0)) {
+        memcpy(rc->todo, all, nc);
+        if ((st = compile_for(rc, sum, rc->todo, 1)) == TUNE_OK)
+            st = measure(rc, sum, last);
+    } else if (st == TUNE_OK) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        run_compile_async *c = run_compile_start(rc, idx, n, rc->cache_dir,
+                                                 cpus > 3 ? (int)cpus - 2 : 1);
+        st = c ? TUNE_OK : (rc->err ? rc->err->code : TUNE_ERR_IO);
+        unsigned char *rest = all; /* all, less what is measured now */
+        memcpy(rest, rc->todo, nc);
+        memcpy(rc->todo, part, nc);
+        if (st == TUNE_OK)
+            st = measure(rc, sum, 0);
+        tune_status cst = c ? run_compile_finish(rc, c, sum) : TUNE_OK;
+        rc->ss->kernels_compiled += c ? n : 0;
+        st = st == TUNE_OK ? cst : st;
+        memcpy(rc->todo, rest, nc);
+        if (st == TUNE_OK)
+            st = measure(rc, sum, last);
+    }
+    free(all);
+    free(part);
     free(idx);
     return st;
 }
@@ -425,12 +502,11 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
             break;
         }
         ss->rounds++;
-        rc->retime_at_end = round_is_last(rc, ids, n);
+        int last = round_is_last(rc, ids, n);
         if (!opt->quiet)
             fprintf(stderr, "tune: search round %zu: %zu configurations%s\n", ss->rounds, todo,
                     first ? " (baselines included)" : "");
-        if ((st = compile_for(rc, sum, rc->todo, 1)) == TUNE_OK)
-            st = run_coordinate(rc, sum);
+        st = round_run(rc, sum, last);
         if (rc->deadline > 0 && clock_now() > rc->deadline && st == TUNE_OK)
             ss->time_limit_hit = 1; /* a worker may have stopped between configurations */
     }
