@@ -527,6 +527,7 @@ json_t *run_search_meta(const run_ctx *rc)
         return NULL;
     size_t ns = space_n_shapes(rc->sp), k = 0, baselines = 0, space = 0;
     const tune_point **shapes = calloc(ns ? ns : 1, sizeof *shapes);
+    tune_point *axes = calloc(ns ? ns : 1, sizeof *axes); /* the sweep's problem axes only */
     size_t *counts = calloc(3 * (ns ? ns : 1), sizeof *counts);
     meta_search ms = {0};
     char budget[64];
@@ -536,10 +537,15 @@ json_t *run_search_meta(const run_ctx *rc)
         space++;
         baselines += space_config_at(rc->sp, ci)->param == SPACE_NO_PARAM;
     }
-    for (size_t s = 0; shapes && counts && s < ns; s++) {
+    for (size_t s = 0; shapes && counts && axes && s < ns; s++) {
         if (!search_n_candidates(ss->s, s))
             continue;
-        shapes[k] = space_shape(rc->sp, s);
+        for (size_t a = 0; a < rc->sw->n_problem; a++) {
+            expr_value v;
+            if (point_get(space_shape(rc->sp, s), rc->sw->problem[a].name, &v) == 0)
+                point_set(&axes[k], rc->sw->problem[a].name, v);
+        }
+        shapes[k] = &axes[k];
         counts[k] = search_n_candidates(ss->s, s);
         counts[ns + k] = search_budget(ss->s, s);
         counts[2 * ns + k] = search_n_evaluated(ss->s, s);
@@ -562,12 +568,13 @@ json_t *run_search_meta(const run_ctx *rc)
     ms.baselines = baselines;
     ms.kernels = rc->n_kernels;
     ms.kernels_compiled = ss->kernels_compiled;
-    ms.n_shapes = shapes && counts ? k : 0;
+    ms.n_shapes = shapes && counts && axes ? k : 0;
     ms.shapes = shapes;
     ms.shape_candidates = counts;
     ms.shape_budget = counts ? counts + ns : NULL;
     ms.shape_evaluated = counts ? counts + 2 * ns : NULL;
     json_t *j = meta_search_json(&ms);
+    free(axes);
     free(shapes);
     free(counts);
     return j;
