@@ -217,10 +217,10 @@ static void check_same_run(const merge_part *parts, size_t n, merge_problems *pb
         meta_search_settings(p->meta, sb, sizeof sb);
         if (strcmp(sa, sb) != 0)
             problem(pb,
-                    "%s was searched with %s, %s with %s: the shards of one run share their "
-                    "search settings (run every shard with the same --search, --budget, "
-                    "--search-seed and --warm-start)",
-                    p->dir, sb, ref->dir, sa);
+                    "%s and %s were searched differently (%s: %s; %s: %s): the shards of one run "
+                    "share their search settings (run every shard with the same --search, "
+                    "--budget, --search-seed and --warm-start)",
+                    ref->dir, p->dir, ref->dir, sa, p->dir, sb);
     }
 }
 
