@@ -153,6 +153,31 @@ expect 0 "warning: .*large.json enumerates 60000 configurations \(more than 5000
 expect 0 "" validate "$SWEEP"
 grep -q warning "$tmp/err" && { echo "FAIL: a small sweep warned"; fail=1; }
 
+# ---- the search options: parsed whole, validate counts what a searched run measures ----
+for bad in bayes '' Random; do
+    expect 2 "tune run: --search expects exhaustive, random or model, got '$bad'" "$SWEEP" --search "$bad"
+done
+for bad in 0 0% 101% -5 abc 1.5 '' 10%% ' 3'; do
+    expect 2 "tune run: --budget expects a count \(an integer >= 1\) or a percentage" "$SWEEP" --budget "$bad"
+    expect 2 "tune validate: --budget expects a count" validate "$SWEEP" --budget "$bad"
+done
+for bad in 0 -1 nan abc ''; do
+    expect 2 "tune run: --time-limit expects a number in \(0, 3.16224e\+07\] \(seconds\)" "$SWEEP" --time-limit "$bad"
+done
+expect 2 "tune run: --search-seed expects an unsigned 64-bit integer" "$SWEEP" --search-seed -3
+expect 2 "tune run: --warm-start expects a path, got an empty one" "$SWEEP" --warm-start ''
+expect 2 "unknown option --budget \(an option of tune run, tune validate\)" report "$RESULTS" --budget 3
+SEARCH=$PWD/tests/data/search/sparq_small.json
+expect 0 "searched: random, budget 3: 10 of 20 configurations measured \(4 baselines, 6 of 16 candidates\)" validate "$SEARCH"
+expect 0 "searched: random, budget 50%: 12 of 20 configurations measured" validate "$SEARCH" --budget 50%
+expect 0 "searched: exhaustive, budget 1: 6 of 20" validate "$SEARCH" --search exhaustive --budget 1
+expect 0 "" validate "$SWEEP" --search exhaustive
+grep -q searched "$tmp/out" && { echo "FAIL: exhaustive without a budget said searched"; fail=1; }
+expect 1 "--warm-start: a warm start applies to a searched run" validate "$SWEEP" --warm-start "$RESULTS"
+for o in --search --budget --time-limit --search-seed --warm-start; do
+    "$tune" help run | grep -q -- "$o" || { echo "FAIL: tune help run does not list $o"; fail=1; }
+done
+
 # ---- --compile-only exits as tune compile: 1 when a kernel does not compile ----
 python3 - "$FAULTS" "$tmp/compile_error.json" <<'PY'
 import json, sys
