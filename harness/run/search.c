@@ -345,54 +345,71 @@ static tune_status measure(run_ctx *rc, run_summary *sum, int last)
     return run_coordinate(rc, sum);
 }
 
-/* One round (rc->todo): the baselines' kernels compiled first; then the configurations whose
- * kernels are all compiled are measured while the compile child compiles the others' (on all
- * processors but two: the worker's timing thread keeps a processor), then those. */
+/* Splits a round (all): the kernels of its baselines and the read probe's into idx_b (*nb), the
+ * configurations that need no other new kernel into early (their number returned), the kernels
+ * that the others need into idx_r (*nr). */
+static size_t round_split(run_ctx *rc, const unsigned char *all, unsigned char *early,
+                          size_t *idx_b, size_t *nb, size_t *idx_r, size_t *nr)
+{
+    size_t nc = space_n_configs(rc->sp), n_early = 0;
+    for (size_t ci = 0; ci < nc; ci++)
+        early[ci] = all[ci] && space_config_at(rc->sp, ci)->param == SPACE_NO_PARAM;
+    *nb = kernels_wanted(rc, early, 1, idx_b);
+    for (size_t i = 0; i < *nb; i++)
+        rc->compiled[idx_b[i]] = 3; /* about to be compiled: ready for config_ready */
+    for (size_t ci = 0; ci < nc; ci++) {
+        early[ci] = all[ci] && !rc->done[ci] && config_ready(rc, ci);
+        n_early += early[ci];
+        rc->todo[ci] = all[ci] && !early[ci];
+    }
+    *nr = kernels_wanted(rc, rc->todo, 1, idx_r);
+    for (size_t i = 0; i < *nb; i++)
+        rc->compiled[idx_b[i]] = 0;
+    return n_early;
+}
+
+/* One round (rc->todo). The compile child of the kernels that only tuned configurations need
+ * starts first (on all processors but two: a worker's timing thread keeps one); the baselines'
+ * kernels are compiled beside it, and the configurations ready then (the baselines, candidates
+ * whose kernels earlier rounds compiled) are measured while it runs; then the others. */
 static tune_status round_run(run_ctx *rc, run_summary *sum, int last)
 {
-    size_t nc = space_n_configs(rc->sp), n = 0, n_early = 0;
-    unsigned char *all = malloc(nc ? nc : 1), *part = malloc(nc ? nc : 1);
-    size_t *idx = malloc((rc->n_kernels ? rc->n_kernels : 1) * sizeof *idx);
-    tune_status st = all && part && idx ? TUNE_OK
-                                        : tune_error_set(rc->err, TUNE_ERR_NOMEM, "run",
-                                                         "out of memory");
-    for (size_t ci = 0; st == TUNE_OK && ci < nc; ci++) /* the baselines */
-        part[ci] = rc->todo[ci] && space_config_at(rc->sp, ci)->param == SPACE_NO_PARAM;
-    if (st == TUNE_OK) {
-        memcpy(all, rc->todo, nc);
-        st = compile_for(rc, sum, part, 1);
+    size_t nc = space_n_configs(rc->sp), nb = 0, nr = 0, nk = rc->n_kernels ? rc->n_kernels : 1;
+    unsigned char *all = malloc(nc ? nc : 1), *early = malloc(nc ? nc : 1);
+    size_t *idx_b = malloc(nk * sizeof *idx_b), *idx_r = malloc(nk * sizeof *idx_r);
+    if (!all || !early || !idx_b || !idx_r) {
+        free(all), free(early), free(idx_b), free(idx_r);
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     }
-    for (size_t ci = 0; st == TUNE_OK && ci < nc; ci++) { /* ready now, the others */
-        part[ci] = all[ci] && !rc->done[ci] && config_ready(rc, ci);
-        n_early += part[ci];
-        rc->todo[ci] = all[ci] && !part[ci];
-    }
-    if (st == TUNE_OK)
-        n = kernels_wanted(rc, rc->todo, 1, idx);
-    if (st == TUNE_OK && (n == 0 || n_early == 0)) {
+    memcpy(all, rc->todo, nc);
+    size_t n_early = round_split(rc, all, early, idx_b, &nb, idx_r, &nr);
+    tune_status st = TUNE_OK;
+    if (nr == 0 || n_early == 0) {
         memcpy(rc->todo, all, nc);
         if ((st = compile_for(rc, sum, rc->todo, 1)) == TUNE_OK)
             st = measure(rc, sum, last);
-    } else if (st == TUNE_OK) {
+    } else {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        run_compile_async *c = run_compile_start(rc, idx, n, rc->cache_dir,
-                                                 cpus > 3 ? (int)cpus - 2 : 1);
-        st = c ? TUNE_OK : (rc->err ? rc->err->code : TUNE_ERR_IO);
-        unsigned char *rest = all; /* all, less what is measured now */
-        memcpy(rest, rc->todo, nc);
-        memcpy(rc->todo, part, nc);
+        run_compile_async *c =
+            run_compile_start(rc, idx_r, nr, rc->cache_dir, cpus > 3 ? (int)cpus - 2 : 1);
+        st = c ? run_compile_subset(rc, idx_b, nb, rc->cache_dir, sum)
+               : (rc->err ? rc->err->code : TUNE_ERR_IO);
+        rc->ss->kernels_compiled += nb;
+        memcpy(all, rc->todo, nc); /* what waits for the compile child */
+        memcpy(rc->todo, early, nc);
         if (st == TUNE_OK)
             st = measure(rc, sum, 0);
         tune_status cst = c ? run_compile_finish(rc, c, sum) : TUNE_OK;
-        rc->ss->kernels_compiled += c ? n : 0;
+        rc->ss->kernels_compiled += c ? nr : 0;
         st = st == TUNE_OK ? cst : st;
-        memcpy(rc->todo, rest, nc);
+        memcpy(rc->todo, all, nc);
         if (st == TUNE_OK)
             st = measure(rc, sum, last);
     }
     free(all);
-    free(part);
-    free(idx);
+    free(early);
+    free(idx_b);
+    free(idx_r);
     return st;
 }
 
