@@ -16,8 +16,8 @@
  * max_reps, min_time_s, max_time_s]}, report {rows, cols}, device {...} and versions {driver_cuda,
  * runtime, nvrtc, cublas[, driver]} (GPU runs), compile_only {arch}, shard {index, count,
  * configs, total_configs, plan, estimated_seconds, total_estimated_seconds}, key (the run key),
- * nvml, roofline_ceilings, seed, read_bw {bytes_per_second, source}, start[, end], summary
- * {configs, pruned, ok, invalid, compile_error, launch_error, crashed, timeout, skipped, kernels,
+ * search (a searched run's block: meta_search_json), nvml, roofline_ceilings, seed, read_bw
+ * {bytes_per_second, source}, start[, end], summary {configs, pruned, ok, invalid, compile_error, launch_error, crashed, timeout, skipped, kernels,
  * kernels_cached, kernel_errors, compile_seconds, wall_seconds[, compiled]}. A merged run
  * (merge.h) has shard {merged, count, plan, total_configs} and a shards list.
  *
