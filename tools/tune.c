@@ -499,8 +499,9 @@ static int cmd_run(cli *c)
     }
     if (!c->run.quiet)
         warn_if_large(c->files[0], sp);
-    space_free(sp);
+    c->run.space = sp; /* enumerated once */
     tune_status st = run_sweep(sw, &c->run, &sum, &err);
+    space_free(sp);
     sweep_free(sw);
     if (st != TUNE_OK)
         return fail(&err);

@@ -50,6 +50,7 @@ typedef struct {
     const sweep *sw;
     const run_options *opt;
     space *sp;
+    int sp_borrowed; /* sp is run_options.space: not freed here */
     run_plan *plans;
     run_kernel *kernels;
     size_t n_kernels, cap_kernels;

@@ -356,5 +356,6 @@ void run_ctx_free(run_ctx *rc)
         compile_job_clear(&rc->kernels[i].job);
     }
     free(rc->kernels);
-    space_free(rc->sp);
+    if (!rc->sp_borrowed)
+        space_free(rc->sp);
 }

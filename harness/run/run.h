@@ -49,6 +49,9 @@ typedef struct {
     size_t shard_index, shard_count; /* shard_count > 0: only shard shard_index (0-based) of n */
     int compile_rows; /* with compile_only: write a results folder, a row per configuration */
     const char *gpus; /* "all" or a list "0,1,3": one coordinator per GPU, then merge */
+    /* optional: the sweep's space, already built by the caller (borrowed; its enumeration of a
+     * large sweep takes seconds); NULL: run_sweep builds it */
+    const space *space;
     /* The search (docs/search.md): each set member overrides the sweep's "search" section. */
     const char *search;          /* --search: "exhaustive", "random" or "model"; NULL: the sweep's */
     const char *budget;          /* --budget: "10%" or a count; NULL: the sweep's */

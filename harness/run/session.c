@@ -281,7 +281,8 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
             return st;
         arch = rc.gi.cc_major * 10 + rc.gi.cc_minor;
     }
-    if (!(rc.sp = space_build(sw, err)))
+    rc.sp_borrowed = opt->space != NULL;
+    if (!(rc.sp = rc.sp_borrowed ? (space *)opt->space : space_build(sw, err)))
         return err ? err->code : TUNE_ERR_INVALID;
     sum->n_configs = space_n_configs(rc.sp);
     sum->n_pruned = space_n_pruned(rc.sp);
