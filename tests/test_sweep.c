@@ -573,3 +573,18 @@ Test(sweep_search, errors_name_the_place)
                                                              "number of seconds") != NULL,
               "%s", buf);
 }
+
+/* The candidates' features: the problem axes and parameters that vary, and the method. */
+Test(sweep_search, features)
+{
+    tune_error err = {0};
+    sweep *sw = search_sweep(NULL, &err);
+    cr_assert_not_null(sw, "%s", err.message);
+    const char *names[SEARCH_MAX_FEATURES];
+    size_t n = sweep_search_features(sw, names);
+    const char *want[] = {"g", "k_pre", "k", "method", "chunk"};
+    cr_assert_eq(n, 5);
+    for (size_t i = 0; i < n; i++)
+        cr_expect_str_eq(names[i], want[i]);
+    sweep_free(sw);
+}

@@ -139,5 +139,9 @@ void sweep_free(sweep *sw);
 /* 1 when s asks for a searched run (a strategy other than exhaustive, a budget or a time limit);
  * 0: every configuration is measured, as without a "search" section. */
 int sweep_search_on(const sweep_search *s);
+/* The features of a searched run's candidates (model/search.h: search_new), one rule for the run
+ * and anything that replays it: the problem axes that vary in sw, "method", the parameters that
+ * vary; into names[SEARCH_MAX_FEATURES] (borrowed from sw), their number. */
+size_t sweep_search_features(const sweep *sw, const char **names);
 
 #endif

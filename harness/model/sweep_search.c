@@ -168,3 +168,17 @@ int sweep_search_on(const sweep_search *s)
     return s->opt.strategy != SEARCH_EXHAUSTIVE || s->opt.budget_fraction > 0 ||
            s->opt.budget_count > 0 || s->time_limit_s > 0;
 }
+
+size_t sweep_search_features(const sweep *sw, const char **names)
+{
+    size_t n = 0;
+    for (size_t a = 0; a < sw->n_problem && n < SEARCH_MAX_FEATURES; a++)
+        if (sw->problem[a].n > 1)
+            names[n++] = sw->problem[a].name;
+    if (n < SEARCH_MAX_FEATURES)
+        names[n++] = "method";
+    for (size_t a = 0; a < sw->n_params && n < SEARCH_MAX_FEATURES; a++)
+        if (sw->params[a].n > 1)
+            names[n++] = sw->params[a].name;
+    return n;
+}

@@ -11,7 +11,6 @@
 
 #include "core/clock.h"
 #include "run/internal.h"
-#include "store/folder.h"
 
 typedef struct run_search_state {
     sweep_search set; /* the settings in force (warm_start borrowed) */
@@ -50,26 +49,11 @@ tune_status run_search_settings(const sweep *sw, const run_options *opt, sweep_s
     return TUNE_OK;
 }
 
-/* The features of the candidates: the problem axes and parameters that vary, and "method". */
-static size_t search_features(const sweep *sw, const char **names)
-{
-    size_t n = 0;
-    for (size_t a = 0; a < sw->n_problem && n < SEARCH_MAX_FEATURES; a++)
-        if (sw->problem[a].n > 1)
-            names[n++] = sw->problem[a].name;
-    if (n < SEARCH_MAX_FEATURES)
-        names[n++] = "method";
-    for (size_t a = 0; a < sw->n_params && n < SEARCH_MAX_FEATURES; a++)
-        if (sw->params[a].n > 1)
-            names[n++] = sw->params[a].name;
-    return n;
-}
-
 /* A new search of the settings over sw's features, or NULL with err set. */
 static search *search_open(const sweep *sw, const sweep_search *set, tune_error *err)
 {
     const char *features[SEARCH_MAX_FEATURES];
-    size_t nf = search_features(sw, features);
+    size_t nf = sweep_search_features(sw, features);
     return search_new(&set->opt, features, nf, err);
 }
 
