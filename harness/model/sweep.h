@@ -140,8 +140,9 @@ void sweep_free(sweep *sw);
  * 0: every configuration is measured, as without a "search" section. */
 int sweep_search_on(const sweep_search *s);
 /* The features of a searched run's candidates (model/search.h: search_new), one rule for the run
- * and anything that replays it: the problem axes that vary in sw, "method", the parameters that
- * vary; into names[SEARCH_MAX_FEATURES] (borrowed from sw), their number. */
+ * and anything that replays its rows (a row names the same axes in the same order): every problem
+ * axis of sw, "method", every parameter; into names[SEARCH_MAX_FEATURES] (borrowed from sw), their
+ * number. */
 size_t sweep_search_features(const sweep *sw, const char **names);
 
 #endif

@@ -173,12 +173,10 @@ size_t sweep_search_features(const sweep *sw, const char **names)
 {
     size_t n = 0;
     for (size_t a = 0; a < sw->n_problem && n < SEARCH_MAX_FEATURES; a++)
-        if (sw->problem[a].n > 1)
-            names[n++] = sw->problem[a].name;
+        names[n++] = sw->problem[a].name;
     if (n < SEARCH_MAX_FEATURES)
         names[n++] = "method";
     for (size_t a = 0; a < sw->n_params && n < SEARCH_MAX_FEATURES; a++)
-        if (sw->params[a].n > 1)
-            names[n++] = sw->params[a].name;
+        names[n++] = sw->params[a].name;
     return n;
 }
