@@ -8,8 +8,9 @@
  * the slowest success seen, so that its neighbours are avoided. A shape's batch is the candidates
  * of lowest confidence bound, mean - KAPPA x the spread of the trees' predictions (exploration
  * where the trees disagree), and the mean alone in a shape's last round. With nothing observed
- * yet, the order is a random one drawn from the seed; rules (search_add_rule) put the candidates
- * that agree with them first in a shape's first round.
+ * yet (no forest), the order is a random one drawn from the seed, and a shape keeps one
+ * evaluation of its budget for an informed round; rules (search_add_rule) put the candidates that
+ * agree with them first in a shape's first round.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@
 #include "model/search_impl.h"
 
 enum { MODEL_TREES = 32 };
-#define MODEL_KAPPA 1.0
+#define MODEL_KAPPA 0.5
 #define MODEL_BATCH_FRACTION 0.025 /* of a shape's candidates per round: 10 % in 4 rounds */
 #define MODEL_FAIL_PENALTY 1.0     /* log time above the slowest success: e times slower */
 
