@@ -125,6 +125,11 @@ for bad in 0 101 5,5 x 5, ''; do
 done
 expect 2 "tune replay: --strategy expects" replay "$REPLAY" --strategy bayes
 expect 2 "tune replay: --out expects a path" replay "$REPLAY" --out ''
+expect 2 "tune replay: --prior expects a path" replay "$REPLAY" --prior ''
+expect 2 "tune replay: --rule expects PARAM=EXPR" replay "$REPLAY" --rule bn
+expect 1 "rule 'bn=1\+'" replay "$REPLAY" --seeds 1 --rule 'bn=1+'
+expect 1 "zz is not a parameter" replay "$REPLAY" --seeds 1 --rule 'zz=1'
+expect 1 "no raw.jsonl" replay "$REPLAY" --seeds 1 --prior "$tmp/work"
 expect 1 "raw.jsonl.*no raw.jsonl" replay "$tmp/work"
 expect 1 "folder replayed" replay "$REPLAY" --seeds 1 --strategy random --budgets 10 --out "$REPLAY/x"
 [ ! -e "$REPLAY/x" ] || { echo "FAIL: tune replay wrote inside the folder replayed"; fail=1; }

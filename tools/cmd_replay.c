@@ -1,7 +1,7 @@
 /* tune replay: a search strategy replayed against measured exhaustive runs (docs/search.md).
  *
  *   tune replay RESULTS_DIR... [--strategy random,model] [--seeds 20] [--budgets 5,10,25]
- *               [--out DIR] [--quiet]
+ *               [--prior DIR]... [--rule PARAM=EXPR]... [--out DIR] [--quiet]
  *
  * Prints the summary table of each folder; --out DIR also gets replay.md, replay.csv,
  * replay.json and meta.json (never inside a folder replayed).
@@ -17,17 +17,22 @@ int tune_cmd_replay(int argc, char **argv);
 
 static const char replay_usage[] =
     "usage: tune replay RESULTS_DIR... [--strategy random,model] [--seeds 20]\n"
-    "                   [--budgets 5,10,25] [--out DIR] [--quiet]\n"
+    "                   [--budgets 5,10,25] [--prior DIR]... [--rule PARAM=EXPR]... [--out DIR]\n"
+    "                   [--quiet]\n"
     "Replays search strategies (exhaustive, random, model) against measured exhaustive runs, no\n"
     "GPU needed: per shape and over seeds 1..N, the evaluations each strategy needs to come within\n"
     "1 % and 3 % of the shape's best time, and the fraction of the best it reaches with budgets of\n"
     "the given percentages of each shape's candidates. Prints a table per folder; --out DIR also\n"
-    "gets replay.md, replay.csv, replay.json and meta.json (never inside a folder replayed).\n";
+    "gets replay.md, replay.csv, replay.json and meta.json (never inside a folder replayed).\n"
+    "--prior DIR gives every search the rows of another results folder as a warm start (another\n"
+    "GPU, an earlier run); --rule PARAM=EXPR a fitted rule (tune fit) preferred in each shape's\n"
+    "first round. Both guide the model strategy only.\n";
 
 typedef struct {
     const char *dirs[64];
     size_t n_dirs;
     const char *out;
+    const char *priors[16], *rules[16];
     int quiet;
     replay_options opt;
 } replay_cli;
@@ -56,6 +61,18 @@ static int replay_option(replay_cli *c, const char *a, const char *val)
         c->opt.seeds = (size_t)n;
         return 0;
     }
+    if (strcmp(a, "--prior") == 0 || strcmp(a, "--rule") == 0) {
+        int prior = a[2] == 'p';
+        size_t *n = prior ? &c->opt.n_prior_dirs : &c->opt.n_rules;
+        if (*n == 16)
+            return fprintf(stderr, "tune replay: at most 16 of %s\n", a), -1;
+        if (prior && cli_path("replay", a, val) != 0)
+            return -1;
+        if (!prior && (!strchr(val, '=') || val[0] == '='))
+            return replay_bad(a, "PARAM=EXPR", val);
+        (prior ? c->priors : c->rules)[(*n)++] = val;
+        return 0;
+    }
     if (strcmp(a, "--out") == 0) {
         c->out = val;
         return cli_path("replay", a, val);
@@ -68,6 +85,8 @@ static int replay_parse(int argc, char **argv, replay_cli *c)
 {
     memset(c, 0, sizeof *c);
     replay_options_init(&c->opt);
+    c->opt.prior_dirs = c->priors;
+    c->opt.rules = c->rules;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -86,7 +105,7 @@ static int replay_parse(int argc, char **argv, replay_cli *c)
         }
         if (i + 1 >= argc) {
             if (strcmp(a, "--strategy") && strcmp(a, "--seeds") && strcmp(a, "--budgets") &&
-                strcmp(a, "--out"))
+                strcmp(a, "--out") && strcmp(a, "--prior") && strcmp(a, "--rule"))
                 return fprintf(stderr, "tune replay: unknown option %s\n%s", a, replay_usage), -1;
             return fprintf(stderr, "tune replay: option %s needs a value\n%s", a, replay_usage),
                    -1;

@@ -97,8 +97,37 @@ void replay_free(replay *r)
         return;
     for (size_t i = 0; i < r->n_folders; i++)
         folder_release(&r->folders[i]);
-    free(r->folders);
+    for (size_t i = 0; i < r->n_priors; i++)
+        folder_release(&r->priors[i]);
+    for (size_t i = 0; i < r->n_rules; i++) {
+        free(r->rules[i].text), free(r->rules[i].param);
+        expr_free(r->rules[i].rule);
+    }
+    free(r->folders), free(r->priors), free(r->rules);
     free(r);
+}
+
+/* "param=expr" parsed into r->rules[r->n_rules++]. */
+static tune_status replay_add_rule(replay *r, const char *text, tune_error *err)
+{
+    const char *eq = strchr(text, '=');
+    if (!eq || eq == text || eq[1] == '=')
+        return tune_error_set(err, TUNE_ERR_INVALID, "replay",
+                              "rule '%s': expected PARAM=EXPR (bn=min(256, n / 16))", text);
+    replay_rule *ru = &r->rules[r->n_rules];
+    memset(ru, 0, sizeof *ru);
+    ru->text = strdup(text);
+    ru->param = strndup(text, (size_t)(eq - text));
+    if (!ru->text || !ru->param) {
+        free(ru->text), free(ru->param);
+        return tune_error_set(err, TUNE_ERR_NOMEM, "replay", "out of memory");
+    }
+    r->n_rules++;
+    tune_error pe = {0};
+    if (!(ru->rule = expr_parse(eq + 1, &pe)))
+        return tune_error_set(err, TUNE_ERR_PARSE, "replay", "rule '%s': %s: %s", text, pe.where,
+                              pe.message);
+    return TUNE_OK;
 }
 
 static char *dup_or_null(const char *s)
@@ -306,10 +335,25 @@ static tune_status replay_one(replay *r, replay_folder *F, const replay_job *j, 
     search *s = search_new(&o, F->features, F->n_features, err);
     if (!s)
         return err ? err->code : TUNE_ERR_INVALID;
-    for (size_t c = 0; c < F->n_cands; c++)
-        if (search_add(s, F->shape_of[c], c, &F->points[c]) != 0) {
+    int rc = 0;
+    for (size_t c = 0; rc == 0 && c < F->n_cands; c++)
+        rc = search_add(s, F->shape_of[c], c, &F->points[c]);
+    for (size_t p = 0, base = F->n_shapes; rc == 0 && p < r->n_priors; p++) {
+        const replay_folder *P = &r->priors[p];
+        for (size_t c = 0; rc == 0 && c < P->n_cands; c++)
+            rc = search_observe_prior(s, base + P->shape_of[c], &P->points[c], P->values[c]);
+        base += P->n_shapes;
+    }
+    if (rc != 0) {
+        search_free(s);
+        return tune_error_set(err, TUNE_ERR_NOMEM, "replay", "out of memory");
+    }
+    for (size_t k = 0; k < r->n_rules; k++)
+        if (search_add_rule(s, r->rules[k].param, r->rules[k].rule) != 0) {
             search_free(s);
-            return tune_error_set(err, TUNE_ERR_NOMEM, "replay", "out of memory");
+            return tune_error_set(err, TUNE_ERR_INVALID, "replay",
+                                  "rule '%s': %s is not a parameter of %s", r->rules[k].text,
+                                  r->rules[k].param, F->dir);
         }
     for (size_t i = 0; i < F->n_shapes; i++)
         t[i] = (replay_track){INFINITY, 0};
@@ -368,10 +412,22 @@ replay *replay_run(const char *const *dirs, size_t n_dirs, const replay_options 
         return NULL;
     }
     r->opt = *o;
-    tune_status st = TUNE_OK;
+    r->priors = calloc(o->n_prior_dirs + 1, sizeof *r->priors);
+    r->rules = calloc(o->n_rules + 1, sizeof *r->rules);
+    tune_status st = r->priors && r->rules
+                         ? TUNE_OK
+                         : tune_error_set(err, TUNE_ERR_NOMEM, "replay", "out of memory");
     if (o->seeds == 0 || o->n_strategies == 0 || o->n_budgets == 0)
         st = tune_error_set(err, TUNE_ERR_INVALID, "replay",
                             "at least one strategy, one seed and one budget");
+    for (size_t i = 0; st == TUNE_OK && i < o->n_rules; i++)
+        st = replay_add_rule(r, o->rules[i], err);
+    for (size_t i = 0; st == TUNE_OK && i < o->n_prior_dirs; i++) {
+        r->n_priors++;
+        st = folder_load(&r->priors[i], o->prior_dirs[i], err);
+    }
+    r->opt.prior_dirs = NULL; /* borrowed for the call only: the folders keep their names */
+    r->opt.rules = NULL;
     for (size_t i = 0; st == TUNE_OK && i < n_dirs; i++) {
         r->n_folders++;
         st = folder_load(&r->folders[i], dirs[i], err);

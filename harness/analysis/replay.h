@@ -19,7 +19,8 @@
  * the whole of every shape as its budget (the order in which it evaluates: evaluations needed to
  * come within 1 % and 3 % of the shape's best), and once per budget (the fraction of the best
  * reached with that budget: best time / best time found, in (0, 1]). Shapes where no candidate
- * ran ok are counted and left out of the figures.
+ * ran ok are counted and left out of the figures. Priors (the candidates of other folders, with
+ * their values) and rules are given to every search, after its candidates.
  */
 #ifndef TUNE_REPLAY_H
 #define TUNE_REPLAY_H
@@ -39,6 +40,12 @@ typedef struct {
     size_t seeds;                   /* seeds 1..seeds; default 20 */
     double budgets[REPLAY_MAX_BUDGETS]; /* fractions in (0, 1]; default 0.05, 0.10, 0.25 */
     size_t n_budgets;
+    /* warm starts (docs/search.md), borrowed: results folders whose rows every search gets as
+     * priors (search_observe_prior), and rules "param=expr" (search_add_rule) */
+    const char *const *prior_dirs;
+    size_t n_prior_dirs;
+    const char *const *rules;
+    size_t n_rules;
 } replay_options;
 
 typedef struct replay replay;
@@ -50,7 +57,8 @@ int replay_parse_strategies(const char *text, replay_options *o);
 int replay_parse_budgets(const char *text, replay_options *o);
 
 /* Replays every folder (dirs borrowed for the call). NULL with err set: a folder without
- * raw.jsonl or without tuned rows, a malformed row (file:line), a meta.json refused. */
+ * raw.jsonl or without tuned rows, a malformed row (file:line), a meta.json refused, a rule that
+ * is not "param=expr" over a parameter. */
 replay *replay_run(const char *const *dirs, size_t n_dirs, const replay_options *o,
                    tune_error *err);
 void replay_free(replay *r);

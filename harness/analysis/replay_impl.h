@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "analysis/replay.h"
+#include "core/expr.h"
 #include "store/results.h"
 
 typedef struct {
@@ -40,10 +41,18 @@ typedef struct {
     size_t *offset; /* per shape: where its candidates start in a run's order */
 } replay_folder;
 
+typedef struct {
+    char *text;     /* "param=expr" as given (owned) */
+    char *param;    /* owned */
+    expr *rule;     /* owned */
+} replay_rule;
+
 struct replay {
-    replay_options opt;
-    replay_folder *folders;
-    size_t n_folders;
+    replay_options opt; /* prior_dirs and rules point into the copies below */
+    replay_folder *folders, *priors;
+    size_t n_folders, n_priors;
+    replay_rule *rules;
+    size_t n_rules;
 };
 
 static inline size_t replay_slot(const replay *r, size_t shape, size_t strategy, size_t seed)

@@ -123,6 +123,12 @@ static void write_folder_table(const replay *r, size_t i, FILE *f)
                "(%zu to %zu per shape), device %s, %zu seeds.\n\n",
             F->n_shapes, F->n_shapes - F->n_counted, F->n_cands, lo == SIZE_MAX ? 0 : lo, hi,
             F->device ? F->device : "unknown", r->opt.seeds);
+    for (size_t p = 0; p < r->n_priors; p++)
+        fprintf(f, "%s%s%s", p ? ", " : "Priors (every search's warm start): ", r->priors[p].dir,
+                p + 1 == r->n_priors ? ".\n\n" : "");
+    for (size_t k = 0; k < r->n_rules; k++)
+        fprintf(f, "%s`%s`%s", k ? ", " : "Rules (preferred in each shape's first round): ",
+                r->rules[k].text, k + 1 == r->n_rules ? ".\n\n" : "");
     fprintf(f, "| strategy | evaluations to 1 %% | evaluations to 3 %% |");
     for (size_t b = 0; b < r->opt.n_budgets; b++)
         fprintf(f, " best at %.4g %% |", 100 * r->opt.budgets[b]);
@@ -332,14 +338,23 @@ static json_t *meta_json(const replay *r, int argc, char **argv)
     }
     for (size_t k = 0; k < r->opt.n_strategies; k++)
         json_array_append_new(strategies, json_string(search_strategy_name(r->opt.strategies[k])));
+    json_t *priors = json_array(), *rules = json_array();
+    for (size_t i = 0; i < r->n_priors; i++) {
+        const replay_folder *P = &r->priors[i];
+        json_array_append_new(priors, json_pack("{s:s, s:s?, s:s?, s:s?}", "folder", P->dir,
+                                                "sweep", P->sweep, "device", P->device,
+                                                "git_rev", P->git_rev));
+    }
+    for (size_t i = 0; i < r->n_rules; i++)
+        json_array_append_new(rules, json_string(r->rules[i].text));
     double pct[REPLAY_MAX_BUDGETS];
     for (size_t b = 0; b < r->opt.n_budgets; b++)
         pct[b] = 100 * r->opt.budgets[b];
-    return json_pack("{s:{s:s, s:s, s:s}, s:s, s:o, s:o, s:o, s:[I, I], s:o}", "tool", "name",
-                     "tune", "version", TUNE_VERSION, "git_rev", TUNE_GIT_REV, "created", now,
-                     "argv", args, "replayed", folders, "strategies", strategies, "seeds",
-                     (json_int_t)1, (json_int_t)r->opt.seeds, "budgets_pct",
-                     budgets_json(r, pct));
+    return json_pack("{s:{s:s, s:s, s:s}, s:s, s:o, s:o, s:o, s:[I, I], s:o, s:o, s:o}", "tool",
+                     "name", "tune", "version", TUNE_VERSION, "git_rev", TUNE_GIT_REV, "created",
+                     now, "argv", args, "replayed", folders, "strategies", strategies, "seeds",
+                     (json_int_t)1, (json_int_t)r->opt.seeds, "budgets_pct", budgets_json(r, pct),
+                     "priors", priors, "rules", rules);
 }
 
 /* The real path of path, or of its longest existing ancestor with the rest appended. */
