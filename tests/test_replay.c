@@ -287,5 +287,8 @@ Test(replay, committed_h200_run, .timeout = 120)
     cr_expect_lt(rnd.at_budget[0], model.at_budget[0]);
     cr_expect_geq(model.vs_random[0], 0.9, "model >= random on %.2f", model.vs_random[0]);
     cr_expect_lt(model.evals_1pct_frac, rnd.evals_1pct_frac);
+    cr_expect_eq(rnd.rounds[0], 1, "random proposes a shape's budget in one round");
+    cr_expect_geq(model.rounds[0], 3);
+    cr_expect_leq(model.rounds[0], 5, "10 %% in %zu rounds", model.rounds[0]);
     replay_free(r);
 }

@@ -88,7 +88,7 @@ static void folder_release(replay_folder *F)
         free(F->shapes[i].cands), free(F->shapes[i].key);
     free(F->shapes);
     free(F->evals_1pct), free(F->evals_3pct), free(F->at_budget);
-    free(F->order), free(F->offset);
+    free(F->order), free(F->offset), free(F->rounds);
 }
 
 void replay_free(replay *r)
@@ -361,11 +361,15 @@ static tune_status replay_one(replay *r, replay_folder *F, const replay_job *j, 
                           ? NULL
                           : F->order + (j->strategy * r->opt.seeds + j->seed) * F->n_cands;
     size_t n;
-    while ((n = search_next(s, ids, F->n_cands)) > 0)
+    uint32_t rounds = 0;
+    while ((n = search_next(s, ids, F->n_cands)) > 0) {
         for (size_t i = 0; i < n; i++) {
             search_observe(s, ids[i], F->values[ids[i]]);
             replay_record(r, F, j, t, ids[i], order);
         }
+        rounds++;
+    }
+    F->rounds[(j->strategy * r->opt.seeds + j->seed) * (r->opt.n_budgets + 1) + j->budget] = rounds;
     for (size_t i = 0; j->budget < r->opt.n_budgets && i < F->n_shapes; i++) {
         double best = F->shapes[i].best;
         F->at_budget[replay_slot(r, i, j->strategy, j->seed) * r->opt.n_budgets + j->budget] =
@@ -383,10 +387,12 @@ static tune_status replay_folder_run(replay *r, replay_folder *F, tune_error *er
     F->at_budget = calloc((slots ? slots : 1) * r->opt.n_budgets, sizeof *F->at_budget);
     F->order = calloc(r->opt.n_strategies * r->opt.seeds * F->n_cands, sizeof *F->order);
     F->offset = calloc(F->n_shapes + 1, sizeof *F->offset);
+    F->rounds = calloc(r->opt.n_strategies * r->opt.seeds * (r->opt.n_budgets + 1),
+                       sizeof *F->rounds);
     size_t *ids = malloc(F->n_cands * sizeof *ids);
     replay_track *t = malloc(F->n_shapes * sizeof *t);
     tune_status st = F->evals_1pct && F->evals_3pct && F->at_budget && F->order && F->offset &&
-                             ids && t
+                             F->rounds && ids && t
                          ? TUNE_OK
                          : tune_error_set(err, TUNE_ERR_NOMEM, "replay", "out of memory");
     for (size_t i = 0; st == TUNE_OK && i < F->n_shapes; i++)

@@ -72,6 +72,7 @@ typedef struct {
     /* share of the shapes where the strategy's mean over seeds at the budget is at least random's
      * (NAN when random is not replayed) */
     double vs_random[REPLAY_MAX_BUDGETS];
+    size_t rounds[REPLAY_MAX_BUDGETS]; /* the most rounds a search with the budget took */
 } replay_summary;
 
 size_t replay_n_folders(const replay *r);

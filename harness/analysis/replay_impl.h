@@ -35,6 +35,7 @@ typedef struct {
      * and 3 % of the best (0: never), and per budget the fraction of the best reached */
     uint32_t *evals_1pct, *evals_3pct;
     double *at_budget; /* slot x n_budgets */
+    uint32_t *rounds;  /* per strategy x seed x (n_budgets + 1, the full run last): rounds run */
     /* per strategy x seed: the full run's candidates in the order evaluated, per shape, the
      * shapes one after the other (shape i's from offset[i]) */
     uint32_t *order;

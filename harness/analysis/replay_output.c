@@ -97,6 +97,11 @@ void replay_summarize(const replay *r, size_t folder, size_t strategy, replay_su
     out->evals_3pct = replay_median(e3, e3 ? m : 0);
     out->evals_1pct_frac = replay_median(f1, f1 ? m : 0);
     out->evals_3pct_frac = replay_median(f3, f3 ? m : 0);
+    for (size_t b = 0; b < B; b++)
+        for (size_t k = 0; k < r->opt.seeds; k++) {
+            size_t v = F->rounds[(strategy * r->opt.seeds + k) * (B + 1) + b];
+            out->rounds[b] = v > out->rounds[b] ? v : out->rounds[b];
+        }
     for (size_t b = 0; b < B; b++) {
         out->at_budget[b] = at ? replay_median(at + b * n, m) : NAN;
         out->vs_random[b] = rnd == SIZE_MAX || m == 0 ? NAN : (double)wins[b] / (double)m;
@@ -134,8 +139,11 @@ static void write_folder_table(const replay *r, size_t i, FILE *f)
         fprintf(f, " best at %.4g %% |", 100 * r->opt.budgets[b]);
     for (size_t b = 0; b < r->opt.n_budgets && random_index(r) != SIZE_MAX; b++)
         fprintf(f, " >= random at %.4g %% |", 100 * r->opt.budgets[b]);
-    fprintf(f, "\n|---|---:|---:|");
-    for (size_t b = 0; b < r->opt.n_budgets * (random_index(r) != SIZE_MAX ? 2 : 1); b++)
+    fprintf(f, " rounds at");
+    for (size_t b = 0; b < r->opt.n_budgets; b++)
+        fprintf(f, "%s%.4g", b ? "/" : " ", 100 * r->opt.budgets[b]);
+    fprintf(f, " %% |\n|---|---:|---:|");
+    for (size_t b = 0; b < r->opt.n_budgets * (random_index(r) != SIZE_MAX ? 2 : 1) + 1; b++)
         fprintf(f, "---:|");
     fprintf(f, "\n");
     for (size_t k = 0; k < r->opt.n_strategies; k++) {
@@ -148,7 +156,9 @@ static void write_folder_table(const replay *r, size_t i, FILE *f)
             fprintf(f, " %.1f %% |", 100 * sm.at_budget[b]);
         for (size_t b = 0; b < r->opt.n_budgets && random_index(r) != SIZE_MAX; b++)
             fprintf(f, " %.0f %% |", 100 * sm.vs_random[b]);
-        fprintf(f, "\n");
+        for (size_t b = 0; b < r->opt.n_budgets; b++)
+            fprintf(f, "%s%zu", b ? "/" : " ", sm.rounds[b]);
+        fprintf(f, " |\n");
     }
     fprintf(f, "\n");
 }
@@ -166,7 +176,8 @@ static const char legend[] =
     "candidates. Best at B %: per shape, the median over the seeds of best time / best time found "
     "by a search with a budget of B % of the shape's candidates; then the median over the shapes. "
     ">= random at B %: the share of the shapes where the strategy's mean over the seeds of that "
-    "fraction is at least random search's.\n\n";
+    "fraction is at least random search's. Rounds: the most rounds a search with the budget took "
+    "(over the seeds); in a run each round starts the GPU workers.\n\n";
 
 static void write_md_shapes(const replay *r, const replay_folder *F, FILE *f)
 {
@@ -268,7 +279,11 @@ static json_t *summary_json(const replay *r, size_t i, size_t k)
 {
     replay_summary sm;
     replay_summarize(r, i, k, &sm);
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "evals_1pct", num_or_null(sm.evals_1pct),
+    double rounds[REPLAY_MAX_BUDGETS];
+    for (size_t b = 0; b < r->opt.n_budgets; b++)
+        rounds[b] = (double)sm.rounds[b];
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "rounds_at_budget",
+                     budgets_json(r, rounds), "evals_1pct", num_or_null(sm.evals_1pct),
                      "evals_3pct", num_or_null(sm.evals_3pct), "evals_1pct_fraction",
                      num_or_null(sm.evals_1pct_frac), "evals_3pct_fraction",
                      num_or_null(sm.evals_3pct_frac), "best_at_budget",
