@@ -198,7 +198,7 @@ static int model_centre_priors(const search *s, const size_t *rows, size_t n, do
             if (!isnan(y[g[b].i]))
                 sum += y[g[b].i], k++;
         for (size_t j = a; j < b && k > 0; j++)
-            y[g[j].i] -= sum / (double)k;
+            y[g[j].i] = k < 2 && !isnan(y[g[j].i]) ? INFINITY : y[g[j].i] - sum / (double)k;
     }
     free(g);
     return 0;
@@ -206,7 +206,8 @@ static int model_centre_priors(const search *s, const size_t *rows, size_t n, do
 
 /* The training targets y[i] of the n rows in `rows` (candidates below s->n_cands, then priors):
  * the log time less the mean log time of the shape's successes; failures above the slowest
- * success. -1: out of memory. */
+ * success. The lone success of a shape says nothing of how it compares within its shape (its
+ * target would be 0 whatever it is): INFINITY, left out of the training. -1: out of memory. */
 static int model_targets(const search *s, const size_t *rows, size_t n, double *y)
 {
     double *sum = calloc(s->n_shapes + 1, sizeof *sum), max_y = -INFINITY;
@@ -222,12 +223,14 @@ static int model_targets(const search *s, const size_t *rows, size_t n, double *
         }
     }
     for (size_t i = 0; rc == 0 && i < n; i++)
-        if (rows[i] < s->n_cands && !isnan(y[i]))
-            y[i] -= sum[s->cands[rows[i]].shape] / (double)cnt[s->cands[rows[i]].shape];
+        if (rows[i] < s->n_cands && !isnan(y[i])) {
+            size_t sh = s->cands[rows[i]].shape;
+            y[i] = cnt[sh] < 2 ? INFINITY : y[i] - sum[sh] / (double)cnt[sh];
+        }
     if (rc == 0)
         rc = model_centre_priors(s, rows, n, y);
     for (size_t i = 0; i < n; i++)
-        if (!isnan(y[i]) && y[i] > max_y)
+        if (isfinite(y[i]) && y[i] > max_y)
             max_y = y[i];
     for (size_t i = 0; i < n; i++)
         if (isnan(y[i]))
@@ -253,6 +256,15 @@ static int model_fit(search *s, search_model *m)
         }
     if (rc == 0)
         rc = model_targets(s, rows, n, y);
+    size_t kept = 0; /* lone successes left out, unless nothing else is known */
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        kept += isfinite(y[i]);
+    for (size_t i = 0, k = 0; rc == 0 && i < n; i++)
+        if (isfinite(y[i]) || kept == 0) {
+            memmove(codes + k * nf, codes + i * nf, nf);
+            y[k++] = isfinite(y[i]) ? y[i] : 0;
+        }
+    n = kept ? kept : n;
     m->has_forest = 0;
     if (rc == 0 && n > 0) {
         uint64_t seed = s->opt.seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(s->round + 1));
