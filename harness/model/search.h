@@ -11,6 +11,8 @@
  *   search *s = search_new(&o, features, 6, &err);
  *   for each candidate (a tuned configuration the family can run):
  *       search_add(s, shape, id, &point);           // features read from the point by name
+ *   search_observe_prior(s, shape, &old, seconds);  // optional warm starts (model strategy):
+ *   search_add_rule(s, "bn", rule);                 //   earlier results, fitted rules
  *   size_t ids[4096], n;
  *   while ((n = search_next(s, ids, 4096)) > 0)     // one round: some candidates of every shape
  *       for (i < n) search_observe(s, ids[i], seconds_or_NAN);
