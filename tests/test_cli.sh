@@ -82,14 +82,14 @@ expect 2 "an empty argument is not a file name" validate ''
 expect 2 "an empty argument is not a file name" ''
 
 # ---- help, version, unknown options and commands ----
-for cmd in run validate compile report merge devices fit roofline compare calibrate; do
+for cmd in run validate compile report merge devices fit roofline compare calibrate replay; do
     expect 0 "usage: tune" "$cmd" --help
     expect 0 "usage: tune" "$cmd" -h
     expect 0 "usage: tune" help "$cmd"
     expect 2 "unknown option --no-such-option" "$cmd" --no-such-option
 done
 expect 0 "" help
-for cmd in run validate compile report merge devices fit roofline compare calibrate; do
+for cmd in run validate compile report merge devices fit roofline compare calibrate replay; do
     grep -q "usage: tune.*$cmd\|usage: tune \[run\]" "$tmp/out" || { echo "FAIL: tune help lacks $cmd"; fail=1; }
 done
 for opt in --results --device --seed --watchdog --retake-throttled --read-bw --arch --shard --gpus \
@@ -114,6 +114,29 @@ expect 2 "name at least one results folder" report
 expect 2 "name the merged folder" merge "$tmp/m"
 expect 2 "name exactly one sweep file" run
 expect 2 "name at least one results folder" fit --param chunk
+# replay: options checked, bad folders and an --out inside a folder replayed refused (exit 1)
+REPLAY=$PWD/tests/data/replay/run
+expect 2 "name at least one results folder" replay --seeds 2
+for bad in 0 -1 abc 10001 ''; do
+    expect 2 "tune replay: --seeds expects an integer" replay "$REPLAY" --seeds "$bad"
+done
+for bad in 0 101 5,5 x 5, ''; do
+    expect 2 "tune replay: --budgets expects" replay "$REPLAY" --budgets "$bad"
+done
+expect 2 "tune replay: --strategy expects" replay "$REPLAY" --strategy bayes
+expect 2 "tune replay: --out expects a path" replay "$REPLAY" --out ''
+expect 2 "tune replay: --prior expects a path" replay "$REPLAY" --prior ''
+expect 2 "tune replay: --rule expects PARAM=EXPR" replay "$REPLAY" --rule bn
+expect 1 "rule 'bn=1\+'" replay "$REPLAY" --seeds 1 --rule 'bn=1+'
+expect 1 "zz is not a parameter" replay "$REPLAY" --seeds 1 --rule 'zz=1'
+expect 1 "no raw.jsonl" replay "$REPLAY" --seeds 1 --prior "$tmp/work"
+expect 1 "raw.jsonl.*no raw.jsonl" replay "$tmp/work"
+expect 1 "folder replayed" replay "$REPLAY" --seeds 1 --strategy random --budgets 10 --out "$REPLAY/x"
+[ ! -e "$REPLAY/x" ] || { echo "FAIL: tune replay wrote inside the folder replayed"; fail=1; }
+expect 0 "\| random \|" replay "$REPLAY" --seeds 1 --strategy random --budgets 10 --out "$tmp/replay"
+for f in replay.md replay.csv replay.json meta.json; do
+    [ -s "$tmp/replay/$f" ] || { echo "FAIL: tune replay --out wrote no $f"; fail=1; }
+done
 expect 2 "--param is required" fit "$RESULTS"
 expect 2 "name at least one results folder" roofline
 expect 2 "expected two results folders" compare "$RESULTS"

@@ -32,6 +32,7 @@ int tune_cmd_calibrate(int argc, char **argv);
 int tune_cmd_roofline(int argc, char **argv);
 void tune_report_fill(void *ctx, result_row *rows, size_t n);
 int tune_cmd_compare(int argc, char **argv);
+int tune_cmd_replay(int argc, char **argv);
 
 static const char usage[] =
     "usage: tune [run] SWEEP.json [options]   compile, validate and time a sweep; print the tables\n"
@@ -47,6 +48,8 @@ static const char usage[] =
     "       tune roofline RESULTS_DIR...      roofline model's prediction error over runs\n"
     "       tune compare BASE NEW [--threshold PCT] [--allow-mismatch] [--out DIR] [--param NAME]\n"
     "                                         compare two runs; exit 1 on a regression\n"
+    "       tune replay RESULTS_DIR... [--strategy random,model] [--seeds 20] [--budgets 5,10,25]\n"
+    "                                         replay search strategies against measured runs\n"
     "       tune calibrate [--device N]       measure the GPU's ceilings (bandwidths, GEMM rates)\n"
     "       tune devices                      list CUDA devices\n"
     "       tune help [COMMAND]               every command's options (or one command's)\n"
@@ -616,6 +619,7 @@ static const cmd_external externals[] = {
     {"calibrate", tune_cmd_calibrate},
     {"roofline", tune_cmd_roofline},
     {"compare", tune_cmd_compare},
+    {"replay", tune_cmd_replay},
 };
 
 /* `tune help [COMMAND]`: the overview and every command's options, or one command's. */

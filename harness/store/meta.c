@@ -351,6 +351,11 @@ const char *meta_device_name(const json_t *meta)
     return json_string_value(json_object_get(json_object_get(meta, "device"), "name"));
 }
 
+const char *meta_tool_git_rev(const json_t *meta)
+{
+    return json_string_value(json_object_get(json_object_get(meta, "tool"), "git_rev"));
+}
+
 void meta_report_axes(const json_t *meta, const char **rows, size_t *n_rows, const char **cols,
                       size_t *n_cols, size_t max, const char **title)
 {

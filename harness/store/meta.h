@@ -176,6 +176,8 @@ tune_status meta_check_folders(const char *const *dirs, size_t n_dirs, json_t **
 const char *meta_sweep_name(const json_t *meta);
 /* The device's name (device.name), or NULL. Borrowed. */
 const char *meta_device_name(const json_t *meta);
+/* The git revision of the tune that wrote it (tool.git_rev), or NULL. Borrowed. */
+const char *meta_tool_git_rev(const json_t *meta);
 /* The report's axes (report.rows and report.cols, at most max each, borrowed) and the title (the
  * sweep's name). */
 void meta_report_axes(const json_t *meta, const char **rows, size_t *n_rows, const char **cols,
