@@ -76,6 +76,8 @@ typedef struct {
     unsigned char *retime_todo; /* per shape: re-time it after the rows (the last pass) */
     unsigned char *retimed;     /* per shape: re-timed (coordinator side, from "T s") */
     int retime_at_end;          /* workers re-time a shape after its last row of the round */
+    unsigned char *retime_hold; /* per shape (NULL: none): more of its rows come in a later
+                                   worker of the round, which re-times it */
     double deadline;            /* > 0: workers stop between configurations once past it */
     const char *cache_dir;      /* the searched run's kernel cache (private under --no-cache) */
     void (*on_row)(void *ctx, size_t ci, result_status st, double median);

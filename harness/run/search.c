@@ -381,8 +381,17 @@ static tune_status round_run(run_ctx *rc, run_summary *sum, int last)
         rc->ss->kernels_compiled += nb;
         memcpy(all, rc->todo, nc); /* what waits for the compile child */
         memcpy(rc->todo, early, nc);
+        /* in the last round, a shape with no row left for the second worker is re-timed by
+         * the first (no pass of its own at the end) */
+        unsigned char *hold = last ? calloc(space_n_shapes(rc->sp) + 1, 1) : NULL;
+        for (size_t ci = 0; hold && ci < nc; ci++)
+            if (all[ci] && !rc->done[ci])
+                hold[space_config_at(rc->sp, ci)->shape] = 1;
+        rc->retime_hold = hold;
         if (st == TUNE_OK)
-            st = measure(rc, sum, 0);
+            st = measure(rc, sum, hold != NULL);
+        rc->retime_hold = NULL;
+        free(hold);
         tune_status cst = c ? run_compile_finish(rc, c, sum) : TUNE_OK;
         rc->ss->kernels_compiled += c ? nr : 0;
         st = st == TUNE_OK ? cst : st;

@@ -116,7 +116,7 @@ static size_t searched_candidates(const run_ctx *rc, size_t shape, run_candidate
 static tune_status worker_searched_end(run_ctx *rc, int fd, size_t shape, void *state,
                                        timing *tm, run_candidate *cands, tune_error *e)
 {
-    if (shape == SIZE_MAX || !rc->retime_at_end)
+    if (shape == SIZE_MAX || !rc->retime_at_end || (rc->retime_hold && rc->retime_hold[shape]))
         return TUNE_OK;
     return worker_shape_end(rc, fd, shape, state, tm, cands,
                             searched_candidates(rc, shape, cands), e);
