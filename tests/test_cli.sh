@@ -82,14 +82,14 @@ expect 2 "an empty argument is not a file name" validate ''
 expect 2 "an empty argument is not a file name" ''
 
 # ---- help, version, unknown options and commands ----
-for cmd in run validate compile report merge devices fit roofline compare calibrate; do
+for cmd in run validate compile report merge devices fit roofline compare calibrate replay; do
     expect 0 "usage: tune" "$cmd" --help
     expect 0 "usage: tune" "$cmd" -h
     expect 0 "usage: tune" help "$cmd"
     expect 2 "unknown option --no-such-option" "$cmd" --no-such-option
 done
 expect 0 "" help
-for cmd in run validate compile report merge devices fit roofline compare calibrate; do
+for cmd in run validate compile report merge devices fit roofline compare calibrate replay; do
     grep -q "usage: tune.*$cmd\|usage: tune \[run\]" "$tmp/out" || { echo "FAIL: tune help lacks $cmd"; fail=1; }
 done
 for opt in --results --device --seed --watchdog --retake-throttled --read-bw --arch --shard --gpus \
@@ -114,6 +114,29 @@ expect 2 "name at least one results folder" report
 expect 2 "name the merged folder" merge "$tmp/m"
 expect 2 "name exactly one sweep file" run
 expect 2 "name at least one results folder" fit --param chunk
+# replay: options checked, bad folders and an --out inside a folder replayed refused (exit 1)
+REPLAY=$PWD/tests/data/replay/run
+expect 2 "name at least one results folder" replay --seeds 2
+for bad in 0 -1 abc 10001 ''; do
+    expect 2 "tune replay: --seeds expects an integer" replay "$REPLAY" --seeds "$bad"
+done
+for bad in 0 101 5,5 x 5, ''; do
+    expect 2 "tune replay: --budgets expects" replay "$REPLAY" --budgets "$bad"
+done
+expect 2 "tune replay: --strategy expects" replay "$REPLAY" --strategy bayes
+expect 2 "tune replay: --out expects a path" replay "$REPLAY" --out ''
+expect 2 "tune replay: --prior expects a path" replay "$REPLAY" --prior ''
+expect 2 "tune replay: --rule expects PARAM=EXPR" replay "$REPLAY" --rule bn
+expect 1 "rule 'bn=1\+'" replay "$REPLAY" --seeds 1 --rule 'bn=1+'
+expect 1 "zz is not a parameter" replay "$REPLAY" --seeds 1 --rule 'zz=1'
+expect 1 "no raw.jsonl" replay "$REPLAY" --seeds 1 --prior "$tmp/work"
+expect 1 "raw.jsonl.*no raw.jsonl" replay "$tmp/work"
+expect 1 "folder replayed" replay "$REPLAY" --seeds 1 --strategy random --budgets 10 --out "$REPLAY/x"
+[ ! -e "$REPLAY/x" ] || { echo "FAIL: tune replay wrote inside the folder replayed"; fail=1; }
+expect 0 "\| random \|" replay "$REPLAY" --seeds 1 --strategy random --budgets 10 --out "$tmp/replay"
+for f in replay.md replay.csv replay.json meta.json; do
+    [ -s "$tmp/replay/$f" ] || { echo "FAIL: tune replay --out wrote no $f"; fail=1; }
+done
 expect 2 "--param is required" fit "$RESULTS"
 expect 2 "name at least one results folder" roofline
 expect 2 "expected two results folders" compare "$RESULTS"
@@ -152,6 +175,31 @@ JSON
 expect 0 "warning: .*large.json enumerates 60000 configurations \(more than 50000\)" validate "$tmp/large.json"
 expect 0 "" validate "$SWEEP"
 grep -q warning "$tmp/err" && { echo "FAIL: a small sweep warned"; fail=1; }
+
+# ---- the search options: parsed whole, validate counts what a searched run measures ----
+for bad in bayes '' Random; do
+    expect 2 "tune run: --search expects exhaustive, random or model, got '$bad'" "$SWEEP" --search "$bad"
+done
+for bad in 0 0% 101% -5 abc 1.5 '' 10%% ' 3'; do
+    expect 2 "tune run: --budget expects a count \(an integer >= 1\) or a percentage" "$SWEEP" --budget "$bad"
+    expect 2 "tune validate: --budget expects a count" validate "$SWEEP" --budget "$bad"
+done
+for bad in 0 -1 nan abc ''; do
+    expect 2 "tune run: --time-limit expects a number in \(0, 3.16224e\+07\] \(seconds\)" "$SWEEP" --time-limit "$bad"
+done
+expect 2 "tune run: --search-seed expects an unsigned 64-bit integer" "$SWEEP" --search-seed -3
+expect 2 "tune run: --warm-start expects a path, got an empty one" "$SWEEP" --warm-start ''
+expect 2 "unknown option --budget \(an option of tune run, tune validate\)" report "$RESULTS" --budget 3
+SEARCH=$PWD/tests/data/search/sparq_small.json
+expect 0 "searched: random, budget 3: 10 of 20 configurations measured \(4 baselines, 6 of 16 candidates\)" validate "$SEARCH"
+expect 0 "searched: random, budget 50%: 12 of 20 configurations measured" validate "$SEARCH" --budget 50%
+expect 0 "searched: exhaustive, budget 1: 6 of 20" validate "$SEARCH" --search exhaustive --budget 1
+expect 0 "" validate "$SWEEP" --search exhaustive
+grep -q searched "$tmp/out" && { echo "FAIL: exhaustive without a budget said searched"; fail=1; }
+expect 1 "--warm-start: a warm start applies to a searched run" validate "$SWEEP" --warm-start "$RESULTS"
+for o in --search --budget --time-limit --search-seed --warm-start; do
+    "$tune" help run | grep -q -- "$o" || { echo "FAIL: tune help run does not list $o"; fail=1; }
+done
 
 # ---- --compile-only exits as tune compile: 1 when a kernel does not compile ----
 python3 - "$FAULTS" "$tmp/compile_error.json" <<'PY'

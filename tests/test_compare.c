@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "analysis/compare.h"
+#include "store/meta.h"
 #include "util_cpu.h"
 
 /* tests/data/compare: a hand-made pair of runs (sweep "mini", g in {256, 1024}, k=64, chunk, and
@@ -640,4 +641,56 @@ Test(compare_h200, injected_regression)
                         "stages=0 | 144.43 us | invalid: normalised error 0.31 > 0.002 |");
     free(md);
     compare_free(c);
+}
+
+/* A copy of the mini NEW run (tests/data/compare/new) made a searched one: its meta.json gets a
+ * search block and another kernels hash (a searched run hashes compile keys, not cubins). */
+static void make_searched_new(char *dir, size_t size)
+{
+    snprintf(dir, size, "%s/searched", tmpdir);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp -r " MINI "/new %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    json_t *m = meta_load(dir, NULL);
+    cr_assert_not_null(m);
+    json_object_set_new(json_object_get(m, "key"), "kernels_hash", json_string("00000000deadbeef"));
+    json_object_set_new(json_object_get(m, "key"), "search",
+                        json_string("random budget=50% seed=7 batch=0"));
+    meta_search ms = {.strategy = "random", .budget = "50%", .seed = 7, .finished = 1};
+    json_object_set_new(m, "search", meta_search_json(&ms));
+    tune_error err = {0};
+    cr_assert_eq(meta_write(dir, m, &err), TUNE_OK, "%s", err.message);
+    json_decref(m);
+}
+
+/* A searched NEW: configurations measured in one run only are counted, not listed as
+ * mismatches; the kernels' hashes (cubins vs compile keys) are not checked between a searched
+ * and an exhaustive run; the verdicts of the configurations both measured are unchanged. */
+Test(compare_mini, searched_run)
+{
+    char dir[256];
+    make_searched_new(dir, sizeof dir);
+    compare *plain = load(MINI "/base", MINI "/new", NULL);
+    compare *c = load(MINI "/base", dir, NULL);
+    cr_expect_null(compare_search(c, 0));
+    cr_expect_str_eq(compare_search(c, 1), "random, budget 50%, seed 7, batch default");
+    cr_expect_eq(compare_env_refused(c), 0, "the kernels' hash is not compared");
+    cr_expect_eq(compare_n_regressions(c), compare_n_regressions(plain));
+    cr_expect_eq(compare_get_counts(c)->configs[COMPARE_ONLY_NEW], 1);
+    cr_expect_eq(compare_get_counts(c)->configs[COMPARE_ONLY_BASE], 1);
+    expect_verdict(c, "g=1024 custom chunk=64", COMPARE_REGRESSION);
+    char *md = markdown(c), *md_plain = markdown(plain);
+    expect_contains(md, "Searched runs (BASE: exhaustive; NEW: random, budget 50%, seed 7, batch "
+                        "default): a configuration measured in one run only is no mismatch");
+    expect_contains(md_plain, "| g=256 custom chunk=2 |");
+    cr_expect_null(strstr(md, "| g=256 custom chunk=2 |"), "only in NEW, not listed:\n%s", md);
+    cr_expect_null(strstr(md, "| g=256 custom chunk=4 |"), "only in BASE, not listed:\n%s", md);
+    free(md);
+    free(md_plain);
+    /* both searched: the kernels' hashes are compared again */
+    compare *both = load(dir, dir, NULL);
+    cr_expect_eq(compare_env_refused(both), 0);
+    compare_free(both);
+    compare_free(c);
+    compare_free(plain);
 }

@@ -624,3 +624,79 @@ Test(shard_run, merge_never_replaces_a_run)
     path_in(m, sizeof m, "m");
     (void)m;
 }
+
+/* ---- searched shards ---- */
+
+/* Makes a compile-only shard folder look like a searched shard: its meta.json gets a search block
+ * (budget text, finished or not) and its raw.jsonl keeps its first `keep` rows. */
+static void make_searched(const char *dir, const char *budget, int finished, size_t keep)
+{
+    json_t *m = meta_load(dir, NULL);
+    cr_assert_not_null(m);
+    tune_point shape = {0};
+    point_set_int(&shape, "n", 1000);
+    const tune_point *shapes[] = {&shape};
+    size_t cands[] = {4}, budgets[] = {2}, evaluated[] = {keep};
+    meta_search ms = {.strategy = "random", .budget = budget, .seed = 7, .finished = finished,
+                      .rounds = 1, .space = 4, .candidates = 4, .evaluated = keep,
+                      .kernels = 3, .kernels_compiled = 2, .n_shapes = 1, .shapes = shapes,
+                      .shape_candidates = cands, .shape_budget = budgets,
+                      .shape_evaluated = evaluated};
+    json_object_set_new(m, "search", meta_search_json(&ms));
+    tune_error err = {0};
+    cr_assert_eq(meta_write(dir, m, &err), TUNE_OK, "%s", err.message);
+    json_decref(m);
+    char path[600];
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    char *text = tune_read_file(path, NULL, NULL), *cut = text;
+    cr_assert_not_null(text);
+    for (size_t i = 0; i < keep && cut && *cut; i++)
+        cut = strchr(cut, '\n') + 1;
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fwrite(text, 1, (size_t)(cut - text), f);
+    fclose(f);
+    free(text);
+}
+
+/* Searched shards, each with a row for what it measured only, merge when finished and of the
+ * same search settings: the merged search block sums them. An unfinished shard and shards of
+ * other settings (or an exhaustive one with a searched one) are refused, naming both. */
+Test(shard_run, searched_shards)
+{
+    char d[2][512];
+    const char *dirs[2];
+    run_shards(d, dirs, 2);
+    make_searched(d[0], "50%", 1, 2);
+    tune_error err = {0};
+    cr_expect_eq(merge("m0", dirs, 2, &err), TUNE_ERR_INVALID, "exhaustive with searched");
+    cr_expect(strstr(err.message, "were searched differently") != NULL &&
+                  strstr(err.message, "s1: exhaustive (not searched)): the shards of one run "
+                                      "share their search settings") != NULL,
+              "%s", err.message);
+    make_searched(d[1], "25%", 1, 1);
+    tune_error_clear(&err);
+    cr_expect_eq(merge("m1", dirs, 2, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "s1: random, budget 25%, seed 7, batch default)") != NULL,
+              "%s", err.message);
+    make_searched(d[1], "50%", 0, 1);
+    tune_error_clear(&err);
+    cr_expect_eq(merge("m2", dirs, 2, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "is not finished: resume it") != NULL, "%s", err.message);
+    make_searched(d[1], "50%", 1, 1);
+    tune_error_clear(&err);
+    cr_assert_eq(merge("m3", dirs, 2, &err), TUNE_OK, "%s", err.message);
+    char m[512];
+    cr_expect_eq(row_count(path_in(m, sizeof m, "m3")), 3);
+    json_t *meta = meta_load(m, NULL);
+    const json_t *s = meta_search_block(meta);
+    cr_assert_not_null(s);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(s, "configs"), "evaluated")),
+                 3);
+    cr_expect_eq(json_array_size(json_object_get(s, "shapes")), 2);
+    cr_expect(json_is_true(json_object_get(s, "finished")));
+    char line[256];
+    cr_expect_eq(meta_search_line(meta, line, sizeof line), 0);
+    cr_expect_str_eq(line, "searched: random, budget 50 %: 3 of 16 configurations measured");
+    json_decref(meta);
+}

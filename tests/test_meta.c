@@ -40,7 +40,7 @@ static void write_meta(const json_t *key, int merged)
 
 Test(meta, key_and_resume)
 {
-    meta_key_info ki = {0x1234, 12080, "sm_90", NULL, NULL, 7, NULL};
+    meta_key_info ki = {0x1234, 12080, "sm_90", NULL, NULL, 7, NULL, NULL};
     json_t *key = meta_key_build(&ki);
     cr_assert_not_null(key);
     cr_expect_str_eq(json_string_value(json_object_get(key, "kernels_hash")), "0000000000001234");
@@ -135,4 +135,77 @@ Test(meta, check_names_the_json_path)
     json_t *ok = json_loads("{\"schema_version\": 1, \"report\": {\"rows\": [\"g\"]}}", 0, NULL);
     cr_expect_eq(meta_check(ok, "m.json", 8, NULL), TUNE_OK);
     json_decref(ok);
+}
+
+/* A searched run's key holds its settings: resumed as another search, or as an exhaustive run
+ * (whose key has no "search"), it is refused with the difference named. */
+Test(meta, searched_key_and_resume)
+{
+    meta_key_info ki = {0x1234, 12080, "sm_90", NULL, NULL, 7, NULL,
+                        "random budget=10% seed=7 batch=0"};
+    json_t *key = meta_key_build(&ki);
+    cr_assert_not_null(key);
+    cr_expect_str_eq(json_string_value(json_object_get(key, "search")),
+                     "random budget=10% seed=7 batch=0");
+    write_meta(key, 0);
+    tune_error err = {0};
+    cr_expect_eq(meta_check_resume(tmpdir, key, 0, &err), TUNE_OK, "%s", err.message);
+    ki.search = "model budget=10% seed=7 batch=0";
+    json_t *model = meta_key_build(&ki);
+    cr_expect_eq(meta_check_resume(tmpdir, model, 0, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "search was \"random budget=10% seed=7 batch=0\", now \"model") !=
+                  NULL,
+              "%s", err.message);
+    ki.search = NULL;
+    json_t *plain = meta_key_build(&ki);
+    cr_expect_null(json_object_get(plain, "search"), "an exhaustive key is as before");
+    tune_error e2 = {0};
+    cr_expect_eq(meta_check_resume(tmpdir, plain, 0, &e2), TUNE_ERR_INVALID);
+    cr_expect(strstr(e2.message, "search was \"random budget=10% seed=7 batch=0\", now absent") !=
+                  NULL,
+              "%s", e2.message);
+    json_decref(key);
+    json_decref(model);
+    json_decref(plain);
+}
+
+/* The search block: built, its settings and report line read back; finished needs the end. */
+Test(meta, search_block)
+{
+    tune_point a = {0}, b = {0};
+    point_set_int(&a, "m", 1);
+    point_set_str(&b, "dtype", "float16");
+    const tune_point *shapes[] = {&a, &b};
+    size_t cands[] = {100, 20}, budget[] = {10, 2}, evaluated[] = {10, 2};
+    const char *warm[] = {"results/x/1"};
+    meta_search ms = {.strategy = "random", .budget = "10%", .seed = 7, .batch = 4,
+                      .time_limit_s = 600, .finished = 1, .rounds = 3, .warm_start = warm,
+                      .n_warm_start = 1, .prior_rows = 55, .space = 6725, .baselines = 240,
+                      .candidates = 120, .evaluated = 12, .kernels = 312,
+                      .kernels_compiled = 40, .n_shapes = 2, .shapes = shapes,
+                      .shape_candidates = cands, .shape_budget = budget,
+                      .shape_evaluated = evaluated};
+    json_t *s = meta_search_json(&ms);
+    cr_assert_not_null(s);
+    json_t *m = json_pack("{s:o}", "search", s);
+    cr_expect_eq(json_integer_value(json_object_get(json_object_get(s, "configs"), "measured")),
+                 252);
+    cr_expect_str_eq(json_string_value(json_object_get(s, "seed")), "7");
+    json_t *sh = json_object_get(json_array_get(json_object_get(s, "shapes"), 1), "shape");
+    cr_expect_str_eq(json_string_value(json_object_get(sh, "dtype")), "float16");
+    char buf[512];
+    cr_expect_eq(meta_search_settings(m, buf, sizeof buf), 1);
+    cr_expect_str_eq(buf, "random, budget 10%, seed 7, batch 4, warm start results/x/1");
+    cr_expect_eq(meta_search_line(m, buf, sizeof buf), 0);
+    cr_expect_str_eq(buf, "searched: random, budget 10 %: 252 of 6 725 configurations measured");
+    cr_expect_eq(meta_search_finished(m), 0, "no end yet");
+    json_object_set_new(m, "end", json_string("2026-11-23T12:00:00Z"));
+    cr_expect_eq(meta_search_finished(m), 1);
+    json_t *plain = json_object();
+    cr_expect_eq(meta_search_settings(plain, buf, sizeof buf), 0);
+    cr_expect_str_eq(buf, "exhaustive (not searched)");
+    cr_expect_eq(meta_search_line(plain, buf, sizeof buf), -1);
+    cr_expect_str_eq(buf, "");
+    json_decref(m);
+    json_decref(plain);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/plot.py on the committed fixtures, headless: the gather fixture tests/data/results
+# scripts/plot.py (and scripts/plot_replay.py) on the committed fixtures, headless: the gather fixture tests/data/results
 # (hand-made, no meta.json) and the synthetic GEMM fixture tests/data/plots/gemm. Checks every
 # expected PNG and SVG exists and is a non-empty image of its type.
 # Exit 0: pass; 1: fail; 77: skipped (no python3 with matplotlib and pandas).
@@ -112,6 +112,17 @@ if "$PY" scripts/plot.py "$tmp/empty" --out "$tmp/empty_out" >"$tmp/empty.log" 2
     echo "FAIL: empty raw.jsonl should exit non-zero"; fail=1
 elif grep -q Traceback "$tmp/empty.log"; then
     echo "FAIL: empty raw.jsonl gave a traceback:"; cat "$tmp/empty.log"; fail=1
+fi
+
+# the replay figure (scripts/plot_replay.py) on the replay of tests/data/replay/run (3 seeds)
+if ! "$PY" scripts/plot_replay.py tests/data/plots/replay --out "$tmp/replay" >"$tmp/replay.log" 2>&1; then
+    echo "FAIL: scripts/plot_replay.py exited non-zero:"; cat "$tmp/replay.log"; fail=1
+fi
+check "$tmp/replay" replay
+if "$PY" scripts/plot_replay.py "$tmp/empty" >"$tmp/replay_none.log" 2>&1 ||
+   grep -q Traceback "$tmp/replay_none.log"; then
+    echo "FAIL: plot_replay.py on a folder without replay.csv should exit non-zero, no traceback"
+    cat "$tmp/replay_none.log"; fail=1
 fi
 
 if [ $fail -ne 0 ]; then

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "analysis/report.h"
+#include "store/meta.h"
 #include "util_child.h"
 
 #define FIXTURE "tests/data/results/raw.jsonl"
@@ -433,4 +434,41 @@ Test(report, retimed_winner_in_every_table)
     char cmd[96];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_expect_eq(system(cmd), 0);
+}
+
+/* A searched run's tables say so: the line under the title, the candidates measured per shape at
+ * the end of best.md, and the search block (with its line) in best.json. */
+Test(report, searched_run)
+{
+    tune_point shape = {0};
+    point_set_int(&shape, "g", 256);
+    point_set_int(&shape, "k", 64);
+    const tune_point *shapes[] = {&shape};
+    size_t cands[] = {8}, budget[] = {3}, evaluated[] = {3};
+    meta_search ms = {.strategy = "random", .budget = "10%", .seed = 7, .finished = 1,
+                      .rounds = 2, .space = 6725, .baselines = 240, .candidates = 3672,
+                      .evaluated = 392, .n_shapes = 1, .shapes = shapes,
+                      .shape_candidates = cands, .shape_budget = budget,
+                      .shape_evaluated = evaluated};
+    json_t *meta = json_pack("{s:o}", "search", meta_search_json(&ms));
+    tune_error err = {0};
+    report_spec spec = {.title = "w4a16", .meta = meta};
+    report *r = report_build(rows, n_rows, &spec, &err);
+    cr_assert_not_null(r, "%s", err.message);
+    char *md = capture(report_write_markdown, r);
+    expect_contains(md, "# w4a16\n\nSearched: random, budget 10 %: 632 of 6 725 configurations "
+                        "measured.\n");
+    expect_contains(md, "## Search: candidates measured per shape\n");
+    expect_contains(md, "random, seed 7, 2 round(s): 392 of 3672 candidates");
+    expect_contains(md, "| g=256 k=64 | 3 | 3 | 8 |\n");
+    json_t *j = report_to_json(r);
+    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(j, "search"), "line")),
+                     "searched: random, budget 10 %: 632 of 6 725 configurations measured");
+    char *plain = capture(report_write_markdown, rep);
+    cr_expect_null(strstr(plain, "earched"), "an exhaustive run's tables say nothing of it");
+    free(plain);
+    json_decref(j);
+    free(md);
+    report_free(r);
+    json_decref(meta);
 }

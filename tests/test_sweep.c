@@ -482,3 +482,111 @@ Test(sweep, method_roles)
     json_decref(j);
     sweep_free(sw);
 }
+
+/* ---- search ---- */
+
+/* The seed sweep with a "search" section (NULL: none). */
+static sweep *search_sweep(const char *search, tune_error *err)
+{
+    char text[4096];
+    size_t len = strlen(seed_text);
+    memcpy(text, seed_text, len - 3); /* up to the last value, before "\n}\n" */
+    if (search)
+        snprintf(text + len - 3, sizeof text - (len - 3), ",\n  \"search\": %s\n}\n", search);
+    else
+        snprintf(text + len - 3, sizeof text - (len - 3), "\n}\n");
+    return sweep_parse(text, "inline.json", err);
+}
+
+Test(sweep_search, absent_is_exhaustive)
+{
+    tune_error err = {0};
+    sweep *sw = search_sweep(NULL, &err);
+    cr_assert_not_null(sw, "%s", err.message);
+    cr_expect_eq(sw->search.given, 0);
+    cr_expect_eq(sw->search.opt.strategy, SEARCH_EXHAUSTIVE);
+    cr_expect_eq(sweep_search_on(&sw->search), 0);
+    sweep_free(sw);
+    sw = search_sweep("{\"strategy\": \"exhaustive\"}", &err);
+    cr_assert_not_null(sw, "%s", err.message);
+    cr_expect_eq(sw->search.given, 1);
+    cr_expect_eq(sweep_search_on(&sw->search), 0, "exhaustive without a budget: every config");
+    sweep_free(sw);
+}
+
+Test(sweep_search, every_member)
+{
+    tune_error err = {0};
+    sweep *sw = search_sweep("{\"strategy\": \"random\", \"budget\": \"10%\", \"time_limit_s\": 600,"
+                             " \"seed\": 7, \"batch\": 4, \"warm_start\": [\"results/a\", \"b\"]}",
+                             &err);
+    cr_assert_not_null(sw, "%s", err.message);
+    const sweep_search *s = &sw->search;
+    cr_expect_eq(s->opt.strategy, SEARCH_RANDOM);
+    cr_expect_float_eq(s->opt.budget_fraction, 0.10, 1e-12);
+    cr_expect_eq(s->opt.budget_count, 0);
+    cr_expect_float_eq(s->time_limit_s, 600, 1e-12);
+    cr_expect_eq(s->opt.seed, 7);
+    cr_expect_eq(s->opt.batch, 4);
+    cr_assert_eq(s->n_warm_start, 2);
+    cr_expect_str_eq(s->warm_start[0], "results/a");
+    cr_expect_str_eq(s->warm_start[1], "b");
+    cr_expect_eq(sweep_search_on(s), 1);
+    sweep_free(sw);
+}
+
+Test(sweep_search, budget_as_count_and_one_warm_start)
+{
+    tune_error err = {0};
+    const char *cases[] = {"{\"strategy\": \"model\", \"budget\": 12, \"warm_start\": \"r\"}",
+                           "{\"strategy\": \"model\", \"budget\": \"12\", \"warm_start\": \"r\"}"};
+    for (size_t i = 0; i < 2; i++) {
+        sweep *sw = search_sweep(cases[i], &err);
+        cr_assert_not_null(sw, "%s", err.message);
+        cr_expect_eq(sw->search.opt.strategy, SEARCH_MODEL);
+        cr_expect_eq(sw->search.opt.budget_count, 12);
+        cr_expect_eq(sw->search.opt.budget_fraction, 0);
+        cr_expect_eq(sw->search.n_warm_start, 1);
+        cr_expect_eq(sw->search.opt.seed, 1, "the default seed");
+        sweep_free(sw);
+    }
+    /* a budget alone makes an exhaustive run a searched one (the first N in order) */
+    sweep *sw = search_sweep("{\"budget\": 3, \"time_limit_s\": 0.5}", &err);
+    cr_assert_not_null(sw, "%s", err.message);
+    cr_expect_eq(sweep_search_on(&sw->search), 1);
+    cr_expect_float_eq(sw->search.time_limit_s, 0.5, 1e-12);
+    sweep_free(sw);
+}
+
+Test(sweep_search, errors_name_the_place)
+{
+    char buf[4096];
+    tune_error err = {0};
+    cr_expect_null(search_sweep("{\"strategy\": \"random\", \"budget\": \"-5%\"}", &err));
+    cr_expect_str_eq(tune_error_text(&err, buf, sizeof buf),
+                     "inline.json:10:46: $.search.budget: expected a count (an integer >= 1) or "
+                     "a percentage of each shape's candidates in (0, 100] such as \"10%\", got "
+                     "'-5%'");
+    tune_error_clear(&err);
+    cr_expect_null(search_sweep("{\"strategy\": \"random\", \"time_limit_s\": \"10\"}", &err));
+    cr_expect(strstr(tune_error_text(&err, buf, sizeof buf), "$.search.time_limit_s: expected a "
+                                                             "number of seconds") != NULL,
+              "%s", buf);
+}
+
+/* The candidates' features: every problem axis and parameter (as a row names them), and the
+ * method after the axes. */
+Test(sweep_search, features)
+{
+    tune_error err = {0};
+    sweep *sw = search_sweep(NULL, &err);
+    cr_assert_not_null(sw, "%s", err.message);
+    const char *names[SEARCH_MAX_FEATURES];
+    size_t n = sweep_search_features(sw, names);
+    cr_assert_eq(n, sw->n_problem + 1 + sw->n_params);
+    for (size_t a = 0; a < sw->n_problem; a++)
+        cr_expect_str_eq(names[a], sw->problem[a].name);
+    cr_expect_str_eq(names[sw->n_problem], "method");
+    cr_expect_str_eq(names[sw->n_problem + 1], "chunk");
+    sweep_free(sw);
+}

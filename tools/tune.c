@@ -15,6 +15,7 @@
 #include "device/gpu.h"
 #include "run/run.h"
 #include "model/shard.h"
+#include "model/search.h"
 #include "model/space.h"
 #include "model/sweep.h"
 #include "store/folder.h"
@@ -31,10 +32,13 @@ int tune_cmd_calibrate(int argc, char **argv);
 int tune_cmd_roofline(int argc, char **argv);
 void tune_report_fill(void *ctx, result_row *rows, size_t n);
 int tune_cmd_compare(int argc, char **argv);
+int tune_cmd_replay(int argc, char **argv);
 
 static const char usage[] =
     "usage: tune [run] SWEEP.json [options]   compile, validate and time a sweep; print the tables\n"
+    "                                         [--search random --budget 10%]: a budgeted search\n"
     "       tune validate SWEEP.json...       check sweep files and count their configurations\n"
+    "                                         (and what a searched run measures)\n"
     "       tune compile [SWEEP.json|DIR]...  compile every variant (default: sweeps/), no GPU needed\n"
     "       tune report RESULTS_DIR... [--out DIR]  print the best-config tables of raw.jsonl\n"
     "                                         (merged); --out DIR also gets best.md/.csv/.json\n"
@@ -44,6 +48,8 @@ static const char usage[] =
     "       tune roofline RESULTS_DIR...      roofline model's prediction error over runs\n"
     "       tune compare BASE NEW [--threshold PCT] [--allow-mismatch] [--out DIR] [--param NAME]\n"
     "                                         compare two runs; exit 1 on a regression\n"
+    "       tune replay RESULTS_DIR... [--strategy random,model] [--seeds 20] [--budgets 5,10,25]\n"
+    "                                         replay search strategies against measured runs\n"
     "       tune calibrate [--device N]       measure the GPU's ceilings (bandwidths, GEMM rates)\n"
     "       tune devices                      list CUDA devices\n"
     "       tune help [COMMAND]               every command's options (or one command's)\n"
@@ -78,10 +84,13 @@ static const cmd_desc commands[] = {
      "usage: tune [run] SWEEP.json [options]\n"
      "Validates the sweep, compiles its kernels, checks every configuration against the\n"
      "reference, times it and prints the best-config tables; rows go to\n"
-     "ROOT/<sweep>/<UTC time>/raw.jsonl.\n"},
+     "ROOT/<sweep>/<UTC time>/raw.jsonl. A searched run (--search, --budget, --time-limit, or\n"
+     "the sweep's \"search\") measures the baselines and, per shape, the candidates a strategy\n"
+     "proposes within the budget, compiling only their kernels (docs/search.md).\n"},
     {"validate", CMD_VALIDATE,
-     "usage: tune validate SWEEP.json... [--quiet]\n"
-     "Checks sweep files (every error with file:line:column) and counts their configurations.\n"},
+     "usage: tune validate SWEEP.json... [--quiet] [search options]\n"
+     "Checks sweep files (every error with file:line:column) and counts their configurations;\n"
+     "for a searched run, how many the budget measures.\n"},
     {"compile", CMD_COMPILE,
      "usage: tune compile [SWEEP.json|DIR]... [options]\n"
      "Compiles every kernel of the sweeps (default: sweeps/) into the cache; no GPU needed.\n"
@@ -131,6 +140,18 @@ static const opt_desc options[] = {
     {"--shard", "I/N", CMD_RUN,
      "run only shard I of N (0-based: 0/4 .. 3/4), balanced by estimated cost"},
     {"--gpus", "all|0,1", CMD_RUN, "one coordinator per GPU, each on its shard, merged at the end"},
+    {"--search", "STRATEGY", CMD_RUN | CMD_VALIDATE,
+     "exhaustive (every configuration), random or model: which configurations to measure\n"
+     "                        (default: the sweep's \"search\", else exhaustive)"},
+    {"--budget", "B", CMD_RUN | CMD_VALIDATE,
+     "per shape, the candidates measured: a count (12) or a percentage of the shape's (10%)"},
+    {"--time-limit", "S", CMD_RUN | CMD_VALIDATE,
+     "a searched run starts no round (and stops between configurations) after S seconds"},
+    {"--search-seed", "N", CMD_RUN | CMD_VALIDATE,
+     "seed of the search's proposals, an unsigned 64-bit integer (default 1)"},
+    {"--warm-start", "DIR", CMD_RUN | CMD_VALIDATE,
+     "an earlier results folder of the sweep (or its family and op) whose rows inform the\n"
+     "                        search; repeatable; read only"},
     {"--compile-only", NULL, CMD_RUN,
      "no GPU: compile, and write a row per configuration (compiled, compile_error,\n"
      "                        skipped) into a results folder; exit 1 when a kernel does not\n"
@@ -161,9 +182,12 @@ static void print_command_help(const cmd_desc *cd, FILE *f)
     }
 }
 
+#define CLI_MAX_WARM 64
+
 typedef struct {
     run_options run;
     const char *rows, *cols; /* report pivots */
+    const char *warm[CLI_MAX_WARM]; /* --warm-start */
     char cache[PATH_MAX];
     const char *files[256];
     size_t n_files;
@@ -192,6 +216,44 @@ static void option_owners(const opt_desc *o, char *buf, size_t size)
         if (o->commands & commands[i].mask)
             snprintf(buf + strlen(buf), size - strlen(buf), "%stune %s", buf[0] ? ", " : "",
                      commands[i].name);
+}
+
+/* The search options (docs/search.md) into c; 0, or -1 after a message. */
+static int apply_search_option(const char *cmd, const char *a, const char *val, cli *c)
+{
+    search_strategy strategy;
+    double fraction;
+    size_t count;
+    if (strcmp(a, "--search") == 0) {
+        if (search_strategy_parse(val, &strategy) != 0)
+            return fprintf(stderr, "tune %s: %s expects exhaustive, random or model, got '%s'\n",
+                           cmd, a, val),
+                   -1;
+        c->run.search = val;
+    } else if (strcmp(a, "--budget") == 0) {
+        if (search_budget_parse(val, &fraction, &count) != 0)
+            return fprintf(stderr,
+                           "tune %s: %s expects a count (an integer >= 1) or a percentage in "
+                           "(0, 100] such as 10%%, got '%s'\n",
+                           cmd, a, val),
+                   -1;
+        c->run.budget = val;
+    } else if (strcmp(a, "--time-limit") == 0) {
+        return cli_double(cmd, a, val, 0, 366.0 * 86400, 1, "seconds", &c->run.time_limit_s);
+    } else if (strcmp(a, "--search-seed") == 0) {
+        c->run.search_seed_set = 1;
+        return cli_u64(cmd, a, val, &c->run.search_seed);
+    } else if (strcmp(a, "--warm-start") == 0) {
+        if (cli_path(cmd, a, val) != 0)
+            return -1;
+        if (c->run.n_warm_start == CLI_MAX_WARM)
+            return fprintf(stderr, "tune %s: at most %d --warm-start folders\n", cmd,
+                           CLI_MAX_WARM),
+                   -1;
+        c->warm[c->run.n_warm_start++] = val;
+        c->run.warm_start = c->warm;
+    }
+    return 0;
 }
 
 /* One option with its value (val; NULL for a flag) into c; 0, or -1 after a message. */
@@ -249,6 +311,8 @@ static int apply_option(const char *cmd, const char *a, const char *val, cli *c)
         c->run.read_bw = gbps * 1e9;
     } else if (strcmp(a, "--arch") == 0) {
         return cli_arch(cmd, a, val, &c->run.arch);
+    } else {
+        return apply_search_option(cmd, a, val, c);
     }
     return 0;
 }
@@ -346,6 +410,27 @@ static void warn_if_large(const char *file, const space *sp)
                 file, n, SPACE_LARGE_CONFIGS);
 }
 
+/* `tune validate`: what a searched run of the sweep measures. 0, or -1 after a message. */
+static int validate_search(const cli *c, const sweep *sw, const space *sp)
+{
+    tune_error err = {0};
+    sweep_search set;
+    size_t cands, base, measured;
+    if (run_search_settings(sw, &c->run, &set, &err) != TUNE_OK)
+        return fail(&err), -1;
+    if (!sweep_search_on(&set))
+        return 0;
+    if (run_search_estimate(sw, sp, &set, &cands, &base, &measured, &err) != TUNE_OK)
+        return fail(&err), -1;
+    char budget[64];
+    printf("%s: searched: %s, budget %s: %zu of %zu configurations measured (%zu baselines, %zu "
+           "of %zu candidates)\n",
+           sw->file, search_strategy_name(set.opt.strategy),
+           search_budget_format(&set.opt, budget, sizeof budget), measured, space_n_configs(sp),
+           base, measured - base, cands);
+    return 0;
+}
+
 static int cmd_validate(cli *c)
 {
     int rc = 0;
@@ -362,6 +447,8 @@ static int cmd_validate(cli *c)
             printf("%s: ok: %s/%s, %zu shapes, %zu configs (%zu pruned by skip_if)\n", c->files[i],
                    sw->family_name, sw->op, space_n_shapes(sp), space_n_configs(sp),
                    space_n_pruned(sp));
+            if (validate_search(c, sw, sp) != 0)
+                rc = EXIT_FAILURE;
         }
         space_free(sp);
         sweep_free(sw);
@@ -415,8 +502,9 @@ static int cmd_run(cli *c)
     }
     if (!c->run.quiet)
         warn_if_large(c->files[0], sp);
-    space_free(sp);
+    c->run.space = sp; /* enumerated once */
     tune_status st = run_sweep(sw, &c->run, &sum, &err);
+    space_free(sp);
     sweep_free(sw);
     if (st != TUNE_OK)
         return fail(&err);
@@ -531,6 +619,7 @@ static const cmd_external externals[] = {
     {"calibrate", tune_cmd_calibrate},
     {"roofline", tune_cmd_roofline},
     {"compare", tune_cmd_compare},
+    {"replay", tune_cmd_replay},
 };
 
 /* `tune help [COMMAND]`: the overview and every command's options, or one command's. */

@@ -637,6 +637,12 @@ const compare_counts *compare_get_counts(const compare *c)
 {
     return &c->counts;
 }
+const char *compare_search(const compare *c, int new_side)
+{
+    const char *s = new_side ? c->search_new : c->search_base;
+    return s[0] ? s : NULL;
+}
+
 double compare_threshold(const compare *c)
 {
     return c->threshold;

@@ -158,6 +158,12 @@ const compare_env_item *compare_env_at(const compare *c, size_t i);
 const compare_counts *compare_get_counts(const compare *c);
 double compare_threshold(const compare *c);
 
+/* A side's search settings ("random, budget 10%, seed 7, batch default"; store/meta.h), NULL
+ * when that side is not searched. When either side is searched, a configuration measured in one
+ * run only (only_base, only_new) is no mismatch: it is counted, not listed, and the kernels' hash
+ * is not checked between a searched and an exhaustive run (they hash different things). */
+const char *compare_search(const compare *c, int new_side);
+
 /* Regressions: configurations, shapes and heuristics. */
 size_t compare_n_regressions(const compare *c);
 /* Checked environment keys that differ and are not allowed. */

@@ -186,9 +186,12 @@ static tune_status compare_env_side(compare *c, char **dirs, size_t n_dirs, int 
     char **texts = calloc(n_dirs, sizeof *texts);
     tune_status st =
         metas && texts ? TUNE_OK : tune_error_set(err, TUNE_ERR_NOMEM, "", "out of memory");
+    char *search = new_side ? c->search_new : c->search_base;
     for (size_t d = 0; st == TUNE_OK && d < n_dirs; d++) {
         metas[d] = meta_load(dirs[d], NULL);
         c->meta_missing |= metas[d] == NULL;
+        if (!search[0] && !meta_search_settings(metas[d], search, sizeof c->search_base))
+            search[0] = '\0';
     }
     for (size_t k = 0; st == TUNE_OK && k < COMPARE_N_ENV; k++) {
         for (size_t d = 0; d < n_dirs; d++) {
@@ -236,6 +239,10 @@ tune_status compare_env(compare *c, const compare_options *opt, tune_error *err)
         it->key = meta_env_items[k].key;
         it->label = meta_env_items[k].label;
         it->checked = meta_env_items[k].checked;
+        /* a searched run hashes its kernels' compile keys, an exhaustive one their cubins: the
+         * two hashes say nothing of each other */
+        if (strcmp(it->key, "kernels") == 0 && !c->search_base[0] != !c->search_new[0])
+            it->checked = 0;
         it->allowed |= opt->allow_all;
         it->differs = strcmp(it->base_value, it->new_value) != 0;
         if (it->differs && it->checked) {

@@ -49,6 +49,9 @@ struct compare {
     size_t n_heuristics;
     compare_env_item env[COMPARE_N_ENV];
     int meta_missing;                             /* some folder has no readable meta.json */
+    /* each side's search settings (store/meta.h: meta_search_settings), "" when not searched:
+     * a configuration measured in one run only is then no mismatch */
+    char search_base[512], search_new[512];
     double change_median, change_min, change_max; /* over the configurations ok in both */
     compare_counts counts;
 };

@@ -69,9 +69,14 @@ static int pick_other(const compare_config *cfg)
 static size_t compare_collect(const compare *c, compare_pick pick, size_t *idx)
 {
     size_t n = 0;
-    for (size_t i = 0; i < c->n_configs; i++)
+    int searched = compare_search(c, 0) || compare_search(c, 1);
+    for (size_t i = 0; i < c->n_configs; i++) {
+        compare_verdict v = c->configs[i].verdict;
+        if (searched && (v == COMPARE_ONLY_BASE || v == COMPARE_ONLY_NEW))
+            continue; /* not measured by a search: no mismatch */
         if (pick(&c->configs[i]))
             idx[n++] = i;
+    }
     for (size_t i = 1; i < n; i++)
         for (size_t j = i; j > 0; j--) {
             double a = fabs(c->configs[idx[j - 1]].change), b = fabs(c->configs[idx[j]].change);
@@ -285,6 +290,13 @@ void compare_write_markdown(const compare *c, FILE *f)
             "slower by more than %s, or a configuration or shape that ran ok in BASE and not "
             "in NEW (docs/compare.md).\n\n",
             thr);
+    if (compare_search(c, 0) || compare_search(c, 1))
+        fprintf(f,
+                "Searched runs (BASE: %s; NEW: %s): a configuration measured in one run only is "
+                "no mismatch (counted as only in BASE / NEW, not listed); winners per shape are "
+                "compared as usual.\n\n",
+                compare_search(c, 0) ? compare_search(c, 0) : "exhaustive",
+                compare_search(c, 1) ? compare_search(c, 1) : "exhaustive");
     compare_write_env(c, f);
     fprintf(f, "\n");
     compare_write_constants(c, f);
@@ -431,6 +443,9 @@ json_t *compare_to_json(const compare *c)
     json_object_set_new(o, "base", compare_dirs_json(c->base_dirs, c->n_base_dirs));
     json_object_set_new(o, "new", compare_dirs_json(c->new_dirs, c->n_new_dirs));
     json_object_set_new(o, "threshold", json_real(c->threshold));
+    json_object_set_new(o, "search",
+                        json_pack("{s:s?, s:s?}", "base", compare_search(c, 0), "new",
+                                  compare_search(c, 1)));
     json_object_set_new(o, "rule",
                         json_string("significant: |change| > max(noise_base, noise_new), "
                                     "noise = stdev / median; regression: significant "

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "analysis/report_impl.h"
+#include "store/meta.h"
 
 
 /* ---- values and shapes ---- */
@@ -487,6 +488,11 @@ report *report_build(const result_row *rows, size_t n, const report_spec *spec, 
         report_free(r);
         return NULL;
     }
+    if (spec && spec->meta && meta_search_line(spec->meta, r->search_line,
+                                               sizeof r->search_line) == 0) {
+        r->search = json_deep_copy(meta_search_block(spec->meta));
+        json_object_set_new(r->search, "line", json_string(r->search_line));
+    }
     return r;
 }
 
@@ -504,6 +510,7 @@ void report_free(report *r)
     free(r->skips);
     free(r->methods);
     free(r->title);
+    json_decref(r->search);
     free(r);
 }
 
@@ -614,5 +621,7 @@ json_t *report_to_json(const report *r)
     json_object_set_new(root, "baselines", report_json_names(baselines, nb));
     json_object_set_new(root, "shapes", shapes);
     json_object_set_new(root, "status_counts", report_json_counts(r));
+    if (r->search)
+        json_object_set(root, "search", r->search);
     return root;
 }

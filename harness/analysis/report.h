@@ -63,6 +63,11 @@ typedef struct {
      * the report's copy in memory, never the folder's file. */
     void (*fill)(void *ctx, result_row *rows, size_t n);
     void *fill_ctx;
+    /* Optional: the folder's meta.json (borrowed for the build; report_folders reads it for one
+     * folder). A searched run's (store/meta.h: meta_search_line) best.md says so under the title
+     * ("searched: random, budget 10 %: 632 of 6 725 configurations measured") and ends with the
+     * candidates measured per shape; best.json gets its "search" block with that "line". */
+    const struct json_t *meta;
 } report_spec;
 
 typedef struct report report;

@@ -109,6 +109,9 @@ tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_
         with = *spec;
     with.retime = v;
     with.n_retime = retime.n;
+    json_t *meta = !with.meta && n_dirs == 1 ? meta_load(dirs[0], NULL) : NULL;
+    if (meta) /* a searched run's tables say so */
+        with.meta = meta;
     if (st == TUNE_OK)
         st = results_read_dirs(dirs, n_dirs, &all, &n_all, err);
     size_t n_dup = 0; /* a configuration measured twice (a resumed run, a folder given twice) */
@@ -134,6 +137,7 @@ tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_
         report_free(r);
     }
     free(v);
+    json_decref(meta);
     results_rows_free(all, n_all);
     return st;
 }

@@ -76,7 +76,11 @@ struct report {
     int has_retime; /* the CSV / JSON "retime" column (the last field) */
     report_skip *skips; /* skipped rows by reason category */
     size_t n_skips;
+    json_t *search;        /* a searched run's meta.json block (a copy with its "line"); NULL */
+    char search_line[256]; /* "searched: random, budget 10 %: ..." or "" */
 };
+/* report_markdown.c: a searched run's candidates measured per shape. */
+void report_write_search(const report *r, FILE *f);
 /* Compares two shapes on the axes idx[0..n). */
 int report_cmp_on(const report_shape *a, const report_shape *b, const size_t *idx, size_t n);
 /* Field f (a CSV / JSON column) of shape s. */

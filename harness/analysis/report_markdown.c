@@ -337,6 +337,8 @@ void report_write_markdown(const report *r, FILE *f)
     int level = 2; /* the same with or without a title, so that readers can rely on it */
     if (r->title)
         report_write_heading(f, 1, r->title);
+    if (r->search_line[0])
+        fprintf(f, "%c%s.\n\n", r->search_line[0] - 32, r->search_line + 1);
     if (r->n_shapes == 0)
         fputs("No results.\n\n", f);
     if (r->n_fixed_axes && r->n_shapes) {
@@ -348,5 +350,59 @@ void report_write_markdown(const report *r, FILE *f)
         report_write_groups(r, level, f);
     report_write_missing(r, f);
     report_write_counts(r, level, f);
+    report_write_search(r, f);
+}
+
+/* One shape of the search block as "k=4096 n=4096 m=16". */
+static void report_search_shape(const json_t *shape, char *buf, size_t size)
+{
+    const char *k;
+    json_t *v;
+    size_t len = 0;
+    buf[0] = '\0';
+    json_object_foreach((json_t *)shape, k, v)
+    {
+        char val[64];
+        if (json_is_integer(v))
+            snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
+        else if (json_is_string(v))
+            snprintf(val, sizeof val, "%s", json_string_value(v));
+        else
+            snprintf(val, sizeof val, "%g", json_number_value(v));
+        if (len < size)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s=%s", len ? " " : "", k, val);
+    }
+}
+
+void report_write_search(const report *r, FILE *f)
+{
+    const json_t *shapes = json_object_get(r->search, "shapes");
+    if (!json_array_size(shapes))
+        return;
+    const json_t *c = json_object_get(r->search, "configs");
+    fprintf(f,
+            "\n## Search: candidates measured per shape\n\n%s, seed %s, %lld round(s)%s: %lld "
+            "of %lld candidates (tuned configurations the family can run) and %lld baselines "
+            "measured; configurations not measured have no row.\n\n"
+            "| shape | measured | budget | candidates |\n|---|--:|--:|--:|\n",
+            json_string_value(json_object_get(r->search, "strategy")),
+            json_string_value(json_object_get(r->search, "seed")),
+            (long long)json_integer_value(json_object_get(r->search, "rounds")),
+            json_is_true(json_object_get(r->search, "time_limit_hit")) ? ", stopped by the time limit"
+                                                                        : "",
+            (long long)json_integer_value(json_object_get(c, "evaluated")),
+            (long long)json_integer_value(json_object_get(c, "candidates")),
+            (long long)json_integer_value(json_object_get(c, "baselines")));
+    size_t i;
+    json_t *s;
+    json_array_foreach(shapes, i, s)
+    {
+        char name[512];
+        report_search_shape(json_object_get(s, "shape"), name, sizeof name);
+        fprintf(f, "| %s | %lld | %lld | %lld |\n", name,
+                (long long)json_integer_value(json_object_get(s, "evaluated")),
+                (long long)json_integer_value(json_object_get(s, "budget")),
+                (long long)json_integer_value(json_object_get(s, "candidates")));
+    }
 }
 

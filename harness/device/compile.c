@@ -332,10 +332,19 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
         st = load_units(jobs, n, &env, units, &n_units, job_unit, err);
     if (st == TUNE_OK && opt->cache_dir)
         make_dirs(opt->cache_dir);
-    if (st == TUNE_OK) {
+    size_t done = 0, cached = 0;
+    if (st == TUNE_OK && opt->threads == 1) {
+        /* no OpenMP region at all: a process that has run one cannot fork a child that runs
+         * another (libgomp's threads are not copied, and the child's region waits for them) */
+        for (size_t i = 0; i < n; i++) {
+            run_job(&jobs[i], &units[job_unit[i]], &env, arch_a[0], opt);
+            cached += (size_t)jobs[i].from_cache;
+            if (opt->progress)
+                opt->progress(opt->progress_ctx, ++done, cached);
+        }
+    } else if (st == TUNE_OK) {
         if (opt->threads > 0)
             omp_set_num_threads(opt->threads);
-        size_t done = 0, cached = 0;
 #pragma omp parallel for schedule(dynamic, 1)
         for (size_t i = 0; i < n; i++) {
             run_job(&jobs[i], &units[job_unit[i]], &env, arch_a[0], opt);
@@ -352,6 +361,47 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
         compile_unit_free(&units[u]);
     free(units);
     free(job_unit);
+    return st;
+}
+
+tune_status compile_hash_keys(const compile_job *jobs, size_t n, const compile_options *opt,
+                              uint64_t *hash, tune_error *err)
+{
+    compile_unit *units = calloc(n + 1, sizeof *units);
+    size_t *job_unit = calloc(n + 1, sizeof *job_unit), n_units = 0;
+    tune_status st = (units && job_unit) ? TUNE_OK
+                                         : tune_error_set(err, TUNE_ERR_NOMEM, "compile",
+                                                          "out of memory");
+    char base[8][64], arch_a[8][64];
+    const char *base_ptrs[8], *arch_a_ptrs[8];
+    compile_env env = {.kernels_dir = opt->kernels_dir, .base_opts = base_ptrs,
+                       .n_base = build_options(opt, "", base, base_ptrs)};
+    build_options(opt, "a", arch_a, arch_a_ptrs);
+    compile_env_toolkit(&env);
+    env.nvrtc_version = compile_nvrtc_version();
+    if (st == TUNE_OK && env.nvrtc_version == 0)
+        st = tune_error_set(err, TUNE_ERR_NVRTC, "nvrtc", "NVRTC cannot be loaded");
+    if (st == TUNE_OK)
+        st = load_units(jobs, n, &env, units, &n_units, job_unit, err);
+    uint64_t h = HASH_FNV_OFFSET;
+    for (size_t i = 0; st == TUNE_OK && i < n; i++) {
+        const compile_unit *u = &units[job_unit[i]];
+        hash128 key = u->key; /* as run_job makes it */
+        hash128_str(&key, jobs[i].name);
+        if (jobs[i].arch_specific)
+            hash128_str(&key, arch_a[0]);
+        h = hash_fnv1a_str(h, jobs[i].source);
+        h = hash_fnv1a_str(h, jobs[i].name);
+        h = hash_fnv1a_str(h, jobs[i].options);
+        h = hash_fnv1a(h, &key.a, sizeof key.a);
+        h = hash_fnv1a(h, &key.b, sizeof key.b);
+        h = hash_fnv1a(h, &u->status, sizeof u->status);
+    }
+    for (size_t u = 0; u < n_units; u++)
+        compile_unit_free(&units[u]);
+    free(units);
+    free(job_unit);
+    *hash = h;
     return st;
 }
 

@@ -32,6 +32,7 @@
 #define TUNE_COMPILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "core/error.h"
 
@@ -39,7 +40,8 @@ typedef struct {
     const char *kernels_dir; /* folder of the kernel sources */
     const char *cache_dir;   /* NULL: no cache */
     int arch;                /* compute capability x10: 90 -> sm_90 */
-    int threads;             /* OpenMP threads; 0: the default */
+    int threads;             /* OpenMP threads; 0: the default; 1: no OpenMP region (a process
+                                that forks a compiling child later must not have run one) */
     /* optional: called after each job (one call at a time) with the jobs finished so far and
      * how many of them came from the cache */
     void (*progress)(void *ctx, size_t done, size_t cached);
@@ -70,6 +72,12 @@ typedef struct {
  * under the kernels folder (or one of its headers) cannot be read, NVRTC cannot start, or memory
  * runs out. */
 tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt, tune_error *err);
+/* The cache keys of the jobs (what compile_run would look up: sources, headers, options, NVRTC
+ * version, architecture, name expressions), folded into one FNV-1a hash in job order, without
+ * compiling anything: the run key of a searched run, which compiles only what it measures. Fails
+ * as compile_run does when a shipped source cannot be read or NVRTC cannot be loaded. */
+tune_status compile_hash_keys(const compile_job *jobs, size_t n, const compile_options *opt,
+                              uint64_t *hash, tune_error *err);
 /* Frees a job's results (not the job itself). */
 void compile_job_clear(compile_job *job);
 

@@ -1,5 +1,5 @@
 /* search.c - the candidates, budgets and rounds of a search; the exhaustive and random orders.
- * The model-guided strategy ranks a shape's candidates through search_model_rank
+ * The model-guided strategy picks a shape's candidates through search_model_pick
  * (search_model.c). */
 #include <math.h>
 #include <stdio.h>
@@ -93,10 +93,6 @@ search *search_new(const search_options *o, const char *const *features, size_t 
                        o->budget_fraction);
         return NULL;
     }
-    if (o->strategy == SEARCH_MODEL) { /* search_model.c is not written yet */
-        tune_error_set(err, TUNE_ERR_UNSUPPORTED, "search", "the model strategy is not built yet");
-        return NULL;
-    }
     search *s = calloc(1, sizeof *s);
     if (!s) {
         tune_error_set(err, TUNE_ERR_NOMEM, "search", "out of memory");
@@ -127,6 +123,7 @@ void search_free(search *s)
         free(s->strings[f]);
     }
     search_model_free(s->model);
+    search_rules_free(s);
     free(s);
 }
 

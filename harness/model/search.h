@@ -11,6 +11,8 @@
  *   search *s = search_new(&o, features, 6, &err);
  *   for each candidate (a tuned configuration the family can run):
  *       search_add(s, shape, id, &point);           // features read from the point by name
+ *   search_observe_prior(s, shape, &old, seconds);  // optional warm starts (model strategy):
+ *   search_add_rule(s, "bn", rule);                 //   earlier results, fitted rules
  *   size_t ids[4096], n;
  *   while ((n = search_next(s, ids, 4096)) > 0)     // one round: some candidates of every shape
  *       for (i < n) search_observe(s, ids[i], seconds_or_NAN);
@@ -31,6 +33,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/expr.h"
 #include "core/point.h"
 
 typedef enum {
@@ -80,6 +83,13 @@ void search_observe(search *s, size_t id, double seconds);
 /* A measurement of a point that is not a candidate (a warm start: an earlier run of the sweep,
  * another GPU): it informs the model and costs no budget. 0, or -1 when out of memory. */
 int search_observe_prior(search *s, size_t shape, const tune_point *p, double seconds);
+/* A fitted rule (analysis/fit.h: an integer expression over the problem axes, `tune fit`) for the
+ * feature param, as a prior of the model strategy: in a shape's first round (nothing of it
+ * evaluated), the candidates whose param equals the rule's value on their features are proposed
+ * first. The rule reads features by name (a string feature as its string); a candidate on which
+ * it fails to evaluate does not match. The rule is copied. 0, or -1 when param is not a feature
+ * or out of memory. The exhaustive and random strategies ignore rules. */
+int search_add_rule(search *s, const char *param, const expr *rule);
 
 /* The next round into ids (at most cap): returns how many, 0 when every shape's budget is spent
  * or its candidates evaluated. */

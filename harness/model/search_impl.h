@@ -1,10 +1,12 @@
 /* search_impl.h - what the files of the search module share (model/search.h is the interface):
  *   search.c        candidates, budgets, rounds; the exhaustive and random orders
- *   search_model.c  the model-guided strategy: the surrogate and its acquisition rule
+ *   search_model.c  the model-guided strategy: the training set, the acquisition rule, rules
+ *   search_forest.c the surrogate: a random forest of regression trees over binned features
  */
 #ifndef TUNE_SEARCH_IMPL_H
 #define TUNE_SEARCH_IMPL_H
 
+#include "core/expr.h"
 #include "model/search.h"
 
 typedef struct {
@@ -29,6 +31,11 @@ typedef struct {
 
 typedef struct search_model search_model;
 
+typedef struct {
+    size_t feature; /* the parameter the rule sets */
+    expr *rule;     /* owned */
+} search_rule;
+
 struct search {
     search_options opt;
     const char *features[SEARCH_MAX_FEATURES];
@@ -45,6 +52,8 @@ struct search {
     size_t n_observed, round;
     int started;
     search_model *model; /* SEARCH_MODEL's state; NULL until its first round */
+    search_rule *rules;  /* search_add_rule: preferred in a shape's first round (model) */
+    size_t n_rules;
 };
 
 /* search.c */
@@ -61,5 +70,38 @@ size_t search_model_batch(const search *s, size_t shape);
  * proposed, into ids; returns how many. */
 size_t search_model_pick(search *s, size_t shape, size_t want, size_t *ids);
 void search_model_free(search_model *m);
+/* Frees s->rules. */
+void search_rules_free(search *s);
+
+/* search_forest.c: a random forest over features binned into codes (0: NAN). */
+#define SEARCH_FOREST_BINS 64
+typedef struct {
+    int feature;           /* -1: a leaf */
+    uint8_t thr;           /* left when the code <= thr */
+    uint32_t left, right;
+    float value;           /* a leaf's mean */
+} search_forest_node;
+
+typedef struct {
+    size_t n_features;
+    double *edges[SEARCH_MAX_FEATURES]; /* per feature: the lower edges of its bins, ascending */
+    size_t n_edges[SEARCH_MAX_FEATURES];
+    search_forest_node *nodes;
+    size_t n_nodes, cap_nodes;
+    size_t *roots, n_trees;
+} search_forest;
+
+void search_forest_init(search_forest *f, size_t n_features);
+void search_forest_release(search_forest *f);
+/* The bins of every feature from the rows x[i * stride + j], i < n. 0 or -1 (out of memory). */
+int search_forest_bin(search_forest *f, const double *x, size_t n, size_t stride);
+/* The codes of one row (n_features of them). */
+void search_forest_code(const search_forest *f, const double *x, uint8_t *codes);
+/* Grows n_trees trees on bootstrap samples of (codes[i * n_features ...], y[i]), i < n, trying
+ * half the features that vary at each node; the same seed grows the same forest. 0 or -1. */
+int search_forest_fit(search_forest *f, const uint8_t *codes, const double *y, size_t n,
+                      size_t n_trees, uint64_t seed);
+/* The mean and the standard deviation over the trees of one row's predictions. */
+void search_forest_predict(const search_forest *f, const uint8_t *codes, double *mean, double *sd);
 
 #endif

@@ -89,8 +89,12 @@ static int space_skip(const space *sp, space_level level, const tune_point *p, t
         if (sp->levels[i] != level)
             continue;
         expr_value v;
-        tune_error e = {0};
-        if (expr_eval(sw->skip_if[i], point_lookup, (void *)p, &v, &e) != TUNE_OK) {
+        /* no error record per evaluation: zeroing one (2.5 KB) for each of the tens of millions
+         * of evaluations of a large sweep cost seconds; a failure is evaluated again for its
+         * message (evaluation is deterministic) */
+        if (expr_eval(sw->skip_if[i], point_lookup, (void *)p, &v, NULL) != TUNE_OK) {
+            tune_error e = {0};
+            expr_eval(sw->skip_if[i], point_lookup, (void *)p, &v, &e);
             char where[sizeof e.where], at[512];
             snprintf(where, sizeof where, "%s: skip_if[%zu]", sw->file, i);
             tune_error_set(err, e.code ? e.code : TUNE_ERR_EVAL, where,
@@ -121,6 +125,36 @@ static int space_push(space *sp, size_t shape, size_t method, size_t param, tune
     return 0;
 }
 
+/* 1 when no name of the parameter point pp is one of p's (and both fit one point): then a
+ * configuration's point is p with pp appended, with no search by name (the enumeration of a
+ * large sweep spent most of its time in point_merge's name comparisons). */
+static int space_names_disjoint(const tune_point *p, const tune_point *pp)
+{
+    if (!pp || p->n + pp->n > TUNE_MAX_AXES)
+        return 0;
+    for (size_t i = 0; i < p->n; i++)
+        for (size_t k = 0; k < pp->n; k++)
+            if (strcmp(p->names[i], pp->names[k]) == 0)
+                return 0;
+    return 1;
+}
+
+/* out = p with the parameter point pp set (every parameter point has the same names). */
+static void space_with_params(const tune_point *p, const tune_point *pp, int disjoint,
+                              tune_point *out)
+{
+    if (!disjoint) {
+        *out = *p;
+        point_merge(out, pp);
+        return;
+    }
+    out->n = p->n + pp->n;
+    memcpy(out->names, p->names, p->n * sizeof *p->names);
+    memcpy(out->vals, p->vals, p->n * sizeof *p->vals);
+    memcpy(out->names + p->n, pp->names, pp->n * sizeof *pp->names);
+    memcpy(out->vals + p->n, pp->vals, pp->n * sizeof *pp->vals);
+}
+
 /* Configurations of one kept shape: its methods in the sweep's order, then parameter points. */
 static int space_add_shape(space *sp, size_t shape, tune_error *err)
 {
@@ -141,9 +175,10 @@ static int space_add_shape(space *sp, size_t shape, tune_error *err)
                 return -1;
             continue;
         }
+        int disjoint = space_names_disjoint(&mp, sp->n_params ? &sp->params[0] : NULL);
         for (size_t j = 0; j < sp->n_params; j++) {
-            tune_point cp = mp;
-            point_merge(&cp, &sp->params[j]);
+            tune_point cp;
+            space_with_params(&mp, &sp->params[j], disjoint, &cp);
             if ((skip = space_skip(sp, SPACE_LEVEL_PARAM, &cp, err)) < 0)
                 return -1;
             if (skip)

@@ -23,7 +23,7 @@
 static const char *const sweep_top_keys[] = {"name",    "description", "family", "op",
                                              "problem", "params",      "methods", "skip_if",
                                              "bytes",   "flops",       "timing",  "report",
-                                             "kernel",  NULL};
+                                             "kernel",  "search",      NULL};
 
 int sweep_fail(const sweep_ctx *cx, tune_status code, const char *path, jsonloc_which which,
                const char *fmt, ...)
@@ -413,9 +413,9 @@ static int sweep_parse_root(const sweep_ctx *cx, json_t *root, sweep *sw)
         sweep_parse_skip_if(cx, root, sw) != 0 ||
         sweep_parse_model(cx, root, sw, "bytes", sw->fop->bytes, &sw->bytes, &sw->bytes_src) != 0 ||
         sweep_parse_model(cx, root, sw, "flops", sw->fop->flops, &sw->flops, &sw->flops_src) != 0 ||
-        sweep_parse_timing(cx, root, sw) != 0)
+        sweep_parse_timing(cx, root, sw) != 0 || sweep_parse_report(cx, root, sw) != 0)
         return -1;
-    return sweep_parse_report(cx, root, sw);
+    return sweep_parse_search(cx, root, sw);
 }
 
 /* A key given twice in one object is an error at the second one: Jansson would keep the last
@@ -531,5 +531,6 @@ void sweep_free(sweep *sw)
     sweep_free_strs(sw->report_rows, sw->n_report_rows);
     sweep_free_strs(sw->report_cols, sw->n_report_cols);
     kdecl_family_free(sw->declared);
+    sweep_free_strs(sw->search.warm_start, sw->search.n_warm_start);
     free(sw);
 }

@@ -19,7 +19,9 @@
  *   "timing": { "warmup": 10, "reps": 100, "mode": "cold", "fresh_indices": true },
  *             or { "stop": "adaptive", "rel_stderr": 0.005, "min_reps": 10, "max_reps": 10000,
  *                  "min_time_s": 0.005, "max_time_s": 1.0, "mode": "graph", "batch": 0 }
- *   "report": { "rows": ["g"], "cols": ["k_pre", "k"] }
+ *   "report": { "rows": ["g"], "cols": ["k_pre", "k"] },
+ *   "search": { "strategy": "random", "budget": "10%", "time_limit_s": 600, "seed": 7,
+ *               "batch": 4, "warm_start": ["results/x/20261123T080659Z"] }   optional
  * }
  * VALUES: a scalar (int, string, bool), a non-empty array of scalars of one type,
  * {"range": [lo, hi]} or {"range": [lo, hi, step]} (inclusive, step > 0), or
@@ -38,6 +40,7 @@
 #include "core/error.h"
 #include "core/expr.h"
 #include "model/family.h"
+#include "model/search.h"
 
 typedef struct {
     char *name;
@@ -81,6 +84,17 @@ typedef struct {
 #define SWEEP_RETIME_TOP 3
 #define SWEEP_RETIME_ROUNDS 30
 
+/* "search" (docs/sweep-format.md, docs/search.md): which configurations a run measures. Absent:
+ * exhaustive, every configuration (given == 0). The command line overrides each member
+ * (run_options). */
+typedef struct {
+    int given;              /* the sweep has a "search" section */
+    search_options opt;     /* strategy, budget (fraction or count), batch, seed */
+    double time_limit_s;    /* > 0: no round starts after this many seconds of the run; 0: none */
+    char **warm_start;      /* earlier results folders (their rows inform the search) */
+    size_t n_warm_start;
+} sweep_search;
+
 typedef struct {
     char *file; /* path it was loaded from (or the label given to sweep_parse) */
     char *name;
@@ -110,6 +124,7 @@ typedef struct {
     /* "family": "kernel": the family the "kernel" section declares (model/kernel_decl.h),
      * owned; family and fop point into it. NULL for a shipped family. */
     struct kdecl_family *declared;
+    sweep_search search;
 } sweep;
 
 /* New sweep from a file, or NULL with err set. */
@@ -121,5 +136,13 @@ struct json_t *sweep_methods_json(const sweep *sw);
 /* New sweep from JSON text; label names the source in errors. */
 sweep *sweep_parse(const char *text, const char *label, tune_error *err);
 void sweep_free(sweep *sw);
+/* 1 when s asks for a searched run (a strategy other than exhaustive, a budget or a time limit);
+ * 0: every configuration is measured, as without a "search" section. */
+int sweep_search_on(const sweep_search *s);
+/* The features of a searched run's candidates (model/search.h: search_new), one rule for the run
+ * and anything that replays its rows (a row names the same axes in the same order): every problem
+ * axis of sw, "method", every parameter; into names[SEARCH_MAX_FEATURES] (borrowed from sw), their
+ * number. */
+size_t sweep_search_features(const sweep *sw, const char **names);
 
 #endif

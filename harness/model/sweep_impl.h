@@ -1,6 +1,6 @@
 /* sweep_impl.h - what the files of the sweep module share (not for other modules): the parse
  * context and the helpers that report errors at a JSON path. sweep.c parses the top level and
- * expressions, sweep_axes.c the axes; sweep_timing.c the "timing" and "report" objects. */
+ * expressions, sweep_axes.c the axes; sweep_timing.c the "timing" and "report" objects, sweep_search.c the "search" object. */
 #ifndef TUNE_SWEEP_IMPL_H
 #define TUNE_SWEEP_IMPL_H
 
@@ -50,6 +50,8 @@ const char *sweep_path_key(char *buf, const char *parent, const char *key);
 char *sweep_strdup(const sweep_ctx *cx, const char *s);
 int sweep_parse_report(const sweep_ctx *cx, json_t *root, sweep *sw);
 int sweep_parse_timing(const sweep_ctx *cx, json_t *root, sweep *sw);
+/* sweep_search.c: the "search" object into sw->search (defaults when absent). */
+int sweep_parse_search(const sweep_ctx *cx, json_t *root, sweep *sw);
 /* sweep_kernel.c: "family": "kernel", the declared family from the "kernel" section, before the
  * axes are parsed; and the checks that need the methods, after them. */
 int sweep_parse_declared(const sweep_ctx *cx, json_t *root, sweep *sw);

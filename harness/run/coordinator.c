@@ -1,6 +1,7 @@
 /* coordinator.c - runs workers (worker_loop.c) until every configuration has a row: a worker
  * that crashes or hangs costs its current configuration a `crashed` or `timeout` row, and a new
  * worker goes on with the next. Compile-only runs write their rows here, without workers. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,17 +81,25 @@ static void read_worker(run_ctx *rc, worker *w, run_progress *pr, double watchdo
     while ((o->r = worker_read_line(w, line, sizeof line, timeout)) == 1) {
         size_t i = 0;
         int code = 0, off = 0;
+        size_t shape = 0;
+        double median = NAN;
         if (line[0] == 'T') {
             o->retiming = 1;
+            if (rc->retimed && sscanf(line, "T %zu", &shape) == 1 &&
+                shape < space_n_shapes(rc->sp))
+                rc->retimed[shape] = 1;
         } else if (line[0] == 'B' && sscanf(line, "B %zu", &i) == 1 && i < n) {
             o->current = i;
             o->retiming = 0;
             timeout = watchdog;
-        } else if (line[0] == 'E' && sscanf(line, "E %zu %d", &i, &code) == 2 && i < n) {
+        } else if (line[0] == 'E' && sscanf(line, "E %zu %d %lg", &i, &code, &median) >= 2 &&
+                   i < n) {
             rc->done[i] = 1;
             (*left)--;
             progress_count(pr, (result_status)code);
             o->current = SIZE_MAX;
+            if (rc->on_row)
+                rc->on_row(rc->on_row_ctx, i, (result_status)code, median);
         } else if (line[0] == 'C' && sscanf(line, "C %zu %n", &i, &off) == 1) {
             snprintf(o->crash, sizeof o->crash, "%s", line + off);
         } else if (line[0] == 'R') {
@@ -105,7 +114,7 @@ tune_status run_coordinate(run_ctx *rc, run_summary *sum)
 {
     size_t n = space_n_configs(rc->sp), left = 0;
     for (size_t i = 0; i < n; i++)
-        left += !rc->done[i];
+        left += !rc->done[i] && (!rc->todo || rc->todo[i]);
     run_progress pr = {rc, sum, clock_now(), 0, left, 0, 0, isatty(2)};
     const double watchdog = rc->opt->watchdog_s > 0 ? rc->opt->watchdog_s : 20.0;
     tune_status st = TUNE_OK;
@@ -119,6 +128,9 @@ tune_status run_coordinate(run_ctx *rc, run_summary *sum)
         if (o.r < 0)
             worker_kill(w);
         int code = worker_wait(w, how, sizeof how);
+        if (!o.fatal[0] && o.current == SIZE_MAX && code == 0 && rc->deadline > 0 &&
+            clock_now() > rc->deadline)
+            break; /* a searched run's time limit: the worker stopped between configurations */
         if (!o.fatal[0] && o.current == SIZE_MAX && code != 0 && o.retiming) {
             /* the re-timing of measured configurations failed: nothing is lost, go on */
             if (!rc->opt->quiet)
@@ -146,6 +158,8 @@ tune_status run_coordinate(run_ctx *rc, run_summary *sum)
             rc->done[o.current] = 1;
             left--;
             progress_count(&pr, rs);
+            if (rc->on_row) /* a failed observation */
+                rc->on_row(rc->on_row_ctx, o.current, rs, NAN);
             if (!rc->opt->quiet)
                 fprintf(stderr, "%stune: configuration %zu %s: %s\n", pr.tty ? "\n" : "", o.current,
                         result_status_str(rs), reason);

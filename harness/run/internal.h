@@ -7,6 +7,8 @@
  *   retime.c       the interleaved re-timing of a shape's fastest configurations
  *   worker_loop.c  the worker: a child process that owns the GPU and writes rows
  *   coordinator.c  runs workers until every configuration has a row; compile-only rows
+ *   search.c       a searched run: candidates, rounds (compile, measure, observe), the re-timing
+ *                  of each shape's fastest candidates at the end, warm starts
  *   probe.c        the device queried and counted in child processes
  *   session.c      one run end to end: folder, lock, resume, meta.json, report (run_sweep)
  *   multi.c        one coordinator per GPU (--gpus), merged at the end
@@ -48,6 +50,7 @@ typedef struct {
     const sweep *sw;
     const run_options *opt;
     space *sp;
+    int sp_borrowed; /* sp is run_options.space: not freed here */
     run_plan *plans;
     run_kernel *kernels;
     size_t n_kernels, cap_kernels;
@@ -64,6 +67,22 @@ typedef struct {
     int lock_fd;            /* its lock, held until the tables are written; -1: none */
     shard_plan *plan;       /* --shard: the sweep's shards; NULL: the whole sweep */
     int arch;               /* what the kernels were compiled for, x10 (90: sm_90) */
+    /* A searched run (search.c); all NULL / 0 in an exhaustive one. */
+    const sweep_search *search; /* the settings in force (the sweep's, the command line's) */
+    unsigned char *todo;        /* per configuration: measure it in this round */
+    double *medians;            /* per configuration: its ok row's median (s), NAN otherwise */
+    unsigned char *resumed;     /* per configuration: its row came from the resumed folder */
+    unsigned char *compiled;    /* per kernel: compiled (or read from the cache) */
+    unsigned char *retime_todo; /* per shape: re-time it after the rows (the last pass) */
+    unsigned char *retimed;     /* per shape: re-timed (coordinator side, from "T s") */
+    int retime_at_end;          /* workers re-time a shape after its last row of the round */
+    unsigned char *retime_hold; /* per shape (NULL: none): more of its rows come in a later
+                                   worker of the round, which re-times it */
+    double deadline;            /* > 0: workers stop between configurations once past it */
+    const char *cache_dir;      /* the searched run's kernel cache (private under --no-cache) */
+    void (*on_row)(void *ctx, size_t ci, result_status st, double median);
+    void *on_row_ctx;
+    struct run_search_state *ss; /* search.c's state, for meta.json */
 } run_ctx;
 
 /* kernels.c */
@@ -74,8 +93,24 @@ tune_status run_plan_configs(run_ctx *rc);
 tune_status run_compile(run_ctx *rc, int arch, run_summary *sum);
 /* family_env.kernel: the loaded kernel of (source, name), or NULL. */
 void *run_lookup_kernel(void *kctx, const family_kernel_ref *ref);
+/* Compiles the kernels idx[0..n) (a searched run's round) in a child process into cache_dir,
+ * then reads their cubins; adds the counts to sum. */
+tune_status run_compile_subset(run_ctx *rc, const size_t *idx, size_t n, const char *cache_dir,
+                               run_summary *sum);
+/* The same in two steps, so that the coordinator can measure while the child compiles: the
+ * child (threads: its OpenMP threads, 0 the default) started, or NULL with rc->err set (idx is
+ * copied); then waited for, its cubins read, the counts added to sum, c freed. */
+typedef struct run_compile_async run_compile_async;
+run_compile_async *run_compile_start(run_ctx *rc, const size_t *idx, size_t n,
+                                     const char *cache_dir, int threads);
+tune_status run_compile_finish(run_ctx *rc, run_compile_async *c, run_summary *sum);
+/* Removes a private kernel cache folder (its files, then itself). */
+void run_remove_cache_dir(const char *dir);
 /* FNV-1a over the kernels' sources, names and cubins: the run key's kernels_hash. */
 uint64_t run_kernels_hash(const run_ctx *rc);
+/* A searched run's kernels_hash: over the kernels' sources, names, options and compile cache
+ * keys (device/compile.h: compile_hash_keys), which need no cubin. */
+tune_status run_kernels_key_hash(run_ctx *rc, uint64_t *hash);
 void run_ctx_free(run_ctx *rc);
 
 /* rows.c */
@@ -114,6 +149,17 @@ tune_status run_probe_count(int *n, tune_error *err);
 /* The driver's version: NVML's (mon may be NULL), else /proc/driver/nvidia/version's first
  * line; "" when neither. */
 void run_driver_version(monitor *mon, char *buf, size_t size);
+
+/* search.c */
+/* Whether the run is searched, and its search state set up (the settings merged, arrays). */
+tune_status run_search_prepare(run_ctx *rc, sweep_search *settings);
+/* The rounds of a searched run, then the re-timing of each shape's fastest candidates. */
+tune_status run_search(run_ctx *rc, run_summary *sum);
+/* The key's text of the search settings ("random budget=10% seed=7 batch=4"), into buf. */
+const char *run_search_key(const run_ctx *rc, char *buf, size_t size);
+/* meta.json's "search" block of this run (new), NULL for an exhaustive run. */
+json_t *run_search_meta(const run_ctx *rc);
+void run_search_free(run_ctx *rc);
 
 /* multi.c */
 tune_status run_gpus(const sweep *sw, const run_options *opt, run_summary *sum, tune_error *err);

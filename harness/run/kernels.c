@@ -86,38 +86,40 @@ static void compile_progress(void *ctx, size_t done, size_t cached)
     progress_update(ctx, done, cached, clock_now());
 }
 
-static tune_status compile_all(run_ctx *rc, int arch, const char *cache_dir, run_summary *sum)
+/* Compiles the kernels idx[0..n) (idx NULL: every kernel) into the cache and reads them back;
+ * threads as compile_options.threads (1: the coordinator's cache reads, without OpenMP). */
+static tune_status compile_all(run_ctx *rc, int arch, const char *cache_dir, const size_t *idx,
+                               size_t n, int threads, run_summary *sum)
 {
     char kdir[4096];
     const char *kernels_dir = rc->opt->kernels_dir;
     if (!kernels_dir && !(kernels_dir = compile_find_kernels_dir(kdir, sizeof kdir)))
         return tune_error_set(rc->err, TUNE_ERR_IO, "kernels_src",
                               "cannot find the kernel sources (set TUNE_KERNELS_DIR)");
-    compile_job *jobs = calloc(rc->n_kernels ? rc->n_kernels : 1, sizeof *jobs);
+    compile_job *jobs = calloc(n ? n : 1, sizeof *jobs);
     if (!jobs)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-    for (size_t i = 0; i < rc->n_kernels; i++)
-        jobs[i] = rc->kernels[i].job;
+    for (size_t i = 0; i < n; i++)
+        jobs[i] = rc->kernels[idx ? idx[i] : i].job;
     progress pr;
     double t0 = clock_now();
-    progress_init(&pr, rc->opt->quiet ? NULL : stderr, "compiling kernels", rc->n_kernels,
+    progress_init(&pr, rc->opt->quiet ? NULL : stderr, "compiling kernels", n,
                   isatty(STDERR_FILENO), t0);
-    compile_options copt = {kernels_dir, cache_dir, arch, 0, compile_progress, &pr};
-    tune_status st = compile_run(jobs, rc->n_kernels, &copt, rc->err);
+    compile_options copt = {kernels_dir, cache_dir, arch, threads, compile_progress, &pr};
+    tune_status st = compile_run(jobs, n, &copt, rc->err);
     sum->compile_seconds = clock_now() - t0;
     progress_end(&pr, clock_now());
-    for (size_t i = 0; i < rc->n_kernels; i++) {
-        rc->kernels[i].job = jobs[i];
+    for (size_t i = 0; i < n; i++) {
+        rc->kernels[idx ? idx[i] : i].job = jobs[i];
         sum->n_cached += (size_t)jobs[i].from_cache;
         sum->n_kernel_errors += jobs[i].status != TUNE_OK;
     }
-    sum->n_kernels = rc->n_kernels;
+    sum->n_kernels = n;
     free(jobs);
     return st;
 }
 
-/* Removes a private kernel cache folder (its files, then itself). */
-static void remove_cache_dir(const char *dir)
+void run_remove_cache_dir(const char *dir)
 {
     DIR *d = opendir(dir);
     for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
@@ -135,20 +137,24 @@ static void remove_cache_dir(const char *dir)
  * worker's first CUDA call fails with "initialization error"; seen on the H200 machine with CUDA
  * 13.0). So a GPU run compiles in a child process that fills the kernel cache, and this process
  * then only reads the cache. The child reports its counts: "K kernels cached errors seconds". */
-typedef struct {
+struct run_compile_async {
     run_ctx *rc;
     int arch;
     const char *cache_dir;
-} compile_child_ctx;
+    size_t *idx; /* NULL: every kernel */
+    size_t n;
+    int threads; /* the child's OpenMP threads; 0: the default */
+    worker *w;
+};
 
 static int compile_child_body(void *ctx, int fd)
 {
-    compile_child_ctx *c = ctx;
+    run_compile_async *c = ctx;
     run_summary sum;
     memset(&sum, 0, sizeof sum);
     tune_error e = {0};
     c->rc->err = &e;
-    if (compile_all(c->rc, c->arch, c->cache_dir, &sum) != TUNE_OK) {
+    if (compile_all(c->rc, c->arch, c->cache_dir, c->idx, c->n, c->threads, &sum) != TUNE_OK) {
         worker_send(fd, "F %d %s%s%s", (int)e.code, e.where, e.where[0] ? ": " : "", e.message);
         return 1;
     }
@@ -157,31 +163,64 @@ static int compile_child_body(void *ctx, int fd)
     return 0;
 }
 
-static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir, run_summary *sum)
+static run_compile_async *compile_start(run_ctx *rc, int arch, const char *cache_dir,
+                                        const size_t *idx, size_t n, int threads)
 {
-    compile_child_ctx c = {rc, arch, cache_dir};
-    worker *w = worker_start(compile_child_body, &c, rc->err);
-    if (!w)
-        return rc->err ? rc->err->code : TUNE_ERR_IO;
+    run_compile_async *c = calloc(1, sizeof *c);
+    if (!c || (idx && !(c->idx = malloc((n ? n : 1) * sizeof *idx)))) {
+        free(c);
+        tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+        return NULL;
+    }
+    if (idx)
+        memcpy(c->idx, idx, n * sizeof *idx);
+    c->rc = rc;
+    c->arch = arch;
+    c->cache_dir = cache_dir;
+    c->n = n;
+    c->threads = threads;
+    if (!(c->w = worker_start(compile_child_body, c, rc->err))) {
+        free(c->idx);
+        free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static tune_status compile_finish(run_ctx *rc, run_compile_async *c, run_summary *sum)
+{
     char line[4096], how[256];
     run_summary child;
     memset(&child, 0, sizeof child);
     int got = 0;
-    while (worker_read_line(w, line, sizeof line, 3600) == 1) {
+    while (worker_read_line(c->w, line, sizeof line, 3600) == 1) {
         if (line[0] == 'K')
             got = sscanf(line, "K %zu %zu %zu %lg", &child.n_kernels, &child.n_cached,
                          &child.n_kernel_errors, &child.compile_seconds) == 4;
         else if (line[0] == 'F')
             tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "%s", line + 2);
     }
-    int code = worker_wait(w, how, sizeof how);
+    int code = worker_wait(c->w, how, sizeof how);
+    tune_status st = TUNE_OK;
     if (!got || code != 0)
-        return tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "the compile process ended: %s",
-                              how);
-    tune_status st = compile_all(rc, arch, cache_dir, sum); /* cache reads only */
+        st = tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "the compile process ended: %s",
+                            how);
+    /* cache reads only, and no OpenMP here: a later round's compile child is forked from this
+     * process (compile.h) */
+    if (st == TUNE_OK)
+        st = compile_all(rc, c->arch, c->cache_dir, c->idx, c->n, 1, sum);
     sum->n_cached = child.n_cached;
     sum->compile_seconds = child.compile_seconds;
+    free(c->idx);
+    free(c);
     return st;
+}
+
+static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir,
+                                    const size_t *idx, size_t n, run_summary *sum)
+{
+    run_compile_async *c = compile_start(rc, arch, cache_dir, idx, n, 0);
+    return c ? compile_finish(rc, c, sum) : (rc->err ? rc->err->code : TUNE_ERR_IO);
 }
 
 tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
@@ -192,10 +231,10 @@ tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
     const char *cache = opt->cache_dir;
     if (!opt->compile_only && !cache && !(cache = mkdtemp(tmp_cache)))
         return tune_error_set(rc->err, TUNE_ERR_IO, "/tmp", "cannot create a kernel cache folder");
-    tune_status st = opt->compile_only ? compile_all(rc, arch, cache, sum)
-                                       : compile_isolated(rc, arch, cache, sum);
+    tune_status st = opt->compile_only ? compile_all(rc, arch, cache, NULL, rc->n_kernels, 0, sum)
+                                       : compile_isolated(rc, arch, cache, NULL, rc->n_kernels, sum);
     if (cache == tmp_cache)
-        remove_cache_dir(tmp_cache);
+        run_remove_cache_dir(tmp_cache);
     if (st != TUNE_OK)
         return st;
     if (!opt->quiet)
@@ -211,6 +250,67 @@ tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
     return TUNE_OK;
 }
 
+run_compile_async *run_compile_start(run_ctx *rc, const size_t *idx, size_t n,
+                                     const char *cache_dir, int threads)
+{
+    return compile_start(rc, rc->arch, cache_dir, idx, n, threads);
+}
+
+tune_status run_compile_finish(run_ctx *rc, run_compile_async *c, run_summary *sum)
+{
+    run_summary part;
+    memset(&part, 0, sizeof part);
+    size_t n = c->n, *idx = malloc((n ? n : 1) * sizeof *idx);
+    if (!idx)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    memcpy(idx, c->idx, n * sizeof *idx);
+    tune_status st = compile_finish(rc, c, &part);
+    sum->n_kernels += part.n_kernels;
+    sum->n_cached += part.n_cached;
+    sum->n_kernel_errors += part.n_kernel_errors;
+    sum->compile_seconds += part.compile_seconds;
+    for (size_t i = 0; st == TUNE_OK && i < n; i++) {
+        rc->compiled[idx[i]] = 1;
+        const compile_job *j = &rc->kernels[idx[i]].job;
+        if (j->status != TUNE_OK && !rc->opt->quiet)
+            fprintf(stderr, "tune: %s: %s failed to compile:\n%s\n", j->source, j->name,
+                    j->log ? j->log : "");
+    }
+    free(idx);
+    return st;
+}
+
+tune_status run_compile_subset(run_ctx *rc, const size_t *idx, size_t n, const char *cache_dir,
+                               run_summary *sum)
+{
+    if (n == 0)
+        return TUNE_OK;
+    run_compile_async *c = run_compile_start(rc, idx, n, cache_dir, 0);
+    return c ? run_compile_finish(rc, c, sum) : (rc->err ? rc->err->code : TUNE_ERR_IO);
+}
+
+tune_status run_kernels_key_hash(run_ctx *rc, uint64_t *hash)
+{
+    char kdir[4096];
+    const char *kernels_dir = rc->opt->kernels_dir;
+    if (!kernels_dir && !(kernels_dir = compile_find_kernels_dir(kdir, sizeof kdir)))
+        return tune_error_set(rc->err, TUNE_ERR_IO, "kernels_src",
+                              "cannot find the kernel sources (set TUNE_KERNELS_DIR)");
+    compile_job *jobs = calloc(rc->n_kernels ? rc->n_kernels : 1, sizeof *jobs);
+    if (!jobs)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    for (size_t i = 0; i < rc->n_kernels; i++) { /* the requests only: no result is copied */
+        snprintf(jobs[i].source, sizeof jobs[i].source, "%s", rc->kernels[i].job.source);
+        snprintf(jobs[i].name, sizeof jobs[i].name, "%s", rc->kernels[i].job.name);
+        snprintf(jobs[i].options, sizeof jobs[i].options, "%s", rc->kernels[i].job.options);
+        jobs[i].arch_specific = rc->kernels[i].job.arch_specific;
+    }
+    compile_options copt = {.kernels_dir = kernels_dir, .arch = rc->arch};
+    tune_status st = compile_hash_keys(jobs, rc->n_kernels, &copt, hash, rc->err);
+    free(jobs);
+    return st;
+}
+
 void *run_lookup_kernel(void *kctx, const family_kernel_ref *ref)
 {
     run_ctx *rc = kctx;
@@ -218,7 +318,7 @@ void *run_lookup_kernel(void *kctx, const family_kernel_ref *ref)
         run_kernel *k = &rc->kernels[i];
         if (!run_kernel_is(k, ref))
             continue;
-        if (k->job.status != TUNE_OK)
+        if (k->job.status != TUNE_OK || !k->job.cubin) /* failed, or not compiled (searched) */
             return NULL;
         if (!k->lib) {
             k->lib = gpu_library_load(k->job.cubin, rc->err);
@@ -245,6 +345,7 @@ uint64_t run_kernels_hash(const run_ctx *rc)
 
 void run_ctx_free(run_ctx *rc)
 {
+    run_search_free(rc);
     shard_plan_free(rc->plan);
     free(rc->done);
     for (size_t i = 0; rc->plans && i < space_n_configs(rc->sp); i++)
@@ -255,5 +356,6 @@ void run_ctx_free(run_ctx *rc)
         compile_job_clear(&rc->kernels[i].job);
     }
     free(rc->kernels);
-    space_free(rc->sp);
+    if (!rc->sp_borrowed)
+        space_free(rc->sp);
 }

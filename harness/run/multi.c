@@ -204,7 +204,8 @@ tune_status run_gpus(const sweep *sw, const run_options *opt, run_summary *sum, 
     if (st != TUNE_OK)
         return st;
     run_ctx rc = {.sw = sw, .opt = opt, .err = err, .t0 = clock_now()};
-    if (!(rc.sp = space_build(sw, err)))
+    rc.sp_borrowed = opt->space != NULL;
+    if (!(rc.sp = rc.sp_borrowed ? (space *)opt->space : space_build(sw, err)))
         return err ? err->code : TUNE_ERR_INVALID;
     gpu_shard *g = calloc(n, sizeof *g);
     const char **dirs = calloc(n, sizeof *dirs);

@@ -10,12 +10,30 @@
 #include "run/internal.h"
 #include "store/folder.h"
 #include "store/merge.h"
+#include "store/retime.h"
 
 void run_options_init(run_options *opt)
 {
     memset(opt, 0, sizeof *opt);
     opt->out_root = "results";
     opt->seed = 0x5eed;
+}
+
+/* A resumed searched run: the shapes whose verdict retime.jsonl already holds (its winner's
+ * identity among ids, the configurations' identities) are not re-timed again. */
+static tune_status mark_retimed(run_ctx *rc, const char *const *ids)
+{
+    retime_verdict *v = NULL;
+    size_t nv = 0;
+    tune_status st = retime_read(rc->out_dir, &v, &nv, rc->err);
+    for (size_t k = 0; st == TUNE_OK && k < nv; k++)
+        for (size_t i = 0; i < space_n_configs(rc->sp); i++)
+            if (ids[i] && strcmp(ids[i], v[k].winner_id) == 0) {
+                rc->retimed[space_config_at(rc->sp, i)->shape] = 1;
+                break;
+            }
+    free(v);
+    return st;
 }
 
 /* Marks the configurations that already have a row in dir/raw.jsonl (any status: a crashed
@@ -46,14 +64,22 @@ static tune_status load_done(run_ctx *rc, run_summary *sum, size_t *n_found)
                 rc->done[i] = 1;
                 meta_count_status(sum, rows[r].status);
                 (*n_found)++;
+                if (rc->resumed) { /* a searched run observes it first (run/search.c) */
+                    rc->resumed[i] = 1;
+                    if (rows[r].status == RESULT_OK && rows[r].time.median > 0 &&
+                        space_config_at(rc->sp, i)->param != SPACE_NO_PARAM)
+                        rc->medians[i] = rows[r].time.median;
+                }
                 break;
             }
     }
+    if (ids && rc->retimed)
+        st = mark_retimed(rc, (const char *const *)ids);
     for (size_t i = 0; ids && i < n; i++)
         free(ids[i]);
     free(ids);
     results_rows_free(rows, n_rows);
-    return TUNE_OK;
+    return st;
 }
 
 /* This shard's place in the plan (rc->plan must be set). */
@@ -70,20 +96,24 @@ static meta_shard shard_of(const run_ctx *rc)
 }
 
 /* The key of a run's results: what must not change between a run and its resumption. New. */
-static json_t *run_key(const run_ctx *rc)
+static json_t *run_key(run_ctx *rc)
 {
-    char drv[256] = "", arch[16];
+    char drv[256] = "", arch[16], search[1024];
+    uint64_t kh = 0;
+    if (rc->search && run_kernels_key_hash(rc, &kh) != TUNE_OK)
+        return NULL; /* rc->err says why */
     if (!rc->opt->compile_only)
         run_driver_version(rc->mon, drv, sizeof drv);
     snprintf(arch, sizeof arch, "sm_%d", rc->arch);
     meta_shard sh = rc->plan ? shard_of(rc) : (meta_shard){0};
-    meta_key_info ki = {run_kernels_hash(rc),
+    meta_key_info ki = {rc->search ? kh : run_kernels_hash(rc),
                         compile_nvrtc_version(),
                         rc->opt->compile_only ? arch : NULL,
                         &rc->gi,
                         drv,
                         rc->opt->seed,
-                        rc->plan ? &sh : NULL};
+                        rc->plan ? &sh : NULL,
+                        rc->search ? run_search_key(rc, search, sizeof search) : NULL};
     return meta_key_build(&ki);
 }
 
@@ -99,6 +129,7 @@ static json_t *run_meta(const run_ctx *rc, const run_summary *sum, const char *s
     }
     snprintf(arch, sizeof arch, "sm_%d", rc->arch);
     meta_shard sh = rc->plan ? shard_of(rc) : (meta_shard){0};
+    json_t *search = run_search_meta(rc);
     meta_info mi = {
         .sw = rc->sw,
         .argc = opt->argc,
@@ -110,6 +141,7 @@ static json_t *run_meta(const run_ctx *rc, const run_summary *sum, const char *s
         .compile_arch = opt->compile_only ? arch : NULL,
         .shard = rc->plan ? &sh : NULL,
         .key = key,
+        .search = search,
         .nvml = rc->mon != NULL,
         .ceilings = rc->ceil_source,
         .seed = opt->seed,
@@ -119,7 +151,9 @@ static json_t *run_meta(const run_ctx *rc, const run_summary *sum, const char *s
         .start = start,
         .end = end,
     };
-    return meta_build(&mi, sum);
+    json_t *m = meta_build(&mi, sum);
+    json_decref(search);
+    return m;
 }
 
 /* The results folder: the latest run's (--resume without --out) or a new one; locked. */
@@ -176,7 +210,10 @@ static tune_status run_rows(run_ctx *rc, run_summary *sum)
     if ((st = open_folder(rc, rc->opt, &rc->lock_fd)) != TUNE_OK)
         return st;
     snprintf(sum->out_dir, sizeof sum->out_dir, "%s", rc->out_dir);
-    key = run_key(rc);
+    if (!(key = run_key(rc))) {
+        st = rc->err && rc->err->code ? rc->err->code : TUNE_ERR_NOMEM;
+        goto done;
+    }
     if (rc->opt->resume && (st = resume(rc, sum, key, start, sizeof start)) != TUNE_OK)
         goto done;
     sum->read_bw = rc->read_bw;
@@ -197,7 +234,9 @@ static tune_status run_rows(run_ctx *rc, run_summary *sum)
         goto done;
     }
     results_close(created);
-    st = rc->opt->compile_only ? run_write_compile_rows(rc, sum) : run_coordinate(rc, sum);
+    st = rc->opt->compile_only ? run_write_compile_rows(rc, sum)
+         : rc->search          ? run_search(rc, sum)
+                               : run_coordinate(rc, sum);
 done:
     if (meta) {
         clock_utc(end, sizeof end, CLOCK_UTC_ISO);
@@ -242,7 +281,8 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
             return st;
         arch = rc.gi.cc_major * 10 + rc.gi.cc_minor;
     }
-    if (!(rc.sp = space_build(sw, err)))
+    rc.sp_borrowed = opt->space != NULL;
+    if (!(rc.sp = rc.sp_borrowed ? (space *)opt->space : space_build(sw, err)))
         return err ? err->code : TUNE_ERR_INVALID;
     sum->n_configs = space_n_configs(rc.sp);
     sum->n_pruned = space_n_pruned(rc.sp);
@@ -253,7 +293,14 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
     if ((st = run_plan_configs(&rc)) != TUNE_OK ||
         (!opt->compile_only && run_kernel_index(&rc, &probe) == SIZE_MAX))
         goto done;
-    if ((st = run_compile(&rc, arch, sum)) != TUNE_OK)
+    sweep_search set;
+    if ((st = run_search_settings(sw, opt, &set, err)) != TUNE_OK)
+        goto done;
+    if (!opt->compile_only && sweep_search_on(&set)) /* compiles round by round (search.c) */
+        st = run_search_prepare(&rc, &set);
+    else
+        st = run_compile(&rc, arch, sum);
+    if (st != TUNE_OK)
         goto done;
     if (opt->compile_only && !opt->compile_rows)
         goto done;

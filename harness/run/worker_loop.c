@@ -4,11 +4,12 @@
  * Messages to the coordinator, one per line:
  *   R <bytes/s>          the read bandwidth it measured
  *   B <i>                configuration i begins (the watchdog starts)
- *   E <i> <status>       configuration i's row is written
- *   T                    the shape's fastest configurations are being re-timed
+ *   E <i> <status> <s>   configuration i's row is written; its median in seconds (nan unless ok)
+ *   T <shape>            the shape's fastest configurations are being re-timed
  *   C <i> <text>         configuration i broke the CUDA context (sticky error); the worker exits
  *   F <code> <text>      the worker cannot start (no GPU, out of memory for its buffers, ...)
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,13 +90,92 @@ fail:
 
 /* Ends a shape: its fastest candidates re-timed (the coordinator told first). An error: the
  * verdict could not be appended to retime.jsonl. */
-static tune_status worker_shape_end(run_ctx *rc, int fd, void *state, timing *tm,
+static tune_status worker_shape_end(run_ctx *rc, int fd, size_t shape, void *state, timing *tm,
                                     run_candidate *cands, size_t n_cand, tune_error *e)
 {
     if (!state || n_cand < 2)
         return TUNE_OK;
-    worker_send(fd, "T");
+    worker_send(fd, "T %zu", shape);
     return run_retime_shape(rc, state, tm, cands, n_cand, e);
+}
+
+/* A searched run's candidates of a shape: its tuned configurations with an ok row, this round's
+ * and the earlier ones' (rc->medians). */
+static size_t searched_candidates(const run_ctx *rc, size_t shape, run_candidate *cands)
+{
+    size_t n = 0;
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++) {
+        const space_config *c = space_config_at(rc->sp, ci);
+        if (c->shape == shape && c->param != SPACE_NO_PARAM && rc->medians[ci] > 0)
+            cands[n++] = (run_candidate){ci, rc->medians[ci]};
+    }
+    return n;
+}
+
+/* A searched run's shape done: re-timed now when this is its last round (rc->retime_at_end). */
+static tune_status worker_searched_end(run_ctx *rc, int fd, size_t shape, void *state,
+                                       timing *tm, run_candidate *cands, tune_error *e)
+{
+    if (shape == SIZE_MAX || !rc->retime_at_end || (rc->retime_hold && rc->retime_hold[shape]))
+        return TUNE_OK;
+    return worker_shape_end(rc, fd, shape, state, tm, cands,
+                            searched_candidates(rc, shape, cands), e);
+}
+
+/* A searched run's last pass: the shapes of rc->retime_todo set up again and re-timed. */
+static tune_status worker_retime_pass(run_ctx *rc, int fd, family_env *env, timing *tm,
+                                      run_candidate *cands, tune_error *e)
+{
+    const tune_family *fam = rc->sw->family;
+    for (size_t s = 0; rc->retime_todo && s < space_n_shapes(rc->sp); s++) {
+        size_t n = rc->retime_todo[s] ? searched_candidates(rc, s, cands) : 0;
+        if (n < 2)
+            continue;
+        tune_error shape_err = {0};
+        void *state = fam->shape_init(env, space_shape(rc->sp, s), &shape_err);
+        tune_status st = worker_shape_end(rc, fd, s, state, tm, cands, n, e);
+        fam->shape_free(state);
+        if (st != TUNE_OK)
+            return st;
+    }
+    return TUNE_OK;
+}
+
+/* Whether configuration ci is measured by this worker: no row yet and, in a searched run, one of
+ * the round's. */
+static int worker_wants(const run_ctx *rc, size_t ci)
+{
+    return !rc->done[ci] && (!rc->todo || rc->todo[ci]);
+}
+
+/* The end of a shape's rows in this worker: an exhaustive run re-times the shape's candidates
+ * measured here (cands[0..n_cand)); a searched run, see worker_searched_end. */
+static tune_status worker_end_shape(run_ctx *rc, int fd, size_t shape, void *state, timing *tm,
+                                    run_candidate *cands, size_t n_cand, tune_error *e)
+{
+    if (rc->medians)
+        return worker_searched_end(rc, fd, shape, state, tm, cands, e);
+    return worker_shape_end(rc, fd, shape, state, tm, cands, n_cand, e);
+}
+
+/* Measures configuration ci and writes its row. 1: the CUDA context broke (the worker must exit);
+ * -1: the row could not be written (e); 0 otherwise, *median set (NAN unless ok). */
+static int worker_row(run_ctx *rc, int fd, void *state, const tune_error *shape_err, timing *tm,
+                      results_writer *w, size_t ci, double *median, tune_error *e)
+{
+    result_row row;
+    char reason[4096], stamp[32];
+    if (worker_config(rc, state, shape_err, tm, ci, &row, reason, sizeof reason)) {
+        worker_send(fd, "C %zu %s", ci, row.reason ? row.reason : "CUDA context broken");
+        return 1;
+    }
+    clock_utc(stamp, sizeof stamp, CLOCK_UTC_ISO);
+    row.timestamp = stamp;
+    if (results_write_row(w, &row, e) != TUNE_OK)
+        return -1;
+    *median = row.status == RESULT_OK ? row.time.median : NAN;
+    worker_send(fd, "E %zu %d %.17g", ci, (int)row.status, *median);
+    return 0;
 }
 
 int run_worker_body(void *ctx, int fd)
@@ -112,6 +192,7 @@ int run_worker_body(void *ctx, int fd)
     const tune_family *fam = rc->sw->family;
     void *state = NULL;
     size_t shape = SIZE_MAX, n_cand = 0;
+    int stopped = 0;
     tune_error shape_err = {0};
     run_candidate *cands = calloc(space_n_configs(rc->sp) + 1, sizeof *cands);
     if (!cands) {
@@ -119,12 +200,16 @@ int run_worker_body(void *ctx, int fd)
         goto fatal;
     }
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++) {
-        if (rc->done[ci])
+        if (!worker_wants(rc, ci))
             continue;
+        if (rc->deadline > 0 && clock_now() > rc->deadline) {
+            stopped = 1; /* a searched run's time limit: between configurations */
+            break;
+        }
         worker_send(fd, "B %zu", ci);
         size_t si = space_config_at(rc->sp, ci)->shape;
         if (si != shape) {
-            if ((st = worker_shape_end(rc, fd, state, g.tm, cands, n_cand, &e)) != TUNE_OK)
+            if ((st = worker_end_shape(rc, fd, shape, state, g.tm, cands, n_cand, &e)) != TUNE_OK)
                 goto fatal;
             n_cand = 0;
             fam->shape_free(state);
@@ -132,26 +217,27 @@ int run_worker_body(void *ctx, int fd)
             state = fam->shape_init(&env, space_shape(rc->sp, si), &shape_err);
             shape = si;
         }
-        result_row row;
-        char reason[4096], stamp[32];
-        if (worker_config(rc, state, &shape_err, g.tm, ci, &row, reason, sizeof reason)) {
-            worker_send(fd, "C %zu %s", ci, row.reason ? row.reason : "CUDA context broken");
+        double median = NAN;
+        int r = worker_row(rc, fd, state, &shape_err, g.tm, g.w, ci, &median, &e);
+        if (r > 0)
             return WORKER_EXIT_STICKY; /* the process exits: the driver frees the context */
-        }
-        clock_utc(stamp, sizeof stamp, CLOCK_UTC_ISO);
-        row.timestamp = stamp;
-        if (results_write_row(g.w, &row, &e) != TUNE_OK) {
+        if (r < 0) {
             st = e.code;
             goto fatal;
         }
-        worker_send(fd, "E %zu %d", ci, (int)row.status);
-        if (row.status == RESULT_OK && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
-            cands[n_cand++] = (run_candidate){ci, row.time.median};
+        if (median > 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM) {
+            cands[n_cand++] = (run_candidate){ci, median};
+            if (rc->medians)
+                rc->medians[ci] = median; /* this child's copy: its own re-timing reads it */
+        }
     }
-    if ((st = worker_shape_end(rc, fd, state, g.tm, cands, n_cand, &e)) != TUNE_OK)
+    if (!stopped &&
+        (st = worker_end_shape(rc, fd, shape, state, g.tm, cands, n_cand, &e)) != TUNE_OK)
+        goto fatal;
+    fam->shape_free(state);
+    if ((st = worker_retime_pass(rc, fd, &env, g.tm, cands, &e)) != TUNE_OK)
         goto fatal;
     free(cands);
-    fam->shape_free(state);
     results_close(g.w);
     monitor_close(rc->mon);
     timing_free(g.tm);

@@ -212,6 +212,15 @@ static void check_same_run(const merge_part *parts, size_t n, merge_problems *pb
         if (!meta_same_settings(ref->meta, p->meta))
             problem(pb, "%s and %s were measured with other timing settings or byte/FLOP models",
                     p->dir, ref->dir);
+        char sa[1024], sb[1024];
+        meta_search_settings(ref->meta, sa, sizeof sa);
+        meta_search_settings(p->meta, sb, sizeof sb);
+        if (strcmp(sa, sb) != 0)
+            problem(pb,
+                    "%s and %s were searched differently (%s: %s; %s: %s): the shards of one run "
+                    "share their search settings (run every shard with the same --search, "
+                    "--budget, --search-seed and --warm-start)",
+                    ref->dir, p->dir, ref->dir, sa, p->dir, sb);
     }
 }
 
@@ -236,7 +245,14 @@ static void check_complete(merge_part *parts, size_t n, merge_problems *pb)
     if (missing[0])
         problem(pb, "missing shards: %s", missing);
     for (size_t i = 0; i < n; i++)
-        if (parts[i].n_rows != parts[i].shard.configs)
+        if (meta_search_block(parts[i].meta)) { /* searched: only what it chose has a row */
+            if (!meta_search_finished(parts[i].meta))
+                problem(pb,
+                        "searched shard %zu/%zu (%s) is not finished: resume it (--shard %zu/%zu "
+                        "--out %s --resume, with its search options)",
+                        parts[i].shard.index, count, parts[i].dir, parts[i].shard.index, count,
+                        parts[i].dir);
+        } else if (parts[i].n_rows != parts[i].shard.configs)
             problem(pb,
                     "shard %zu/%zu (%s) is incomplete: %zu of its %zu configurations have a row; "
                     "resume it (--shard %zu/%zu --out %s --resume)",

@@ -189,6 +189,8 @@ json_t *meta_build(const meta_info *mi, const run_summary *sum)
     }
     if (mi->key)
         json_object_set(m, "key", (json_t *)mi->key);
+    if (mi->search)
+        json_object_set(m, "search", (json_t *)mi->search);
     json_object_set_new(m, "nvml", json_boolean(mi->nvml));
     json_object_set_new(m, "roofline_ceilings", json_string(mi->ceilings));
     json_object_set_new(m, "seed", json_integer((json_int_t)mi->seed));
@@ -242,6 +244,8 @@ json_t *meta_key_build(const meta_key_info *ki)
                         ki->driver ? ki->driver : "", "device", ki->device->name, "pci_bus_id",
                         ki->device->pci_bus_id, "seed", (json_int_t)ki->seed);
     }
+    if (key && ki->search)
+        json_object_set_new(key, "search", json_string(ki->search));
     if (key && ki->shard) { /* a shard resumes only as the same shard of the same plan */
         char sh[64];
         snprintf(sh, sizeof sh, "%zu/%zu %s", ki->shard->index, ki->shard->count, ki->shard->plan);
@@ -312,6 +316,14 @@ tune_status meta_check_resume(const char *dir, json_t *key, int sharded, tune_er
             free(b);
         }
     }
+    json_object_foreach(old, k, v) if (!json_object_get(key, k))
+    { /* e.g. a searched run resumed as an exhaustive one */
+        char *a = json_dumps(v, JSON_ENCODE_ANY);
+        size_t len = strlen(diff);
+        snprintf(diff + len, sizeof diff - len, "%s%s was %s, now absent", len ? "; " : "", k,
+                 a ? a : "?");
+        free(a);
+    }
     json_decref(meta);
     if (diff[0])
         return tune_error_set(err, TUNE_ERR_INVALID, dir,
@@ -337,6 +349,11 @@ const char *meta_sweep_name(const json_t *meta)
 const char *meta_device_name(const json_t *meta)
 {
     return json_string_value(json_object_get(json_object_get(meta, "device"), "name"));
+}
+
+const char *meta_tool_git_rev(const json_t *meta)
+{
+    return json_string_value(json_object_get(json_object_get(meta, "tool"), "git_rev"));
 }
 
 void meta_report_axes(const json_t *meta, const char **rows, size_t *n_rows, const char **cols,
@@ -562,7 +579,8 @@ size_t meta_pruned(const json_t *meta)
 /* The key without what may differ between the shards of one run. */
 static int key_ignored(const char *k)
 {
-    return strcmp(k, "shard") == 0 || strcmp(k, "pci_bus_id") == 0;
+    /* search: merge.c compares the search settings itself, with its own message */
+    return strcmp(k, "shard") == 0 || strcmp(k, "pci_bus_id") == 0 || strcmp(k, "search") == 0;
 }
 
 void meta_compare_keys(const json_t *a, const json_t *b, const char *a_name, const char *b_name,
@@ -656,6 +674,7 @@ json_t *meta_merged(const meta_part *parts, size_t n, int argc, char **argv, run
                                   (json_int_t)first.total_configs));
     json_t *key = json_object_get(m, "key");
     json_object_del(key, "shard");
+    meta_search_merge(m, parts, n);
     char buses[1024] = "";
     json_t *list = json_array();
     const char *start = NULL, *end = NULL;

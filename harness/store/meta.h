@@ -16,14 +16,16 @@
  * max_reps, min_time_s, max_time_s]}, report {rows, cols}, device {...} and versions {driver_cuda,
  * runtime, nvrtc, cublas[, driver]} (GPU runs), compile_only {arch}, shard {index, count,
  * configs, total_configs, plan, estimated_seconds, total_estimated_seconds}, key (the run key),
- * nvml, roofline_ceilings, seed, read_bw {bytes_per_second, source}, start[, end], summary
- * {configs, pruned, ok, invalid, compile_error, launch_error, crashed, timeout, skipped, kernels,
+ * search (a searched run's block: meta_search_json), nvml, roofline_ceilings, seed, read_bw
+ * {bytes_per_second, source}, start[, end], summary {configs, pruned, ok, invalid, compile_error, launch_error, crashed, timeout, skipped, kernels,
  * kernels_cached, kernel_errors, compile_seconds, wall_seconds[, compiled]}. A merged run
  * (merge.h) has shard {merged, count, plan, total_configs} and a shards list.
  *
  * The run key says what must not change between a run and its resumption: the kernels' hash,
  * NVRTC, and the architecture (compile-only) or the driver, device and PCI bus id; the seed; the
- * shard and plan of a shard.
+ * shard and plan of a shard; a searched run's settings ("search"). A searched run, which compiles
+ * only what it measures, hashes the kernels' compile cache keys instead of their cubins, and its
+ * meta.json has a "search" block (after "key"; meta_search.c).
  */
 #ifndef TUNE_META_H
 #define TUNE_META_H
@@ -60,6 +62,46 @@ typedef struct {
     double estimated_seconds, total_estimated_seconds;
 } meta_shard;
 
+/* A searched run (docs/search.md): meta.json's "search" block. Borrowed for the call. */
+typedef struct {
+    const char *strategy;           /* "random", ... */
+    const char *budget;             /* "10%", "12", "all" */
+    uint64_t seed;
+    size_t batch;                   /* proposals per shape per round; 0: the strategy's default */
+    double time_limit_s;            /* 0: none */
+    int time_limit_hit;             /* a round was not started, or a worker stopped, for it */
+    int finished;                   /* no round is left: the search is complete (or timed out) */
+    size_t rounds;
+    const char *const *warm_start;  /* folders */
+    size_t n_warm_start, prior_rows; /* rows of them observed */
+    size_t space;                   /* configurations of the run (a shard's: its own) */
+    size_t baselines;               /* baseline configurations (always measured) */
+    size_t candidates, evaluated;   /* tuned configurations the family can run; measured */
+    size_t kernels, kernels_compiled; /* instantiations of the space; compiled by the run */
+    size_t n_shapes;                /* per shape (with candidates): */
+    const tune_point *const *shapes; /* its problem axes */
+    const size_t *shape_candidates, *shape_budget, *shape_evaluated;
+} meta_search;
+
+/* meta.json's "search" block: {strategy, budget, seed, batch, time_limit_s, time_limit_hit,
+ * finished, rounds, warm_start: [dirs], prior_rows, configs: {space, measured, baselines,
+ * candidates, evaluated}, kernels: {space, compiled}, shapes: [{shape: {axis: value}, candidates,
+ * budget, evaluated}]}. New. */
+json_t *meta_search_json(const meta_search *ms);
+/* The "search" block of meta (borrowed), NULL for an exhaustive run. */
+const json_t *meta_search_block(const json_t *meta);
+/* The settings a merge and resume compare: "random, budget 10%, seed 7, batch 4[, warm start
+ * a,b]" or "exhaustive (not searched)" into buf. Returns 1 for a searched run, 0 otherwise. */
+int meta_search_settings(const json_t *meta, char *buf, size_t size);
+/* "searched: random, budget 10 %: 672 of 6 725 configurations measured" into buf (the report's
+ * line); 0, or -1 for an exhaustive run (buf empty). */
+int meta_search_line(const json_t *meta, char *buf, size_t size);
+/* 1 when a searched run's folder is finished: meta.json has its end and search.finished. */
+int meta_search_finished(const json_t *meta);
+/* The sweep's family and op (borrowed), NULL when absent. */
+const char *meta_sweep_family(const json_t *meta);
+const char *meta_sweep_op(const json_t *meta);
+
 /* Everything meta.json records besides the summary. Borrowed for the call. */
 typedef struct {
     const sweep *sw;
@@ -72,6 +114,7 @@ typedef struct {
     const char *compile_arch;   /* compile-only runs: "sm_90"; NULL otherwise */
     const meta_shard *shard;    /* NULL: not a shard */
     const json_t *key;          /* the run key (meta_key_build); NULL: none */
+    const json_t *search;       /* a searched run's block (meta_search_json); NULL: exhaustive */
     int nvml;                   /* NVML was available */
     const char *ceilings;       /* where the rows' roofline ceilings came from */
     uint64_t seed;
@@ -95,6 +138,8 @@ typedef struct {
     const char *driver;
     uint64_t seed;
     const meta_shard *shard; /* NULL: not a shard */
+    const char *search;      /* a searched run's settings ("random budget=10% seed=7 batch=4");
+                                NULL: exhaustive (the key has no "search") */
 } meta_key_info;
 
 /* New run key. */
@@ -131,6 +176,8 @@ tune_status meta_check_folders(const char *const *dirs, size_t n_dirs, json_t **
 const char *meta_sweep_name(const json_t *meta);
 /* The device's name (device.name), or NULL. Borrowed. */
 const char *meta_device_name(const json_t *meta);
+/* The git revision of the tune that wrote it (tool.git_rev), or NULL. Borrowed. */
+const char *meta_tool_git_rev(const json_t *meta);
 /* The report's axes (report.rows and report.cols, at most max each, borrowed) and the title (the
  * sweep's name). */
 void meta_report_axes(const json_t *meta, const char **rows, size_t *n_rows, const char **cols,
@@ -174,5 +221,8 @@ typedef struct {
 /* meta.json of a merged run: the first part's, with argv, the merged rows' summary (sum, whose
  * wall and compile seconds it sets) and every shard's provenance. New. */
 json_t *meta_merged(const meta_part *parts, size_t n, int argc, char **argv, run_summary *sum);
+/* A merge of searched shards: m's "search" block (the first shard's) made the merged one: counts
+ * and shapes summed over the parts, rounds the most, time_limit_hit and finished over all. */
+void meta_search_merge(json_t *m, const meta_part *parts, size_t n);
 
 #endif

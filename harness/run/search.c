@@ -1,0 +1,591 @@
+/* search.c - a searched run (docs/search.md): every tuned configuration the family can run is a
+ * candidate of model/search.h; round by round, the proposals' kernels are compiled (in the
+ * compile child, only those not compiled yet), one worker measures the round (the baselines too
+ * in the first), and each row goes back to the search as an observation. After the last round,
+ * each shape's fastest candidates are re-timed once (run/retime.c). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "run/internal.h"
+
+typedef struct run_search_state {
+    sweep_search set; /* the settings in force (warm_start borrowed) */
+    search *s;
+    char tmp_cache[64]; /* the private kernel cache under --no-cache ("" when none) */
+    size_t rounds, prior_rows, kernels_compiled;
+    int time_limit_hit, finished;
+} run_search_state;
+
+tune_status run_search_settings(const sweep *sw, const run_options *opt, sweep_search *out,
+                                tune_error *err)
+{
+    *out = sw->search;
+    if (opt->search && search_strategy_parse(opt->search, &out->opt.strategy) != 0)
+        return tune_error_set(err, TUNE_ERR_INVALID, "--search",
+                              "expected exhaustive, random or model, got '%s'", opt->search);
+    if (opt->budget &&
+        search_budget_parse(opt->budget, &out->opt.budget_fraction, &out->opt.budget_count) != 0)
+        return tune_error_set(err, TUNE_ERR_INVALID, "--budget",
+                              "expected a count (an integer >= 1) or a percentage in (0, 100] "
+                              "such as 10%%, got '%s'",
+                              opt->budget);
+    if (opt->time_limit_s > 0)
+        out->time_limit_s = opt->time_limit_s;
+    if (opt->search_seed_set)
+        out->opt.seed = opt->search_seed;
+    if (opt->n_warm_start) {
+        out->warm_start = (char **)opt->warm_start;
+        out->n_warm_start = opt->n_warm_start;
+    }
+    if (out->n_warm_start && !sweep_search_on(out))
+        return tune_error_set(err, TUNE_ERR_INVALID, opt->n_warm_start ? "--warm-start" : sw->file,
+                              "a warm start applies to a searched run: give a strategy other "
+                              "than exhaustive (--search random), a budget or a time limit");
+    out->given = out->given || sweep_search_on(out);
+    return TUNE_OK;
+}
+
+/* A new search of the settings over sw's features, or NULL with err set. */
+static search *search_open(const sweep *sw, const sweep_search *set, tune_error *err)
+{
+    const char *features[SEARCH_MAX_FEATURES];
+    size_t nf = sweep_search_features(sw, features);
+    return search_new(&set->opt, features, nf, err);
+}
+
+/* Adds configuration ci when it is a candidate (runnable: skip NULL; tuned). 1 added, 0 not a
+ * candidate, -1 out of memory. */
+static int search_add_config(search *s, const space *sp, size_t ci, const char *skip)
+{
+    const space_config *c = space_config_at(sp, ci);
+    if (c->param == SPACE_NO_PARAM || skip)
+        return 0;
+    tune_point p;
+    space_config_point(sp, ci, &p);
+    return search_add(s, c->shape, ci, &p) == 0 ? 1 : -1;
+}
+
+tune_status run_search_estimate(const sweep *sw, const space *sp, const sweep_search *set,
+                                size_t *candidates, size_t *baselines, size_t *measured,
+                                tune_error *err)
+{
+    *candidates = *baselines = *measured = 0;
+    search *s = search_open(sw, set, err);
+    if (!s)
+        return err ? err->code : TUNE_ERR_INVALID;
+    tune_status st = TUNE_OK;
+    for (size_t ci = 0; ci < space_n_configs(sp) && st == TUNE_OK; ci++) {
+        tune_point p;
+        family_kernel_ref refs[FAMILY_MAX_KERNELS];
+        char why[512];
+        space_config_point(sp, ci, &p);
+        memset(refs, 0, sizeof refs);
+        int nr = sw->family->kernels(sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+        if (space_config_at(sp, ci)->param == SPACE_NO_PARAM)
+            (*baselines)++;
+        int r = search_add_config(s, sp, ci, nr < 0 ? why : NULL);
+        if (r < 0)
+            st = tune_error_set(err, TUNE_ERR_NOMEM, "search", "out of memory");
+        *candidates += (size_t)(r > 0);
+    }
+    *measured = *baselines;
+    for (size_t sh = 0; sh < space_n_shapes(sp); sh++)
+        *measured += search_budget(s, sh);
+    search_free(s);
+    return st;
+}
+
+/* The observation of a row (coordinator.c: each E line, each lost row). */
+static void search_on_row(void *ctx, size_t ci, result_status st, double median)
+{
+    run_ctx *rc = ctx;
+    double v = st == RESULT_OK && median > 0 ? median : NAN;
+    if (space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
+        rc->medians[ci] = v;
+    search_observe(rc->ss->s, ci, v);
+}
+
+tune_status run_search_prepare(run_ctx *rc, sweep_search *settings)
+{
+    size_t n = space_n_configs(rc->sp), ns = space_n_shapes(rc->sp);
+    run_search_state *ss = calloc(1, sizeof *ss);
+    if (!ss)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    rc->ss = ss;
+    ss->set = *settings;
+    rc->search = &ss->set;
+    if (!(ss->s = search_open(rc->sw, &ss->set, rc->err)))
+        return rc->err ? rc->err->code : TUNE_ERR_INVALID;
+    rc->todo = calloc(n ? n : 1, 1);
+    rc->medians = malloc((n ? n : 1) * sizeof *rc->medians);
+    rc->resumed = calloc(n ? n : 1, 1);
+    rc->compiled = calloc(rc->n_kernels ? rc->n_kernels : 1, 1);
+    rc->retime_todo = calloc(ns ? ns : 1, 1);
+    rc->retimed = calloc(ns ? ns : 1, 1);
+    if (!rc->todo || !rc->medians || !rc->resumed || !rc->compiled || !rc->retime_todo ||
+        !rc->retimed)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    for (size_t ci = 0; ci < n; ci++) {
+        rc->medians[ci] = NAN;
+        if (rc->plan && shard_plan_owner(rc->plan, ci) != rc->opt->shard_index)
+            continue; /* another shard's */
+        if (search_add_config(ss->s, rc->sp, ci, rc->plans[ci].skip) < 0)
+            return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    }
+    rc->on_row = search_on_row;
+    rc->on_row_ctx = rc;
+    return TUNE_OK;
+}
+
+const char *run_search_key(const run_ctx *rc, char *buf, size_t size)
+{
+    char budget[64];
+    const sweep_search *set = rc->search;
+    size_t len = (size_t)snprintf(buf, size, "%s budget=%s seed=%llu batch=%zu",
+                                  search_strategy_name(set->opt.strategy),
+                                  search_budget_format(&set->opt, budget, sizeof budget),
+                                  (unsigned long long)set->opt.seed, set->opt.batch);
+    for (size_t i = 0; i < set->n_warm_start && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? "," : " warm_start=",
+                                set->warm_start[i]);
+    return buf;
+}
+
+void run_search_free(run_ctx *rc)
+{
+    if (rc->ss) {
+        search_free(rc->ss->s);
+        if (rc->ss->tmp_cache[0])
+            run_remove_cache_dir(rc->ss->tmp_cache);
+    }
+    free(rc->ss);
+    free(rc->todo);
+    free(rc->medians);
+    free(rc->resumed);
+    free(rc->compiled);
+    free(rc->retime_todo);
+    free(rc->retimed);
+    rc->ss = NULL;
+}
+
+/* ---- warm starts ---- */
+
+/* The shape of this run whose problem axes equal the row's, or SIZE_MAX. */
+static size_t shape_of_row(const run_ctx *rc, const result_row *row)
+{
+    for (size_t s = 0; s < space_n_shapes(rc->sp); s++) {
+        const tune_point *sp = space_shape(rc->sp, s);
+        size_t a = 0;
+        for (; a < rc->sw->n_problem; a++) {
+            expr_value x, y;
+            const char *name = rc->sw->problem[a].name;
+            if (point_get(sp, name, &x) != 0 || point_get(&row->values, name, &y) != 0 ||
+                x.type != y.type || (x.type == EXPR_STR ? strcmp(x.s, y.s) != 0
+                                     : x.type == EXPR_INT ? x.i != y.i
+                                                          : x.f != y.f))
+                break;
+        }
+        if (a == rc->sw->n_problem)
+            return s;
+    }
+    return SIZE_MAX;
+}
+
+/* dir's meta.json: a run of this sweep, or at least of its family and op. */
+static tune_status warm_check(const run_ctx *rc, const char *dir)
+{
+    json_error_t je = {0};
+    json_t *m = meta_load(dir, &je);
+    if (!m)
+        return tune_error_set(rc->err, TUNE_ERR_INVALID, dir,
+                              "cannot warm-start from it: not a results folder (meta.json: %s)",
+                              je.text);
+    const char *name = meta_sweep_name(m), *fam = meta_sweep_family(m), *op = meta_sweep_op(m);
+    tune_status st = TUNE_OK;
+    if (!(name && strcmp(name, rc->sw->name) == 0) &&
+        !(fam && op && strcmp(fam, rc->sw->family_name) == 0 && strcmp(op, rc->sw->op) == 0))
+        st = tune_error_set(rc->err, TUNE_ERR_INVALID, dir,
+                            "cannot warm-start from it: a run of sweep '%s' (%s/%s), this run is "
+                            "of '%s' (%s/%s); a warm start needs the same sweep or at least the "
+                            "same family and op",
+                            name ? name : "?", fam ? fam : "?", op ? op : "?", rc->sw->name,
+                            rc->sw->family_name, rc->sw->op);
+    json_decref(m);
+    return st;
+}
+
+/* The ok rows of tuned methods of each warm-start folder (read only), as priors of the shapes
+ * of this run that have candidates. */
+static tune_status warm_start(run_ctx *rc)
+{
+    run_search_state *ss = rc->ss;
+    for (size_t d = 0; d < ss->set.n_warm_start; d++) {
+        const char *dir = ss->set.warm_start[d];
+        char path[PATH_MAX + 16];
+        result_row *rows = NULL;
+        size_t n = 0;
+        tune_status st = warm_check(rc, dir);
+        snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+        if (st == TUNE_OK)
+            st = results_read(path, &rows, &n, rc->err);
+        for (size_t r = 0; st == TUNE_OK && r < n; r++) {
+            const result_row *row = &rows[r];
+            const family_method *m = family_find_method(rc->sw->family, row->method);
+            if (row->status != RESULT_OK || !m || !m->tuned || !(row->time.median > 0))
+                continue;
+            size_t shape = shape_of_row(rc, row);
+            if (shape == SIZE_MAX || search_n_candidates(ss->s, shape) == 0)
+                continue; /* not a shape of this run (or of this shard) */
+            tune_point p = row->values;
+            point_set_str(&p, "method", row->method);
+            if (search_observe_prior(ss->s, shape, &p, row->time.median) != 0)
+                st = tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+            ss->prior_rows++;
+        }
+        results_rows_free(rows, n);
+        if (st != TUNE_OK)
+            return st;
+    }
+    if (ss->set.n_warm_start && !rc->opt->quiet)
+        fprintf(stderr, "tune: warm start: %zu rows of %zu folders observed\n", ss->prior_rows,
+                ss->set.n_warm_start);
+    return TUNE_OK;
+}
+
+/* ---- rounds ---- */
+
+/* Marks the round's configurations (ids, and the baselines in the first round) in rc->todo;
+ * returns how many have no row yet. */
+static size_t round_mark(run_ctx *rc, const size_t *ids, size_t n, int first)
+{
+    size_t k = 0;
+    memset(rc->todo, 0, space_n_configs(rc->sp));
+    for (size_t i = 0; i < n; i++)
+        rc->todo[ids[i]] = 1;
+    for (size_t ci = 0; first && ci < space_n_configs(rc->sp); ci++)
+        if (space_config_at(rc->sp, ci)->param == SPACE_NO_PARAM &&
+            !(rc->plan && shard_plan_owner(rc->plan, ci) != rc->opt->shard_index))
+            rc->todo[ci] = 1;
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
+        k += rc->todo[ci] && !rc->done[ci];
+    return k;
+}
+
+/* The kernels that the configurations of mask need (with skip_done, only those without a row)
+ * and that are not compiled yet, and the read probe's (every worker measures with it), into idx
+ * (rc->n_kernels entries); their number. */
+static size_t kernels_wanted(run_ctx *rc, const unsigned char *mask, int skip_done, size_t *idx)
+{
+    unsigned char *want = rc->compiled; /* 2: wanted now, reset below */
+    size_t n = 0;
+    family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
+    size_t k = run_kernel_index(rc, &probe); /* listed by run_sweep: found, not added */
+    if (k < rc->n_kernels && !want[k])
+        want[k] = 2;
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
+        for (int r = 0; mask[ci] && !(skip_done && rc->done[ci]) && r < rc->plans[ci].n_refs; r++)
+            if (!want[rc->plans[ci].refs[r]])
+                want[rc->plans[ci].refs[r]] = 2;
+    for (k = 0; k < rc->n_kernels; k++)
+        if (want[k] == 2) {
+            want[k] = 0;
+            idx[n++] = k;
+        }
+    return n;
+}
+
+/* Compiles (in the compile child) what kernels_wanted lists for mask, and waits for it. */
+static tune_status compile_for(run_ctx *rc, run_summary *sum, const unsigned char *mask,
+                               int skip_done)
+{
+    size_t *idx = malloc((rc->n_kernels ? rc->n_kernels : 1) * sizeof *idx);
+    if (!idx)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    size_t n = kernels_wanted(rc, mask, skip_done, idx);
+    tune_status st = run_compile_subset(rc, idx, n, rc->cache_dir, sum);
+    rc->ss->kernels_compiled += n;
+    free(idx);
+    return st;
+}
+
+/* 1 when every kernel configuration ci needs is compiled. */
+static int config_ready(const run_ctx *rc, size_t ci)
+{
+    for (int r = 0; r < rc->plans[ci].n_refs; r++)
+        if (!rc->compiled[rc->plans[ci].refs[r]])
+            return 0;
+    return 1;
+}
+
+/* Measures the configurations of rc->todo (those without a row) with workers; last: the round
+ * spends every budget, so each shape is re-timed after its rows. */
+static tune_status measure(run_ctx *rc, run_summary *sum, int last)
+{
+    rc->retime_at_end = last;
+    return run_coordinate(rc, sum);
+}
+
+/* Splits a round (all): the kernels of its baselines and the read probe's into idx_b (*nb), the
+ * configurations that need no other new kernel into early (their number returned), the kernels
+ * that the others need into idx_r (*nr). */
+static size_t round_split(run_ctx *rc, const unsigned char *all, unsigned char *early,
+                          size_t *idx_b, size_t *nb, size_t *idx_r, size_t *nr)
+{
+    size_t nc = space_n_configs(rc->sp), n_early = 0;
+    for (size_t ci = 0; ci < nc; ci++)
+        early[ci] = all[ci] && space_config_at(rc->sp, ci)->param == SPACE_NO_PARAM;
+    *nb = kernels_wanted(rc, early, 1, idx_b);
+    for (size_t i = 0; i < *nb; i++)
+        rc->compiled[idx_b[i]] = 3; /* about to be compiled: ready for config_ready */
+    for (size_t ci = 0; ci < nc; ci++) {
+        early[ci] = all[ci] && !rc->done[ci] && config_ready(rc, ci);
+        n_early += early[ci];
+        rc->todo[ci] = all[ci] && !early[ci];
+    }
+    *nr = kernels_wanted(rc, rc->todo, 1, idx_r);
+    for (size_t i = 0; i < *nb; i++)
+        rc->compiled[idx_b[i]] = 0;
+    return n_early;
+}
+
+/* One round (rc->todo). The compile child of the kernels that only tuned configurations need
+ * starts first (on all processors but two: a worker's timing thread keeps one); the baselines'
+ * kernels are compiled beside it, and the configurations ready then (the baselines, candidates
+ * whose kernels earlier rounds compiled) are measured while it runs; then the others. */
+static tune_status round_run(run_ctx *rc, run_summary *sum, int last)
+{
+    size_t nc = space_n_configs(rc->sp), nb = 0, nr = 0, nk = rc->n_kernels ? rc->n_kernels : 1;
+    unsigned char *all = malloc(nc ? nc : 1), *early = malloc(nc ? nc : 1);
+    size_t *idx_b = malloc(nk * sizeof *idx_b), *idx_r = malloc(nk * sizeof *idx_r);
+    if (!all || !early || !idx_b || !idx_r) {
+        free(all), free(early), free(idx_b), free(idx_r);
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    }
+    memcpy(all, rc->todo, nc);
+    size_t n_early = round_split(rc, all, early, idx_b, &nb, idx_r, &nr);
+    tune_status st = TUNE_OK;
+    if (nr == 0 || n_early == 0) {
+        memcpy(rc->todo, all, nc);
+        if ((st = compile_for(rc, sum, rc->todo, 1)) == TUNE_OK)
+            st = measure(rc, sum, last);
+    } else {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        run_compile_async *c =
+            run_compile_start(rc, idx_r, nr, rc->cache_dir, cpus > 3 ? (int)cpus - 2 : 1);
+        st = c ? run_compile_subset(rc, idx_b, nb, rc->cache_dir, sum)
+               : (rc->err ? rc->err->code : TUNE_ERR_IO);
+        rc->ss->kernels_compiled += nb;
+        memcpy(all, rc->todo, nc); /* what waits for the compile child */
+        memcpy(rc->todo, early, nc);
+        /* in the last round, a shape with no row left for the second worker is re-timed by
+         * the first (no pass of its own at the end) */
+        unsigned char *hold = last ? calloc(space_n_shapes(rc->sp) + 1, 1) : NULL;
+        for (size_t ci = 0; hold && ci < nc; ci++)
+            if (all[ci] && !rc->done[ci])
+                hold[space_config_at(rc->sp, ci)->shape] = 1;
+        rc->retime_hold = hold;
+        if (st == TUNE_OK)
+            st = measure(rc, sum, hold != NULL);
+        rc->retime_hold = NULL;
+        free(hold);
+        tune_status cst = c ? run_compile_finish(rc, c, sum) : TUNE_OK;
+        rc->ss->kernels_compiled += c ? nr : 0;
+        st = st == TUNE_OK ? cst : st;
+        memcpy(rc->todo, all, nc);
+        if (st == TUNE_OK)
+            st = measure(rc, sum, last);
+    }
+    free(all);
+    free(early);
+    free(idx_b);
+    free(idx_r);
+    return st;
+}
+
+/* Whether the round spends every shape's budget (every proposal is observed, a failure too):
+ * then its workers re-time each shape after its rows, with no pass of their own at the end. */
+static int round_is_last(const run_ctx *rc, const size_t *ids, size_t n)
+{
+    search *s = rc->ss->s;
+    size_t ns = space_n_shapes(rc->sp);
+    size_t *proposed = calloc(ns ? ns : 1, sizeof *proposed);
+    if (!proposed)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        proposed[space_config_at(rc->sp, ids[i])->shape]++;
+    int last = 1;
+    for (size_t sh = 0; sh < ns && last; sh++)
+        last = search_n_evaluated(s, sh) + proposed[sh] >= search_budget(s, sh);
+    free(proposed);
+    return last;
+}
+
+/* The rows of a resumed folder observed (run/session.c read them into rc->medians). */
+static void observe_resumed(run_ctx *rc)
+{
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
+        if (rc->resumed[ci])
+            search_observe(rc->ss->s, ci, rc->medians[ci]);
+}
+
+/* The shapes not re-timed yet with at least two ok candidates, re-timed by one worker. A failure
+ * of that worker costs nothing measured: it is reported and the run goes on. */
+static tune_status retime_pass(run_ctx *rc, run_summary *sum)
+{
+    size_t ns = space_n_shapes(rc->sp), want = 0;
+    size_t *ok = calloc(ns ? ns : 1, sizeof *ok);
+    if (!ok)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
+        if (rc->medians[ci] > 0)
+            ok[space_config_at(rc->sp, ci)->shape]++;
+    for (size_t s = 0; s < ns; s++)
+        want += rc->retime_todo[s] = !rc->retimed[s] && ok[s] >= 2;
+    free(ok);
+    if (!want)
+        return TUNE_OK;
+    /* the candidates' kernels (a resumed run may not have compiled them), then nothing to
+     * measure: re-timing only */
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
+        rc->todo[ci] = rc->medians[ci] > 0 && rc->retime_todo[space_config_at(rc->sp, ci)->shape];
+    tune_status st = compile_for(rc, sum, rc->todo, 0);
+    memset(rc->todo, 0, space_n_configs(rc->sp));
+    if (st != TUNE_OK)
+        return st;
+    worker *w = worker_start(run_worker_body, rc, rc->err);
+    if (!w)
+        return rc->err ? rc->err->code : TUNE_ERR_IO;
+    char line[4096], how[256], fatal[4096] = "";
+    double watchdog = rc->opt->watchdog_s > 0 ? rc->opt->watchdog_s : 20.0;
+    int r;
+    size_t s = 0;
+    while ((r = worker_read_line(w, line, sizeof line, watchdog + 60)) == 1)
+        if (line[0] == 'T' && sscanf(line, "T %zu", &s) == 1 && s < ns)
+            rc->retimed[s] = 1;
+        else if (line[0] == 'F')
+            snprintf(fatal, sizeof fatal, "%s", line + 2);
+    if (r < 0)
+        worker_kill(w);
+    int code = worker_wait(w, how, sizeof how);
+    if ((code != 0 || fatal[0]) && !rc->opt->quiet)
+        fprintf(stderr, "tune: the interleaved re-timing ended early (%s): %s\n", how,
+                fatal[0] ? fatal : "the winners stand on their first measurement");
+    memset(rc->retime_todo, 0, ns);
+    return TUNE_OK;
+}
+
+tune_status run_search(run_ctx *rc, run_summary *sum)
+{
+    run_search_state *ss = rc->ss;
+    const run_options *opt = rc->opt;
+    size_t cap = space_n_configs(rc->sp);
+    size_t *ids = malloc((cap ? cap : 1) * sizeof *ids);
+    rc->cache_dir = opt->cache_dir;
+    if (!opt->cache_dir) { /* the compile child hands its cubins over through a cache */
+        snprintf(ss->tmp_cache, sizeof ss->tmp_cache, "/tmp/tune-kcache-XXXXXX");
+        if (!mkdtemp(ss->tmp_cache))
+            ss->tmp_cache[0] = '\0';
+        rc->cache_dir = ss->tmp_cache[0] ? ss->tmp_cache : NULL;
+    }
+    if (!ids || !rc->cache_dir) {
+        free(ids);
+        return tune_error_set(rc->err, ids ? TUNE_ERR_IO : TUNE_ERR_NOMEM, "run",
+                              ids ? "cannot create a kernel cache folder" : "out of memory");
+    }
+    observe_resumed(rc);
+    tune_status st = warm_start(rc);
+    if (ss->set.time_limit_s > 0)
+        rc->deadline = rc->t0 + ss->set.time_limit_s;
+    for (int first = 1; st == TUNE_OK; first = 0) {
+        if (rc->deadline > 0 && clock_now() > rc->deadline) {
+            ss->time_limit_hit = 1;
+            break;
+        }
+        size_t n = search_next(ss->s, ids, cap);
+        size_t todo = round_mark(rc, ids, n, first);
+        if (n == 0 && todo == 0) {
+            ss->finished = 1;
+            break;
+        }
+        ss->rounds++;
+        int last = round_is_last(rc, ids, n);
+        if (!opt->quiet)
+            fprintf(stderr, "tune: search round %zu: %zu configurations%s\n", ss->rounds, todo,
+                    first ? " (baselines included)" : "");
+        st = round_run(rc, sum, last);
+        if (rc->deadline > 0 && clock_now() > rc->deadline && st == TUNE_OK)
+            ss->time_limit_hit = 1; /* a worker may have stopped between configurations */
+    }
+    memset(rc->todo, 0, space_n_configs(rc->sp));
+    if (st == TUNE_OK)
+        st = retime_pass(rc, sum);
+    sum->n_kernels = ss->kernels_compiled;
+    free(ids);
+    return st;
+}
+
+/* ---- meta.json ---- */
+
+json_t *run_search_meta(const run_ctx *rc)
+{
+    const run_search_state *ss = rc->ss;
+    if (!ss)
+        return NULL;
+    size_t ns = space_n_shapes(rc->sp), k = 0, baselines = 0, space = 0;
+    const tune_point **shapes = calloc(ns ? ns : 1, sizeof *shapes);
+    tune_point *axes = calloc(ns ? ns : 1, sizeof *axes); /* the sweep's problem axes only */
+    size_t *counts = calloc(3 * (ns ? ns : 1), sizeof *counts);
+    meta_search ms = {0};
+    char budget[64];
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++) {
+        if (rc->plan && shard_plan_owner(rc->plan, ci) != rc->opt->shard_index)
+            continue;
+        space++;
+        baselines += space_config_at(rc->sp, ci)->param == SPACE_NO_PARAM;
+    }
+    for (size_t s = 0; shapes && counts && axes && s < ns; s++) {
+        if (!search_n_candidates(ss->s, s))
+            continue;
+        for (size_t a = 0; a < rc->sw->n_problem; a++) {
+            expr_value v;
+            if (point_get(space_shape(rc->sp, s), rc->sw->problem[a].name, &v) == 0)
+                point_set(&axes[k], rc->sw->problem[a].name, v);
+        }
+        shapes[k] = &axes[k];
+        counts[k] = search_n_candidates(ss->s, s);
+        counts[ns + k] = search_budget(ss->s, s);
+        counts[2 * ns + k] = search_n_evaluated(ss->s, s);
+        ms.candidates += counts[k];
+        ms.evaluated += counts[2 * ns + k];
+        k++;
+    }
+    ms.strategy = search_strategy_name(ss->set.opt.strategy);
+    ms.budget = search_budget_format(&ss->set.opt, budget, sizeof budget);
+    ms.seed = ss->set.opt.seed;
+    ms.batch = ss->set.opt.batch;
+    ms.time_limit_s = ss->set.time_limit_s;
+    ms.time_limit_hit = ss->time_limit_hit;
+    ms.finished = ss->finished || ss->time_limit_hit;
+    ms.rounds = ss->rounds;
+    ms.warm_start = (const char *const *)ss->set.warm_start;
+    ms.n_warm_start = ss->set.n_warm_start;
+    ms.prior_rows = ss->prior_rows;
+    ms.space = space;
+    ms.baselines = baselines;
+    ms.kernels = rc->n_kernels;
+    ms.kernels_compiled = ss->kernels_compiled;
+    ms.n_shapes = shapes && counts && axes ? k : 0;
+    ms.shapes = shapes;
+    ms.shape_candidates = counts;
+    ms.shape_budget = counts ? counts + ns : NULL;
+    ms.shape_evaluated = counts ? counts + 2 * ns : NULL;
+    json_t *j = meta_search_json(&ms);
+    free(axes);
+    free(shapes);
+    free(counts);
+    return j;
+}

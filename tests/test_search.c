@@ -1,0 +1,382 @@
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/search.h"
+
+/* ---- budgets, strategies ---- */
+
+Test(search, budget_parse_and_format)
+{
+    double f;
+    size_t c;
+    cr_assert_eq(search_budget_parse("10%", &f, &c), 0);
+    cr_expect_float_eq(f, 0.10, 1e-12);
+    cr_expect_eq(c, 0);
+    cr_assert_eq(search_budget_parse("100%", &f, &c), 0);
+    cr_expect_float_eq(f, 1.0, 1e-12);
+    cr_assert_eq(search_budget_parse("12", &f, &c), 0);
+    cr_expect_eq(c, 12);
+    cr_expect_eq(f, 0);
+    const char *bad[] = {"", "0", "0%", "101%", "-1", "+3", "1.5", "1e3", "abc", "10%%", " 5",
+                         "5 ", "%"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        cr_expect_eq(search_budget_parse(bad[i], &f, &c), -1, "'%s' accepted", bad[i]);
+    search_options o;
+    search_options_init(&o);
+    char buf[64];
+    cr_expect_str_eq(search_budget_format(&o, buf, sizeof buf), "all");
+    o.budget_fraction = 0.25;
+    cr_expect_str_eq(search_budget_format(&o, buf, sizeof buf), "25%");
+    cr_assert_eq(search_budget_parse(buf, &f, &c), 0);
+    cr_expect_float_eq(f, 0.25, 1e-12);
+    o.budget_fraction = 0;
+    o.budget_count = 7;
+    cr_expect_str_eq(search_budget_format(&o, buf, sizeof buf), "7");
+}
+
+Test(search, strategy_names)
+{
+    search_strategy st;
+    const char *names[] = {"exhaustive", "random", "model"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(search_strategy_parse(names[i], &st), 0);
+        cr_expect_eq((int)st, i);
+        cr_expect_str_eq(search_strategy_name(st), names[i]);
+    }
+    cr_expect_eq(search_strategy_parse("bayes", &st), -1);
+    cr_expect_eq(search_strategy_parse(NULL, &st), -1);
+}
+
+/* ---- a synthetic space: shapes s = 0..n_shapes-1 (axis "size" = s + 1), parameters a 0..7,
+ * b 0..4, c 0..3, "kind" x or y; the time is smooth around an optimum that moves with the shape,
+ * and a region fails ---- */
+
+enum { NA = 8, NB = 5, NC = 4, NK = 2, PER_SHAPE = NA * NB * NC * NK };
+
+typedef struct {
+    int size, a, b, c, kind;
+} synth;
+
+static synth synth_at(size_t id)
+{
+    synth x;
+    size_t r = id % PER_SHAPE;
+    x.size = (int)(id / PER_SHAPE) + 1;
+    x.a = (int)(r % NA);
+    x.b = (int)(r / NA % NB);
+    x.c = (int)(r / (NA * NB) % NC);
+    x.kind = (int)(r / (NA * NB * NC));
+    return x;
+}
+
+/* Seconds, or NAN in the failing region (kind y with a >= 6). */
+static double synth_time(size_t id)
+{
+    synth x = synth_at(id);
+    if (x.kind == 1 && x.a >= 6)
+        return NAN;
+    double da = x.a - (x.size + 1), db = x.b - 2, dc = x.c - (x.size % 2 ? 1 : 2);
+    return 1e-5 * x.size * exp(0.08 * da * da + 0.1 * db * db + 0.15 * dc * dc + 0.2 * x.kind);
+}
+
+static const char *synth_features[] = {"size", "kind", "a", "b", "c"};
+
+static void synth_point(size_t id, tune_point *p)
+{
+    synth x = synth_at(id);
+    memset(p, 0, sizeof *p);
+    point_set_int(p, "size", x.size);
+    point_set_str(p, "kind", x.kind ? "y" : "x");
+    point_set_int(p, "a", x.a);
+    point_set_int(p, "b", x.b);
+    point_set_int(p, "c", x.c);
+}
+
+static search *synth_search(search_strategy st, double fraction, uint64_t seed, size_t n_shapes)
+{
+    search_options o;
+    search_options_init(&o);
+    o.strategy = st;
+    o.budget_fraction = fraction;
+    o.seed = seed;
+    tune_error err = {0};
+    search *s = search_new(&o, synth_features, 5, &err);
+    cr_assert_not_null(s, "%s", err.message);
+    for (size_t id = 0; id < n_shapes * PER_SHAPE; id++) {
+        tune_point p;
+        synth_point(id, &p);
+        cr_assert_eq(search_add(s, id / PER_SHAPE, id, &p), 0);
+    }
+    return s;
+}
+
+static double synth_best(size_t shape)
+{
+    double best = INFINITY;
+    for (size_t r = 0; r < PER_SHAPE; r++) {
+        double t = synth_time(shape * PER_SHAPE + r);
+        if (!isnan(t) && t < best)
+            best = t;
+    }
+    return best;
+}
+
+/* Runs s to its end: per shape the best time found into best[], the failures seen into *fails,
+ * the rounds into *rounds; checks that every id is proposed once and that a round proposes at
+ * most `batch` per shape (0: unchecked). */
+static void synth_drive(search *s, size_t n_shapes, double *best, size_t *fails, size_t *rounds,
+                        size_t batch)
+{
+    size_t cap = n_shapes * PER_SHAPE, n, *ids = malloc(cap * sizeof *ids);
+    char *seen = calloc(cap, 1);
+    *fails = 0;
+    *rounds = 0;
+    for (size_t i = 0; i < n_shapes; i++)
+        best[i] = INFINITY;
+    while ((n = search_next(s, ids, cap)) > 0) {
+        size_t per[16] = {0};
+        for (size_t i = 0; i < n; i++) {
+            cr_assert_lt(ids[i], cap);
+            cr_assert_eq(seen[ids[i]], 0, "id %zu proposed twice", ids[i]);
+            seen[ids[i]] = 1;
+            per[ids[i] / PER_SHAPE]++;
+        }
+        for (size_t i = 0; batch && i < n_shapes; i++)
+            cr_assert_leq(per[i], batch, "round %zu: %zu of shape %zu", *rounds, per[i], i);
+        for (size_t i = 0; i < n; i++) {
+            double t = synth_time(ids[i]);
+            search_observe(s, ids[i], t);
+            *fails += isnan(t);
+            if (!isnan(t) && t < best[ids[i] / PER_SHAPE])
+                best[ids[i] / PER_SHAPE] = t;
+        }
+        ++*rounds;
+    }
+    free(ids);
+    free(seen);
+}
+
+Test(search, budgets_per_shape)
+{
+    search *s = synth_search(SEARCH_RANDOM, 0.10, 1, 2);
+    cr_expect_eq(search_n_candidates(s, 0), PER_SHAPE);
+    cr_expect_eq(search_budget(s, 0), 32); /* 10 % of 320 */
+    search_free(s);
+    search_options o;
+    search_options_init(&o);
+    o.budget_fraction = 0.10;
+    o.budget_count = 5; /* both: the smaller */
+    s = search_new(&o, synth_features, 5, NULL);
+    for (size_t id = 0; id < PER_SHAPE; id++) {
+        tune_point p;
+        synth_point(id, &p);
+        search_add(s, 0, id, &p);
+    }
+    cr_expect_eq(search_budget(s, 0), 5);
+    tune_point p;
+    synth_point(0, &p);
+    cr_expect_eq(search_add(s, 0, 0, &p), -1, "an id added twice");
+    search_free(s);
+}
+
+Test(search, exhaustive_one_round_in_order)
+{
+    search *s = synth_search(SEARCH_EXHAUSTIVE, 0, 1, 2);
+    size_t ids[2 * PER_SHAPE];
+    size_t n = search_next(s, ids, 2 * PER_SHAPE);
+    cr_assert_eq(n, 2 * PER_SHAPE);
+    for (size_t i = 0; i < n; i++)
+        cr_expect_eq(ids[i], i);
+    for (size_t i = 0; i < n; i++)
+        search_observe(s, ids[i], synth_time(ids[i]));
+    cr_expect_eq(search_next(s, ids, 2 * PER_SHAPE), 0);
+    cr_expect_eq(search_n_evaluated(s, 1), PER_SHAPE);
+    search_free(s);
+}
+
+Test(search, random_visits_each_once_and_is_seeded)
+{
+    double best[3];
+    size_t fails, rounds;
+    search *s = synth_search(SEARCH_RANDOM, 0, 7, 3);
+    synth_drive(s, 3, best, &fails, &rounds, 0);
+    for (size_t i = 0; i < 3; i++)
+        cr_expect_eq(search_n_evaluated(s, i), PER_SHAPE);
+    cr_expect_eq(rounds, 1);
+    search_free(s);
+    size_t a[3 * PER_SHAPE], b[3 * PER_SHAPE], c[3 * PER_SHAPE];
+    search *s1 = synth_search(SEARCH_RANDOM, 0.1, 7, 3), *s2 = synth_search(SEARCH_RANDOM, 0.1, 7, 3),
+           *s3 = synth_search(SEARCH_RANDOM, 0.1, 8, 3);
+    size_t n1 = search_next(s1, a, 3 * PER_SHAPE), n2 = search_next(s2, b, 3 * PER_SHAPE),
+           n3 = search_next(s3, c, 3 * PER_SHAPE);
+    cr_assert_eq(n1, 3 * 32);
+    cr_assert_eq(n1, n2);
+    cr_assert_eq(n1, n3);
+    cr_expect_eq(memcmp(a, b, n1 * sizeof *a), 0, "one seed, one order");
+    cr_expect_neq(memcmp(a, c, n1 * sizeof *a), 0, "another seed, another order");
+    search_free(s1), search_free(s2), search_free(s3);
+}
+
+Test(search, observations_count_against_the_budget)
+{
+    search *s = synth_search(SEARCH_RANDOM, 0.10, 1, 1);
+    search_observe(s, 3, 1e-5);
+    search_observe(s, 4, NAN); /* a failure costs too */
+    search_observe(s, 4, 1e-5); /* observed before: ignored */
+    search_observe(s, 99999, 1e-5); /* not a candidate: ignored */
+    cr_expect_eq(search_n_evaluated(s, 0), 2);
+    size_t ids[PER_SHAPE];
+    size_t n = search_next(s, ids, PER_SHAPE);
+    cr_expect_eq(n, 30);
+    for (size_t i = 0; i < n; i++)
+        cr_expect(ids[i] != 3 && ids[i] != 4);
+    search_free(s);
+}
+
+Test(search, model_rounds_and_batches)
+{
+    /* 320 candidates per shape: a round proposes at most ceil(2.5 %) = 8 per shape, so a 10 %
+     * budget (32) takes 4 to 5 rounds */
+    double best[4];
+    size_t fails, rounds;
+    search *s = synth_search(SEARCH_MODEL, 0.10, 3, 4);
+    synth_drive(s, 4, best, &fails, &rounds, 8);
+    cr_expect_geq(rounds, 4);
+    cr_expect_leq(rounds, 5);
+    for (size_t i = 0; i < 4; i++)
+        cr_expect_eq(search_n_evaluated(s, i), 32);
+    search_free(s);
+    /* the whole budget: every candidate exactly once */
+    s = synth_search(SEARCH_MODEL, 0, 3, 2);
+    synth_drive(s, 2, best, &fails, &rounds, 8);
+    cr_expect_eq(search_n_evaluated(s, 0), PER_SHAPE);
+    cr_expect_eq(search_n_evaluated(s, 1), PER_SHAPE);
+    search_free(s);
+}
+
+Test(search, model_is_deterministic_for_a_seed)
+{
+    size_t cap = 3 * PER_SHAPE, *a = malloc(cap * sizeof *a), *b = malloc(cap * sizeof *b);
+    size_t na = 0, nb = 0, n;
+    int differs = 0;
+    for (int run = 0; run < 3; run++) {
+        search *s = synth_search(SEARCH_MODEL, 0.10, run == 2 ? 6 : 5, 3);
+        size_t *out = run == 0 ? a : b, m = 0;
+        while ((n = search_next(s, out + m, cap - m)) > 0) {
+            for (size_t i = 0; i < n; i++)
+                search_observe(s, out[m + i], synth_time(out[m + i]));
+            m += n;
+        }
+        if (run == 0)
+            na = m;
+        else if (run == 1) {
+            nb = m;
+            cr_assert_eq(na, nb);
+            cr_expect_eq(memcmp(a, b, na * sizeof *a), 0, "one seed, one sequence");
+        } else {
+            differs = m != na || memcmp(a, b, m * sizeof *a) != 0;
+        }
+        search_free(s);
+    }
+    cr_expect(differs, "another seed, another sequence");
+    free(a), free(b);
+}
+
+/* Over 10 seeds and 4 shapes at a 10 % budget: the model finds each shape's optimum within 1 %
+ * in most runs, beats random search on average, and meets fewer failures. */
+Test(search, model_finds_the_optimum_and_beats_random)
+{
+    double model_frac = 0, random_frac = 0;
+    size_t model_fails = 0, random_fails = 0, hits = 0, runs = 0;
+    for (uint64_t seed = 1; seed <= 10; seed++)
+        for (int st = 0; st < 2; st++) {
+            double best[4];
+            size_t fails, rounds;
+            search *s = synth_search(st ? SEARCH_MODEL : SEARCH_RANDOM, 0.10, seed, 4);
+            synth_drive(s, 4, best, &fails, &rounds, 0);
+            for (size_t i = 0; i < 4; i++) {
+                double f = synth_best(i) / best[i];
+                *(st ? &model_frac : &random_frac) += f / 40;
+                if (st) {
+                    hits += f >= 1 / 1.01;
+                    runs++;
+                }
+            }
+            *(st ? &model_fails : &random_fails) += fails;
+            search_free(s);
+        }
+    cr_expect_geq(hits, runs * 3 / 4, "optimum within 1 %% in %zu of %zu runs", hits, runs);
+    cr_expect_gt(model_frac, random_frac, "model %.3f, random %.3f", model_frac, random_frac);
+    cr_expect_gt(model_frac, 0.97, "model %.3f", model_frac);
+    cr_expect_lt(model_fails, random_fails / 2, "failures: model %zu, random %zu", model_fails,
+                 random_fails);
+}
+
+/* The first round of the model: random without knowledge; priors and rules change it. */
+static void first_round(search *s, size_t *ids, size_t *n)
+{
+    *n = search_next(s, ids, 4 * PER_SHAPE);
+}
+
+Test(search, priors_and_rules_change_the_first_round)
+{
+    size_t plain[4 * PER_SHAPE], with_prior[4 * PER_SHAPE], with_rule[4 * PER_SHAPE];
+    size_t n0, n1, n2;
+    search *s = synth_search(SEARCH_MODEL, 0.10, 9, 4);
+    first_round(s, plain, &n0);
+    search_free(s);
+
+    /* priors: an earlier run's every measurement of shape 0, as a warm start */
+    s = synth_search(SEARCH_MODEL, 0.10, 9, 4);
+    for (size_t id = 0; id < PER_SHAPE; id++) {
+        tune_point p;
+        synth_point(id, &p);
+        cr_assert_eq(search_observe_prior(s, 0, &p, synth_time(id)), 0);
+    }
+    first_round(s, with_prior, &n1);
+    cr_expect_eq(search_n_evaluated(s, 0), 0, "priors cost no budget");
+    search_free(s);
+    cr_expect(n0 != n1 || memcmp(plain, with_prior, n0 * sizeof *plain) != 0);
+    /* the priors taught shape 0's optimum: its first proposals are near it */
+    double sum_plain = 0, sum_prior = 0;
+    size_t k0 = 0, k1 = 0;
+    for (size_t i = 0; i < n0; i++)
+        if (plain[i] < PER_SHAPE && !isnan(synth_time(plain[i])))
+            sum_plain += synth_time(plain[i]) / synth_best(0), k0++;
+    for (size_t i = 0; i < n1; i++)
+        if (with_prior[i] < PER_SHAPE && !isnan(synth_time(with_prior[i])))
+            sum_prior += synth_time(with_prior[i]) / synth_best(0), k1++;
+    cr_assert_gt(k1, 0);
+    cr_expect_lt(sum_prior / (double)k1, k0 ? sum_plain / (double)k0 : INFINITY);
+
+    /* a rule a = size + 1 (as tune fit would write it): the first round proposes matching ones */
+    s = synth_search(SEARCH_MODEL, 0.10, 9, 4);
+    expr *rule = expr_parse("size + 1", NULL);
+    cr_assert_eq(search_add_rule(s, "nope", rule), -1, "not a feature");
+    cr_assert_eq(search_add_rule(s, "a", rule), 0);
+    expr_free(rule); /* copied */
+    first_round(s, with_rule, &n2);
+    cr_assert_gt(n2, 0);
+    for (size_t i = 0; i < n2; i++) {
+        synth x = synth_at(with_rule[i]);
+        cr_expect_eq(x.a, x.size + 1, "id %zu: a %d on size %d", with_rule[i], x.a, x.size);
+    }
+    search_free(s);
+}
+
+Test(search, string_rules_read_strings)
+{
+    search *s = synth_search(SEARCH_MODEL, 0.05, 2, 2);
+    expr *rule = expr_parse("(kind == \"y\") * 3", NULL);
+    cr_assert_eq(search_add_rule(s, "b", rule), 0);
+    expr_free(rule);
+    size_t ids[2 * PER_SHAPE], n = search_next(s, ids, 2 * PER_SHAPE);
+    cr_assert_gt(n, 0);
+    for (size_t i = 0; i < n; i++) {
+        synth x = synth_at(ids[i]);
+        cr_expect_eq(x.b, x.kind ? 3 : 0);
+    }
+    search_free(s);
+}

@@ -1,0 +1,380 @@
+/* test_search_run.c - searched runs (run/search.c) end to end through the tune binary: the run
+ * measures exactly the configurations the search proposes (and the baselines), compiles only
+ * their kernels, re-times each shape once after the last round, says so in meta.json and best.md;
+ * a crashed configuration is a row and a failed observation; a run cut short and resumed measures
+ * the same configurations; shards of a searched run merge. On a machine without a GPU the tests
+ * that run the binary skip with the reason; the estimate of `tune validate` is checked anyway. */
+#include <criterion/criterion.h>
+#include <glob.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "model/search.h"
+#include "model/space.h"
+#include "model/sweep.h"
+#include "run/run.h"
+#include "store/meta.h"
+#include "store/results.h"
+#include "store/retime.h"
+#include "util.h"
+
+#define SPARQ "tests/data/search/sparq_small.json"
+#define FAULTS "tests/data/search/faults.json"
+
+static sweep *load(const char *path)
+{
+    tune_error err = {0};
+    char buf[4096];
+    sweep *sw = sweep_load(path, &err);
+    cr_assert_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
+    return sw;
+}
+
+/* require_gpu without initialising CUDA in this process (the run forks its workers). */
+static void require_gpu_in_child(void)
+{
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        tune_error err = {0};
+        int n = 0;
+        close(fd[0]);
+        if (gpu_count(&n, &err) != TUNE_OK || n == 0) {
+            ssize_t w = write(fd[1], err.message, strlen(err.message));
+            _exit(w < 0 ? 2 : 1);
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    static char reason[2048];
+    ssize_t r = read(fd[0], reason, sizeof reason - 1);
+    reason[r > 0 ? r : 0] = '\0';
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        cr_skip_test("skipped: %s", reason[0] ? reason : "no usable GPU");
+}
+
+/* The tune binary with args (a sweep run: the tests' kernel cache; `merge ...`: none); its exit
+ * status. */
+static int run_tune(const char *args)
+{
+    char cmd[4096];
+    const char *bin = getenv("TUNE_BIN");
+    snprintf(cmd, sizeof cmd, "%s %s --quiet%s >/dev/null 2>&1", bin && *bin ? bin : TUNE_BIN,
+             args, strncmp(args, "merge ", 6) == 0 ? "" : " --cache /tmp/tune-test-cache");
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The sorted identities of dir's rows, one per line (new), and their number. */
+static char *row_identities(const char *dir, size_t *n)
+{
+    char path[600], id[4096];
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    result_row *rows = NULL;
+    tune_error err = {0};
+    cr_assert_eq(results_read(path, &rows, n, &err), TUNE_OK, "%s", err.message);
+    char **ids = calloc(*n + 1, sizeof *ids);
+    size_t len = 1;
+    for (size_t i = 0; i < *n; i++) {
+        ids[i] = strdup(results_row_identity(&rows[i], id, sizeof id));
+        len += strlen(ids[i]) + 1;
+    }
+    qsort(ids, *n, sizeof *ids, cmp_str);
+    char *all = calloc(len, 1);
+    for (size_t i = 0; i < *n; i++) {
+        strcat(strcat(all, ids[i]), "\n");
+        free(ids[i]);
+    }
+    free(ids);
+    results_rows_free(rows, *n);
+    return all;
+}
+
+/* What the run must measure, from model/search.h alone: the baselines and, every candidate
+ * observed, the proposals of every round (sorted identities, one per line; new). */
+static char *expected_identities(const char *path, uint64_t seed, size_t *n)
+{
+    sweep *sw = load(path);
+    tune_error err = {0};
+    space *sp = space_build(sw, &err);
+    cr_assert_not_null(sp, "%s", err.message);
+    search_options o = sw->search.opt;
+    o.seed = seed;
+    search *s = search_new(&o, NULL, 0, &err);
+    cr_assert_not_null(s, "%s", err.message);
+    size_t nc = space_n_configs(sp), k = 0, len = 1;
+    char **ids = calloc(nc + 1, sizeof *ids), buf[4096];
+    for (size_t ci = 0; ci < nc; ci++) {
+        const space_config *c = space_config_at(sp, ci);
+        if (c->param == SPACE_NO_PARAM) {
+            ids[k++] = strdup(space_config_identity(sw, sp, ci, buf, sizeof buf));
+            continue;
+        }
+        tune_point p;
+        space_config_point(sp, ci, &p);
+        cr_assert_eq(search_add(s, c->shape, ci, &p), 0);
+    }
+    size_t *round = calloc(nc + 1, sizeof *round), m;
+    while ((m = search_next(s, round, nc)) > 0)
+        for (size_t i = 0; i < m; i++) {
+            search_observe(s, round[i], 1e-3);
+            ids[k++] = strdup(space_config_identity(sw, sp, round[i], buf, sizeof buf));
+        }
+    qsort(ids, k, sizeof *ids, cmp_str);
+    char *all = NULL;
+    for (size_t i = 0; i < k; i++)
+        len += strlen(ids[i]) + 1;
+    all = calloc(len, 1);
+    for (size_t i = 0; i < k; i++) {
+        strcat(strcat(all, ids[i]), "\n");
+        free(ids[i]);
+    }
+    *n = k;
+    free(ids);
+    free(round);
+    search_free(s);
+    space_free(sp);
+    sweep_free(sw);
+    return all;
+}
+
+static json_t *load_meta(const char *dir)
+{
+    json_error_t je;
+    json_t *m = meta_load(dir, &je);
+    cr_assert_not_null(m, "%s/meta.json: %s", dir, je.text);
+    return m;
+}
+
+static json_int_t search_int(const json_t *meta, const char *group, const char *key)
+{
+    const json_t *s = meta_search_block(meta);
+    cr_assert_not_null(s, "meta.json has no search block");
+    const json_t *g = group ? json_object_get(s, group) : s;
+    return json_integer_value(json_object_get(g, key));
+}
+
+static size_t count_verdicts(const char *dir)
+{
+    retime_verdict *v = NULL;
+    size_t n = 0;
+    tune_error err = {0};
+    cr_assert_eq(retime_read(dir, &v, &n, &err), TUNE_OK, "%s", err.message);
+    free(v);
+    return n;
+}
+
+static void test_dir(char *dir, size_t size, const char *name)
+{
+    snprintf(dir, size, "/tmp/tune-test-search-%s-%d", name, (int)getpid());
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+Test(search_run, validate_counts_the_budget)
+{
+    sweep *sw = load(SPARQ);
+    tune_error err = {0};
+    space *sp = space_build(sw, &err);
+    run_options opt;
+    run_options_init(&opt);
+    sweep_search set;
+    cr_assert_eq(run_search_settings(sw, &opt, &set, &err), TUNE_OK, "%s", err.message);
+    size_t cands, base, measured;
+    cr_assert_eq(run_search_estimate(sw, sp, &set, &cands, &base, &measured, &err), TUNE_OK);
+    cr_expect_eq(cands, 16);
+    cr_expect_eq(base, 4);
+    cr_expect_eq(measured, 4 + 2 * 3);
+    opt.budget = "50%";
+    cr_assert_eq(run_search_settings(sw, &opt, &set, &err), TUNE_OK);
+    cr_assert_eq(run_search_estimate(sw, sp, &set, &cands, &base, &measured, &err), TUNE_OK);
+    cr_expect_eq(measured, 4 + 2 * 4);
+    opt.search = "exhaustive";
+    opt.budget = NULL;
+    sweep_search plain = {0};
+    search_options_init(&plain.opt);
+    sweep *copy = load(SPARQ);
+    copy->search.opt = plain.opt;
+    copy->search.time_limit_s = 0;
+    cr_assert_eq(run_search_settings(copy, &opt, &set, &err), TUNE_OK);
+    cr_expect_eq(sweep_search_on(&set), 0, "exhaustive without a budget is today's run");
+    const char *warm[] = {"results/x"};
+    opt.warm_start = warm;
+    opt.n_warm_start = 1;
+    cr_expect_eq(run_search_settings(copy, &opt, &set, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "a warm start applies to a searched run") != NULL, "%s",
+              err.message);
+    space_free(sp);
+    sweep_free(sw);
+    sweep_free(copy);
+}
+
+/* A searched run measures the baselines and exactly what the search proposes, compiles fewer
+ * kernels than the space has, re-times each shape once (not once per round), and says so. The
+ * same seed measures the same configurations again. */
+Test(search_run, measures_the_proposals_once_retimed, .timeout = 600)
+{
+    require_gpu_in_child();
+    char dir[256], dir2[256], args[1024];
+    test_dir(dir, sizeof dir, "sparq");
+    test_dir(dir2, sizeof dir2, "sparq2");
+    snprintf(args, sizeof args, "%s --out %s", SPARQ, dir);
+    cr_assert_eq(run_tune(args), 0, "tune %s", args);
+    size_t n = 0, n_exp = 0;
+    char *got = row_identities(dir, &n), *want = expected_identities(SPARQ, 11, &n_exp);
+    cr_expect_eq(n, 10);
+    cr_expect_str_eq(got, want);
+    json_t *m = load_meta(dir);
+    cr_expect_eq(search_int(m, NULL, "rounds"), 2);
+    cr_expect_eq(search_int(m, "configs", "candidates"), 16);
+    cr_expect_eq(search_int(m, "configs", "evaluated"), 6);
+    cr_expect_eq(search_int(m, "configs", "measured"), 10);
+    cr_expect_lt(search_int(m, "kernels", "compiled"), search_int(m, "kernels", "space"));
+    cr_expect(json_is_true(json_object_get(meta_search_block(m), "finished")));
+    cr_expect_not_null(json_object_get(json_object_get(m, "key"), "search"));
+    json_decref(m);
+    cr_expect_eq(count_verdicts(dir), 2, "one verdict per shape, not per round");
+    char path[600];
+    snprintf(path, sizeof path, "%s/best.md", dir);
+    char *md = tune_read_file(path, NULL, NULL);
+    cr_assert_not_null(md);
+    cr_expect(strstr(md, "Searched: random, budget 3: 10 of 20 configurations measured") != NULL,
+              "%s", md);
+    free(md);
+    snprintf(args, sizeof args, "%s --out %s", SPARQ, dir2);
+    cr_assert_eq(run_tune(args), 0);
+    size_t n2 = 0;
+    char *again = row_identities(dir2, &n2);
+    cr_expect_str_eq(again, got, "the same seed measures the same configurations");
+    free(again);
+    free(got);
+    free(want);
+}
+
+/* A crashed configuration is a row (crashed or launch_error), a failed observation, and the next
+ * worker goes on: every candidate of a 100 % budget has a row. */
+Test(search_run, crash_is_a_failed_observation, .timeout = 600)
+{
+    require_gpu_in_child();
+    char dir[256], args[1024];
+    test_dir(dir, sizeof dir, "faults");
+    snprintf(args, sizeof args, "%s --out %s --watchdog 5", FAULTS, dir);
+    cr_assert_eq(run_tune(args), 0, "tune %s", args);
+    char path[600];
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    result_row *rows = NULL;
+    size_t n = 0, ok = 0, lost = 0;
+    tune_error err = {0};
+    cr_assert_eq(results_read(path, &rows, &n, &err), TUNE_OK, "%s", err.message);
+    cr_expect_eq(n, 6);
+    for (size_t i = 0; i < n; i++) {
+        const char *fault = point_str(&rows[i].values, "fault", "?");
+        if (strcmp(fault, "none") == 0)
+            ok += rows[i].status == RESULT_OK;
+        else
+            lost += rows[i].status == RESULT_CRASHED || rows[i].status == RESULT_LAUNCH_ERROR;
+    }
+    cr_expect_eq(ok, 2);
+    cr_expect_eq(lost, 4);
+    results_rows_free(rows, n);
+    json_t *m = load_meta(dir);
+    cr_expect_eq(search_int(m, "configs", "evaluated"), 6, "crashes count as observations");
+    cr_expect_eq(search_int(m, NULL, "rounds"), 3);
+    json_decref(m);
+    cr_expect_eq(count_verdicts(dir), 1);
+}
+
+/* A searched run cut short (its rows after the third gone, half a row left, no verdicts yet) and
+ * resumed measures the same configurations as the whole run, each once; a resume as another
+ * search is refused. */
+Test(search_run, resume_measures_the_same_configurations, .timeout = 600)
+{
+    require_gpu_in_child();
+    char dir[256], args[1024], path[600];
+    test_dir(dir, sizeof dir, "resume");
+    snprintf(args, sizeof args, "%s --out %s", SPARQ, dir);
+    cr_assert_eq(run_tune(args), 0);
+    size_t n_full = 0, n_res = 0;
+    char *full = row_identities(dir, &n_full);
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    char *text = tune_read_file(path, NULL, NULL);
+    cr_assert_not_null(text);
+    char *cut = text;
+    for (int i = 0; i < 3; i++)
+        cut = strchr(cut, '\n') + 1;
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fwrite(text, 1, (size_t)(cut - text), f);
+    fputs("{\"sweep\":\"search_sparq_small\",\"fam", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/retime.jsonl", dir);
+    unlink(path);
+    snprintf(args, sizeof args, "%s --out %s --resume --search-seed 9", SPARQ, dir);
+    cr_expect_neq(run_tune(args), 0, "a resume with another search seed is refused");
+    snprintf(args, sizeof args, "%s --out %s --resume --search exhaustive", SPARQ, dir);
+    cr_expect_neq(run_tune(args), 0, "a resume as another strategy is refused");
+    snprintf(args, sizeof args, "%s --out %s --resume", SPARQ, dir);
+    cr_assert_eq(run_tune(args), 0);
+    char *resumed = row_identities(dir, &n_res);
+    cr_expect_eq(n_res, n_full);
+    cr_expect_str_eq(resumed, full);
+    cr_expect_eq(count_verdicts(dir), 2);
+    free(text);
+    free(full);
+    free(resumed);
+}
+
+/* Two shards of a searched run, each searching its own shape, merge; a shard run with another
+ * budget is refused by the merge; a warm start from the merged folder is accepted. */
+Test(search_run, shards_merge_and_warm_start, .timeout = 600)
+{
+    require_gpu_in_child();
+    char d0[256], d1[256], dx[256], out[256], warm[256], args[2048];
+    test_dir(d0, sizeof d0, "shard0");
+    test_dir(d1, sizeof d1, "shard1");
+    test_dir(dx, sizeof dx, "shardx");
+    test_dir(out, sizeof out, "merged");
+    test_dir(warm, sizeof warm, "warm");
+    snprintf(args, sizeof args, "%s --shard 0/2 --out %s", SPARQ, d0);
+    cr_assert_eq(run_tune(args), 0);
+    snprintf(args, sizeof args, "%s --shard 1/2 --out %s", SPARQ, d1);
+    cr_assert_eq(run_tune(args), 0);
+    snprintf(args, sizeof args, "%s --shard 1/2 --out %s --budget 2", SPARQ, dx);
+    cr_assert_eq(run_tune(args), 0);
+    snprintf(args, sizeof args, "merge %s %s %s", out, d0, dx);
+    cr_expect_neq(run_tune(args), 0, "shards with other search settings are not merged");
+    snprintf(args, sizeof args, "merge %s %s %s", out, d0, d1);
+    cr_assert_eq(run_tune(args), 0);
+    size_t n = 0, n_exp = 0;
+    char *got = row_identities(out, &n), *want = expected_identities(SPARQ, 11, &n_exp);
+    cr_expect_str_eq(got, want, "each shard searched its own shape as the whole run does");
+    json_t *m = load_meta(out);
+    cr_expect_eq(search_int(m, "configs", "evaluated"), 6);
+    cr_expect_eq(search_int(m, "configs", "space"), 20);
+    json_decref(m);
+    snprintf(args, sizeof args, "%s --out %s --warm-start %s --budget 1", SPARQ, warm, out);
+    cr_assert_eq(run_tune(args), 0);
+    m = load_meta(warm);
+    cr_expect_eq(search_int(m, NULL, "prior_rows"), 6);
+    json_decref(m);
+    snprintf(args, sizeof args, "%s --out %s-bad --warm-start tests/data/w4a16_legacy", SPARQ,
+             warm);
+    cr_expect_neq(run_tune(args), 0, "a warm start from another family and op is refused");
+    free(got);
+    free(want);
+}
