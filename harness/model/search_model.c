@@ -20,7 +20,7 @@
 
 enum { MODEL_TREES = 32 };
 #define MODEL_KAPPA 0.5
-#define MODEL_BATCH_FRACTION 0.025 /* of a shape's candidates per round: 10 % in 4 rounds */
+#define MODEL_BATCH_FRACTION 0.034 /* of a shape's candidates per round: 10 % in 3 rounds */
 #define MODEL_FAIL_PENALTY 1.0     /* log time above the slowest success: e times slower */
 
 struct search_model {

@@ -352,6 +352,12 @@ static size_t round_split(run_ctx *rc, const unsigned char *all, unsigned char *
     return n_early;
 }
 
+/* A round is measured by two workers (what is ready while the compile child runs, then the rest)
+ * only when the first has at least this many configurations: a worker's start (a CUDA context,
+ * cuBLAS, every shape's inputs and reference) costs about what measuring 50 of w4a16's
+ * configurations does, so a smaller early part is measured after the compile by the one worker. */
+#define RUN_SEARCH_EARLY_MIN 50
+
 /* One round (rc->todo). The compile child of the kernels that only tuned configurations need
  * starts first (on all processors but two: a worker's timing thread keeps one); the baselines'
  * kernels are compiled beside it, and the configurations ready then (the baselines, candidates
@@ -368,7 +374,7 @@ static tune_status round_run(run_ctx *rc, run_summary *sum, int last)
     memcpy(all, rc->todo, nc);
     size_t n_early = round_split(rc, all, early, idx_b, &nb, idx_r, &nr);
     tune_status st = TUNE_OK;
-    if (nr == 0 || n_early == 0) {
+    if (nr == 0 || n_early < RUN_SEARCH_EARLY_MIN) {
         memcpy(rc->todo, all, nc);
         if ((st = compile_for(rc, sum, rc->todo, 1)) == TUNE_OK)
             st = measure(rc, sum, last);
