@@ -144,35 +144,6 @@ Test(declared, every_example_compiles_without_a_gpu)
     globfree(&g2);
 }
 
-/* require_gpu without initialising CUDA in this process: the run forks its workers, and a child
- * of a process that has initialised CUDA cannot use the GPU. The probe runs in a child. */
-static void require_gpu_in_child(void)
-{
-    int fd[2];
-    cr_assert_eq(pipe(fd), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        tune_error err = {0};
-        int n = 0;
-        close(fd[0]);
-        if (gpu_count(&n, &err) != TUNE_OK || n == 0) {
-            ssize_t w = write(fd[1], err.message, strlen(err.message));
-            _exit(w < 0 ? 2 : 1);
-        }
-        _exit(0);
-    }
-    close(fd[1]);
-    static char reason[2048];
-    ssize_t r = read(fd[0], reason, sizeof reason - 1);
-    reason[r > 0 ? r : 0] = '\0';
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        cr_skip_test("skipped: %s", reason[0] ? reason : "no usable GPU");
-}
-
 /* Runs the tune binary on a sweep with more options (a process of its own, as a user runs it: a
  * test process's signal handling and forks stay out of the run's workers); its exit status. */
 static int run_tune(const char *path, const char *options)
@@ -308,35 +279,6 @@ Test(declared, npy_inputs_and_reference)
     results_rows_free(rows, n);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The sorted identities of a folder's rows, one per line, and their count. */
-static char *row_identities(const char *dir, size_t *n)
-{
-    char path[600], id[4096];
-    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
-    result_row *rows = NULL;
-    tune_error err = {0};
-    cr_assert_eq(results_read(path, &rows, n, &err), TUNE_OK, "%s", err.message);
-    char **ids = calloc(*n + 1, sizeof *ids);
-    size_t len = 1;
-    for (size_t i = 0; i < *n; i++) {
-        ids[i] = strdup(results_row_identity(&rows[i], id, sizeof id));
-        len += strlen(ids[i]) + 1;
-    }
-    qsort(ids, *n, sizeof *ids, cmp_str);
-    char *all = calloc(len, 1);
-    for (size_t i = 0; i < *n; i++) {
-        strcat(strcat(all, ids[i]), "\n");
-        free(ids[i]);
-    }
-    free(ids);
-    results_rows_free(rows, *n);
-    return all;
-}
 
 /* --resume of a declared sweep: a run cut after two rows (and half a third) measures only the
  * missing configurations; the rows it kept are unchanged and none is written twice. */
@@ -349,7 +291,7 @@ Test(declared, resume_measures_only_the_missing_rows)
     snprintf(opt, sizeof opt, "--out %s", dir);
     cr_assert_eq(run_tune(sw, opt), 0);
     size_t n_full = 0;
-    char *full = row_identities(dir, &n_full);
+    char *full = test_row_identities(dir, &n_full);
     cr_assert_eq(n_full, 6);
     snprintf(path, sizeof path, "%s/raw.jsonl", dir);
     char *text = tune_read_file(path, NULL, NULL);
@@ -363,7 +305,7 @@ Test(declared, resume_measures_only_the_missing_rows)
     snprintf(opt, sizeof opt, "--out %s --resume", dir);
     cr_assert_eq(run_tune(sw, opt), 0);
     size_t n_resumed = 0;
-    char *resumed = row_identities(dir, &n_resumed);
+    char *resumed = test_row_identities(dir, &n_resumed);
     cr_expect_eq(n_resumed, 6);
     cr_expect_str_eq(resumed, full);
     char *after = tune_read_file(path, NULL, NULL);

@@ -34,34 +34,6 @@ static sweep *load(const char *path)
     return sw;
 }
 
-/* require_gpu without initialising CUDA in this process (the run forks its workers). */
-static void require_gpu_in_child(void)
-{
-    int fd[2];
-    cr_assert_eq(pipe(fd), 0);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        tune_error err = {0};
-        int n = 0;
-        close(fd[0]);
-        if (gpu_count(&n, &err) != TUNE_OK || n == 0) {
-            ssize_t w = write(fd[1], err.message, strlen(err.message));
-            _exit(w < 0 ? 2 : 1);
-        }
-        _exit(0);
-    }
-    close(fd[1]);
-    static char reason[2048];
-    ssize_t r = read(fd[0], reason, sizeof reason - 1);
-    reason[r > 0 ? r : 0] = '\0';
-    close(fd[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-        cr_skip_test("skipped: %s", reason[0] ? reason : "no usable GPU");
-}
-
 /* The tune binary with args (a sweep run: the tests' kernel cache; `merge ...`: none); its exit
  * status. */
 static int run_tune(const char *args)
@@ -74,35 +46,6 @@ static int run_tune(const char *args)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The sorted identities of dir's rows, one per line (new), and their number. */
-static char *row_identities(const char *dir, size_t *n)
-{
-    char path[600], id[4096];
-    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
-    result_row *rows = NULL;
-    tune_error err = {0};
-    cr_assert_eq(results_read(path, &rows, n, &err), TUNE_OK, "%s", err.message);
-    char **ids = calloc(*n + 1, sizeof *ids);
-    size_t len = 1;
-    for (size_t i = 0; i < *n; i++) {
-        ids[i] = strdup(results_row_identity(&rows[i], id, sizeof id));
-        len += strlen(ids[i]) + 1;
-    }
-    qsort(ids, *n, sizeof *ids, cmp_str);
-    char *all = calloc(len, 1);
-    for (size_t i = 0; i < *n; i++) {
-        strcat(strcat(all, ids[i]), "\n");
-        free(ids[i]);
-    }
-    free(ids);
-    results_rows_free(rows, *n);
-    return all;
-}
 
 /* What the run must measure, from model/search.h alone: the baselines and, every candidate
  * observed, the proposals of every round (sorted identities, one per line; new). */
@@ -134,7 +77,7 @@ static char *expected_identities(const char *path, uint64_t seed, size_t *n)
             search_observe(s, round[i], 1e-3);
             ids[k++] = strdup(space_config_identity(sw, sp, round[i], buf, sizeof buf));
         }
-    qsort(ids, k, sizeof *ids, cmp_str);
+    qsort(ids, k, sizeof *ids, test_cmp_str);
     char *all = NULL;
     for (size_t i = 0; i < k; i++)
         len += strlen(ids[i]) + 1;
@@ -236,7 +179,7 @@ Test(search_run, measures_the_proposals_once_retimed, .timeout = 600)
     snprintf(args, sizeof args, "%s --out %s", SPARQ, dir);
     cr_assert_eq(run_tune(args), 0, "tune %s", args);
     size_t n = 0, n_exp = 0;
-    char *got = row_identities(dir, &n), *want = expected_identities(SPARQ, 11, &n_exp);
+    char *got = test_row_identities(dir, &n), *want = expected_identities(SPARQ, 11, &n_exp);
     cr_expect_eq(n, 10);
     cr_expect_str_eq(got, want);
     json_t *m = load_meta(dir);
@@ -259,7 +202,7 @@ Test(search_run, measures_the_proposals_once_retimed, .timeout = 600)
     snprintf(args, sizeof args, "%s --out %s", SPARQ, dir2);
     cr_assert_eq(run_tune(args), 0);
     size_t n2 = 0;
-    char *again = row_identities(dir2, &n2);
+    char *again = test_row_identities(dir2, &n2);
     cr_expect_str_eq(again, got, "the same seed measures the same configurations");
     free(again);
     free(got);
@@ -310,7 +253,7 @@ Test(search_run, resume_measures_the_same_configurations, .timeout = 600)
     snprintf(args, sizeof args, "%s --out %s", SPARQ, dir);
     cr_assert_eq(run_tune(args), 0);
     size_t n_full = 0, n_res = 0;
-    char *full = row_identities(dir, &n_full);
+    char *full = test_row_identities(dir, &n_full);
     snprintf(path, sizeof path, "%s/raw.jsonl", dir);
     char *text = tune_read_file(path, NULL, NULL);
     cr_assert_not_null(text);
@@ -330,7 +273,7 @@ Test(search_run, resume_measures_the_same_configurations, .timeout = 600)
     cr_expect_neq(run_tune(args), 0, "a resume as another strategy is refused");
     snprintf(args, sizeof args, "%s --out %s --resume", SPARQ, dir);
     cr_assert_eq(run_tune(args), 0);
-    char *resumed = row_identities(dir, &n_res);
+    char *resumed = test_row_identities(dir, &n_res);
     cr_expect_eq(n_res, n_full);
     cr_expect_str_eq(resumed, full);
     cr_expect_eq(count_verdicts(dir), 2);
@@ -361,7 +304,7 @@ Test(search_run, shards_merge_and_warm_start, .timeout = 600)
     snprintf(args, sizeof args, "merge %s %s %s", out, d0, d1);
     cr_assert_eq(run_tune(args), 0);
     size_t n = 0, n_exp = 0;
-    char *got = row_identities(out, &n), *want = expected_identities(SPARQ, 11, &n_exp);
+    char *got = test_row_identities(out, &n), *want = expected_identities(SPARQ, 11, &n_exp);
     cr_expect_str_eq(got, want, "each shard searched its own shape as the whole run does");
     json_t *m = load_meta(out);
     cr_expect_eq(search_int(m, "configs", "evaluated"), 6);

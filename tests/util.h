@@ -8,6 +8,8 @@
 #include <stdlib.h>
 
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -15,7 +17,39 @@
 #include "device/compile.h"
 #include "model/family.h"
 #include "device/gpu.h"
+#include "store/results.h"
 #include "util_cpu.h"
+
+static inline int test_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The sorted identities of the rows of dir/raw.jsonl, one per line (new), and their number: two
+ * runs that measured the same configurations give the same text. */
+static inline char *test_row_identities(const char *dir, size_t *n)
+{
+    char path[600], id[4096];
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    result_row *rows = NULL;
+    tune_error err = {0};
+    cr_assert_eq(results_read(path, &rows, n, &err), TUNE_OK, "%s", err.message);
+    char **ids = calloc(*n + 1, sizeof *ids);
+    size_t len = 1;
+    for (size_t i = 0; i < *n; i++) {
+        ids[i] = strdup(results_row_identity(&rows[i], id, sizeof id));
+        len += strlen(ids[i]) + 1;
+    }
+    qsort(ids, *n, sizeof *ids, test_cmp_str);
+    char *all = calloc(len, 1);
+    for (size_t i = 0; i < *n; i++) {
+        strcat(strcat(all, ids[i]), "\n");
+        free(ids[i]);
+    }
+    free(ids);
+    results_rows_free(rows, *n);
+    return all;
+}
 
 /* Skips the calling test, with the reason, when no GPU is usable; else selects GPU 0. */
 static inline void require_gpu(void)
@@ -28,6 +62,35 @@ static inline void require_gpu(void)
         cr_skip_test("skipped: %s", reason);
     }
     cr_assert_eq(gpu_select(0, &err), TUNE_OK, "%s", err.message);
+}
+
+/* require_gpu without initialising CUDA in this process: the run forks its workers, and a child
+ * of a process that has initialised CUDA cannot use the GPU. The probe runs in a child. */
+static inline void require_gpu_in_child(void)
+{
+    int fd[2];
+    cr_assert_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        tune_error err = {0};
+        int n = 0;
+        close(fd[0]);
+        if (gpu_count(&n, &err) != TUNE_OK || n == 0) {
+            ssize_t w = write(fd[1], err.message, strlen(err.message));
+            _exit(w < 0 ? 2 : 1);
+        }
+        _exit(0);
+    }
+    close(fd[1]);
+    static char reason[2048];
+    ssize_t r = read(fd[0], reason, sizeof reason - 1);
+    reason[r > 0 ? r : 0] = '\0';
+    close(fd[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        cr_skip_test("skipped: %s", reason[0] ? reason : "no usable GPU");
 }
 
 /* A family_env.kernel for the GPU tests: compiles (source, name) with NVRTC for the current

@@ -286,6 +286,17 @@ static void make_dirs(const char *dir)
     mkdir(path, 0755);
 }
 
+/* The cache key of job (of unit u): the unit's key, the name expression, and the sm_NNa
+ * target for an architecture-specific job. */
+static hash128 job_key(const compile_unit *u, const compile_job *job, const char *arch_a)
+{
+    hash128 key = u->key;
+    hash128_str(&key, job->name);
+    if (job->arch_specific)
+        hash128_str(&key, arch_a);
+    return key;
+}
+
 /* Job job of unit u: from the cache, or compiled (and cached); a unit's failure is the job's. */
 static void run_job(compile_job *job, const compile_unit *u, const compile_env *env,
                     const char *arch_a, const compile_options *opt)
@@ -296,10 +307,7 @@ static void run_job(compile_job *job, const compile_unit *u, const compile_env *
         set_job_log(job, u->status, "%s", u->reason ? u->reason : "");
         return;
     }
-    hash128 key = u->key;
-    hash128_str(&key, job->name);
-    if (job->arch_specific)
-        hash128_str(&key, arch_a);
+    hash128 key = job_key(u, job, arch_a);
     char path[PATH_MAX];
     if (opt->cache_dir) {
         cache_path(path, sizeof path, opt->cache_dir, key);
@@ -312,24 +320,52 @@ static void run_job(compile_job *job, const compile_unit *u, const compile_env *
         cache_write(path, key, job);
 }
 
-tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt, tune_error *err)
-{
-    compile_unit *units = calloc(n + 1, sizeof *units);
-    size_t *job_unit = calloc(n + 1, sizeof *job_unit), n_units = 0;
-    tune_status st = (units && job_unit) ? TUNE_OK : TUNE_ERR_NOMEM;
-    if (st != TUNE_OK)
-        tune_error_set(err, st, "compile", "out of memory");
+/* What compile_run and compile_hash_keys share: the jobs' sources read into units (one per
+ * source and options, with their headers and keys) and the options of each target. */
+typedef struct {
+    compile_unit *units;
+    size_t *job_unit, n_units;
     char base[8][64], arch_a[8][64];
     const char *base_ptrs[8], *arch_a_ptrs[8];
-    compile_env env = {.kernels_dir = opt->kernels_dir, .base_opts = base_ptrs,
-                       .n_base = build_options(opt, "", base, base_ptrs)};
-    build_options(opt, "a", arch_a, arch_a_ptrs); /* for the jobs with arch_specific */
-    compile_env_toolkit(&env);
-    env.nvrtc_version = compile_nvrtc_version();
-    if (st == TUNE_OK && env.nvrtc_version == 0)
+    compile_env env;
+} compile_prep;
+
+static tune_status prep_open(compile_prep *cp, const compile_job *jobs, size_t n,
+                             const compile_options *opt, tune_error *err)
+{
+    memset(cp, 0, sizeof *cp);
+    cp->units = calloc(n + 1, sizeof *cp->units);
+    cp->job_unit = calloc(n + 1, sizeof *cp->job_unit);
+    tune_status st = (cp->units && cp->job_unit)
+                         ? TUNE_OK
+                         : tune_error_set(err, TUNE_ERR_NOMEM, "compile", "out of memory");
+    cp->env = (compile_env){.kernels_dir = opt->kernels_dir, .base_opts = cp->base_ptrs,
+                            .n_base = build_options(opt, "", cp->base, cp->base_ptrs)};
+    build_options(opt, "a", cp->arch_a, cp->arch_a_ptrs); /* for the jobs with arch_specific */
+    compile_env_toolkit(&cp->env);
+    cp->env.nvrtc_version = compile_nvrtc_version();
+    if (st == TUNE_OK && cp->env.nvrtc_version == 0)
         st = tune_error_set(err, TUNE_ERR_NVRTC, "nvrtc", "NVRTC cannot be loaded");
     if (st == TUNE_OK)
-        st = load_units(jobs, n, &env, units, &n_units, job_unit, err);
+        st = load_units(jobs, n, &cp->env, cp->units, &cp->n_units, cp->job_unit, err);
+    return st;
+}
+
+static void prep_close(compile_prep *cp)
+{
+    for (size_t u = 0; u < cp->n_units; u++)
+        compile_unit_free(&cp->units[u]);
+    free(cp->units);
+    free(cp->job_unit);
+}
+
+tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt, tune_error *err)
+{
+    compile_prep cp;
+    tune_status st = prep_open(&cp, jobs, n, opt, err);
+    compile_unit *units = cp.units;
+    const size_t *job_unit = cp.job_unit;
+    const compile_env *penv = &cp.env;
     if (st == TUNE_OK && opt->cache_dir)
         make_dirs(opt->cache_dir);
     size_t done = 0, cached = 0;
@@ -337,7 +373,7 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
         /* no OpenMP region at all: a process that has run one cannot fork a child that runs
          * another (libgomp's threads are not copied, and the child's region waits for them) */
         for (size_t i = 0; i < n; i++) {
-            run_job(&jobs[i], &units[job_unit[i]], &env, arch_a[0], opt);
+            run_job(&jobs[i], &units[job_unit[i]], penv, cp.arch_a[0], opt);
             cached += (size_t)jobs[i].from_cache;
             if (opt->progress)
                 opt->progress(opt->progress_ctx, ++done, cached);
@@ -347,7 +383,7 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
             omp_set_num_threads(opt->threads);
 #pragma omp parallel for schedule(dynamic, 1)
         for (size_t i = 0; i < n; i++) {
-            run_job(&jobs[i], &units[job_unit[i]], &env, arch_a[0], opt);
+            run_job(&jobs[i], &units[job_unit[i]], penv, cp.arch_a[0], opt);
 #pragma omp critical(compile_progress)
             {
                 done++;
@@ -357,39 +393,19 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
             }
         }
     }
-    for (size_t u = 0; u < n_units; u++)
-        compile_unit_free(&units[u]);
-    free(units);
-    free(job_unit);
+    prep_close(&cp);
     return st;
 }
 
 tune_status compile_hash_keys(const compile_job *jobs, size_t n, const compile_options *opt,
                               uint64_t *hash, tune_error *err)
 {
-    compile_unit *units = calloc(n + 1, sizeof *units);
-    size_t *job_unit = calloc(n + 1, sizeof *job_unit), n_units = 0;
-    tune_status st = (units && job_unit) ? TUNE_OK
-                                         : tune_error_set(err, TUNE_ERR_NOMEM, "compile",
-                                                          "out of memory");
-    char base[8][64], arch_a[8][64];
-    const char *base_ptrs[8], *arch_a_ptrs[8];
-    compile_env env = {.kernels_dir = opt->kernels_dir, .base_opts = base_ptrs,
-                       .n_base = build_options(opt, "", base, base_ptrs)};
-    build_options(opt, "a", arch_a, arch_a_ptrs);
-    compile_env_toolkit(&env);
-    env.nvrtc_version = compile_nvrtc_version();
-    if (st == TUNE_OK && env.nvrtc_version == 0)
-        st = tune_error_set(err, TUNE_ERR_NVRTC, "nvrtc", "NVRTC cannot be loaded");
-    if (st == TUNE_OK)
-        st = load_units(jobs, n, &env, units, &n_units, job_unit, err);
+    compile_prep cp;
+    tune_status st = prep_open(&cp, jobs, n, opt, err);
     uint64_t h = HASH_FNV_OFFSET;
     for (size_t i = 0; st == TUNE_OK && i < n; i++) {
-        const compile_unit *u = &units[job_unit[i]];
-        hash128 key = u->key; /* as run_job makes it */
-        hash128_str(&key, jobs[i].name);
-        if (jobs[i].arch_specific)
-            hash128_str(&key, arch_a[0]);
+        const compile_unit *u = &cp.units[cp.job_unit[i]];
+        hash128 key = job_key(u, &jobs[i], cp.arch_a[0]); /* as run_job makes it */
         h = hash_fnv1a_str(h, jobs[i].source);
         h = hash_fnv1a_str(h, jobs[i].name);
         h = hash_fnv1a_str(h, jobs[i].options);
@@ -397,10 +413,7 @@ tune_status compile_hash_keys(const compile_job *jobs, size_t n, const compile_o
         h = hash_fnv1a(h, &key.b, sizeof key.b);
         h = hash_fnv1a(h, &u->status, sizeof u->status);
     }
-    for (size_t u = 0; u < n_units; u++)
-        compile_unit_free(&units[u]);
-    free(units);
-    free(job_unit);
+    prep_close(&cp);
     *hash = h;
     return st;
 }

@@ -209,16 +209,25 @@ search_cand *search_find(const search *s, size_t id)
     return v ? &s->cands[v - 1] : NULL;
 }
 
+int search_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? 2 * *cap : first;
+    while (nc < need)
+        nc *= 2;
+    void *na = realloc(*arr, nc * elem);
+    if (!na)
+        return -1;
+    *arr = na;
+    *cap = nc;
+    return 0;
+}
+
 static int push(size_t **arr, size_t *n, size_t *cap, size_t v)
 {
-    if (*n == *cap) {
-        size_t nc = *cap ? 2 * *cap : 16;
-        size_t *na = realloc(*arr, nc * sizeof *na);
-        if (!na)
-            return -1;
-        *arr = na;
-        *cap = nc;
-    }
+    if (search_grow((void **)arr, cap, *n + 1, sizeof **arr, 16))
+        return -1;
     (*arr)[(*n)++] = v;
     return 0;
 }
@@ -229,14 +238,8 @@ int search_add(search *s, size_t shape, size_t id, const tune_point *p)
         return -1;
     if (2 * (s->n_cands + 1) > s->cap_slots && grow_slots(s) != 0)
         return -1;
-    if (s->n_cands == s->cap_cands) {
-        size_t cap = s->cap_cands ? 2 * s->cap_cands : 256;
-        search_cand *nc = realloc(s->cands, cap * sizeof *nc);
-        if (!nc)
-            return -1;
-        s->cands = nc;
-        s->cap_cands = cap;
-    }
+    if (search_grow((void **)&s->cands, &s->cap_cands, s->n_cands + 1, sizeof *s->cands, 256))
+        return -1;
     search_shape *sh = shape_at(s, shape);
     if (!sh)
         return -1;
@@ -266,14 +269,9 @@ void search_observe(search *s, size_t id, double seconds)
 
 int search_observe_prior(search *s, size_t shape, const tune_point *p, double seconds)
 {
-    if (s->n_priors == s->cap_priors) {
-        size_t cap = s->cap_priors ? 2 * s->cap_priors : 256;
-        search_prior *np = realloc(s->priors, cap * sizeof *np);
-        if (!np)
-            return -1;
-        s->priors = np;
-        s->cap_priors = cap;
-    }
+    if (search_grow((void **)&s->priors, &s->cap_priors, s->n_priors + 1, sizeof *s->priors,
+                    256))
+        return -1;
     search_prior *pr = &s->priors[s->n_priors];
     pr->shape = shape;
     pr->value = seconds > 0 ? seconds : NAN;

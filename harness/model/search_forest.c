@@ -94,14 +94,8 @@ typedef struct {
 
 static long forest_push(search_forest *f, search_forest_node node)
 {
-    if (f->n_nodes == f->cap_nodes) {
-        size_t cap = f->cap_nodes ? 2 * f->cap_nodes : 1024;
-        search_forest_node *nn = realloc(f->nodes, cap * sizeof *nn);
-        if (!nn)
-            return -1;
-        f->nodes = nn;
-        f->cap_nodes = cap;
-    }
+    if (search_grow((void **)&f->nodes, &f->cap_nodes, f->n_nodes + 1, sizeof *f->nodes, 1024))
+        return -1;
     f->nodes[f->n_nodes] = node;
     return (long)f->n_nodes++;
 }

@@ -60,6 +60,9 @@ struct search {
 uint64_t search_rng_next(uint64_t *state);      /* splitmix64 */
 double search_rng_uniform(uint64_t *state);     /* [0, 1) */
 search_cand *search_find(const search *s, size_t id);
+/* Grows *arr (elements of elem bytes, *cap of them) to hold need, doubling from first. 0, or -1
+ * when out of memory (*arr unchanged). */
+int search_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first);
 int search_point_features(search *s, const tune_point *p, double *x);
 size_t search_default_batch(const search *s, size_t shape);
 
