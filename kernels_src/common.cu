@@ -69,25 +69,6 @@ __global__ void tune_chase_probe(const unsigned *__restrict__ p, unsigned long l
         sink[0] = acc;
 }
 
-// The element-wise gather of torch.gather, as the gather_matmul family's `gather` baseline
-// (gm_gather) runs it: dst (g, k, n) = src[g, idx[g, t], j], one 2-byte element per thread and
-// iteration, its coordinates decomposed from a 64-bit element number by division, the index
-// loaded before the element. `tune calibrate` times it over a source that the L2 holds, so that
-// it measures the seconds per element of the instructions, not of DRAM (docs/roofline.md).
-__global__ void tune_gather_probe(const unsigned short *__restrict__ src, const int *__restrict__ idx,
-                                  unsigned short *__restrict__ dst, int g, int k, int kp, int n)
-{
-    const long long total = (long long)g * k * n;
-    for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
-         e += (long long)gridDim.x * blockDim.x) {
-        const long long gi = e / ((long long)k * n);
-        const int t = (int)(e / n % k);
-        const int j = (int)(e % n);
-        const int r = idx[gi * k + t];
-        dst[e] = src[(gi * kp + r) * (long long)n + j];
-    }
-}
-
 // p[i] = i % period: the identity gather (row t of each g picks row t), which makes the gather
 // ops compute what the `slice` baseline computes, so that baseline can be checked too.
 __global__ void tune_fill_iota(int *p, unsigned long long n, int period)

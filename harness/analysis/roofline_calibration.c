@@ -134,7 +134,7 @@ tune_status roofline_calibration_save(const char *path, const roofline_calibrati
              (size_t)CALIBRATION_FLOOR_BYTES, c->reps);
     set_if(ceil, "grid_floor", ceiling_json(c->floor_s, "s", method));
     snprintf(method, sizeof method,
-             "common.cu tune_gather_probe (the gather baseline's element-wise gather: 64-bit "
+             "gather_matmul.cu gm_gather<half_t, 1, 0> (the gather baseline's element-wise gather: 64-bit "
              "element number divided into g, t, j; index load; 2-byte load and store) of g = %d, "
              "k = %d, n = %d from k_pre = %d rows (a source the L2 holds), 65536 blocks of 256 "
              "threads; median time of %d reps, L2 flushed, CUDA events, / (g k n) elements",

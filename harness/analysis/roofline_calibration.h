@@ -26,7 +26,7 @@ typedef struct {
     double latency_s; /* one dependent DRAM round trip (pointer chase); NAN: not measured */
     double floor_s;   /* the read probe's grid over a small buffer, less its transfer; NAN: not
                          measured */
-    double gather_elem_s; /* seconds per element of tune_gather_probe, an element-wise gather
+    double gather_elem_s; /* seconds per element of the gather baseline's kernel (gm_gather), an element-wise gather
                              over a source the L2 holds; NAN: not measured */
     /* provenance */
     size_t read_bytes, copy_bytes; /* buffer sizes */

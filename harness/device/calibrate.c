@@ -248,11 +248,13 @@ typedef struct {
 static tune_status gather_launch(void *ctx, tune_error *err)
 {
     gather_ctx *c = ctx;
-    void *args[] = {&c->src, &c->idx, &c->dst, &c->g, &c->k, &c->kp, &c->n};
+    void *none = NULL; /* gm_gather's A and A[I]: OP 1 gathers B alone */
+    void *args[] = {&none, &c->src, &c->idx, &none, &c->dst, &c->g, &c->k, &c->kp, &c->n};
     return gpu_launch(c->kernel, 65536, 256, 0, c->stream, args, err);
 }
 
-/* Seconds per element of an element-wise gather: tune_gather_probe over CALIBRATION_GATHER_*
+/* Seconds per element of an element-wise gather: the gather baseline's own kernel
+ * (gather_matmul.cu, gm_gather<half_t, 1, 0>: B[I] materialised) over CALIBRATION_GATHER_*
  * (2^28 elements from a 32 MiB source that the L2 holds, random row indices), with the launch
  * geometry of the gather baseline (65536 blocks of 256 threads); median time / elements. */
 static tune_status measure_gather(timing *tm, void *stream, void *probe, void *fill_indices,
@@ -306,10 +308,11 @@ static tune_status load_kernels(const calibrate_options *o, const gpu_info *gi,
     static const char *const names[K_COUNT] = {
         "tune_read_probe", "tune_fill_indices", "tune_fill_uniform<float>",
         "tune_fill_uniform<half_t>", "tune_fill_uniform<bf16_t>", "tune_chase_probe",
-        "tune_gather_probe"};
+        "gm_gather<half_t, 1, 0>"};
     tune_status st;
     for (int i = 0; i < K_COUNT; i++) {
-        snprintf(k->jobs[i].source, sizeof k->jobs[i].source, "common.cu");
+        snprintf(k->jobs[i].source, sizeof k->jobs[i].source, "%s",
+                 i == K_GATHER ? "gather_matmul.cu" : "common.cu");
         snprintf(k->jobs[i].name, sizeof k->jobs[i].name, "%s", names[i]);
     }
     char kdir[PATH_MAX];

@@ -38,7 +38,7 @@ typedef struct {
  * rates (fp16 and bf16 with fp32 accumulation, tf32, fp32), the launch overhead (event-timed
  * tune_fill_indices of one element, L2 flushed like every row), one dependent DRAM round trip
  * (tune_chase_probe, the time model's chain term) and the seconds per element of an element-wise
- * gather (tune_gather_probe, the issue term), and fills cal with provenance.
+ * gather (the gather baseline's gm_gather, the issue term), and fills cal with provenance.
  * TUNE_ERR_NO_GPU (one sentence, from gpu_query) without a GPU. */
 tune_status calibrate_device(const calibrate_options *opt, roofline_calibration *cal,
                              tune_error *err);
