@@ -19,15 +19,6 @@
 #include "store/results.h"
 #include "util.h"
 
-static sweep *load(const char *path)
-{
-    tune_error err = {0};
-    char buf[4096];
-    sweep *sw = sweep_load(path, &err);
-    cr_assert_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
-    return sw;
-}
-
 /* The kernels sw's family lists for p, into refs[FAMILY_MAX_KERNELS] (cleared first): their
  * number, or -1 with the reason in why[512]. */
 static int kernels_at(const sweep *sw, const tune_point *p, family_kernel_ref *refs, char *why)
@@ -39,7 +30,7 @@ static int kernels_at(const sweep *sw, const tune_point *p, family_kernel_ref *r
 
 Test(declared, kernels_render_entry_and_macros)
 {
-    sweep *sw = load("sweeps/examples/matmul/matmul.json");
+    sweep *sw = test_load_sweep("sweeps/examples/matmul/matmul.json");
     tune_point p = {0};
     point_set_str(&p, "method", "kernel");
     point_set_int(&p, "m", 512);
@@ -76,7 +67,7 @@ Test(declared, redraw_of_a_permutation_needs_the_device_fill)
     static const char *const paths[] = {"tests/data/declared/redraw_off.json",
                                         "tests/data/declared/redraw.json"};
     for (int on = 0; on < 2; on++) {
-        sweep *sw = load(paths[on]);
+        sweep *sw = test_load_sweep(paths[on]);
         tune_point p = {0};
         point_set_str(&p, "method", "kernel");
         point_set_int(&p, "n", 1000);
@@ -96,13 +87,13 @@ Test(declared, redraw_of_a_permutation_needs_the_device_fill)
  * kernel when an argument reads a parameter (the reference and the baselines could not run). */
 Test(declared, methods_default_to_what_the_section_declares)
 {
-    sweep *sw = load("tests/data/valid/declared_default_methods.json");
+    sweep *sw = test_load_sweep("tests/data/valid/declared_default_methods.json");
     cr_assert_eq(sw->n_methods, 3);
     cr_expect_str_eq(sw->methods[0], "kernel");
     cr_expect_str_eq(sw->methods[1], "reference");
     cr_expect_str_eq(sw->methods[2], "plain");
     sweep_free(sw);
-    sw = load("tests/data/valid/declared_default_methods_param.json");
+    sw = test_load_sweep("tests/data/valid/declared_default_methods_param.json");
     cr_assert_eq(sw->n_methods, 1);
     cr_expect_str_eq(sw->methods[0], "kernel");
     sweep_free(sw);
@@ -123,7 +114,7 @@ Test(declared, every_example_compiles_without_a_gpu)
     cr_assert_not_null(compile_find_kernels_dir(kernels, sizeof kernels));
     for (size_t i = 0; i < g.gl_pathc + g2.gl_pathc; i++) {
         const char *path = i < g.gl_pathc ? g.gl_pathv[i] : g2.gl_pathv[i - g.gl_pathc];
-        sweep *sw = load(path);
+        sweep *sw = test_load_sweep(path);
         run_options opt;
         run_options_init(&opt);
         opt.compile_only = 1;
@@ -163,7 +154,7 @@ static result_row *run_gpu(const char *path, size_t *n)
     snprintf(root, sizeof root, "/tmp/tune-test-declared-%d", (int)getpid());
     snprintf(opt, sizeof opt, "--results %s", root);
     cr_assert_eq(run_tune(path, opt), 0, "tune %s %s failed", path, opt);
-    sweep *sw = load(path);
+    sweep *sw = test_load_sweep(path);
     snprintf(pattern, sizeof pattern, "%s/%s/*/raw.jsonl", root, sw->name);
     sweep_free(sw);
     glob_t g;

@@ -25,15 +25,6 @@
 #define SPARQ "tests/data/search/sparq_small.json"
 #define FAULTS "tests/data/search/faults.json"
 
-static sweep *load(const char *path)
-{
-    tune_error err = {0};
-    char buf[4096];
-    sweep *sw = sweep_load(path, &err);
-    cr_assert_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
-    return sw;
-}
-
 /* The tune binary with args (a sweep run: the tests' kernel cache; `merge ...`: none); its exit
  * status. */
 static int run_tune(const char *args)
@@ -51,7 +42,7 @@ static int run_tune(const char *args)
  * observed, the proposals of every round (sorted identities, one per line; new). */
 static char *expected_identities(const char *path, uint64_t seed, size_t *n)
 {
-    sweep *sw = load(path);
+    sweep *sw = test_load_sweep(path);
     tune_error err = {0};
     space *sp = space_build(sw, &err);
     cr_assert_not_null(sp, "%s", err.message);
@@ -131,7 +122,7 @@ static void test_dir(char *dir, size_t size, const char *name)
 
 Test(search_run, validate_counts_the_budget)
 {
-    sweep *sw = load(SPARQ);
+    sweep *sw = test_load_sweep(SPARQ);
     tune_error err = {0};
     space *sp = space_build(sw, &err);
     run_options opt;
@@ -151,7 +142,7 @@ Test(search_run, validate_counts_the_budget)
     opt.budget = NULL;
     sweep_search plain = {0};
     search_options_init(&plain.opt);
-    sweep *copy = load(SPARQ);
+    sweep *copy = test_load_sweep(SPARQ);
     copy->search.opt = plain.opt;
     copy->search.time_limit_s = 0;
     cr_assert_eq(run_search_settings(copy, &opt, &set, &err), TUNE_OK);

@@ -16,9 +16,20 @@
 
 #include "device/compile.h"
 #include "model/family.h"
+#include "model/sweep.h"
 #include "device/gpu.h"
 #include "store/results.h"
 #include "util_cpu.h"
+
+/* The sweep at path, or the test fails with the error. */
+static inline sweep *test_load_sweep(const char *path)
+{
+    tune_error err = {0};
+    char buf[4096];
+    sweep *sw = sweep_load(path, &err);
+    cr_assert_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
+    return sw;
+}
 
 static inline int test_cmp_str(const void *a, const void *b)
 {
