@@ -102,7 +102,7 @@ template <int BM, int WN, int MT, int KS, int STAGES, int ZP, int CL = 1> struct
     static constexpr int STAGE = (X_BYTES + W_BYTES + S_BYTES * (1 + ZP) + 1023) / 1024 * 1024;
     static constexpr int BAR = 1024; // 2 STAGES mbarriers
     static constexpr int RING = STAGES * STAGE;
-    static constexpr int PART = CL > 1 ? BM * BN * 4 : 0; // the split's fp32 partial tile
+    static constexpr int PART = CL > 1 ? BM * (BN + 4) * 4 : 0; // the split's fp32 partial tile
     static constexpr int TOTAL = 1024 + BAR + (RING > PART ? RING : PART);
 };
 
@@ -174,10 +174,57 @@ template <int V> __device__ __forceinline__ void mg_lds(const unsigned char *p, 
     }
 }
 
+// The constants of the four-register dequantization of one packed word (mg_wg_dequant_word).
+template <typename T> struct mg_wg_consts;
+template <> struct mg_wg_consts<half_t> {
+    static constexpr bool HI_IN_PLACE = true;            // bits 4..7 lie in the mantissa
+    static constexpr unsigned SIXTEENTH2 = 0x2c002c00u; // 1/16
+    static constexpr unsigned NMZ8_HI = 0xd480d480u;    // -(MAGIC / 16 + 8) = -72
+    static constexpr unsigned HI_SHIFT2 = 0x63806380u;  // 15 MAGIC / 16 = 960
+};
+template <> struct mg_wg_consts<bf16_t> { // 7 mantissa bits: bit 7 is the exponent's
+    static constexpr bool HI_IN_PLACE = false;
+    static constexpr unsigned SIXTEENTH2 = 0, NMZ8_HI = 0, HI_SHIFT2 = 0; // unused
+};
+
+// The four A registers of one packed word w (register p's pair at bits 4p and 16 + 4p: p = 0, 2
+// are the low nibbles of its bytes, p = 1, 3 the high ones), (q - z) s exactly up to the
+// product's rounding, in 13 instructions: one shift (w >> 8 serves p = 2 and 3), and per
+// register one lop3 (a low nibble gives MAGIC + q; a high nibble, left in place, MAGIC + 16 q),
+// one fma (low: minus MAGIC + z; high: times 1/16 minus MAGIC / 16 + z, exact since MAGIC / 16 + q
+// is) and one multiply by the scale. nz = -(MAGIC + z) and nzh = -(MAGIC / 16 + z) of the
+// register's two columns (rows g and g + 8 of the fragment: registers 0, 2 and 1, 3), s their
+// scales.
+template <typename T>
+__device__ __forceinline__ void mg_wg_dequant_word(unsigned w, const unsigned (&nz)[2],
+                                                   const unsigned (&nzh)[2],
+                                                   const unsigned (&s)[2], unsigned (&r)[4])
+{
+    using C = mg_wg_consts<T>;
+    const unsigned w8 = w >> 8;
+    const unsigned v0 = mg_lop3_and_or(w, 0x000f000fu, mg_type<T>::MAGIC2);
+    const unsigned v1 = mg_lop3_and_or(w8, 0x000f000fu, mg_type<T>::MAGIC2);
+    r[0] = mg_fma2<T>(mg_fma2<T>(v0, mg_type<T>::ONE2, nz[0]), s[0], 0x80008000u);
+    r[1] = mg_fma2<T>(mg_fma2<T>(v1, mg_type<T>::ONE2, nz[1]), s[1], 0x80008000u);
+    if constexpr (C::HI_IN_PLACE) {
+        const unsigned v2 = mg_lop3_and_or(w, 0x00f000f0u, mg_type<T>::MAGIC2);
+        const unsigned v3 = mg_lop3_and_or(w8, 0x00f000f0u, mg_type<T>::MAGIC2);
+        r[2] = mg_fma2<T>(mg_fma2<T>(v2, C::SIXTEENTH2, nzh[0]), s[0], 0x80008000u);
+        r[3] = mg_fma2<T>(mg_fma2<T>(v3, C::SIXTEENTH2, nzh[1]), s[1], 0x80008000u);
+    } else {
+        const unsigned v2 = mg_lop3_and_or(w >> 4, 0x000f000fu, mg_type<T>::MAGIC2);
+        const unsigned v3 = mg_lop3_and_or(w >> 12, 0x000f000fu, mg_type<T>::MAGIC2);
+        r[2] = mg_fma2<T>(mg_fma2<T>(v2, mg_type<T>::ONE2, nz[0]), s[0], 0x80008000u);
+        r[3] = mg_fma2<T>(mg_fma2<T>(v3, mg_type<T>::ONE2, nz[1]), s[1], 0x80008000u);
+    }
+}
+
 // A consumer warp's A fragments of one stage (tile t: the columns mg_wg_map gives), dequantized
 // into a: wst is the stage's packed weight (KS steps of UNITS units), sst its scale rows (SR rows
 // of BN, then as many zero-point rows with ZP; a lane's two scales of word q, rows g and g + 8,
-// are adjacent at 8 g + 2 q of the unit's 64).
+// are adjacent at 8 g + 2 q of the unit's 64). The scales (and zero points) are read and
+// broadcast only at the steps where a group starts: step j starts one when G / 16 divides j
+// (G >= 32: never at odd j, known when compiling; gsh = log2 G, -1 for one group per stage).
 template <typename T, int MT, int KS, int UNITS, int SR, int ZP>
 __device__ __forceinline__ void mg_wg_dequant(unsigned (&a)[KS][MT][4], const unsigned char *wst,
                                               const unsigned char *sst, int wg, int w, int lane,
@@ -188,30 +235,43 @@ __device__ __forceinline__ void mg_wg_dequant(unsigned (&a)[KS][MT][4], const un
     const int q0 = MP::word(w, 0);
     const unsigned char *ws0 = wst + MP::unit(wg, w, 0) * 512 + lane * 16 + q0 * 4;
     const unsigned char *ss0 = sst + (MP::unit(wg, w, 0) * 64 + (lane >> 2) * 8 + 2 * q0) * 2;
+    unsigned s[MT][2], nz[MT][2], nzh[MT][2];
 #pragma unroll
     for (int j = 0; j < KS; j++) {
-        const int srow = gsh >= 0 ? (j * 16) >> gsh : 0;
-        unsigned word[MT], sw[MT], zw[MT];
+        // trailing zeros of j (KS <= 16): a group of 2^(gsh - 4) steps starts at j when gsh - 4 <= tz
+        const int tz = (j & 1) ? 0 : (j & 2) ? 1 : (j & 4) ? 2 : (j & 8) ? 3 : (j & 16) ? 4 : 5;
+        if (j == 0 || (j % 2 == 0 && gsh >= 0 && gsh - 4 <= tz)) {
+            const int srow = gsh >= 0 ? (j * 16) >> gsh : 0;
+            unsigned sw[MT], zw[MT];
 #pragma unroll
-        for (int l = 0; l < MP::NL; l++) { // load l: unit + l (MT > 4 only)
-            mg_lds<MP::V>(ws0 + (j * UNITS + l) * 512, word + l * MP::V);
-            mg_lds<MP::V>(ss0 + (l * 64 + srow * BN) * 2, sw + l * MP::V);
-            if (ZP)
-                mg_lds<MP::V>(ss0 + (l * 64 + (SR + srow) * BN) * 2, zw + l * MP::V);
-        }
-#pragma unroll
-        for (int t = 0; t < MT; t++) {
-            const unsigned s0 = __byte_perm(sw[t], 0, 0x1010), s1 = __byte_perm(sw[t], 0, 0x3232);
-            unsigned z0 = mg_type<T>::NMZ8, z1 = mg_type<T>::NMZ8;
-            if (ZP) {
-                z0 = __byte_perm(zw[t], 0, 0x1010) ^ 0x80008000u;
-                z1 = __byte_perm(zw[t], 0, 0x3232) ^ 0x80008000u;
+            for (int l = 0; l < MP::NL; l++) { // load l: unit + l (MT > 4 only)
+                mg_lds<MP::V>(ss0 + (l * 64 + srow * BN) * 2, sw + l * MP::V);
+                if (ZP)
+                    mg_lds<MP::V>(ss0 + (l * 64 + (SR + srow) * BN) * 2, zw + l * MP::V);
             }
-            a[j][t][0] = mg_dequant2<T>(word[t], z0, s0);
-            a[j][t][1] = mg_dequant2<T>(word[t] >> 8, z1, s1);
-            a[j][t][2] = mg_dequant2<T>(word[t] >> 4, z0, s0);
-            a[j][t][3] = mg_dequant2<T>(word[t] >> 12, z1, s1);
+#pragma unroll
+            for (int t = 0; t < MT; t++) {
+                s[t][0] = __byte_perm(sw[t], 0, 0x1010), s[t][1] = __byte_perm(sw[t], 0, 0x3232);
+                if (ZP) {
+                    nz[t][0] = __byte_perm(zw[t], 0, 0x1010) ^ 0x80008000u;
+                    nz[t][1] = __byte_perm(zw[t], 0, 0x3232) ^ 0x80008000u;
+                    nzh[t][0] = mg_fma2<T>(nz[t][0], mg_type<T>::ONE2,
+                                           mg_wg_consts<T>::HI_SHIFT2);
+                    nzh[t][1] = mg_fma2<T>(nz[t][1], mg_type<T>::ONE2,
+                                           mg_wg_consts<T>::HI_SHIFT2);
+                } else {
+                    nz[t][0] = nz[t][1] = mg_type<T>::NMZ8;
+                    nzh[t][0] = nzh[t][1] = mg_wg_consts<T>::NMZ8_HI;
+                }
+            }
         }
+        unsigned word[MT];
+#pragma unroll
+        for (int l = 0; l < MP::NL; l++)
+            mg_lds<MP::V>(ws0 + (j * UNITS + l) * 512, word + l * MP::V);
+#pragma unroll
+        for (int t = 0; t < MT; t++)
+            mg_wg_dequant_word<T>(word[t], nz[t], nzh[t], s[t], a[j][t]);
     }
 }
 
@@ -224,12 +284,14 @@ __device__ __forceinline__ void mg_wg_mmas(float (&acc)[MT][BM / 2], const unsig
     for (int t = 0; t < MT; t++)
         mg_wg_fence_acc(acc[t]);
     mg_wg_fence();
+    // one descriptor, offset per step (16-byte units; the address field cannot carry over: the
+    // shared memory is under 256 KiB)
+    const unsigned long long d0 = mg_wg_desc(xst);
 #pragma unroll
     for (int j = 0; j < KS; j++)
 #pragma unroll
         for (int t = 0; t < MT; t++)
-            mg_wgmma_op<T, BM>::mma(acc[t], a[j][t],
-                                    mg_wg_desc(xst + (j >> 2) * (BM * 128) + (j & 3) * 32));
+            mg_wgmma_op<T, BM>::mma(acc[t], a[j][t], d0 + (j >> 2) * (BM * 8) + (j & 3) * 2);
     mg_wg_commit();
 #pragma unroll
     for (int t = 0; t < MT; t++)
@@ -289,13 +351,15 @@ __device__ __forceinline__ void mg_cluster_sync()
 // CL blocks' shared memory (distributed shared memory, in rank order: the sum does not depend on
 // timing) and writes it to Y (mg_cluster_sum, by threads t = 0 .. nt - 1). Nothing goes through
 // global memory, and the CL blocks finish their slices in parallel instead of one block reading
-// every partial. Every thread of every block joins the three barriers.
+// every partial. Every thread of every block joins the three barriers. The partial tile's rows are
+// BN + 4 floats apart: with BN, the four lanes of a quad (rows 2 tq apart) stored to one bank.
 template <int BM, int BN, int MT>
 __device__ __forceinline__ void mg_wg_part(const float (&acc)[MT][BM / 2], float *part, int wg,
                                            int w, int lane)
 {
-    mg_wg_for_acc<MT, BM / 2>(wg, w, lane,
-                              [&](int t, int i, int row, int col) { part[row * BN + col] = acc[t][i]; });
+    mg_wg_for_acc<MT, BM / 2>(wg, w, lane, [&](int t, int i, int row, int col) {
+        part[row * (BN + 4) + col] = acc[t][i];
+    });
 }
 
 template <typename T, int BM, int BN, int CL>
@@ -316,7 +380,7 @@ __device__ __forceinline__ void mg_cluster_sum(const float *part, T *__restrict_
             unsigned peer;
             asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
                          : "=r"(peer)
-                         : "r"(base + (unsigned)e * 4), "r"(q));
+                         : "r"(base + (unsigned)(row * (BN + 4) + col) * 4), "r"(q));
             float4 v;
             asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
                          : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
@@ -473,7 +537,7 @@ template <int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL> struct
     static constexpr int WSTAGE = (W_BYTES + S_BYTES * (1 + ZP) + 127) / 128 * 128;
     static constexpr int BAR = 1024;
     static constexpr int RING = SX * X_BYTES + SW * WSTAGE;
-    static constexpr int PART = CL > 1 ? BM * BN * 4 : 0;
+    static constexpr int PART = CL > 1 ? BM * (BN + 4) * 4 : 0; // rows padded: mg_wg_part
     static constexpr int TOTAL = 1024 + BAR + (RING > PART ? RING : PART);
     static_assert((2 * SX + 2 * SW) * 8 <= BAR, "barriers");
 };

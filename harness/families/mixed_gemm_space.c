@@ -322,7 +322,7 @@ static size_t mg_wgmma_smem(const mg_desc *d)
     int64_t ks = d->bk / 16, sr = ks / 2 > 0 ? ks / 2 : 1;
     int64_t stage = ks * d->bm * 32 + ks * (d->bn / 64) * 512 + sr * d->bn * 2 * (1 + d->zp);
     stage = (stage + 1023) / 1024 * 1024;
-    int64_t ring = d->stages * stage, part = d->splitk == 2 ? d->bm * d->bn * 4 : 0;
+    int64_t ring = d->stages * stage, part = d->splitk == 2 ? d->bm * (d->bn + 4) * 4 : 0;
     return (size_t)(1024 + 1024 + (ring > part ? ring : part));
 }
 
@@ -342,7 +342,8 @@ static size_t mg_ws_smem(mg_desc *d)
         d->wstages = 16;
     if (d->wstages < d->stages)
         return 0;
-    int64_t ring = d->stages * xb + d->wstages * wb, part = d->splitk == 2 ? d->bm * d->bn * 4 : 0;
+    int64_t ring = d->stages * xb + d->wstages * wb,
+            part = d->splitk == 2 ? d->bm * (d->bn + 4) * 4 : 0;
     return (size_t)(2048 + (ring > part ? ring : part));
 }
 
