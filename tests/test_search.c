@@ -11,25 +11,26 @@ Test(search, budget_parse_and_format)
 {
     double f;
     size_t c;
-    cr_assert_eq(search_budget_parse("10%", &f, &c), 0);
+    search_scope sc;
+    cr_assert_eq(search_budget_parse("10%", &f, &c, &sc), 0);
     cr_expect_float_eq(f, 0.10, 1e-12);
     cr_expect_eq(c, 0);
-    cr_assert_eq(search_budget_parse("100%", &f, &c), 0);
+    cr_assert_eq(search_budget_parse("100%", &f, &c, &sc), 0);
     cr_expect_float_eq(f, 1.0, 1e-12);
-    cr_assert_eq(search_budget_parse("12", &f, &c), 0);
+    cr_assert_eq(search_budget_parse("12", &f, &c, &sc), 0);
     cr_expect_eq(c, 12);
     cr_expect_eq(f, 0);
     const char *bad[] = {"", "0", "0%", "101%", "-1", "+3", "1.5", "1e3", "abc", "10%%", " 5",
                          "5 ", "%"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-        cr_expect_eq(search_budget_parse(bad[i], &f, &c), -1, "'%s' accepted", bad[i]);
+        cr_expect_eq(search_budget_parse(bad[i], &f, &c, &sc), -1, "'%s' accepted", bad[i]);
     search_options o;
     search_options_init(&o);
     char buf[64];
     cr_expect_str_eq(search_budget_format(&o, buf, sizeof buf), "all");
     o.budget_fraction = 0.25;
     cr_expect_str_eq(search_budget_format(&o, buf, sizeof buf), "25%");
-    cr_assert_eq(search_budget_parse(buf, &f, &c), 0);
+    cr_assert_eq(search_budget_parse(buf, &f, &c, &sc), 0);
     cr_expect_float_eq(f, 0.25, 1e-12);
     o.budget_fraction = 0;
     o.budget_count = 7;

@@ -1,0 +1,373 @@
+/* search_pool.c - the run's budget (SEARCH_SCOPE_RUN, docs/search.md): the evaluations of every
+ * shape come from one pool, and each round the strategy shares the round's evaluations among
+ * the shapes.
+ *
+ * Rounds: a round has at most the sum over the shapes of their batches (search_default_batch:
+ * the model's 3.4 % of each shape's candidates, so that 10 % takes 3 rounds; random and
+ * exhaustive: everything in one round), and what is left of the budget is spread evenly over
+ * the rounds it needs. Exhaustive and random share a round in proportion to the candidates a
+ * shape has left (each shape at least one while the round allows), in their orders. The model:
+ *   - with nothing known (no forest yet), each shape gets at least one candidate of each of its
+ *     methods (the "method" feature; drawn at random, rules first), the rest of the round in
+ *     proportion to its candidates; the round keeps part of the budget for informed rounds;
+ *   - then every candidate not evaluated of every shape is scored by its expected improvement
+ *     over its shape's best (Jones, Schonlau and Welch, "Efficient Global Optimization of
+ *     Expensive Black-Box Functions", J. Global Optimization 13, 1998) under the forest's mean
+ *     and spread, on the log time less the shape's mean log time: a fraction of the shape's best,
+ *     comparable across shapes. The round takes the best scores over the whole run, at most
+ *     POOL_SHAPE_CAP batches of a shape; a shape where nothing ran ok comes first;
+ *   - in the last round, each shape first gets the candidate of best predicted mean of every
+ *     method it has (the method floor), then the expected improvement takes the rest.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/search_impl.h"
+
+static double env_or(const char *name, double d)
+{
+    const char *v = getenv(name);
+    return v ? atof(v) : d;
+}
+#define POOL_SHAPE_CAP ((size_t)env_or("POOL_CAP", 3)) /* batches of a shape per informed round */
+#define POOL_BLIND_SHARE env_or("POOL_BLIND", 0.34) /* of the budget spent with nothing known */
+#define POOL_LAST_SD env_or("POOL_LAST_SD", 0.5)
+#define POOL_FLOOR ((int)env_or("POOL_FLOOR", 1))
+
+size_t search_budget_total(const search *s)
+{
+    if (s->opt.scope == SEARCH_SCOPE_SHAPE) {
+        size_t b = 0;
+        for (size_t i = 0; i < s->n_shapes; i++)
+            b += search_budget(s, i);
+        return b;
+    }
+    size_t n = s->n_cands, b = n;
+    if (s->opt.budget_fraction > 0) {
+        double f = floor(s->opt.budget_fraction * (double)n + 1e-9);
+        b = f < 1 && n > 0 ? 1 : (size_t)f;
+    }
+    if (s->opt.budget_count > 0 && s->opt.budget_count < b)
+        b = s->opt.budget_count;
+    return b < n ? b : n;
+}
+
+/* Candidates of shape i neither evaluated nor proposed. */
+static size_t open_of(const search *s, size_t i)
+{
+    const search_shape *sh = &s->shapes[i];
+    return sh->n_cands - sh->n_evaluated - sh->n_pending;
+}
+
+/* Shares total among n shapes: each gets min(lo[i], cap[i]) first (while the total lasts, one
+ * each in shape order, then a second, ...), the rest in proportion to w[i] (largest remainders
+ * first, ties to the lower index), none above cap[i]. out[] is added to. */
+static void apportion(size_t total, const double *w, const size_t *lo, const size_t *cap,
+                      size_t n, size_t *out)
+{
+    size_t given = 0;
+    for (size_t level = 1, more = 1; more && given < total; level++) {
+        more = 0;
+        for (size_t i = 0; i < n && given < total; i++)
+            if (out[i] < level && level <= lo[i] && out[i] < cap[i]) {
+                out[i]++, given++;
+                more = 1;
+            }
+    }
+    while (given < total) {
+        double wsum = 0, rest = (double)(total - given);
+        for (size_t i = 0; i < n; i++)
+            wsum += out[i] < cap[i] ? w[i] : 0;
+        if (!(wsum > 0))
+            break;
+        size_t best = n, step = 0;
+        double best_frac = -1;
+        for (size_t i = 0; i < n; i++) {
+            if (out[i] >= cap[i] || !(w[i] > 0))
+                continue;
+            double share = rest * w[i] / wsum, whole = floor(share);
+            size_t add = (size_t)whole < cap[i] - out[i] ? (size_t)whole : cap[i] - out[i];
+            out[i] += add, given += add, step += add;
+            if (share - whole > best_frac && out[i] < cap[i])
+                best_frac = share - whole, best = i;
+        }
+        if (step == 0 && best < n)
+            out[best]++, given++;
+        else if (step == 0)
+            break;
+    }
+}
+
+/* How many evaluations this round has: what is left of the budget spread evenly over the rounds
+ * it needs at the strategy's batches (two at least when nothing is known and the model can
+ * learn). 0 when the budget is spent. */
+static size_t pool_round_size(const search *s, int blind)
+{
+    size_t total = search_budget_total(s), used = s->n_observed + s->n_pending, per = 0;
+    if (used >= total)
+        return 0;
+    for (size_t i = 0; i < s->n_shapes; i++) {
+        size_t b = search_default_batch(s, i), o = open_of(s, i);
+        per += b < o ? b : o;
+    }
+    size_t left = total - used;
+    if (per == 0)
+        return 0;
+    size_t rounds = (left + per - 1) / per;
+    if (blind && rounds < 2 && left >= 2)
+        rounds = 2;
+    size_t size = (left + rounds - 1) / rounds;
+    if (blind && size > (size_t)ceil(POOL_BLIND_SHARE * (double)total) && rounds > 2)
+        size = (size_t)ceil(POOL_BLIND_SHARE * (double)total);
+    return size;
+}
+
+/* Exhaustive and random: shares in proportion to what each shape has left, in their orders. */
+static size_t pool_ordered(search *s, size_t *ids, size_t cap, size_t size)
+{
+    size_t ns = s->n_shapes, n = 0;
+    double *w = calloc(ns + 1, sizeof *w);
+    size_t *lo = calloc(ns + 1, sizeof *lo), *hi = calloc(ns + 1, sizeof *hi);
+    size_t *share = calloc(ns + 1, sizeof *share);
+    if (!w || !lo || !hi || !share) {
+        free(w), free(lo), free(hi), free(share);
+        return 0;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        size_t b = search_default_batch(s, i), o = open_of(s, i);
+        hi[i] = b < o ? b : o;
+        w[i] = (double)o;
+        lo[i] = 1;
+    }
+    apportion(size < cap ? size : cap, w, lo, hi, ns, share);
+    for (size_t i = 0; i < ns; i++) {
+        search_shape *sh = &s->shapes[i];
+        for (size_t k = 0; k < sh->n_cands && share[i] > 0; k++) {
+            search_cand *c = &s->cands[sh->order[k]];
+            if (!c->evaluated && !c->proposed) {
+                c->proposed = 1;
+                ids[n++] = c->id;
+                share[i]--;
+            }
+        }
+    }
+    free(w), free(lo), free(hi), free(share);
+    return n;
+}
+
+/* ---- the model ---- */
+
+typedef struct {
+    double key, tie, method;
+    int first; /* 1: before every other (a rule's match in a shape's first round, a floor) */
+    size_t cand, rank;
+} pool_pick;
+
+static int cmp_pick(const void *pa, const void *pb)
+{
+    const pool_pick *a = pa, *b = pb;
+    if (a->first != b->first)
+        return a->first > b->first ? -1 : 1;
+    if (a->key != b->key)
+        return a->key > b->key ? -1 : 1;
+    return (a->tie > b->tie) - (a->tie < b->tie);
+}
+
+static int cmp_method(const void *pa, const void *pb)
+{
+    const pool_pick *a = pa, *b = pb;
+    if (a->method != b->method)
+        return a->method < b->method ? -1 : 1;
+    return (a->tie > b->tie) - (a->tie < b->tie);
+}
+
+static double pool_tie(const search *s, size_t id)
+{
+    uint64_t h = s->opt.seed ^ (0xd1b54a32d192ed03ull * (uint64_t)(id + 1));
+    return search_rng_uniform(&h);
+}
+
+/* Shape i's open candidates into p (method: the "method" feature, 0 without one; rank: the
+ * place among those of its method in a random order); their number. */
+static size_t shape_picks(const search *s, size_t i, size_t fm, pool_pick *p)
+{
+    const search_shape *sh = &s->shapes[i];
+    size_t n = 0;
+    for (size_t k = 0; k < sh->n_cands; k++) {
+        const search_cand *c = &s->cands[sh->cands[k]];
+        if (c->evaluated || c->proposed)
+            continue;
+        double m = fm < s->n_features ? c->x[fm] : 0;
+        p[n++] = (pool_pick){0, pool_tie(s, c->id), isnan(m) ? -1 : m, 0, sh->cands[k], 0};
+    }
+    qsort(p, n, sizeof *p, cmp_method);
+    for (size_t k = 0; k < n; k++)
+        p[k].rank = k > 0 && p[k].method == p[k - 1].method ? p[k - 1].rank + 1 : 0;
+    return n;
+}
+
+static size_t n_methods(const pool_pick *p, size_t n)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++)
+        m += p[k].rank == 0;
+    return m;
+}
+
+static size_t propose(search *s, const pool_pick *p, size_t n, size_t want, size_t *ids)
+{
+    size_t out = 0;
+    for (size_t k = 0; k < n && out < want; k++) {
+        s->cands[p[k].cand].proposed = 1;
+        ids[out++] = s->cands[p[k].cand].id;
+    }
+    return out;
+}
+
+/* Nothing known: every method of every shape once (rules first), the rest in proportion. */
+static size_t pool_blind(search *s, size_t *ids, size_t size, const uint8_t *matches,
+                         pool_pick *p)
+{
+    size_t ns = s->n_shapes, fm = search_feature_index(s, "method"), n = 0;
+    double *w = calloc(ns + 1, sizeof *w);
+    size_t *lo = calloc(ns + 1, sizeof *lo), *hi = calloc(ns + 1, sizeof *hi);
+    size_t *share = calloc(ns + 1, sizeof *share);
+    for (size_t i = 0; w && lo && hi && share && i < ns; i++) {
+        size_t k = shape_picks(s, i, fm, p);
+        lo[i] = n_methods(p, k);
+        hi[i] = k;
+        w[i] = (double)k;
+    }
+    if (w && lo && hi && share)
+        apportion(size, w, lo, hi, ns, share);
+    for (size_t i = 0; w && lo && hi && share && i < ns; i++) {
+        size_t k = shape_picks(s, i, fm, p);
+        for (size_t j = 0; j < k; j++) {
+            p[j].first = matches[p[j].cand];
+            p[j].key = -(double)p[j].rank;
+        }
+        qsort(p, k, sizeof *p, cmp_pick);
+        n += propose(s, p, k, share[i], ids + n);
+    }
+    free(w), free(lo), free(hi), free(share);
+    return n;
+}
+
+/* The expected improvement of a candidate of predicted mean mu and spread sd over best. */
+static double expected_improvement(double best, double mu, double sd)
+{
+    double d = best - mu;
+    if (!(sd > 1e-12))
+        return d > 0 ? d : 0;
+    double z = d / sd;
+    return d * 0.5 * erfc(-z / sqrt(2.0)) + sd * exp(-0.5 * z * z) / sqrt(2.0 * M_PI);
+}
+
+/* Per shape: the centred log time of its best success (0 for a lone success, INFINITY with
+ * none), and per method the same of the method's best (into mbest, by the method's index
+ * among the shape's picks; see pool_floor). */
+static double shape_best(const search *s, size_t i)
+{
+    const search_shape *sh = &s->shapes[i];
+    double sum = 0, lo = INFINITY;
+    size_t k = 0;
+    for (size_t j = 0; j < sh->n_cands; j++) {
+        double v = s->cands[sh->cands[j]].value;
+        if (s->cands[sh->cands[j]].evaluated && v > 0) {
+            sum += log(v), k++;
+            lo = log(v) < lo ? log(v) : lo;
+        }
+    }
+    return k == 0 ? INFINITY : k == 1 ? 0 : lo - sum / (double)k;
+}
+
+/* The centred log time of the best success of method m in shape i (INFINITY: none). */
+static double method_best(const search *s, size_t i, size_t fm, double m)
+{
+    const search_shape *sh = &s->shapes[i];
+    double sum = 0, lo = INFINITY;
+    size_t k = 0;
+    for (size_t j = 0; j < sh->n_cands; j++) {
+        const search_cand *c = &s->cands[sh->cands[j]];
+        if (!c->evaluated || !(c->value > 0))
+            continue;
+        sum += log(c->value), k++;
+        double cm = fm < s->n_features ? c->x[fm] : 0;
+        if ((isnan(cm) ? -1 : cm) == m && log(c->value) < lo)
+            lo = log(c->value);
+    }
+    return k < 2 ? (isfinite(lo) ? 0 : INFINITY) : lo - sum / (double)k;
+}
+
+/* The last round's floor: in the picks p[0..k) of shape i (sorted by method), the one of best
+ * predicted mean of each method, when that mean is below the method's best success, first. */
+static void pool_floor(const search *s, size_t i, size_t fm, pool_pick *p, size_t k,
+                       const double *mean)
+{
+    for (size_t a = 0, b; a < k; a = b) {
+        size_t lo = a;
+        for (b = a; b < k && p[b].method == p[a].method; b++)
+            if (mean[p[b].cand] < mean[p[lo].cand])
+                lo = b;
+        if (mean[p[lo].cand] < method_best(s, i, fm, p[a].method))
+            p[lo].first = 256;
+    }
+}
+
+/* An informed round: the best expected improvements over the run (floors first in the last). */
+static size_t pool_informed(search *s, size_t *ids, size_t size, const double *mean,
+                            const double *sd, const uint8_t *matches, int last, pool_pick *p)
+{
+    size_t ns = s->n_shapes, fm = search_feature_index(s, "method"), n = 0, np = 0;
+    size_t *taken = calloc(ns + 1, sizeof *taken);
+    if (!taken)
+        return 0;
+    double scale = last ? POOL_LAST_SD : 1.0;
+    for (size_t i = 0; i < ns; i++) {
+        double best = shape_best(s, i);
+        size_t k = shape_picks(s, i, fm, p + np);
+        int first = s->shapes[i].n_evaluated + s->shapes[i].n_pending == 0;
+        for (size_t j = np; j < np + k; j++) {
+            double mu = mean[p[j].cand];
+            p[j].key = isinf(best) ? 1e6 - mu : expected_improvement(best, mu, scale * sd[p[j].cand]);
+            p[j].first = first ? matches[p[j].cand] : 0;
+        }
+        if (last && POOL_FLOOR)
+            pool_floor(s, i, fm, p + np, k, mean);
+        np += k;
+    }
+    qsort(p, np, sizeof *p, cmp_pick);
+    for (size_t k = 0; k < np && n < size; k++) {
+        size_t i = s->cands[p[k].cand].shape;
+        if (taken[i] >= POOL_SHAPE_CAP * search_default_batch(s, i) && p[k].first < 256)
+            continue;
+        taken[i]++;
+        n += propose(s, p + k, 1, 1, ids + n);
+    }
+    free(taken);
+    return n;
+}
+
+size_t search_pool_next(search *s, size_t *ids, size_t cap)
+{
+    if (s->opt.strategy != SEARCH_MODEL)
+        return pool_ordered(s, ids, cap, pool_round_size(s, 0));
+    const double *mean, *sd;
+    const uint8_t *matches;
+    int has_forest = 0;
+    if (search_model_view(s, &mean, &sd, &matches, &has_forest) != 0)
+        return 0;
+    size_t size = pool_round_size(s, !has_forest);
+    size_t left = search_budget_total(s) - s->n_observed - s->n_pending;
+    pool_pick *p = malloc((s->n_cands ? s->n_cands : 1) * sizeof *p);
+    if (!p || size == 0) {
+        free(p);
+        return 0;
+    }
+    size = size < cap ? size : cap;
+    size_t n = has_forest ? pool_informed(s, ids, size, mean, sd, matches, size >= left, p)
+                          : pool_blind(s, ids, size, matches, p);
+    free(p);
+    return n;
+}
