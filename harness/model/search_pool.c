@@ -20,6 +20,7 @@
  *     method it has (the method floor), then the expected improvement takes the rest.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +35,8 @@ static double env_or(const char *name, double d)
 #define POOL_BLIND_SHARE env_or("POOL_BLIND", 0.34) /* of the budget spent with nothing known */
 #define POOL_LAST_SD env_or("POOL_LAST_SD", 0.5)
 #define POOL_FLOOR ((int)env_or("POOL_FLOOR", 1))
+#define POOL_EXTRA ((size_t)env_or("POOL_EXTRA", 1))
+#define POOL_KAPPA env_or("POOL_KAPPA", 0.5)
 
 size_t search_budget_total(const search *s)
 {
@@ -61,8 +64,9 @@ static size_t open_of(const search *s, size_t i)
 }
 
 /* Shares total among n shapes: each gets min(lo[i], cap[i]) first (while the total lasts, one
- * each in shape order, then a second, ...), the rest in proportion to w[i] (largest remainders
- * first, ties to the lower index), none above cap[i]. out[] is added to. */
+ * each in shape order, then a second, ...), then the rest one at a time to the shape of highest
+ * w[i] / (out[i] + 1/2) below its cap (Sainte-Lague: in proportion to w[i], the first share
+ * counted; ties to the lower index). out[] is added to. */
 static void apportion(size_t total, const double *w, const size_t *lo, const size_t *cap,
                       size_t n, size_t *out)
 {
@@ -75,27 +79,17 @@ static void apportion(size_t total, const double *w, const size_t *lo, const siz
                 more = 1;
             }
     }
-    while (given < total) {
-        double wsum = 0, rest = (double)(total - given);
-        for (size_t i = 0; i < n; i++)
-            wsum += out[i] < cap[i] ? w[i] : 0;
-        if (!(wsum > 0))
-            break;
-        size_t best = n, step = 0;
-        double best_frac = -1;
+    for (; given < total; given++) {
+        size_t best = n;
+        double top = 0;
         for (size_t i = 0; i < n; i++) {
-            if (out[i] >= cap[i] || !(w[i] > 0))
-                continue;
-            double share = rest * w[i] / wsum, whole = floor(share);
-            size_t add = (size_t)whole < cap[i] - out[i] ? (size_t)whole : cap[i] - out[i];
-            out[i] += add, given += add, step += add;
-            if (share - whole > best_frac && out[i] < cap[i])
-                best_frac = share - whole, best = i;
+            double q = out[i] < cap[i] && w[i] > 0 ? w[i] / ((double)out[i] + 0.5) : 0;
+            if (q > top)
+                top = q, best = i;
         }
-        if (step == 0 && best < n)
-            out[best]++, given++;
-        else if (step == 0)
+        if (best == n)
             break;
+        out[best]++;
     }
 }
 
@@ -225,23 +219,80 @@ static size_t propose(search *s, const pool_pick *p, size_t n, size_t want, size
     return out;
 }
 
-/* Nothing known: every method of every shape once (rules first), the rest in proportion. */
+static int cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+/* The methods of shape i (distinct values of the "method" feature; 1 without it). */
+static size_t shape_methods(const search *s, size_t i, size_t fm, double *tmp)
+{
+    const search_shape *sh = &s->shapes[i];
+    if (fm >= s->n_features || sh->n_cands == 0)
+        return sh->n_cands ? 1 : 0;
+    for (size_t k = 0; k < sh->n_cands; k++) {
+        double m = s->cands[sh->cands[k]].x[fm];
+        tmp[k] = isnan(m) ? -1 : m;
+    }
+    qsort(tmp, sh->n_cands, sizeof *tmp, cmp_double);
+    size_t n = 1;
+    for (size_t k = 1; k < sh->n_cands; k++)
+        n += tmp[k] != tmp[k - 1];
+    return n;
+}
+
+/* The plan: each shape's share of the run's budget, in proportion to its candidates, at least
+ * its methods plus POOL_EXTRA (what it has, at most). Per shape into plan[], what is left of it
+ * (planned, not used) into left[], its methods into methods[]. -1: out of memory. */
+static int pool_plan(const search *s, size_t *plan, size_t *left, size_t *methods)
+{
+    size_t ns = s->n_shapes, fm = search_feature_index(s, "method");
+    double *w = calloc(ns + 1, sizeof *w), *tmp = malloc((s->n_cands + 1) * sizeof *tmp);
+    size_t *lo = calloc(ns + 1, sizeof *lo), *hi = calloc(ns + 1, sizeof *hi);
+    int rc = w && tmp && lo && hi ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < ns; i++) {
+        methods[i] = shape_methods(s, i, fm, tmp);
+        lo[i] = methods[i] + POOL_EXTRA;
+        hi[i] = s->shapes[i].n_cands;
+        w[i] = (double)hi[i];
+        plan[i] = 0;
+    }
+    if (rc == 0)
+        apportion(search_budget_total(s), w, lo, hi, ns, plan);
+    for (size_t i = 0; rc == 0 && i < ns; i++) {
+        size_t used = s->shapes[i].n_evaluated + s->shapes[i].n_pending;
+        left[i] = plan[i] > used ? plan[i] - used : 0;
+        left[i] = left[i] < open_of(s, i) ? left[i] : open_of(s, i);
+    }
+    free(w), free(tmp), free(lo), free(hi);
+    return rc;
+}
+
+/* The round's share of each shape: in proportion to what is left of its plan, at least lo[i]. */
+static void pool_shares(const search *s, size_t size, const size_t *left, const size_t *lo,
+                        size_t *share)
+{
+    size_t ns = s->n_shapes, *cap = calloc(ns + 1, sizeof *cap);
+    double *w = calloc(ns + 1, sizeof *w);
+    for (size_t i = 0; cap && w && i < ns; i++) {
+        w[i] = (double)left[i];
+        cap[i] = left[i];
+        share[i] = 0;
+    }
+    if (cap && w)
+        apportion(size, w, lo, cap, ns, share);
+    free(cap), free(w);
+}
+
+/* Nothing known: every method of every shape once (rules first), the rest of the round in
+ * proportion to what the plan leaves each shape. */
 static size_t pool_blind(search *s, size_t *ids, size_t size, const uint8_t *matches,
-                         pool_pick *p)
+                         pool_pick *p, const size_t *left, const size_t *methods, size_t *share)
 {
     size_t ns = s->n_shapes, fm = search_feature_index(s, "method"), n = 0;
-    double *w = calloc(ns + 1, sizeof *w);
-    size_t *lo = calloc(ns + 1, sizeof *lo), *hi = calloc(ns + 1, sizeof *hi);
-    size_t *share = calloc(ns + 1, sizeof *share);
-    for (size_t i = 0; w && lo && hi && share && i < ns; i++) {
-        size_t k = shape_picks(s, i, fm, p);
-        lo[i] = n_methods(p, k);
-        hi[i] = k;
-        w[i] = (double)k;
-    }
-    if (w && lo && hi && share)
-        apportion(size, w, lo, hi, ns, share);
-    for (size_t i = 0; w && lo && hi && share && i < ns; i++) {
+    pool_shares(s, size, left, methods, share);
+    for (size_t i = 0; i < ns; i++) {
         size_t k = shape_picks(s, i, fm, p);
         for (size_t j = 0; j < k; j++) {
             p[j].first = matches[p[j].cand];
@@ -250,7 +301,6 @@ static size_t pool_blind(search *s, size_t *ids, size_t size, const uint8_t *mat
         qsort(p, k, sizeof *p, cmp_pick);
         n += propose(s, p, k, share[i], ids + n);
     }
-    free(w), free(lo), free(hi), free(share);
     return n;
 }
 
@@ -315,37 +365,38 @@ static void pool_floor(const search *s, size_t i, size_t fm, pool_pick *p, size_
     }
 }
 
-/* An informed round: the best expected improvements over the run (floors first in the last). */
+/* An informed round: each shape's share of the round (what its plan leaves, in proportion) goes
+ * to its candidates of lowest confidence bound, mean - POOL_KAPPA x spread. In the last round the
+ * share is at least the shape's floor (pool_floor), which comes first, then the best means. */
 static size_t pool_informed(search *s, size_t *ids, size_t size, const double *mean,
-                            const double *sd, const uint8_t *matches, int last, pool_pick *p)
+                            const double *sd, const uint8_t *matches, int last, pool_pick *p,
+                            const size_t *left, size_t *share)
 {
-    size_t ns = s->n_shapes, fm = search_feature_index(s, "method"), n = 0, np = 0;
-    size_t *taken = calloc(ns + 1, sizeof *taken);
-    if (!taken)
+    size_t ns = s->n_shapes, fm = search_feature_index(s, "method"), n = 0;
+    size_t *lo = calloc(ns + 1, sizeof *lo);
+    if (!lo)
         return 0;
-    double scale = last ? POOL_LAST_SD : 1.0;
+    double kappa = last ? 0 : POOL_KAPPA;
+    for (size_t i = 0; last && i < ns; i++) {
+        size_t k = shape_picks(s, i, fm, p);
+        pool_floor(s, i, fm, p, k, mean);
+        for (size_t j = 0; j < k; j++)
+            lo[i] += p[j].first == 256;
+    }
+    pool_shares(s, size, left, lo, share);
     for (size_t i = 0; i < ns; i++) {
-        double best = shape_best(s, i);
-        size_t k = shape_picks(s, i, fm, p + np);
+        size_t k = shape_picks(s, i, fm, p);
         int first = s->shapes[i].n_evaluated + s->shapes[i].n_pending == 0;
-        for (size_t j = np; j < np + k; j++) {
-            double mu = mean[p[j].cand];
-            p[j].key = isinf(best) ? 1e6 - mu : expected_improvement(best, mu, scale * sd[p[j].cand]);
+        for (size_t j = 0; j < k; j++) {
             p[j].first = first ? matches[p[j].cand] : 0;
+            p[j].key = -(mean[p[j].cand] - kappa * sd[p[j].cand]);
         }
-        if (last && POOL_FLOOR)
-            pool_floor(s, i, fm, p + np, k, mean);
-        np += k;
+        if (last)
+            pool_floor(s, i, fm, p, k, mean);
+        qsort(p, k, sizeof *p, cmp_pick);
+        n += propose(s, p, k, share[i], ids + n);
     }
-    qsort(p, np, sizeof *p, cmp_pick);
-    for (size_t k = 0; k < np && n < size; k++) {
-        size_t i = s->cands[p[k].cand].shape;
-        if (taken[i] >= POOL_SHAPE_CAP * search_default_batch(s, i) && p[k].first < 256)
-            continue;
-        taken[i]++;
-        n += propose(s, p + k, 1, 1, ids + n);
-    }
-    free(taken);
+    free(lo);
     return n;
 }
 
@@ -360,14 +411,26 @@ size_t search_pool_next(search *s, size_t *ids, size_t cap)
         return 0;
     size_t size = pool_round_size(s, !has_forest);
     size_t left = search_budget_total(s) - s->n_observed - s->n_pending;
+    size_t ns = s->n_shapes + 1, n = 0;
     pool_pick *p = malloc((s->n_cands ? s->n_cands : 1) * sizeof *p);
-    if (!p || size == 0) {
-        free(p);
-        return 0;
-    }
+    size_t *plan = malloc(ns * sizeof *plan), *rest = malloc(ns * sizeof *rest);
+    size_t *methods = malloc(ns * sizeof *methods), *share = malloc(ns * sizeof *share);
     size = size < cap ? size : cap;
-    size_t n = has_forest ? pool_informed(s, ids, size, mean, sd, matches, size >= left, p)
-                          : pool_blind(s, ids, size, matches, p);
-    free(p);
+    if (p && plan && rest && methods && share && size > 0 &&
+        pool_plan(s, plan, rest, methods) == 0)
+        n = has_forest ? pool_informed(s, ids, size, mean, sd, matches, size >= left, p, rest,
+                                       share)
+                       : pool_blind(s, ids, size, matches, p, rest, methods, share);
+    free(p), free(plan), free(rest), free(methods), free(share);
+    if (getenv("POOL_DEBUG") && search_budget_total(s) < s->n_cands) {
+        fprintf(stderr, "round %zu size %zu last %d:", s->round, n, size >= left);
+        for (size_t i = 0; i < s->n_shapes; i++) {
+            size_t k = 0;
+            for (size_t j = 0; j < n; j++)
+                k += search_find(s, ids[j])->shape == i;
+            fprintf(stderr, " %zu", k);
+        }
+        fprintf(stderr, "\n");
+    }
     return n;
 }
