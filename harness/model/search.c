@@ -346,8 +346,10 @@ size_t search_default_batch(const search *s, size_t shape)
         return s->opt.batch;
     if (s->opt.strategy == SEARCH_MODEL)
         return search_model_batch(s, shape);
-    size_t b = search_budget(s, shape);
-    return b ? b : 1; /* exhaustive and random: one round */
+    /* exhaustive and random: one round (under the run's budget, all a shape has at most) */
+    size_t b = s->opt.scope == SEARCH_SCOPE_RUN ? search_n_candidates(s, shape)
+                                                : search_budget(s, shape);
+    return b ? b : 1;
 }
 
 size_t search_next(search *s, size_t *ids, size_t cap)

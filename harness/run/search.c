@@ -553,6 +553,8 @@ json_t *run_search_meta(const run_ctx *rc)
     }
     ms.strategy = search_strategy_name(ss->set.opt.strategy);
     ms.budget = search_budget_format(&ss->set.opt, budget, sizeof budget);
+    ms.scope = ss->set.opt.scope == SEARCH_SCOPE_RUN ? "run" : "shape";
+    ms.budget_evaluations = search_budget_total(ss->s);
     ms.seed = ss->set.opt.seed;
     ms.batch = ss->set.opt.batch;
     ms.time_limit_s = ss->set.time_limit_s;
