@@ -180,7 +180,7 @@ grep -q warning "$tmp/err" && { echo "FAIL: a small sweep warned"; fail=1; }
 for bad in bayes '' Random; do
     expect 2 "tune run: --search expects exhaustive, random or model, got '$bad'" "$SWEEP" --search "$bad"
 done
-for bad in 0 0% 101% -5 abc 1.5 '' 10%% ' 3'; do
+for bad in 0 0% 101% -5 abc 1.5 '' 10%% ' 3' 10%/run /shape; do
     expect 2 "tune run: --budget expects a count \(an integer >= 1\) or a percentage" "$SWEEP" --budget "$bad"
     expect 2 "tune validate: --budget expects a count" validate "$SWEEP" --budget "$bad"
 done
@@ -191,9 +191,11 @@ expect 2 "tune run: --search-seed expects an unsigned 64-bit integer" "$SWEEP" -
 expect 2 "tune run: --warm-start expects a path, got an empty one" "$SWEEP" --warm-start ''
 expect 2 "unknown option --budget \(an option of tune run, tune validate\)" report "$RESULTS" --budget 3
 SEARCH=$PWD/tests/data/search/sparq_small.json
-expect 0 "searched: random, budget 3: 10 of 20 configurations measured \(4 baselines, 6 of 16 candidates\)" validate "$SEARCH"
+expect 0 "searched: random, budget 3/shape: 10 of 20 configurations measured \(4 baselines, 6 of 16 candidates\)" validate "$SEARCH"
 expect 0 "searched: random, budget 50%: 12 of 20 configurations measured" validate "$SEARCH" --budget 50%
-expect 0 "searched: exhaustive, budget 1: 6 of 20" validate "$SEARCH" --search exhaustive --budget 1
+expect 0 "searched: exhaustive, budget 1/shape: 6 of 20" validate "$SEARCH" --search exhaustive --budget 1/shape
+expect 0 "searched: exhaustive, budget 1: 5 of 20" validate "$SEARCH" --search exhaustive --budget 1
+expect 0 "searched: model, budget 25%: 8 of 20" validate "$SEARCH" --search model --budget 25%
 expect 0 "" validate "$SWEEP" --search exhaustive
 grep -q searched "$tmp/out" && { echo "FAIL: exhaustive without a budget said searched"; fail=1; }
 expect 1 "--warm-start: a warm start applies to a searched run" validate "$SWEEP" --warm-start "$RESULTS"

@@ -208,4 +208,25 @@ Test(meta, search_block)
     cr_expect_str_eq(buf, "");
     json_decref(m);
     json_decref(plain);
+    /* the run's budget: said in the block and in best.md's line; /shape: per shape */
+    ms.budget = "10%";
+    ms.scope = "run";
+    ms.budget_evaluations = 12;
+    m = json_pack("{s:o}", "search", meta_search_json(&ms));
+    s = json_object_get(m, "search");
+    cr_expect_str_eq(json_string_value(json_object_get(s, "scope")), "run");
+    cr_expect_eq(json_integer_value(json_object_get(s, "budget_evaluations")), 12);
+    cr_expect_eq(meta_search_line(m, buf, sizeof buf), 0);
+    cr_expect_str_eq(buf, "searched: random, budget 10 % of the run: 252 of 6 725 configurations "
+                          "measured");
+    json_decref(m);
+    ms.budget = "4/shape";
+    ms.scope = "shape";
+    m = json_pack("{s:o}", "search", meta_search_json(&ms));
+    cr_expect_eq(meta_search_line(m, buf, sizeof buf), 0);
+    cr_expect_str_eq(buf, "searched: random, budget 4 per shape: 252 of 6 725 configurations "
+                          "measured");
+    cr_expect_eq(meta_search_settings(m, buf, sizeof buf), 1);
+    cr_expect_str_eq(buf, "random, budget 4/shape, seed 7, batch 4, warm start results/x/1");
+    json_decref(m);
 }

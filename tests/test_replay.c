@@ -41,7 +41,16 @@ Test(replay, parse_options)
     cr_expect_eq(replay_parse_strategies("model", &o), 0);
     cr_expect_eq(o.n_strategies, 1);
     cr_expect_eq(o.strategies[0], SEARCH_MODEL);
-    const char *bad_s[] = {"", "model,", ",model", "model,model", "bayes", "random,,model"};
+    cr_expect_eq(o.scopes[0], SEARCH_SCOPE_RUN);
+    cr_expect_eq(replay_parse_strategies("random,model,model/shape", &o), 0);
+    cr_expect_eq(o.n_strategies, 3);
+    cr_expect_eq(o.strategies[2], SEARCH_MODEL);
+    cr_expect_eq(o.scopes[2], SEARCH_SCOPE_SHAPE);
+    char name[32];
+    cr_expect_str_eq(replay_strategy_name(&o, 2, name, sizeof name), "model/shape");
+    cr_expect_str_eq(replay_strategy_name(&o, 1, name, sizeof name), "model");
+    const char *bad_s[] = {"",      "model,", ",model", "model,model", "bayes", "random,,model",
+                           "model/run", "model/shape,model/shape"};
     for (size_t i = 0; i < sizeof bad_s / sizeof *bad_s; i++)
         cr_expect_eq(replay_parse_strategies(bad_s[i], &o), -1, "'%s'", bad_s[i]);
     cr_expect_eq(replay_parse_budgets("2.5,100", &o), 0);

@@ -11,29 +11,49 @@ Test(search, budget_parse_and_format)
 {
     double f;
     size_t c;
-    cr_assert_eq(search_budget_parse("10%", &f, &c), 0);
+    search_scope sc;
+    cr_assert_eq(search_budget_parse("10%", &f, &c, &sc), 0);
     cr_expect_float_eq(f, 0.10, 1e-12);
     cr_expect_eq(c, 0);
-    cr_assert_eq(search_budget_parse("100%", &f, &c), 0);
+    cr_assert_eq(search_budget_parse("100%", &f, &c, &sc), 0);
     cr_expect_float_eq(f, 1.0, 1e-12);
-    cr_assert_eq(search_budget_parse("12", &f, &c), 0);
+    cr_assert_eq(search_budget_parse("12", &f, &c, &sc), 0);
     cr_expect_eq(c, 12);
     cr_expect_eq(f, 0);
     const char *bad[] = {"", "0", "0%", "101%", "-1", "+3", "1.5", "1e3", "abc", "10%%", " 5",
                          "5 ", "%"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-        cr_expect_eq(search_budget_parse(bad[i], &f, &c), -1, "'%s' accepted", bad[i]);
+        cr_expect_eq(search_budget_parse(bad[i], &f, &c, &sc), -1, "'%s' accepted", bad[i]);
     search_options o;
     search_options_init(&o);
     char buf[64];
     cr_expect_str_eq(search_budget_format(&o, buf, sizeof buf), "all");
     o.budget_fraction = 0.25;
     cr_expect_str_eq(search_budget_format(&o, buf, sizeof buf), "25%");
-    cr_assert_eq(search_budget_parse(buf, &f, &c), 0);
+    cr_assert_eq(search_budget_parse(buf, &f, &c, &sc), 0);
     cr_expect_float_eq(f, 0.25, 1e-12);
     o.budget_fraction = 0;
     o.budget_count = 7;
     cr_expect_str_eq(search_budget_format(&o, buf, sizeof buf), "7");
+    /* the scope: the run's by default, each shape's with /shape */
+    cr_assert_eq(search_budget_parse("10%", &f, &c, &sc), 0);
+    cr_expect_eq(sc, SEARCH_SCOPE_RUN);
+    cr_assert_eq(search_budget_parse("10%/shape", &f, &c, &sc), 0);
+    cr_expect_eq(sc, SEARCH_SCOPE_SHAPE);
+    cr_expect_float_eq(f, 0.10, 1e-12);
+    cr_assert_eq(search_budget_parse("4/shape", &f, &c, &sc), 0);
+    cr_expect_eq(sc, SEARCH_SCOPE_SHAPE);
+    cr_expect_eq(c, 4);
+    const char *bad2[] = {"/shape", "10%/run", "10%/shape/shape", "4/", "4 /shape", "10/shape%"};
+    for (size_t i = 0; i < sizeof bad2 / sizeof *bad2; i++)
+        cr_expect_eq(search_budget_parse(bad2[i], &f, &c, &sc), -1, "'%s' accepted", bad2[i]);
+    o.scope = SEARCH_SCOPE_SHAPE;
+    cr_expect_str_eq(search_budget_format(&o, buf, sizeof buf), "7/shape");
+    o.budget_count = 0;
+    o.budget_fraction = 0.1;
+    cr_expect_str_eq(search_budget_format(&o, buf, sizeof buf), "10%/shape");
+    cr_assert_eq(search_budget_parse(buf, &f, &c, &sc), 0);
+    cr_expect_eq(sc, SEARCH_SCOPE_SHAPE);
 }
 
 Test(search, strategy_names)
@@ -94,11 +114,13 @@ static void synth_point(size_t id, tune_point *p)
     point_set_int(p, "c", x.c);
 }
 
-static search *synth_search(search_strategy st, double fraction, uint64_t seed, size_t n_shapes)
+static search *synth_search_scoped(search_strategy st, search_scope scope, double fraction,
+                                   uint64_t seed, size_t n_shapes)
 {
     search_options o;
     search_options_init(&o);
     o.strategy = st;
+    o.scope = scope;
     o.budget_fraction = fraction;
     o.seed = seed;
     tune_error err = {0};
@@ -110,6 +132,12 @@ static search *synth_search(search_strategy st, double fraction, uint64_t seed, 
         cr_assert_eq(search_add(s, id / PER_SHAPE, id, &p), 0);
     }
     return s;
+}
+
+/* The run's budget (the default scope). */
+static search *synth_search(search_strategy st, double fraction, uint64_t seed, size_t n_shapes)
+{
+    return synth_search_scoped(st, SEARCH_SCOPE_RUN, fraction, seed, n_shapes);
 }
 
 static double synth_best(size_t shape)
@@ -160,12 +188,14 @@ static void synth_drive(search *s, size_t n_shapes, double *best, size_t *fails,
 
 Test(search, budgets_per_shape)
 {
-    search *s = synth_search(SEARCH_RANDOM, 0.10, 1, 2);
+    search *s = synth_search_scoped(SEARCH_RANDOM, SEARCH_SCOPE_SHAPE, 0.10, 1, 2);
     cr_expect_eq(search_n_candidates(s, 0), PER_SHAPE);
     cr_expect_eq(search_budget(s, 0), 32); /* 10 % of 320 */
+    cr_expect_eq(search_budget_total(s), 64);
     search_free(s);
     search_options o;
     search_options_init(&o);
+    o.scope = SEARCH_SCOPE_SHAPE;
     o.budget_fraction = 0.10;
     o.budget_count = 5; /* both: the smaller */
     s = search_new(&o, synth_features, 5, NULL);
@@ -241,7 +271,7 @@ Test(search, model_rounds_and_batches)
      * budget (32) takes 3 to 4 rounds */
     double best[4];
     size_t fails, rounds;
-    search *s = synth_search(SEARCH_MODEL, 0.10, 3, 4);
+    search *s = synth_search_scoped(SEARCH_MODEL, SEARCH_SCOPE_SHAPE, 0.10, 3, 4);
     synth_drive(s, 4, best, &fails, &rounds, 11);
     cr_expect_geq(rounds, 3);
     cr_expect_leq(rounds, 4);
@@ -379,4 +409,139 @@ Test(search, string_rules_read_strings)
         cr_expect_eq(x.b, x.kind ? 3 : 0);
     }
     search_free(s);
+}
+
+/* ---- the run's budget (SEARCH_SCOPE_RUN) ---- */
+
+Test(search, run_budget_is_the_runs_total)
+{
+    /* 4 shapes of 320: 10 % of the run is 128 evaluations in all, never more */
+    for (int st = 0; st < 3; st++) {
+        double best[4];
+        size_t fails, rounds;
+        search *s = synth_search((search_strategy)st, 0.10, 4, 4);
+        cr_expect_eq(search_budget_total(s), 128);
+        synth_drive(s, 4, best, &fails, &rounds, 0);
+        cr_expect_eq(search_n_evaluated_total(s), 128, "%s", search_strategy_name(st));
+        size_t sum = 0;
+        for (size_t i = 0; i < 4; i++) {
+            cr_expect_gt(search_n_evaluated(s, i), 0, "every shape gets a share");
+            cr_expect_eq(search_budget(s, i), search_n_evaluated(s, i));
+            sum += search_n_evaluated(s, i);
+        }
+        cr_expect_eq(sum, 128);
+        /* the model keeps its rounds: 128 at 4 x 11 a round is 3 rounds; the others one */
+        cr_expect_eq(rounds, st == SEARCH_MODEL ? 3 : 1, "%s: %zu rounds",
+                     search_strategy_name(st), rounds);
+        search_free(s);
+    }
+    /* floor, not ceil: 10 % of 3 x 320 + 1 candidates is 96 */
+    search *s = synth_search(SEARCH_RANDOM, 0.10, 4, 3);
+    tune_point p;
+    synth_point(0, &p);
+    cr_assert_eq(search_add(s, 3, 100000, &p), 0);
+    cr_expect_eq(search_budget_total(s), 96);
+    search_free(s);
+}
+
+Test(search, run_budget_last_round_and_determinism)
+{
+    size_t cap = 4 * PER_SHAPE, *a = malloc(cap * sizeof *a), *b = malloc(cap * sizeof *b);
+    size_t na = 0, nb = 0, n, lasts = 0;
+    for (int run = 0; run < 2; run++) {
+        search *s = synth_search(SEARCH_MODEL, 0.10, 11, 4);
+        size_t *out = run ? b : a, *m = run ? &nb : &na;
+        while ((n = search_next(s, out + *m, cap - *m)) > 0) {
+            int last = search_round_is_last(s);
+            for (size_t i = 0; i < n; i++)
+                search_observe(s, out[*m + i], synth_time(out[*m + i]));
+            *m += n;
+            lasts += last;
+            cr_expect_eq(last, *m == 128, "last round flagged at %zu evaluations", *m);
+        }
+        search_free(s);
+    }
+    cr_expect_eq(lasts, 2);
+    cr_assert_eq(na, nb);
+    cr_expect_eq(memcmp(a, b, na * sizeof *a), 0, "one seed, one sequence");
+    free(a), free(b);
+}
+
+/* A space like w4a16's: shapes 0..3 have BIG candidates of methods "x" and "y"; shapes 4..7 have
+ * SMALL: six of "x", three of "y" and one of "z", and z, never seen in the large shapes, is the
+ * fastest there by far (as the dequantize path is at m >= 4096). */
+enum { BIG = 160, SMALL = 10, N_BIG = 4, N_SMALL = 4, N_MIXED = N_BIG * BIG + N_SMALL * SMALL };
+static const char *const mixed_features[] = {"size", "method", "a"};
+
+static size_t mixed_shape(size_t id)
+{
+    return id < N_BIG * BIG ? id / BIG : N_BIG + (id - N_BIG * BIG) / SMALL;
+}
+
+static double mixed_point(size_t id, tune_point *p)
+{
+    size_t shape = mixed_shape(id);
+    int r = (int)(id < N_BIG * BIG ? id % BIG : (id - N_BIG * BIG) % SMALL), a;
+    const char *method;
+    double t;
+    if (shape < N_BIG) {
+        method = r < BIG / 2 ? "x" : "y";
+        a = r % (BIG / 2);
+        t = (r < BIG / 2 ? 1.0 : 1.4) * (1 + 0.01 * abs(a - 20 - 5 * (int)shape));
+    } else {
+        method = r < 6 ? "x" : r < 9 ? "y" : "z";
+        a = r < 6 ? r : r < 9 ? r - 6 : 0;
+        t = r < 6 ? 2.0 + 0.1 * a : r < 9 ? 2.6 + 0.1 * a : 1.5;
+    }
+    memset(p, 0, sizeof *p);
+    point_set_int(p, "size", (int64_t)shape + 1);
+    point_set_str(p, "method", method);
+    point_set_int(p, "a", a);
+    return t * 1e-5;
+}
+
+/* How many small shapes found z at a 10 % budget of the scope; the run's evaluations. */
+static size_t mixed_hits(search_scope scope, uint64_t seed, size_t *evaluated)
+{
+    search_options o;
+    search_options_init(&o);
+    o.strategy = SEARCH_MODEL;
+    o.scope = scope;
+    o.budget_fraction = 0.10;
+    o.seed = seed;
+    search *s = search_new(&o, mixed_features, 3, NULL);
+    cr_assert_not_null(s);
+    for (size_t id = 0; id < N_MIXED; id++) {
+        tune_point p;
+        mixed_point(id, &p);
+        cr_assert_eq(search_add(s, mixed_shape(id), id, &p), 0);
+    }
+    size_t ids[N_MIXED], n, hits = 0;
+    while ((n = search_next(s, ids, N_MIXED)) > 0)
+        for (size_t i = 0; i < n; i++) {
+            tune_point p;
+            search_observe(s, ids[i], mixed_point(ids[i], &p));
+            hits += ids[i] >= N_BIG * BIG && (ids[i] - N_BIG * BIG) % SMALL == 9;
+        }
+    *evaluated = search_n_evaluated_total(s);
+    search_free(s);
+    return hits;
+}
+
+Test(search, run_budget_floor_finds_the_small_shapes_method)
+{
+    size_t run_hits = 0, shape_hits = 0, ev;
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        run_hits += mixed_hits(SEARCH_SCOPE_RUN, seed, &ev);
+        cr_expect_leq(ev, N_MIXED / 10, "seed %llu: %zu evaluations", (unsigned long long)seed,
+                      ev);
+        shape_hits += mixed_hits(SEARCH_SCOPE_SHAPE, seed, &ev);
+    }
+    /* the run's budget plans each small shape one candidate per method and more: z always */
+    cr_expect_eq(run_hits, 5 * N_SMALL, "z found in %zu of %d small shapes", run_hits,
+                 5 * N_SMALL);
+    /* 10 % of each shape's: one evaluation of a small shape, where the forest, which never saw z,
+     * prefers x */
+    cr_expect_lt(shape_hits, 5 * N_SMALL / 2, "per shape: z found in %zu of %d", shape_hits,
+                 5 * N_SMALL);
 }

@@ -565,7 +565,8 @@ Test(sweep_search, errors_name_the_place)
     cr_expect_null(search_sweep("{\"strategy\": \"random\", \"budget\": \"-5%\"}", &err));
     cr_expect_str_eq(tune_error_text(&err, buf, sizeof buf),
                      "inline.json:10:46: $.search.budget: expected a count (an integer >= 1) or "
-                     "a percentage of each shape's candidates in (0, 100] such as \"10%\", got "
+                     "a percentage of the run's candidates in (0, 100] such as \"10%\", each shape's "
+                     "with /shape (\"10%/shape\"), got "
                      "'-5%'");
     tune_error_clear(&err);
     cr_expect_null(search_sweep("{\"strategy\": \"random\", \"time_limit_s\": \"10\"}", &err));

@@ -85,8 +85,8 @@ static const cmd_desc commands[] = {
      "Validates the sweep, compiles its kernels, checks every configuration against the\n"
      "reference, times it and prints the best-config tables; rows go to\n"
      "ROOT/<sweep>/<UTC time>/raw.jsonl. A searched run (--search, --budget, --time-limit, or\n"
-     "the sweep's \"search\") measures the baselines and, per shape, the candidates a strategy\n"
-     "proposes within the budget, compiling only their kernels (docs/search.md).\n"},
+     "the sweep's \"search\") measures the baselines and the candidates a strategy proposes\n"
+     "within the budget, compiling only their kernels (docs/search.md).\n"},
     {"validate", CMD_VALIDATE,
      "usage: tune validate SWEEP.json... [--quiet] [search options]\n"
      "Checks sweep files (every error with file:line:column) and counts their configurations;\n"
@@ -144,7 +144,9 @@ static const opt_desc options[] = {
      "exhaustive (every configuration), random or model: which configurations to measure\n"
      "                        (default: the sweep's \"search\", else exhaustive)"},
     {"--budget", "B", CMD_RUN | CMD_VALIDATE,
-     "per shape, the candidates measured: a count (12) or a percentage of the shape's (10%)"},
+     "the candidates measured, a count (400) or a percentage (10%) of the run's in all,\n"
+     "                        shared out by the strategy; with /shape (4/shape, 10%/shape) each\n"
+     "                        shape's"},
     {"--time-limit", "S", CMD_RUN | CMD_VALIDATE,
      "a searched run starts no round (and stops between configurations) after S seconds"},
     {"--search-seed", "N", CMD_RUN | CMD_VALIDATE,
@@ -224,6 +226,7 @@ static int apply_search_option(const char *cmd, const char *a, const char *val, 
     search_strategy strategy;
     double fraction;
     size_t count;
+    search_scope scope;
     if (strcmp(a, "--search") == 0) {
         if (search_strategy_parse(val, &strategy) != 0)
             return fprintf(stderr, "tune %s: %s expects exhaustive, random or model, got '%s'\n",
@@ -231,10 +234,11 @@ static int apply_search_option(const char *cmd, const char *a, const char *val, 
                    -1;
         c->run.search = val;
     } else if (strcmp(a, "--budget") == 0) {
-        if (search_budget_parse(val, &fraction, &count) != 0)
+        if (search_budget_parse(val, &fraction, &count, &scope) != 0)
             return fprintf(stderr,
                            "tune %s: %s expects a count (an integer >= 1) or a percentage in "
-                           "(0, 100] such as 10%%, got '%s'\n",
+                           "(0, 100] such as 10%%, optionally with /shape (10%%/shape), "
+                           "got '%s'\n",
                            cmd, a, val),
                    -1;
         c->run.budget = val;

@@ -15,6 +15,7 @@ void replay_options_init(replay_options *o)
     memset(o, 0, sizeof *o);
     o->strategies[0] = SEARCH_RANDOM;
     o->strategies[1] = SEARCH_MODEL;
+    o->scopes[0] = o->scopes[1] = SEARCH_SCOPE_RUN;
     o->n_strategies = 2;
     o->seeds = 20;
     o->budgets[0] = 0.05;
@@ -35,11 +36,20 @@ int replay_parse_strategies(const char *text, replay_options *o)
         memcpy(name, p, len);
         name[len] = '\0';
         search_strategy st;
+        search_scope sc = SEARCH_SCOPE_RUN;
+        char *slash = strchr(name, '/');
+        if (slash && strcmp(slash, "/shape") != 0)
+            return -1;
+        if (slash) {
+            *slash = '\0';
+            sc = SEARCH_SCOPE_SHAPE;
+        }
         if (search_strategy_parse(name, &st) != 0)
             return -1;
         for (size_t i = 0; i < n; i++)
-            if (o->strategies[i] == st)
+            if (o->strategies[i] == st && o->scopes[i] == sc)
                 return -1;
+        o->scopes[n] = sc;
         o->strategies[n++] = st;
         p += len;
         if (*p == ',' && !*++p)
@@ -88,7 +98,14 @@ static void folder_release(replay_folder *F)
         free(F->shapes[i].cands), free(F->shapes[i].key);
     free(F->shapes);
     free(F->evals_1pct), free(F->evals_3pct), free(F->at_budget);
-    free(F->order), free(F->offset), free(F->rounds);
+    free(F->order), free(F->offset), free(F->rounds), free(F->evaluated);
+}
+
+const char *replay_strategy_name(const replay_options *o, size_t k, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s%s", search_strategy_name(o->strategies[k]),
+             o->scopes[k] == SEARCH_SCOPE_SHAPE ? "/shape" : "");
+    return buf;
 }
 
 void replay_free(replay *r)
@@ -329,6 +346,7 @@ static tune_status replay_one(replay *r, replay_folder *F, const replay_job *j, 
     search_options o;
     search_options_init(&o);
     o.strategy = r->opt.strategies[j->strategy];
+    o.scope = r->opt.scopes[j->strategy];
     o.seed = (uint64_t)j->seed + 1;
     if (j->budget < r->opt.n_budgets)
         o.budget_fraction = r->opt.budgets[j->budget];
@@ -369,7 +387,9 @@ static tune_status replay_one(replay *r, replay_folder *F, const replay_job *j, 
         }
         rounds++;
     }
-    F->rounds[(j->strategy * r->opt.seeds + j->seed) * (r->opt.n_budgets + 1) + j->budget] = rounds;
+    size_t run = (j->strategy * r->opt.seeds + j->seed) * (r->opt.n_budgets + 1) + j->budget;
+    F->rounds[run] = rounds;
+    F->evaluated[run] = (uint32_t)search_n_evaluated_total(s);
     for (size_t i = 0; j->budget < r->opt.n_budgets && i < F->n_shapes; i++) {
         double best = F->shapes[i].best;
         F->at_budget[replay_slot(r, i, j->strategy, j->seed) * r->opt.n_budgets + j->budget] =
@@ -389,10 +409,12 @@ static tune_status replay_folder_run(replay *r, replay_folder *F, tune_error *er
     F->offset = calloc(F->n_shapes + 1, sizeof *F->offset);
     F->rounds = calloc(r->opt.n_strategies * r->opt.seeds * (r->opt.n_budgets + 1),
                        sizeof *F->rounds);
+    F->evaluated = calloc(r->opt.n_strategies * r->opt.seeds * (r->opt.n_budgets + 1),
+                          sizeof *F->evaluated);
     size_t *ids = malloc(F->n_cands * sizeof *ids);
     replay_track *t = malloc(F->n_shapes * sizeof *t);
     tune_status st = F->evals_1pct && F->evals_3pct && F->at_budget && F->order && F->offset &&
-                             F->rounds && ids && t
+                             F->rounds && F->evaluated && ids && t
                          ? TUNE_OK
                          : tune_error_set(err, TUNE_ERR_NOMEM, "replay", "out of memory");
     for (size_t i = 0; st == TUNE_OK && i < F->n_shapes; i++)

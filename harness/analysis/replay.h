@@ -15,7 +15,9 @@
  * candidate's value is its median time when its status is ok, NAN otherwise (a failure still
  * costs an evaluation). The search is driven as a run drives it: every candidate of every shape
  * added (features: the problem axes, "method", the parameters), then rounds of search_next and
- * search_observe until it proposes nothing. Per strategy and seed (1..seeds) it runs once with
+ * search_observe until it proposes nothing. A strategy's budget is the run's (the folder's
+ * candidates in all, shared out by the strategy) or, named "model/shape", each shape's. Per
+ * strategy and seed (1..seeds) it runs once with
  * the whole of every shape as its budget (the order in which it evaluates: evaluations needed to
  * come within 1 % and 3 % of the shape's best), and once per budget (the fraction of the best
  * reached with that budget: best time / best time found, in (0, 1]). Shapes where no candidate
@@ -31,12 +33,13 @@
 #include "core/error.h"
 #include "model/search.h"
 
-#define REPLAY_MAX_STRATEGIES 3
+#define REPLAY_MAX_STRATEGIES 6
 #define REPLAY_MAX_BUDGETS 8
 
 typedef struct {
     search_strategy strategies[REPLAY_MAX_STRATEGIES];
-    size_t n_strategies;            /* default: random, model */
+    search_scope scopes[REPLAY_MAX_STRATEGIES]; /* per strategy: the budget's scope */
+    size_t n_strategies;            /* default: random, model (the run's budget) */
     size_t seeds;                   /* seeds 1..seeds; default 20 */
     double budgets[REPLAY_MAX_BUDGETS]; /* fractions in (0, 1]; default 0.05, 0.10, 0.25 */
     size_t n_budgets;
@@ -51,7 +54,8 @@ typedef struct {
 typedef struct replay replay;
 
 void replay_options_init(replay_options *o);
-/* "random,model" into o's strategies (no repeats); 0 or -1. */
+/* "random,model,model/shape" into o's strategies (no repeats; "/shape": budgets per shape, else
+ * the run's); 0 or -1. */
 int replay_parse_strategies(const char *text, replay_options *o);
 /* "5,10,25" (percentages in (0, 100], no repeats) into o's budgets; 0 or -1. */
 int replay_parse_budgets(const char *text, replay_options *o);
@@ -73,7 +77,16 @@ typedef struct {
      * (NAN when random is not replayed) */
     double vs_random[REPLAY_MAX_BUDGETS];
     size_t rounds[REPLAY_MAX_BUDGETS]; /* the most rounds a search with the budget took */
+    /* shapes within 3 % of their best with the budget: at the median seed, at the worst seed */
+    double within3_median[REPLAY_MAX_BUDGETS];
+    size_t within3_worst[REPLAY_MAX_BUDGETS];
+    /* evaluations of the whole run with the budget, the most over the seeds, as a fraction of
+     * the folder's candidates */
+    double evaluated[REPLAY_MAX_BUDGETS];
 } replay_summary;
+
+/* "model" or "model/shape" (the strategy k of the options, with its scope) into buf. */
+const char *replay_strategy_name(const replay_options *o, size_t k, char *buf, size_t size);
 
 size_t replay_n_folders(const replay *r);
 /* The shapes of folder i that count (a candidate ran ok), and the candidates of all its shapes. */

@@ -36,6 +36,7 @@ typedef struct {
     uint32_t *evals_1pct, *evals_3pct;
     double *at_budget; /* slot x n_budgets */
     uint32_t *rounds;  /* per strategy x seed x (n_budgets + 1, the full run last): rounds run */
+    uint32_t *evaluated; /* the same: evaluations of the whole run */
     /* per strategy x seed: the full run's candidates in the order evaluated, per shape, the
      * shapes one after the other (shape i's from offset[i]) */
     uint32_t *order;

@@ -56,6 +56,13 @@ void replay_shape_figures(const replay *r, const replay_folder *F, size_t shape,
     free(v), free(w);
 }
 
+/* The strategy's name with its scope (one of REPLAY_MAX_STRATEGIES buffers, one per strategy). */
+static const char *sname(const replay *r, size_t k)
+{
+    static char names[REPLAY_MAX_STRATEGIES][32];
+    return replay_strategy_name(&r->opt, k, names[k], sizeof names[k]);
+}
+
 size_t replay_n_folders(const replay *r) { return r->n_folders; }
 size_t replay_n_shapes(const replay *r, size_t folder) { return r->folders[folder].n_counted; }
 size_t replay_n_candidates(const replay *r, size_t folder) { return r->folders[folder].n_cands; }
@@ -66,6 +73,31 @@ static size_t random_index(const replay *r)
         if (r->opt.strategies[k] == SEARCH_RANDOM)
             return k;
     return SIZE_MAX;
+}
+
+/* Shapes within 3 % of their best per seed with each budget (median and worst seed), and the
+ * most evaluations of a run with the budget. */
+static void summarize_seeds(const replay *r, const replay_folder *F, size_t strategy,
+                            replay_summary *out)
+{
+    size_t S = r->opt.seeds, B = r->opt.n_budgets;
+    double *w = malloc(S * sizeof *w);
+    for (size_t b = 0; w && b < B; b++) {
+        out->within3_worst[b] = SIZE_MAX;
+        out->evaluated[b] = 0;
+        for (size_t k = 0; k < S; k++) {
+            size_t in = 0, run = (strategy * S + k) * (B + 1) + b;
+            for (size_t s = 0; s < F->n_shapes; s++)
+                in += !isnan(F->shapes[s].best) &&
+                      F->at_budget[replay_slot(r, s, strategy, k) * B + b] >= 1 / 1.03 - 1e-12;
+            w[k] = (double)in;
+            out->within3_worst[b] = in < out->within3_worst[b] ? in : out->within3_worst[b];
+            double e = F->n_cands ? (double)F->evaluated[run] / (double)F->n_cands : NAN;
+            out->evaluated[b] = e > out->evaluated[b] ? e : out->evaluated[b];
+        }
+        out->within3_median[b] = replay_median(w, S);
+    }
+    free(w);
 }
 
 void replay_summarize(const replay *r, size_t folder, size_t strategy, replay_summary *out)
@@ -107,11 +139,40 @@ void replay_summarize(const replay *r, size_t folder, size_t strategy, replay_su
         out->vs_random[b] = rnd == SIZE_MAX || m == 0 ? NAN : (double)wins[b] / (double)m;
     }
     free(e1), free(e3), free(f1), free(f3), free(at);
+    summarize_seeds(r, F, strategy, out);
 }
 
 static const char *folder_title(const replay_folder *F)
 {
     return F->sweep ? F->sweep : F->dir;
+}
+
+/* Folder i's shapes within 3 % per seed, and the evaluations, per budget. */
+static void write_folder_within(const replay *r, size_t i, FILE *f)
+{
+    const replay_folder *F = &r->folders[i];
+    size_t B = r->opt.n_budgets;
+    fprintf(f, "| strategy |");
+    for (size_t b = 0; b < B; b++)
+        fprintf(f, " shapes within 3 %% at %.4g %%: median / worst seed |", 100 * r->opt.budgets[b]);
+    for (size_t b = 0; b < B; b++)
+        fprintf(f, " evaluations at %.4g %% |", 100 * r->opt.budgets[b]);
+    fprintf(f, "\n|---|");
+    for (size_t b = 0; b < 2 * B; b++)
+        fprintf(f, "---:|");
+    fprintf(f, "\n");
+    for (size_t k = 0; k < r->opt.n_strategies; k++) {
+        replay_summary sm;
+        replay_summarize(r, i, k, &sm);
+        fprintf(f, "| %s |", sname(r, k));
+        for (size_t b = 0; b < B; b++)
+            fprintf(f, " %.1f / %zu of %zu |", sm.within3_median[b], sm.within3_worst[b],
+                    F->n_counted);
+        for (size_t b = 0; b < B; b++)
+            fprintf(f, " %.1f %% |", 100 * sm.evaluated[b]);
+        fprintf(f, "\n");
+    }
+    fprintf(f, "\n");
 }
 
 /* The summary table of folder i. */
@@ -150,7 +211,7 @@ static void write_folder_table(const replay *r, size_t i, FILE *f)
         replay_summary sm;
         replay_summarize(r, i, k, &sm);
         fprintf(f, "| %s | %.1f (%.1f %%) | %.1f (%.1f %%) |",
-                search_strategy_name(r->opt.strategies[k]), sm.evals_1pct,
+                sname(r, k), sm.evals_1pct,
                 100 * sm.evals_1pct_frac, sm.evals_3pct, 100 * sm.evals_3pct_frac);
         for (size_t b = 0; b < r->opt.n_budgets; b++)
             fprintf(f, " %.1f %% |", 100 * sm.at_budget[b]);
@@ -161,6 +222,7 @@ static void write_folder_table(const replay *r, size_t i, FILE *f)
         fprintf(f, " |\n");
     }
     fprintf(f, "\n");
+    write_folder_within(r, i, f);
 }
 
 void replay_write_table(const replay *r, FILE *f)
@@ -184,7 +246,7 @@ static void write_md_shapes(const replay *r, const replay_folder *F, FILE *f)
     size_t B = r->opt.n_budgets;
     fprintf(f, "### %s: per shape\n\n| shape | candidates | best (us) |", folder_title(F));
     for (size_t k = 0; k < r->opt.n_strategies; k++) {
-        const char *name = search_strategy_name(r->opt.strategies[k]);
+        const char *name = sname(r, k);
         fprintf(f, " %s: to 1 %% | %s: to 3 %% |", name, name);
         for (size_t b = 0; b < B; b++)
             fprintf(f, " %s: at %.4g %% |", name, 100 * r->opt.budgets[b]);
@@ -253,7 +315,7 @@ static tune_status write_csv(const replay *r, const char *path, tune_error *err)
                         if (better || e + 1 == sh->n_cands)
                             fprintf(f, "%s,%s,\"%s\",%zu,%s,%zu,%zu,%.6g\n", folder_title(F),
                                     F->dir, sh->name, sh->n_cands,
-                                    search_strategy_name(r->opt.strategies[k]), seed + 1, e + 1,
+                                    sname(r, k), seed + 1, e + 1,
                                     isfinite(best) ? best / sh->best : INFINITY);
                     }
                 }
@@ -282,7 +344,15 @@ static json_t *summary_json(const replay *r, size_t i, size_t k)
     double rounds[REPLAY_MAX_BUDGETS];
     for (size_t b = 0; b < r->opt.n_budgets; b++)
         rounds[b] = (double)sm.rounds[b];
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "rounds_at_budget",
+    double med[REPLAY_MAX_BUDGETS], worst[REPLAY_MAX_BUDGETS];
+    for (size_t b = 0; b < r->opt.n_budgets; b++) {
+        med[b] = sm.within3_median[b];
+        worst[b] = (double)sm.within3_worst[b];
+    }
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                     "shapes_within_3pct_median_seed", budgets_json(r, med),
+                     "shapes_within_3pct_worst_seed", budgets_json(r, worst),
+                     "evaluated_fraction_max", budgets_json(r, sm.evaluated), "rounds_at_budget",
                      budgets_json(r, rounds), "evals_1pct", num_or_null(sm.evals_1pct),
                      "evals_3pct", num_or_null(sm.evals_3pct), "evals_1pct_fraction",
                      num_or_null(sm.evals_1pct_frac), "evals_3pct_fraction",
@@ -298,7 +368,7 @@ static json_t *shape_json(const replay *r, const replay_folder *F, size_t s)
     for (size_t k = 0; !isnan(sh->best) && k < r->opt.n_strategies; k++) {
         double e1, e3, med[REPLAY_MAX_BUDGETS], mean[REPLAY_MAX_BUDGETS];
         replay_shape_figures(r, F, s, k, &e1, &e3, med, mean);
-        json_object_set_new(strat, search_strategy_name(r->opt.strategies[k]),
+        json_object_set_new(strat, sname(r, k),
                             json_pack("{s:o, s:o, s:o, s:o}", "evals_1pct", num_or_null(e1),
                                       "evals_3pct", num_or_null(e3), "best_at_budget_median",
                                       budgets_json(r, med), "best_at_budget_mean",
@@ -316,7 +386,7 @@ static json_t *replay_json(const replay *r)
         const replay_folder *F = &r->folders[i];
         json_t *summary = json_object(), *shapes = json_array();
         for (size_t k = 0; k < r->opt.n_strategies; k++)
-            json_object_set_new(summary, search_strategy_name(r->opt.strategies[k]),
+            json_object_set_new(summary, sname(r, k),
                                 summary_json(r, i, k));
         for (size_t s = 0; s < F->n_shapes; s++)
             json_array_append_new(shapes, shape_json(r, F, s));
@@ -329,7 +399,7 @@ static json_t *replay_json(const replay *r)
     }
     json_t *strategies = json_array();
     for (size_t k = 0; k < r->opt.n_strategies; k++)
-        json_array_append_new(strategies, json_string(search_strategy_name(r->opt.strategies[k])));
+        json_array_append_new(strategies, json_string(sname(r, k)));
     double pct[REPLAY_MAX_BUDGETS];
     for (size_t b = 0; b < r->opt.n_budgets; b++)
         pct[b] = 100 * r->opt.budgets[b];
@@ -352,7 +422,7 @@ static json_t *meta_json(const replay *r, int argc, char **argv)
                                                  "git_rev", F->git_rev));
     }
     for (size_t k = 0; k < r->opt.n_strategies; k++)
-        json_array_append_new(strategies, json_string(search_strategy_name(r->opt.strategies[k])));
+        json_array_append_new(strategies, json_string(sname(r, k)));
     json_t *priors = json_array(), *rules = json_array();
     for (size_t i = 0; i < r->n_priors; i++) {
         const replay_folder *P = &r->priors[i];

@@ -380,10 +380,17 @@ void report_write_search(const report *r, FILE *f)
     if (!json_array_size(shapes))
         return;
     const json_t *c = json_object_get(r->search, "configs");
+    const char *scope = json_string_value(json_object_get(r->search, "scope"));
+    int run_scope = scope && strcmp(scope, "run") == 0;
+    char run_line[256];
+    snprintf(run_line, sizeof run_line,
+             " The budget is the run's: %lld evaluations in all, shared out over the shapes by "
+             "the strategy (a shape's budget below is its share).",
+             (long long)json_integer_value(json_object_get(r->search, "budget_evaluations")));
     fprintf(f,
             "\n## Search: candidates measured per shape\n\n%s, seed %s, %lld round(s)%s: %lld "
             "of %lld candidates (tuned configurations the family can run) and %lld baselines "
-            "measured; configurations not measured have no row.\n\n"
+            "measured; configurations not measured have no row.%s\n\n"
             "| shape | measured | budget | candidates |\n|---|--:|--:|--:|\n",
             json_string_value(json_object_get(r->search, "strategy")),
             json_string_value(json_object_get(r->search, "seed")),
@@ -392,7 +399,8 @@ void report_write_search(const report *r, FILE *f)
                                                                         : "",
             (long long)json_integer_value(json_object_get(c, "evaluated")),
             (long long)json_integer_value(json_object_get(c, "candidates")),
-            (long long)json_integer_value(json_object_get(c, "baselines")));
+            (long long)json_integer_value(json_object_get(c, "baselines")),
+            run_scope ? run_line : "");
     size_t i;
     json_t *s;
     json_array_foreach(shapes, i, s)

@@ -12,6 +12,7 @@ void search_options_init(search_options *o)
 {
     memset(o, 0, sizeof *o);
     o->strategy = SEARCH_EXHAUSTIVE;
+    o->scope = SEARCH_SCOPE_RUN;
     o->seed = 1;
 }
 
@@ -32,36 +33,46 @@ int search_strategy_parse(const char *text, search_strategy *out)
     return -1;
 }
 
-int search_budget_parse(const char *text, double *fraction, size_t *count)
+int search_budget_parse(const char *text, double *fraction, size_t *count, search_scope *scope)
 {
-    char *end = NULL;
+    char *end = NULL, num[64];
     if (!text || !*text || *text == '-' || *text == '+' || *text == ' ')
         return -1;
-    double v = strtod(text, &end);
-    if (end == text || !isfinite(v))
+    size_t len = strlen(text), suffix = strlen("/shape");
+    int per_shape = len > suffix && strcmp(text + len - suffix, "/shape") == 0;
+    if (per_shape)
+        len -= suffix;
+    if (len >= sizeof num)
+        return -1;
+    memcpy(num, text, len);
+    num[len] = '\0';
+    double v = strtod(num, &end);
+    if (end == num || !isfinite(v))
         return -1;
     if (*end == '%' && end[1] == '\0') {
         if (!(v > 0 && v <= 100))
             return -1;
         *fraction = v / 100.0;
         *count = 0;
-        return 0;
+    } else {
+        if (*end != '\0' || v < 1 || v != floor(v) || v > 1e15 || strpbrk(num, ".eE"))
+            return -1;
+        *count = (size_t)v;
+        *fraction = 0;
     }
-    if (*end != '\0' || v < 1 || v != floor(v) || v > 1e15 || strpbrk(text, ".eE"))
-        return -1;
-    *count = (size_t)v;
-    *fraction = 0;
+    *scope = per_shape ? SEARCH_SCOPE_SHAPE : SEARCH_SCOPE_RUN;
     return 0;
 }
 
 const char *search_budget_format(const search_options *o, char *buf, size_t size)
 {
+    const char *per = o->scope == SEARCH_SCOPE_SHAPE ? "/shape" : "";
     if (o->budget_fraction > 0 && o->budget_count > 0)
-        snprintf(buf, size, "min(%.15g%%, %zu)", o->budget_fraction * 100, o->budget_count);
+        snprintf(buf, size, "min(%.15g%%, %zu)%s", o->budget_fraction * 100, o->budget_count, per);
     else if (o->budget_fraction > 0)
-        snprintf(buf, size, "%.15g%%", o->budget_fraction * 100);
+        snprintf(buf, size, "%.15g%%%s", o->budget_fraction * 100, per);
     else if (o->budget_count > 0)
-        snprintf(buf, size, "%zu", o->budget_count);
+        snprintf(buf, size, "%zu%s", o->budget_count, per);
     else
         snprintf(buf, size, "all");
     return buf;
@@ -265,6 +276,10 @@ void search_observe(search *s, size_t id, double seconds)
     c->value = seconds > 0 ? seconds : NAN;
     s->shapes[c->shape].n_evaluated++;
     s->n_observed++;
+    if (c->proposed && s->shapes[c->shape].n_pending > 0) {
+        s->shapes[c->shape].n_pending--;
+        s->n_pending--;
+    }
 }
 
 int search_observe_prior(search *s, size_t shape, const tune_point *p, double seconds)
@@ -288,6 +303,9 @@ size_t search_n_candidates(const search *s, size_t shape)
 
 size_t search_budget(const search *s, size_t shape)
 {
+    if (s->opt.scope == SEARCH_SCOPE_RUN)
+        return shape < s->n_shapes ? s->shapes[shape].n_evaluated + s->shapes[shape].n_pending
+                                   : 0;
     size_t n = search_n_candidates(s, shape), b = n;
     if (s->opt.budget_fraction > 0) {
         double f = ceil(s->opt.budget_fraction * (double)n - 1e-9);
@@ -328,8 +346,10 @@ size_t search_default_batch(const search *s, size_t shape)
         return s->opt.batch;
     if (s->opt.strategy == SEARCH_MODEL)
         return search_model_batch(s, shape);
-    size_t b = search_budget(s, shape);
-    return b ? b : 1; /* exhaustive and random: one round */
+    /* exhaustive and random: one round (under the run's budget, all a shape has at most) */
+    size_t b = s->opt.scope == SEARCH_SCOPE_RUN ? search_n_candidates(s, shape)
+                                                : search_budget(s, shape);
+    return b ? b : 1;
 }
 
 size_t search_next(search *s, size_t *ids, size_t cap)
@@ -340,6 +360,12 @@ size_t search_next(search *s, size_t *ids, size_t cap)
             if (s->opt.strategy != SEARCH_MODEL && draw_order(s, &s->shapes[i], i) != 0)
                 return 0;
         s->started = 1;
+    }
+    if (s->opt.scope == SEARCH_SCOPE_RUN) {
+        n = search_pool_next(s, ids, cap);
+        search_mark_pending(s, ids, n);
+        s->round++;
+        return n;
     }
     for (size_t i = 0; i < s->n_shapes && n < cap; i++) {
         search_shape *sh = &s->shapes[i];
@@ -364,6 +390,39 @@ size_t search_next(search *s, size_t *ids, size_t cap)
             }
         }
     }
+    search_mark_pending(s, ids, n);
     s->round++;
     return n;
+}
+
+void search_mark_pending(search *s, const size_t *ids, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        search_cand *c = search_find(s, ids[i]);
+        if (c && !c->evaluated) {
+            s->shapes[c->shape].n_pending++;
+            s->n_pending++;
+        }
+    }
+}
+
+int search_round_is_last(const search *s)
+{
+    if (s->opt.scope == SEARCH_SCOPE_RUN)
+        return s->n_observed + s->n_pending >= search_budget_total(s) ||
+               s->n_observed + s->n_pending >= s->n_cands;
+    for (size_t i = 0; i < s->n_shapes; i++)
+        if (s->shapes[i].n_evaluated + s->shapes[i].n_pending < search_budget(s, i))
+            return 0;
+    return 1;
+}
+
+size_t search_n_candidates_total(const search *s)
+{
+    return s->n_cands;
+}
+
+size_t search_n_evaluated_total(const search *s)
+{
+    return s->n_observed;
 }

@@ -6,7 +6,7 @@
  *   search_options o;
  *   search_options_init(&o);
  *   o.strategy = SEARCH_RANDOM;
- *   o.budget_fraction = 0.10;                       // per shape: 10 % of its candidates
+ *   o.budget_fraction = 0.10;                       // 10 % of the run's candidates in all
  *   const char *features[] = {"k", "n", "m", "method", "bm", "bn"};
  *   search *s = search_new(&o, features, 6, &err);
  *   for each candidate (a tuned configuration the family can run):
@@ -18,13 +18,16 @@
  *       for (i < n) search_observe(s, ids[i], seconds_or_NAN);
  *   search_free(s);
  *
- * A candidate is identified by the caller's id (a configuration index; unique). A round proposes
- * up to `batch` not yet evaluated candidates of every shape whose budget is not spent; every
- * proposed id must be observed before the next round. An observation counts against its shape's
- * budget whether or not the id was proposed (a resumed run observes its earlier rows first), and a
- * failed evaluation (NAN: invalid, crashed, launch error) counts too. The proposals depend only on
- * the options (seed included), the candidates in the order they were added and the observations:
- * the same inputs give the same rounds.
+ * A candidate is identified by the caller's id (a configuration index; unique). The budget is
+ * the run's (SEARCH_SCOPE_RUN, the default: the evaluations of all shapes together, which the
+ * strategy distributes over the shapes) or each shape's (SEARCH_SCOPE_SHAPE). A round proposes
+ * not yet evaluated candidates of the shapes whose budget is not spent (per shape at most
+ * `batch`, or under the run's budget the strategy's share of the round); every proposed id must
+ * be observed before the next round. An observation counts against the budget whether or not the
+ * id was proposed (a resumed run observes its earlier rows first), and a failed evaluation (NAN:
+ * invalid, crashed, launch error) counts too. The proposals depend only on the options (seed
+ * included), the candidates in the order they were added and the observations: the same inputs
+ * give the same rounds.
  */
 #ifndef TUNE_SEARCH_H
 #define TUNE_SEARCH_H
@@ -42,13 +45,20 @@ typedef enum {
     SEARCH_MODEL       /* a surrogate model over the features picks each round */
 } search_strategy;
 
+typedef enum {
+    SEARCH_SCOPE_RUN,  /* the budget is the run's, distributed over its shapes (the default) */
+    SEARCH_SCOPE_SHAPE /* the budget is each shape's */
+} search_scope;
+
 #define SEARCH_MAX_FEATURES TUNE_MAX_AXES
 
 typedef struct {
     search_strategy strategy;
-    double budget_fraction; /* (0, 1]: per shape, ceil(fraction x its candidates); 0: unset */
-    size_t budget_count;    /* > 0: per shape, at most this many; 0: unset. Both unset: all;
-                               both set: the smaller */
+    search_scope scope;
+    double budget_fraction; /* (0, 1]: of the run's candidates, at most floor(fraction x them)
+                               (at least 1); per shape: ceil(fraction x its candidates); 0: unset */
+    size_t budget_count;    /* > 0: at most this many (the run's, or each shape's); 0: unset.
+                               Both unset: all; both set: the smaller */
     size_t batch;           /* proposals per shape per round; 0: the strategy's default */
     uint64_t seed;
 } search_options;
@@ -60,11 +70,13 @@ void search_options_init(search_options *o);
 const char *search_strategy_name(search_strategy s);
 /* 0 and *out for a known name, -1 otherwise. */
 int search_strategy_parse(const char *text, search_strategy *out);
-/* A budget as written in a sweep or on the command line: "10%" (a fraction of each shape's
- * candidates, (0, 100] %) or "12" (a count, >= 1). 0 with *fraction or *count set (the other 0),
+/* A budget as written in a sweep or on the command line: "10%" (a fraction of the run's
+ * candidates, (0, 100] %) or "400" (a count of evaluations, >= 1), the run's; with "/shape"
+ * ("10%/shape", "4/shape") each shape's. 0 with *fraction or *count set (the other 0) and *scope,
  * -1 when it is neither. */
-int search_budget_parse(const char *text, double *fraction, size_t *count);
-/* "10%" or "12" into buf (the form search_budget_parse reads); "all" when unset. Returns buf. */
+int search_budget_parse(const char *text, double *fraction, size_t *count, search_scope *scope);
+/* "10%", "12", "10%/shape" or "4/shape" into buf (the form search_budget_parse reads); "all" when
+ * unset. Returns buf. */
 const char *search_budget_format(const search_options *o, char *buf, size_t size);
 
 /* New search over the named features (at most SEARCH_MAX_FEATURES; names borrowed), or NULL with
@@ -95,9 +107,20 @@ int search_add_rule(search *s, const char *param, const expr *rule);
  * or its candidates evaluated. */
 size_t search_next(search *s, size_t *ids, size_t cap);
 
-/* Per shape: candidates added, evaluations allowed, evaluations observed. */
+/* 1 when the round search_next just proposed is the last: once its proposals are observed, every
+ * budget is spent or every candidate evaluated. */
+int search_round_is_last(const search *s);
+
+/* Per shape: candidates added, evaluations allowed, evaluations observed. Under the run's budget a
+ * shape's allowance is what the strategy gave it so far (observed, and proposed in the round not
+ * yet observed): at the end, its evaluations. */
 size_t search_n_candidates(const search *s, size_t shape);
 size_t search_budget(const search *s, size_t shape);
 size_t search_n_evaluated(const search *s, size_t shape);
+/* The run: evaluations allowed (the run's budget; under budgets per shape their sum), candidates
+ * added, evaluations observed. */
+size_t search_budget_total(const search *s);
+size_t search_n_candidates_total(const search *s);
+size_t search_n_evaluated_total(const search *s);
 
 #endif

@@ -1,5 +1,6 @@
 /* search_impl.h - what the files of the search module share (model/search.h is the interface):
  *   search.c        candidates, budgets, rounds; the exhaustive and random orders
+ *   search_pool.c   the run's budget (SEARCH_SCOPE_RUN): rounds and the shares of the shapes
  *   search_model.c  the model-guided strategy: the training set, the acquisition rule, rules
  *   search_forest.c the surrogate: a random forest of regression trees over binned features
  */
@@ -27,6 +28,7 @@ typedef struct {
     size_t n_cands, cap_cands;
     size_t *order; /* exhaustive and random: the order proposed */
     size_t n_evaluated;
+    size_t n_pending; /* proposed, not observed yet */
 } search_shape;
 
 typedef struct search_model search_model;
@@ -49,7 +51,7 @@ struct search {
     size_t n_shapes;
     search_prior *priors;
     size_t n_priors, cap_priors;
-    size_t n_observed, round;
+    size_t n_observed, n_pending, round;
     int started;
     search_model *model; /* SEARCH_MODEL's state; NULL until its first round */
     search_rule *rules;  /* search_add_rule: preferred in a shape's first round (model) */
@@ -65,6 +67,12 @@ search_cand *search_find(const search *s, size_t id);
 int search_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first);
 int search_point_features(search *s, const tune_point *p, double *x);
 size_t search_default_batch(const search *s, size_t shape);
+/* Counts the proposals ids[0..n) as pending (proposed, not observed). */
+void search_mark_pending(search *s, const size_t *ids, size_t n);
+
+/* search_pool.c */
+/* A round under the run's budget: its proposals into ids (at most cap), marked proposed. */
+size_t search_pool_next(search *s, size_t *ids, size_t cap);
 
 /* search_model.c */
 /* The default proposals per round of the model-guided strategy for the shape. */
@@ -73,6 +81,13 @@ size_t search_model_batch(const search *s, size_t shape);
  * proposed, into ids; returns how many. */
 size_t search_model_pick(search *s, size_t shape, size_t want, size_t *ids);
 void search_model_free(search_model *m);
+/* The model's view for a round under the run's budget (search_pool.c), refreshed: per candidate
+ * the forest's mean and spread (valid for those not evaluated) and the rules it agrees with; 0
+ * with *has_forest 0 when nothing is known yet, -1 when out of memory. */
+int search_model_view(search *s, const double **mean, const double **sd,
+                      const uint8_t **matches, int *has_forest);
+/* The index of the feature called name, or SEARCH_MAX_FEATURES. */
+size_t search_feature_index(const search *s, const char *name);
 /* Frees s->rules. */
 void search_rules_free(search *s);
 

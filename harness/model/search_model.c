@@ -67,7 +67,7 @@ void search_rules_free(search *s)
     s->n_rules = 0;
 }
 
-static size_t feature_index(const search *s, const char *name)
+size_t search_feature_index(const search *s, const char *name)
 {
     for (size_t f = 0; f < s->n_features; f++)
         if (strcmp(s->features[f], name) == 0)
@@ -77,7 +77,7 @@ static size_t feature_index(const search *s, const char *name)
 
 int search_add_rule(search *s, const char *param, const expr *rule)
 {
-    size_t f = feature_index(s, param);
+    size_t f = search_feature_index(s, param);
     if (f == SEARCH_MAX_FEATURES || !rule)
         return -1;
     char *text = expr_to_string(rule);
@@ -103,7 +103,7 @@ typedef struct {
 static int rule_lookup(void *ctx, const char *name, expr_value *out)
 {
     const rule_ctx *c = ctx;
-    size_t f = feature_index(c->s, name);
+    size_t f = search_feature_index(c->s, name);
     if (f == SEARCH_MAX_FEATURES || isnan(c->x[f]))
         return -1;
     double v = c->x[f];
@@ -300,6 +300,18 @@ static int model_refresh(search *s)
     if (m->fitted && m->fit_observed == s->n_observed && m->fit_priors == s->n_priors)
         return 0;
     return model_fit(s, m);
+}
+
+int search_model_view(search *s, const double **mean, const double **sd,
+                      const uint8_t **matches, int *has_forest)
+{
+    if (model_refresh(s) != 0)
+        return -1;
+    *mean = s->model->mean;
+    *sd = s->model->sd;
+    *matches = s->model->matches;
+    *has_forest = s->model->has_forest;
+    return 0;
 }
 
 /* With nothing known, a shape keeps one evaluation for a round the model informs, unless no

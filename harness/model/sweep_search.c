@@ -30,7 +30,8 @@ static int parse_strategy(const sweep_ctx *cx, json_t *obj, sweep_search *s)
     return 0;
 }
 
-/* "10%" (a fraction of each shape's candidates) or a count: an integer, or its text. */
+/* "10%" (a fraction of the run's candidates) or a count: an integer, or its text; "/shape" makes
+ * it each shape's. */
 static int parse_budget(const sweep_ctx *cx, json_t *obj, sweep_search *s)
 {
     char p[SWEEP_PATH_SIZE], text[64];
@@ -38,8 +39,9 @@ static int parse_budget(const sweep_ctx *cx, json_t *obj, sweep_search *s)
     if (!v)
         return 0;
     sweep_path_key(p, "$.search", "budget");
-    const char *what = "expected a count (an integer >= 1) or a percentage of each shape's "
-                       "candidates in (0, 100] such as \"10%\"";
+    const char *what = "expected a count (an integer >= 1) or a percentage of the run's "
+                       "candidates in (0, 100] such as \"10%\", each shape's with /shape "
+                       "(\"10%/shape\")";
     if (json_is_integer(v))
         snprintf(text, sizeof text, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
     else if (json_is_string(v))
@@ -47,7 +49,8 @@ static int parse_budget(const sweep_ctx *cx, json_t *obj, sweep_search *s)
     else
         return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE, "%s, got %s", what,
                           sweep_json_kind(v));
-    if (search_budget_parse(text, &s->opt.budget_fraction, &s->opt.budget_count) != 0)
+    if (search_budget_parse(text, &s->opt.budget_fraction, &s->opt.budget_count,
+                            &s->opt.scope) != 0)
         return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE, "%s, got '%.40s'", what,
                           json_is_string(v) ? json_string_value(v) : text);
     return 0;

@@ -28,10 +28,11 @@ tune_status run_search_settings(const sweep *sw, const run_options *opt, sweep_s
         return tune_error_set(err, TUNE_ERR_INVALID, "--search",
                               "expected exhaustive, random or model, got '%s'", opt->search);
     if (opt->budget &&
-        search_budget_parse(opt->budget, &out->opt.budget_fraction, &out->opt.budget_count) != 0)
+        search_budget_parse(opt->budget, &out->opt.budget_fraction, &out->opt.budget_count,
+                            &out->opt.scope) != 0)
         return tune_error_set(err, TUNE_ERR_INVALID, "--budget",
                               "expected a count (an integer >= 1) or a percentage in (0, 100] "
-                              "such as 10%%, got '%s'",
+                              "such as 10%%, optionally with /shape (10%%/shape), got '%s'",
                               opt->budget);
     if (opt->time_limit_s > 0)
         out->time_limit_s = opt->time_limit_s;
@@ -92,9 +93,7 @@ tune_status run_search_estimate(const sweep *sw, const space *sp, const sweep_se
             st = tune_error_set(err, TUNE_ERR_NOMEM, "search", "out of memory");
         *candidates += (size_t)(r > 0);
     }
-    *measured = *baselines;
-    for (size_t sh = 0; sh < space_n_shapes(sp); sh++)
-        *measured += search_budget(s, sh);
+    *measured = *baselines + search_budget_total(s);
     search_free(s);
     return st;
 }
@@ -413,24 +412,6 @@ static tune_status round_run(run_ctx *rc, run_summary *sum, int last)
     return st;
 }
 
-/* Whether the round spends every shape's budget (every proposal is observed, a failure too):
- * then its workers re-time each shape after its rows, with no pass of their own at the end. */
-static int round_is_last(const run_ctx *rc, const size_t *ids, size_t n)
-{
-    search *s = rc->ss->s;
-    size_t ns = space_n_shapes(rc->sp);
-    size_t *proposed = calloc(ns ? ns : 1, sizeof *proposed);
-    if (!proposed)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        proposed[space_config_at(rc->sp, ids[i])->shape]++;
-    int last = 1;
-    for (size_t sh = 0; sh < ns && last; sh++)
-        last = search_n_evaluated(s, sh) + proposed[sh] >= search_budget(s, sh);
-    free(proposed);
-    return last;
-}
-
 /* The rows of a resumed folder observed (run/session.c read them into rc->medians). */
 static void observe_resumed(run_ctx *rc)
 {
@@ -519,7 +500,7 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
             break;
         }
         ss->rounds++;
-        int last = round_is_last(rc, ids, n);
+        int last = search_round_is_last(ss->s);
         if (!opt->quiet)
             fprintf(stderr, "tune: search round %zu: %zu configurations%s\n", ss->rounds, todo,
                     first ? " (baselines included)" : "");
@@ -572,6 +553,8 @@ json_t *run_search_meta(const run_ctx *rc)
     }
     ms.strategy = search_strategy_name(ss->set.opt.strategy);
     ms.budget = search_budget_format(&ss->set.opt, budget, sizeof budget);
+    ms.scope = ss->set.opt.scope == SEARCH_SCOPE_RUN ? "run" : "shape";
+    ms.budget_evaluations = search_budget_total(ss->s);
     ms.seed = ss->set.opt.seed;
     ms.batch = ss->set.opt.batch;
     ms.time_limit_s = ss->set.time_limit_s;

@@ -65,7 +65,9 @@ typedef struct {
 /* A searched run (docs/search.md): meta.json's "search" block. Borrowed for the call. */
 typedef struct {
     const char *strategy;           /* "random", ... */
-    const char *budget;             /* "10%", "12", "all" */
+    const char *budget;             /* "10%", "12", "10%/shape", "4/shape", "all" */
+    const char *scope;              /* "run" (the budget is the run's) or "shape" */
+    size_t budget_evaluations;      /* the evaluations the budget allows in all */
     uint64_t seed;
     size_t batch;                   /* proposals per shape per round; 0: the strategy's default */
     double time_limit_s;            /* 0: none */
@@ -83,7 +85,7 @@ typedef struct {
     const size_t *shape_candidates, *shape_budget, *shape_evaluated;
 } meta_search;
 
-/* meta.json's "search" block: {strategy, budget, seed, batch, time_limit_s, time_limit_hit,
+/* meta.json's "search" block: {strategy, budget, scope, budget_evaluations, seed, batch, time_limit_s, time_limit_hit,
  * finished, rounds, warm_start: [dirs], prior_rows, configs: {space, measured, baselines,
  * candidates, evaluated}, kernels: {space, compiled}, shapes: [{shape: {axis: value}, candidates,
  * budget, evaluated}]}. New. */

@@ -39,8 +39,11 @@ json_t *meta_search_json(const meta_search *ms)
     /* the seed as text too: JSON readers may hold integers as doubles */
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)ms->seed);
-    return json_pack("{s:s, s:s, s:s, s:I, s:f, s:b, s:b, s:I, s:o, s:I, s:o, s:o, s:o}",
-                     "strategy", ms->strategy, "budget", ms->budget, "seed", seed, "batch",
+    return json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:f, s:b, s:b, s:I, s:o, s:I, s:o, s:o, "
+                     "s:o}",
+                     "strategy", ms->strategy, "budget", ms->budget, "scope",
+                     ms->scope ? ms->scope : "shape", "budget_evaluations",
+                     (json_int_t)ms->budget_evaluations, "seed", seed, "batch",
                      (json_int_t)ms->batch, "time_limit_s", ms->time_limit_s, "time_limit_hit",
                      ms->time_limit_hit, "finished", ms->finished, "rounds",
                      (json_int_t)ms->rounds, "warm_start", warm, "prior_rows",
@@ -109,12 +112,14 @@ int meta_search_line(const json_t *meta, char *buf, size_t size)
         return -1;
     const json_t *c = json_object_get(s, "configs");
     char budget[64], a[32], b[32];
-    const char *bt = str_of(s, "budget");
-    size_t bl = strlen(bt);
+    const char *bt = str_of(s, "budget"), *per = strstr(bt, "/shape");
+    size_t bl = per ? (size_t)(per - bt) : strlen(bt);
+    int run = json_object_get(s, "scope") && strcmp(str_of(s, "scope"), "run") == 0;
+    const char *tail = per ? " per shape" : run ? " of the run" : "";
     if (bl > 1 && bt[bl - 1] == '%')
-        snprintf(budget, sizeof budget, "%.*s %%", (int)(bl - 1), bt);
+        snprintf(budget, sizeof budget, "%.*s %%%s", (int)(bl - 1), bt, tail);
     else
-        snprintf(budget, sizeof budget, "%s", bt);
+        snprintf(budget, sizeof budget, "%.*s%s", (int)bl, bt, tail);
     snprintf(buf, size, "searched: %s, budget %s: %s of %s configurations measured",
              str_of(s, "strategy"), budget, grouped(size_of(c, "measured"), a, sizeof a),
              grouped(size_of(c, "space"), b, sizeof b));
@@ -168,6 +173,7 @@ void meta_search_merge(json_t *m, const meta_part *parts, size_t n)
         json_object_foreach(json_object_get(ps, "configs"), k, v) if (strcmp(k, "space") != 0)
             add_to(configs, k, v);
         add_to(kernels, "compiled", json_object_get(json_object_get(ps, "kernels"), "compiled"));
+        add_to(s, "budget_evaluations", json_object_get(ps, "budget_evaluations"));
         json_array_extend(shapes, json_object_get(ps, "shapes"));
     }
     json_t *total = json_object_get(json_object_get(m, "shard"), "total_configs");
