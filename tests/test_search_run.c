@@ -187,7 +187,7 @@ Test(search_run, measures_the_proposals_once_retimed, .timeout = 600)
     snprintf(path, sizeof path, "%s/best.md", dir);
     char *md = tune_read_file(path, NULL, NULL);
     cr_assert_not_null(md);
-    cr_expect(strstr(md, "Searched: random, budget 3: 10 of 20 configurations measured") != NULL,
+    cr_expect(strstr(md, "Searched: random, budget 3 per shape: 10 of 20 configurations measured") != NULL,
               "%s", md);
     free(md);
     snprintf(args, sizeof args, "%s --out %s", SPARQ, dir2);
