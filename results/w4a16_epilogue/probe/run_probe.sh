@@ -2,7 +2,7 @@
 set -u
 export LD_LIBRARY_PATH=$PWD/build/devlibs:/usr/local/cuda/lib64
 mkdir -p $OUT/pr
-for P in 1 2 3 4; do mkdir -p /tmp/kp$P && cp kernels_src/*.cu* /tmp/kp$P/ && cp .pkg/probe/mixed_gemm_wgmma.cu /tmp/kp$P/ && sed -i "1i #define MG_WS_PROBE $P" /tmp/kp$P/mixed_gemm_wgmma.cu; done
+for P in 1 2 3 4; do mkdir -p /tmp/kp$P && cp kernels_src/*.cu* /tmp/kp$P/ && patch -s -o /tmp/kp$P/mixed_gemm_wgmma.cu kernels_src/mixed_gemm_wgmma.cu results/w4a16_epilogue/probe/probe.patch && sed -i "1i #define MG_WS_PROBE $P" /tmp/kp$P/mixed_gemm_wgmma.cu; done
 if [ -z "${SKIP_TEST:-}" ]; then
 TUNE_KERNELS_DIR=$PWD/kernels_src TUNE_CACHE_DIR=/tmp/c_t timeout 300 build/test_mixed_gemm --verbose=0 -j4 > $OUT/pr/test_mixed_gemm.log 2>&1; echo "test_mixed_gemm exit $? $(tail -1 $OUT/pr/test_mixed_gemm.log)"
 fi

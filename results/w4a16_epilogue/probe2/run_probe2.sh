@@ -2,7 +2,7 @@
 set -u
 export LD_LIBRARY_PATH=$PWD/build/devlibs:/usr/local/cuda/lib64
 mkdir -p $OUT/pr2
-for P in 1 4 5 6; do mkdir -p /tmp/kp$P && cp kernels_src/*.cu* /tmp/kp$P/ && cp .pkg/probe/mixed_gemm_wgmma.cu /tmp/kp$P/ && sed -i "1i #define MG_WS_PROBE $P" /tmp/kp$P/mixed_gemm_wgmma.cu; done
+for P in 1 4 5 6; do mkdir -p /tmp/kp$P && cp kernels_src/*.cu* /tmp/kp$P/ && patch -s -o /tmp/kp$P/mixed_gemm_wgmma.cu kernels_src/mixed_gemm_wgmma.cu results/w4a16_epilogue/probe2/probe_lanes.patch && sed -i "1i #define MG_WS_PROBE $P" /tmp/kp$P/mixed_gemm_wgmma.cu; done
 for P in 0 1 4 5 6; do for m in 32 64 128 32_s2 64_s2; do
   kd=/tmp/kp$P; [ $P = 0 ] && kd=$PWD/kernels_src
   TUNE_KERNELS_DIR=$kd TUNE_CACHE_DIR=/tmp/c_p$P timeout 60 build/tune .pkg/prof/prof_m$m.json --out $OUT/pr2/p${P}_m$m > $OUT/pr2/p${P}_m$m.log 2>&1
