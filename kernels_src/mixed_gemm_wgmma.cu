@@ -184,7 +184,6 @@ template <> struct mg_wg_consts<half_t> {
 };
 template <> struct mg_wg_consts<bf16_t> { // 7 mantissa bits: bit 7 is the exponent's
     static constexpr bool HI_IN_PLACE = false;
-    static constexpr unsigned SIXTEENTH2 = 0, NMZ8_HI = 0, HI_SHIFT2 = 0; // unused
 };
 
 // The four A registers of one packed word w (register p's pair at bits 4p and 16 + 4p: p = 0, 2
@@ -238,7 +237,8 @@ __device__ __forceinline__ void mg_wg_dequant(unsigned (&a)[KS][MT][4], const un
     unsigned s[MT][2], nz[MT][2], nzh[MT][2];
 #pragma unroll
     for (int j = 0; j < KS; j++) {
-        // trailing zeros of j (KS <= 16): a group of 2^(gsh - 4) steps starts at j when gsh - 4 <= tz
+        // trailing zeros of j (KS <= 16): a group of 2^(gsh - 4) steps starts at j when
+        // gsh - 4 <= tz
         const int tz = (j & 1) ? 0 : (j & 2) ? 1 : (j & 4) ? 2 : (j & 8) ? 3 : (j & 16) ? 4 : 5;
         if (j == 0 || (j % 2 == 0 && gsh >= 0 && gsh - 4 <= tz)) {
             const int srow = gsh >= 0 ? (j * 16) >> gsh : 0;
@@ -255,13 +255,14 @@ __device__ __forceinline__ void mg_wg_dequant(unsigned (&a)[KS][MT][4], const un
                 if (ZP) {
                     nz[t][0] = __byte_perm(zw[t], 0, 0x1010) ^ 0x80008000u;
                     nz[t][1] = __byte_perm(zw[t], 0, 0x3232) ^ 0x80008000u;
-                    nzh[t][0] = mg_fma2<T>(nz[t][0], mg_type<T>::ONE2,
-                                           mg_wg_consts<T>::HI_SHIFT2);
-                    nzh[t][1] = mg_fma2<T>(nz[t][1], mg_type<T>::ONE2,
-                                           mg_wg_consts<T>::HI_SHIFT2);
                 } else {
                     nz[t][0] = nz[t][1] = mg_type<T>::NMZ8;
-                    nzh[t][0] = nzh[t][1] = mg_wg_consts<T>::NMZ8_HI;
+                }
+                if constexpr (mg_wg_consts<T>::HI_IN_PLACE) {
+                    using C = mg_wg_consts<T>;
+                    for (int h = 0; h < 2; h++) // -(MAGIC / 16 + z) = -(MAGIC + z) + 15 MAGIC / 16
+                        nzh[t][h] = ZP ? mg_fma2<T>(nz[t][h], mg_type<T>::ONE2, C::HI_SHIFT2)
+                                       : C::NMZ8_HI;
                 }
             }
         }

@@ -1,11 +1,12 @@
 /* report_markdown.c - part of the report module (analysis/report.h). */
 #include "analysis/report.h"
+#include "analysis/report_impl.h"
+#include "store/meta.h"
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "analysis/report_impl.h"
 
 /* ---- Markdown ---- */
 
@@ -222,9 +223,10 @@ static void report_write_pivot(const report *r, const report_pivot *p, const rep
     report_text_write(&text, f);
     free(text.cell);
     if (ties)
-        fputs("\nA value marked * is a statistical tie: the interleaved re-timing chose it, and its "
-              "runner-up is within twice the combined standard error of the two medians.\n",
-              f);
+        fputs(
+            "\nA value marked * is a statistical tie: the interleaved re-timing chose it, and its "
+            "runner-up is within twice the combined standard error of the two medians.\n",
+            f);
 }
 
 static void report_write_heading(FILE *f, int level, const char *text)
@@ -353,27 +355,6 @@ void report_write_markdown(const report *r, FILE *f)
     report_write_search(r, f);
 }
 
-/* One shape of the search block as "k=4096 n=4096 m=16". */
-static void report_search_shape(const json_t *shape, char *buf, size_t size)
-{
-    const char *k;
-    json_t *v;
-    size_t len = 0;
-    buf[0] = '\0';
-    json_object_foreach((json_t *)shape, k, v)
-    {
-        char val[64];
-        if (json_is_integer(v))
-            snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
-        else if (json_is_string(v))
-            snprintf(val, sizeof val, "%s", json_string_value(v));
-        else
-            snprintf(val, sizeof val, "%g", json_number_value(v));
-        if (len < size)
-            len += (size_t)snprintf(buf + len, size - len, "%s%s=%s", len ? " " : "", k, val);
-    }
-}
-
 void report_write_search(const report *r, FILE *f)
 {
     const json_t *shapes = json_object_get(r->search, "shapes");
@@ -387,30 +368,29 @@ void report_write_search(const report *r, FILE *f)
              " The budget is the run's: %lld evaluations in all, shared out over the shapes by "
              "the strategy (a shape's budget below is its share).",
              (long long)json_integer_value(json_object_get(r->search, "budget_evaluations")));
-    fprintf(f,
-            "\n## Search: candidates measured per shape\n\n%s, seed %s, %lld round(s)%s: %lld "
-            "of %lld candidates (tuned configurations the family can run) and %lld baselines "
-            "measured; configurations not measured have no row.%s\n\n"
-            "| shape | measured | budget | candidates |\n|---|--:|--:|--:|\n",
-            json_string_value(json_object_get(r->search, "strategy")),
-            json_string_value(json_object_get(r->search, "seed")),
-            (long long)json_integer_value(json_object_get(r->search, "rounds")),
-            json_is_true(json_object_get(r->search, "time_limit_hit")) ? ", stopped by the time limit"
-                                                                        : "",
-            (long long)json_integer_value(json_object_get(c, "evaluated")),
-            (long long)json_integer_value(json_object_get(c, "candidates")),
-            (long long)json_integer_value(json_object_get(c, "baselines")),
-            run_scope ? run_line : "");
+    fprintf(
+        f,
+        "\n## Search: candidates measured per shape\n\n%s, seed %s, %lld round(s)%s: %lld "
+        "of %lld candidates (tuned configurations the family can run) and %lld baselines "
+        "measured; configurations not measured have no row.%s\n\n"
+        "| shape | measured | budget | candidates |\n|---|--:|--:|--:|\n",
+        json_string_value(json_object_get(r->search, "strategy")),
+        json_string_value(json_object_get(r->search, "seed")),
+        (long long)json_integer_value(json_object_get(r->search, "rounds")),
+        json_is_true(json_object_get(r->search, "time_limit_hit")) ? ", stopped by the time limit"
+                                                                   : "",
+        (long long)json_integer_value(json_object_get(c, "evaluated")),
+        (long long)json_integer_value(json_object_get(c, "candidates")),
+        (long long)json_integer_value(json_object_get(c, "baselines")), run_scope ? run_line : "");
     size_t i;
     json_t *s;
     json_array_foreach(shapes, i, s)
     {
         char name[512];
-        report_search_shape(json_object_get(s, "shape"), name, sizeof name);
+        meta_object_text(json_object_get(s, "shape"), name, sizeof name);
         fprintf(f, "| %s | %lld | %lld | %lld |\n", name,
                 (long long)json_integer_value(json_object_get(s, "evaluated")),
                 (long long)json_integer_value(json_object_get(s, "budget")),
                 (long long)json_integer_value(json_object_get(s, "candidates")));
     }
 }
-

@@ -284,8 +284,7 @@ void search_observe(search *s, size_t id, double seconds)
 
 int search_observe_prior(search *s, size_t shape, const tune_point *p, double seconds)
 {
-    if (search_grow((void **)&s->priors, &s->cap_priors, s->n_priors + 1, sizeof *s->priors,
-                    256))
+    if (search_grow((void **)&s->priors, &s->cap_priors, s->n_priors + 1, sizeof *s->priors, 256))
         return -1;
     search_prior *pr = &s->priors[s->n_priors];
     pr->shape = shape;
@@ -304,15 +303,20 @@ size_t search_n_candidates(const search *s, size_t shape)
 size_t search_budget(const search *s, size_t shape)
 {
     if (s->opt.scope == SEARCH_SCOPE_RUN)
-        return shape < s->n_shapes ? s->shapes[shape].n_evaluated + s->shapes[shape].n_pending
-                                   : 0;
-    size_t n = search_n_candidates(s, shape), b = n;
-    if (s->opt.budget_fraction > 0) {
-        double f = ceil(s->opt.budget_fraction * (double)n - 1e-9);
+        return shape < s->n_shapes ? s->shapes[shape].n_evaluated + s->shapes[shape].n_pending : 0;
+    return search_budget_of(&s->opt, search_n_candidates(s, shape), 1);
+}
+
+size_t search_budget_of(const search_options *o, size_t n, int round_up)
+{
+    size_t b = n;
+    if (o->budget_fraction > 0) {
+        double x = o->budget_fraction * (double)n;
+        double f = round_up ? ceil(x - 1e-9) : floor(x + 1e-9);
         b = f < 1 && n > 0 ? 1 : (size_t)f;
     }
-    if (s->opt.budget_count > 0 && s->opt.budget_count < b)
-        b = s->opt.budget_count;
+    if (o->budget_count > 0 && o->budget_count < b)
+        b = o->budget_count;
     return b < n ? b : n;
 }
 
@@ -347,8 +351,8 @@ size_t search_default_batch(const search *s, size_t shape)
     if (s->opt.strategy == SEARCH_MODEL)
         return search_model_batch(s, shape);
     /* exhaustive and random: one round (under the run's budget, all a shape has at most) */
-    size_t b = s->opt.scope == SEARCH_SCOPE_RUN ? search_n_candidates(s, shape)
-                                                : search_budget(s, shape);
+    size_t b =
+        s->opt.scope == SEARCH_SCOPE_RUN ? search_n_candidates(s, shape) : search_budget(s, shape);
     return b ? b : 1;
 }
 

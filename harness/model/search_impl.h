@@ -59,14 +59,17 @@ struct search {
 };
 
 /* search.c */
-uint64_t search_rng_next(uint64_t *state);      /* splitmix64 */
-double search_rng_uniform(uint64_t *state);     /* [0, 1) */
+uint64_t search_rng_next(uint64_t *state);  /* splitmix64 */
+double search_rng_uniform(uint64_t *state); /* [0, 1) */
 search_cand *search_find(const search *s, size_t id);
 /* Grows *arr (elements of elem bytes, *cap of them) to hold need, doubling from first. 0, or -1
  * when out of memory (*arr unchanged). */
 int search_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first);
 int search_point_features(search *s, const tune_point *p, double *x);
 size_t search_default_batch(const search *s, size_t shape);
+/* What o's budget allows of n candidates: the fraction's share (rounded up for a shape's own
+ * budget, down for the run's; at least one), capped by the count and by n. */
+size_t search_budget_of(const search_options *o, size_t n, int round_up);
 /* Counts the proposals ids[0..n) as pending (proposed, not observed). */
 void search_mark_pending(search *s, const size_t *ids, size_t n);
 
@@ -84,8 +87,8 @@ void search_model_free(search_model *m);
 /* The model's view for a round under the run's budget (search_pool.c), refreshed: per candidate
  * the forest's mean and spread (valid for those not evaluated) and the rules it agrees with; 0
  * with *has_forest 0 when nothing is known yet, -1 when out of memory. */
-int search_model_view(search *s, const double **mean, const double **sd,
-                      const uint8_t **matches, int *has_forest);
+int search_model_view(search *s, const double **mean, const double **sd, const uint8_t **matches,
+                      int *has_forest);
 /* The index of the feature called name, or SEARCH_MAX_FEATURES. */
 size_t search_feature_index(const search *s, const char *name);
 /* Frees s->rules. */
@@ -94,10 +97,10 @@ void search_rules_free(search *s);
 /* search_forest.c: a random forest over features binned into codes (0: NAN). */
 #define SEARCH_FOREST_BINS 64
 typedef struct {
-    int feature;           /* -1: a leaf */
-    uint8_t thr;           /* left when the code <= thr */
+    int feature; /* -1: a leaf */
+    uint8_t thr; /* left when the code <= thr */
     uint32_t left, right;
-    float value;           /* a leaf's mean */
+    float value; /* a leaf's mean */
 } search_forest_node;
 
 typedef struct {

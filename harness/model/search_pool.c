@@ -41,14 +41,7 @@ size_t search_budget_total(const search *s)
             b += search_budget(s, i);
         return b;
     }
-    size_t n = s->n_cands, b = n;
-    if (s->opt.budget_fraction > 0) {
-        double f = floor(s->opt.budget_fraction * (double)n + 1e-9);
-        b = f < 1 && n > 0 ? 1 : (size_t)f;
-    }
-    if (s->opt.budget_count > 0 && s->opt.budget_count < b)
-        b = s->opt.budget_count;
-    return b < n ? b : n;
+    return search_budget_of(&s->opt, s->n_cands, 0);
 }
 
 /* Candidates of shape i neither evaluated nor proposed. */
@@ -62,8 +55,8 @@ static size_t open_of(const search *s, size_t i)
  * each in shape order, then a second, ...), then the rest one at a time to the shape of highest
  * w[i] / (out[i] + 1/2) below its cap (Sainte-Lague: in proportion to w[i], the first share
  * counted; ties to the lower index). out[] is added to. */
-static void apportion(size_t total, const double *w, const size_t *lo, const size_t *cap,
-                      size_t n, size_t *out)
+static void apportion(size_t total, const double *w, const size_t *lo, const size_t *cap, size_t n,
+                      size_t *out)
 {
     size_t given = 0;
     for (size_t level = 1, more = 1; more && given < total; level++) {
@@ -274,8 +267,8 @@ static void pool_shares(const search *s, size_t size, const size_t *left, const 
 
 /* Nothing known: every method of every shape once (rules first), the rest of the round in
  * proportion to what the plan leaves each shape. */
-static size_t pool_blind(search *s, size_t *ids, size_t size, const uint8_t *matches,
-                         pool_pick *p, const size_t *left, const size_t *methods, size_t *share)
+static size_t pool_blind(search *s, size_t *ids, size_t size, const uint8_t *matches, pool_pick *p,
+                         const size_t *left, const size_t *methods, size_t *share)
 {
     size_t ns = s->n_shapes, fm = search_feature_index(s, "method"), n = 0;
     pool_shares(s, size, left, methods, share);
@@ -375,11 +368,10 @@ size_t search_pool_next(search *s, size_t *ids, size_t cap)
     size_t *plan = malloc(ns * sizeof *plan), *rest = malloc(ns * sizeof *rest);
     size_t *methods = malloc(ns * sizeof *methods), *share = malloc(ns * sizeof *share);
     size = size < cap ? size : cap;
-    if (p && plan && rest && methods && share && size > 0 &&
-        pool_plan(s, plan, rest, methods) == 0)
-        n = has_forest ? pool_informed(s, ids, size, mean, sd, matches, size >= left, p, rest,
-                                       share)
-                       : pool_blind(s, ids, size, matches, p, rest, methods, share);
+    if (p && plan && rest && methods && share && size > 0 && pool_plan(s, plan, rest, methods) == 0)
+        n = has_forest
+                ? pool_informed(s, ids, size, mean, sd, matches, size >= left, p, rest, share)
+                : pool_blind(s, ids, size, matches, p, rest, methods, share);
     free(p), free(plan), free(rest), free(methods), free(share);
     return n;
 }

@@ -17,9 +17,10 @@
  * runtime, nvrtc, cublas[, driver]} (GPU runs), compile_only {arch}, shard {index, count,
  * configs, total_configs, plan, estimated_seconds, total_estimated_seconds}, key (the run key),
  * search (a searched run's block: meta_search_json), nvml, roofline_ceilings, seed, read_bw
- * {bytes_per_second, source}, start[, end], summary {configs, pruned, ok, invalid, compile_error, launch_error, crashed, timeout, skipped, kernels,
- * kernels_cached, kernel_errors, compile_seconds, wall_seconds[, compiled]}. A merged run
- * (merge.h) has shard {merged, count, plan, total_configs} and a shards list.
+ * {bytes_per_second, source}, start[, end], summary {configs, pruned, ok, invalid, compile_error,
+ * launch_error, crashed, timeout, skipped, kernels, kernels_cached, kernel_errors, compile_seconds,
+ * wall_seconds[, compiled]}. A merged run (merge.h) has shard {merged, count, plan, total_configs}
+ * and a shards list.
  *
  * The run key says what must not change between a run and its resumption: the kernels' hash,
  * NVRTC, and the architecture (compile-only) or the driver, device and PCI bus id; the seed; the
@@ -64,31 +65,31 @@ typedef struct {
 
 /* A searched run (docs/search.md): meta.json's "search" block. Borrowed for the call. */
 typedef struct {
-    const char *strategy;           /* "random", ... */
-    const char *budget;             /* "10%", "12", "10%/shape", "4/shape", "all" */
-    const char *scope;              /* "run" (the budget is the run's) or "shape" */
-    size_t budget_evaluations;      /* the evaluations the budget allows in all */
+    const char *strategy;      /* "random", ... */
+    const char *budget;        /* "10%", "12", "10%/shape", "4/shape", "all" */
+    const char *scope;         /* "run" (the budget is the run's) or "shape" */
+    size_t budget_evaluations; /* the evaluations the budget allows in all */
     uint64_t seed;
-    size_t batch;                   /* proposals per shape per round; 0: the strategy's default */
-    double time_limit_s;            /* 0: none */
-    int time_limit_hit;             /* a round was not started, or a worker stopped, for it */
-    int finished;                   /* no round is left: the search is complete (or timed out) */
+    size_t batch;        /* proposals per shape per round; 0: the strategy's default */
+    double time_limit_s; /* 0: none */
+    int time_limit_hit;  /* a round was not started, or a worker stopped, for it */
+    int finished;        /* no round is left: the search is complete (or timed out) */
     size_t rounds;
-    const char *const *warm_start;  /* folders */
-    size_t n_warm_start, prior_rows; /* rows of them observed */
-    size_t space;                   /* configurations of the run (a shard's: its own) */
-    size_t baselines;               /* baseline configurations (always measured) */
-    size_t candidates, evaluated;   /* tuned configurations the family can run; measured */
+    const char *const *warm_start;    /* folders */
+    size_t n_warm_start, prior_rows;  /* rows of them observed */
+    size_t space;                     /* configurations of the run (a shard's: its own) */
+    size_t baselines;                 /* baseline configurations (always measured) */
+    size_t candidates, evaluated;     /* tuned configurations the family can run; measured */
     size_t kernels, kernels_compiled; /* instantiations of the space; compiled by the run */
-    size_t n_shapes;                /* per shape (with candidates): */
-    const tune_point *const *shapes; /* its problem axes */
+    size_t n_shapes;                  /* per shape (with candidates): */
+    const tune_point *const *shapes;  /* its problem axes */
     const size_t *shape_candidates, *shape_budget, *shape_evaluated;
 } meta_search;
 
-/* meta.json's "search" block: {strategy, budget, scope, budget_evaluations, seed, batch, time_limit_s, time_limit_hit,
- * finished, rounds, warm_start: [dirs], prior_rows, configs: {space, measured, baselines,
- * candidates, evaluated}, kernels: {space, compiled}, shapes: [{shape: {axis: value}, candidates,
- * budget, evaluated}]}. New. */
+/* meta.json's "search" block: {strategy, budget, scope, budget_evaluations, seed, batch,
+ * time_limit_s, time_limit_hit, finished, rounds, warm_start: [dirs], prior_rows, configs: {space,
+ * measured, baselines, candidates, evaluated}, kernels: {space, compiled}, shapes: [{shape: {axis:
+ * value}, candidates, budget, evaluated}]}. New. */
 json_t *meta_search_json(const meta_search *ms);
 /* The "search" block of meta (borrowed), NULL for an exhaustive run. */
 const json_t *meta_search_block(const json_t *meta);
@@ -98,6 +99,9 @@ int meta_search_settings(const json_t *meta, char *buf, size_t size);
 /* "searched: random, budget 10 %: 672 of 6 725 configurations measured" into buf (the report's
  * line); 0, or -1 for an exhaustive run (buf empty). */
 int meta_search_line(const json_t *meta, char *buf, size_t size);
+/* An object of integers, strings and numbers (a shape, a configuration's parameters) as
+ * "k=4096 n=4096 m=16" into buf, truncated to size; buf. */
+const char *meta_object_text(const json_t *o, char *buf, size_t size);
 /* 1 when a searched run's folder is finished: meta.json has its end and search.finished. */
 int meta_search_finished(const json_t *meta);
 /* The sweep's family and op (borrowed), NULL when absent. */

@@ -25,15 +25,15 @@ json_t *meta_search_json(const meta_search *ms)
     for (size_t i = 0; warm && i < ms->n_warm_start; i++)
         json_array_append_new(warm, json_string(ms->warm_start[i]));
     for (size_t i = 0; shapes && i < ms->n_shapes; i++)
-        json_array_append_new(shapes, json_pack("{s:o, s:I, s:I, s:I}", "shape",
-                                                shape_json(ms->shapes[i]), "candidates",
-                                                (json_int_t)ms->shape_candidates[i], "budget",
-                                                (json_int_t)ms->shape_budget[i], "evaluated",
-                                                (json_int_t)ms->shape_evaluated[i]));
-    json_t *configs = json_pack(
-        "{s:I, s:I, s:I, s:I, s:I}", "space", (json_int_t)ms->space, "measured",
-        (json_int_t)(ms->baselines + ms->evaluated), "baselines", (json_int_t)ms->baselines,
-        "candidates", (json_int_t)ms->candidates, "evaluated", (json_int_t)ms->evaluated);
+        json_array_append_new(shapes,
+                              json_pack("{s:o, s:I, s:I, s:I}", "shape", shape_json(ms->shapes[i]),
+                                        "candidates", (json_int_t)ms->shape_candidates[i], "budget",
+                                        (json_int_t)ms->shape_budget[i], "evaluated",
+                                        (json_int_t)ms->shape_evaluated[i]));
+    json_t *configs = json_pack("{s:I, s:I, s:I, s:I, s:I}", "space", (json_int_t)ms->space,
+                                "measured", (json_int_t)(ms->baselines + ms->evaluated),
+                                "baselines", (json_int_t)ms->baselines, "candidates",
+                                (json_int_t)ms->candidates, "evaluated", (json_int_t)ms->evaluated);
     json_t *kernels = json_pack("{s:I, s:I}", "space", (json_int_t)ms->kernels, "compiled",
                                 (json_int_t)ms->kernels_compiled);
     /* the seed as text too: JSON readers may hold integers as doubles */
@@ -45,10 +45,9 @@ json_t *meta_search_json(const meta_search *ms)
                      ms->scope ? ms->scope : "shape", "budget_evaluations",
                      (json_int_t)ms->budget_evaluations, "seed", seed, "batch",
                      (json_int_t)ms->batch, "time_limit_s", ms->time_limit_s, "time_limit_hit",
-                     ms->time_limit_hit, "finished", ms->finished, "rounds",
-                     (json_int_t)ms->rounds, "warm_start", warm, "prior_rows",
-                     (json_int_t)ms->prior_rows, "configs", configs, "kernels", kernels,
-                     "shapes", shapes);
+                     ms->time_limit_hit, "finished", ms->finished, "rounds", (json_int_t)ms->rounds,
+                     "warm_start", warm, "prior_rows", (json_int_t)ms->prior_rows, "configs",
+                     configs, "kernels", kernels, "shapes", shapes);
 }
 
 const json_t *meta_search_block(const json_t *meta)
@@ -183,4 +182,25 @@ void meta_search_merge(json_t *m, const meta_part *parts, size_t n)
     json_object_set_new(s, "finished", json_boolean(finished));
     json_object_set_new(s, "rounds", json_integer(rounds));
     json_object_set_new(s, "prior_rows", json_integer(prior));
+}
+
+const char *meta_object_text(const json_t *o, char *buf, size_t size)
+{
+    const char *k;
+    json_t *v;
+    size_t len = 0;
+    buf[0] = '\0';
+    json_object_foreach((json_t *)o, k, v)
+    {
+        char val[64];
+        if (json_is_integer(v))
+            snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
+        else if (json_is_string(v))
+            snprintf(val, sizeof val, "%s", json_string_value(v));
+        else
+            snprintf(val, sizeof val, "%g", json_number_value(v));
+        if (len < size)
+            len += (size_t)snprintf(buf + len, size - len, "%s%s=%s", len ? " " : "", k, val);
+    }
+    return buf;
 }

@@ -12,6 +12,7 @@
 
 #include "core/infile.h"
 #include "store/folder.h"
+#include "store/meta.h"
 
 static json_t *point_json(const tune_point *p)
 {
@@ -47,32 +48,13 @@ tune_status retime_append(const char *dir, const retime_record *r, tune_error *e
     size_t len = strlen(line);
     line[len] = '\n'; /* json_dumps' NUL, replaced: the line is written as len + 1 bytes */
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    tune_status st = fd < 0 ? tune_error_set(err, TUNE_ERR_IO, path, "cannot open for appending: %s",
-                                             strerror(errno))
+    tune_status st = fd < 0 ? tune_error_set(err, TUNE_ERR_IO, path,
+                                             "cannot open for appending: %s", strerror(errno))
                             : folder_append_line(fd, path, "a verdict", line, len + 1, err);
     if (fd >= 0 && close(fd) != 0 && st == TUNE_OK)
-        st = tune_error_set(err, TUNE_ERR_IO, path, "cannot append a verdict: %s",
-                            strerror(errno));
+        st = tune_error_set(err, TUNE_ERR_IO, path, "cannot append a verdict: %s", strerror(errno));
     free(line);
     return st;
-}
-
-static void params_text(const json_t *params, char *buf, size_t size)
-{
-    const char *k;
-    json_t *v;
-    size_t len = 0;
-    buf[0] = '\0';
-    json_object_foreach((json_t *)params, k, v)
-    {
-        char val[64];
-        if (json_is_string(v))
-            snprintf(val, sizeof val, "%s", json_string_value(v));
-        else
-            snprintf(val, sizeof val, "%lld", (long long)json_integer_value(v));
-        len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s=%s", len ? " " : "",
-                                k, val);
-    }
 }
 
 /* An object of integers and strings (a shape or a configuration's parameters) at key of r, added
@@ -131,9 +113,9 @@ static const char *retime_parse_line(const char *line, size_t len, retime_verdic
         return why;
     }
     memset(d, 0, sizeof *d);
-    params_text(json_object_get(r, "shape"), d->shape, sizeof d->shape);
-    params_text(json_object_get(r, "winner"), d->winner, sizeof d->winner);
-    params_text(json_object_get(r, "runner_up"), d->runner_up, sizeof d->runner_up);
+    meta_object_text(json_object_get(r, "shape"), d->shape, sizeof d->shape);
+    meta_object_text(json_object_get(r, "winner"), d->winner, sizeof d->winner);
+    meta_object_text(json_object_get(r, "runner_up"), d->runner_up, sizeof d->runner_up);
     snprintf(d->method, sizeof d->method, "%s", json_string_value(method));
     point_identity(d->method, &id, d->winner_id, sizeof d->winner_id);
     d->tie = json_is_true(json_object_get(r, "tie"));
@@ -168,7 +150,8 @@ tune_status retime_read(const char *dir, retime_verdict **v, size_t *n, tune_err
     while (st == TUNE_OK && (len = getline(&line, &line_cap, in)) >= 0) {
         lineno++;
         if ((size_t)len > RETIME_MAX_LINE) {
-            st = tune_error_set(err, TUNE_ERR_INVALID, retime_where(where, sizeof where, path, lineno),
+            st = tune_error_set(err, TUNE_ERR_INVALID,
+                                retime_where(where, sizeof where, path, lineno),
                                 "a line over %zu bytes", RETIME_MAX_LINE);
             break;
         }
@@ -182,8 +165,8 @@ tune_status retime_read(const char *dir, retime_verdict **v, size_t *n, tune_err
             *v = nv;
         }
         if (retime_parse_line(line, (size_t)len, &(*v)[*n], why, sizeof why))
-            st = tune_error_set(err, TUNE_ERR_INVALID, retime_where(where, sizeof where, path, lineno),
-                                "%s", why);
+            st = tune_error_set(err, TUNE_ERR_INVALID,
+                                retime_where(where, sizeof where, path, lineno), "%s", why);
         else
             (*n)++;
     }
