@@ -90,6 +90,17 @@ __device__ __forceinline__ void mg_tma_2d(void *dst, const mg_tmap *map, int c0,
                  : "memory");
 }
 
+// A 3-D box of the tensor map (c0, c1, c2 from the innermost dimension) into shared memory.
+__device__ __forceinline__ void mg_tma_3d(void *dst, const mg_tmap *map, int c0, int c1, int c2,
+                                          unsigned long long *bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(mg_saddr(dst)),
+                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2),
+                 "r"(mg_saddr(bar))
+                 : "memory");
+}
+
 // The shared-memory layout (after aligning the dynamic shared memory to 1 024 bytes, which the
 // swizzle needs); mg_wgmma_smem in mixed_gemm_space.c computes the same size, and the kernel
 // traps when given less.
@@ -518,6 +529,13 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 // that two stages of A fragments fit beside the accumulators without ptxas serializing the MMAs.
 // The consumers dequantize stage it into one register buffer while the MMAs of stage it - 1 run
 // from the other.
+// MG_WS_WTMA 1: the producer streams each weight stage as one box of the weight's 3-D tensor map
+// (the host's wmap); 0: as KS bulk copies of one k16 row of the block's units each (the kernel
+// before the tensor map, kept for A/B measurements: define it to 0 before this file).
+#ifndef MG_WS_WTMA
+#define MG_WS_WTMA 1
+#endif
+
 template <int WN> struct mg_ws_regs {
     static constexpr int THREADS = 128 * (WN + 1);
     static constexpr int ENTRY = 65536 / THREADS / 8 * 8 > 248 ? 248 : 65536 / THREADS / 8 * 8;
@@ -556,7 +574,8 @@ template <int N> __device__ __forceinline__ void mg_setmaxnreg_inc()
 // iteration it of the block once the consumers have released the slot's previous use; then the
 // warpgroup joins the cluster finish's three barriers (CL > 1) and leaves.
 template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL>
-__device__ __forceinline__ void mg_ws_produce(const mg_tmap *xmap, const uint4 *__restrict__ Wp,
+__device__ __forceinline__ void mg_ws_produce(const mg_tmap *xmap, const mg_tmap *wmap,
+                                              const uint4 *__restrict__ Wp,
                                               const T *__restrict__ S, const T *__restrict__ Z,
                                               unsigned char *xring, unsigned char *wring,
                                               unsigned long long *bars, int L, int kb0, int m0,
@@ -587,11 +606,18 @@ __device__ __forceinline__ void mg_ws_produce(const mg_tmap *xmap, const uint4 *
             unsigned char *st = wring + s * LY::WSTAGE;
             const unsigned sbytes = (unsigned)(srows * BN * 2);
             mg_mbar_expect_tx(fullw + s, LY::W_BYTES + sbytes * (1 + ZP));
+#if MG_WS_WTMA
+            // the stage's KS x UNITS packed units in one box of the weight's tensor map (64
+            // 8-byte words per unit, n / 64 units per k16 row, k / 16 rows): the same [kk][unit]
+            // order in shared memory as KS row copies, in one request to the copy engine
+            mg_tma_3d(st, wmap, 0, n0 / 64, kb * KS, fullw + s);
+#else
             const long long units_n = n / 64;
             for (int kk = 0; kk < KS; kk++)
                 mg_bulk_g2s(st + kk * LY::UNITS * 512,
                             Wp + (((long long)kb * KS + kk) * units_n + n0 / 64) * 32,
                             LY::UNITS * 512, fullw + s);
+#endif
             const long long grow0 = (long long)kb * BK / group;
             unsigned char *sd = st + LY::W_BYTES;
             for (int r = 0; r < srows; r++) {
@@ -670,7 +696,8 @@ __device__ __forceinline__ void mg_ws_epilogue(const float (&acc)[MT][BM / 2], f
 
 template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL>
 __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
-    mg_wgmma_ws(const __grid_constant__ mg_tmap xmap, const uint4 *__restrict__ Wp,
+    mg_wgmma_ws(const __grid_constant__ mg_tmap xmap, const __grid_constant__ mg_tmap wmap,
+                const uint4 *__restrict__ Wp,
                 const T *__restrict__ S, const T *__restrict__ Z, T *__restrict__ Y,
                 float *__restrict__ ws, int *__restrict__ counters, int m, int n, int k, int group,
                 int gsh)
@@ -697,10 +724,15 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&xmap))
                      : "memory");
+        if (MG_WS_WTMA)
+            asm volatile("prefetch.tensormap [%0];" ::"l"(
+                             reinterpret_cast<unsigned long long>(&wmap))
+                         : "memory");
     }
     __syncthreads();
     if (warp < 4) {
-        mg_ws_produce<T, BM, WN, MT, KS, SX, SW, ZP, CL>(&xmap, Wp, S, Z, xring, wring, bars, L,
+        mg_ws_produce<T, BM, WN, MT, KS, SX, SW, ZP, CL>(&xmap, &wmap, Wp, S, Z, xring, wring,
+                                                         bars, L,
                                                          kb0, m0, n0, n, group,
                                                          gsh >= 0 ? BK >> gsh : 1);
         return;

@@ -64,7 +64,8 @@ typedef struct {
     void *k_fill_bytes, *k_fill_zeros, *k_fill_scales, *k_pack_w, *k_pack_sz, *k_to_f32, *k_error,
         *k_deq_f32, *k_fill_x;
     void *k_main; /* the prepared configuration's kernel */
-    unsigned long long xmap[16]; /* the wgmma method's tensor map of X (a CUtensorMap) */
+    unsigned long long xmap[16]; /* the wgmma methods' tensor map of X (a CUtensorMap) */
+    unsigned long long wmap[16]; /* the warp-specialized one's of the packed weight */
 } mg_state;
 
 /* The stream method's grid: MG_STREAM_BLOCKS_PER_SM blocks of 256 threads per multiprocessor. */
@@ -318,10 +319,12 @@ done:
     return st;
 }
 
-/* The wgmma kernel's tensor map of X (m rows of k elements): boxes of 64 columns x bm rows with
- * the 128-byte swizzle its MMAs read, rows past m filled with zeros. The encoder is a driver
- * function, reached through the runtime so that tune does not link the driver. */
-static tune_status mg_prepare_xmap(mg_state *s, const mg_desc *d, tune_error *err)
+/* The wgmma kernels' tensor maps. X (m rows of k elements): boxes of 64 columns x bm rows with the
+ * 128-byte swizzle its MMAs read, rows past m filled with zeros. The warp-specialized kernel's
+ * packed weight (k / 16 rows of n / 64 units of 64 eight-byte words): boxes of one stage, bk / 16
+ * rows x bn / 64 units, unswizzled, so that a stage is one copy. The encoder is a driver function,
+ * reached through the runtime so that tune does not link the driver. */
+static tune_status mg_prepare_maps(mg_state *s, const mg_desc *d, tune_error *err)
 {
     typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
                                   const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
@@ -350,6 +353,22 @@ static tune_status mg_prepare_xmap(mg_state *s, const mg_desc *d, tune_error *er
                               (int)rc, (long long)d->m, (long long)d->k, (long long)d->bm);
     _Static_assert(sizeof map == sizeof s->xmap, "CUtensorMap is 128 bytes");
     memcpy(s->xmap, &map, sizeof map);
+    if (d->method != MG_WGMMA_WS)
+        return TUNE_OK;
+    const cuuint64_t wdim[3] = {64, (cuuint64_t)d->n / 64, (cuuint64_t)d->k / 16};
+    const cuuint64_t wstride[2] = {512, (cuuint64_t)d->n / 64 * 512};
+    const cuuint32_t wbox[3] = {64, (cuuint32_t)(d->bn / 64), (cuuint32_t)(d->bk / 16)},
+                     westride[3] = {1, 1, 1};
+    rc = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, s->wp, wdim, wstride, wbox, westride,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (rc != CUDA_SUCCESS)
+        return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
+                              "cuTensorMapEncodeTiled failed (error %d) for the packed weight of "
+                              "%lld x %lld, box %lld x %lld units",
+                              (int)rc, (long long)d->k, (long long)d->n, (long long)(d->bk / 16),
+                              (long long)(d->bn / 64));
+    memcpy(s->wmap, &map, sizeof map);
     return TUNE_OK;
 }
 
@@ -393,7 +412,7 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     if (MG_TILED(d->method)) {
         if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
             return TUNE_ERR_CUDA;
-        if (MG_IS_WGMMA(d->method) && (st = mg_prepare_xmap(s, d, err)))
+        if (MG_IS_WGMMA(d->method) && (st = mg_prepare_maps(s, d, err)))
             return st;
         /* the wgmma kernels' 2 splits add up in a cluster, without the workspace */
         if (MG_IS_WGMMA(d->method) && d->splitk == 2)
@@ -457,11 +476,17 @@ static tune_status mg_launch(void *state, tune_error *err)
     int m = (int)d->m, n = (int)d->n, k = (int)d->k, group = (int)d->g_eff, gsh = d->gsh;
     long long kl = d->k, nl = d->n;
     if (MG_TILED(d->method)) {
-        /* the wgmma kernels take X's tensor map in place of X */
+        /* the wgmma kernels take X's tensor map in place of X, the warp-specialized one the
+         * weight's too, before the weight */
         void *x = MG_IS_WGMMA(d->method) ? (void *)s->xmap : (void *)&s->x;
-        void *args[] = {x,            &s->wp, &s->sp, &s->zp, &s->y,  &s->ws,
-                        &s->counters, &m,     &n,     &k,     &group, &gsh};
-        return gpu_launch_grid(s->k_main, d->grid, d->threads, d->smem, s->env.stream, args, err);
+        void *args[] = {x,      s->wmap, &s->wp,       &s->sp, &s->zp, &s->y,  &s->ws,
+                        &s->counters, &m,      &n,     &k,     &group, &gsh};
+        void **a = args;
+        if (d->method != MG_WGMMA_WS) { /* the others: no weight map */
+            args[1] = x;
+            a = args + 1;
+        }
+        return gpu_launch_grid(s->k_main, d->grid, d->threads, d->smem, s->env.stream, a, err);
     }
     switch (d->method) {
     case MG_STREAM: {
