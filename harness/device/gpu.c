@@ -158,10 +158,17 @@ tune_status gpu_launch_dims(void *kernel, const unsigned grid[3], const unsigned
 {
     tune_status st = TUNE_OK;
     dim3 g = {grid[0], grid[1], grid[2]}, b = {block[0], block[1], block[2]};
-    if (smem > 48 * 1024)
-        GPU_CHECK(cudaFuncSetAttribute((const void *)kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       (int)smem),
-                  err, st, done);
+    /* Past 48 KiB of shared memory a block needs the opt-in, and the kernel's static shared
+     * memory counts too: a kernel with 48 KiB of dynamic and 4 bytes of static shared memory is
+     * refused without it (an "invalid argument" at launch). */
+    if (smem > 0) {
+        struct cudaFuncAttributes fa;
+        GPU_CHECK(cudaFuncGetAttributes(&fa, (const void *)kernel), err, st, done);
+        if (smem + fa.sharedSizeBytes > 48 * 1024)
+            GPU_CHECK(cudaFuncSetAttribute((const void *)kernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
+                      err, st, done);
+    }
     GPU_CHECK(cudaLaunchKernel((const void *)kernel, g, b, args, smem, (cudaStream_t)stream), err,
               st, done);
     GPU_CHECK(cudaGetLastError(), err, st, done);
