@@ -187,6 +187,22 @@ __device__ __forceinline__ void mg_bulk_g2s(void *dst, const void *src, unsigned
         : "memory");
 }
 
+// A CUtensorMap, opaque: 128 bytes, 64-byte aligned, passed by value as a __grid_constant__.
+struct __align__(64) mg_tmap {
+    unsigned long long v[16];
+};
+
+// A 3-D box of a tensor map (c0, c1, c2 from the innermost dimension) into shared memory.
+__device__ __forceinline__ void mg_tma_3d(void *dst, const mg_tmap *map, int c0, int c1, int c2,
+                                          unsigned long long *bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(mg_saddr(dst)),
+                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2),
+                 "r"(mg_saddr(bar))
+                 : "memory");
+}
+
 // Nibble of raw q at (row i, column j); ldq = n / 2 bytes per row.
 __device__ __forceinline__ unsigned mg_raw_q(const unsigned char *q, long long ldq, long long i,
                                              long long j)

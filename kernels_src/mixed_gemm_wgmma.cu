@@ -34,10 +34,6 @@
 #include "mixed_gemm.cuh"
 #include "mixed_gemm_wgmma_ops.cuh"
 
-// A CUtensorMap, opaque: 128 bytes, 64-byte aligned, passed by value as a __grid_constant__.
-struct __align__(64) mg_tmap {
-    unsigned long long v[16];
-};
 
 __device__ __forceinline__ void mg_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void mg_wg_commit()
@@ -86,17 +82,6 @@ __device__ __forceinline__ void mg_tma_2d(void *dst, const mg_tmap *map, int c0,
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
                  " [%0], [%1, {%2, %3}], [%4];" ::"r"(mg_saddr(dst)),
                  "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1),
-                 "r"(mg_saddr(bar))
-                 : "memory");
-}
-
-// A 3-D box of the tensor map (c0, c1, c2 from the innermost dimension) into shared memory.
-__device__ __forceinline__ void mg_tma_3d(void *dst, const mg_tmap *map, int c0, int c1, int c2,
-                                          unsigned long long *bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(mg_saddr(dst)),
-                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2),
                  "r"(mg_saddr(bar))
                  : "memory");
 }

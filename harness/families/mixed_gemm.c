@@ -319,56 +319,70 @@ done:
     return st;
 }
 
-/* The wgmma kernels' tensor maps. X (m rows of k elements): boxes of 64 columns x bm rows with the
- * 128-byte swizzle its MMAs read, rows past m filled with zeros. The warp-specialized kernel's
- * packed weight (k / 16 rows of n / 64 units of 64 eight-byte words): boxes of one stage, bk / 16
- * rows x bn / 64 units, unswizzled, so that a stage is one copy. The encoder is a driver function,
- * reached through the runtime so that tune does not link the driver. */
-static tune_status mg_prepare_maps(mg_state *s, const mg_desc *d, tune_error *err)
+typedef CUresult (*mg_encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                 const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                 const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+/* The tensor-map encoder: a driver function, reached through the runtime so that tune does not
+ * link the driver. */
+static mg_encode_fn mg_encoder(tune_error *err)
 {
-    typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
-                                  const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
-                                  const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                  CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-    static encode_fn encode;
+    static mg_encode_fn encode;
     enum cudaDriverEntryPointQueryResult q;
     if (!encode && (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&encode,
                                                      12000, cudaEnableDefault, &q) != cudaSuccess ||
                     q != cudaDriverEntryPointSuccess || !encode)) {
         encode = NULL;
-        return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
-                              "the driver has no cuTensorMapEncodeTiled (TMA)");
+        tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
+                       "the driver has no cuTensorMapEncodeTiled (TMA)");
     }
+    return encode;
+}
+
+/* The tensor maps of the kernels that load by TMA. X, for the wgmma kernels (m rows of k
+ * elements): boxes of 64 columns x bm rows with the 128-byte swizzle their MMAs read, rows past m
+ * filled with zeros. The packed weight, for the warp-specialized wgmma kernel and the decode
+ * kernel (k / 16 rows of n / 64 units of 64 eight-byte words): boxes of one stage, bk / 16 rows x
+ * bn / 64 units, unswizzled, so that a stage is one copy. */
+static tune_status mg_prepare_maps(mg_state *s, const mg_desc *d, tune_error *err)
+{
+    mg_encode_fn encode = mg_encoder(err);
+    if (!encode)
+        return TUNE_ERR_CUDA;
     CUtensorMap map;
-    const cuuint64_t dim[2] = {(cuuint64_t)d->k, (cuuint64_t)d->m};
-    const cuuint64_t stride[1] = {(cuuint64_t)d->k * 2};
-    const cuuint32_t box[2] = {64, (cuuint32_t)d->bm}, estride[2] = {1, 1};
-    CUresult rc = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, s->x, dim, stride, box, estride,
-                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (rc != CUDA_SUCCESS)
-        return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
-                              "cuTensorMapEncodeTiled failed (error %d) for X of %lld x %lld, "
-                              "box 64 x %lld",
-                              (int)rc, (long long)d->m, (long long)d->k, (long long)d->bm);
-    _Static_assert(sizeof map == sizeof s->xmap, "CUtensorMap is 128 bytes");
-    memcpy(s->xmap, &map, sizeof map);
-    if (d->method != MG_WGMMA_WS)
-        return TUNE_OK;
-    const cuuint64_t wdim[3] = {64, (cuuint64_t)d->n / 64, (cuuint64_t)d->k / 16};
-    const cuuint64_t wstride[2] = {512, (cuuint64_t)d->n / 64 * 512};
-    const cuuint32_t wbox[3] = {64, (cuuint32_t)(d->bn / 64), (cuuint32_t)(d->bk / 16)},
-                     westride[3] = {1, 1, 1};
-    rc = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, s->wp, wdim, wstride, wbox, westride,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (rc != CUDA_SUCCESS)
-        return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
-                              "cuTensorMapEncodeTiled failed (error %d) for the packed weight of "
-                              "%lld x %lld, box %lld x %lld units",
-                              (int)rc, (long long)d->k, (long long)d->n, (long long)(d->bk / 16),
-                              (long long)(d->bn / 64));
-    memcpy(s->wmap, &map, sizeof map);
+    _Static_assert(sizeof map == sizeof s->xmap && sizeof map == sizeof s->wmap,
+                   "CUtensorMap is 128 bytes");
+    if (MG_IS_WGMMA(d->method)) {
+        const cuuint64_t dim[2] = {(cuuint64_t)d->k, (cuuint64_t)d->m};
+        const cuuint64_t stride[1] = {(cuuint64_t)d->k * 2};
+        const cuuint32_t box[2] = {64, (cuuint32_t)d->bm}, estride[2] = {1, 1};
+        CUresult rc = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, s->x, dim, stride, box,
+                             estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (rc != CUDA_SUCCESS)
+            return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
+                                  "cuTensorMapEncodeTiled failed (error %d) for X of %lld x %lld, "
+                                  "box 64 x %lld",
+                                  (int)rc, (long long)d->m, (long long)d->k, (long long)d->bm);
+        memcpy(s->xmap, &map, sizeof map);
+    }
+    if (d->method == MG_WGMMA_WS || d->method == MG_DECODE) {
+        const cuuint64_t dim[3] = {64, (cuuint64_t)d->n / 64, (cuuint64_t)d->k / 16};
+        const cuuint64_t stride[2] = {512, (cuuint64_t)d->n / 64 * 512};
+        const cuuint32_t box[3] = {64, (cuuint32_t)(d->bn / 64), (cuuint32_t)(d->bk / 16)},
+                         estride[3] = {1, 1, 1};
+        CUresult rc = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, s->wp, dim, stride, box,
+                             estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (rc != CUDA_SUCCESS)
+            return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
+                                  "cuTensorMapEncodeTiled failed (error %d) for the packed weight "
+                                  "of %lld x %lld, box %lld x %lld units",
+                                  (int)rc, (long long)d->k, (long long)d->n,
+                                  (long long)(d->bk / 16), (long long)(d->bn / 64));
+        memcpy(s->wmap, &map, sizeof map);
+    }
     return TUNE_OK;
 }
 
@@ -412,7 +426,8 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     if (MG_TILED(d->method)) {
         if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
             return TUNE_ERR_CUDA;
-        if (MG_IS_WGMMA(d->method) && (st = mg_prepare_maps(s, d, err)))
+        if ((MG_IS_WGMMA(d->method) || d->method == MG_DECODE) &&
+            (st = mg_prepare_maps(s, d, err)))
             return st;
         /* the wgmma kernels' 2 splits add up in a cluster, without the workspace */
         if (MG_IS_WGMMA(d->method) && d->splitk == 2)
@@ -476,13 +491,13 @@ static tune_status mg_launch(void *state, tune_error *err)
     int m = (int)d->m, n = (int)d->n, k = (int)d->k, group = (int)d->g_eff, gsh = d->gsh;
     long long kl = d->k, nl = d->n;
     if (MG_TILED(d->method)) {
-        /* the wgmma kernels take X's tensor map in place of X, the warp-specialized one the
-         * weight's too, before the weight */
+        /* the wgmma kernels take X's tensor map in place of X; the warp-specialized one and
+         * the decode kernel the weight's too, before the weight */
         void *x = MG_IS_WGMMA(d->method) ? (void *)s->xmap : (void *)&s->x;
-        void *args[] = {x,      s->wmap, &s->wp,       &s->sp, &s->zp, &s->y,  &s->ws,
-                        &s->counters, &m,      &n,     &k,     &group, &gsh};
+        void *args[] = {x,  s->wmap, &s->wp, &s->sp,       &s->zp, &s->y, &s->ws,
+                        &s->counters, &m,     &n,     &k, &group, &gsh};
         void **a = args;
-        if (d->method != MG_WGMMA_WS) { /* the others: no weight map */
+        if (d->method != MG_WGMMA_WS && d->method != MG_DECODE) { /* no weight map */
             args[1] = x;
             a = args + 1;
         }
