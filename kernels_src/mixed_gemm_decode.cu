@@ -238,18 +238,9 @@ __device__ __forceinline__ void mg_decode_end(float (&acc)[XT][4][4], float *red
     });
 }
 
-// MG_DECODE_WTMA 1: the producer streams each stage's packed weight as one box of the weight's
-// 3-D tensor map (the host's wmap: KS k16 rows x WN units, one request to the copy engine); 0: as
-// KS bulk copies of WN x 512 bytes (the kernel before, kept for A/B measurements: define it to 0
-// before this file).
-#ifndef MG_DECODE_WTMA
-#define MG_DECODE_WTMA 1
-#endif
-
 template <typename T, int XT, int WN, int WK, int KS, int STAGES, int ZP, int SA>
 __global__ void __launch_bounds__((WN * WK + 1) * 32)
-    mg_decode(const T *__restrict__ X, const __grid_constant__ mg_tmap wmap,
-              const uint4 *__restrict__ Wp, const T *__restrict__ S,
+    mg_decode(const T *__restrict__ X, const uint4 *__restrict__ Wp, const T *__restrict__ S,
               const T *__restrict__ Z, T *__restrict__ Y, float *__restrict__ ws,
               int *__restrict__ counters, int m, int n, int k, int group, int gsh)
 {
@@ -259,7 +250,6 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
     static_assert(KS == 1 || KS % 2 == 0, "KS: 1 or even");
     extern __shared__ uint4 mg_smem[];
     unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
-    smem += (128 - (mg_saddr(smem) & 127)) & 127; // the tensor copies' destinations: 128 bytes
     unsigned long long *full = reinterpret_cast<unsigned long long *>(smem);
     unsigned long long *empty = full + STAGES;
     unsigned long long *xbar = empty + STAGES;
@@ -277,9 +267,10 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
         (KB + splits - 1) / splits * BK + 8; // padded: ldmatrix rows hit distinct banks
     const int rows = m - m0 < BM ? m - m0 : BM;
     const int srows = gsh >= 0 ? BK >> gsh : 1;
+    const long long units_n = n / 64;
 
     if (tid == 0) {
-        mg_require_smem(128 + (unsigned)(LY::BAR + LY::RING) + (unsigned)rows * xstride * 2);
+        mg_require_smem((unsigned)(LY::BAR + LY::RING) + (unsigned)rows * xstride * 2);
         for (int s = 0; s < STAGES; s++) {
             mg_mbar_init(full + s, 1);
             mg_mbar_init(empty + s, WN); // the WN warps that consume stage s
@@ -308,15 +299,10 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
                 unsigned char *st = ring + s * LY::STAGE;
                 const int kb = kb0 + it;
                 mg_mbar_expect_tx(full + s, LY::W_BYTES + sbytes * (1 + ZP));
-#if MG_DECODE_WTMA
-                mg_tma_3d(st, &wmap, 0, n0 / 64, kb * KS, full + s);
-#else
-                const long long units_n = n / 64;
                 for (int kk = 0; kk < KS; kk++)
                     mg_bulk_g2s(st + kk * WN * 512,
                                 Wp + (((long long)kb * KS + kk) * units_n + n0 / 64) * 32, WN * 512,
                                 full + s);
-#endif
                 const long long grow0 = (long long)kb * BK / group;
                 for (int r = 0; r < srows; r++) {
                     mg_bulk_g2s(st + LY::W_BYTES + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2,

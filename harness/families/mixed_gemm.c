@@ -340,11 +340,10 @@ static mg_encode_fn mg_encoder(tune_error *err)
     return encode;
 }
 
-/* The tensor maps of the kernels that load by TMA. X, for the wgmma kernels (m rows of k
- * elements): boxes of 64 columns x bm rows with the 128-byte swizzle their MMAs read, rows past m
- * filled with zeros. The packed weight, for the warp-specialized wgmma kernel and the decode
- * kernel (k / 16 rows of n / 64 units of 64 eight-byte words): boxes of one stage, bk / 16 rows x
- * bn / 64 units, unswizzled, so that a stage is one copy. */
+/* The wgmma kernels' tensor maps. X (m rows of k elements): boxes of 64 columns x bm rows with the
+ * 128-byte swizzle their MMAs read, rows past m filled with zeros. The packed weight, for the
+ * warp-specialized kernel (k / 16 rows of n / 64 units of 64 eight-byte words): boxes of one
+ * stage, bk / 16 rows x bn / 64 units, unswizzled, so that a stage is one copy. */
 static tune_status mg_prepare_maps(mg_state *s, const mg_desc *d, tune_error *err)
 {
     mg_encode_fn encode = mg_encoder(err);
@@ -353,7 +352,7 @@ static tune_status mg_prepare_maps(mg_state *s, const mg_desc *d, tune_error *er
     CUtensorMap map;
     _Static_assert(sizeof map == sizeof s->xmap && sizeof map == sizeof s->wmap,
                    "CUtensorMap is 128 bytes");
-    if (MG_IS_WGMMA(d->method)) {
+    {
         const cuuint64_t dim[2] = {(cuuint64_t)d->k, (cuuint64_t)d->m};
         const cuuint64_t stride[1] = {(cuuint64_t)d->k * 2};
         const cuuint32_t box[2] = {64, (cuuint32_t)d->bm}, estride[2] = {1, 1};
@@ -367,7 +366,7 @@ static tune_status mg_prepare_maps(mg_state *s, const mg_desc *d, tune_error *er
                                   (int)rc, (long long)d->m, (long long)d->k, (long long)d->bm);
         memcpy(s->xmap, &map, sizeof map);
     }
-    if (d->method == MG_WGMMA_WS || d->method == MG_DECODE) {
+    if (d->method == MG_WGMMA_WS) {
         const cuuint64_t dim[3] = {64, (cuuint64_t)d->n / 64, (cuuint64_t)d->k / 16};
         const cuuint64_t stride[2] = {512, (cuuint64_t)d->n / 64 * 512};
         const cuuint32_t box[3] = {64, (cuuint32_t)(d->bn / 64), (cuuint32_t)(d->bk / 16)},
@@ -426,8 +425,7 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     if (MG_TILED(d->method)) {
         if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
             return TUNE_ERR_CUDA;
-        if ((MG_IS_WGMMA(d->method) || d->method == MG_DECODE) &&
-            (st = mg_prepare_maps(s, d, err)))
+        if (MG_IS_WGMMA(d->method) && (st = mg_prepare_maps(s, d, err)))
             return st;
         /* the wgmma kernels' 2 splits add up in a cluster, without the workspace */
         if (MG_IS_WGMMA(d->method) && d->splitk == 2)
@@ -491,13 +489,13 @@ static tune_status mg_launch(void *state, tune_error *err)
     int m = (int)d->m, n = (int)d->n, k = (int)d->k, group = (int)d->g_eff, gsh = d->gsh;
     long long kl = d->k, nl = d->n;
     if (MG_TILED(d->method)) {
-        /* the wgmma kernels take X's tensor map in place of X; the warp-specialized one and
-         * the decode kernel the weight's too, before the weight */
+        /* the wgmma kernels take X's tensor map in place of X, the warp-specialized one the
+         * weight's too, before the weight */
         void *x = MG_IS_WGMMA(d->method) ? (void *)s->xmap : (void *)&s->x;
         void *args[] = {x,  s->wmap, &s->wp, &s->sp,       &s->zp, &s->y, &s->ws,
                         &s->counters, &m,     &n,     &k, &group, &gsh};
         void **a = args;
-        if (d->method != MG_WGMMA_WS && d->method != MG_DECODE) { /* no weight map */
+        if (d->method != MG_WGMMA_WS) { /* no weight map */
             args[1] = x;
             a = args + 1;
         }

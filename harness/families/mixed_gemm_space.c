@@ -246,7 +246,7 @@ static size_t mg_decode_smem(const mg_desc *d)
     int64_t bar = ((2 * d->stages + 1) * 8 + 127) / 128 * 128;
     int64_t kb = d->k / d->bk, xstride = (kb + d->splitk - 1) / d->splitk * d->bk + 8;
     int64_t rows = d->m < d->bm ? d->m : d->bm;
-    return (size_t)(128 + bar + ring + rows * xstride * 2); /* 128: aligning the base */
+    return (size_t)(bar + ring + rows * xstride * 2);
 }
 
 /* The decode kernel's geometry: bm = 8 XT rows, bn = 64 wn, bk = 16 KS, one producer warp. */
