@@ -13,7 +13,7 @@ for m in 1 16 32 64 128 256; do
     --section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats \
     --section MemoryWorkloadAnalysis --section SchedulerStats \
     --metrics sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed \
-    -o $OUT/p/m$m -f build/tune results/w4a16_profile/prof_m$m.json --out /tmp/r$m > $OUT/p/ncu_m$m.log 2>&1
+    -o $OUT/p/m$m -f build/tune results/w4a16_profile/20261126T155300Z/prof_m$m.json --out /tmp/r$m > $OUT/p/ncu_m$m.log 2>&1
   ncu -i $OUT/p/m$m.ncu-rep --page details --print-details all > $OUT/p/details_m$m.txt 2>&1
   echo "m=$m: tune $(grep -o '"time_median": *[0-9.e-]*' /tmp/r$m/raw.jsonl | head -1) | $(grep -E '^ +(Duration|DRAM Throughput|Achieved Occupancy|sm__pipe_tensor_cycles_active|Registers Per Thread)' $OUT/p/details_m$m.txt | tr -s ' ' | tr '\n' ';')"
 done
