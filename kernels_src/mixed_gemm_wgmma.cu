@@ -520,6 +520,12 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 #ifndef MG_WS_WTMA
 #define MG_WS_WTMA 1
 #endif
+// MG_WS_STMA 1: a stage's scale rows (and zero-point rows) are one box each of the host's smap
+// (zmap), 3-D tensor maps of the scales (zero points); 0: one bulk copy per row (the kernel
+// before, for A/B measurements).
+#ifndef MG_WS_STMA
+#define MG_WS_STMA 1
+#endif
 
 template <int WN> struct mg_ws_regs {
     static constexpr int THREADS = 128 * (WN + 1);
@@ -560,6 +566,7 @@ template <int N> __device__ __forceinline__ void mg_setmaxnreg_inc()
 // warpgroup joins the cluster finish's three barriers (CL > 1) and leaves.
 template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL>
 __device__ __forceinline__ void mg_ws_produce(const mg_tmap *xmap, const mg_tmap *wmap,
+                                              const mg_tmap *smap, const mg_tmap *zmap,
                                               const uint4 *__restrict__ Wp,
                                               const T *__restrict__ S, const T *__restrict__ Z,
                                               unsigned char *xring, unsigned char *wring,
@@ -605,12 +612,21 @@ __device__ __forceinline__ void mg_ws_produce(const mg_tmap *xmap, const mg_tmap
 #endif
             const long long grow0 = (long long)kb * BK / group;
             unsigned char *sd = st + LY::W_BYTES;
+#if MG_WS_STMA
+            // the stage's srows scale rows (and zero-point rows) of the block's BN columns in one
+            // box each (64-column chunks, n / 64 of them per row, k / G rows): rows of BN in
+            // shared memory, as srows row copies would leave them
+            mg_tma_3d(sd, smap, 0, n0 / 64, (int)grow0, fullw + s);
+            if (ZP)
+                mg_tma_3d(sd + LY::S_BYTES, zmap, 0, n0 / 64, (int)grow0, fullw + s);
+#else
             for (int r = 0; r < srows; r++) {
                 mg_bulk_g2s(sd + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2, fullw + s);
                 if (ZP)
                     mg_bulk_g2s(sd + LY::S_BYTES + r * BN * 2, Z + (grow0 + r) * n + n0, BN * 2,
                                 fullw + s);
             }
+#endif
         }
     __syncwarp();
     if (CL > 1) {
@@ -682,6 +698,7 @@ __device__ __forceinline__ void mg_ws_epilogue(const float (&acc)[MT][BM / 2], f
 template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL>
 __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     mg_wgmma_ws(const __grid_constant__ mg_tmap xmap, const __grid_constant__ mg_tmap wmap,
+                const __grid_constant__ mg_tmap smap, const __grid_constant__ mg_tmap zmap,
                 const uint4 *__restrict__ Wp,
                 const T *__restrict__ S, const T *__restrict__ Z, T *__restrict__ Y,
                 float *__restrict__ ws, int *__restrict__ counters, int m, int n, int k, int group,
@@ -716,10 +733,9 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     }
     __syncthreads();
     if (warp < 4) {
-        mg_ws_produce<T, BM, WN, MT, KS, SX, SW, ZP, CL>(&xmap, &wmap, Wp, S, Z, xring, wring,
-                                                         bars, L,
-                                                         kb0, m0, n0, n, group,
-                                                         gsh >= 0 ? BK >> gsh : 1);
+        mg_ws_produce<T, BM, WN, MT, KS, SX, SW, ZP, CL>(&xmap, &wmap, &smap, &zmap, Wp, S, Z,
+                                                         xring, wring, bars, L, kb0, m0, n0, n,
+                                                         group, gsh >= 0 ? BK >> gsh : 1);
         return;
     }
     if (WN > 1)

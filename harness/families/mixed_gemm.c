@@ -65,7 +65,9 @@ typedef struct {
         *k_deq_f32, *k_fill_x;
     void *k_main; /* the prepared configuration's kernel */
     unsigned long long xmap[16]; /* the wgmma methods' tensor map of X (a CUtensorMap) */
-    unsigned long long wmap[16]; /* the warp-specialized one's of the packed weight */
+    unsigned long long wmap[16]; /* the warp-specialized one's of the packed weight, */
+    unsigned long long smap[16]; /* of the scales */
+    unsigned long long zmap[16]; /* and of the zero points */
 } mg_state;
 
 /* The stream method's grid: MG_STREAM_BLOCKS_PER_SM blocks of 256 threads per multiprocessor. */
@@ -381,6 +383,25 @@ static tune_status mg_prepare_maps(mg_state *s, const mg_desc *d, tune_error *er
                                   (int)rc, (long long)d->k, (long long)d->n,
                                   (long long)(d->bk / 16), (long long)(d->bn / 64));
         memcpy(s->wmap, &map, sizeof map);
+        /* the scales and zero points (k / G rows of n / 64 chunks of 64 values): boxes of the
+         * stage's rows of bn columns */
+        const cuuint64_t sdim[3] = {64, (cuuint64_t)d->n / 64, (cuuint64_t)(d->k / d->g_eff)};
+        const cuuint64_t sstride[2] = {128, (cuuint64_t)d->n * 2};
+        const cuuint32_t sbox[3] = {64, (cuuint32_t)(d->bn / 64),
+                                    (cuuint32_t)(d->gsh >= 0 ? d->bk >> d->gsh : 1)};
+        for (int z = 0; z <= d->zp; z++) {
+            rc = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, z ? s->zp : s->sp, sdim, sstride,
+                        sbox, estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+            if (rc != CUDA_SUCCESS)
+                return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
+                                      "cuTensorMapEncodeTiled failed (error %d) for the %s of "
+                                      "%lld x %lld, box %u rows x %lld chunks",
+                                      (int)rc, z ? "zero points" : "scales",
+                                      (long long)(d->k / d->g_eff), (long long)d->n, sbox[2],
+                                      (long long)(d->bn / 64));
+            memcpy(z ? s->zmap : s->smap, &map, sizeof map);
+        }
     }
     return TUNE_OK;
 }
@@ -492,12 +513,12 @@ static tune_status mg_launch(void *state, tune_error *err)
         /* the wgmma kernels take X's tensor map in place of X, the warp-specialized one the
          * weight's too, before the weight */
         void *x = MG_IS_WGMMA(d->method) ? (void *)s->xmap : (void *)&s->x;
-        void *args[] = {x,  s->wmap, &s->wp, &s->sp,       &s->zp, &s->y, &s->ws,
-                        &s->counters, &m,     &n,     &k, &group, &gsh};
+        void *args[] = {x,      s->wmap, s->smap, s->zmap, &s->wp, &s->sp, &s->zp, &s->y,
+                        &s->ws, &s->counters, &m,     &n,     &k,      &group, &gsh};
         void **a = args;
-        if (d->method != MG_WGMMA_WS) { /* no weight map */
-            args[1] = x;
-            a = args + 1;
+        if (d->method != MG_WGMMA_WS) { /* no maps of the weight, scales and zero points */
+            args[3] = x;
+            a = args + 3;
         }
         return gpu_launch_grid(s->k_main, d->grid, d->threads, d->smem, s->env.stream, a, err);
     }
