@@ -520,9 +520,9 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 #ifndef MG_WS_WTMA
 #define MG_WS_WTMA 1
 #endif
-// MG_WS_STMA 1: a stage's scale rows (and zero-point rows) are one box each of the host's smap
-// (zmap), 3-D tensor maps of the scales (zero points); 0: one bulk copy per row (the kernel
-// before, for A/B measurements).
+// MG_WS_STMA 1: a stage of 4 or more scale rows (and its zero-point rows) is one box each of the
+// host's smap (zmap), 3-D tensor maps of the scales (zero points); fewer rows, or 0: one bulk copy
+// per row (the kernel before, for A/B measurements).
 #ifndef MG_WS_STMA
 #define MG_WS_STMA 1
 #endif
@@ -612,21 +612,23 @@ __device__ __forceinline__ void mg_ws_produce(const mg_tmap *xmap, const mg_tmap
 #endif
             const long long grow0 = (long long)kb * BK / group;
             unsigned char *sd = st + LY::W_BYTES;
-#if MG_WS_STMA
-            // the stage's srows scale rows (and zero-point rows) of the block's BN columns in one
-            // box each (64-column chunks, n / 64 of them per row, k / G rows): rows of BN in
-            // shared memory, as srows row copies would leave them
-            mg_tma_3d(sd, smap, 0, n0 / 64, (int)grow0, fullw + s);
-            if (ZP)
-                mg_tma_3d(sd + LY::S_BYTES, zmap, 0, n0 / 64, (int)grow0, fullw + s);
-#else
-            for (int r = 0; r < srows; r++) {
-                mg_bulk_g2s(sd + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2, fullw + s);
+            if (MG_WS_STMA && srows >= 4) {
+                // the stage's srows scale rows (and zero-point rows) of the block's BN columns in
+                // one box each (64-column chunks, n / 64 of them per row, k / G rows): rows of BN
+                // in shared memory, as srows row copies would leave them. Only from 4 rows: with
+                // 2 rows per stage (bk = 256, G = 128) the box was 7-11 % slower on the H200 than
+                // two row copies at m = 16-32, and 3-7 % faster from 4 rows (G = 32 and 64).
+                mg_tma_3d(sd, smap, 0, n0 / 64, (int)grow0, fullw + s);
                 if (ZP)
-                    mg_bulk_g2s(sd + LY::S_BYTES + r * BN * 2, Z + (grow0 + r) * n + n0, BN * 2,
-                                fullw + s);
+                    mg_tma_3d(sd + LY::S_BYTES, zmap, 0, n0 / 64, (int)grow0, fullw + s);
+            } else {
+                for (int r = 0; r < srows; r++) {
+                    mg_bulk_g2s(sd + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2, fullw + s);
+                    if (ZP)
+                        mg_bulk_g2s(sd + LY::S_BYTES + r * BN * 2, Z + (grow0 + r) * n + n0,
+                                    BN * 2, fullw + s);
+                }
             }
-#endif
         }
     __syncwarp();
     if (CL > 1) {
