@@ -156,6 +156,15 @@ Test(meta, searched_key_and_resume)
     cr_expect(strstr(err.message, "search was \"random budget=10% seed=7 batch=0\", now \"model") !=
                   NULL,
               "%s", err.message);
+    /* derived features (run/search.c writes them into the key): other features, another search */
+    ki.search = "random budget=10% seed=7 batch=0 features=blocks=m / bm";
+    json_t *feats = meta_key_build(&ki);
+    tune_error e3 = {0};
+    cr_expect_eq(meta_check_resume(tmpdir, feats, 0, &e3), TUNE_ERR_INVALID);
+    cr_expect(strstr(e3.message, "now \"random budget=10% seed=7 batch=0 features=blocks=m / bm\"") !=
+                  NULL,
+              "%s", e3.message);
+    json_decref(feats);
     ki.search = NULL;
     json_t *plain = meta_key_build(&ki);
     cr_expect_null(json_object_get(plain, "search"), "an exhaustive key is as before");

@@ -301,3 +301,58 @@ Test(replay, committed_h200_run, .timeout = 120)
     cr_expect_leq(model.rounds[0], 5, "10 %% in %zu rounds", model.rounds[0]);
     replay_free(r);
 }
+
+/* Derived features: the options' (--feature), checked against the folder's features; the cost of
+ * each budget against the exhaustive run; recorded in meta.json. */
+Test(replay, derived_features_and_cost)
+{
+    replay_options o;
+    replay_options_init(&o);
+    cr_assert_eq(replay_parse_strategies("random,model", &o), 0);
+    cr_assert_eq(replay_parse_budgets("10,100", &o), 0);
+    o.seeds = 2;
+    const char *dirs[] = {FIXTURE};
+    const char *feats[] = {"blocks=(m + bm - 1) / bm * ((n + bn - 1) / bn) * splitk",
+                           "per_split=k / splitk / blocks"};
+    o.features = feats;
+    o.n_features = 2;
+    o.features_set = 1;
+    tune_error err = {0};
+    replay *r = replay_run(dirs, 1, &o, &err);
+    cr_assert_not_null(r, "%s", err.message);
+    replay_summary sm;
+    replay_summarize(r, 0, 1, &sm);
+    /* at 100 % every configuration is measured: the exhaustive run's cost */
+    cr_expect_float_eq(sm.gpu_time[1], 1.0, 1e-9);
+    cr_expect_float_eq(sm.configs[1], 1.0, 1e-9);
+    cr_expect_float_eq(sm.kernels[1], 1.0, 1e-9);
+    cr_expect_gt(sm.gpu_time[0], 0);
+    cr_expect_lt(sm.gpu_time[0], 1.0);
+    cr_expect_lt(sm.configs[0], 1.0);
+    char out[512];
+    snprintf(out, sizeof out, "%s/out", tmpdir);
+    char *argv[] = {"replay", FIXTURE};
+    cr_assert_eq(replay_write_files(r, out, 2, argv, &err), TUNE_OK, "%s", err.message);
+    replay_free(r);
+    char path[600];
+    snprintf(path, sizeof path, "%s/meta.json", out);
+    json_t *meta = json_load_file(path, 0, NULL);
+    cr_assert_not_null(meta);
+    json_t *f = json_object_get(json_array_get(json_object_get(meta, "replayed"), 0), "features");
+    cr_expect_eq(json_object_size(f), 2);
+    cr_expect_str_eq(json_string_value(json_object_get(f, "per_split")), "k / splitk / blocks");
+    json_decref(meta);
+    /* an unknown name, a later feature read before it, a name taken: refused, named */
+    const char *bad[][2] = {{"x=q * 2", "unknown name 'q'"},
+                            {"y=blocks2 + 1", "unknown name 'blocks2'"},
+                            {"bm=m", "'bm' is a feature already"},
+                            {"z=m +", "feature 'z=m +'"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        tune_error e = {0};
+        const char *one[] = {bad[i][0], "blocks2=m"};
+        o.features = one;
+        o.n_features = 2;
+        cr_expect_null(replay_run(dirs, 1, &o, &e));
+        cr_expect(strstr(e.message, bad[i][1]), "%s: %s", bad[i][0], e.message);
+    }
+}

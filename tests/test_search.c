@@ -545,3 +545,121 @@ Test(search, run_budget_floor_finds_the_small_shapes_method)
     cr_expect_lt(shape_hits, 5 * N_SMALL / 2, "per shape: z found in %zu of %d", shape_hits,
                  5 * N_SMALL);
 }
+
+/* ---- derived features (search_add_feature) ---- */
+
+Test(search, derived_features_are_computed_and_checked)
+{
+    search_options o;
+    search_options_init(&o);
+    o.strategy = SEARCH_MODEL;
+    const char *names[] = {"n", "t", "method"};
+    search *s = search_new(&o, names, 3, NULL);
+    cr_assert_not_null(s);
+    expr *tiles = expr_parse("(n + t - 1) / t", NULL), *pad = expr_parse("tiles * t - n", NULL);
+    expr *bad = expr_parse("n / (t - t)", NULL), *str = expr_parse("method", NULL);
+    cr_assert_eq(search_add_feature(s, "tiles", tiles), 0);
+    cr_expect_eq(search_add_feature(s, "tiles", pad), -1, "a feature already");
+    cr_expect_eq(search_add_feature(s, "t", pad), -1, "a feature already");
+    cr_assert_eq(search_add_feature(s, "pad", pad), 0, "reads the feature before it");
+    cr_assert_eq(search_add_feature(s, "div0", bad), 0);
+    cr_assert_eq(search_add_feature(s, "m2", str), 0);
+    cr_expect_eq(search_n_features(s), 7);
+    tune_point p = {0};
+    point_set_int(&p, "n", 100);
+    point_set_int(&p, "t", 16);
+    point_set_str(&p, "method", "x");
+    cr_assert_eq(search_add(s, 0, 1, &p), 0);
+    cr_expect_eq(search_add_feature(s, "late", tiles), -1, "after the first candidate");
+    /* the rules read derived features by name (tiles 7, pad 12 here) */
+    expr *r = expr_parse("(pad == 0) * 10", NULL);
+    cr_assert_eq(search_add_rule(s, "tiles", r), 0);
+    point_set_int(&p, "t", 10);
+    cr_assert_eq(search_add(s, 0, 2, &p), 0); /* tiles 10, pad 0: the rule gives 10, a match */
+    point_set_int(&p, "t", 8);
+    cr_assert_eq(search_add(s, 0, 3, &p), 0); /* tiles 13, pad 4: the rule gives 0 */
+    size_t ids[3], n = search_next(s, ids, 3);
+    cr_assert_geq(n, 1);
+    cr_expect_eq(ids[0], 2, "the candidates the rule matches first: %zu", ids[0]);
+    search_free(s);
+    expr_free(tiles), expr_free(pad), expr_free(bad), expr_free(str), expr_free(r);
+}
+
+/* A space where the optimum is learnable only through a derived feature: shapes of size n, a tile
+ * t; the time is the padded work (ceil(n / t) x t) / n plus a cost per tile, so that the largest
+ * tile that divides n is best: where it lies depends on n and t together in a way that trees over
+ * (n, t) cannot carry from one shape to another, but "pad = ceil(n / t) x t - n" does. */
+enum { PAD_SHAPES = 12, PAD_T0 = 5, PAD_NT = 60 };
+
+static int pad_n(size_t shape)
+{
+    static const int n[PAD_SHAPES] = {360, 420, 480, 504, 540, 600, 660, 720, 780, 840, 900, 960};
+    return n[shape];
+}
+
+static double pad_time(size_t id)
+{
+    int n = pad_n(id / PAD_NT), t = PAD_T0 + (int)(id % PAD_NT);
+    return 1e-5 * ((double)((n + t - 1) / t * t) / n + 0.2 / t);
+}
+
+static double pad_best(size_t shape)
+{
+    double best = INFINITY;
+    for (size_t i = 0; i < PAD_NT; i++)
+        best = fmin(best, pad_time(shape * PAD_NT + i));
+    return best;
+}
+
+/* Evaluations (summed over shapes) until each shape found its optimum, with a budget per shape of
+ * 30 %; a shape that never does counts the budget plus one. */
+static size_t pad_evaluations(int with_feature, uint64_t seed)
+{
+    search_options o;
+    search_options_init(&o);
+    o.strategy = SEARCH_MODEL;
+    o.scope = SEARCH_SCOPE_SHAPE;
+    o.budget_fraction = 0.30;
+    o.seed = seed;
+    const char *names[] = {"n", "t"};
+    search *s = search_new(&o, names, 2, NULL);
+    cr_assert_not_null(s);
+    expr *pad = expr_parse("(n + t - 1) / t * t - n", NULL);
+    if (with_feature)
+        cr_assert_eq(search_add_feature(s, "pad", pad), 0);
+    expr_free(pad);
+    for (size_t id = 0; id < PAD_SHAPES * PAD_NT; id++) {
+        tune_point p = {0};
+        point_set_int(&p, "n", pad_n(id / PAD_NT));
+        point_set_int(&p, "t", PAD_T0 + (int)(id % PAD_NT));
+        cr_assert_eq(search_add(s, id / PAD_NT, id, &p), 0);
+    }
+    size_t ids[PAD_SHAPES * PAD_NT], n, count[PAD_SHAPES] = {0}, found[PAD_SHAPES] = {0};
+    while ((n = search_next(s, ids, PAD_SHAPES * PAD_NT)) > 0)
+        for (size_t i = 0; i < n; i++) {
+            size_t sh = ids[i] / PAD_NT;
+            search_observe(s, ids[i], pad_time(ids[i]));
+            count[sh]++;
+            if (!found[sh] && pad_time(ids[i]) <= pad_best(sh))
+                found[sh] = count[sh];
+        }
+    size_t sum = 0;
+    for (size_t sh = 0; sh < PAD_SHAPES; sh++)
+        sum += found[sh] ? found[sh] : search_budget(s, sh) + 1;
+    search_free(s);
+    return sum;
+}
+
+Test(search, derived_feature_makes_the_optimum_learnable)
+{
+    size_t with = 0, without = 0;
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        with += pad_evaluations(1, seed);
+        without += pad_evaluations(0, seed);
+    }
+    cr_log_info("pad: %zu with, %zu without", with, without);
+    cr_expect_lt(with * 4, without * 3,
+                 "evaluations to the optimum over 5 seeds: %zu with the feature, %zu without", with,
+                 without);
+    cr_expect_eq(pad_evaluations(1, 3), pad_evaluations(1, 3), "deterministic for a seed");
+}

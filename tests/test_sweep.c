@@ -591,3 +591,50 @@ Test(sweep_search, features)
     cr_expect_str_eq(names[sw->n_problem + 1], "chunk");
     sweep_free(sw);
 }
+
+/* Derived features: in the order given, each reading the axes, method, parameters and the
+ * features before it; they change nothing but the model's inputs (not a searched run by
+ * themselves). */
+Test(sweep_search, derived_features)
+{
+    tune_error err = {0};
+    char buf[1024];
+    sweep *sw = search_sweep("{\"features\": {\"chunks\": \"(k + chunk - 1) / chunk\", "
+                             "\"work\": \"chunks * g\", \"gather\": \"method == \\\"gather\\\"\"}}",
+                             &err);
+    cr_assert_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
+    cr_assert_eq(sw->search.n_features, 3);
+    cr_expect_str_eq(sw->search.feature_names[0], "chunks");
+    cr_expect_str_eq(sw->search.feature_names[1], "work");
+    cr_expect_str_eq(sw->search.feature_names[2], "gather");
+    cr_expect_str_eq(sw->search.feature_src[1], "chunks * g");
+    cr_expect_eq(sweep_search_on(&sw->search), 0, "features alone do not search");
+    /* evaluated on a candidate's point as the search does */
+    search_options o;
+    search_options_init(&o);
+    const char *names[SEARCH_MAX_FEATURES];
+    search *s = search_new(&o, names, sweep_search_features(sw, names), NULL);
+    cr_assert_not_null(s);
+    for (size_t i = 0; i < sw->search.n_features; i++)
+        cr_assert_eq(search_add_feature(s, sw->search.feature_names[i], sw->search.features[i]), 0);
+    cr_expect_eq(search_n_features(s), sw->n_problem + 1 + sw->n_params + 3);
+    search_free(s);
+    sweep_free(sw);
+    /* a later feature may not be read by an earlier one */
+    cr_assert_null(search_sweep("{\"features\": {\"work\": \"chunks * g\", \"chunks\": \"k\"}}",
+                                &err));
+    cr_expect(strstr(tune_error_text(&err, buf, sizeof buf),
+                     "$.search.features.work: unknown name 'chunks' in search feature 'work'"),
+              "%s", buf);
+    err = (tune_error){0};
+    cr_assert_null(search_sweep("{\"features\": {\"a\": \"k\", \"b\": \"a\", \"a2\": \"b\", "
+                                "\"dtype\": \"k\"}}",
+                                &err));
+    cr_expect(strstr(tune_error_text(&err, buf, sizeof buf),
+                     "feature 'dtype' is already a problem axis, method or parameter"),
+              "%s", buf);
+    err = (tune_error){0};
+    cr_assert_null(search_sweep("{\"features\": {}}", &err));
+    cr_expect(strstr(tune_error_text(&err, buf, sizeof buf), "expected 1 to 16 derived features"),
+              "%s", buf);
+}

@@ -1,7 +1,8 @@
 /* tune replay: a search strategy replayed against measured exhaustive runs (docs/search.md).
  *
  *   tune replay RESULTS_DIR... [--strategy random,model] [--seeds 20] [--budgets 5,10,25]
- *               [--prior DIR]... [--rule PARAM=EXPR]... [--out DIR] [--quiet]
+ *               [--prior DIR]... [--rule PARAM=EXPR]... [--feature NAME=EXPR]...
+ *               [--features none] [--out DIR] [--quiet]
  *
  * Prints the summary table of each folder; --out DIR also gets replay.md, replay.csv,
  * replay.json and meta.json (never inside a folder replayed).
@@ -17,8 +18,8 @@ int tune_cmd_replay(int argc, char **argv);
 
 static const char replay_usage[] =
     "usage: tune replay RESULTS_DIR... [--strategy random,model] [--seeds 20]\n"
-    "                   [--budgets 5,10,25] [--prior DIR]... [--rule PARAM=EXPR]... [--out DIR]\n"
-    "                   [--quiet]\n"
+    "                   [--budgets 5,10,25] [--prior DIR]... [--rule PARAM=EXPR]...\n"
+    "                   [--feature NAME=EXPR]... [--features none] [--out DIR] [--quiet]\n"
     "Replays search strategies (exhaustive, random, model) against measured exhaustive runs, no\n"
     "GPU needed: per shape and over seeds 1..N, the evaluations each strategy needs to come within\n"
     "1 % and 3 % of the shape's best time, and the fraction of the best it reaches with budgets of\n"
@@ -26,13 +27,15 @@ static const char replay_usage[] =
     "gets replay.md, replay.csv, replay.json and meta.json (never inside a folder replayed).\n"
     "--prior DIR gives every search the rows of another results folder as a warm start (another\n"
     "GPU, an earlier run); --rule PARAM=EXPR a fitted rule (tune fit) preferred in each shape's\n"
-    "first round. Both guide the model strategy only.\n";
+    "first round. Both guide the model strategy only. The model's derived features are each\n"
+    "folder's (its meta.json: the run's search block, else its sweep's search.features), or\n"
+    "those of --feature NAME=EXPR (repeatable, in order), or none with --features none.\n";
 
 typedef struct {
     const char *dirs[64];
     size_t n_dirs;
     const char *out;
-    const char *priors[16], *rules[16];
+    const char *priors[16], *rules[16], *features[SEARCH_MAX_DERIVED];
     int quiet;
     replay_options opt;
 } replay_cli;
@@ -73,6 +76,22 @@ static int replay_option(replay_cli *c, const char *a, const char *val)
         (prior ? c->priors : c->rules)[(*n)++] = val;
         return 0;
     }
+    if (strcmp(a, "--feature") == 0) {
+        if (c->opt.n_features == SEARCH_MAX_DERIVED)
+            return fprintf(stderr, "tune replay: at most %d of --feature\n", SEARCH_MAX_DERIVED),
+                   -1;
+        if (!strchr(val, '=') || val[0] == '=')
+            return replay_bad(a, "NAME=EXPR", val);
+        c->opt.features_set = 1;
+        c->features[c->opt.n_features++] = val;
+        return 0;
+    }
+    if (strcmp(a, "--features") == 0) {
+        if (strcmp(val, "none") != 0)
+            return replay_bad(a, "none (--feature NAME=EXPR gives them)", val);
+        c->opt.features_set = 1;
+        return 0;
+    }
     if (strcmp(a, "--out") == 0) {
         c->out = val;
         return cli_path("replay", a, val);
@@ -87,6 +106,7 @@ static int replay_parse(int argc, char **argv, replay_cli *c)
     replay_options_init(&c->opt);
     c->opt.prior_dirs = c->priors;
     c->opt.rules = c->rules;
+    c->opt.features = c->features;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -105,7 +125,8 @@ static int replay_parse(int argc, char **argv, replay_cli *c)
         }
         if (i + 1 >= argc) {
             if (strcmp(a, "--strategy") && strcmp(a, "--seeds") && strcmp(a, "--budgets") &&
-                strcmp(a, "--out") && strcmp(a, "--prior") && strcmp(a, "--rule"))
+                strcmp(a, "--out") && strcmp(a, "--prior") && strcmp(a, "--rule") &&
+                strcmp(a, "--feature") && strcmp(a, "--features"))
                 return fprintf(stderr, "tune replay: unknown option %s\n%s", a, replay_usage), -1;
             return fprintf(stderr, "tune replay: option %s needs a value\n%s", a, replay_usage),
                    -1;

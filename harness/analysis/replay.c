@@ -89,9 +89,22 @@ int replay_parse_budgets(const char *text, replay_options *o)
     return 0;
 }
 
+static void features_release(replay_folder *F)
+{
+    for (size_t i = 0; i < F->n_derived; i++) {
+        free(F->derived[i].text), free(F->derived[i].name);
+        expr_free(F->derived[i].e);
+    }
+    free(F->derived);
+    F->derived = NULL;
+    F->n_derived = 0;
+}
+
 static void folder_release(replay_folder *F)
 {
     free(F->dir), free(F->sweep), free(F->device), free(F->git_rev);
+    features_release(F);
+    free(F->cost), free(F->kernel_of), free(F->run_cost), free(F->run_kernels);
     results_rows_free(F->rows, F->n_rows);
     free(F->points), free(F->values), free(F->shape_of);
     for (size_t i = 0; i < F->n_shapes; i++)
@@ -152,8 +165,73 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-/* meta.json (when the folder has one) checked; the sweep, device and revision kept. */
-static tune_status folder_meta(replay_folder *F, tune_error *err)
+static int is_candidate(const result_row *row)
+{
+    return row->values.n > row->n_axes && row->status != RESULT_SKIPPED;
+}
+
+/* "name=expr" parsed into F->derived[F->n_derived++]; where names the source in errors. */
+static tune_status feature_add(replay_folder *F, const char *text, const char *where,
+                               tune_error *err)
+{
+    const char *eq = strchr(text, '=');
+    if (!eq || eq == text || eq[1] == '=')
+        return tune_error_set(err, TUNE_ERR_INVALID, where,
+                              "feature '%s': expected NAME=EXPR (tiles_n=(n + bn - 1) / bn)", text);
+    if (F->n_derived == SEARCH_MAX_DERIVED)
+        return tune_error_set(err, TUNE_ERR_INVALID, where, "at most %d derived features",
+                              SEARCH_MAX_DERIVED);
+    replay_feature *nf = realloc(F->derived, (F->n_derived + 1) * sizeof *nf);
+    if (!nf)
+        return tune_error_set(err, TUNE_ERR_NOMEM, "replay", "out of memory");
+    F->derived = nf;
+    replay_feature *f = &F->derived[F->n_derived];
+    memset(f, 0, sizeof *f);
+    f->text = strdup(text);
+    f->name = strndup(text, (size_t)(eq - text));
+    if (!f->text || !f->name) {
+        free(f->text), free(f->name);
+        return tune_error_set(err, TUNE_ERR_NOMEM, "replay", "out of memory");
+    }
+    F->n_derived++;
+    tune_error pe = {0};
+    if (!(f->e = expr_parse(eq + 1, &pe)))
+        return tune_error_set(err, TUNE_ERR_PARSE, where, "feature '%s': %s: %s", text, pe.where,
+                              pe.message);
+    return TUNE_OK;
+}
+
+/* The derived features a run of the folder searched with: meta.json's search block's
+ * "features", else its sweep's search.features ({name: expr}, in order). */
+static tune_status folder_meta_features(replay_folder *F, const json_t *meta, tune_error *err)
+{
+    const json_t *feats = json_object_get(meta_search_block(meta), "features");
+    if (!feats)
+        feats = json_object_get(
+            json_object_get(json_object_get(json_object_get(meta, "sweep"), "source"), "search"),
+            "features");
+    if (!json_is_object(feats))
+        return TUNE_OK;
+    char path[PATH_MAX], text[4096];
+    snprintf(path, sizeof path, "%s/meta.json", F->dir);
+    const char *name;
+    const json_t *v;
+    tune_status st = TUNE_OK;
+    json_object_foreach((json_t *)feats, name, v) {
+        if (st != TUNE_OK)
+            break;
+        if (!json_is_string(v))
+            return tune_error_set(err, TUNE_ERR_INVALID, path,
+                                  "search feature '%s': expected an expression (a string)", name);
+        snprintf(text, sizeof text, "%s=%s", name, json_string_value(v));
+        st = feature_add(F, text, path, err);
+    }
+    return st;
+}
+
+/* meta.json (when the folder has one) checked; the sweep, device, revision, the warmup and (unless
+ * the options give them) the derived features kept. */
+static tune_status folder_meta(replay_folder *F, const replay_options *o, tune_error *err)
 {
     json_t *meta = NULL;
     const char *dirs[1] = {F->dir};
@@ -162,9 +240,82 @@ static tune_status folder_meta(replay_folder *F, tune_error *err)
         F->sweep = dup_or_null(meta_sweep_name(meta));
         F->device = dup_or_null(meta_device_name(meta));
         F->git_rev = dup_or_null(meta_tool_git_rev(meta));
+        json_t *w = json_object_get(json_object_get(meta, "timing"), "warmup");
+        F->warmup = json_is_integer(w) ? (int)json_integer_value(w) : 0;
+        if (!o->features_set)
+            st = folder_meta_features(F, meta, err);
     }
+    for (size_t i = 0; st == TUNE_OK && o->features_set && i < o->n_features; i++)
+        st = feature_add(F, o->features[i], "--feature", err);
     json_decref(meta);
     return st;
+}
+
+/* Each derived feature reads the folder's features (problem axes, "method", parameters) and the
+ * derived features before it, and is not one of them. */
+static tune_status folder_check_features(replay_folder *F, tune_error *err)
+{
+    for (size_t i = 0; i < F->n_derived; i++) {
+        const char *used[64];
+        size_t n = expr_names(F->derived[i].e, used, 64);
+        for (size_t k = 0; k <= (n < 64 ? n : 64); k++) {
+            const char *name = k < n ? used[k] : F->derived[i].name;
+            int known = 0;
+            for (size_t f = 0; f < F->n_features && !known; f++)
+                known = strcmp(F->features[f], name) == 0;
+            for (size_t d = 0; d < i && !known; d++)
+                known = strcmp(F->derived[d].name, name) == 0;
+            if (k < n && !known)
+                return tune_error_set(err, TUNE_ERR_INVALID, "replay",
+                                      "feature '%s' of %s: unknown name '%s' (a problem axis, "
+                                      "method, a parameter or a feature before it)",
+                                      F->derived[i].text, F->dir, name);
+            if (k == n && known)
+                return tune_error_set(err, TUNE_ERR_INVALID, "replay",
+                                      "feature '%s' of %s: '%s' is a feature already",
+                                      F->derived[i].text, F->dir, name);
+        }
+    }
+    return TUNE_OK;
+}
+
+/* Per candidate its GPU time and kernel; the baselines' time, every row's. */
+static tune_status folder_costs(replay_folder *F, tune_error *err)
+{
+    F->cost = calloc(F->n_cands + 1, sizeof *F->cost);
+    F->kernel_of = calloc(F->n_cands + 1, sizeof *F->kernel_of);
+    const char **kernels = calloc(F->n_cands + 1, sizeof *kernels);
+    uint64_t *hashes = calloc(F->n_cands + 1, sizeof *hashes);
+    if (!F->cost || !F->kernel_of || !kernels || !hashes) {
+        free(kernels), free(hashes);
+        return tune_error_set(err, TUNE_ERR_NOMEM, "replay", "out of memory");
+    }
+    for (size_t i = 0, c = 0; i < F->n_rows; i++) {
+        const result_row *row = &F->rows[i];
+        double t = row->time.n > 0 && row->time.median > 0
+                       ? (double)((size_t)F->warmup + row->time.n) * row->time.median *
+                             (row->batch > 0 ? row->batch : 1)
+                       : 0;
+        if (row->status == RESULT_SKIPPED)
+            continue;
+        F->all_cost += t;
+        F->n_measured++;
+        if (!is_candidate(row)) {
+            F->base_cost += t, F->n_base++;
+            continue;
+        }
+        F->cost[c] = t;
+        const char *k = row->kernel ? row->kernel : "";
+        uint64_t h = hash_fnv1a_str(0xcbf29ce484222325ull, k);
+        size_t j = 0;
+        while (j < F->n_kernels && !(hashes[j] == h && strcmp(kernels[j], k) == 0))
+            j++;
+        if (j == F->n_kernels)
+            kernels[F->n_kernels] = k, hashes[F->n_kernels++] = h;
+        F->kernel_of[c++] = (uint32_t)j;
+    }
+    free(kernels), free(hashes);
+    return TUNE_OK;
 }
 
 /* The features: the first tuned row's problem axes, "method", its parameters. */
@@ -178,11 +329,6 @@ static void folder_features(replay_folder *F, const result_row *row)
         F->features[F->n_features++] = "method";
     for (size_t p = 0; p < row->n_params && F->n_features < SEARCH_MAX_FEATURES; p++)
         F->features[F->n_features++] = row->param_names[p];
-}
-
-static int is_candidate(const result_row *row)
-{
-    return row->values.n > row->n_axes && row->status != RESULT_SKIPPED;
 }
 
 /* The shape of row (its problem-axis values), found or added; SIZE_MAX when out of memory. */
@@ -288,7 +434,8 @@ static tune_status folder_candidates(replay_folder *F, tune_error *err)
     return TUNE_OK;
 }
 
-static tune_status folder_load(replay_folder *F, const char *dir, tune_error *err)
+static tune_status folder_load(replay_folder *F, const char *dir, const replay_options *o,
+                               tune_error *err)
 {
     char path[PATH_MAX];
     struct stat st_buf;
@@ -299,13 +446,17 @@ static tune_status folder_load(replay_folder *F, const char *dir, tune_error *er
         return tune_error_set(err, TUNE_ERR_IO, path,
                               "cannot read: no raw.jsonl (a results folder of a measured run; "
                               "gunzip a raw.jsonl.gz first)");
-    tune_status st = folder_meta(F, err);
+    tune_status st = folder_meta(F, o, err);
     if (st == TUNE_OK)
         st = results_read(path, &F->rows, &F->n_rows, err);
     size_t dropped = 0;
     if (st == TUNE_OK)
         st = results_rows_dedup(F->rows, &F->n_rows, &dropped, err);
-    return st == TUNE_OK ? folder_candidates(F, err) : st;
+    if (st == TUNE_OK)
+        st = folder_candidates(F, err);
+    if (st == TUNE_OK)
+        st = folder_check_features(F, err);
+    return st == TUNE_OK ? folder_costs(F, err) : st;
 }
 
 /* Where one run's figures go: the full run's order and evaluations to 1 % / 3 % (budget NAN),
@@ -341,7 +492,7 @@ static void replay_record(replay *r, replay_folder *F, const replay_job *j, repl
 
 /* One search over the folder's candidates, driven as a run drives it. */
 static tune_status replay_one(replay *r, replay_folder *F, const replay_job *j, size_t *ids,
-                              replay_track *t, tune_error *err)
+                              replay_track *t, uint8_t *seen, tune_error *err)
 {
     search_options o;
     search_options_init(&o);
@@ -353,6 +504,12 @@ static tune_status replay_one(replay *r, replay_folder *F, const replay_job *j, 
     search *s = search_new(&o, F->features, F->n_features, err);
     if (!s)
         return err ? err->code : TUNE_ERR_INVALID;
+    for (size_t d = 0; d < F->n_derived; d++)
+        if (search_add_feature(s, F->derived[d].name, F->derived[d].e) != 0) {
+            search_free(s);
+            return tune_error_set(err, TUNE_ERR_INVALID, "replay", "feature '%s' refused",
+                                  F->derived[d].text);
+        }
     int rc = 0;
     for (size_t c = 0; rc == 0 && c < F->n_cands; c++)
         rc = search_add(s, F->shape_of[c], c, &F->points[c]);
@@ -379,16 +536,23 @@ static tune_status replay_one(replay *r, replay_folder *F, const replay_job *j, 
                           ? NULL
                           : F->order + (j->strategy * r->opt.seeds + j->seed) * F->n_cands;
     size_t n;
-    uint32_t rounds = 0;
+    uint32_t rounds = 0, kernels = 0;
+    double cost = F->base_cost;
+    memset(seen, 0, F->n_kernels + 1);
     while ((n = search_next(s, ids, F->n_cands)) > 0) {
         for (size_t i = 0; i < n; i++) {
             search_observe(s, ids[i], F->values[ids[i]]);
             replay_record(r, F, j, t, ids[i], order);
+            cost += F->cost[ids[i]];
+            kernels += !seen[F->kernel_of[ids[i]]];
+            seen[F->kernel_of[ids[i]]] = 1;
         }
         rounds++;
     }
     size_t run = (j->strategy * r->opt.seeds + j->seed) * (r->opt.n_budgets + 1) + j->budget;
     F->rounds[run] = rounds;
+    F->run_cost[run] = cost;
+    F->run_kernels[run] = kernels;
     F->evaluated[run] = (uint32_t)search_n_evaluated_total(s);
     for (size_t i = 0; j->budget < r->opt.n_budgets && i < F->n_shapes; i++) {
         double best = F->shapes[i].best;
@@ -411,10 +575,16 @@ static tune_status replay_folder_run(replay *r, replay_folder *F, tune_error *er
                        sizeof *F->rounds);
     F->evaluated = calloc(r->opt.n_strategies * r->opt.seeds * (r->opt.n_budgets + 1),
                           sizeof *F->evaluated);
+    F->run_cost = calloc(r->opt.n_strategies * r->opt.seeds * (r->opt.n_budgets + 1),
+                         sizeof *F->run_cost);
+    F->run_kernels = calloc(r->opt.n_strategies * r->opt.seeds * (r->opt.n_budgets + 1),
+                            sizeof *F->run_kernels);
     size_t *ids = malloc(F->n_cands * sizeof *ids);
     replay_track *t = malloc(F->n_shapes * sizeof *t);
+    uint8_t *seen = malloc(F->n_kernels + 1);
     tune_status st = F->evals_1pct && F->evals_3pct && F->at_budget && F->order && F->offset &&
-                             F->rounds && F->evaluated && ids && t
+                             F->rounds && F->evaluated && F->run_cost && F->run_kernels && ids &&
+                             t && seen
                          ? TUNE_OK
                          : tune_error_set(err, TUNE_ERR_NOMEM, "replay", "out of memory");
     for (size_t i = 0; st == TUNE_OK && i < F->n_shapes; i++)
@@ -423,10 +593,11 @@ static tune_status replay_folder_run(replay *r, replay_folder *F, tune_error *er
         for (size_t seed = 0; st == TUNE_OK && seed < r->opt.seeds; seed++)
             for (size_t b = 0; st == TUNE_OK && b <= r->opt.n_budgets; b++) {
                 replay_job j = {k, seed, b};
-                st = replay_one(r, F, &j, ids, t, err);
+                st = replay_one(r, F, &j, ids, t, seen, err);
             }
     free(ids);
     free(t);
+    free(seen);
     return st;
 }
 
@@ -452,13 +623,14 @@ replay *replay_run(const char *const *dirs, size_t n_dirs, const replay_options 
         st = replay_add_rule(r, o->rules[i], err);
     for (size_t i = 0; st == TUNE_OK && i < o->n_prior_dirs; i++) {
         r->n_priors++;
-        st = folder_load(&r->priors[i], o->prior_dirs[i], err);
+        st = folder_load(&r->priors[i], o->prior_dirs[i], o, err);
     }
     r->opt.prior_dirs = NULL; /* borrowed for the call only: the folders keep their names */
     r->opt.rules = NULL;
+    r->opt.features = NULL;
     for (size_t i = 0; st == TUNE_OK && i < n_dirs; i++) {
         r->n_folders++;
-        st = folder_load(&r->folders[i], dirs[i], err);
+        st = folder_load(&r->folders[i], dirs[i], o, err);
         if (st == TUNE_OK)
             st = replay_folder_run(r, &r->folders[i], err);
     }

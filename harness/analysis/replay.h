@@ -21,7 +21,8 @@
  * the whole of every shape as its budget (the order in which it evaluates: evaluations needed to
  * come within 1 % and 3 % of the shape's best), and once per budget (the fraction of the best
  * reached with that budget: best time / best time found, in (0, 1]). Shapes where no candidate
- * ran ok are counted and left out of the figures. Priors (the candidates of other folders, with
+ * ran ok are counted and left out of the figures. Derived features (search_add_feature) are the
+ * options' or the folder's own (its meta.json), so that the replay searches as a run would. Priors (the candidates of other folders, with
  * their values) and rules are given to every search, after its candidates.
  */
 #ifndef TUNE_REPLAY_H
@@ -49,6 +50,13 @@ typedef struct {
     size_t n_prior_dirs;
     const char *const *rules;
     size_t n_rules;
+    /* derived features (docs/search.md), borrowed: "name=expr", in order. features_set: these
+     * (none when n_features is 0) for every folder; otherwise each folder's own, from its
+     * meta.json (the search block's "features", else its sweep's search.features), as a run or
+     * a resume of the folder's sweep would use */
+    const char *const *features;
+    size_t n_features;
+    int features_set;
 } replay_options;
 
 typedef struct replay replay;
@@ -83,6 +91,13 @@ typedef struct {
     /* evaluations of the whole run with the budget, the most over the seeds, as a fraction of
      * the folder's candidates */
     double evaluated[REPLAY_MAX_BUDGETS];
+    /* the cost of a run with the budget against the folder's (exhaustive) run, medians over the
+     * seeds: the GPU time of the rows measured (each row's (warmup + reps) x median x batch, the
+     * baselines' included) over every row's, the configurations measured (baselines included)
+     * over every row not skipped, and the kernels of the candidates measured over the kernels
+     * of every candidate (a row's "kernel") */
+    double gpu_time[REPLAY_MAX_BUDGETS], configs[REPLAY_MAX_BUDGETS];
+    double kernels[REPLAY_MAX_BUDGETS];
 } replay_summary;
 
 /* "model" or "model/shape" (the strategy k of the options, with its scope) into buf. */

@@ -20,7 +20,24 @@ typedef struct {
 } replay_shape;
 
 typedef struct {
+    char *text; /* "name=expr" (owned) */
+    char *name; /* owned */
+    expr *e;    /* owned */
+} replay_feature;
+
+typedef struct {
     char *dir, *sweep, *device, *git_rev; /* owned; NULL when meta.json does not say */
+    replay_feature *derived; /* the derived features searched with (owned) */
+    size_t n_derived;
+    int warmup; /* meta.json's timing.warmup (0 when it does not say) */
+    double *cost;       /* per candidate: its GPU time, (warmup + reps) x median x batch */
+    uint32_t *kernel_of; /* per candidate: the index of its kernel among the candidates' */
+    size_t n_kernels;
+    double base_cost, all_cost; /* the rows that are no candidate (baselines), every row */
+    size_t n_base, n_measured;  /* rows no candidate and not skipped; rows not skipped */
+    /* per strategy x seed x (n_budgets + 1): GPU time, kernels of the candidates evaluated */
+    double *run_cost;
+    uint32_t *run_kernels;
     result_row *rows;
     size_t n_rows;
     const char *features[SEARCH_MAX_FEATURES]; /* borrowed from rows */

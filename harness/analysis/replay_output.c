@@ -83,6 +83,21 @@ static void summarize_seeds(const replay *r, const replay_folder *F, size_t stra
     size_t S = r->opt.seeds, B = r->opt.n_budgets;
     double *w = malloc(S * sizeof *w);
     for (size_t b = 0; w && b < B; b++) {
+        for (size_t k = 0; k < S; k++)
+            w[k] = F->all_cost > 0 ? F->run_cost[(strategy * S + k) * (B + 1) + b] / F->all_cost
+                                   : NAN;
+        out->gpu_time[b] = replay_median(w, S);
+        for (size_t k = 0; k < S; k++)
+            w[k] = F->n_measured ? (double)(F->n_base + F->evaluated[(strategy * S + k) * (B + 1) +
+                                                                     b]) /
+                                       (double)F->n_measured
+                                 : NAN;
+        out->configs[b] = replay_median(w, S);
+        for (size_t k = 0; k < S; k++)
+            w[k] = F->n_kernels ? (double)F->run_kernels[(strategy * S + k) * (B + 1) + b] /
+                                      (double)F->n_kernels
+                                : NAN;
+        out->kernels[b] = replay_median(w, S);
         out->within3_worst[b] = SIZE_MAX;
         out->evaluated[b] = 0;
         for (size_t k = 0; k < S; k++) {
@@ -172,6 +187,24 @@ static void write_folder_within(const replay *r, size_t i, FILE *f)
             fprintf(f, " %.1f %% |", 100 * sm.evaluated[b]);
         fprintf(f, "\n");
     }
+    fprintf(f, "\nCost against the exhaustive run (medians over the seeds; the baselines' rows "
+               "included): GPU time of the rows measured / configurations measured / kernels of "
+               "the candidates measured.\n\n| strategy |");
+    for (size_t b = 0; b < B; b++)
+        fprintf(f, " at %.4g %% |", 100 * r->opt.budgets[b]);
+    fprintf(f, "\n|---|");
+    for (size_t b = 0; b < B; b++)
+        fprintf(f, "---:|");
+    fprintf(f, "\n");
+    for (size_t k = 0; k < r->opt.n_strategies; k++) {
+        replay_summary sm;
+        replay_summarize(r, i, k, &sm);
+        fprintf(f, "| %s |", sname(r, k));
+        for (size_t b = 0; b < B; b++)
+            fprintf(f, " %.1f / %.1f / %.1f %% |", 100 * sm.gpu_time[b], 100 * sm.configs[b],
+                    100 * sm.kernels[b]);
+        fprintf(f, "\n");
+    }
     fprintf(f, "\n");
 }
 
@@ -195,6 +228,9 @@ static void write_folder_table(const replay *r, size_t i, FILE *f)
     for (size_t k = 0; k < r->n_rules; k++)
         fprintf(f, "%s`%s`%s", k ? ", " : "Rules (preferred in each shape's first round): ",
                 r->rules[k].text, k + 1 == r->n_rules ? ".\n\n" : "");
+    for (size_t k = 0; k < F->n_derived; k++)
+        fprintf(f, "%s`%s`%s", k ? ", " : "Derived features: ", F->derived[k].text,
+                k + 1 == F->n_derived ? ".\n\n" : "");
     fprintf(f, "| strategy | evaluations to 1 %% | evaluations to 3 %% |");
     for (size_t b = 0; b < r->opt.n_budgets; b++)
         fprintf(f, " best at %.4g %% |", 100 * r->opt.budgets[b]);
@@ -349,7 +385,9 @@ static json_t *summary_json(const replay *r, size_t i, size_t k)
         med[b] = sm.within3_median[b];
         worst[b] = (double)sm.within3_worst[b];
     }
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                     "gpu_time_fraction", budgets_json(r, sm.gpu_time), "configs_fraction",
+                     budgets_json(r, sm.configs), "kernels_fraction", budgets_json(r, sm.kernels),
                      "shapes_within_3pct_median_seed", budgets_json(r, med),
                      "shapes_within_3pct_worst_seed", budgets_json(r, worst),
                      "evaluated_fraction_max", budgets_json(r, sm.evaluated), "rounds_at_budget",
@@ -417,9 +455,15 @@ static json_t *meta_json(const replay *r, int argc, char **argv)
         json_array_append_new(args, json_string(argv[i]));
     for (size_t i = 0; i < r->n_folders; i++) {
         const replay_folder *F = &r->folders[i];
-        json_array_append_new(folders, json_pack("{s:s, s:s?, s:s?, s:s?}", "folder", F->dir,
-                                                 "sweep", F->sweep, "device", F->device,
-                                                 "git_rev", F->git_rev));
+        json_t *feats = json_object();
+        for (size_t d = 0; d < F->n_derived; d++) {
+            char *e = expr_to_string(F->derived[d].e);
+            json_object_set_new(feats, F->derived[d].name, e ? json_string(e) : json_null());
+            free(e);
+        }
+        json_array_append_new(folders, json_pack("{s:s, s:s?, s:s?, s:s?, s:o}", "folder",
+                                                 F->dir, "sweep", F->sweep, "device", F->device,
+                                                 "git_rev", F->git_rev, "features", feats));
     }
     for (size_t k = 0; k < r->opt.n_strategies; k++)
         json_array_append_new(strategies, json_string(sname(r, k)));

@@ -133,20 +133,23 @@ void search_free(search *s)
             free(s->strings[f][j]);
         free(s->strings[f]);
     }
+    for (size_t d = 0; d < s->n_derived; d++) {
+        free(s->derived[d].name);
+        expr_free(s->derived[d].e);
+    }
     search_model_free(s->model);
     search_rules_free(s);
     free(s);
 }
 
-/* The feature value of name f in p: a number, a string's index, or NAN. -1: out of memory. */
-static int feature_value(search *s, size_t f, const tune_point *p, double *out)
+/* The code of value v of feature f: a number, a string's index among the feature's strings (added
+ * when new), or NAN. -1: out of memory. */
+static int feature_code(search *s, size_t f, expr_value v, double *out)
 {
-    expr_value v;
-    *out = NAN;
-    if (point_get(p, s->features[f], &v) != 0)
-        return 0;
     if (v.type != EXPR_STR) {
         *out = expr_value_as_double(v);
+        if (!isfinite(*out))
+            *out = NAN;
         return 0;
     }
     for (size_t j = 0; j < s->n_strings[f]; j++)
@@ -164,12 +167,73 @@ static int feature_value(search *s, size_t f, const tune_point *p, double *out)
     return 0;
 }
 
+/* A derived feature's lookup: the derived features before it (by name), then the point's. */
+typedef struct {
+    const search *s;
+    const tune_point *p;
+    const expr_value *vals; /* the derived features' values so far */
+    const int *ok;
+    size_t n;
+} derived_ctx;
+
+static int derived_lookup(void *ctx, const char *name, expr_value *out)
+{
+    const derived_ctx *c = ctx;
+    for (size_t d = 0; d < c->n; d++)
+        if (strcmp(c->s->derived[d].name, name) == 0) {
+            if (!c->ok[d])
+                return -1;
+            *out = c->vals[d];
+            return 0;
+        }
+    return point_get(c->p, name, out);
+}
+
 int search_point_features(search *s, const tune_point *p, double *x)
 {
-    for (size_t f = 0; f < s->n_features; f++)
-        if (feature_value(s, f, p, &x[f]) != 0)
+    size_t nb = s->n_features - s->n_derived;
+    for (size_t f = 0; f < nb; f++) {
+        expr_value v;
+        x[f] = NAN;
+        if (point_get(p, s->features[f], &v) == 0 && feature_code(s, f, v, &x[f]) != 0)
             return -1;
+    }
+    expr_value vals[SEARCH_MAX_DERIVED];
+    int ok[SEARCH_MAX_DERIVED];
+    for (size_t d = 0; d < s->n_derived; d++) {
+        derived_ctx c = {s, p, vals, ok, d};
+        ok[d] = expr_eval(s->derived[d].e, derived_lookup, &c, &vals[d], NULL) == TUNE_OK;
+        x[nb + d] = NAN;
+        if (ok[d] && feature_code(s, nb + d, vals[d], &x[nb + d]) != 0)
+            return -1;
+    }
     return 0;
+}
+
+int search_add_feature(search *s, const char *name, const expr *e)
+{
+    if (!name || !*name || !e || s->n_cands > 0 || s->n_priors > 0 ||
+        s->n_derived == SEARCH_MAX_DERIVED || s->n_features == SEARCH_MAX_FEATURES ||
+        search_feature_index(s, name) != SEARCH_MAX_FEATURES)
+        return -1;
+    char *text = expr_to_string(e);
+    expr *copy = text ? expr_parse(text, NULL) : NULL;
+    char *nm = strdup(name);
+    free(text);
+    if (!copy || !nm) {
+        expr_free(copy);
+        free(nm);
+        return -1;
+    }
+    s->derived[s->n_derived].name = nm;
+    s->derived[s->n_derived++].e = copy;
+    s->features[s->n_features++] = nm;
+    return 0;
+}
+
+size_t search_n_features(const search *s)
+{
+    return s->n_features;
 }
 
 /* The shape record of index shape, created (with the ones below it) when new. */

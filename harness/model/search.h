@@ -50,7 +50,8 @@ typedef enum {
     SEARCH_SCOPE_SHAPE /* the budget is each shape's */
 } search_scope;
 
-#define SEARCH_MAX_FEATURES TUNE_MAX_AXES
+#define SEARCH_MAX_DERIVED 16
+#define SEARCH_MAX_FEATURES (TUNE_MAX_AXES + SEARCH_MAX_DERIVED)
 
 typedef struct {
     search_strategy strategy;
@@ -84,6 +85,17 @@ const char *search_budget_format(const search_options *o, char *buf, size_t size
 search *search_new(const search_options *o, const char *const *features, size_t n_features,
                    tune_error *err);
 void search_free(search *s);
+
+/* Adds a derived feature (docs/search.md: "features"): name (copied; not a feature already) and
+ * an expression (copied) over the names of the points given to search_add and
+ * search_observe_prior, and over the derived features added before it, as a sweep's expressions
+ * read them (core/expr.h). Its value is a feature like the others (a string: the index of the
+ * string); NAN where it fails to evaluate (an unknown name, a division by zero). Before the first
+ * search_add or search_observe_prior; at most SEARCH_MAX_DERIVED, and SEARCH_MAX_FEATURES features
+ * in all. 0, or -1 when refused or out of memory. */
+int search_add_feature(search *s, const char *name, const expr *e);
+/* The features: the caller's, then the derived. */
+size_t search_n_features(const search *s);
 
 /* Adds candidate id of shape `shape` (any index; shapes need not be dense). A feature missing
  * from p is NAN; a string feature is the index of that string among the strings seen so far for

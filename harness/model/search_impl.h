@@ -38,10 +38,17 @@ typedef struct {
     expr *rule;     /* owned */
 } search_rule;
 
+typedef struct {
+    char *name; /* owned; s->features points to it */
+    expr *e;    /* owned */
+} search_derived;
+
 struct search {
     search_options opt;
-    const char *features[SEARCH_MAX_FEATURES];
+    const char *features[SEARCH_MAX_FEATURES]; /* the caller's (borrowed), then the derived */
     size_t n_features;
+    search_derived derived[SEARCH_MAX_DERIVED]; /* search_add_feature, in order */
+    size_t n_derived;
     char **strings[SEARCH_MAX_FEATURES]; /* per feature: the strings seen, in order */
     size_t n_strings[SEARCH_MAX_FEATURES];
     search_cand *cands;

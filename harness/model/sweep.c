@@ -319,19 +319,47 @@ static int sweep_check_names(const sweep_ctx *cx, const sweep *sw, const expr *e
     return 0;
 }
 
+/* New expression from the string at path, or NULL with the parse error located at path. */
+static expr *sweep_parse_expr_text(const sweep_ctx *cx, const char *src, const char *what,
+                                   const char *path)
+{
+    tune_error e = {0};
+    expr *x = expr_parse(src, &e);
+    if (!x)
+        sweep_fail(cx, e.code ? e.code : TUNE_ERR_PARSE, path, JSONLOC_VALUE,
+                   "cannot parse %s \"%s\": %s%s%s", what, src, e.where, e.where[0] ? ": " : "",
+                   e.message);
+    return x;
+}
+
 /* New expression from the string at path, checked against the sweep's names. */
 static expr *sweep_parse_expr(const sweep_ctx *cx, const sweep *sw, const char *src, int model,
                               const char *what, const char *path)
 {
-    tune_error e = {0};
-    expr *x = expr_parse(src, &e);
-    if (!x) {
-        sweep_fail(cx, e.code ? e.code : TUNE_ERR_PARSE, path, JSONLOC_VALUE,
-                   "cannot parse %s \"%s\": %s%s%s", what, src, e.where, e.where[0] ? ": " : "",
-                   e.message);
+    expr *x = sweep_parse_expr_text(cx, src, what, path);
+    if (x && sweep_check_names(cx, sw, x, model, what, path) != 0) {
+        expr_free(x);
         return NULL;
     }
-    if (sweep_check_names(cx, sw, x, model, what, path) != 0) {
+    return x;
+}
+
+expr *sweep_parse_expr_in(const sweep_ctx *cx, const char *src, const char *const *scope,
+                          size_t n_scope, const char *what, const char *path)
+{
+    expr *x = sweep_parse_expr_text(cx, src, what, path);
+    const char *used[SWEEP_MAX_EXPR_NAMES];
+    size_t n_used = x ? expr_names(x, used, SWEEP_MAX_EXPR_NAMES) : 0;
+    for (size_t i = 0; i < n_used && i < SWEEP_MAX_EXPR_NAMES; i++) {
+        size_t j = 0;
+        while (j < n_scope && strcmp(scope[j], used[i]) != 0)
+            j++;
+        if (j < n_scope)
+            continue;
+        char list[SWEEP_LIST_SIZE];
+        sweep_join_names(list, sizeof list, scope, sizeof scope[0], n_scope);
+        sweep_fail(cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                   "unknown name '%s' in %s (expected one of: %s)", used[i], what, list);
         expr_free(x);
         return NULL;
     }
@@ -532,5 +560,10 @@ void sweep_free(sweep *sw)
     sweep_free_strs(sw->report_cols, sw->n_report_cols);
     kdecl_family_free(sw->declared);
     sweep_free_strs(sw->search.warm_start, sw->search.n_warm_start);
+    for (size_t i = 0; sw->search.features && i < sw->search.n_features; i++)
+        expr_free(sw->search.features[i]);
+    free(sw->search.features);
+    sweep_free_strs(sw->search.feature_names, sw->search.n_features);
+    sweep_free_strs(sw->search.feature_src, sw->search.n_features);
     free(sw);
 }

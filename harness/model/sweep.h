@@ -21,7 +21,8 @@
  *                  "min_time_s": 0.005, "max_time_s": 1.0, "mode": "graph", "batch": 0 }
  *   "report": { "rows": ["g"], "cols": ["k_pre", "k"] },
  *   "search": { "strategy": "random", "budget": "10%", "time_limit_s": 600, "seed": 7,
- *               "batch": 4, "warm_start": ["results/x/20261123T080659Z"] }   optional
+ *               "batch": 4, "warm_start": ["results/x/20261123T080659Z"],
+ *               "features": { "blocks": "(m + bm - 1) / bm * splitk" } }   optional
  * }
  * VALUES: a scalar (int, string, bool), a non-empty array of scalars of one type,
  * {"range": [lo, hi]} or {"range": [lo, hi, step]} (inclusive, step > 0), or
@@ -93,6 +94,11 @@ typedef struct {
     double time_limit_s;    /* > 0: no round starts after this many seconds of the run; 0: none */
     char **warm_start;      /* earlier results folders (their rows inform the search) */
     size_t n_warm_start;
+    /* "features": derived features of the model (search_add_feature), in the order given:
+     * names, their expressions' texts as written, the expressions (all owned by the sweep) */
+    char **feature_names, **feature_src;
+    expr **features;
+    size_t n_features;
 } sweep_search;
 
 typedef struct {

@@ -50,6 +50,10 @@ const char *sweep_path_key(char *buf, const char *parent, const char *key);
 char *sweep_strdup(const sweep_ctx *cx, const char *s);
 int sweep_parse_report(const sweep_ctx *cx, json_t *root, sweep *sw);
 int sweep_parse_timing(const sweep_ctx *cx, json_t *root, sweep *sw);
+/* sweep.c: a new expression from src at path that reads only the names in scope (a parse error
+ * or an unknown name located at path, NULL). what names the field in the message. */
+expr *sweep_parse_expr_in(const sweep_ctx *cx, const char *src, const char *const *scope,
+                          size_t n_scope, const char *what, const char *path);
 /* sweep_search.c: the "search" object into sw->search (defaults when absent). */
 int sweep_parse_search(const sweep_ctx *cx, json_t *root, sweep *sw);
 /* sweep_kernel.c: "family": "kernel", the declared family from the "kernel" section, before the

@@ -4,8 +4,8 @@
 
 #include "model/sweep_impl.h"
 
-static const char *const sweep_search_keys[] = {"strategy", "budget", "time_limit_s", "seed",
-                                                "batch",    "warm_start", NULL};
+static const char *const sweep_search_keys[] = {
+    "strategy", "budget", "time_limit_s", "seed", "batch", "warm_start", "features", NULL};
 static const char *const sweep_search_strategies[] = {"exhaustive", "random", "model", NULL};
 #define SWEEP_SEARCH_MAX_BATCH 1000000
 #define SWEEP_SEARCH_MAX_TIME_S (366.0 * 86400)
@@ -137,6 +137,78 @@ static int parse_warm_start(const sweep_ctx *cx, json_t *obj, sweep_search *s)
     return 0;
 }
 
+static int feature_name_ok(const char *s)
+{
+    if (!(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z')))
+        return 0;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') ||
+              (*s >= '0' && *s <= '9')))
+            return 0;
+    return 1;
+}
+
+/* {"name": "expr", ...}: derived features of the model over the problem axes, "method", the
+ * parameters and the features before them (docs/search.md). */
+static int parse_features(const sweep_ctx *cx, json_t *obj, sweep *sw)
+{
+    sweep_search *s = &sw->search;
+    char p[SWEEP_PATH_SIZE], q[SWEEP_PATH_SIZE];
+    json_t *v = json_object_get(obj, "features");
+    if (!v)
+        return 0;
+    sweep_path_key(p, "$.search", "features");
+    if (!json_is_object(v))
+        return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                          "expected an object of derived features {\"name\": \"expression\"}, "
+                          "got %s",
+                          sweep_json_kind(v));
+    size_t n = json_object_size(v);
+    if (n == 0 || n > SEARCH_MAX_DERIVED)
+        return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                          "expected 1 to %d derived features, got %zu", SEARCH_MAX_DERIVED, n);
+    const char *scope[SEARCH_MAX_FEATURES];
+    size_t n_scope = sweep_search_features(sw, scope), n_base = n_scope;
+    s->feature_names = calloc(n, sizeof *s->feature_names);
+    s->feature_src = calloc(n, sizeof *s->feature_src);
+    s->features = calloc(n, sizeof *s->features);
+    if (!s->feature_names || !s->feature_src || !s->features)
+        return sweep_nomem(cx);
+    const char *name;
+    json_t *e;
+    json_object_foreach(v, name, e) {
+        sweep_path_key(q, p, name);
+        if (!feature_name_ok(name))
+            return sweep_fail(cx, TUNE_ERR_INVALID, q, JSONLOC_KEY,
+                              "expected a feature name ([A-Za-z_][A-Za-z0-9_]*), got '%s'", name);
+        for (size_t j = 0; j < n_scope; j++)
+            if (strcmp(scope[j], name) == 0)
+                return sweep_fail(cx, TUNE_ERR_INVALID, q, JSONLOC_KEY,
+                                  "feature '%s' is already a %s: name a derived feature "
+                                  "differently",
+                                  name,
+                                  j >= n_base ? "derived feature"
+                                              : "problem axis, method or parameter");
+        if (!json_is_string(e))
+            return sweep_fail(cx, TUNE_ERR_INVALID, q, JSONLOC_VALUE,
+                              "expected an expression (a string) over the problem axes, method, "
+                              "the parameters and the features before it, got %s",
+                              sweep_json_kind(e));
+        char what[128];
+        snprintf(what, sizeof what, "search feature '%s'", name);
+        expr *x = sweep_parse_expr_in(cx, json_string_value(e), scope, n_scope, what, q);
+        if (!x)
+            return -1;
+        s->features[s->n_features] = x;
+        if (!(s->feature_names[s->n_features] = sweep_strdup(cx, name)) ||
+            !(s->feature_src[s->n_features++] = sweep_strdup(cx, json_string_value(e))))
+            return -1;
+        if (n_scope < SEARCH_MAX_FEATURES)
+            scope[n_scope++] = s->feature_names[s->n_features - 1];
+    }
+    return 0;
+}
+
 int sweep_parse_search(const sweep_ctx *cx, json_t *root, sweep *sw)
 {
     sweep_search *s = &sw->search;
@@ -153,7 +225,7 @@ int sweep_parse_search(const sweep_ctx *cx, json_t *root, sweep *sw)
         parse_time_limit(cx, v, s) != 0 ||
         parse_int(cx, v, "seed", 0, INT64_MAX, &seed) != 0 ||
         parse_int(cx, v, "batch", 1, SWEEP_SEARCH_MAX_BATCH, &batch) != 0 ||
-        parse_warm_start(cx, v, s) != 0)
+        parse_warm_start(cx, v, s) != 0 || parse_features(cx, v, sw) != 0)
         return -1;
     s->opt.seed = (uint64_t)seed;
     s->opt.batch = (size_t)batch;

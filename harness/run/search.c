@@ -55,7 +55,15 @@ static search *search_open(const sweep *sw, const sweep_search *set, tune_error 
 {
     const char *features[SEARCH_MAX_FEATURES];
     size_t nf = sweep_search_features(sw, features);
-    return search_new(&set->opt, features, nf, err);
+    search *s = search_new(&set->opt, features, nf, err);
+    for (size_t i = 0; s && i < set->n_features; i++)
+        if (search_add_feature(s, set->feature_names[i], set->features[i]) != 0) {
+            search_free(s);
+            tune_error_set(err, TUNE_ERR_INVALID, sw->file, "search feature '%s' refused",
+                           set->feature_names[i]);
+            return NULL;
+        }
+    return s;
 }
 
 /* Adds configuration ci when it is a candidate (runnable: skip NULL; tuned). 1 added, 0 not a
@@ -151,6 +159,13 @@ const char *run_search_key(const run_ctx *rc, char *buf, size_t size)
     for (size_t i = 0; i < set->n_warm_start && len < size; i++)
         len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? "," : " warm_start=",
                                 set->warm_start[i]);
+    /* the derived features in their canonical text: a resume with other features is refused */
+    for (size_t i = 0; i < set->n_features && len < size; i++) {
+        char *e = expr_to_string(set->features[i]);
+        len += (size_t)snprintf(buf + len, size - len, "%s%s=%s", i ? ";" : " features=",
+                                set->feature_names[i], e ? e : "?");
+        free(e);
+    }
     return buf;
 }
 
@@ -574,6 +589,16 @@ json_t *run_search_meta(const run_ctx *rc)
     ms.shape_budget = counts ? counts + ns : NULL;
     ms.shape_evaluated = counts ? counts + 2 * ns : NULL;
     json_t *j = meta_search_json(&ms);
+    /* the derived features the model searched with ({name: canonical expression}, in order),
+     * which tune replay reads back */
+    json_t *feats = j ? json_object() : NULL;
+    for (size_t i = 0; feats && i < ss->set.n_features; i++) {
+        char *e = expr_to_string(ss->set.features[i]);
+        json_object_set_new(feats, ss->set.feature_names[i], e ? json_string(e) : json_null());
+        free(e);
+    }
+    if (feats)
+        json_object_set_new(j, "features", feats);
     free(axes);
     free(shapes);
     free(counts);

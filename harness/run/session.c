@@ -98,7 +98,7 @@ static meta_shard shard_of(const run_ctx *rc)
 /* The key of a run's results: what must not change between a run and its resumption. New. */
 static json_t *run_key(run_ctx *rc)
 {
-    char drv[256] = "", arch[16], search[1024];
+    char drv[256] = "", arch[16], search[4096];
     uint64_t kh = 0;
     if (rc->search && run_kernels_key_hash(rc, &kh) != TUNE_OK)
         return NULL; /* rc->err says why */
