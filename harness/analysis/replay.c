@@ -299,7 +299,7 @@ static tune_status folder_load(replay_folder *F, const char *dir, tune_error *er
     if (st != TUNE_OK)
         return st;
     if (stat(path, &st_buf) != 0)
-        return tune_error_set(err, TUNE_ERR_IO, dir,
+        return tune_error_set(err, TUNE_ERR_IO, path,
                               "cannot read: no raw.jsonl or raw.jsonl.gz (a results folder of a "
                               "measured run)");
     st = folder_meta(F, err);
