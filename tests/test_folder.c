@@ -263,6 +263,5 @@ Test(folder, resume_into_gzipped_rows_is_refused)
     spec.resume = 0;
     tune_error_clear(&err);
     cr_expect_eq(folder_open_run(&spec, got, sizeof got, &lock, &err), TUNE_ERR_IO);
-    cr_expect(strstr(err.message, "already holds a run (raw.jsonl.gz)") != NULL, "%s",
-              err.message);
+    cr_expect(strstr(err.message, "already holds a run (raw.jsonl.gz)") != NULL, "%s", err.message);
 }

@@ -381,8 +381,9 @@ static void check_out_dir(const char *out_dir, const merge_part *ref, merge_prob
     for (size_t i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "%s/%s", out_dir, gzipped[i]);
         if (access(path, F_OK) == 0) /* the merge would write a plain file beside it */
-            problem(pb, "%s holds %s, and a merge writes a plain %.*s: gunzip it first, or merge "
-                        "into a new folder",
+            problem(pb,
+                    "%s holds %s, and a merge writes a plain %.*s: gunzip it first, or merge "
+                    "into a new folder",
                     out_dir, gzipped[i], (int)(strlen(gzipped[i]) - 3), gzipped[i]);
     }
     for (size_t i = 0; i < 3 && !found; i++) {
