@@ -23,8 +23,8 @@ usage: scripts/nightly.sh [options] [SWEEP.json...]
                        separated, or "all" or "none" (default kernels,tool: new code is what a
                        nightly run is for; a GPU, driver or CUDA change is refused)
   --param NAME         parameters whose fitted rules are compared (default: tune compare's)
-  --from-results DIR   import results instead of running the GPU: DIR/raw.jsonl, else
-                       DIR/<sweep>/raw.jsonl, else the latest DIR/<sweep>/<run>/ (test mode)
+  --from-results DIR   import results instead of running the GPU: DIR/raw.jsonl(.gz), else
+                       DIR/<sweep>/raw.jsonl(.gz), else the latest DIR/<sweep>/<run>/ (test mode)
   --no-plots           skip scripts/plot.py
   --force              replace this night's folder of a sweep when it exists
 exit status: 0 no regression, 1 a regression, 2 a sweep failed or could not be compared
@@ -118,13 +118,16 @@ nightly=$root/nightly
 night=$nightly/$date
 mkdir -p "$night" || die "cannot create $night"
 
+# A folder with rows: raw.jsonl, or raw.jsonl.gz (a committed run, gzipped).
+has_rows() { [ -f "$1/raw.jsonl" ] || [ -f "$1/raw.jsonl.gz" ]; }
+
 # The run folder to import for a sweep: DIR itself, DIR/<id>, or DIR/<id>'s latest run.
 import_dir() {
     local id=$1 d
-    if [ -f "$from/raw.jsonl" ]; then echo "$from"; return; fi
-    if [ -f "$from/$id/raw.jsonl" ]; then echo "$from/$id"; return; fi
+    if has_rows "$from"; then echo "$from"; return; fi
+    if has_rows "$from/$id"; then echo "$from/$id"; return; fi
     d=$(ls -d "$from/$id"/*/ 2>/dev/null | sort | tail -n 1)
-    [ -n "$d" ] && [ -f "$d/raw.jsonl" ] && echo "${d%/}"
+    [ -n "$d" ] && has_rows "$d" && echo "${d%/}"
 }
 
 # The latest night before this one whose run of the sweep completed.
@@ -132,7 +135,7 @@ previous_night() {
     local id=$1 d
     while IFS= read -r d; do
         [ "$(basename "$d")" \< "$date" ] || continue
-        [ -f "$d/$id/raw.jsonl" ] || continue
+        has_rows "$d/$id" || continue
         grep -qx 'status=failed' "$d/$id/nightly.txt" 2>/dev/null && continue
         echo "$d"
         return
@@ -182,6 +185,9 @@ for sweep in "${sweeps[@]}"; do
         # the run's data; tables and plots are made again below
         for f in raw.jsonl meta.json retime.jsonl heuristics.json; do
             [ -f "$src/$f" ] && cp "$src/$f" "$out/"
+            # a night's folder holds plain files, as a run writes them; both: tune refuses them
+            if [ -f "$src/$f.gz" ] && [ -f "$src/$f" ]; then cp "$src/$f.gz" "$out/"
+            elif [ -f "$src/$f.gz" ]; then gunzip -c "$src/$f.gz" >"$out/$f"; fi
         done
         echo "imported $src" >"$log"
         "$tune" report "$out" --out "$out" --quiet >>"$log" 2>&1

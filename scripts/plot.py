@@ -105,10 +105,20 @@ def is_num(x):
     return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(float(x))
 
 
+def rows_file(folder):
+    """The folder's raw.jsonl, or its raw.jsonl.gz (gzipped by hand), as tune reads them; None
+    when it has neither; both are ambiguous, as for tune."""
+    plain, gz = os.path.join(folder, "raw.jsonl"), os.path.join(folder, "raw.jsonl.gz")
+    if os.path.exists(plain) and os.path.exists(gz):
+        raise SystemExit(f"plot.py: {folder}: holds both raw.jsonl and raw.jsonl.gz: which one "
+                         "holds the rows is ambiguous; keep one of them")
+    return gz if os.path.exists(gz) else plain if os.path.exists(plain) else None
+
+
 def read_run_dir(path):
-    """(raw.jsonl path, meta dict or None) for a folder or a raw.jsonl path."""
+    """(raw.jsonl path, meta dict or None) for a folder or a raw.jsonl(.gz) path."""
     if os.path.isdir(path):
-        raw = os.path.join(path, "raw.jsonl")
+        raw = rows_file(path) or os.path.join(path, "raw.jsonl")
         meta_path = os.path.join(path, "meta.json")
     else:
         raw = path
@@ -127,15 +137,16 @@ def expand_dirs(paths):
     """Folders holding raw.jsonl; a folder without one stands for its run subfolders."""
     out = []
     for p in paths:
-        if os.path.isdir(p) and not os.path.exists(os.path.join(p, "raw.jsonl")):
+        if os.path.isdir(p) and not rows_file(p):
             subs = sorted(os.path.join(p, s) for s in os.listdir(p)
-                          if os.path.exists(os.path.join(p, s, "raw.jsonl")))
+                          if os.path.isdir(os.path.join(p, s)) and rows_file(os.path.join(p, s)))
             if not subs:
                 # one more level: results/ -> results/<sweep>/<stamp>/
                 subs = sorted(os.path.join(p, s, t) for s in os.listdir(p)
                               if os.path.isdir(os.path.join(p, s))
                               for t in os.listdir(os.path.join(p, s))
-                              if os.path.exists(os.path.join(p, s, t, "raw.jsonl")))
+                              if os.path.isdir(os.path.join(p, s, t))
+                              and rows_file(os.path.join(p, s, t)))
             if not subs:
                 raise SystemExit(f"plot.py: {p}: no raw.jsonl here or in its subfolders")
             out.extend(subs)
@@ -149,8 +160,12 @@ def load_rows(raw):
         raise SystemExit(f"plot.py: {raw}: no such file")
     if os.path.getsize(raw) == 0:
         return pd.DataFrame()
-    # convert_dates=False: keep timestamps and axis values as written
-    return pd.read_json(raw, lines=True, convert_dates=False, dtype=False)
+    # convert_dates=False: keep timestamps and axis values as written; a .gz is gunzipped
+    try:
+        return pd.read_json(raw, lines=True, convert_dates=False, dtype=False,
+                            compression="gzip" if raw.endswith(".gz") else None)
+    except (OSError, EOFError) as e:  # a corrupt or truncated .gz
+        raise SystemExit(f"plot.py: {raw}: {e}")
 
 
 def make_runs(dirs, out, merge):
@@ -860,8 +875,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Every plot of one or more tune results folders, as PNG and SVG.")
     ap.add_argument("dirs", nargs="+", metavar="RESULTS_DIR",
-                    help="results folder (holding raw.jsonl, optionally meta.json), or a raw.jsonl; "
-                         "a folder without raw.jsonl stands for every run folder under it")
+                    help="results folder (holding raw.jsonl or raw.jsonl.gz, optionally "
+                         "meta.json), or such a file; a folder without one stands for every "
+                         "run folder under it")
     ap.add_argument("--out", help="write plots here instead of into each results folder "
                                   "(several folders: one subfolder each)")
     ap.add_argument("--merge", action="store_true",

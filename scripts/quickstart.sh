@@ -49,6 +49,7 @@ base_deps() {
   need cmake command -v cmake
   need pkg-config command -v pkg-config
   need libjansson-dev pkg-config --exists jansson
+  need zlib1g-dev pkg-config --exists zlib
 }
 
 main() {

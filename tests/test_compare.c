@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "analysis/compare.h"
+#include "core/infile.h"
+#include "store/folder.h"
 #include "store/meta.h"
 #include "util_cpu.h"
 
@@ -566,14 +568,15 @@ static void make_injected(char *dir, size_t size)
     cr_assert_not_null(meta);
     cr_assert_eq(json_dump_file(meta, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER), 0);
     json_decref(meta);
-    FILE *in = fopen(SPARQ "/raw.jsonl", "r");
+    char src[512]; /* the committed rows are gzipped: raw.jsonl.gz */
+    cr_assert_eq(results_locate(SPARQ, src, sizeof src, NULL), TUNE_OK);
+    folder_lines *in = folder_lines_open(src, INFILE_MAX_ROWS, INFILE_MAX_JSON, NULL);
     snprintf(path, sizeof path, "%s/raw.jsonl", dir);
     FILE *out = fopen(path, "w");
-    cr_assert(in && out);
+    cr_assert(in && out, "%s", src);
     char *line = NULL;
-    size_t cap = 0;
     int hits[5] = {0};
-    while (getline(&line, &cap, in) > 0) {
+    while (folder_lines_next(in, &line, NULL, NULL, NULL) == TUNE_OK && line) {
         json_t *row = json_loads(line, 0, NULL);
         cr_assert_not_null(row);
         if (row_is(row, 256, 1024, 64, 1, 256, 1, 0) && ++hits[0])
@@ -594,8 +597,7 @@ static void make_injected(char *dir, size_t size)
         free(text);
         json_decref(row);
     }
-    free(line);
-    fclose(in);
+    folder_lines_close(in);
     fclose(out);
     for (int i = 0; i < 5; i++)
         cr_assert_eq(hits[i], 1, "injection %d matched %d rows", i, hits[i]);

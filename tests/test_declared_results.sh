@@ -20,10 +20,11 @@ check "committed declared runs exist" test -n "$runs"
 # every shape of best.json: its winner is an ok row of raw.jsonl; every shape of the raw rows has one
 winners_are_rows() {
     python3 - "$1" "$2" <<'PY'
-import json, sys
+import gzip, json, os, sys
 run, out = sys.argv[1], sys.argv[2]
 best = json.load(open(out + "/best.json"))
-rows = [json.loads(l) for l in open(run + "/raw.jsonl")]
+raw = run + "/raw.jsonl"  # or raw.jsonl.gz: the larger committed runs are gzipped
+rows = [json.loads(l) for l in (gzip.open(raw + ".gz", "rt") if os.path.exists(raw + ".gz") else open(raw))]
 keys = best["axes"] + best["params"]
 ok = {tuple(r.get(k) for k in ["method"] + keys) for r in rows if r["status"] == "ok"}
 shapes = {tuple(r[a] for a in best["axes"]) for r in rows if r["status"] == "ok"}
@@ -54,15 +55,22 @@ check "compare: no regression" grep -q '^\*\*No regression' "$tmp/stdout"
 cp -r "$sparq" "$tmp/slower"
 chmod -R u+w "$tmp/slower"
 rm -f "$tmp/slower/retime.jsonl"
-python3 - "$tmp/slower/raw.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
+python3 - "$tmp/slower" <<'PY'
+import gzip, json, os, sys
+raw = sys.argv[1] + "/raw.jsonl"  # kept gzipped when it is: compare reads the .gz
+gz = os.path.exists(raw + ".gz")
+rows = [json.loads(l) for l in (gzip.open(raw + ".gz", "rt") if gz else open(raw))]
 for r in rows:
     if r["g"] == 4096 and r["status"] == "ok":
         for k in r:
             if k.startswith("time_") and k != "time_n" and isinstance(r[k], float):
                 r[k] *= 1.3
-open(sys.argv[1], "w").write("".join(json.dumps(r) + "\n" for r in rows))
+text = "".join(json.dumps(r) + "\n" for r in rows)
+if gz:
+    with gzip.open(raw + ".gz", "wt") as f:
+        f.write(text)
+else:
+    open(raw, "w").write(text)
 PY
 run compare "$sparq" "$tmp/slower"
 check "compare with a slower copy: exit 1" test $? -eq 1

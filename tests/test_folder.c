@@ -1,10 +1,12 @@
 /* test_folder.c - the results folder's file operations (store/folder.h): naming, the lock, the
- * partial last line, counting rows, atomic JSON writes. */
+ * partial last line, counting rows, atomic JSON writes, and the JSONL reader of plain and gzipped
+ * files (folder_locate, folder_lines). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/infile.h"
 #include "store/folder.h"
 #include "util_cpu.h"
 
@@ -90,4 +92,176 @@ Test(folder, new_folders_are_unique_and_sorted)
     char latest[4096];
     cr_assert_eq(folder_latest(tmpdir, "sw", latest, sizeof latest, &err), TUNE_OK);
     cr_expect_str_eq(latest, dirs[3], "the last made is the latest");
+}
+
+/* Every line of path through folder_lines, joined with '|'; the status of the last call. */
+static tune_status read_lines(const char *path, size_t max_bytes, size_t max_line, char *out,
+                              size_t size, tune_error *err)
+{
+    out[0] = '\0';
+    folder_lines *in = folder_lines_open(path, max_bytes, max_line, err);
+    if (!in)
+        return err->code;
+    char *line;
+    size_t len, lineno, expect = 1, used = 0;
+    tune_status st;
+    while ((st = folder_lines_next(in, &line, &len, &lineno, err)) == TUNE_OK && line) {
+        cr_expect_eq(lineno, expect++, "lines are counted from 1");
+        cr_expect_eq(len, strlen(line));
+        used += (size_t)snprintf(out + used, size - used, "%s|", line);
+        cr_assert_lt(used, size);
+    }
+    folder_lines_close(in);
+    return st;
+}
+
+static const char lines_text[] = "{\"a\": 1}\n\n{\"b\": 2}\r\n  \n{\"c\": 3}"; /* no last '\n' */
+
+Test(folder, gzipped_lines_are_the_plain_lines)
+{
+    char plain[4096], gz[4096], a[512], b[512];
+    write_file("rows.jsonl", lines_text, plain, sizeof plain);
+    write_gz("rows.jsonl.gz", lines_text, gz, sizeof gz);
+    tune_error err = {0};
+    cr_assert_eq(read_lines(plain, INFILE_MAX_ROWS, 1024, a, sizeof a, &err), TUNE_OK, "%s",
+                 err.message);
+    cr_assert_eq(read_lines(gz, INFILE_MAX_ROWS, 1024, b, sizeof b, &err), TUNE_OK, "%s",
+                 err.message);
+    cr_expect_str_eq(a, "{\"a\": 1}||{\"b\": 2}\r|  |{\"c\": 3}|");
+    cr_expect_str_eq(b, a);
+    /* an empty plain file has no lines; an empty .gz is no gzip at all */
+    write_file("empty.jsonl", "", plain, sizeof plain);
+    cr_expect_eq(read_lines(plain, INFILE_MAX_ROWS, 1024, a, sizeof a, &err), TUNE_OK);
+    cr_expect_str_eq(a, "");
+    write_file("empty.jsonl.gz", "", gz, sizeof gz);
+    cr_expect_eq(read_lines(gz, INFILE_MAX_ROWS, 1024, a, sizeof a, &err), TUNE_ERR_INVALID);
+    cr_expect_str_eq(err.where, gz);
+    cr_expect(strstr(err.message, "not gzip data") != NULL, "%s", err.message);
+}
+
+/* A long text (lines of 100 bytes), gzipped: bad files each give one error naming the file. */
+static void write_long_gz(const char *name, char *path, size_t size, size_t n_lines)
+{
+    char *text = malloc(n_lines * 101 + 1);
+    cr_assert_not_null(text);
+    for (size_t i = 0; i < n_lines; i++)
+        snprintf(text + 101 * i, 102, "%-99zu\n", i * 7919 % 100003); /* varied: compresses less */
+    write_gz(name, text, path, size);
+    free(text);
+}
+
+Test(folder, a_damaged_gz_is_one_error_naming_it)
+{
+    char gz[4096], out[1 << 16];
+    static char big[1 << 24];
+    write_long_gz("t.gz", gz, sizeof gz, 20000);
+    tune_error err = {0};
+    cr_assert_eq(read_lines(gz, INFILE_MAX_ROWS, 1024, big, sizeof big, &err), TUNE_OK, "%s",
+                 err.message);
+    /* truncated: the text it held is read, then the end that never came is the error */
+    truncate_file(gz, file_size(gz) / 2);
+    cr_expect_eq(read_lines(gz, INFILE_MAX_ROWS, 1024, big, sizeof big, &err), TUNE_ERR_INVALID);
+    cr_expect_str_eq(err.where, gz);
+    cr_expect_str_eq(err.message, "truncated gzip file: the compressed data ends early");
+    /* the trailer's checksum (CRC-32) flipped */
+    write_long_gz("c.gz", gz, sizeof gz, 20000);
+    flip_byte(gz, -6);
+    tune_error_clear(&err);
+    cr_expect_eq(read_lines(gz, INFILE_MAX_ROWS, 1024, big, sizeof big, &err), TUNE_ERR_INVALID);
+    cr_expect_str_eq(err.where, gz);
+    cr_expect(strstr(err.message, "corrupt gzip file: ") == err.message, "%s", err.message);
+    cr_expect(strstr(err.message, "<fd:") == NULL, "no zlib descriptor name: %s", err.message);
+    /* a plain text under a .gz name, and gzip data under a plain name */
+    char path[4096];
+    write_file("plain.jsonl.gz", "{\"a\": 1}\n", path, sizeof path);
+    tune_error_clear(&err);
+    cr_expect_eq(read_lines(path, INFILE_MAX_ROWS, 1024, out, sizeof out, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "not gzip data") != NULL, "%s", err.message);
+    write_gz("zipped.jsonl", "{\"a\": 1}\n", path, sizeof path);
+    tune_error_clear(&err);
+    cr_expect_eq(read_lines(path, INFILE_MAX_ROWS, 1024, out, sizeof out, &err), TUNE_ERR_INVALID);
+    cr_expect_str_eq(err.where, path);
+    cr_expect(strstr(err.message, "holds gzip data") != NULL, "%s", err.message);
+}
+
+/* A gzip bomb: the decompressed text is bounded like a plain file, and so is a line. */
+Test(folder, a_gzip_bomb_is_refused)
+{
+    char gz[4096];
+    static char text[(1 << 20) + 1], out[1 << 16];
+    memset(text, 'x', sizeof text - 1);
+    for (size_t i = 99; i < sizeof text - 1; i += 100)
+        text[i] = '\n';
+    write_gz("bomb.gz", text, gz, sizeof gz);
+    cr_assert_lt(file_size(gz), 1 << 14, "1 MiB that compresses well");
+    tune_error err = {0};
+    /* the compressed file is within the bound, its text is not */
+    cr_expect_eq(read_lines(gz, 1 << 16, 1024, out, sizeof out, &err), TUNE_ERR_INVALID);
+    cr_expect_str_eq(err.where, gz);
+    cr_expect_str_eq(err.message, "too large: more than 65536 bytes decompressed");
+    /* one endless line: refused at the line's bound, never held whole */
+    text[99] = 'x';
+    text[199] = 'x';
+    write_gz("line.gz", text, gz, sizeof gz);
+    tune_error_clear(&err);
+    cr_expect_eq(read_lines(gz, INFILE_MAX_ROWS, 250, out, sizeof out, &err), TUNE_ERR_INVALID);
+    char where[4200];
+    snprintf(where, sizeof where, "%s:1", gz);
+    cr_expect_str_eq(err.where, where);
+    cr_expect_str_eq(err.message, "a line over 250 bytes");
+    /* a plain file is bounded alike */
+    char plain[4096];
+    write_file("line.jsonl", text, plain, sizeof plain);
+    tune_error_clear(&err);
+    cr_expect_eq(read_lines(plain, INFILE_MAX_ROWS, 250, out, sizeof out, &err), TUNE_ERR_INVALID);
+    cr_expect_str_eq(err.message, "a line over 250 bytes");
+}
+
+Test(folder, locate_plain_gz_or_neither_and_both_is_ambiguous)
+{
+    char path[4096], file[4096];
+    tune_error err = {0};
+    cr_assert_eq(folder_locate(tmpdir, "raw.jsonl", path, sizeof path, &err), TUNE_OK);
+    snprintf(file, sizeof file, "%s/raw.jsonl", tmpdir);
+    cr_expect_str_eq(path, file, "neither: the plain name (opening it says it is missing)");
+    write_gz("raw.jsonl.gz", "{}\n", file, sizeof file);
+    cr_assert_eq(folder_locate(tmpdir, "raw.jsonl", path, sizeof path, &err), TUNE_OK);
+    cr_expect_str_eq(path, file);
+    cr_expect_str_eq(folder_holds_run(tmpdir), "raw.jsonl.gz", "a gzipped run is a run");
+    write_file("raw.jsonl", "{}\n", file, sizeof file);
+    cr_expect_eq(folder_locate(tmpdir, "raw.jsonl", path, sizeof path, &err), TUNE_ERR_INVALID);
+    cr_expect_str_eq(err.where, tmpdir);
+    cr_expect_str_eq(err.message, "holds both raw.jsonl and raw.jsonl.gz: which one holds the "
+                                  "rows is ambiguous; keep one of them");
+    char gz[4200];
+    snprintf(gz, sizeof gz, "%s.gz", file);
+    cr_assert_eq(unlink(gz), 0);
+    cr_assert_eq(folder_locate(tmpdir, "raw.jsonl", path, sizeof path, &err), TUNE_OK);
+    cr_expect_str_eq(path, file, "the plain file alone");
+}
+
+/* A resumed run appends to a plain raw.jsonl: a gzipped one is refused, and no second rows file
+ * appears. */
+Test(folder, resume_into_gzipped_rows_is_refused)
+{
+    char dir[4096], path[4096];
+    snprintf(dir, sizeof dir, "%s", tmpdir);
+    write_gz("raw.jsonl.gz", "{}\n", path, sizeof path);
+    folder_run_spec spec = {dir, "unused", "sw", 1};
+    char got[4096];
+    int lock = 0;
+    tune_error err = {0};
+    cr_expect_eq(folder_open_run(&spec, got, sizeof got, &lock, &err), TUNE_ERR_IO);
+    cr_expect_eq(lock, -1);
+    cr_expect_str_eq(err.where, path);
+    cr_expect(strstr(err.message, "gunzip it first") != NULL, "%s", err.message);
+    snprintf(path, sizeof path, "%s/raw.jsonl", tmpdir);
+    cr_expect_neq(access(path, F_OK), 0, "no plain raw.jsonl started beside the .gz");
+    snprintf(path, sizeof path, "%s/lock", tmpdir);
+    cr_expect_neq(access(path, F_OK), 0, "the lock released");
+    /* without --resume the folder holds a run */
+    spec.resume = 0;
+    tune_error_clear(&err);
+    cr_expect_eq(folder_open_run(&spec, got, sizeof got, &lock, &err), TUNE_ERR_IO);
+    cr_expect(strstr(err.message, "already holds a run (raw.jsonl.gz)") != NULL, "%s", err.message);
 }

@@ -700,3 +700,42 @@ Test(shard_run, searched_shards)
     cr_expect_str_eq(line, "searched: random, budget 50 %: 3 of 16 configurations measured");
     json_decref(meta);
 }
+
+/* A shard whose rows were gzipped by hand (raw.jsonl.gz) merges to the same plain raw.jsonl; it
+ * cannot be resumed (a resume appends to a plain raw.jsonl: gunzip first), a shard holding both
+ * files is ambiguous, and a merge refuses an OUT holding a raw.jsonl.gz. */
+Test(shard_run, gzipped_shards_merge)
+{
+    char d[2][512], m[512], g[512], cmd[2048], path[600];
+    const char *dirs[2];
+    merge_like_single(d, dirs, 2, m);
+    snprintf(cmd, sizeof cmd, "gzip -9n '%s/raw.jsonl'", d[1]);
+    cr_assert_eq(system(cmd), 0);
+    tune_error err = {0};
+    cr_assert_eq(merge("merged_gz", dirs, 2, &err), TUNE_OK, "%s", err.message);
+    path_in(g, sizeof g, "merged_gz");
+    snprintf(cmd, sizeof cmd, "cmp -s '%s/raw.jsonl' '%s/raw.jsonl'", m, g);
+    cr_expect_eq(system(cmd), 0, "the merged raw.jsonl is the one merged from plain shards");
+    snprintf(path, sizeof path, "%s/raw.jsonl.gz", g);
+    cr_expect_neq(access(path, F_OK), 0, "a merge writes plain files");
+    /* resuming the gzipped shard is refused, and starts no plain raw.jsonl beside it */
+    cr_expect_eq(try_run(d[1], NULL, 1, 2, 1, NULL, &err), TUNE_ERR_IO);
+    cr_expect(strstr(err.message, "gunzip it first") != NULL, "%s", err.message);
+    snprintf(path, sizeof path, "%s/raw.jsonl", d[1]);
+    cr_expect_neq(access(path, F_OK), 0, "no second rows file");
+    /* OUT holding a raw.jsonl.gz */
+    snprintf(cmd, sizeof cmd, "cp '%s/raw.jsonl.gz' '%s/'", d[1], g);
+    cr_assert_eq(system(cmd), 0);
+    tune_error_clear(&err);
+    cr_expect_eq(merge("merged_gz", dirs, 2, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "holds raw.jsonl.gz, and a merge writes a plain raw.jsonl") !=
+                  NULL,
+              "%s", err.message);
+    /* a shard with both files */
+    snprintf(cmd, sizeof cmd, "gunzip -k '%s/raw.jsonl.gz'", d[1]);
+    cr_assert_eq(system(cmd), 0);
+    tune_error_clear(&err);
+    cr_expect_eq(merge("merged_both", dirs, 2, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "holds both raw.jsonl and raw.jsonl.gz") != NULL, "%s",
+              err.message);
+}

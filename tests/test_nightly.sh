@@ -38,15 +38,17 @@ field() { sed -n "s/^$2=//p" "$1" | head -n 1; }
 # invalid) and with another driver in meta.json. (Copies of the first run would also differ from
 # night 2 on three configurations that run to run move by 5-6.5 %: docs/compare.md.)
 python3 - "$RESUMED" "$tmp/injected" "$tmp/driver" <<'EOF'
-import json, os, sys, shutil
+import gzip, json, os, sys, shutil
 src, inj, drv = sys.argv[1:4]
+raw = src + "/raw.jsonl"  # committed gzipped: raw.jsonl.gz
+gz = os.path.exists(raw + ".gz")
 times = ["time_median", "time_mean", "time_min", "time_max", "time_stdev", "time_stderr",
          "time_p10", "time_p90"]
 slow = {(256, 1024, 64, 1, 256, 1, 0): 1.2, (4096, 1024, 128, 64, 128, 1, 0): 1.2,
         (4096, 4096, 64, 8, 256, 1, 0): 1.2, (1024, 4096, 512, 128, 128, 1, 4): 1.3}
 broken = (4096, 16384, 512, 128, 128, 1, 0)
 os.makedirs(inj); os.makedirs(drv)
-with open(src + "/raw.jsonl") as f, open(inj + "/raw.jsonl", "w") as out:
+with (gzip.open(raw + ".gz", "rt") if gz else open(raw)) as f, open(inj + "/raw.jsonl", "w") as out:
     for line in f:
         r = json.loads(line)
         key = tuple(r.get(k) for k in ("g", "k_pre", "k", "chunk", "threads", "unroll", "stages"))
@@ -56,7 +58,7 @@ with open(src + "/raw.jsonl") as f, open(inj + "/raw.jsonl", "w") as out:
             r.update({t: None for t in times}); r.update(status="invalid", reason="wrong", time_n=0)
         out.write(json.dumps(r) + "\n")
 shutil.copy(src + "/meta.json", inj)
-shutil.copy(src + "/raw.jsonl", drv)
+shutil.copy(raw + ".gz" if gz else raw, drv)  # the driver's night is imported from a .gz
 meta = json.load(open(src + "/meta.json"))
 meta["versions"]["driver"] = meta["key"]["driver"] = "575.57.08"
 json.dump(meta, open(drv + "/meta.json", "w"), indent=2)

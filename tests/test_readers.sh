@@ -2,6 +2,8 @@
 # The commands that read results (report, fit, roofline, compare) never modify the folders they
 # read: every file is byte-identical afterwards and no file appears; their files go to --out DIR
 # (created if missing). A reader that closes stdout early (| head -1) costs no file and no error.
+# The committed runs read here hold raw.jsonl.gz: every reader (replay too) prints from it what it
+# prints from the plain twin, and a damaged .gz is one error naming it.
 # Usage: tests/test_readers.sh path/to/tune   (run from the source root)
 set -u
 tune=${1:?usage: test_readers.sh TUNE}
@@ -19,6 +21,10 @@ a=$tmp/a; b=$tmp/b
 cp -r results/sparq/20261122T053942Z "$a"
 cp -r results/sparq_resumed/20261122T054225Z "$b"
 chmod -R u+w "$a" "$b"
+check "the committed rows are gzipped" test -f "$a/raw.jsonl.gz" -a ! -e "$a/raw.jsonl" \
+    -a -f "$b/raw.jsonl.gz"
+tw=$tmp/twin # $a with its rows gunzipped
+cp -r "$a" "$tw"; gunzip "$tw/raw.jsonl.gz"
 sums "$a" >"$tmp/a.sums"; sums "$b" >"$tmp/b.sums"
 unchanged() { sums "$a" | cmp -s - "$tmp/a.sums" && sums "$b" | cmp -s - "$tmp/b.sums"; }
 
@@ -88,7 +94,7 @@ bad() { # bad NAME EXPECTED-TEXT FOLDER...: tune report refuses with status 1 an
     check "$name: exit 1 (got $rc)" test "$rc" -eq 1
     check "$name: says '$want'" grep -qF -- "$want" "$tmp/stderr"
 }
-fresh() { rm -rf "$d"; mkdir -p "$d"; cp "$a/meta.json" "$a/raw.jsonl" "$d/"; }
+fresh() { rm -rf "$d"; mkdir -p "$d"; cp "$a/meta.json" "$tw/raw.jsonl" "$d/"; }
 fresh; python3 - "$d/meta.json" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1])); m["report"]["rows"] = [1]; json.dump(m, open(sys.argv[1], "w"))
@@ -157,11 +163,69 @@ timeout 20 "$tune" report "$d" --quiet >"$tmp/stdout" 2>"$tmp/stderr"; rc=$?
 check "an empty raw.jsonl: no crash (status $rc)" test "$rc" -le 1
 # the tables of $a's rows alone (without its retime.jsonl, which only a single folder's tables use)
 fresh; check "a folder without retime.jsonl" run report "$d" --out "$tmp/plain" --quiet
-fresh; cat "$a/raw.jsonl" >>"$d/raw.jsonl"
+fresh; cat "$tw/raw.jsonl" >>"$d/raw.jsonl"
 check "a folder whose rows are all twice" run report "$d" --out "$tmp/dup" --quiet
 check "duplicated rows count once" cmp -s "$tmp/dup/best.csv" "$tmp/plain/best.csv"
 check "the same folder given twice counts once" run report "$a" "$a" --out "$tmp/dup2" --quiet
 check "the same folder twice: the tables of one" cmp -s "$tmp/dup2/best.csv" "$tmp/plain/best.csv"
+
+# ---- gzipped rows: raw.jsonl.gz reads as its plain twin ----
+same() { # same NAME X Y ARGS...: tune ARGS, with @ standing for folder X, then for Y, prints the same
+    local name=$1 x=$2 y=$3; shift 3
+    local v rx ry
+    for v in x y; do # stdout and stderr apart: their interleaving is the buffers', not tune's
+        local f=${!v}
+        timeout 60 "$tune" "${@//@/$f}" >"$tmp/$v.raw" 2>"$tmp/$v.err"
+        printf -v "r$v" %s "$?"
+        sed -i "s|$f|@|g" "$tmp/$v.raw" "$tmp/$v.err"
+        cat "$tmp/$v.raw" "$tmp/$v.err" >"$tmp/$v.out"
+    done
+    check "$name: exit 0 both ways ($rx, $ry)" test "$rx" -eq 0 -a "$ry" -eq 0
+    check "$name: prints the same from raw.jsonl.gz as from raw.jsonl" cmp -s "$tmp/x.out" "$tmp/y.out"
+    check "$name: prints something" test -s "$tmp/x.out"
+}
+same "report" "$a" "$tw" report @
+same "report over two folders" "$a" "$tw" report @ "$b"
+same "fit" "$a" "$tw" fit @ --param chunk
+same "roofline" "$a" "$tw" roofline @ --results results
+same "compare (a gzipped base)" "$a" "$tw" compare @ "$b" --threshold 1e6
+same "compare (a gzipped new side)" "$a" "$tw" compare "$b" @ --threshold 1e6
+same "replay" "$a" "$tw" replay @ --seeds 2 --budgets 10,100
+check "report of the .gz --out" run report "$a" --out "$tmp/gz_out" --quiet
+check "report of the plain twin --out" run report "$tw" --out "$tmp/tw_out" --quiet
+for f in best.md best.csv best.json; do
+    check "report --out: the same $f from raw.jsonl.gz" cmp -s "$tmp/gz_out/$f" "$tmp/tw_out/$f"
+done
+check "the gzipped folder is read only" unchanged
+# retime.jsonl.gz: the verdicts read as from retime.jsonl (the tables mark the same ties)
+rt=$tmp/retime_gz; cp -r "$tw" "$rt"; gzip -9n "$rt/retime.jsonl"
+same "report with retime.jsonl.gz" "$rt" "$tw" report @
+check "the ties of the re-timing are in the tables" grep -q 'statistical tie' "$tmp/x.out"
+
+# damaged .gz: one clear error naming the file, for every reader
+gzfresh() { rm -rf "$d"; mkdir -p "$d"; cp "$a/meta.json" "$d/"; }
+gzbad() { # gzbad NAME EXPECTED-TEXT: report, compare, roofline, fit and replay refuse $d with it
+    bad "$1" "$2" "$d"
+    readers "$1" "$2"
+    badcmd "replay, $1" "$2" replay "$d" --seeds 1
+}
+gzfresh; head -c "$(($(stat -c %s "$a/raw.jsonl.gz") / 2))" "$a/raw.jsonl.gz" >"$d/raw.jsonl.gz"
+gzbad "a truncated raw.jsonl.gz" "$d/raw.jsonl.gz: truncated gzip file: the compressed data ends early"
+gzfresh; cp "$a/raw.jsonl.gz" "$d/"
+python3 - "$d/raw.jsonl.gz" <<'PY'
+import sys
+p = sys.argv[1]; b = bytearray(open(p, "rb").read()); b[len(b) // 3] ^= 0xFF; open(p, "wb").write(b)
+PY
+gzbad "a corrupt raw.jsonl.gz" "$d/raw.jsonl.gz: corrupt gzip file: "
+gzfresh; sed '3s/"time_median":[-0-9.e]*/"time_median":-1.0/' "$tw/raw.jsonl" | gzip -9n >"$d/raw.jsonl.gz"
+gzbad "a bad row in raw.jsonl.gz" "raw.jsonl.gz:3: key 'time_median': expected a time in seconds >= 0"
+gzfresh; cp "$tw/raw.jsonl" "$d/raw.jsonl.gz"
+gzbad "a plain text named raw.jsonl.gz" "raw.jsonl.gz: not gzip data"
+gzfresh; cp "$a/raw.jsonl.gz" "$tw/raw.jsonl" "$d/"
+gzbad "raw.jsonl and raw.jsonl.gz" "$d: holds both raw.jsonl and raw.jsonl.gz: which one holds the rows is ambiguous"
+# a gzip bomb: 80 MB of one line in 80 kB; refused at a row's bound (64 MiB), never unpacked whole
+gzfresh; head -c 80000000 /dev/zero | gzip -9n >"$d/raw.jsonl.gz"
+bad "a gzip bomb" "raw.jsonl.gz:1: a line over 67108864 bytes" "$d"
 
 [ "$fails" = 0 ] && echo "ok: readers checked" && exit 0
 echo "$fails checks failed"; exit 1

@@ -274,7 +274,54 @@ Test(replay, bad_input_names_the_file)
     expect_refused(dir, "raw.jsonl", "no row of a tuned method");
 }
 
-/* The committed H200 run of sweeps/w4a16.json (60 shapes), 5 seeds: the figures its rows imply. */
+/* The fixture gzipped (raw.jsonl.gz beside its meta.json) replays exactly as the plain one. */
+Test(replay, a_gzipped_folder_replays_as_its_plain_twin)
+{
+    char dir[256], path[512];
+    snprintf(dir, sizeof dir, "%s/gz", tmpdir);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    char *meta = tune_read_file(FIXTURE "/meta.json", NULL, NULL);
+    char *rows = tune_read_file(FIXTURE "/raw.jsonl", NULL, NULL);
+    cr_assert(meta && rows);
+    write_file("gz/meta.json", meta, path, sizeof path);
+    write_gz("gz/raw.jsonl.gz", rows, path, sizeof path);
+    free(meta);
+    free(rows);
+    replay_options o;
+    replay_options_init(&o);
+    cr_assert_eq(replay_parse_strategies("random,model", &o), 0);
+    cr_assert_eq(replay_parse_budgets("10,100", &o), 0);
+    o.seeds = 3;
+    const char *plain_dirs[] = {FIXTURE}, *gz_dirs[] = {dir};
+    tune_error err = {0};
+    replay *a = replay_run(plain_dirs, 1, &o, &err);
+    cr_assert_not_null(a, "%s: %s", err.where, err.message);
+    replay *b = replay_run(gz_dirs, 1, &o, &err);
+    cr_assert_not_null(b, "%s: %s", err.where, err.message);
+    cr_expect_eq(replay_n_shapes(b, 0), 4);
+    cr_expect_eq(replay_n_candidates(b, 0), replay_n_candidates(a, 0));
+    for (size_t k = 0; k < 2; k++) {
+        replay_summary sa, sb;
+        replay_summarize(a, 0, k, &sa);
+        replay_summarize(b, 0, k, &sb);
+        cr_expect_eq(sb.evals_1pct_frac, sa.evals_1pct_frac, "strategy %zu", k);
+        for (size_t j = 0; j < 2; j++) {
+            cr_expect_eq(sb.at_budget[j], sa.at_budget[j], "strategy %zu budget %zu", k, j);
+            cr_expect_eq(sb.rounds[j], sa.rounds[j], "strategy %zu budget %zu", k, j);
+        }
+    }
+    replay_free(a);
+    replay_free(b);
+    /* truncated: one error naming the .gz */
+    truncate_file(path, file_size(path) / 2);
+    tune_error_clear(&err);
+    cr_expect_null(replay_run(gz_dirs, 1, &o, &err));
+    cr_expect_str_eq(err.where, path);
+    cr_expect_str_eq(err.message, "truncated gzip file: the compressed data ends early");
+}
+
+/* The committed H200 run of sweeps/w4a16.json (60 shapes), 5 seeds: the figures its rows imply
+ * (committed gzipped: raw.jsonl.gz). */
 Test(replay, committed_h200_run, .timeout = 120)
 {
     replay_options o;

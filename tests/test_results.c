@@ -218,10 +218,15 @@ Test(results, bad_lines_name_the_line)
         {"{\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\"}\n", TUNE_ERR_INVALID, ":1",
          "missing key 'method'"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    /* each case plain, then gzipped: the same error at the same line of raw.jsonl.gz */
+    for (size_t k = 0; k < 2 * sizeof cases / sizeof *cases; k++) {
+        size_t i = k % (sizeof cases / sizeof *cases), gz = k >= sizeof cases / sizeof *cases;
         char path[128], name[32];
-        snprintf(name, sizeof name, "bad%zu.jsonl", i);
-        write_file(name, cases[i].text, path, sizeof path);
+        snprintf(name, sizeof name, "bad%zu.jsonl%s", i, gz ? ".gz" : "");
+        if (gz)
+            write_gz(name, cases[i].text, path, sizeof path);
+        else
+            write_file(name, cases[i].text, path, sizeof path);
         result_row *rows = (void *)1;
         size_t n = 7;
         tune_error err = {0};
@@ -230,10 +235,99 @@ Test(results, bad_lines_name_the_line)
         cr_expect_eq(n, 0);
         size_t wl = strlen(err.where), sl = strlen(cases[i].where_suffix);
         cr_expect(wl > sl && strcmp(err.where + wl - sl, cases[i].where_suffix) == 0 &&
-                      strncmp(err.where, path, strlen(path)) == 0,
+                      strncmp(err.where, path, strlen(path)) == 0 && wl == strlen(path) + sl,
                   "case %zu: where '%s'", i, err.where);
         cr_expect_not_null(strstr(err.message, cases[i].message), "case %zu: message '%s'", i,
                            err.message);
+    }
+}
+
+/* The fixture's rows in tmpdir/name/raw.jsonl, or gzipped in raw.jsonl.gz; the folder into dir. */
+static void fixture_folder(const char *name, int gz, char *dir, size_t size)
+{
+    snprintf(dir, size, "%s/%s", tmpdir, name);
+    cr_assert_eq(results_mkdirs(dir, NULL), TUNE_OK);
+    char file[256], path[512];
+    snprintf(file, sizeof file, "%s/raw.jsonl%s", name, gz ? ".gz" : "");
+    if (gz)
+        write_gz(file, read_text(FIXTURE), path, sizeof path);
+    else
+        write_file(file, read_text(FIXTURE), path, sizeof path);
+}
+
+Test(results, a_gzipped_folder_reads_the_rows_of_its_plain_twin)
+{
+    char plain[256], gz[256], path[512];
+    fixture_folder("plain", 0, plain, sizeof plain);
+    fixture_folder("gz", 1, gz, sizeof gz);
+    tune_error err = {0};
+    cr_assert_eq(results_locate(gz, path, sizeof path, &err), TUNE_OK);
+    cr_expect(strstr(path, "/gz/raw.jsonl.gz") != NULL, "%s", path);
+    result_row *a, *b;
+    size_t na, nb;
+    const char *pd[] = {plain}, *gd[] = {gz};
+    cr_assert_eq(results_read_dirs(pd, 1, &a, &na, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(results_read_dirs(gd, 1, &b, &nb, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(na, 21);
+    cr_assert_eq(nb, na);
+    for (size_t i = 0; i < na; i++) {
+        char ia[4096], ib[4096];
+        cr_expect_str_eq(results_row_identity(&b[i], ib, sizeof ib),
+                         results_row_identity(&a[i], ia, sizeof ia), "row %zu", i);
+        cr_expect_eq(b[i].status, a[i].status, "row %zu", i);
+        cr_expect(b[i].time.median == a[i].time.median ||
+                      (isnan(b[i].time.median) && isnan(a[i].time.median)),
+                  "row %zu", i);
+    }
+    results_rows_free(a, na);
+    results_rows_free(b, nb);
+}
+
+Test(results, both_files_are_ambiguous)
+{
+    char dir[256], path[512];
+    fixture_folder("both", 1, dir, sizeof dir);
+    write_file("both/raw.jsonl", read_text(FIXTURE), path, sizeof path);
+    result_row *rows = (void *)1;
+    size_t n = 3;
+    tune_error err = {0};
+    const char *dirs[] = {dir};
+    cr_expect_eq(results_read_dirs(dirs, 1, &rows, &n, &err), TUNE_ERR_INVALID);
+    cr_expect_null(rows);
+    cr_expect_eq(n, 0);
+    cr_expect_str_eq(err.where, dir);
+    cr_expect(strstr(err.message, "both raw.jsonl and raw.jsonl.gz") != NULL, "%s", err.message);
+    cr_expect(strstr(err.message, "ambiguous") != NULL, "%s", err.message);
+}
+
+Test(results, a_truncated_or_corrupt_gz_is_one_error_naming_it)
+{
+    char dir[256], path[512];
+    fixture_folder("cut", 1, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/raw.jsonl.gz", dir);
+    truncate_file(path, file_size(path) * 2 / 3);
+    result_row *rows = (void *)1;
+    size_t n = 3;
+    tune_error err = {0};
+    const char *dirs[] = {dir};
+    cr_expect_eq(results_read_dirs(dirs, 1, &rows, &n, &err), TUNE_ERR_INVALID);
+    cr_expect_null(rows);
+    cr_expect_eq(n, 0);
+    cr_expect_str_eq(err.where, path);
+    cr_expect_str_eq(err.message, "truncated gzip file: the compressed data ends early");
+    /* a byte of the compressed data flipped: garbage rows, or a bad stream, or a bad checksum;
+     * whichever shows first, the error says the file is corrupt */
+    for (long at = 40; at < file_size(path) - 8; at += 97) {
+        fixture_folder("flip", 1, dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/raw.jsonl.gz", dir);
+        flip_byte(path, at);
+        tune_error e = {0};
+        const char *d[] = {dir};
+        cr_expect_eq(results_read_dirs(d, 1, &rows, &n, &e), TUNE_ERR_INVALID, "byte %ld", at);
+        cr_expect_str_eq(e.where, path, "byte %ld", at);
+        cr_expect(strncmp(e.message, "corrupt gzip file: ", 19) == 0, "byte %ld: %s", at,
+                  e.message);
+        results_rows_free(rows, n);
     }
 }
 

@@ -57,6 +57,38 @@ Test(retime, round_trip)
     free(v);
 }
 
+/* A gzipped retime.jsonl.gz reads as the plain file; both are ambiguous; a damaged line of the
+ * .gz is named by file and line. */
+Test(retime, gzipped_verdicts)
+{
+    retime_record r;
+    sample_record(&r);
+    tune_error err = {0};
+    cr_assert_eq(retime_append(tmpdir, &r, &err), TUNE_OK);
+    char cmd[512], gz[512];
+    snprintf(cmd, sizeof cmd, "gzip -9n '%s/retime.jsonl'", tmpdir);
+    cr_assert_eq(system(cmd), 0);
+    retime_verdict *v = NULL;
+    size_t n = 0;
+    cr_assert_eq(retime_read(tmpdir, &v, &n, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(n, 1);
+    cr_expect_str_eq(v[0].winner_id, "custom|chunk=128|dtype=float16|g=256");
+    free(v);
+    cr_assert_eq(retime_append(tmpdir, &r, &err), TUNE_OK); /* a plain file beside it */
+    cr_expect_eq(retime_read(tmpdir, &v, &n, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "both retime.jsonl and retime.jsonl.gz") != NULL, "%s",
+              err.message);
+    cr_expect_null(v);
+    snprintf(cmd, sizeof cmd, "%s/retime.jsonl", tmpdir);
+    cr_assert_eq(unlink(cmd), 0);
+    write_gz("retime.jsonl.gz", "{\"shape\": {}}\n[1, 2]\n", gz, sizeof gz);
+    tune_error_clear(&err);
+    cr_expect_eq(retime_read(tmpdir, &v, &n, &err), TUNE_ERR_INVALID);
+    char where[600];
+    snprintf(where, sizeof where, "%s:1", gz);
+    cr_expect_str_eq(err.where, where);
+}
+
 /* Each damaged line: one error naming the file, the line and the key. */
 Test(retime, damaged_line_names_file_and_line)
 {

@@ -341,11 +341,12 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
                               roofline_report *rep, json_t *inputs, tune_error *err)
 {
     char path[PATH_MAX + 16], device[256], calpath[PATH_MAX + 64];
-    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
     result_row *rows = NULL;
     size_t n = 0;
     /* meta.json checked as `tune report` does; each folder is predicted on its own */
     tune_status st = meta_check_folders(&dir, 1, NULL, err);
+    if (st == TUNE_OK)
+        st = results_locate(dir, path, sizeof path, err);
     if (st == TUNE_OK)
         st = results_read(path, &rows, &n, err);
     if (st != TUNE_OK)

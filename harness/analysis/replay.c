@@ -379,8 +379,9 @@ static tune_status folder_candidates(replay_folder *F, tune_error *err)
     for (size_t i = 0; i < F->n_rows && !first; i++)
         if (is_candidate(&F->rows[i]))
             first = &F->rows[i];
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/raw.jsonl", F->dir);
+    char path[PATH_MAX + 16];
+    if (results_locate(F->dir, path, sizeof path, err) != TUNE_OK)
+        return err ? err->code : TUNE_ERR_INVALID;
     if (!first)
         return tune_error_set(err, TUNE_ERR_INVALID, path,
                               "no row of a tuned method (a row with parameters) to replay");
@@ -437,16 +438,18 @@ static tune_status folder_candidates(replay_folder *F, tune_error *err)
 static tune_status folder_load(replay_folder *F, const char *dir, const replay_options *o,
                                tune_error *err)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX + 16];
     struct stat st_buf;
     if (!(F->dir = strdup(dir)))
         return tune_error_set(err, TUNE_ERR_NOMEM, "replay", "out of memory");
-    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    tune_status st = results_locate(dir, path, sizeof path, err);
+    if (st != TUNE_OK)
+        return st;
     if (stat(path, &st_buf) != 0)
         return tune_error_set(err, TUNE_ERR_IO, path,
-                              "cannot read: no raw.jsonl (a results folder of a measured run; "
-                              "gunzip a raw.jsonl.gz first)");
-    tune_status st = folder_meta(F, o, err);
+                              "cannot read: no raw.jsonl or raw.jsonl.gz (a results folder of a "
+                              "measured run)");
+    st = folder_meta(F, o, err);
     if (st == TUNE_OK)
         st = results_read(path, &F->rows, &F->n_rows, err);
     size_t dropped = 0;

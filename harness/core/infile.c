@@ -127,6 +127,13 @@ FILE *infile_open(const char *path, size_t max_bytes, tune_error *err)
     return f;
 }
 
+int infile_open_fd(const char *path, size_t max_bytes, tune_error *err)
+{
+    size_t size;
+    int fd;
+    return open_checked(path, max_bytes, &fd, &size, err) == TUNE_OK ? fd : -1;
+}
+
 int infile_is_dir(const char *path)
 {
     struct stat sb;

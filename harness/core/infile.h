@@ -37,5 +37,8 @@ tune_status infile_read(const char *path, size_t max_bytes, char **data, size_t 
 /* An open stream on path for line-by-line reading, after the same checks (regular file, at most
  * max_bytes); the caller fclose()s it. NULL with err set on failure. */
 FILE *infile_open(const char *path, size_t max_bytes, tune_error *err);
+/* The same as a descriptor (for a reader of its own, such as zlib's); the caller close()s it. -1
+ * with err set on failure. */
+int infile_open_fd(const char *path, size_t max_bytes, tune_error *err);
 
 #endif

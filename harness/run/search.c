@@ -243,7 +243,8 @@ static tune_status warm_start(run_ctx *rc)
         result_row *rows = NULL;
         size_t n = 0;
         tune_status st = warm_check(rc, dir);
-        snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+        if (st == TUNE_OK)
+            st = results_locate(dir, path, sizeof path, rc->err);
         if (st == TUNE_OK)
             st = results_read(path, &rows, &n, rc->err);
         for (size_t r = 0; st == TUNE_OK && r < n; r++) {

@@ -5,12 +5,15 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "core/clock.h"
+#include "core/infile.h"
 #include "core/outfile.h"
 #include "store/results.h"
 
@@ -49,7 +52,8 @@ tune_status folder_make(const char *out_dir, const char *root, const char *sweep
 
 const char *folder_holds_run(const char *dir)
 {
-    static const char *const names[] = {"meta.json", "raw.jsonl", "retime.jsonl", "shards"};
+    static const char *const names[] = {"meta.json",    "raw.jsonl",       "raw.jsonl.gz",
+                                        "retime.jsonl", "retime.jsonl.gz", "shards"};
     char path[PATH_MAX + 32];
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -57,6 +61,22 @@ const char *folder_holds_run(const char *dir)
             return names[i];
     }
     return NULL;
+}
+
+/* A resumed run appends to dir's plain JSONL files: one gzipped by hand is refused. */
+static tune_status folder_check_plain(const char *dir, tune_error *err)
+{
+    static const char *const names[] = {"raw.jsonl", "retime.jsonl"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[PATH_MAX + 32];
+        snprintf(path, sizeof path, "%s/%s.gz", dir, names[i]);
+        if (access(path, F_OK) == 0)
+            return tune_error_set(err, TUNE_ERR_IO, path,
+                                  "a resumed run appends to a plain %s, and this one is gzipped: "
+                                  "gunzip it first (gunzip %s)",
+                                  names[i], path);
+    }
+    return TUNE_OK;
 }
 
 tune_status folder_open_run(const folder_run_spec *spec, char *dir, size_t size, int *lock_fd,
@@ -73,6 +93,11 @@ tune_status folder_open_run(const folder_run_spec *spec, char *dir, size_t size,
     if ((*lock_fd = folder_lock(dir, err)) < 0)
         return TUNE_ERR_IO;
     const char *held = spec->resume ? NULL : folder_holds_run(dir);
+    if (spec->resume && (st = folder_check_plain(dir, err)) != TUNE_OK) {
+        folder_unlock(dir, *lock_fd);
+        *lock_fd = -1;
+        return st;
+    }
     if (held) {
         folder_unlock(dir, *lock_fd);
         *lock_fd = -1;
@@ -196,4 +221,193 @@ size_t folder_count_rows(const char *dir)
 tune_status folder_write_json(const char *path, const json_t *json, tune_error *err)
 {
     return outfile_write_json(path, json, JSON_INDENT(2) | JSON_PRESERVE_ORDER, err);
+}
+
+tune_status folder_locate(const char *dir, const char *name, char *path, size_t size,
+                          tune_error *err)
+{
+    char gz[PATH_MAX + 64];
+    int len = snprintf(path, size, "%s/%s", dir, name);
+    if (len < 0 || (size_t)len >= size || (size_t)len + 3 >= sizeof gz)
+        return tune_error_set(err, TUNE_ERR_IO, dir, "path too long");
+    snprintf(gz, sizeof gz, "%s.gz", path);
+    int has_plain = access(path, F_OK) == 0, has_gz = access(gz, F_OK) == 0;
+    if (has_plain && has_gz)
+        return tune_error_set(err, TUNE_ERR_INVALID, dir,
+                              "holds both %s and %s.gz: which one holds the rows is ambiguous; "
+                              "keep one of them",
+                              name, name);
+    if (has_gz && (size_t)len + 3 >= size)
+        return tune_error_set(err, TUNE_ERR_IO, dir, "path too long");
+    if (has_gz)
+        snprintf(path, size, "%s", gz);
+    return TUNE_OK;
+}
+
+/* Text is read in chunks of FOLDER_CHUNK bytes into a buffer that holds at most one line and two
+ * chunks: memory stays below max_line + 2 FOLDER_CHUNK whatever the file holds. */
+#define FOLDER_CHUNK ((size_t)1 << 16)
+
+struct folder_lines {
+    char *path;
+    gzFile gz; /* a plain file too: zlib reads one that is not gzip as it is ("transparent") */
+    int gzip;  /* the name ends in .gz */
+    size_t max_bytes, max_line;
+    char *buf;
+    size_t cap, start, end; /* the text not yet returned: buf[start, end) */
+    size_t total;           /* bytes of text read (decompressed) */
+    size_t lineno;
+    int eof;
+};
+
+static int folder_is_gz(const char *path)
+{
+    size_t n = strlen(path);
+    return n > 3 && strcmp(path + n - 3, ".gz") == 0;
+}
+
+folder_lines *folder_lines_open(const char *path, size_t max_bytes, size_t max_line,
+                                tune_error *err)
+{
+    int fd = infile_open_fd(path, max_bytes, err); /* a regular file: never a FIFO, a device */
+    if (fd < 0)
+        return NULL;
+    folder_lines *in = calloc(1, sizeof *in);
+    if (!in || !(in->path = strdup(path))) {
+        free(in);
+        close(fd);
+        tune_error_set(err, TUNE_ERR_NOMEM, path, "out of host memory");
+        return NULL;
+    }
+    in->gzip = folder_is_gz(path);
+    /* zlib would read a .gz that is not gzip as plain text, and gunzip a plain name's gzip data
+     * that a resumed run could then append plain lines to: the first two bytes decide */
+    unsigned char magic[2] = {0, 0};
+    int is_gzip = pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    const char *bad = NULL;
+    if (in->gzip && !is_gzip)
+        bad = "not gzip data (empty, or another format): a file named .gz must be gzipped";
+    else if (!in->gzip && is_gzip)
+        bad = "holds gzip data: a gzipped file is read only under a name ending in .gz";
+    if (bad) {
+        close(fd);
+        tune_error_set(err, TUNE_ERR_INVALID, path, "%s", bad);
+        folder_lines_close(in);
+        return NULL;
+    }
+    in->max_bytes = max_bytes;
+    in->max_line = max_line;
+    if (!(in->gz = gzdopen(fd, "rb"))) {
+        close(fd);
+        tune_error_set(err, TUNE_ERR_NOMEM, path, "out of host memory");
+        folder_lines_close(in);
+        return NULL;
+    }
+    (void)gzbuffer(in->gz, (unsigned)FOLDER_CHUNK);
+    return in;
+}
+
+/* Why zlib stopped (k < 0: an error; k == 0: the end of the text) into err; TUNE_OK when the file
+ * ended well. A gzip stream that ends early leaves Z_BUF_ERROR at the end of the text. */
+static tune_status folder_gz_status(const folder_lines *in, int k, tune_error *err)
+{
+    int code = Z_OK;
+    const char *msg = gzerror(in->gz, &code);
+    if (strncmp(msg, "<fd:", 4) == 0 && strstr(msg, ": ")) /* zlib's name of the descriptor */
+        msg = strstr(msg, ": ") + 2;
+    if (k == 0 && code == Z_BUF_ERROR && in->gzip)
+        return tune_error_set(err, TUNE_ERR_INVALID, in->path,
+                              "truncated gzip file: the compressed data ends early");
+    if (k == 0 && (code == Z_OK || code == Z_BUF_ERROR))
+        return TUNE_OK;
+    if (!in->gzip || code == Z_ERRNO)
+        return tune_error_set(err, TUNE_ERR_IO, in->path, "cannot read: %s", msg);
+    return tune_error_set(err, TUNE_ERR_INVALID, in->path, "corrupt gzip file: %s", msg);
+}
+
+tune_status folder_lines_next(folder_lines *in, char **line, size_t *len, size_t *lineno,
+                              tune_error *err)
+{
+    *line = NULL;
+    char where[PATH_MAX + 32];
+    for (;;) {
+        size_t have = in->end - in->start;
+        char *text = have ? in->buf + in->start : in->buf;
+        char *nl = have ? memchr(text, '\n', have) : NULL;
+        if (nl || (in->eof && have)) { /* a line, or the last one without its newline */
+            size_t n = nl ? (size_t)(nl - text) : have;
+            if (n > in->max_line)
+                break;
+            text[n] = '\0'; /* the buffer keeps a byte after the text for it */
+            in->start += nl ? n + 1 : n;
+            in->lineno++;
+            *line = text;
+            if (len)
+                *len = n;
+            if (lineno)
+                *lineno = in->lineno;
+            return TUNE_OK;
+        }
+        if (in->eof)
+            return TUNE_OK;
+        if (have > in->max_line)
+            break;
+        if (have && in->start)
+            memmove(in->buf, text, have);
+        in->start = 0;
+        in->end = have;
+        if (in->cap - in->end < FOLDER_CHUNK + 1) {
+            /* doubled, up to what the longest line and a chunk need */
+            size_t cap = in->end + FOLDER_CHUNK + 1, most = in->max_line + 2 * FOLDER_CHUNK + 2;
+            cap = cap < 2 * in->cap ? 2 * in->cap : cap;
+            cap = cap > most && most >= in->end + FOLDER_CHUNK + 1 ? most : cap;
+            char *bigger = realloc(in->buf, cap);
+            if (!bigger)
+                return tune_error_set(err, TUNE_ERR_NOMEM, in->path, "out of host memory");
+            in->buf = bigger;
+            in->cap = cap;
+        }
+        int k = gzread(in->gz, in->buf + in->end, (unsigned)FOLDER_CHUNK);
+        tune_status st = k <= 0 ? folder_gz_status(in, k, err) : TUNE_OK;
+        if (st != TUNE_OK)
+            return st;
+        in->eof = k == 0;
+        in->end += (size_t)k;
+        in->total += (size_t)k;
+        if (in->total > in->max_bytes)
+            return tune_error_set(err, TUNE_ERR_INVALID, in->path,
+                                  "too large: more than %zu bytes%s", in->max_bytes,
+                                  in->gzip ? " decompressed" : "");
+    }
+    snprintf(where, sizeof where, "%s:%zu", in->path, in->lineno + 1);
+    return tune_error_set(err, TUNE_ERR_INVALID, where, "a line over %zu bytes", in->max_line);
+}
+
+tune_status folder_lines_verify(folder_lines *in, tune_error *err)
+{
+    if (!in->gzip)
+        return TUNE_OK;
+    char scratch[8192];
+    for (int k; !in->eof;) {
+        k = gzread(in->gz, scratch, sizeof scratch);
+        tune_status st = k <= 0 ? folder_gz_status(in, k, err) : TUNE_OK;
+        if (st != TUNE_OK)
+            return st;
+        in->eof = k == 0;
+        in->total += (size_t)k;
+        if (in->total > in->max_bytes)
+            return TUNE_OK; /* too large is no sign of corruption */
+    }
+    return TUNE_OK;
+}
+
+void folder_lines_close(folder_lines *in)
+{
+    if (!in)
+        return;
+    if (in->gz)
+        gzclose_r(in->gz);
+    free(in->buf);
+    free(in->path);
+    free(in);
 }

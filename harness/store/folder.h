@@ -8,6 +8,17 @@
  *
  * A folder holds raw.jsonl (results.h), meta.json (meta.h), retime.jsonl (retime.h), best.md,
  * best.csv, best.json (analysis/report.h), and for --gpus a shards/<i>/ folder per GPU.
+ *
+ * The JSONL files of a committed run may be gzipped by hand (raw.jsonl.gz, retime.jsonl.gz):
+ * every reader takes them through folder_locate and folder_lines, which gunzip them as they go;
+ * a run, a resume and a merge write plain files only.
+ *
+ *   char path[PATH_MAX];
+ *   folder_locate(dir, "raw.jsonl", path, sizeof path, &err);   // dir/raw.jsonl or .gz
+ *   folder_lines *in = folder_lines_open(path, INFILE_MAX_ROWS, 1 << 20, &err);
+ *   char *line; size_t len, lineno;
+ *   while (folder_lines_next(in, &line, &len, &lineno, &err) == TUNE_OK && line) ...
+ *   folder_lines_close(in);
  */
 #ifndef TUNE_FOLDER_H
 #define TUNE_FOLDER_H
@@ -24,8 +35,9 @@
  * order the runs started. */
 tune_status folder_make(const char *out_dir, const char *root, const char *sweep, char *dir,
                         size_t size, tune_error *err);
-/* What makes dir a run's folder ("meta.json", "raw.jsonl", "retime.jsonl", "shards"; static), or
- * NULL when it holds none of them (absent, empty, or other files only). */
+/* What makes dir a run's folder ("meta.json", "raw.jsonl", "raw.jsonl.gz", "retime.jsonl",
+ * "retime.jsonl.gz", "shards"; static), or NULL when it holds none of them (absent, empty, or
+ * other files only). */
 const char *folder_holds_run(const char *dir);
 
 /* Where a run goes. */
@@ -38,7 +50,9 @@ typedef struct {
 
 /* The run's folder, made or found (folder_make, folder_latest) into dir and locked (*lock_fd,
  * held until folder_unlock: for the whole run, tables included). Without resume a folder that
- * already holds a run is refused, naming it: two runs never share a folder. */
+ * already holds a run is refused, naming it: two runs never share a folder. A resume into a
+ * folder whose raw.jsonl or retime.jsonl is gzipped is refused too (gunzip it first): a run
+ * appends to the plain file and never starts a second one beside the .gz. */
 tune_status folder_open_run(const folder_run_spec *spec, char *dir, size_t size, int *lock_fd,
                             tune_error *err);
 /* The latest run folder of the sweep under root (names are UTC times). */
@@ -60,6 +74,35 @@ size_t folder_count_rows(const char *dir);
  * JSONL, and err names path and says why ("cannot append <what>: <strerror>"). Shared by raw.jsonl and retime.jsonl. */
 tune_status folder_append_line(int fd, const char *path, const char *what, const char *line,
                                size_t len, tune_error *err);
+/* Where a reader finds dir's file name ("raw.jsonl", "retime.jsonl"): dir/name, or dir/name.gz
+ * when only that exists; dir/name when neither does (opening it then says so). TUNE_ERR_INVALID
+ * (where = dir) when both exist: which of them holds the rows is ambiguous. */
+tune_status folder_locate(const char *dir, const char *name, char *path, size_t size,
+                          tune_error *err);
+
+/* A JSONL file read line by line, plain or gzip (a path ending in ".gz"), from untrusted input:
+ * the file is checked like infile_open (a regular file of at most max_bytes), its text (the
+ * decompressed text of a .gz) may not exceed max_bytes either, and no line max_line: a gzip bomb
+ * is refused, never held in memory ("too large: more than N bytes decompressed"). A .gz that is not
+ * gzip, is corrupt or ends early fails with one error naming the file; a plain file holding
+ * gzip data is refused (its name must end in .gz). */
+typedef struct folder_lines folder_lines;
+
+/* New reader, or NULL with err set (where = path). */
+folder_lines *folder_lines_open(const char *path, size_t max_bytes, size_t max_line,
+                                tune_error *err);
+/* The next line into *line (borrowed until the next call; NUL-terminated, its '\n' removed), *len
+ * and *lineno (counted from 1; either may be NULL); *line NULL at the end. On failure err says
+ * "PATH:LINE" "a line over N bytes", or PATH and what is wrong with the file. */
+tune_status folder_lines_next(folder_lines *in, char **line, size_t *len, size_t *lineno,
+                              tune_error *err);
+/* Reads a .gz to its end, its lines unread: the gzip error (corrupt data, a bad checksum, a
+ * truncation) into err, or TUNE_OK (a plain file: always). A reader whose line failed to parse
+ * asks it, since corrupt compressed data most often shows first as a line of garbage. */
+tune_status folder_lines_verify(folder_lines *in, tune_error *err);
+/* Closes the reader; NULL is a no-op. */
+void folder_lines_close(folder_lines *in);
+
 /* Writes json to path through path.tmp, renamed: readers see the old file or the new one. */
 tune_status folder_write_json(const char *path, const json_t *json, tune_error *err);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/hash.h"
+#include "core/infile.h"
 #include "core/outfile.h"
 #include "model/shard.h"
 #include "model/space.h"
@@ -22,6 +23,7 @@ typedef struct {
     meta_shard shard;
     result_row *rows;
     size_t n_rows;
+    char rows_path[PATH_MAX + 16]; /* its raw.jsonl or raw.jsonl.gz (results_locate) */
 } merge_part;
 
 typedef struct {
@@ -73,9 +75,13 @@ static void part_load(merge_part *pt, merge_problems *pb)
             problem(pb, "%s: meta.json's 'shard' is incomplete", pt->dir);
         return;
     }
-    snprintf(path, sizeof path, "%s/raw.jsonl", pt->dir);
     tune_error e = {0};
-    if (access(path, F_OK) == 0 && results_read(path, &pt->rows, &pt->n_rows, &e) != TUNE_OK) {
+    if (results_locate(pt->dir, pt->rows_path, sizeof pt->rows_path, &e) != TUNE_OK) {
+        char buf[2600];
+        problem(pb, "shard %zu/%zu: %s", pt->shard.index, pt->shard.count,
+                tune_error_text(&e, buf, sizeof buf));
+    } else if (access(pt->rows_path, F_OK) == 0 &&
+               results_read(pt->rows_path, &pt->rows, &pt->n_rows, &e) != TUNE_OK) {
         char buf[2600];
         problem(pb, "shard %zu/%zu: %s (resume it with --resume)", pt->shard.index, pt->shard.count,
                 tune_error_text(&e, buf, sizeof buf));
@@ -125,32 +131,39 @@ static void check_rows(merge_part *parts, size_t n, merge_problems *pb)
     free(ids);
 }
 
+/* Appends the lines of path (plain or gzipped: folder_lines), each ending with '\n', to out. */
 static tune_status copy_lines(FILE *out, const char *path, tune_error *err)
 {
-    if (access(path, F_OK) != 0)
-        return TUNE_OK;
-    size_t size = 0;
-    char *text = tune_read_file(path, &size, err);
-    if (!text)
-        return TUNE_ERR_IO;
-    int ok = fwrite(text, 1, size, out) == size &&
-             (size == 0 || text[size - 1] == '\n' || fputc('\n', out) != EOF);
-    free(text);
-    return ok ? TUNE_OK : tune_error_set(err, TUNE_ERR_IO, path, "cannot copy");
+    folder_lines *in = folder_lines_open(path, INFILE_MAX_ROWS, INFILE_MAX_JSON, err);
+    if (!in)
+        return err ? err->code : TUNE_ERR_IO;
+    char *line;
+    size_t len = 0;
+    tune_status st;
+    while ((st = folder_lines_next(in, &line, &len, NULL, err)) == TUNE_OK && line)
+        if (fwrite(line, 1, len, out) != len || fputc('\n', out) == EOF) {
+            st = tune_error_set(err, TUNE_ERR_IO, path, "cannot copy");
+            break;
+        }
+    folder_lines_close(in);
+    return st;
 }
 
-/* Writes the concatenation of the parts' name files into out_dir/name (replaced atomically);
- * removes it when no part has one. */
+/* Writes the concatenation of the parts' name files (each part's plain or gzipped one:
+ * folder_locate) into out_dir/name, plain, replaced atomically; removes it when no part has
+ * one. */
 static tune_status merge_file(const char *out_dir, merge_part *parts, size_t n, const char *name,
                               tune_error *err)
 {
     char path[PATH_MAX + 64], src[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", out_dir, name);
     int any = 0;
-    for (size_t i = 0; i < n; i++) {
-        snprintf(src, sizeof src, "%s/%s", parts[i].dir, name);
-        any |= access(src, F_OK) == 0;
-    }
+    tune_status st = TUNE_OK;
+    for (size_t i = 0; i < n && st == TUNE_OK; i++)
+        if ((st = folder_locate(parts[i].dir, name, src, sizeof src, err)) == TUNE_OK)
+            any |= access(src, F_OK) == 0;
+    if (st != TUNE_OK)
+        return st;
     if (!any) {
         unlink(path);
         return TUNE_OK;
@@ -158,11 +171,10 @@ static tune_status merge_file(const char *out_dir, merge_part *parts, size_t n, 
     outfile *o = outfile_open(path, err);
     if (!o)
         return TUNE_ERR_IO;
-    tune_status st = TUNE_OK;
-    for (size_t i = 0; i < n && st == TUNE_OK; i++) {
-        snprintf(src, sizeof src, "%s/%s", parts[i].dir, name);
-        st = copy_lines(outfile_stream(o), src, err);
-    }
+    for (size_t i = 0; i < n && st == TUNE_OK; i++)
+        if ((st = folder_locate(parts[i].dir, name, src, sizeof src, err)) == TUNE_OK &&
+            access(src, F_OK) == 0)
+            st = copy_lines(outfile_stream(o), src, err);
     if (st != TUNE_OK) {
         outfile_abort(o);
         return st;
@@ -319,20 +331,16 @@ static plan_entry *plan_entries(const merge_part *ref, size_t *n, merge_problems
     return pe;
 }
 
-/* The line of raw.jsonl that holds row r (results_read skips blank lines). */
+/* The line of raw.jsonl (or raw.jsonl.gz) that holds row r (results_read skips blank lines). */
 static size_t row_line(const char *path, size_t r)
 {
-    FILE *f = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0, lineno = 0, seen = 0;
-    while (f && getline(&line, &cap, f) >= 0) {
-        lineno++;
-        if (line[strspn(line, " \t\r\n")] != '\0' && seen++ == r)
+    folder_lines *in = folder_lines_open(path, INFILE_MAX_ROWS, INFILE_MAX_JSON, NULL);
+    char *line;
+    size_t lineno = 0, seen = 0;
+    while (in && folder_lines_next(in, &line, NULL, &lineno, NULL) == TUNE_OK && line)
+        if (line[strspn(line, " \t\r")] != '\0' && seen++ == r)
             break;
-    }
-    free(line);
-    if (f)
-        fclose(f);
+    folder_lines_close(in);
     return lineno;
 }
 
@@ -342,8 +350,7 @@ static void check_plan(merge_part *parts, size_t n, merge_problems *pb)
     size_t n_entries = 0;
     plan_entry *pe = plan_entries(&parts[0], &n_entries, pb);
     for (size_t i = 0; pe && i < n; i++) {
-        char path[PATH_MAX + 16];
-        snprintf(path, sizeof path, "%s/raw.jsonl", parts[i].dir);
+        const char *path = parts[i].rows_path;
         for (size_t r = 0; r < parts[i].n_rows; r++) {
             char id[4096];
             results_row_identity(&parts[i].rows[r], id, sizeof id);
@@ -367,9 +374,18 @@ static void check_plan(merge_part *parts, size_t n, merge_problems *pb)
  * merge of another plan) is refused, so a merge never replaces a measured run. */
 static void check_out_dir(const char *out_dir, const merge_part *ref, merge_problems *pb)
 {
+    static const char *const gzipped[] = {"raw.jsonl.gz", "retime.jsonl.gz"};
     static const char *const names[] = {"meta.json", "raw.jsonl", "retime.jsonl"};
     char path[PATH_MAX + 32];
     const char *found = NULL;
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", out_dir, gzipped[i]);
+        if (access(path, F_OK) == 0) /* the merge would write a plain file beside it */
+            problem(pb,
+                    "%s holds %s, and a merge writes a plain %.*s: gunzip it first, or merge "
+                    "into a new folder",
+                    out_dir, gzipped[i], (int)(strlen(gzipped[i]) - 3), gzipped[i]);
+    }
     for (size_t i = 0; i < 3 && !found; i++) {
         snprintf(path, sizeof path, "%s/%s", out_dir, names[i]);
         if (access(path, F_OK) == 0)

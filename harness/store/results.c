@@ -19,6 +19,10 @@
 static const char *const results_status_names[] = {
     "ok", "invalid", "compile_error", "launch_error", "crashed", "timeout", "skipped", "compiled",
 };
+/* A row is one JSON document: a line is bounded like a JSON file (a gzip bomb's one endless line
+ * is refused after that many bytes, never held whole). */
+#define RESULTS_MAX_LINE INFILE_MAX_JSON
+
 #define RESULTS_N_STATUS (sizeof results_status_names / sizeof *results_status_names)
 
 /* Keys of every row; a problem axis or parameter must not take one of these names. */
@@ -630,28 +634,37 @@ tune_status results_read(const char *path, result_row **rows, size_t *n, tune_er
 {
     *rows = NULL;
     *n = 0;
-    FILE *f = infile_open(path, INFILE_MAX_ROWS, err); /* a regular file: never a FIFO, a device */
-    if (!f)
-        return err ? err->code : TUNE_ERR_IO;
+    /* a regular file (never a FIFO, a device), plain or gzip, of bounded size and lines */
+    tune_error e = {0};
+    folder_lines *in = folder_lines_open(path, INFILE_MAX_ROWS, RESULTS_MAX_LINE, &e);
+    if (!in)
+        return tune_error_set(err, e.code, e.where, "%s", e.message);
     char *line = NULL, where[512];
-    size_t line_cap = 0, cap = 0;
-    tune_status st = TUNE_OK;
-    for (size_t lineno = 1; st == TUNE_OK && getline(&line, &line_cap, f) >= 0; lineno++) {
+    size_t lineno = 0, cap = 0;
+    tune_status st;
+    while ((st = folder_lines_next(in, &line, NULL, &lineno, &e)) == TUNE_OK && line) {
         if (results_is_blank(line))
             continue;
         snprintf(where, sizeof where, "%s:%zu", path, lineno);
-        st = results_read_line(line, where, rows, n, &cap, err);
+        if ((st = results_read_line(line, where, rows, n, &cap, &e)) != TUNE_OK)
+            break;
     }
-    if (st == TUNE_OK && ferror(f))
-        st = tune_error_set(err, TUNE_ERR_IO, path, "read failed: %s", strerror(errno));
-    free(line);
-    fclose(f);
+    tune_error gz = {0}; /* a row of garbage in a .gz: say rather that the file is corrupt */
+    if (st != TUNE_OK && line && folder_lines_verify(in, &gz) != TUNE_OK)
+        e = gz;
+    folder_lines_close(in);
     if (st != TUNE_OK) {
         results_rows_free(*rows, *n);
         *rows = NULL;
         *n = 0;
+        return tune_error_set(err, e.code, e.where, "%s", e.message);
     }
-    return st;
+    return TUNE_OK;
+}
+
+tune_status results_locate(const char *dir, char *path, size_t size, tune_error *err)
+{
+    return folder_locate(dir, "raw.jsonl", path, size, err);
 }
 
 static void results_row_release(result_row *row)
@@ -685,10 +698,10 @@ tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, result_row
     tune_status st = TUNE_OK;
     for (size_t d = 0; d < n_dirs && st == TUNE_OK; d++) {
         char path[PATH_MAX + 16];
-        snprintf(path, sizeof path, "%s/raw.jsonl", dirs[d]);
         result_row *rows = NULL;
         size_t n = 0;
-        if ((st = results_read(path, &rows, &n, err)) != TUNE_OK)
+        if ((st = results_locate(dirs[d], path, sizeof path, err)) != TUNE_OK ||
+            (st = results_read(path, &rows, &n, err)) != TUNE_OK)
             break;
         result_row *grown = realloc(all, (n_all + n + 1) * sizeof *all);
         if (!grown) {

@@ -9,6 +9,10 @@
  *   results_read("results/sparq/20261122T101500Z/raw.jsonl", &rows, &n, &err);
  *   results_rows_free(rows, n);
  *
+ * Rows are written to raw.jsonl only; they are read from raw.jsonl or from raw.jsonl.gz (a
+ * committed run gzipped by hand), alike: results_locate finds a folder's file, and a folder
+ * holding both is refused as ambiguous.
+ *
  * A row's JSON object (pandas.read_json(path, lines=True) reads it): "sweep", "family", "op",
  * "method", every problem axis and parameter as its own key (parameters null for baselines),
  * "axes" and "params" (the lists of their names), "status", "reason" (null when ok), "kernel",
@@ -100,11 +104,16 @@ results_writer *results_open(const char *dir, tune_error *err);
 tune_status results_write_row(results_writer *w, const result_row *row, tune_error *err);
 void results_close(results_writer *w);
 
-/* Reads every row of a raw.jsonl; errors name the file and line. *rows is new (free with
- * results_rows_free). */
+/* The rows file of the results folder dir into path: dir/raw.jsonl, or dir/raw.jsonl.gz when
+ * only that exists (dir/raw.jsonl when neither does); TUNE_ERR_INVALID when both exist
+ * (folder_locate). */
+tune_status results_locate(const char *dir, char *path, size_t size, tune_error *err);
+/* Reads every row of a raw.jsonl, or of a gzipped one when path ends in ".gz" (store/folder.h:
+ * folder_lines: bounded, a corrupt or truncated file refused naming it); errors name the file and
+ * line. *rows is new (free with results_rows_free). */
 tune_status results_read(const char *path, result_row **rows, size_t *n, tune_error *err);
 void results_rows_free(result_row *rows, size_t n);
-/* Reads and concatenates dirs[i]/raw.jsonl of several results folders (a merged view). */
+/* Reads and concatenates the rows (results_locate) of several results folders (a merged view). */
 tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, result_row **rows,
                               size_t *n, tune_error *err);
 

@@ -135,26 +135,22 @@ static const char *retime_where(char *buf, size_t size, const char *path, size_t
 tune_status retime_read(const char *dir, retime_verdict **v, size_t *n, tune_error *err)
 {
     char path[PATH_MAX + 16];
-    snprintf(path, sizeof path, "%s/retime.jsonl", dir);
     *v = NULL;
     *n = 0;
+    tune_status st = folder_locate(dir, "retime.jsonl", path, sizeof path, err);
+    if (st != TUNE_OK)
+        return st;
     if (access(path, F_OK) != 0 && errno == ENOENT)
         return TUNE_OK;
-    FILE *in = infile_open(path, INFILE_MAX_ROWS, err);
+    tune_error local = {0};
+    if (!err)
+        err = &local;
+    folder_lines *in = folder_lines_open(path, INFILE_MAX_ROWS, RETIME_MAX_LINE, err);
     if (!in)
-        return err ? err->code : TUNE_ERR_IO;
-    char *line = NULL, why[512], where[PATH_MAX + 40];
-    size_t line_cap = 0, cap = 0, lineno = 0;
-    ssize_t len;
-    tune_status st = TUNE_OK;
-    while (st == TUNE_OK && (len = getline(&line, &line_cap, in)) >= 0) {
-        lineno++;
-        if ((size_t)len > RETIME_MAX_LINE) {
-            st = tune_error_set(err, TUNE_ERR_INVALID,
-                                retime_where(where, sizeof where, path, lineno),
-                                "a line over %zu bytes", RETIME_MAX_LINE);
-            break;
-        }
+        return err->code;
+    char *line, why[512], where[PATH_MAX + 40];
+    size_t cap = 0, lineno = 0, len = 0;
+    while ((st = folder_lines_next(in, &line, &len, &lineno, err)) == TUNE_OK && line) {
         if (*n == cap) {
             cap = cap ? 2 * cap : 16;
             retime_verdict *nv = realloc(*v, cap * sizeof *nv);
@@ -164,16 +160,14 @@ tune_status retime_read(const char *dir, retime_verdict **v, size_t *n, tune_err
             }
             *v = nv;
         }
-        if (retime_parse_line(line, (size_t)len, &(*v)[*n], why, sizeof why))
+        if (retime_parse_line(line, len, &(*v)[*n], why, sizeof why)) {
             st = tune_error_set(err, TUNE_ERR_INVALID,
                                 retime_where(where, sizeof where, path, lineno), "%s", why);
-        else
-            (*n)++;
+            break;
+        }
+        (*n)++;
     }
-    if (st == TUNE_OK && ferror(in))
-        st = tune_error_set(err, TUNE_ERR_IO, path, "cannot read: %s", strerror(errno));
-    free(line);
-    fclose(in);
+    folder_lines_close(in);
     if (st != TUNE_OK) {
         free(*v);
         *v = NULL;

@@ -52,9 +52,10 @@ typedef struct {
     int tie;
 } retime_verdict;
 
-/* The verdicts of dir/retime.jsonl, in file order. *v is new (free it); TUNE_OK with *n == 0 and
- * *v == NULL when dir has no retime.jsonl. The file is read through core/infile.h (a regular file
- * of bounded size); a line that is not a verdict is an error naming the file and line
+/* The verdicts of dir/retime.jsonl (or of dir/retime.jsonl.gz, gzipped by hand: folder_locate),
+ * in file order. *v is new (free it); TUNE_OK with *n == 0 and *v == NULL when dir has neither.
+ * The file is read through store/folder.h's folder_lines (a regular file of bounded size, lines
+ * of at most 1 MiB); a line that is not a verdict is an error naming the file and line
  * ("run/retime.jsonl:3: key 'tie': expected true or false"). */
 tune_status retime_read(const char *dir, retime_verdict **v, size_t *n, tune_error *err);
 
