@@ -18,7 +18,7 @@ echo "search: exit $rc, wall $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s, $sd (
 build/tune compare $ex $sd --out /tmp/cmp > $OUT/compare.md 2>&1; echo "compare exit $?"
 mkdir -p /tmp/pack/search && cp -r $sd /tmp/pack/search/ && cp -r /tmp/cmp /tmp/pack/compare
 (cd /tmp/pack && tar czf $OUT/search.tgz .)
-for t in build/test_mixed_gemm build/test_search_run; do
+for t in ${TESTS-build/test_mixed_gemm build/test_search_run}; do
   TUNE_TEST_FAMILIES=fault_test TUNE_CACHE_DIR=/tmp/c_tests timeout 400 $t --verbose=0 -j4 > $OUT/$(basename $t).log 2>&1
   echo "$(basename $t): exit $? $(grep -h Synthesis $OUT/$(basename $t).log | tail -1)"
 done
