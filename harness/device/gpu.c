@@ -82,7 +82,8 @@ tune_status gpu_query(int ordinal, gpu_info *info, tune_error *err)
     info->mem_bus_bits = p.memoryBusWidth;
     info->sm_clock_khz = attr(cudaDevAttrClockRate, ordinal);
     info->mem_clock_khz = attr(cudaDevAttrMemoryClockRate, ordinal);
-    if (cudaDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, ordinal) != cudaSuccess)
+    if (cudaDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, ordinal) !=
+        cudaSuccess)
         (void)cudaGetLastError();
     GPU_CHECK(cudaDriverGetVersion(&info->driver_version), err, st, done);
     GPU_CHECK(cudaRuntimeGetVersion(&info->runtime_version), err, st, done);

@@ -63,7 +63,7 @@ typedef struct {
     int lt_ready;
     void *k_fill_bytes, *k_fill_zeros, *k_fill_scales, *k_pack_w, *k_pack_sz, *k_to_f32, *k_error,
         *k_deq_f32, *k_fill_x;
-    void *k_main; /* the prepared configuration's kernel */
+    void *k_main;                /* the prepared configuration's kernel */
     unsigned long long xmap[16]; /* the wgmma methods' tensor map of X (a CUtensorMap) */
     unsigned long long wmap[16]; /* the warp-specialized one's of the packed weight, */
     unsigned long long smap[16]; /* of the scales */
@@ -342,68 +342,65 @@ static mg_encode_fn mg_encoder(tune_error *err)
     return encode;
 }
 
-/* The wgmma kernels' tensor maps. X (m rows of k elements): boxes of 64 columns x bm rows with the
- * 128-byte swizzle their MMAs read, rows past m filled with zeros. The packed weight, for the
- * warp-specialized kernel (k / 16 rows of n / 64 units of 64 eight-byte words): boxes of one
- * stage, bk / 16 rows x bn / 64 units, unswizzled, so that a stage is one copy. */
-static tune_status mg_prepare_maps(mg_state *s, const mg_desc *d, tune_error *err)
+/* One tensor map into out (a CUtensorMap's 128 bytes): rank 2 or 3, dim[] and box[] from the
+ * innermost dimension, stride[] the bytes between the outer dimensions' elements; what names the
+ * tensor in the error. */
+static tune_status mg_encode_map(void *out, CUtensorMapDataType type, cuuint32_t rank, void *base,
+                                 const cuuint64_t *dim, const cuuint64_t *stride,
+                                 const cuuint32_t *box, CUtensorMapSwizzle swizzle,
+                                 const char *what, tune_error *err)
 {
     mg_encode_fn encode = mg_encoder(err);
     if (!encode)
         return TUNE_ERR_CUDA;
+    const cuuint32_t estride[3] = {1, 1, 1};
     CUtensorMap map;
-    _Static_assert(sizeof map == sizeof s->xmap && sizeof map == sizeof s->wmap,
-                   "CUtensorMap is 128 bytes");
-    {
-        const cuuint64_t dim[2] = {(cuuint64_t)d->k, (cuuint64_t)d->m};
-        const cuuint64_t stride[1] = {(cuuint64_t)d->k * 2};
-        const cuuint32_t box[2] = {64, (cuuint32_t)d->bm}, estride[2] = {1, 1};
-        CUresult rc = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, s->x, dim, stride, box,
-                             estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-        if (rc != CUDA_SUCCESS)
-            return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
-                                  "cuTensorMapEncodeTiled failed (error %d) for X of %lld x %lld, "
-                                  "box 64 x %lld",
-                                  (int)rc, (long long)d->m, (long long)d->k, (long long)d->bm);
-        memcpy(s->xmap, &map, sizeof map);
-    }
-    if (d->method == MG_WGMMA_WS) {
-        const cuuint64_t dim[3] = {64, (cuuint64_t)d->n / 64, (cuuint64_t)d->k / 16};
-        const cuuint64_t stride[2] = {512, (cuuint64_t)d->n / 64 * 512};
-        const cuuint32_t box[3] = {64, (cuuint32_t)(d->bn / 64), (cuuint32_t)(d->bk / 16)},
-                         estride[3] = {1, 1, 1};
-        CUresult rc = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, s->wp, dim, stride, box,
-                             estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-        if (rc != CUDA_SUCCESS)
-            return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
-                                  "cuTensorMapEncodeTiled failed (error %d) for the packed weight "
-                                  "of %lld x %lld, box %lld x %lld units",
-                                  (int)rc, (long long)d->k, (long long)d->n,
-                                  (long long)(d->bk / 16), (long long)(d->bn / 64));
-        memcpy(s->wmap, &map, sizeof map);
-        /* the scales and zero points (k / G rows of n / 64 chunks of 64 values): boxes of the
-         * stage's rows of bn columns */
-        const cuuint64_t sdim[3] = {64, (cuuint64_t)d->n / 64, (cuuint64_t)(d->k / d->g_eff)};
-        const cuuint64_t sstride[2] = {128, (cuuint64_t)d->n * 2};
-        const cuuint32_t sbox[3] = {64, (cuuint32_t)(d->bn / 64),
-                                    (cuuint32_t)(d->gsh >= 0 ? d->bk >> d->gsh : 1)};
-        for (int z = 0; z <= d->zp; z++) {
-            rc = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, z ? s->zp : s->sp, sdim, sstride,
-                        sbox, estride, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                        CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-            if (rc != CUDA_SUCCESS)
-                return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
-                                      "cuTensorMapEncodeTiled failed (error %d) for the %s of "
-                                      "%lld x %lld, box %u rows x %lld chunks",
-                                      (int)rc, z ? "zero points" : "scales",
-                                      (long long)(d->k / d->g_eff), (long long)d->n, sbox[2],
-                                      (long long)(d->bn / 64));
-            memcpy(z ? s->zmap : s->smap, &map, sizeof map);
-        }
-    }
+    _Static_assert(sizeof map == 16 * sizeof(unsigned long long), "CUtensorMap is 128 bytes");
+    CUresult rc =
+        encode(&map, type, rank, base, dim, stride, box, estride, CU_TENSOR_MAP_INTERLEAVE_NONE,
+               swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (rc != CUDA_SUCCESS)
+        return tune_error_set(err, TUNE_ERR_CUDA, "mixed_gemm",
+                              "cuTensorMapEncodeTiled failed (error %d) for %s: %llu x %llu%s, "
+                              "box %u x %u%s",
+                              (int)rc, what, (unsigned long long)dim[rank - 1],
+                              (unsigned long long)dim[rank - 2], rank == 3 ? " x 64" : "",
+                              box[rank - 1], box[rank - 2], rank == 3 ? " x 64" : "");
+    memcpy(out, &map, sizeof map);
     return TUNE_OK;
+}
+
+/* The wgmma kernels' tensor maps. X (m rows of k elements): boxes of 64 columns x bm rows with the
+ * 128-byte swizzle their MMAs read, rows past m filled with zeros. For the warp-specialized
+ * kernel, the packed weight (k / 16 rows of n / 64 units of 64 eight-byte words): boxes of one
+ * stage, bk / 16 rows x bn / 64 units, unswizzled, so that a stage is one copy; and the scales
+ * and zero points (k / G rows of n / 64 chunks of 64 values): boxes of a stage's rows of bn
+ * columns. */
+static tune_status mg_prepare_maps(mg_state *s, const mg_desc *d, tune_error *err)
+{
+    const cuuint64_t xdim[2] = {(cuuint64_t)d->k, (cuuint64_t)d->m},
+                     xstride[1] = {(cuuint64_t)d->k * 2};
+    const cuuint32_t xbox[2] = {64, (cuuint32_t)d->bm};
+    tune_status st = mg_encode_map(s->xmap, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, s->x, xdim, xstride,
+                                   xbox, CU_TENSOR_MAP_SWIZZLE_128B, "X", err);
+    if (st != TUNE_OK || d->method != MG_WGMMA_WS)
+        return st;
+    const cuuint64_t wdim[3] = {64, (cuuint64_t)d->n / 64, (cuuint64_t)d->k / 16},
+                     wstride[2] = {512, (cuuint64_t)d->n / 64 * 512};
+    const cuuint32_t wbox[3] = {64, (cuuint32_t)(d->bn / 64), (cuuint32_t)(d->bk / 16)};
+    if ((st = mg_encode_map(s->wmap, CU_TENSOR_MAP_DATA_TYPE_UINT64, 3, s->wp, wdim, wstride, wbox,
+                            CU_TENSOR_MAP_SWIZZLE_NONE, "the packed weight", err)))
+        return st;
+    const cuuint64_t sdim[3] = {64, (cuuint64_t)d->n / 64, (cuuint64_t)(d->k / d->g_eff)},
+                     sstride[2] = {128, (cuuint64_t)d->n * 2};
+    const cuuint32_t sbox[3] = {64, (cuuint32_t)(d->bn / 64),
+                                (cuuint32_t)(d->gsh >= 0 ? d->bk >> d->gsh : 1)};
+    if ((st = mg_encode_map(s->smap, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, s->sp, sdim, sstride, sbox,
+                            CU_TENSOR_MAP_SWIZZLE_NONE, "the scales", err)))
+        return st;
+    return d->zp ? mg_encode_map(s->zmap, CU_TENSOR_MAP_DATA_TYPE_UINT16, 3, s->zp, sdim, sstride,
+                                 sbox, CU_TENSOR_MAP_SWIZZLE_NONE, "the zero points", err)
+                 : TUNE_OK;
 }
 
 /* The fp8 baseline's inputs (converted once, outside the timing) and its cuBLASLt plan. */
@@ -513,8 +510,8 @@ static tune_status mg_launch(void *state, tune_error *err)
         /* the wgmma kernels take X's tensor map in place of X, the warp-specialized one the
          * weight's too, before the weight */
         void *x = MG_IS_WGMMA(d->method) ? (void *)s->xmap : (void *)&s->x;
-        void *args[] = {x,      s->wmap, s->smap, s->zmap, &s->wp, &s->sp, &s->zp, &s->y,
-                        &s->ws, &s->counters, &m,     &n,     &k,      &group, &gsh};
+        void *args[] = {x,      s->wmap,      s->smap, s->zmap, &s->wp, &s->sp, &s->zp, &s->y,
+                        &s->ws, &s->counters, &m,      &n,      &k,     &group, &gsh};
         void **a = args;
         if (d->method != MG_WGMMA_WS) { /* no maps of the weight, scales and zero points */
             args[3] = x;
