@@ -520,11 +520,14 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 #ifndef MG_WS_WTMA
 #define MG_WS_WTMA 1
 #endif
-// MG_WS_STMA 1: a stage of 4 or more scale rows (and its zero-point rows) is one box each of the
-// host's smap (zmap), 3-D tensor maps of the scales (zero points); fewer rows, or 0: one bulk copy
-// per row (the kernel before, for A/B measurements).
+// MG_WS_STMA 1: a stage of MG_WS_STMA_ROWS (4) or more scale rows (and its zero-point rows) is one
+// box each of the host's smap (zmap), 3-D tensor maps of the scales (zero points); fewer rows, or
+// 0: one bulk copy per row (the kernel before, for A/B measurements).
 #ifndef MG_WS_STMA
 #define MG_WS_STMA 1
+#endif
+#ifndef MG_WS_STMA_ROWS
+#define MG_WS_STMA_ROWS 4
 #endif
 
 template <int WN> struct mg_ws_regs {
@@ -612,7 +615,7 @@ __device__ __forceinline__ void mg_ws_produce(const mg_tmap *xmap, const mg_tmap
 #endif
             const long long grow0 = (long long)kb * BK / group;
             unsigned char *sd = st + LY::W_BYTES;
-            if (MG_WS_STMA && srows >= 4) {
+            if (MG_WS_STMA && srows >= MG_WS_STMA_ROWS) {
                 // the stage's srows scale rows (and zero-point rows) of the block's BN columns in
                 // one box each (64-column chunks, n / 64 of them per row, k / G rows): rows of BN
                 // in shared memory, as srows row copies would leave them. Only from 4 rows: with
@@ -732,6 +735,15 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
             asm volatile("prefetch.tensormap [%0];" ::"l"(
                              reinterpret_cast<unsigned long long>(&wmap))
                          : "memory");
+        if (MG_WS_STMA && (gsh >= 0 ? BK >> gsh : 1) >= MG_WS_STMA_ROWS) {
+            asm volatile("prefetch.tensormap [%0];" ::"l"(
+                             reinterpret_cast<unsigned long long>(&smap))
+                         : "memory");
+            if (ZP)
+                asm volatile("prefetch.tensormap [%0];" ::"l"(
+                                 reinterpret_cast<unsigned long long>(&zmap))
+                             : "memory");
+        }
     }
     __syncthreads();
     if (warp < 4) {
