@@ -10,6 +10,8 @@
  *   - plans each shape's share of the run's budget: in proportion to its candidates, but at
  *     least one evaluation per method (the "method" feature) plus POOL_EXTRA, so that a shape of
  *     10 candidates over 3 methods gets 5 where 10 % would give it 1;
+ *   - once a shape's cost is known (its successes' times), a shape that costs POOL_COSTLY times
+ *     the median shape or more has its methods alone as its floor;
  *   - each round shares its evaluations in proportion to what the plans leave (Sainte-Lague);
  *   - with nothing known (no forest yet), a shape's share covers each of its methods once (drawn
  *     at random, rules first), and the round keeps the rest of the budget for informed rounds;
@@ -32,6 +34,11 @@
 #define POOL_EXTRA 2          /* a shape's plan: at least its methods and this many more */
 #define POOL_KAPPA 0.5        /* informed rounds: mean - KAPPA x spread */
 #define POOL_BLIND_SHARE 0.34 /* of the budget spent with nothing known, at most */
+/* A shape is costly at this relative cost (pool_costs) or more. Chosen on the replay of w4a16
+ * (docs/search.md, "A plan aware of cost"): at 10 %, shapes within 3 % (median / worst seed) and
+ * GPU time: 8: 41.5 / 30, 24.3 %; 4: 40 / 30, 23.7 %; 16: 41.5 / 29, 27.0 % (count-based: 42 /
+ * 33, 31.0 %). */
+#define POOL_COSTLY 8.0
 
 size_t search_budget_total(const search *s)
 {
@@ -222,18 +229,58 @@ static size_t shape_methods(const search *s, size_t i, size_t fm, double *tmp)
     return n;
 }
 
+/* Per shape into r[] the relative cost of an evaluation: (t + t_med) / (2 t_med), where t is the
+ * geometric mean of the shape's successes' times and t_med the median of t over the shapes that
+ * have one; t_med stands for what an evaluation costs whatever its kernel's time (a worker's
+ * setup, the launch, the row: on the H200, about 60 timed runs of the median w4a16 shape). 1 for
+ * a shape with no success yet, and for all while nothing is known. -1: out of memory. */
+static int pool_costs(const search *s, double *r)
+{
+    size_t ns = s->n_shapes, k = 0;
+    double *t = calloc(ns + 1, sizeof *t), *sorted = calloc(ns + 1, sizeof *sorted);
+    if (!t || !sorted) {
+        free(t), free(sorted);
+        return -1;
+    }
+    for (size_t i = 0; i < ns; i++) {
+        const search_shape *sh = &s->shapes[i];
+        double sum = 0;
+        size_t n = 0;
+        for (size_t j = 0; j < sh->n_cands; j++) {
+            const search_cand *c = &s->cands[sh->cands[j]];
+            if (c->evaluated && c->value > 0)
+                sum += log(c->value), n++;
+        }
+        t[i] = n ? exp(sum / (double)n) : 0;
+        if (n)
+            sorted[k++] = t[i];
+    }
+    qsort(sorted, k, sizeof *sorted, cmp_double);
+    double med = k ? (k % 2 ? sorted[k / 2] : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2])) : 0;
+    for (size_t i = 0; i < ns; i++)
+        r[i] = t[i] > 0 && med > 0 ? (t[i] + med) / (2 * med) : 1;
+    free(t), free(sorted);
+    return 0;
+}
+
 /* The plan: each shape's share of the run's budget, in proportion to its candidates, at least
- * its methods plus POOL_EXTRA (what it has, at most). Per shape into plan[], what is left of it
- * (planned, not used) into left[], its methods into methods[]. -1: out of memory. */
+ * its methods plus POOL_EXTRA (what it has, at most), and never below what it has used. A shape
+ * whose evaluations cost POOL_COSTLY times the median or more (pool_costs, once it has a
+ * success) has its methods alone as its floor: the extra evaluations buy more candidates of the
+ * cheap shapes per second of measuring. Per shape into plan[], what is left of it (planned, not
+ * used) into left[], its methods into methods[]. -1: out of memory. */
 static int pool_plan(const search *s, size_t *plan, size_t *left, size_t *methods)
 {
     size_t ns = s->n_shapes, fm = search_feature_index(s, "method");
     double *w = calloc(ns + 1, sizeof *w), *tmp = malloc((s->n_cands + 1) * sizeof *tmp);
+    double *cost = calloc(ns + 1, sizeof *cost);
     size_t *lo = calloc(ns + 1, sizeof *lo), *hi = calloc(ns + 1, sizeof *hi);
-    int rc = w && tmp && lo && hi ? 0 : -1;
+    int rc = w && tmp && cost && lo && hi ? pool_costs(s, cost) : -1;
     for (size_t i = 0; rc == 0 && i < ns; i++) {
+        size_t used = s->shapes[i].n_evaluated + s->shapes[i].n_pending;
         methods[i] = shape_methods(s, i, fm, tmp);
-        lo[i] = methods[i] + POOL_EXTRA;
+        lo[i] = methods[i] + (cost[i] < POOL_COSTLY ? POOL_EXTRA : 0);
+        lo[i] = lo[i] > used ? lo[i] : used;
         hi[i] = s->shapes[i].n_cands;
         w[i] = (double)hi[i];
         plan[i] = 0;
@@ -245,7 +292,7 @@ static int pool_plan(const search *s, size_t *plan, size_t *left, size_t *method
         left[i] = plan[i] > used ? plan[i] - used : 0;
         left[i] = left[i] < open_of(s, i) ? left[i] : open_of(s, i);
     }
-    free(w), free(tmp), free(lo), free(hi);
+    free(w), free(tmp), free(cost), free(lo), free(hi);
     return rc;
 }
 
