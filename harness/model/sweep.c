@@ -290,33 +290,40 @@ static size_t sweep_expr_scope(const sweep *sw, int model, const char **names, s
     return n;
 }
 
+/* The first name e reads that is not in scope, or NULL. */
+static const char *sweep_unknown_name(const expr *e, const char *const *scope, size_t n_scope)
+{
+    const char *used[SWEEP_MAX_EXPR_NAMES];
+    size_t n_used = expr_names(e, used, SWEEP_MAX_EXPR_NAMES);
+    for (size_t i = 0; i < n_used && i < SWEEP_MAX_EXPR_NAMES; i++) {
+        size_t j = 0;
+        while (j < n_scope && strcmp(scope[j], used[i]) != 0)
+            j++;
+        if (j == n_scope)
+            return used[i];
+    }
+    return NULL;
+}
+
 /* Every name e reads must be in scope. what names the field ("skip_if", "bytes"). */
 static int sweep_check_names(const sweep_ctx *cx, const sweep *sw, const expr *e, int model,
                              const char *what, const char *path)
 {
-    const char *used[SWEEP_MAX_EXPR_NAMES], *scope[TUNE_MAX_AXES + 8];
-    size_t n_used = expr_names(e, used, SWEEP_MAX_EXPR_NAMES);
+    const char *scope[TUNE_MAX_AXES + 8];
     size_t n_scope = sweep_expr_scope(sw, model, scope, sizeof scope / sizeof scope[0]);
-    if (n_used > SWEEP_MAX_EXPR_NAMES)
-        n_used = SWEEP_MAX_EXPR_NAMES;
-    for (size_t i = 0; i < n_used; i++) {
-        size_t j = 0;
-        while (j < n_scope && strcmp(scope[j], used[i]) != 0)
-            j++;
-        if (j < n_scope)
-            continue;
-        char list[SWEEP_LIST_SIZE];
-        sweep_join_names(list, sizeof list, scope, sizeof scope[0], n_scope);
-        if (model && (sweep_find_axis(sw->family->params, sw->family->n_params, used[i]) ||
-                      strcmp(used[i], "op") == 0 || strcmp(used[i], "method") == 0))
-            return sweep_fail(cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
-                              "%s may read only problem axes and dsize, not '%s' (expected one "
-                              "of: %s)",
-                              what, used[i], list);
+    const char *name = sweep_unknown_name(e, scope, n_scope);
+    if (!name)
+        return 0;
+    char list[SWEEP_LIST_SIZE];
+    sweep_join_names(list, sizeof list, scope, sizeof scope[0], n_scope);
+    if (model && (sweep_find_axis(sw->family->params, sw->family->n_params, name) ||
+                  strcmp(name, "op") == 0 || strcmp(name, "method") == 0))
         return sweep_fail(cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
-                          "unknown name '%s' in %s (expected one of: %s)", used[i], what, list);
-    }
-    return 0;
+                          "%s may read only problem axes and dsize, not '%s' (expected one "
+                          "of: %s)",
+                          what, name, list);
+    return sweep_fail(cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                      "unknown name '%s' in %s (expected one of: %s)", name, what, list);
 }
 
 /* New expression from the string at path, or NULL with the parse error located at path. */
@@ -348,18 +355,12 @@ expr *sweep_parse_expr_in(const sweep_ctx *cx, const char *src, const char *cons
                           size_t n_scope, const char *what, const char *path)
 {
     expr *x = sweep_parse_expr_text(cx, src, what, path);
-    const char *used[SWEEP_MAX_EXPR_NAMES];
-    size_t n_used = x ? expr_names(x, used, SWEEP_MAX_EXPR_NAMES) : 0;
-    for (size_t i = 0; i < n_used && i < SWEEP_MAX_EXPR_NAMES; i++) {
-        size_t j = 0;
-        while (j < n_scope && strcmp(scope[j], used[i]) != 0)
-            j++;
-        if (j < n_scope)
-            continue;
+    const char *name = x ? sweep_unknown_name(x, scope, n_scope) : NULL;
+    if (name) {
         char list[SWEEP_LIST_SIZE];
         sweep_join_names(list, sizeof list, scope, sizeof scope[0], n_scope);
         sweep_fail(cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
-                   "unknown name '%s' in %s (expected one of: %s)", used[i], what, list);
+                   "unknown name '%s' in %s (expected one of: %s)", name, what, list);
         expr_free(x);
         return NULL;
     }
