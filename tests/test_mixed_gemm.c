@@ -261,6 +261,18 @@ Test(mixed_gemm, group_and_stage_depth)
     }
 }
 
+/* The warp-specialized kernel's weight ring fills the shared memory the X ring leaves, less room
+ * for the kernels' static shared memory: bm 8, bn 512, bk 64, 5 X stages with zero points would
+ * reach 227 KiB exactly with 11 weight stages (and not launch: the split-K finish's flag is
+ * static), so it gets 10. */
+Test(mixed_gemm, ws_ring_leaves_room_for_static_shared_memory)
+{
+    tune_point p;
+    mg_point(&p, "wgmma_ws", 8, 4096, 4096, 128, 1, "float16");
+    mg_tile(&p, 8, 512, 64, 1, 2, 1, 5, 1, 0, 1024);
+    expect_kernel(&p, "mixed_gemm_wgmma.cu", "mg_wgmma_ws<half_t, 8, 2, 4, 4, 5, 10, 1, 1>");
+}
+
 /* ---- NVRTC: one instantiation of every template path (CPU, no GPU needed) ---- */
 
 static const char *kernel_dir(void)

@@ -14,7 +14,10 @@
 
 #include "model/family.h"
 
-#define MG_SMEM_LIMIT (227 * 1024) /* opt-in dynamic shared memory per block on sm_90 */
+#define MG_SMEM_LIMIT (227 * 1024) /* opt-in shared memory per block on sm_90 */
+/* what the kernels' static shared memory may take of it (the split-K finish's flag): a kernel whose
+ * dynamic shared memory reaches the limit exactly would not launch */
+#define MG_SMEM_STATIC 64
 #define MG_UTIL "mixed_gemm_util.cu"
 #define MG_STREAM_KERNEL "mg_stream<8>"
 #define MG_STREAM_BLOCKS_PER_SM 8

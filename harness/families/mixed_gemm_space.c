@@ -163,7 +163,7 @@ static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
                            (long long)((steps + d->splitk - 1) / d->splitk * 16), (long long)d->kc);
     int64_t red = (d->wk - 1) * d->wn * 32 * 32 * 4, xs = (d->m < 16 ? d->m : 16) * d->kc * 2;
     d->smem = (size_t)(xs > red ? xs : red);
-    if (d->smem > MG_SMEM_LIMIT)
+    if (d->smem > MG_SMEM_LIMIT - MG_SMEM_STATIC)
         return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
                            d->smem / 1024, MG_SMEM_LIMIT / 1024);
     d->gsh = d->group == 0 ? -1 : ilog2(d->g_eff);
@@ -212,7 +212,7 @@ static int mg_check_resources(mg_desc *d, int64_t acc_regs, int64_t overhead, in
                            "too many registers: %lld accumulators per thread and ~%lld more, "
                            "%lld available",
                            (long long)acc_regs, (long long)overhead, (long long)avail);
-    if (smem > MG_SMEM_LIMIT)
+    if (smem > MG_SMEM_LIMIT - MG_SMEM_STATIC)
         return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
                            smem / 1024, MG_SMEM_LIMIT / 1024);
     d->smem = smem;
@@ -336,7 +336,7 @@ static size_t mg_ws_smem(mg_desc *d)
     int64_t ks = d->bk / 16, sr = ks / 2 > 0 ? ks / 2 : 1;
     int64_t xb = ks * d->bm * 32, wb = ks * (d->bn / 64) * 512 + sr * d->bn * 2 * (1 + d->zp);
     wb = (wb + 127) / 128 * 128;
-    int64_t left = MG_SMEM_LIMIT - 2048 - d->stages * xb;
+    int64_t left = MG_SMEM_LIMIT - MG_SMEM_STATIC - 2048 - d->stages * xb;
     d->wstages = left > 0 ? left / wb : 0;
     if (d->wstages > 16)
         d->wstages = 16;
