@@ -7,7 +7,7 @@
 set -u
 export LD_LIBRARY_PATH=$PWD/build/devlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 if ! nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then nvidia-smi --query-gpu=name --format=csv,noheader; echo "not an H200: nothing run"; exit 3; fi
-P=results/w4a16_ws_probe/pending2
+P=results/w4a16_ws_probe/20261126T164744Z
 for v in 2 3 4; do mkdir -p /tmp/kp$v; cp -r kernels_src/. /tmp/kp$v/; patch -s -o /tmp/kp$v/mixed_gemm_wgmma.cu kernels_src/mixed_gemm_wgmma.cu $P/probe.patch; sed -i "1i #define MG_WS_PROBE $v" /tmp/kp$v/mixed_gemm_wgmma.cu; done
 mkdir -p /tmp/pr
 for round in a b; do for v in 0 2 3 4; do for m in 16 32 64 128; do
