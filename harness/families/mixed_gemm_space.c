@@ -98,8 +98,8 @@ const family_method mg_methods[MG_N_METHODS] = {
      "multiple of 64)",
      FAMILY_ROLE_TUNED},
     {"wgmma_ws", 1,
-     "the warpgroup-MMA kernel, warp-specialized (sm_90a): a producer warpgroup streams the ring "
-     "(TMA and bulk copies), wn consumer warpgroups (1 or 2; registers moved to them with "
+     "the warpgroup-MMA kernel, warp-specialized (sm_90a): a producer warpgroup streams the rings "
+     "(TMA boxes of X, of the packed weight and of the scales), wn consumer warpgroups (1 or 2; registers moved to them with "
      "setmaxnreg) dequantize and issue the MMAs; the wgmma kernel's tile axes",
      FAMILY_ROLE_TUNED},
     {"gemv", 1,
