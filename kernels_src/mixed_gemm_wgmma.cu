@@ -34,7 +34,6 @@
 #include "mixed_gemm.cuh"
 #include "mixed_gemm_wgmma_ops.cuh"
 
-
 __device__ __forceinline__ void mg_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void mg_wg_commit()
 {
@@ -503,10 +502,11 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 // mg_wgmma_ws<T, BM, WN, MT, KS, SX, SW, ZP, CL>: mg_wgmma's tiles, MMAs and ends, with one more
 // warpgroup, the producer, in front of the WN consumer warpgroups, and two rings instead of one:
 // SX stages of X, and SW stages of packed weight with its scales (and zero points). Thread 0 of
-// the producer streams X by TMA, thread 32 the weight by bulk copies, each waiting only on its
-// ring's "empty" mbarriers, so no consumer warp issues a load or waits for another warpgroup's
-// release (in mg_wgmma thread 0 does both, and its warpgroup waits for it at every
-// warpgroup-collective wgmma op). A weight slot is released as soon as the consumers have
+// the producer streams X by TMA, thread 32 the weight by TMA too (one box per stage of the
+// weight's tensor map; the scales as boxes from 4 rows per stage, else bulk copies), each
+// waiting only on its ring's "empty" mbarriers, so no consumer warp issues a load or waits for
+// another warpgroup's release (in mg_wgmma thread 0 does both, and its warpgroup waits for it at
+// every warpgroup-collective wgmma op). A weight slot is released as soon as the consumers have
 // dequantized it into registers, an X slot once the MMAs that read it have completed; the
 // weight ring (from DRAM) is therefore deeper than the X ring (mostly L2 hits): SW is what the
 // shared memory left by the X ring holds (the host picks it). With WN = 2 the producer gives its

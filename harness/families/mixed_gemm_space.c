@@ -99,8 +99,9 @@ const family_method mg_methods[MG_N_METHODS] = {
      FAMILY_ROLE_TUNED},
     {"wgmma_ws", 1,
      "the warpgroup-MMA kernel, warp-specialized (sm_90a): a producer warpgroup streams the rings "
-     "(TMA boxes of X, of the packed weight and of the scales), wn consumer warpgroups (1 or 2; registers moved to them with "
-     "setmaxnreg) dequantize and issue the MMAs; the wgmma kernel's tile axes",
+     "(TMA boxes of X, of the packed weight and of the scales), wn consumer warpgroups (1 or 2; "
+     "registers moved to them with setmaxnreg) dequantize and issue the MMAs; the wgmma kernel's "
+     "tile axes",
      FAMILY_ROLE_TUNED},
     {"gemv", 1,
      "tune's warp-streaming kernel for small m: every warp streams its own batches of packed "
