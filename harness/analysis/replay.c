@@ -251,30 +251,36 @@ static tune_status folder_meta(replay_folder *F, const replay_options *o, tune_e
     return st;
 }
 
+/* 1 when name is one of the folder's features or one of its first n derived ones. */
+static int feature_known(const replay_folder *F, size_t n, const char *name)
+{
+    for (size_t f = 0; f < F->n_features; f++)
+        if (strcmp(F->features[f], name) == 0)
+            return 1;
+    for (size_t d = 0; d < n; d++)
+        if (strcmp(F->derived[d].name, name) == 0)
+            return 1;
+    return 0;
+}
+
 /* Each derived feature reads the folder's features (problem axes, "method", parameters) and the
  * derived features before it, and is not one of them. */
 static tune_status folder_check_features(replay_folder *F, tune_error *err)
 {
     for (size_t i = 0; i < F->n_derived; i++) {
+        const replay_feature *d = &F->derived[i];
         const char *used[64];
-        size_t n = expr_names(F->derived[i].e, used, 64);
-        for (size_t k = 0; k <= (n < 64 ? n : 64); k++) {
-            const char *name = k < n ? used[k] : F->derived[i].name;
-            int known = 0;
-            for (size_t f = 0; f < F->n_features && !known; f++)
-                known = strcmp(F->features[f], name) == 0;
-            for (size_t d = 0; d < i && !known; d++)
-                known = strcmp(F->derived[d].name, name) == 0;
-            if (k < n && !known)
+        size_t n = expr_names(d->e, used, 64);
+        for (size_t k = 0; k < n && k < 64; k++)
+            if (!feature_known(F, i, used[k]))
                 return tune_error_set(err, TUNE_ERR_INVALID, "replay",
                                       "feature '%s' of %s: unknown name '%s' (a problem axis, "
                                       "method, a parameter or a feature before it)",
-                                      F->derived[i].text, F->dir, name);
-            if (k == n && known)
-                return tune_error_set(err, TUNE_ERR_INVALID, "replay",
-                                      "feature '%s' of %s: '%s' is a feature already",
-                                      F->derived[i].text, F->dir, name);
-        }
+                                      d->text, F->dir, used[k]);
+        if (feature_known(F, i, d->name))
+            return tune_error_set(err, TUNE_ERR_INVALID, "replay",
+                                  "feature '%s' of %s: '%s' is a feature already", d->text, F->dir,
+                                  d->name);
     }
     return TUNE_OK;
 }

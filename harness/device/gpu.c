@@ -126,12 +126,21 @@ done:
     return (void *)k;
 }
 
+/* The kernel (and dynamic shared memory) whose shared-memory opt-in gpu_launch_dims settled
+ * last: the timing loop launches one kernel many times. Forgotten when a library is unloaded, so
+ * that a new kernel at a reused address is asked again. */
+static _Thread_local struct {
+    const void *kernel;
+    size_t smem;
+} gpu_smem_ready;
+
 void gpu_library_free(gpu_library *lib)
 {
     if (!lib)
         return;
     if (cudaLibraryUnload(lib->lib) != cudaSuccess)
         (void)cudaGetLastError();
+    gpu_smem_ready.kernel = NULL;
     free(lib);
 }
 
@@ -161,14 +170,17 @@ tune_status gpu_launch_dims(void *kernel, const unsigned grid[3], const unsigned
     dim3 g = {grid[0], grid[1], grid[2]}, b = {block[0], block[1], block[2]};
     /* Past 48 KiB of shared memory a block needs the opt-in, and the kernel's static shared
      * memory counts too: a kernel with 48 KiB of dynamic and 4 bytes of static shared memory is
-     * refused without it (an "invalid argument" at launch). */
-    if (smem > 0) {
+     * refused without it (an "invalid argument" at launch). Asked once per kernel and size, not
+     * at every launch of the timing loop (gpu_smem_ready). */
+    if (smem > 0 && (kernel != gpu_smem_ready.kernel || smem != gpu_smem_ready.smem)) {
         struct cudaFuncAttributes fa;
         GPU_CHECK(cudaFuncGetAttributes(&fa, (const void *)kernel), err, st, done);
         if (smem + fa.sharedSizeBytes > 48 * 1024)
             GPU_CHECK(cudaFuncSetAttribute((const void *)kernel,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
                       err, st, done);
+        gpu_smem_ready.kernel = kernel;
+        gpu_smem_ready.smem = smem;
     }
     GPU_CHECK(cudaLaunchKernel((const void *)kernel, g, b, args, smem, (cudaStream_t)stream), err,
               st, done);

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/stats.h"
 #include "model/search_impl.h"
 
 /* Constants chosen on the replay of w4a16 (docs/search.md): shapes within 3 % of their best at a
@@ -256,7 +257,7 @@ static int pool_costs(const search *s, double *r)
             sorted[k++] = t[i];
     }
     qsort(sorted, k, sizeof *sorted, cmp_double);
-    double med = k ? (k % 2 ? sorted[k / 2] : 0.5 * (sorted[k / 2 - 1] + sorted[k / 2])) : 0;
+    double med = k ? stats_percentile_sorted(sorted, k, 0.5) : 0;
     for (size_t i = 0; i < ns; i++)
         r[i] = t[i] > 0 && med > 0 ? (t[i] + med) / (2 * med) : 1;
     free(t), free(sorted);

@@ -155,26 +155,33 @@ static tune_status copy_lines(FILE *out, const char *path, tune_error *err)
 static tune_status merge_file(const char *out_dir, merge_part *parts, size_t n, const char *name,
                               tune_error *err)
 {
-    char path[PATH_MAX + 64], src[PATH_MAX + 64];
+    typedef char src_path[PATH_MAX + 64];
+    char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", out_dir, name);
+    src_path *src = calloc(n + 1, sizeof *src); /* each part's file, "" when it has none */
+    if (!src)
+        return tune_error_set(err, TUNE_ERR_NOMEM, "merge", "out of memory");
     int any = 0;
     tune_status st = TUNE_OK;
     for (size_t i = 0; i < n && st == TUNE_OK; i++)
-        if ((st = folder_locate(parts[i].dir, name, src, sizeof src, err)) == TUNE_OK)
-            any |= access(src, F_OK) == 0;
-    if (st != TUNE_OK)
+        if ((st = folder_locate(parts[i].dir, name, src[i], sizeof src[i], err)) == TUNE_OK) {
+            if (access(src[i], F_OK) != 0)
+                src[i][0] = '\0';
+            any |= src[i][0] != '\0';
+        }
+    if (st != TUNE_OK || !any) {
+        if (st == TUNE_OK)
+            unlink(path);
+        free(src);
         return st;
-    if (!any) {
-        unlink(path);
-        return TUNE_OK;
     }
     outfile *o = outfile_open(path, err);
+    for (size_t i = 0; o && i < n && st == TUNE_OK; i++)
+        if (src[i][0])
+            st = copy_lines(outfile_stream(o), src[i], err);
+    free(src);
     if (!o)
         return TUNE_ERR_IO;
-    for (size_t i = 0; i < n && st == TUNE_OK; i++)
-        if ((st = folder_locate(parts[i].dir, name, src, sizeof src, err)) == TUNE_OK &&
-            access(src, F_OK) == 0)
-            st = copy_lines(outfile_stream(o), src, err);
     if (st != TUNE_OK) {
         outfile_abort(o);
         return st;
