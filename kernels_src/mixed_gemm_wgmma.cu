@@ -530,6 +530,24 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 #define MG_WS_STMA_ROWS 4
 #endif
 
+// The block's tiles: tile t = (row block t % MB, column block t / MB), MB = ceil(m / BM), so that
+// the row blocks that share a weight slice run together. A grid of (MB, n / BN, splits) gives every
+// block one tile, (blockIdx.x, blockIdx.y); a persistent grid of fewer blocks (x only, one split,
+// no cluster: the host's choice) gives block b the tiles b, b + gridDim.x, ... in turn, so that
+// its producer loads the next tile while its consumers store the last one. A cluster's blocks
+// (CL > 1) take one tile each.
+template <int BM, int BN, int CL> struct mg_ws_tiles {
+    int mb, count;
+    __device__ __forceinline__ mg_ws_tiles(int m, int n)
+        : mb((m + BM - 1) / BM), count(CL > 1 ? first() + 1 : mb * (n / BN))
+    {
+    }
+    __device__ __forceinline__ int first() const { return blockIdx.x + blockIdx.y * gridDim.x; }
+    __device__ __forceinline__ int stride() const { return CL > 1 ? 1 : gridDim.x * gridDim.y; }
+    __device__ __forceinline__ int m0(int t) const { return t % mb * BM; }
+    __device__ __forceinline__ int n0(int t) const { return t / mb * BN; }
+};
+
 template <int WN> struct mg_ws_regs {
     static constexpr int THREADS = 128 * (WN + 1);
     static constexpr int ENTRY = 65536 / THREADS / 8 * 8 > 248 ? 248 : 65536 / THREADS / 8 * 8;
@@ -550,7 +568,7 @@ template <int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL> struct
     static constexpr int WSTAGE = (W_BYTES + S_BYTES * (1 + ZP) + 127) / 128 * 128;
     static constexpr int BAR = 1024;
     static constexpr int RING = SX * X_BYTES + SW * WSTAGE;
-    static constexpr int PART = CL > 1 ? BM * (BN + 4) * 4 : 0; // rows padded: mg_wg_part
+    static constexpr int PART = CL > 1 ? BM *(BN + 4) * 4 : 0; // rows padded: mg_wg_part
     static constexpr int TOTAL = 1024 + BAR + (RING > PART ? RING : PART);
     static_assert((2 * SX + 2 * SW) * 8 <= BAR, "barriers");
 };
@@ -568,13 +586,11 @@ template <int N> __device__ __forceinline__ void mg_setmaxnreg_inc()
 // iteration it of the block once the consumers have released the slot's previous use; then the
 // warpgroup joins the cluster finish's three barriers (CL > 1) and leaves.
 template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL>
-__device__ __forceinline__ void mg_ws_produce(const mg_tmap *xmap, const mg_tmap *wmap,
-                                              const mg_tmap *smap, const mg_tmap *zmap,
-                                              const uint4 *__restrict__ Wp,
-                                              const T *__restrict__ S, const T *__restrict__ Z,
-                                              unsigned char *xring, unsigned char *wring,
-                                              unsigned long long *bars, int L, int kb0, int m0,
-                                              int n0, int n, int group, int srows)
+__device__ __forceinline__ void
+mg_ws_produce(const mg_tmap *xmap, const mg_tmap *wmap, const mg_tmap *smap, const mg_tmap *zmap,
+              const uint4 *__restrict__ Wp, const T *__restrict__ S, const T *__restrict__ Z,
+              unsigned char *xring, unsigned char *wring, unsigned long long *bars, int L, int kb0,
+              int m, int n, int group, int srows)
 {
     using LY = mg_ws_layout<BM, WN, MT, KS, SX, SW, ZP, CL>;
     constexpr int BK = 16 * KS, BN = LY::BN;
@@ -582,57 +598,62 @@ __device__ __forceinline__ void mg_ws_produce(const mg_tmap *xmap, const mg_tmap
                        *emptyw = bars + 2 * SX + SW;
     if (WN > 1)
         mg_setmaxnreg_dec<mg_ws_regs<WN>::PRODUCER>();
+    mg_ws_tiles<BM, BN, CL> tl(m, n);
     if (threadIdx.x == 0)
-        for (int it = 0; it < L; it++) {
-            const int s = it % SX, kb = kb0 + it;
-            if (it >= SX)
-                mg_mbar_wait(emptyx + s, (it / SX - 1) & 1);
-            mg_mbar_expect_tx(fullx + s, LY::X_BYTES);
+        for (int g = 0, tile = tl.first(); tile < tl.count; tile += tl.stride())
+            for (int it = 0, m0 = tl.m0(tile); it < L; it++, g++) {
+                const int s = g % SX, kb = kb0 + it;
+                if (g >= SX)
+                    mg_mbar_wait(emptyx + s, (g / SX - 1) & 1);
+                mg_mbar_expect_tx(fullx + s, LY::X_BYTES);
 #pragma unroll
-            for (int q = 0; q < KS / 4; q++)
-                mg_tma_2d(xring + s * LY::X_BYTES + q * BM * 128, xmap, kb * BK + 64 * q, m0,
-                          fullx + s);
-        }
+                for (int q = 0; q < KS / 4; q++)
+                    mg_tma_2d(xring + s * LY::X_BYTES + q * BM * 128, xmap, kb * BK + 64 * q, m0,
+                              fullx + s);
+            }
     else if (threadIdx.x == 32)
-        for (int it = 0; it < L; it++) {
-            const int s = it % SW, kb = kb0 + it;
-            if (it >= SW)
-                mg_mbar_wait(emptyw + s, (it / SW - 1) & 1);
-            unsigned char *st = wring + s * LY::WSTAGE;
-            const unsigned sbytes = (unsigned)(srows * BN * 2);
-            mg_mbar_expect_tx(fullw + s, LY::W_BYTES + sbytes * (1 + ZP));
+        for (int g = 0, tile = tl.first(); tile < tl.count; tile += tl.stride())
+            for (int it = 0, n0 = tl.n0(tile); it < L; it++, g++) {
+                const int s = g % SW, kb = kb0 + it;
+                if (g >= SW)
+                    mg_mbar_wait(emptyw + s, (g / SW - 1) & 1);
+                unsigned char *st = wring + s * LY::WSTAGE;
+                const unsigned sbytes = (unsigned)(srows * BN * 2);
+                mg_mbar_expect_tx(fullw + s, LY::W_BYTES + sbytes * (1 + ZP));
 #if MG_WS_WTMA
-            // the stage's KS x UNITS packed units in one box of the weight's tensor map (64
-            // 8-byte words per unit, n / 64 units per k16 row, k / 16 rows): the same [kk][unit]
-            // order in shared memory as KS row copies, in one request to the copy engine
-            mg_tma_3d(st, wmap, 0, n0 / 64, kb * KS, fullw + s);
+                // the stage's KS x UNITS packed units in one box of the weight's tensor map (64
+                // 8-byte words per unit, n / 64 units per k16 row, k / 16 rows): the same
+                // [kk][unit] order in shared memory as KS row copies, in one request to the copy
+                // engine
+                mg_tma_3d(st, wmap, 0, n0 / 64, kb * KS, fullw + s);
 #else
-            const long long units_n = n / 64;
-            for (int kk = 0; kk < KS; kk++)
-                mg_bulk_g2s(st + kk * LY::UNITS * 512,
-                            Wp + (((long long)kb * KS + kk) * units_n + n0 / 64) * 32,
-                            LY::UNITS * 512, fullw + s);
+                const long long units_n = n / 64;
+                for (int kk = 0; kk < KS; kk++)
+                    mg_bulk_g2s(st + kk * LY::UNITS * 512,
+                                Wp + (((long long)kb * KS + kk) * units_n + n0 / 64) * 32,
+                                LY::UNITS * 512, fullw + s);
 #endif
-            const long long grow0 = (long long)kb * BK / group;
-            unsigned char *sd = st + LY::W_BYTES;
-            if (MG_WS_STMA && srows >= MG_WS_STMA_ROWS) {
-                // the stage's srows scale rows (and zero-point rows) of the block's BN columns in
-                // one box each (64-column chunks, n / 64 of them per row, k / G rows): rows of BN
-                // in shared memory, as srows row copies would leave them. Only from 4 rows: with
-                // 2 rows per stage (bk = 256, G = 128) the box was 7-11 % slower on the H200 than
-                // two row copies at m = 16-32, and 3-7 % faster from 4 rows (G = 32 and 64).
-                mg_tma_3d(sd, smap, 0, n0 / 64, (int)grow0, fullw + s);
-                if (ZP)
-                    mg_tma_3d(sd + LY::S_BYTES, zmap, 0, n0 / 64, (int)grow0, fullw + s);
-            } else {
-                for (int r = 0; r < srows; r++) {
-                    mg_bulk_g2s(sd + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2, fullw + s);
+                const long long grow0 = (long long)kb * BK / group;
+                unsigned char *sd = st + LY::W_BYTES;
+                if (MG_WS_STMA && srows >= MG_WS_STMA_ROWS) {
+                    // the stage's srows scale rows (and zero-point rows) of the block's BN columns
+                    // in one box each (64-column chunks, n / 64 of them per row, k / G rows): rows
+                    // of BN in shared memory, as srows row copies would leave them. Only from 4
+                    // rows: with 2 rows per stage (bk = 256, G = 128) the box was 7-11 % slower on
+                    // the H200 than two row copies at m = 16-32, and 3-7 % faster from 4 rows (G =
+                    // 32 and 64).
+                    mg_tma_3d(sd, smap, 0, n0 / 64, (int)grow0, fullw + s);
                     if (ZP)
-                        mg_bulk_g2s(sd + LY::S_BYTES + r * BN * 2, Z + (grow0 + r) * n + n0,
-                                    BN * 2, fullw + s);
+                        mg_tma_3d(sd + LY::S_BYTES, zmap, 0, n0 / 64, (int)grow0, fullw + s);
+                } else {
+                    for (int r = 0; r < srows; r++) {
+                        mg_bulk_g2s(sd + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2, fullw + s);
+                        if (ZP)
+                            mg_bulk_g2s(sd + LY::S_BYTES + r * BN * 2, Z + (grow0 + r) * n + n0,
+                                        BN * 2, fullw + s);
+                    }
                 }
             }
-        }
     __syncwarp();
     if (CL > 1) {
         mg_cluster_sync();
@@ -646,9 +667,9 @@ __device__ __forceinline__ void mg_ws_produce(const mg_tmap *xmap, const mg_tmap
 // previous stage's X slot once its MMAs have completed.
 template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int B>
 __device__ __forceinline__ void mg_ws_stage(float (&acc)[MT][BM / 2], unsigned (&a)[2][KS][MT][4],
-                                            const unsigned char *xring,
-                                            const unsigned char *wring, unsigned long long *bars,
-                                            int wg, int w, int lane, int it, int gsh)
+                                            const unsigned char *xring, const unsigned char *wring,
+                                            unsigned long long *bars, int wg, int w, int lane,
+                                            int it, bool first, int gsh)
 {
     using LY = mg_ws_layout<BM, WN, MT, KS, SX, SW, ZP, 1>;
     unsigned long long *fullx = bars, *emptyx = bars + SX, *fullw = bars + 2 * SX,
@@ -656,15 +677,14 @@ __device__ __forceinline__ void mg_ws_stage(float (&acc)[MT][BM / 2], unsigned (
     const int sw = it % SW, sx = it % SX;
     mg_mbar_wait(fullw + sw, (it / SW) & 1);
     const unsigned char *wst = wring + sw * LY::WSTAGE;
-    mg_wg_dequant<T, MT, KS, LY::UNITS, LY::SR, ZP>(a[B], wst, wst + LY::W_BYTES, wg, w, lane,
-                                                    gsh);
+    mg_wg_dequant<T, MT, KS, LY::UNITS, LY::SR, ZP>(a[B], wst, wst + LY::W_BYTES, wg, w, lane, gsh);
     __syncwarp(); // every lane's reads of the slot are done
     if (lane == 0)
         mg_mbar_arrive(emptyw + sw);
     mg_mbar_wait(fullx + sx, (it / SX) & 1);
     mg_wg_mmas<T, BM, MT, KS>(acc, a[B], xring + sx * LY::X_BYTES);
     mg_wg_wait<1>(); // the previous stage's MMAs are done: its X slot may be refilled
-    if (it > 0 && lane == 0)
+    if (!first && lane == 0)
         mg_mbar_arrive(emptyx + (it - 1) % SX);
 }
 
@@ -704,10 +724,9 @@ template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, in
 __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     mg_wgmma_ws(const __grid_constant__ mg_tmap xmap, const __grid_constant__ mg_tmap wmap,
                 const __grid_constant__ mg_tmap smap, const __grid_constant__ mg_tmap zmap,
-                const uint4 *__restrict__ Wp,
-                const T *__restrict__ S, const T *__restrict__ Z, T *__restrict__ Y,
-                float *__restrict__ ws, int *__restrict__ counters, int m, int n, int k, int group,
-                int gsh)
+                const uint4 *__restrict__ Wp, const T *__restrict__ S, const T *__restrict__ Z,
+                T *__restrict__ Y, float *__restrict__ ws, int *__restrict__ counters, int m, int n,
+                int k, int group, int gsh)
 {
     using LY = mg_ws_layout<BM, WN, MT, KS, SX, SW, ZP, CL>;
     constexpr int BN = LY::BN, BK = 16 * KS, R = BM / 2;
@@ -720,10 +739,8 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     unsigned char *xring = smem + LY::BAR, *wring = xring + SX * LY::X_BYTES;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
     int kb0, L;
     mg_split_range(k / BK, kb0, L);
-    const int rows = m - m0 < BM ? m - m0 : BM;
     if (tid == 0) {
         mg_require_smem(LY::TOTAL);
         for (int s = 0; s < 2 * SX + 2 * SW; s++) // full X, empty X, full W, empty W
@@ -732,43 +749,49 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
         asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&xmap))
                      : "memory");
         if (MG_WS_WTMA)
-            asm volatile("prefetch.tensormap [%0];" ::"l"(
-                             reinterpret_cast<unsigned long long>(&wmap))
-                         : "memory");
+            asm volatile(
+                "prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&wmap))
+                : "memory");
         if (MG_WS_STMA && (gsh >= 0 ? BK >> gsh : 1) >= MG_WS_STMA_ROWS) {
-            asm volatile("prefetch.tensormap [%0];" ::"l"(
-                             reinterpret_cast<unsigned long long>(&smap))
-                         : "memory");
+            asm volatile(
+                "prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&smap))
+                : "memory");
             if (ZP)
-                asm volatile("prefetch.tensormap [%0];" ::"l"(
-                                 reinterpret_cast<unsigned long long>(&zmap))
-                             : "memory");
+                asm volatile(
+                    "prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&zmap))
+                    : "memory");
         }
     }
     __syncthreads();
     if (warp < 4) {
         mg_ws_produce<T, BM, WN, MT, KS, SX, SW, ZP, CL>(&xmap, &wmap, &smap, &zmap, Wp, S, Z,
-                                                         xring, wring, bars, L, kb0, m0, n0, n,
-                                                         group, gsh >= 0 ? BK >> gsh : 1);
+                                                         xring, wring, bars, L, kb0, m, n, group,
+                                                         gsh >= 0 ? BK >> gsh : 1);
         return;
     }
     if (WN > 1)
         mg_setmaxnreg_inc<mg_ws_regs<WN>::CONSUMER>();
     const int cw = warp - 4, wg = cw >> 2, w = cw & 3;
     float acc[MT][R];
-    mg_wg_zero_acc(acc);
     unsigned a[2][KS][MT][4];
-    for (int it = 0; it < L; it += 2) {
-        mg_ws_stage<T, BM, WN, MT, KS, SX, SW, ZP, 0>(acc, a, xring, wring, bars, wg, w, lane, it,
-                                                      gsh);
-        if (it + 1 < L)
-            mg_ws_stage<T, BM, WN, MT, KS, SX, SW, ZP, 1>(acc, a, xring, wring, bars, wg, w, lane,
-                                                          it + 1, gsh);
-    }
-    mg_wg_wait<0>();
+    const mg_ws_tiles<BM, BN, CL> tl(m, n);
+    for (int g = 0, tile = tl.first(); tile < tl.count; tile += tl.stride(), g += L) {
+        const int m0 = tl.m0(tile), n0 = tl.n0(tile), rows = m - m0 < BM ? m - m0 : BM;
+        mg_wg_zero_acc(acc);
+        for (int it = 0; it < L; it += 2) {
+            mg_ws_stage<T, BM, WN, MT, KS, SX, SW, ZP, 0>(acc, a, xring, wring, bars, wg, w, lane,
+                                                          g + it, it == 0, gsh);
+            if (it + 1 < L)
+                mg_ws_stage<T, BM, WN, MT, KS, SX, SW, ZP, 1>(acc, a, xring, wring, bars, wg, w,
+                                                              lane, g + it + 1, false, gsh);
+        }
+        mg_wg_wait<0>();
 #pragma unroll
-    for (int t = 0; t < MT; t++)
-        mg_wg_fence_acc(acc[t]);
-    mg_ws_epilogue<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(xring), Y, ws, counters, m, n,
-                                      m0, n0, rows, cw, lane);
+        for (int t = 0; t < MT; t++)
+            mg_wg_fence_acc(acc[t]);
+        if (lane == 0) // the tile's last X slot (the next tile's first stage does not release it)
+            mg_mbar_arrive(bars + SX + (g + L - 1) % SX);
+        mg_ws_epilogue<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(xring), Y, ws, counters,
+                                          m, n, m0, n0, rows, cw, lane);
+    }
 }

@@ -445,6 +445,10 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
             return TUNE_ERR_CUDA;
         if (MG_IS_WGMMA(d->method) && (st = mg_prepare_maps(s, d, err)))
             return st;
+        if (d->method == MG_WGMMA_WS && !s->sms)
+            GPU_CHECK(
+                cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, s->env.device), err,
+                st, done);
         /* the wgmma kernels' 2 splits add up in a cluster, without the workspace */
         if (MG_IS_WGMMA(d->method) && d->splitk == 2)
             return TUNE_OK;
@@ -500,6 +504,25 @@ static tune_status mg_gemm_t(mg_state *s, const void *w, tune_error *err)
     return rc == CUBLAS_STATUS_SUCCESS ? TUNE_OK : mg_cublas_fail(err, "cublasGemmEx", rc);
 }
 
+/* The grid a tiled kernel is launched with: the configuration's, except that wgmma_ws without
+ * splits gets a persistent grid when its tiles outnumber the multiprocessors (it holds one block
+ * per multiprocessor): one block per multiprocessor, each taking the tiles b, b + grid, ... in
+ * turn, so that a block's producer loads its next tile while its consumers store the last one
+ * instead of a new block starting cold after each wave. MG_WS_PERSISTENT 0 (a build flag, for A/B
+ * measurements) keeps one block per tile. */
+#ifndef MG_WS_PERSISTENT
+#define MG_WS_PERSISTENT 1
+#endif
+static const unsigned *mg_launch_grid(const mg_state *s, const mg_desc *d, unsigned grid[3])
+{
+    unsigned long long tiles = (unsigned long long)d->grid[0] * d->grid[1];
+    if (!MG_WS_PERSISTENT || d->method != MG_WGMMA_WS || d->grid[2] != 1 || s->sms <= 0 ||
+        tiles <= (unsigned long long)s->sms)
+        return d->grid;
+    grid[0] = (unsigned)s->sms, grid[1] = 1, grid[2] = 1;
+    return grid;
+}
+
 static tune_status mg_launch(void *state, tune_error *err)
 {
     mg_state *s = state;
@@ -513,11 +536,13 @@ static tune_status mg_launch(void *state, tune_error *err)
         void *args[] = {x,      s->wmap,      s->smap, s->zmap, &s->wp, &s->sp, &s->zp, &s->y,
                         &s->ws, &s->counters, &m,      &n,      &k,     &group, &gsh};
         void **a = args;
+        unsigned grid[3];
         if (d->method != MG_WGMMA_WS) { /* no maps of the weight, scales and zero points */
             args[3] = x;
             a = args + 3;
         }
-        return gpu_launch_grid(s->k_main, d->grid, d->threads, d->smem, s->env.stream, a, err);
+        return gpu_launch_grid(s->k_main, mg_launch_grid(s, d, grid), d->threads, d->smem,
+                               s->env.stream, a, err);
     }
     switch (d->method) {
     case MG_STREAM: {
