@@ -246,6 +246,9 @@ Test(roofline, ceilings_from_specs_and_calibration)
     cr_expect(close_to(c.read_bw, g->mem_bw * g->frac_memory));
     cr_expect(close_to(c.rate[ROOFLINE_BF16], g->flops[ROOFLINE_BF16] * g->frac_matmul));
     cr_expect(close_to(c.launch_s, g->launch_s));
+    /* the device facts traffic models read */
+    cr_expect_eq(c.sm_count, 132);
+    cr_expect(close_to(c.l2_bytes, 62914560));
     cr_expect_eq(c.origin, ROOFLINE_FROM_SPECS);
 
     roofline_calibration cal;
@@ -259,8 +262,15 @@ Test(roofline, ceilings_from_specs_and_calibration)
     cr_expect(close_to(c.copy_bw, g->mem_bw * g->frac_memory));
     cr_expect(close_to(c.rate[ROOFLINE_FP8], g->flops[ROOFLINE_FP8] * g->frac_matmul));
     cr_expect_eq(c.origin, ROOFLINE_FROM_CALIBRATION);
+    cr_expect_eq(c.sm_count, 132, "a calibration without its device's facts: the table's");
     roofline_ceilings_from_calibration(&cal, NULL, &c);
     cr_expect(isnan(c.copy_bw));
+    cr_expect(c.sm_count == 0 && c.l2_bytes == 0, "unknown");
+    cal.sm_count = 114;
+    cal.l2_bytes = 52428800;
+    roofline_ceilings_from_calibration(&cal, g, &c);
+    cr_expect_eq(c.sm_count, 114, "the calibrated device's own");
+    cr_expect(close_to(c.l2_bytes, 52428800));
     roofline_specs_free(s);
 }
 

@@ -120,7 +120,7 @@ ParameterizedTest(traffic_case *c, roofline_model, traffic)
     cr_assert_not_null(f, "%s", c->family);
     roofline_traffic t;
     tune_error err = {0};
-    cr_assert_eq(roofline_traffic_eval(f, &r, &t, &err), TUNE_OK, "%s: %s", c->axes, err.message);
+    cr_assert_eq(roofline_traffic_eval(f, &r, NULL, &t, &err), TUNE_OK, "%s: %s", c->axes, err.message);
     cr_expect(t.modelled);
     cr_expect(fabs(t.dram - c->dram) <= 1e-9 * c->dram, "%s %s %s: dram %.10g, want %.10g", c->op,
               c->method, c->axes, t.dram, c->dram);
@@ -135,7 +135,7 @@ Test(roofline_model, repeated_rows_count_once)
                             "g=1 k_pre=1024 k=512 n=128 dtype=float16 transpose_B=0 "
                             "indices=random");
     roofline_traffic t;
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, NULL, &t, NULL), TUNE_OK);
     double rows = (t.dram - 2048 - 1024 - 256) / 256; /* indices, A, output */
     cr_expect(fabs(rows - 403.0643173783) < 1e-6, "rows %.10g", rows);
 }
@@ -146,12 +146,12 @@ Test(roofline_model, mixed_gemm_compute_terms)
         make_row("mixed_gemm", "w4a16", "fp8", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16");
     roofline_traffic t;
     const tune_family *f = family_find("mixed_gemm");
-    cr_assert_eq(roofline_traffic_eval(f, &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(f, &r, NULL, &t, NULL), TUNE_OK);
     cr_expect(t.has_precision);
     cr_expect_eq(t.precision, ROOFLINE_FP8);
     cr_expect_eq(t.flops, 5678, "the row's FLOPs");
     r.method = "stream";
-    cr_assert_eq(roofline_traffic_eval(f, &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(f, &r, NULL, &t, NULL), TUNE_OK);
     cr_expect_eq(t.flops, 0, "a stream of the weight computes nothing");
     cr_expect(!t.has_precision);
 }
@@ -160,7 +160,7 @@ Test(roofline_model, no_model_uses_the_rows_bytes)
 {
     result_row r = make_row("declared", "my_op", "custom", "n=4");
     roofline_traffic t;
-    cr_assert_eq(roofline_traffic_eval(NULL, &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(NULL, &r, NULL, &t, NULL), TUNE_OK);
     cr_expect(!t.modelled);
     cr_expect_eq(t.dram, 1234);
     cr_expect_eq(t.launches, 1);
@@ -179,20 +179,20 @@ Test(roofline_model, model_errors_name_the_method_and_field)
     result_row r = make_row("t", "op1", "custom", "n=4 zero=0");
     roofline_traffic t;
     tune_error err = {0};
-    cr_expect_eq(roofline_traffic_eval(&f, &r, &t, &err), TUNE_ERR_EVAL);
+    cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_ERR_EVAL);
     cr_expect(strstr(err.message, "custom: dram \"n / zero\": ") == err.message, "%s", err.message);
     cr_expect(strstr(err.message, "division by zero"), "%s", err.message);
     memset(&err, 0, sizeof err);
     r.method = "neg";
-    cr_expect_eq(roofline_traffic_eval(&f, &r, &t, &err), TUNE_ERR_EVAL);
+    cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_ERR_EVAL);
     cr_expect_str_eq(err.message, "neg: dram \"0 - n\" is -4: expected a finite number >= 0");
     memset(&err, 0, sizeof err);
     r.method = "prec";
-    cr_expect_eq(roofline_traffic_eval(&f, &r, &t, &err), TUNE_ERR_INVALID);
+    cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_ERR_INVALID);
     cr_expect_str_eq(err.message, "prec: unknown precision 'fp7'");
     memset(&err, 0, sizeof err);
     r.method = "other"; /* no entry for it, none for every method: the row's bytes */
-    cr_expect_eq(roofline_traffic_eval(&f, &r, &t, &err), TUNE_OK);
+    cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_OK);
     cr_expect(!t.modelled);
 }
 
@@ -269,24 +269,24 @@ Test(roofline_model, gather_issue_step)
     result_row r = make_row("gather_matmul", "gather_inner_matrix_only_bmv", "gather",
                             "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random");
     roofline_traffic t;
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, NULL, &t, NULL), TUNE_OK);
     cr_expect_eq(t.issue, 256);
     cr_expect_float_eq(t.issue_dram, 32 + 448 + 512, 1e-9);
     /* step 1 (A gathered too): + A's picked sector 32 read and A[I] (2 fp16) written */
     r = make_row("gather_matmul", "gather_inner_bmv", "gather",
                  "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random");
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, NULL, &t, NULL), TUNE_OK);
     cr_expect_float_eq(t.issue_dram, 32 + 32 + 448 + 512 + 4, 1e-9);
     /* step 2, transposed: indices sectors(8) = 32, 1.75 rows of sectors(256), Bg 2 x 128 x 2 */
     r = make_row("gather_matmul", "gather_outer_bmv", "gather",
                  "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random");
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, NULL, &t, NULL), TUNE_OK);
     cr_expect_eq(t.issue, 256);
     cr_expect_float_eq(t.issue_dram, 32 + 448 + 512, 1e-9);
     /* the other methods have none */
     r = make_row("gather_matmul", "gather_outer_bmv", "custom",
                  "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random");
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, NULL, &t, NULL), TUNE_OK);
     cr_expect(t.issue == 0 && t.issue_dram == 0);
 }
 

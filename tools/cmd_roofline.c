@@ -275,7 +275,7 @@ static tune_status predict_model(const roofline_ceilings *c, const char *path,
         const tune_family *f = family_find(rows[i].family);
         roofline_traffic t;
         tune_error e = {0};
-        if (roofline_traffic_eval(f, &rows[i], &t, &e) != TUNE_OK) {
+        if (roofline_traffic_eval(f, &rows[i], c, &t, &e) != TUNE_OK) {
             char where[PATH_MAX + 64];
             snprintf(where, sizeof where, "%s:%zu", path, i + 1);
             return tune_error_set(err, e.code, where, "%s", e.message);
