@@ -68,7 +68,8 @@ static traffic_case traffic_cases[] = {
      * 225.7748257 bytes to 16 picks; indices sectors(64) = 64, A 32, output sectors(8) = 32 */
     {"gather_matmul", "gather_inner_matrix_only_bmv", "custom",
      "g=1 k_pre=128 k=16 n=4 dtype=float16 transpose_B=1 indices=random", 1031.0993028902, 1, 1},
-    /* the gather baseline: the same reads, Bg (2 x 128 fp16) written and read again, 2 launches */
+    /* the gather baseline: the same reads, Bg (2 x 128 fp16) written and read again, 2 launches;
+     * its 256 elements are 2 blocks, one wave: 2 round trips less the floor's */
     {"gather_matmul", "gather_inner_matrix_only_bmv", "gather",
      "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 1792, 2, 1},
     /* slice: the first k = 3 rows of 8 fp16, sectors(48) = 64, A 32, output 32; per g */
@@ -113,6 +114,16 @@ ParameterizedTestParameters(roofline_model, traffic)
                                sizeof traffic_cases / sizeof traffic_cases[0]);
 }
 
+/* The device facts traffic models may read: an H200's 132 SMs and 60 MiB of L2. */
+static roofline_ceilings h200_device(void)
+{
+    roofline_ceilings d;
+    memset(&d, 0, sizeof d);
+    d.sm_count = 132;
+    d.l2_bytes = 62914560;
+    return d;
+}
+
 ParameterizedTest(traffic_case *c, roofline_model, traffic)
 {
     result_row r = make_row(c->family, c->op, c->method, c->axes);
@@ -120,7 +131,9 @@ ParameterizedTest(traffic_case *c, roofline_model, traffic)
     cr_assert_not_null(f, "%s", c->family);
     roofline_traffic t;
     tune_error err = {0};
-    cr_assert_eq(roofline_traffic_eval(f, &r, NULL, &t, &err), TUNE_OK, "%s: %s", c->axes, err.message);
+    const roofline_ceilings dev = h200_device();
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, &err), TUNE_OK, "%s: %s", c->axes,
+                 err.message);
     cr_expect(t.modelled);
     cr_expect(fabs(t.dram - c->dram) <= 1e-9 * c->dram, "%s %s %s: dram %.10g, want %.10g", c->op,
               c->method, c->axes, t.dram, c->dram);
@@ -269,25 +282,64 @@ Test(roofline_model, gather_issue_step)
     result_row r = make_row("gather_matmul", "gather_inner_matrix_only_bmv", "gather",
                             "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random");
     roofline_traffic t;
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, NULL, &t, NULL), TUNE_OK);
+    const roofline_ceilings dev = h200_device();
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &dev, &t, NULL), TUNE_OK);
     cr_expect_eq(t.issue, 256);
     cr_expect_float_eq(t.issue_dram, 32 + 448 + 512, 1e-9);
     /* step 1 (A gathered too): + A's picked sector 32 read and A[I] (2 fp16) written */
     r = make_row("gather_matmul", "gather_inner_bmv", "gather",
                  "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random");
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, NULL, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &dev, &t, NULL), TUNE_OK);
     cr_expect_float_eq(t.issue_dram, 32 + 32 + 448 + 512 + 4, 1e-9);
     /* step 2, transposed: indices sectors(8) = 32, 1.75 rows of sectors(256), Bg 2 x 128 x 2 */
     r = make_row("gather_matmul", "gather_outer_bmv", "gather",
                  "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random");
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, NULL, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &dev, &t, NULL), TUNE_OK);
     cr_expect_eq(t.issue, 256);
     cr_expect_float_eq(t.issue_dram, 32 + 448 + 512, 1e-9);
     /* the other methods have none */
     r = make_row("gather_matmul", "gather_outer_bmv", "custom",
                  "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random");
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, NULL, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &dev, &t, NULL), TUNE_OK);
     cr_expect(t.issue == 0 && t.issue_dram == 0);
+}
+
+/* The gather kernel's launch geometry (at most 65536 blocks of 256 threads, 8 blocks per SM):
+ * two dependent round trips per wave of blocks, less the first load's, which the floor holds. */
+Test(roofline_model, gather_chain_per_wave)
+{
+    const tune_family *f = family_find("gather_matmul");
+    const roofline_ceilings dev = h200_device(); /* 132 x 8 = 1056 blocks per wave */
+    roofline_traffic t;
+    /* g k n = 1024 x 128 x 128 = 2^24 elements: 2^24 / 256 + 1 blocks, capped at 65536;
+     * 62 x 1056 = 65472 < 65536: 63 waves, 2 x 63 - 1 = 125 round trips */
+    result_row r = make_row("gather_matmul", "gather_inner_matrix_only_bmv", "gather",
+                            "g=1024 k_pre=1024 k=128 n=128 dtype=float16 transpose_B=0 "
+                            "indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.chain, 125);
+    /* 2^23 elements: 32769 blocks; 31 x 1056 = 32736 < 32769: 32 waves, 63 */
+    r = make_row("gather_matmul", "gather_inner_bmv", "gather",
+                 "g=512 k_pre=1024 k=128 n=128 dtype=float16 transpose_B=0 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.chain, 63);
+    /* 2 SMs (16 blocks per wave): 4 x 8 x 256 = 8192 elements, 33 blocks, 3 waves: 5 */
+    roofline_ceilings small = dev;
+    small.sm_count = 2;
+    r = make_row("gather_matmul", "gather_outer_bmv", "gather",
+                 "g=4 k=8 n_pre=512 n=256 dtype=float16 transpose_B=1 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &small, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.chain, 5);
+    /* the other methods do not depend on the device */
+    r.method = "custom";
+    cr_assert_eq(roofline_traffic_eval(f, &r, NULL, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.chain, 1);
+    /* without the device's SM count the gather model cannot be evaluated, and says so */
+    r.method = "gather";
+    tune_error err = {0};
+    cr_expect_eq(roofline_traffic_eval(f, &r, NULL, &t, &err), TUNE_ERR_EVAL);
+    cr_expect(strstr(err.message, "gather: chain \"") == err.message, "%s", err.message);
+    cr_expect(strstr(err.message, "sm_count"), "%s", err.message);
 }
 
 Test(roofline_model, issue_term)
