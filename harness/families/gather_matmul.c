@@ -85,10 +85,25 @@ static const family_axis outer_axes[] = {
 #define GM_GATHER_BLOCKS "min(g * k * n / 256 + 1, 65536)"
 #define GM_GATHER_WAVES "((" GM_GATHER_BLOCKS " + 8 * sm_count - 1) / (8 * sm_count))"
 #define GM_GATHER_CHAIN "2 * " GM_GATHER_WAVES " - 1"
+/* With B transposed (the inner ops), each element is a sector of another row of B^T, and a g's
+ * touched rows are n x GM_PICKED bytes (4 MiB at n = 16384). The grid-stride loop keeps the g's
+ * of every pass of the grid (65536 x 256 elements apart) in flight at once, those of one wave of
+ * resident threads (2048 per SM) per pass: when they exceed the L2's share, a sector touched
+ * again has been evicted with probability 1 - share / in flight (the L2 share of each table in
+ * flight, as in the DLRM embedding predictor) and is fetched again. The share is half the L2:
+ * each of its two partitions caches what the SMs wired to it read, so rows that every SM reads
+ * are held twice. */
+#define GM_GATHER_PASSES "((g * k * n + 16777215) / 16777216)"
+#define GM_INNER_T_ROWS "n * " GM_PICKED("k_pre", "k")
+#define GM_INNER_INFLIGHT                                                                          \
+    GM_GATHER_PASSES " * max(1.0, 2048.0 * sm_count / (k * n)) * " GM_INNER_T_ROWS
+#define GM_INNER_REFETCH                                                                           \
+    "transpose_B * " GM_RAND " * max(0, 1 - l2_bytes / 2 / (" GM_INNER_INFLIGHT "))"              \
+    " * (32 * k * n - " GM_INNER_T_ROWS ")"
 #define GM_INNER_GATHER                                                                            \
-    "g * (sectors(4 * k) + " GM_INNER_B " + 2 * k * n * dsize + " GM_AOUT ")"
+    "g * (sectors(4 * k) + " GM_INNER_B " + " GM_INNER_REFETCH " + 2 * k * n * dsize + " GM_AOUT ")"
 #define GM_INNER_GATHER_STEP                                                                       \
-    "g * (sectors(4 * k) + " GM_INNER_B " + k * n * dsize)"
+    "g * (sectors(4 * k) + " GM_INNER_B " + " GM_INNER_REFETCH " + k * n * dsize)"
 
 static const family_traffic gm_traffic[] = {
     {"gather_inner_bmv", "custom",
@@ -97,12 +112,13 @@ static const family_traffic gm_traffic[] = {
      "indices, the gathered sectors of A, the distinct gathered rows (or sectors) of B, the "
      "output; " GM_CUSTOM_HELP, NULL, NULL},
     {"gather_inner_bmv", "gather",
-     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B
+     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + " GM_INNER_REFETCH
      " + 2 * (k * n + k) * dsize + sectors(n * dsize))",
      "2", GM_GATHER_CHAIN, NULL, NULL,
      "the gather kernel's reads, Bg and A[I] written and read again by the GEMM, the output",
      GM_ISSUE,
-     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + (k * n + k) * dsize)"},
+     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + " GM_INNER_REFETCH
+     " + (k * n + k) * dsize)"},
     {"gather_inner_bmv", "slice", GM_INNER_SLICE, "1", "0", NULL, NULL,
      "the first k rows of B (transposed: the first k elements of each of n rows, a 128-byte line "
      "at least), A, the output", NULL, NULL},
