@@ -188,6 +188,9 @@ static roofline_ceilings hand_ceilings(void)
     c.rate[ROOFLINE_FP16] = 1e15;
     c.rate[ROOFLINE_FP32] = 5e13;
     c.launch_s = 2e-6;
+    c.latency_s = c.floor_s = c.gather_elem_s = NAN;
+    c.sm_count = 132;
+    c.l2_bytes = 62914560;
     c.origin = ROOFLINE_FROM_CALIBRATION;
     return c;
 }
@@ -474,6 +477,11 @@ Test(roofline, report_on_a_fixture)
     cr_expect_eq(json_integer_value(json_object_get(r2, "index")), 2);
     cr_expect(close_to(json_number_value(json_object_get(r2, "ratio")), 0.25));
     cr_expect_str_eq(json_string_value(json_object_get(r2, "bound")), "memory");
+    /* the device facts beside the ceilings */
+    json_t *ceil = json_object_get(json_array_get(json_object_get(j, "models"), 0), "ceilings");
+    cr_expect_eq(json_integer_value(json_object_get(ceil, "sm_count")), 132);
+    cr_expect(close_to(json_number_value(json_object_get(ceil, "l2_bytes")), 62914560));
+    cr_expect(json_is_null(json_object_get(ceil, "dram_latency_s")));
     json_decref(j);
 
     snprintf(md, sizeof md, "%s/roofline.md", tmpdir);
