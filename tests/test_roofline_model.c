@@ -384,7 +384,8 @@ Test(roofline_model, gather_l2_refetch)
     r = make_row("gather_matmul", "gather_inner_bmv", "gather",
                  "g=3 k_pre=128 k=16 n=524288 dtype=float16 transpose_B=1 indices=random");
     cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
-    double per_g = 64 + 225.7748257225603 + 118371031.8284297 + 130124500.7955282 + 33554496 + 1048576;
+    double per_g =
+        64 + 225.7748257225603 + 118371031.8284297 + 130124500.7955282 + 33554496 + 1048576;
     cr_expect(fabs(t.dram - 3 * per_g) < 1e-3, "dram %.10g, want %.10g", t.dram, 3 * per_g);
 }
 

@@ -98,7 +98,7 @@ static const family_axis outer_axes[] = {
 #define GM_INNER_INFLIGHT                                                                          \
     GM_GATHER_PASSES " * max(1.0, 2048.0 * sm_count / (k * n)) * " GM_INNER_T_ROWS
 #define GM_INNER_REFETCH                                                                           \
-    "transpose_B * " GM_RAND " * max(0, 1 - l2_bytes / 2 / (" GM_INNER_INFLIGHT "))"              \
+    "transpose_B * " GM_RAND " * max(0, 1 - l2_bytes / 2 / (" GM_INNER_INFLIGHT "))"               \
     " * (32 * k * n - " GM_INNER_T_ROWS ")"
 #define GM_INNER_GATHER                                                                            \
     "g * (sectors(4 * k) + " GM_INNER_B " + " GM_INNER_REFETCH " + 2 * k * n * dsize + " GM_AOUT ")"

@@ -53,7 +53,7 @@ tune_status shard_parse(const char *text, shard_spec *out, tune_error *err)
 #define SHARD_KERNEL_MIN 5e-6  /* s: launch and the shortest kernel; the time model's floor */
 #define SHARD_LATENCY 0.4e-6   /* s: one dependent DRAM round trip (the time model's chain) */
 #define SHARD_SM_COUNT 132     /* the device facts traffic models read: an H200's SMs */
-#define SHARD_L2_BYTES 62914560 /* and its L2 (60 MiB) */
+#define SHARD_L2 62914560      /* and its L2 (60 MiB) */
 #define SHARD_REP_COLD 40e-6   /* s per rep: L2 flush, fresh indices, events */
 #define SHARD_REP_HOT 10e-6    /* s per rep without the flush */
 #define SHARD_CONFIG 5e-3      /* s per configuration: prepare, check, NVML, row */
@@ -102,7 +102,7 @@ static double kernel_seconds(const sweep *sw, const tune_point *p)
                                                  SHARD_RATE, NAN};
     tune_point dev = *p; /* p with the nominal device facts */
     if (tr && point_set_int(&dev, "sm_count", SHARD_SM_COUNT) == 0 &&
-        point_set_int(&dev, "l2_bytes", SHARD_L2_BYTES) == 0 &&
+        point_set_int(&dev, "l2_bytes", SHARD_L2) == 0 &&
         family_traffic_eval(tr, &dev, isfinite(flops) ? flops : 0, &tv, NULL) == TUNE_OK)
         return family_traffic_time(&tv, &nominal, NULL);
     double t = SHARD_KERNEL_MIN;
