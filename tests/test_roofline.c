@@ -188,6 +188,9 @@ static roofline_ceilings hand_ceilings(void)
     c.rate[ROOFLINE_FP16] = 1e15;
     c.rate[ROOFLINE_FP32] = 5e13;
     c.launch_s = 2e-6;
+    c.latency_s = c.floor_s = c.gather_elem_s = NAN;
+    c.sm_count = 132;
+    c.l2_bytes = 62914560;
     c.origin = ROOFLINE_FROM_CALIBRATION;
     return c;
 }
@@ -246,6 +249,9 @@ Test(roofline, ceilings_from_specs_and_calibration)
     cr_expect(close_to(c.read_bw, g->mem_bw * g->frac_memory));
     cr_expect(close_to(c.rate[ROOFLINE_BF16], g->flops[ROOFLINE_BF16] * g->frac_matmul));
     cr_expect(close_to(c.launch_s, g->launch_s));
+    /* the device facts traffic models read */
+    cr_expect_eq(c.sm_count, 132);
+    cr_expect(close_to(c.l2_bytes, 62914560));
     cr_expect_eq(c.origin, ROOFLINE_FROM_SPECS);
 
     roofline_calibration cal;
@@ -259,8 +265,15 @@ Test(roofline, ceilings_from_specs_and_calibration)
     cr_expect(close_to(c.copy_bw, g->mem_bw * g->frac_memory));
     cr_expect(close_to(c.rate[ROOFLINE_FP8], g->flops[ROOFLINE_FP8] * g->frac_matmul));
     cr_expect_eq(c.origin, ROOFLINE_FROM_CALIBRATION);
+    cr_expect_eq(c.sm_count, 132, "a calibration without its device's facts: the table's");
     roofline_ceilings_from_calibration(&cal, NULL, &c);
     cr_expect(isnan(c.copy_bw));
+    cr_expect(c.sm_count == 0 && c.l2_bytes == 0, "unknown");
+    cal.sm_count = 114;
+    cal.l2_bytes = 52428800;
+    roofline_ceilings_from_calibration(&cal, g, &c);
+    cr_expect_eq(c.sm_count, 114, "the calibrated device's own");
+    cr_expect(close_to(c.l2_bytes, 52428800));
     roofline_specs_free(s);
 }
 
@@ -464,6 +477,11 @@ Test(roofline, report_on_a_fixture)
     cr_expect_eq(json_integer_value(json_object_get(r2, "index")), 2);
     cr_expect(close_to(json_number_value(json_object_get(r2, "ratio")), 0.25));
     cr_expect_str_eq(json_string_value(json_object_get(r2, "bound")), "memory");
+    /* the device facts beside the ceilings */
+    json_t *ceil = json_object_get(json_array_get(json_object_get(j, "models"), 0), "ceilings");
+    cr_expect_eq(json_integer_value(json_object_get(ceil, "sm_count")), 132);
+    cr_expect(close_to(json_number_value(json_object_get(ceil, "l2_bytes")), 62914560));
+    cr_expect(json_is_null(json_object_get(ceil, "dram_latency_s")));
     json_decref(j);
 
     snprintf(md, sizeof md, "%s/roofline.md", tmpdir);

@@ -68,7 +68,8 @@ static traffic_case traffic_cases[] = {
      * 225.7748257 bytes to 16 picks; indices sectors(64) = 64, A 32, output sectors(8) = 32 */
     {"gather_matmul", "gather_inner_matrix_only_bmv", "custom",
      "g=1 k_pre=128 k=16 n=4 dtype=float16 transpose_B=1 indices=random", 1031.0993028902, 1, 1},
-    /* the gather baseline: the same reads, Bg (2 x 128 fp16) written and read again, 2 launches */
+    /* the gather baseline: the same reads, Bg (2 x 128 fp16) written and read again, 2 launches;
+     * its 256 elements are 2 blocks, one wave: 2 round trips less the floor's */
     {"gather_matmul", "gather_inner_matrix_only_bmv", "gather",
      "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random", 1792, 2, 1},
     /* slice: the first k = 3 rows of 8 fp16, sectors(48) = 64, A 32, output 32; per g */
@@ -113,6 +114,16 @@ ParameterizedTestParameters(roofline_model, traffic)
                                sizeof traffic_cases / sizeof traffic_cases[0]);
 }
 
+/* The device facts traffic models may read: an H200's 132 SMs and 60 MiB of L2. */
+static roofline_ceilings h200_device(void)
+{
+    roofline_ceilings d;
+    memset(&d, 0, sizeof d);
+    d.sm_count = 132;
+    d.l2_bytes = 62914560;
+    return d;
+}
+
 ParameterizedTest(traffic_case *c, roofline_model, traffic)
 {
     result_row r = make_row(c->family, c->op, c->method, c->axes);
@@ -120,7 +131,9 @@ ParameterizedTest(traffic_case *c, roofline_model, traffic)
     cr_assert_not_null(f, "%s", c->family);
     roofline_traffic t;
     tune_error err = {0};
-    cr_assert_eq(roofline_traffic_eval(f, &r, &t, &err), TUNE_OK, "%s: %s", c->axes, err.message);
+    const roofline_ceilings dev = h200_device();
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, &err), TUNE_OK, "%s: %s", c->axes,
+                 err.message);
     cr_expect(t.modelled);
     cr_expect(fabs(t.dram - c->dram) <= 1e-9 * c->dram, "%s %s %s: dram %.10g, want %.10g", c->op,
               c->method, c->axes, t.dram, c->dram);
@@ -135,7 +148,7 @@ Test(roofline_model, repeated_rows_count_once)
                             "g=1 k_pre=1024 k=512 n=128 dtype=float16 transpose_B=0 "
                             "indices=random");
     roofline_traffic t;
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, NULL, &t, NULL), TUNE_OK);
     double rows = (t.dram - 2048 - 1024 - 256) / 256; /* indices, A, output */
     cr_expect(fabs(rows - 403.0643173783) < 1e-6, "rows %.10g", rows);
 }
@@ -146,12 +159,12 @@ Test(roofline_model, mixed_gemm_compute_terms)
         make_row("mixed_gemm", "w4a16", "fp8", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16");
     roofline_traffic t;
     const tune_family *f = family_find("mixed_gemm");
-    cr_assert_eq(roofline_traffic_eval(f, &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(f, &r, NULL, &t, NULL), TUNE_OK);
     cr_expect(t.has_precision);
     cr_expect_eq(t.precision, ROOFLINE_FP8);
     cr_expect_eq(t.flops, 5678, "the row's FLOPs");
     r.method = "stream";
-    cr_assert_eq(roofline_traffic_eval(f, &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(f, &r, NULL, &t, NULL), TUNE_OK);
     cr_expect_eq(t.flops, 0, "a stream of the weight computes nothing");
     cr_expect(!t.has_precision);
 }
@@ -160,7 +173,7 @@ Test(roofline_model, no_model_uses_the_rows_bytes)
 {
     result_row r = make_row("declared", "my_op", "custom", "n=4");
     roofline_traffic t;
-    cr_assert_eq(roofline_traffic_eval(NULL, &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(NULL, &r, NULL, &t, NULL), TUNE_OK);
     cr_expect(!t.modelled);
     cr_expect_eq(t.dram, 1234);
     cr_expect_eq(t.launches, 1);
@@ -179,20 +192,20 @@ Test(roofline_model, model_errors_name_the_method_and_field)
     result_row r = make_row("t", "op1", "custom", "n=4 zero=0");
     roofline_traffic t;
     tune_error err = {0};
-    cr_expect_eq(roofline_traffic_eval(&f, &r, &t, &err), TUNE_ERR_EVAL);
+    cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_ERR_EVAL);
     cr_expect(strstr(err.message, "custom: dram \"n / zero\": ") == err.message, "%s", err.message);
     cr_expect(strstr(err.message, "division by zero"), "%s", err.message);
     memset(&err, 0, sizeof err);
     r.method = "neg";
-    cr_expect_eq(roofline_traffic_eval(&f, &r, &t, &err), TUNE_ERR_EVAL);
+    cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_ERR_EVAL);
     cr_expect_str_eq(err.message, "neg: dram \"0 - n\" is -4: expected a finite number >= 0");
     memset(&err, 0, sizeof err);
     r.method = "prec";
-    cr_expect_eq(roofline_traffic_eval(&f, &r, &t, &err), TUNE_ERR_INVALID);
+    cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_ERR_INVALID);
     cr_expect_str_eq(err.message, "prec: unknown precision 'fp7'");
     memset(&err, 0, sizeof err);
     r.method = "other"; /* no entry for it, none for every method: the row's bytes */
-    cr_expect_eq(roofline_traffic_eval(&f, &r, &t, &err), TUNE_OK);
+    cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_OK);
     cr_expect(!t.modelled);
 }
 
@@ -269,25 +282,111 @@ Test(roofline_model, gather_issue_step)
     result_row r = make_row("gather_matmul", "gather_inner_matrix_only_bmv", "gather",
                             "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random");
     roofline_traffic t;
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    const roofline_ceilings dev = h200_device();
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &dev, &t, NULL), TUNE_OK);
     cr_expect_eq(t.issue, 256);
     cr_expect_float_eq(t.issue_dram, 32 + 448 + 512, 1e-9);
     /* step 1 (A gathered too): + A's picked sector 32 read and A[I] (2 fp16) written */
     r = make_row("gather_matmul", "gather_inner_bmv", "gather",
                  "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random");
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &dev, &t, NULL), TUNE_OK);
     cr_expect_float_eq(t.issue_dram, 32 + 32 + 448 + 512 + 4, 1e-9);
     /* step 2, transposed: indices sectors(8) = 32, 1.75 rows of sectors(256), Bg 2 x 128 x 2 */
     r = make_row("gather_matmul", "gather_outer_bmv", "gather",
                  "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random");
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &dev, &t, NULL), TUNE_OK);
     cr_expect_eq(t.issue, 256);
     cr_expect_float_eq(t.issue_dram, 32 + 448 + 512, 1e-9);
     /* the other methods have none */
     r = make_row("gather_matmul", "gather_outer_bmv", "custom",
                  "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random");
-    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &t, NULL), TUNE_OK);
+    cr_assert_eq(roofline_traffic_eval(family_find("gather_matmul"), &r, &dev, &t, NULL), TUNE_OK);
     cr_expect(t.issue == 0 && t.issue_dram == 0);
+}
+
+/* The gather kernel's launch geometry (at most 65536 blocks of 256 threads, 8 blocks per SM):
+ * two dependent round trips per wave of blocks, less the first load's, which the floor holds. */
+Test(roofline_model, gather_chain_per_wave)
+{
+    const tune_family *f = family_find("gather_matmul");
+    const roofline_ceilings dev = h200_device(); /* 132 x 8 = 1056 blocks per wave */
+    roofline_traffic t;
+    /* g k n = 1024 x 128 x 128 = 2^24 elements: 2^24 / 256 + 1 blocks, capped at 65536;
+     * 62 x 1056 = 65472 < 65536: 63 waves, 2 x 63 - 1 = 125 round trips */
+    result_row r = make_row("gather_matmul", "gather_inner_matrix_only_bmv", "gather",
+                            "g=1024 k_pre=1024 k=128 n=128 dtype=float16 transpose_B=0 "
+                            "indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.chain, 125);
+    /* 2^23 elements: 32769 blocks; 31 x 1056 = 32736 < 32769: 32 waves, 63 */
+    r = make_row("gather_matmul", "gather_inner_bmv", "gather",
+                 "g=512 k_pre=1024 k=128 n=128 dtype=float16 transpose_B=0 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.chain, 63);
+    /* 2 SMs (16 blocks per wave): 4 x 8 x 256 = 8192 elements, 33 blocks, 3 waves: 5 */
+    roofline_ceilings small = dev;
+    small.sm_count = 2;
+    r = make_row("gather_matmul", "gather_outer_bmv", "gather",
+                 "g=4 k=8 n_pre=512 n=256 dtype=float16 transpose_B=1 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &small, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.chain, 5);
+    /* the other methods do not depend on the device */
+    r.method = "custom";
+    cr_assert_eq(roofline_traffic_eval(f, &r, NULL, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.chain, 1);
+    /* without the device's SM count the gather model cannot be evaluated, and says so */
+    r.method = "gather";
+    tune_error err = {0};
+    cr_expect_eq(roofline_traffic_eval(f, &r, NULL, &t, &err), TUNE_ERR_EVAL);
+    cr_expect(strstr(err.message, "gather: chain \"") == err.message, "%s", err.message);
+    cr_expect(strstr(err.message, "sm_count"), "%s", err.message);
+}
+
+/* With B transposed, the gather kernel's rows in flight (the g's of every pass of its grid, those
+ * of a wave of resident threads per pass) against half the L2: each re-touched sector misses
+ * with probability 1 - share / in flight and is fetched again. */
+Test(roofline_model, gather_l2_refetch)
+{
+    const tune_family *f = family_find("gather_matmul");
+    roofline_traffic t;
+    /* one SM (2048 resident threads), an L2 of 8192 bytes (a share of 4096). g=1 k_pre=128 k=16
+     * n=16: 256 elements, one pass; a wave holds 2048 / 256 = 8 g's. Each of the 16 rows of B^T
+     * loses 32 distinct(8, 16) = 225.7748257 bytes: 3612.397212 per g, 28899.17769 in flight;
+     * miss 1 - 4096 / 28899.17769 = 0.8582658634 of the 16 x 16 x 32 - 3612.397212 = 4579.602788
+     * bytes touched again: 3930.516741 fetched again. dram: indices sectors(64) 64 + 3612.397212
+     * + 3930.516741 + Bg written and read 1024 + A 32 + output 32 */
+    roofline_ceilings dev = {0};
+    dev.sm_count = 1;
+    dev.l2_bytes = 8192;
+    result_row r = make_row("gather_matmul", "gather_inner_matrix_only_bmv", "gather",
+                            "g=1 k_pre=128 k=16 n=16 dtype=float16 transpose_B=1 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(fabs(t.dram - 8694.913953) < 1e-5, "dram %.10g", t.dram);
+    /* the gather step's own bytes: the same reads, Bg written once (512) */
+    cr_expect(fabs(t.issue_dram - 8118.913953) < 1e-5, "issue_dram %.10g", t.issue_dram);
+    /* an L2 that holds them: no sector fetched twice */
+    dev.l2_bytes = 2 * 28900;
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(fabs(t.dram - (64 + 3612.397212 + 1024 + 32 + 32)) < 1e-5, "dram %.10g", t.dram);
+    /* identity indices (each sector's picks follow each other) and row-major B: none either */
+    dev.l2_bytes = 8192;
+    r = make_row("gather_matmul", "gather_inner_matrix_only_bmv", "gather",
+                 "g=1 k_pre=128 k=16 n=16 dtype=float16 transpose_B=1 indices=identity");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect_float_eq(t.dram, 64 + 16 * 32 + 1024 + 32 + 32, 1e-9);
+    /* an H200, step 1 at g=3 k_pre=128 k=16 n=524288: 2^24 + 2^23 elements, 2 passes of the
+     * grid, a wave's 270336 threads within one g (k n = 2^23): 2 g's in flight of
+     * 524288 x 225.7748257 = 118371031.8 bytes, against 31457280: miss 0.8671242469 of
+     * 16 x 524288 x 32 - 118371031.8 bytes: 130124500.8 fetched again per g. Per g: indices 64,
+     * A's picked sectors (a row of 128) 225.7748257, B 118371031.8 + 130124500.8, Bg and A[I]
+     * written and read 2 (16 x 524288 + 16) 2 = 33554496, output sectors(2^20) = 1048576 */
+    dev = h200_device();
+    r = make_row("gather_matmul", "gather_inner_bmv", "gather",
+                 "g=3 k_pre=128 k=16 n=524288 dtype=float16 transpose_B=1 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    double per_g =
+        64 + 225.7748257225603 + 118371031.8284297 + 130124500.7955282 + 33554496 + 1048576;
+    cr_expect(fabs(t.dram - 3 * per_g) < 1e-3, "dram %.10g, want %.10g", t.dram, 3 * per_g);
 }
 
 Test(roofline_model, issue_term)

@@ -262,6 +262,12 @@ static void print_ceilings(const char *label, const roofline_ceilings *c)
         printf(", DRAM latency %.3f us", c->latency_s * 1e6);
     if (isfinite(c->floor_s))
         printf(", grid floor %.2f us", c->floor_s * 1e6);
+    if (isfinite(c->gather_elem_s))
+        printf(", gather element %.3f ps", c->gather_elem_s * 1e12);
+    if (c->sm_count > 0)
+        printf(", %d SMs", c->sm_count);
+    if (c->l2_bytes > 0)
+        printf(", L2 %.0f MiB", c->l2_bytes / 1048576.0);
     printf("\n");
 }
 
@@ -275,7 +281,7 @@ static tune_status predict_model(const roofline_ceilings *c, const char *path,
         const tune_family *f = family_find(rows[i].family);
         roofline_traffic t;
         tune_error e = {0};
-        if (roofline_traffic_eval(f, &rows[i], &t, &e) != TUNE_OK) {
+        if (roofline_traffic_eval(f, &rows[i], c, &t, &e) != TUNE_OK) {
             char where[PATH_MAX + 64];
             snprintf(where, sizeof where, "%s:%zu", path, i + 1);
             return tune_error_set(err, e.code, where, "%s", e.message);
@@ -470,9 +476,12 @@ int tune_cmd_roofline(int argc, char **argv)
     if (!c.quiet && st == TUNE_OK)
         printf("# Roofline prediction error\n\nroofline time = max(bytes / bandwidth, FLOPs / "
                "rate(dtype), launch overhead); time model = launches x grid floor (else launch "
-               "overhead) + chain x DRAM latency + max(modelled DRAM bytes / read bandwidth, FLOPs / rate) (calibrated "
-               "ceilings, the op's traffic model); error = max(predicted / measured, measured / "
-               "predicted); \"best\" = the fastest row of each shape.\n\nCeilings:\n");
+               "overhead) + chain x DRAM latency + max(modelled DRAM bytes / read bandwidth, "
+               "FLOPs / rate) + max(elements x seconds per gathered element, their bytes / read "
+               "bandwidth) for an issue-bound step (calibrated ceilings; the op's traffic model "
+               "over the problem axes and the device's SM count and L2 size); error = "
+               "max(predicted / measured, measured / predicted); \"best\" = the fastest row of "
+               "each shape.\n\nCeilings:\n");
     for (size_t d = 0; d < c.n_dirs && st == TUNE_OK; d++)
         st = add_folder(&c, specs, c.dirs[d], rep, inputs, &err);
     if (st == TUNE_OK) {

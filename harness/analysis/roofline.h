@@ -63,6 +63,10 @@ typedef struct {
                          per launch (NAN: launch_s stands in) */
     double gather_elem_s; /* seconds per element of an element-wise gather (the time model's
                              issue term); NAN: none */
+    /* Device facts that traffic models may read as `sm_count` and `l2_bytes` (a kernel's waves,
+     * the L2's capacity): from the calibration's device, else the specs table; 0: unknown. */
+    int sm_count;
+    double l2_bytes;
     roofline_origin origin;
 } roofline_ceilings;
 

@@ -227,6 +227,8 @@ void roofline_ceilings_from_calibration(const roofline_calibration *cal, const r
             spec.gather_elem_s = NAN;
         for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
             spec.rate[p] = NAN;
+        spec.sm_count = 0;
+        spec.l2_bytes = 0;
     }
     c->read_bw = isfinite(cal->read_bw) ? cal->read_bw : spec.read_bw;
     c->copy_bw = isfinite(cal->copy_bw) ? cal->copy_bw : spec.copy_bw;
@@ -234,6 +236,8 @@ void roofline_ceilings_from_calibration(const roofline_calibration *cal, const r
     c->latency_s = isfinite(cal->latency_s) ? cal->latency_s : spec.latency_s;
     c->floor_s = isfinite(cal->floor_s) ? cal->floor_s : spec.floor_s;
     c->gather_elem_s = isfinite(cal->gather_elem_s) ? cal->gather_elem_s : spec.gather_elem_s;
+    c->sm_count = cal->sm_count > 0 ? cal->sm_count : spec.sm_count;
+    c->l2_bytes = cal->l2_bytes > 0 ? (double)cal->l2_bytes : spec.l2_bytes;
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         c->rate[p] = isfinite(cal->gemm_rate[p]) ? cal->gemm_rate[p] : spec.rate[p];
     c->origin = ROOFLINE_FROM_CALIBRATION;

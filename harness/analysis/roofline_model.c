@@ -24,7 +24,8 @@ const char *roofline_term_str(roofline_term t)
 }
 
 tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
-                                  roofline_traffic *out, tune_error *err)
+                                  const roofline_ceilings *dev, roofline_traffic *out,
+                                  tune_error *err)
 {
     const char *method = row->method ? row->method : "";
     const family_traffic *t = family_find_traffic(fam, row->op, method);
@@ -48,6 +49,10 @@ tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
     size_t dsize = dtype ? tune_dtype_size(dtype) : 0;
     if (dsize)
         point_set_int(&p, "dsize", (int64_t)dsize);
+    if (dev && dev->sm_count > 0)
+        point_set_int(&p, "sm_count", dev->sm_count);
+    if (dev && dev->l2_bytes > 0)
+        point_set_int(&p, "l2_bytes", (int64_t)dev->l2_bytes);
     family_traffic_value v;
     tune_status st = family_traffic_eval(t, &p, row->flops, &v, err);
     out->dram = v.dram;
@@ -113,7 +118,7 @@ double roofline_pct_read_bw(const roofline_traffic *t, double time_s, double rea
 void roofline_model_fill_row(const tune_family *fam, const roofline_ceilings *c, result_row *row)
 {
     roofline_traffic t;
-    if (roofline_traffic_eval(fam, row, &t, NULL) != TUNE_OK)
+    if (roofline_traffic_eval(fam, row, c, &t, NULL) != TUNE_OK)
         return;
     row->model_time =
         roofline_model_time(c, &t, roofline_row_precision(row, fam ? fam->dtype_axis : "dtype"),

@@ -10,7 +10,7 @@
  * element-wise gather, all measured by `tune calibrate`.
  *
  *   roofline_traffic t;
- *   if (roofline_traffic_eval(family_find(row.family), &row, &t, &err) == TUNE_OK) {
+ *   if (roofline_traffic_eval(family_find(row.family), &row, &ceilings, &t, &err) == TUNE_OK) {
  *       roofline_terms m;
  *       double s = roofline_model_time(&ceilings, &t, ROOFLINE_FP16, &m);   // seconds
  *       printf("%s-dominated\n", roofline_term_str(m.dominant));
@@ -38,12 +38,15 @@ typedef struct {
 } roofline_traffic;
 
 /* Evaluates the traffic model of row's op and method (family_find_traffic) at the row's
- * problem-axis values and dsize (the element size of the family's dtype_axis value). Without a
- * model (fam NULL or no entry) the row's own bytes count as DRAM traffic with one launch and no
- * chain. An expression that cannot be evaluated, or a value that is not a finite number >= 0,
- * is an error naming the method, the field and the expression. */
+ * problem-axis values, dsize (the element size of the family's dtype_axis value) and the device
+ * facts of dev (may be NULL): `sm_count` and `l2_bytes` when known (> 0). Without a model (fam
+ * NULL or no entry) the row's own bytes count as DRAM traffic with one launch and no chain. An
+ * expression that cannot be evaluated (one that reads a device fact dev does not give, for
+ * example), or a value that is not a finite number >= 0, is an error naming the method, the
+ * field and the expression. */
 tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
-                                  roofline_traffic *out, tune_error *err);
+                                  const roofline_ceilings *dev, roofline_traffic *out,
+                                  tune_error *err);
 
 typedef enum {
     ROOFLINE_TERM_FLOOR,    /* launches x launch overhead */

@@ -70,7 +70,6 @@ static const family_axis outer_axes[] = {
 #define GM_SEGMENT(len) "max(sectors(" len " * dsize), 128)"
 
 #define GM_INNER_CUSTOM "g * (sectors(4 * k) + " GM_INNER_B " + " GM_AOUT ")"
-#define GM_INNER_GATHER "g * (sectors(4 * k) + " GM_INNER_B " + 2 * k * n * dsize + " GM_AOUT ")"
 #define GM_INNER_SLICE                                                                             \
     "g * (" GM_RM " * sectors(k * n * dsize) + transpose_B * n * " GM_SEGMENT("k") " + " GM_AOUT ")"
 #define GM_CUSTOM_HELP "the row load waits for the index load: one round trip more"
@@ -78,7 +77,33 @@ static const family_axis outer_axes[] = {
  * divisions to find its coordinates: bound by instructions, at the calibrated seconds per element
  * (docs/roofline.md), or by its own bytes (the indices, the sectors of B it gathers, Bg written). */
 #define GM_ISSUE "g * k * n"
-#define GM_INNER_GATHER_STEP "g * (sectors(4 * k) + " GM_INNER_B " + k * n * dsize)"
+/* Its launch geometry: fill_grid (below), at most 65536 blocks of 256 threads; 30 registers and no
+ * shared memory, so 8 blocks of 256 threads per SM (2048 threads, the SM's limit on sm_80 to
+ * sm_100). The 8 blocks of an SM start together and do the same work, so each wave of blocks ends
+ * with its last warps' two dependent DRAM round trips, the index and then the element, which no
+ * other block's instructions overlap: 2 per wave, less the first load's, which the floor holds. */
+#define GM_GATHER_BLOCKS "min(g * k * n / 256 + 1, 65536)"
+#define GM_GATHER_WAVES "((" GM_GATHER_BLOCKS " + 8 * sm_count - 1) / (8 * sm_count))"
+#define GM_GATHER_CHAIN "2 * " GM_GATHER_WAVES " - 1"
+/* With B transposed (the inner ops), each element is a sector of another row of B^T, and a g's
+ * touched rows are n x GM_PICKED bytes (4 MiB at n = 16384). The grid-stride loop keeps the g's
+ * of every pass of the grid (65536 x 256 elements apart) in flight at once, those of one wave of
+ * resident threads (2048 per SM) per pass: when they exceed the L2's share, a sector touched
+ * again has been evicted with probability 1 - share / in flight (the L2 share of each table in
+ * flight, as in the DLRM embedding predictor) and is fetched again. The share is half the L2:
+ * each of its two partitions caches what the SMs wired to it read, so rows that every SM reads
+ * are held twice. */
+#define GM_GATHER_PASSES "((g * k * n + 16777215) / 16777216)"
+#define GM_INNER_T_ROWS "n * " GM_PICKED("k_pre", "k")
+#define GM_INNER_INFLIGHT                                                                          \
+    GM_GATHER_PASSES " * max(1.0, 2048.0 * sm_count / (k * n)) * " GM_INNER_T_ROWS
+#define GM_INNER_REFETCH                                                                           \
+    "transpose_B * " GM_RAND " * max(0, 1 - l2_bytes / 2 / (" GM_INNER_INFLIGHT "))"               \
+    " * (32 * k * n - " GM_INNER_T_ROWS ")"
+#define GM_INNER_GATHER                                                                            \
+    "g * (sectors(4 * k) + " GM_INNER_B " + " GM_INNER_REFETCH " + 2 * k * n * dsize + " GM_AOUT ")"
+#define GM_INNER_GATHER_STEP                                                                       \
+    "g * (sectors(4 * k) + " GM_INNER_B " + " GM_INNER_REFETCH " + k * n * dsize)"
 
 static const family_traffic gm_traffic[] = {
     {"gather_inner_bmv", "custom",
@@ -87,19 +112,20 @@ static const family_traffic gm_traffic[] = {
      "indices, the gathered sectors of A, the distinct gathered rows (or sectors) of B, the "
      "output; " GM_CUSTOM_HELP, NULL, NULL},
     {"gather_inner_bmv", "gather",
-     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B
+     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + " GM_INNER_REFETCH
      " + 2 * (k * n + k) * dsize + sectors(n * dsize))",
-     "2", "1", NULL, NULL,
+     "2", GM_GATHER_CHAIN, NULL, NULL,
      "the gather kernel's reads, Bg and A[I] written and read again by the GEMM, the output",
      GM_ISSUE,
-     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + (k * n + k) * dsize)"},
+     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + " GM_INNER_REFETCH
+     " + (k * n + k) * dsize)"},
     {"gather_inner_bmv", "slice", GM_INNER_SLICE, "1", "0", NULL, NULL,
      "the first k rows of B (transposed: the first k elements of each of n rows, a 128-byte line "
      "at least), A, the output", NULL, NULL},
     {"gather_inner_matrix_only_bmv", "custom", GM_INNER_CUSTOM, "1", "1", NULL, NULL,
      "indices, A, the distinct gathered rows (or sectors) of B, the output; " GM_CUSTOM_HELP, NULL,
      NULL},
-    {"gather_inner_matrix_only_bmv", "gather", GM_INNER_GATHER, "2", "1", NULL, NULL,
+    {"gather_inner_matrix_only_bmv", "gather", GM_INNER_GATHER, "2", GM_GATHER_CHAIN, NULL, NULL,
      "the gather kernel's reads, Bg written and read again by the GEMM, A, the output",
      GM_ISSUE, GM_INNER_GATHER_STEP},
     {"gather_inner_matrix_only_bmv", "slice", GM_INNER_SLICE, "1", "0", NULL, NULL,
@@ -110,7 +136,8 @@ static const family_traffic gm_traffic[] = {
      "indices, A, the gathered sectors of each row of B (transposed: its distinct gathered rows), "
      "the output; " GM_CUSTOM_HELP, NULL, NULL},
     {"gather_outer_bmv", "gather",
-     "g * (sectors(4 * n) + " GM_OUTER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2", "1", NULL,
+     "g * (sectors(4 * n) + " GM_OUTER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2",
+     GM_GATHER_CHAIN, NULL,
      NULL, "the gather kernel's reads, Bg written and read again by the GEMM, A, the output",
      GM_ISSUE, "g * (sectors(4 * n) + " GM_OUTER_B " + k * n * dsize)"},
     {"gather_outer_bmv", "slice",

@@ -44,8 +44,9 @@ typedef struct {
 /* The traffic model of one method of an op (docs/roofline.md, "Traffic models"): what the
  * additive time model launches * floor + chain * latency + max(dram / read bandwidth, flops /
  * rate) (+ an issue-bound step, below) needs. Expressions over the problem axes and dsize, like
- * the byte model; sectors() and distinct() (core/expr.h) round to 32-byte sectors and count
- * repeated rows once. */
+ * the byte model, and the device facts sm_count and l2_bytes where the caller knows them (a fixed
+ * kernel's waves, the L2's capacity); sectors() and distinct() (core/expr.h) round to 32-byte
+ * sectors and count repeated rows once. */
 typedef struct {
     const char *op;       /* the op it models; NULL: every op of the family */
     const char *method;   /* the method it models; NULL: every method without a model of its own */

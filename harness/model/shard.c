@@ -52,6 +52,8 @@ tune_status shard_parse(const char *text, shard_spec *out, tune_error *err)
 #define SHARD_RATE 2e14        /* FLOP/s */
 #define SHARD_KERNEL_MIN 5e-6  /* s: launch and the shortest kernel; the time model's floor */
 #define SHARD_LATENCY 0.4e-6   /* s: one dependent DRAM round trip (the time model's chain) */
+#define SHARD_SM_COUNT 132     /* the device facts traffic models read: an H200's SMs */
+#define SHARD_L2 62914560      /* and its L2 (60 MiB) */
 #define SHARD_REP_COLD 40e-6   /* s per rep: L2 flush, fresh indices, events */
 #define SHARD_REP_HOT 10e-6    /* s per rep without the flush */
 #define SHARD_CONFIG 5e-3      /* s per configuration: prepare, check, NVML, row */
@@ -82,7 +84,8 @@ static int load_cmp_desc(const void *a, const void *b)
 
 /* Estimated kernel seconds of configuration p: with the family's traffic model for its method
  * (model/family.h), the additive time model (family_traffic_time) launches x floor + chain x
- * latency + max(dram / bandwidth, flops / rate) on the nominal GPU; without one, the roofline
+ * latency + max(dram / bandwidth, flops / rate) on the nominal GPU (its SM count and L2 size
+ * too, for models that read them); without one, the roofline
  * max(bytes / bandwidth, flops / rate, floor) of the sweep's byte and FLOP models. */
 static double kernel_seconds(const sweep *sw, const tune_point *p)
 {
@@ -97,7 +100,10 @@ static double kernel_seconds(const sweep *sw, const tune_point *p)
     family_traffic_value tv;
     static const family_time_ceilings nominal = {SHARD_KERNEL_MIN, SHARD_LATENCY, SHARD_BW,
                                                  SHARD_RATE, NAN};
-    if (tr && family_traffic_eval(tr, p, isfinite(flops) ? flops : 0, &tv, NULL) == TUNE_OK)
+    tune_point dev = *p; /* p with the nominal device facts */
+    if (tr && point_set_int(&dev, "sm_count", SHARD_SM_COUNT) == 0 &&
+        point_set_int(&dev, "l2_bytes", SHARD_L2) == 0 &&
+        family_traffic_eval(tr, &dev, isfinite(flops) ? flops : 0, &tv, NULL) == TUNE_OK)
         return family_traffic_time(&tv, &nominal, NULL);
     double t = SHARD_KERNEL_MIN;
     if (isfinite(bytes) && bytes / SHARD_BW > t)
