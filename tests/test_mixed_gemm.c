@@ -436,3 +436,35 @@ Test(mixed_gemm_gpu, fp16_symmetric, .timeout = 900) { require_gpu(); run_family
 Test(mixed_gemm_gpu, fp16_zero_points, .timeout = 900) { require_gpu(); run_family_checks("float16", 1); }
 Test(mixed_gemm_gpu, bf16_symmetric, .timeout = 900) { require_gpu(); run_family_checks("bfloat16", 0); }
 Test(mixed_gemm_gpu, bf16_zero_points, .timeout = 900) { require_gpu(); run_family_checks("bfloat16", 1); }
+
+/* wgmma_ws without splits and with more tiles than multiprocessors runs on a persistent grid: 272
+ * tiles (17 row blocks of 16, the last one row, x 16 column blocks) on one block per
+ * multiprocessor, each taking 2 or 3 tiles whose rings run on across them; then the same shape with
+ * two splits (one block per tile, a cluster of 2), whose result must agree. */
+Test(mixed_gemm_gpu, wgmma_ws_persistent_grid, .timeout = 300)
+{
+    require_gpu();
+    const tune_family *fam = &mixed_gemm_family;
+    test_family_env t;
+    test_family_env_init(&t);
+    const family_env env = t.env;
+    const char *dtypes[] = {"float16", "bfloat16"};
+    for (int d = 0; d < 2; d++)
+        for (int zp = 0; zp < 2; zp++)
+            for (int64_t splitk = 1; splitk <= 2; splitk++) {
+                tune_point shape, p;
+                tune_error err = {0};
+                mg_point(&shape, "cublas", 257, 2048, 1024, 32, zp, dtypes[d]);
+                void *state = fam->shape_init(&env, &shape, &err);
+                cr_assert_not_null(state, "%s", err.message);
+                mg_point(&p, "wgmma_ws", 257, 2048, 1024, 32, zp, dtypes[d]);
+                mg_tile(&p, 16, 128, 128, 1, 2, 1, 3, splitk, 0, 1024);
+                double e, tol;
+                cr_assert_eq(fam->prepare(state, &p, &err), TUNE_OK, "%s", err.message);
+                cr_assert_eq(fam->check(state, &e, &tol, &err), TUNE_OK, "%s", err.message);
+                cr_expect_leq(e, tol, "%s zp=%d splitk=%lld: error %g > %g", dtypes[d], zp,
+                              (long long)splitk, e, tol);
+                fam->shape_free(state);
+            }
+    test_family_env_free(&t);
+}
