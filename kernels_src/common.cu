@@ -1,5 +1,5 @@
 // common.cu - the harness's own device code: random fills, fresh indices, the read-bandwidth,
-// DRAM-latency and element-gather probes.
+// DRAM-latency and random-sector probes.
 // Device code only; compiles with NVRTC and with nvcc unchanged.
 
 #include "common.cuh"
@@ -67,6 +67,34 @@ __global__ void tune_chase_probe(const unsigned *__restrict__ p, unsigned long l
     }
     if (acc == 0x9e3779b9u)
         sink[0] = acc;
+}
+
+// Every thread reads 8 x iters random, independent 32-byte sectors of p (`sectors` of them, 8
+// words each): a 64-bit LCG per thread, which no load feeds, gives each address from its top 32
+// bits, so 8 loads are in flight per thread and each one fetches a sector of its own; one 4-byte
+// word of each (the L2 and DRAM move the sector). 256 threads, 8 blocks per SM (32 registers at
+// most): a grid of SMs x 8 blocks fills the GPU in one wave. The random-sector rate of the time
+// model (docs/roofline.md): 32 bytes x loads / time. Writes only if an impossible value shows up.
+__global__ void __launch_bounds__(256, 8)
+    tune_sector_probe(const unsigned *__restrict__ p, unsigned sectors, int iters,
+                      unsigned long long seed, unsigned *sink)
+{
+    const unsigned long long tid = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    unsigned long long x = tune_mix64(seed ^ tune_mix64(tid));
+    unsigned acc = 0;
+    for (int it = 0; it < iters; it++) {
+        raw_vec<4> v[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull; // Knuth's MMIX LCG
+            ld_nc(v[u], p + 8ull * __umulhi((unsigned)(x >> 32), sectors));
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            acc ^= v[u].w;
+    }
+    if (acc == 0x9e3779b9u)
+        sink[blockIdx.x] = acc;
 }
 
 // p[i] = i % period: the identity gather (row t of each g picks row t), which makes the gather

@@ -228,7 +228,7 @@ Test(roofline_model, additive_time)
 {
     roofline_ceilings c = ceilings();
     /* 4 us floor + 2 x 1 us chain + max(3e6 B / 1e12 B/s, 1e9 / 1e15) = 9 us, floor dominant */
-    roofline_traffic t = {3e6, 1, 2, 1e9, 0, ROOFLINE_FP32, 1, 0, 0};
+    roofline_traffic t = {3e6, 1, 2, 1e9, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0};
     roofline_terms m;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 9e-6, 1e-15);
     cr_expect_float_eq(m.floor, 4e-6, 1e-15);
@@ -245,7 +245,7 @@ Test(roofline_model, additive_time)
     t.precision = ROOFLINE_FP8;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 16e-6, 1e-15);
     /* 2 launches, 5e7 bytes: 8 + 2 + 50 us, transfer dominant */
-    roofline_traffic big = {5e7, 2, 2, NAN, 0, ROOFLINE_FP32, 1, 0, 0};
+    roofline_traffic big = {5e7, 2, 2, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0};
     cr_expect_float_eq(roofline_model_time(&c, &big, ROOFLINE_FP16, &m), 60e-6, 1e-15);
     cr_expect_eq(m.dominant, ROOFLINE_TERM_TRANSFER);
     cr_expect_str_eq(roofline_term_str(m.dominant), "transfer");
@@ -255,7 +255,7 @@ Test(roofline_model, grid_floor_replaces_the_launch_overhead)
 {
     roofline_ceilings c = ceilings();
     c.floor_s = 5e-6; /* measured: a grid-filling kernel costs more than a one-block one */
-    roofline_traffic t = {3e6, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 0, 0};
+    roofline_traffic t = {3e6, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0};
     roofline_terms m;
     /* 2 launches x 5 us + 1 x 1 us + 3 us */
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 14e-6, 1e-15);
@@ -266,11 +266,11 @@ Test(roofline_model, unknown_ceilings_leave_terms_out)
 {
     roofline_ceilings c = ceilings();
     c.latency_s = NAN; /* a calibration without the DRAM latency */
-    roofline_traffic t = {3e6, 1, 2, NAN, 0, ROOFLINE_FP32, 1, 0, 0};
+    roofline_traffic t = {3e6, 1, 2, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0};
     roofline_terms m;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 7e-6, 1e-15);
     cr_expect_eq(m.chain, 0);
-    roofline_traffic none = {NAN, 1, 0, NAN, 0, ROOFLINE_FP32, 1, 0, 0};
+    roofline_traffic none = {NAN, 1, 0, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0};
     cr_expect(isnan(roofline_model_time(&c, &none, ROOFLINE_FP16, NULL)));
 }
 
@@ -395,7 +395,7 @@ Test(roofline_model, issue_term)
     c.gather_elem_s = 1e-12;
     /* 2 launches x 4 us + 1 us chain; 5e7 bytes of which the step's 3e7 run under its 1e8
      * elements x 1 ps = 100 us: 8 + 1 + 2e7 / 1e12 (20 us) + max(100, 30) = 129 us */
-    roofline_traffic t = {5e7, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 1e8, 3e7};
+    roofline_traffic t = {5e7, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 1e8, 3e7, 0, 0};
     roofline_terms m;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 129e-6, 1e-15);
     cr_expect_float_eq(m.issue, 100e-6, 1e-15);
@@ -417,7 +417,7 @@ Test(roofline_model, issue_term)
 
 Test(roofline_model, pct_read_bw)
 {
-    roofline_traffic t = {4.5e6, 1, 0, NAN, 0, ROOFLINE_FP32, 1, 0, 0};
+    roofline_traffic t = {4.5e6, 1, 0, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0};
     cr_expect_float_eq(roofline_pct_read_bw(&t, 2e-6, 4.5e12), 50.0, 1e-12);
     cr_expect(isnan(roofline_pct_read_bw(&t, 0, 4.5e12)));
     cr_expect(isnan(roofline_pct_read_bw(&t, 2e-6, NAN)));

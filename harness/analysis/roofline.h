@@ -63,6 +63,10 @@ typedef struct {
                          per launch (NAN: launch_s stands in) */
     double gather_elem_s; /* seconds per element of an element-wise gather (the time model's
                              issue term); NAN: none */
+    double gather_elem_t_s; /* the same gather from a transposed source, 32 rows per warp load
+                               (the issue term of a scattered step); NAN: gather_elem_s stands in */
+    double sector_bw; /* bytes per second of random 32-byte sectors read from every SM (the
+                         time model's random re-fetches); NAN: read_bw stands in */
     /* Device facts that traffic models may read as `sm_count` and `l2_bytes` (a kernel's waves,
      * the L2's capacity): from the calibration's device, else the specs table; 0: unknown. */
     int sm_count;

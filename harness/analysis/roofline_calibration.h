@@ -28,6 +28,10 @@ typedef struct {
                          measured */
     double gather_elem_s; /* seconds per element of the gather baseline's kernel (gm_gather), an element-wise gather
                              over a source the L2 holds; NAN: not measured */
+    double gather_elem_t_s; /* the same with B transposed (gm_gather<half_t, 1, 1>: a warp's 32
+                               elements in 32 rows); NAN: not measured (files before it) */
+    double sector_bw; /* B/s of random, independent 32-byte sectors read from every SM (32 bytes
+                         counted a load); NAN: not measured (files before it) */
     /* provenance */
     size_t read_bytes, copy_bytes; /* buffer sizes */
     int gemm_n;                    /* m = n = k */
@@ -46,11 +50,17 @@ typedef struct {
 #define CALIBRATION_GATHER_K 1024
 #define CALIBRATION_GATHER_KP 64
 #define CALIBRATION_GATHER_N 128
+/* The random-sector probe: SMs x 8 blocks of 256 threads (one wave), 8 independent loads in
+ * flight per thread, about 2^27 loads (4 GiB counted) over the read probe's buffer. */
+#define CALIBRATION_SECTOR_LOADS (1ull << 27)
+#define CALIBRATION_SECTOR_BLOCKS_PER_SM 8
+#define CALIBRATION_SECTOR_THREADS 256
+#define CALIBRATION_SECTOR_UNROLL 8
 
 /* Every number NAN, every string empty. */
 void roofline_calibration_init(roofline_calibration *c);
 /* Reads a calibration file. Requires device.name and a positive ceilings.read_bw; other ceilings
- * may be missing (NAN). */
+ * may be missing (NAN): a file written before a ceiling existed loads without it. */
 tune_status roofline_calibration_load(const char *path, roofline_calibration *c, tune_error *err);
 /* Writes it (parent folders created, atomically through path.tmp). */
 tune_status roofline_calibration_save(const char *path, const roofline_calibration *c,

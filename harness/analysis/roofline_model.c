@@ -34,7 +34,7 @@ tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
     out->has_precision = 0;
     out->precision = ROOFLINE_FP32;
     out->modelled = t != NULL;
-    out->issue = out->issue_dram = 0;
+    out->issue = out->issue_dram = out->issue_scattered = out->dram_random = 0;
     if (!t) {
         out->dram = row->bytes;
         out->launches = 1;
@@ -53,14 +53,19 @@ tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
         point_set_int(&p, "sm_count", dev->sm_count);
     if (dev && dev->l2_bytes > 0)
         point_set_int(&p, "l2_bytes", (int64_t)dev->l2_bytes);
-    family_traffic_value v;
+    family_traffic_value v = {0};
     tune_status st = family_traffic_eval(t, &p, row->flops, &v, err);
+    const family_traffic_pattern *pat = family_find_traffic_pattern(fam, row->op, method);
+    if (st == TUNE_OK && pat)
+        st = family_traffic_pattern_eval(pat, &p, &v, err);
     out->dram = v.dram;
     out->launches = v.launches;
     out->chain = v.chain;
     out->flops = v.flops;
     out->issue = v.issue;
     out->issue_dram = v.issue_dram;
+    out->issue_scattered = v.issue_scattered;
+    out->dram_random = v.dram_random;
     if (st == TUNE_OK && t->precision) {
         out->has_precision = 1;
         if (roofline_precision_parse(t->precision, &out->precision) != 0)
@@ -89,9 +94,11 @@ double roofline_model_time(const roofline_ceilings *c, const roofline_traffic *t
         .latency_s = known(c->latency_s),
         .bw = known(c->read_bw),
         .rate = (unsigned)p < ROOFLINE_N_PRECISIONS ? known(c->rate[p]) : NAN,
-        .elem_s = known(c->gather_elem_s)};
-    const family_traffic_value v = {t->dram,  t->launches, t->chain,
-                                    t->flops, t->issue,    t->issue_dram};
+        .elem_s = known(c->gather_elem_s),
+        .elem_scattered_s = known(c->gather_elem_t_s),
+        .sector_bw = known(c->sector_bw)};
+    const family_traffic_value v = {t->dram,  t->launches, t->chain,      t->flops,
+                                    t->issue, t->issue_dram, t->issue_scattered, t->dram_random};
     double v5[ROOFLINE_N_TERMS];
     roofline_terms m = {0};
     m.total = family_traffic_time(&v, &fc, v5);

@@ -4,6 +4,9 @@
  *   model time = launches x floor + chain x latency + max(dram / read bandwidth, flops / rate)
  *                (+ issue x seconds per element, for a method with an issue-bound step)
  *
+ * (random 32-byte sectors among dram at the random-sector rate, elements of a transposed source
+ * at that pattern's seconds per element, when the calibration measured them)
+ *
  * where dram, launches, chain and issue come from the op's traffic model for the row's method
  * (model/family.h family_traffic: sector-granular bytes, repeated rows counted once), floor is the
  * launch overhead, latency one dependent DRAM round trip and the seconds per element those of an
@@ -35,6 +38,8 @@ typedef struct {
     int modelled; /* 1: from a traffic model; 0: the row's own bytes, one launch, no chain */
     double issue;      /* elements of an issue-bound step (0: none) */
     double issue_dram; /* that step's DRAM bytes, part of dram */
+    double issue_scattered; /* of issue, the elements of a transposed source's pattern */
+    double dram_random;     /* of dram, the bytes of random 32-byte sectors */
 } roofline_traffic;
 
 /* Evaluates the traffic model of row's op and method (family_find_traffic) at the row's

@@ -254,9 +254,11 @@ static tune_status gather_launch(void *ctx, tune_error *err)
 }
 
 /* Seconds per element of an element-wise gather: the gather baseline's own kernel
- * (gather_matmul.cu, gm_gather<half_t, 1, 0>: B[I] materialised) over CALIBRATION_GATHER_*
- * (2^28 elements from a 32 MiB source that the L2 holds, random row indices), with the launch
- * geometry of the gather baseline (65536 blocks of 256 threads); median time / elements. */
+ * (gather_matmul.cu, gm_gather<half_t, 1, TRANS>: B[I] materialised; TRANS = 1 reads B
+ * transposed, a warp's 32 elements in 32 rows) over CALIBRATION_GATHER_* (2^28 elements from a
+ * 32 MiB source that the L2 holds, random row indices), with the launch geometry of the gather
+ * baseline (65536 blocks of 256 threads); median time / elements. The source holds
+ * g x k_pre x n elements in either layout. */
 static tune_status measure_gather(timing *tm, void *stream, void *probe, void *fill_indices,
                                   int reps, double *seconds, tune_error *err)
 {
@@ -285,7 +287,65 @@ done:
     return st;
 }
 
-enum { K_READ, K_INDICES, K_FILL_F32, K_FILL_F16, K_FILL_BF16, K_CHASE, K_GATHER, K_COUNT };
+typedef struct {
+    void *kernel, *buf, *sink;
+    unsigned sectors;
+    int iters;
+    unsigned long long seed;
+    unsigned grid;
+    void *stream;
+} sector_ctx;
+
+static tune_status sector_launch(void *ctx, tune_error *err)
+{
+    sector_ctx *c = ctx;
+    void *args[] = {&c->buf, &c->sectors, &c->iters, &c->seed, &c->sink};
+    return gpu_launch(c->kernel, c->grid, CALIBRATION_SECTOR_THREADS, 0, c->stream, args, err);
+}
+
+/* Random-sector read rate: tune_sector_probe on SMs x CALIBRATION_SECTOR_BLOCKS_PER_SM blocks
+ * (one wave), each thread CALIBRATION_SECTOR_UNROLL loads per iteration over the sectors of a
+ * `bytes` buffer (several times the L2: nearly every load misses), about
+ * CALIBRATION_SECTOR_LOADS loads in all; 32 bytes x loads / median time. */
+static tune_status measure_sectors(timing *tm, void *stream, void *probe, int sm_count,
+                                   size_t bytes, int reps, double *bw, tune_error *err)
+{
+    unsigned long long threads = (unsigned long long)(sm_count > 0 ? sm_count : 132) *
+                                 CALIBRATION_SECTOR_BLOCKS_PER_SM * CALIBRATION_SECTOR_THREADS;
+    unsigned long long per_iter = threads * CALIBRATION_SECTOR_UNROLL;
+    size_t sectors = bytes / 32 < 0xffffffffu ? bytes / 32 : 0xffffffffu;
+    sector_ctx c = {probe, NULL, NULL, (unsigned)sectors,
+                    (int)(CALIBRATION_SECTOR_LOADS / per_iter > 0 ? CALIBRATION_SECTOR_LOADS / per_iter : 1),
+                    0x5ec7011ull, (unsigned)(threads / CALIBRATION_SECTOR_THREADS), stream};
+    tune_status st = TUNE_OK;
+    double t;
+    if (sectors == 0)
+        return tune_error_set(err, TUNE_ERR_INVALID, "measure_sectors", "needs 32 bytes or more");
+    if ((st = gpu_malloc(&c.buf, sectors * 32, err)) != TUNE_OK ||
+        (st = gpu_malloc(&c.sink, c.grid * sizeof(unsigned), err)) != TUNE_OK)
+        goto done;
+    GPU_CHECK(cudaMemsetAsync(c.buf, 0x5a, sectors * 32, (cudaStream_t)stream), err, st, done);
+    if ((st = timed_median(tm, sector_launch, &c, 3, reps, &t, err)) != TUNE_OK)
+        goto done;
+    *bw = 32.0 * (double)per_iter * (double)c.iters / t;
+done:
+    gpu_free(c.buf);
+    gpu_free(c.sink);
+    return st;
+}
+
+enum {
+    K_READ,
+    K_INDICES,
+    K_FILL_F32,
+    K_FILL_F16,
+    K_FILL_BF16,
+    K_CHASE,
+    K_GATHER,
+    K_GATHER_T,
+    K_SECTOR,
+    K_COUNT
+};
 
 static void logf_(FILE *log, const char *fmt, double value, const char *unit)
 {
@@ -308,11 +368,11 @@ static tune_status load_kernels(const calibrate_options *o, const gpu_info *gi,
     static const char *const names[K_COUNT] = {
         "tune_read_probe", "tune_fill_indices", "tune_fill_uniform<float>",
         "tune_fill_uniform<half_t>", "tune_fill_uniform<bf16_t>", "tune_chase_probe",
-        "gm_gather<half_t, 1, 0>"};
+        "gm_gather<half_t, 1, 0>", "gm_gather<half_t, 1, 1>", "tune_sector_probe"};
     tune_status st;
     for (int i = 0; i < K_COUNT; i++) {
         snprintf(k->jobs[i].source, sizeof k->jobs[i].source, "%s",
-                 i == K_GATHER ? "gather_matmul.cu" : "common.cu");
+                 i == K_GATHER || i == K_GATHER_T ? "gather_matmul.cu" : "common.cu");
         snprintf(k->jobs[i].name, sizeof k->jobs[i].name, "%s", names[i]);
     }
     char kdir[PATH_MAX];
@@ -336,7 +396,9 @@ static tune_status load_kernels(const calibrate_options *o, const gpu_info *gi,
     return TUNE_OK;
 }
 
-/* Every measurement: read and copy bandwidth, the GEMM rates, the launch overhead. */
+/* Every measurement: read and copy bandwidth, the GEMM rates, the launch overhead, the DRAM
+ * latency, the grid floor, the gather element (row-major and transposed B), the random-sector
+ * rate. */
 static tune_status measure_all(const calibrate_options *o, const gpu_info *gi,
                                const calibrate_kernels *k, timing *tm, cudaStream_t stream,
                                cublasHandle_t cublas, roofline_calibration *cal, tune_error *err)
@@ -392,6 +454,14 @@ static tune_status measure_all(const calibrate_options *o, const gpu_info *gi,
                              &cal->gather_elem_s, err)) != TUNE_OK)
         return st;
     logf_(o->log, "gather element      %8.3f %s\n", cal->gather_elem_s * 1e12, "ps");
+    if ((st = measure_gather(tm, stream, k->kern[K_GATHER_T], k->kern[K_INDICES], reps,
+                             &cal->gather_elem_t_s, err)) != TUNE_OK)
+        return st;
+    logf_(o->log, "gather element (Bt) %8.3f %s\n", cal->gather_elem_t_s * 1e12, "ps");
+    if ((st = measure_sectors(tm, stream, k->kern[K_SECTOR], gi->sm_count, o->read_bytes, reps,
+                              &cal->sector_bw, err)) != TUNE_OK)
+        return st;
+    logf_(o->log, "random sectors      %8.1f %s (32 B a load)\n", cal->sector_bw / 1e9, "GB/s");
     return TUNE_OK;
 }
 

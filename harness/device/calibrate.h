@@ -37,8 +37,10 @@ typedef struct {
 /* Measures the ceilings of a device: read bandwidth, device-to-device copy bandwidth, cuBLAS GEMM
  * rates (fp16 and bf16 with fp32 accumulation, tf32, fp32), the launch overhead (event-timed
  * tune_fill_indices of one element, L2 flushed like every row), one dependent DRAM round trip
- * (tune_chase_probe, the time model's chain term) and the seconds per element of an element-wise
- * gather (the gather baseline's gm_gather, the issue term), and fills cal with provenance.
+ * (tune_chase_probe, the time model's chain term), the seconds per element of an element-wise
+ * gather (the gather baseline's gm_gather, the issue term) with B row-major and transposed, and
+ * the rate of random 32-byte sectors read from every SM (tune_sector_probe over read_bytes, the
+ * re-fetch term), and fills cal with provenance.
  * TUNE_ERR_NO_GPU (one sentence, from gpu_query) without a GPU. */
 tune_status calibrate_device(const calibrate_options *opt, roofline_calibration *cal,
                              tune_error *err);

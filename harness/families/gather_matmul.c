@@ -148,6 +148,17 @@ static const family_traffic gm_traffic[] = {
      "A, the output", NULL, NULL},
 };
 
+/* The gather kernel's patterns (docs/roofline.md): with B transposed a warp's 32 elements lie in
+ * 32 rows of B^T (inner ops) or are 32 gathered rows of B^T (outer op), which `tune calibrate`
+ * measures with gm_gather<half_t, 1, 1>; the L2 re-fetches are random sectors, at the measured
+ * random-sector rate. */
+#define GM_SCATTERED "transpose_B * g * k * n"
+static const family_traffic_pattern gm_patterns[] = {
+    {"gather_inner_bmv", "gather", GM_SCATTERED, "g * " GM_INNER_REFETCH},
+    {"gather_inner_matrix_only_bmv", "gather", GM_SCATTERED, "g * " GM_INNER_REFETCH},
+    {"gather_outer_bmv", "gather", GM_SCATTERED, NULL},
+};
+
 static const family_op gm_ops[] = {
     {"gather_inner_bmv", inner_axes, sizeof inner_axes / sizeof inner_axes[0],
      "g * (2 * k + k * n + n) * dsize", "2 * g * k * n",
@@ -649,6 +660,8 @@ const tune_family gather_matmul_family = {
     .needs_cublas = 1,
     .traffic = gm_traffic,
     .n_traffic = sizeof gm_traffic / sizeof gm_traffic[0],
+    .traffic_patterns = gm_patterns,
+    .n_traffic_patterns = sizeof gm_patterns / sizeof gm_patterns[0],
     .kernels = gm_kernels,
     .shape_init = gm_shape_init,
     .shape_free = gm_shape_free,

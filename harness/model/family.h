@@ -65,6 +65,21 @@ typedef struct {
     const char *issue_dram;
 } family_traffic;
 
+/* Optional, beside a traffic model (same op and method, matched as family_find_traffic matches):
+ * the parts of its counts that move in an access pattern with a ceiling of its own. Expressions
+ * as in family_traffic; NULL: "0". */
+typedef struct {
+    const char *op;
+    const char *method;
+    /* Of issue, the elements whose warp loads touch 32 different rows (a transposed source), at
+     * the seconds per element measured on that pattern. */
+    const char *issue_scattered;
+    /* Of dram, the bytes read as random, independent 32-byte sectors (re-fetches of sectors the
+     * L2 evicted), at the measured random-sector rate rather than the read bandwidth; counted in
+     * issue_dram first when the method has an issue step. */
+    const char *dram_random;
+} family_traffic_pattern;
+
 typedef struct {
     const char *name;
     const family_axis *axes; /* problem axes of this op */
@@ -156,6 +171,9 @@ typedef struct tune_family {
      * row's `bytes` as DRAM traffic, one launch, no chain). */
     const family_traffic *traffic;
     size_t n_traffic;
+    /* Optional: the parts of those models' counts with a ceiling of their own (NULL, 0: none). */
+    const family_traffic_pattern *traffic_patterns;
+    size_t n_traffic_patterns;
 
     /* CPU. Kernel instantiations cfg needs (method included): fills refs, returns their count,
      * or -1 with `why` when the configuration cannot run (recorded as skipped). fam is the
@@ -203,11 +221,17 @@ const family_method *family_find_method(const tune_family *fam, const char *meth
  * method (method NULL), else NULL. Entries with op NULL match every op. */
 const family_traffic *family_find_traffic(const tune_family *fam, const char *op,
                                           const char *method);
+/* The traffic pattern of a method of an op, found as family_find_traffic finds a model; NULL:
+ * none. */
+const family_traffic_pattern *family_find_traffic_pattern(const tune_family *fam, const char *op,
+                                                          const char *method);
 
 /* A traffic model's values at one point. */
 typedef struct {
     double dram, launches, chain, flops;
     double issue, issue_dram; /* elements of the issue-bound step and its DRAM bytes (0: none) */
+    double issue_scattered;   /* of issue, the elements of the scattered pattern (0: none) */
+    double dram_random;       /* of dram, the bytes of random sectors (0: none) */
 } family_traffic_value;
 
 /* Evaluates t at p (the problem axes and dsize); flops: the value when t->flops is NULL. An
@@ -215,6 +239,10 @@ typedef struct {
  * naming the method, the field and the expression. */
 tune_status family_traffic_eval(const family_traffic *t, const tune_point *p, double flops,
                                 family_traffic_value *out, tune_error *err);
+/* Evaluates pattern t at p into out's issue_scattered and dram_random (after
+ * family_traffic_eval, which sets them to 0); errors as family_traffic_eval's. */
+tune_status family_traffic_pattern_eval(const family_traffic_pattern *t, const tune_point *p,
+                                        family_traffic_value *out, tune_error *err);
 
 /* What the time model divides by; NAN (or a value that is not finite) leaves its term out. */
 typedef struct {
@@ -223,6 +251,10 @@ typedef struct {
     double bw;        /* DRAM bytes per second */
     double rate;      /* FLOPs per second at the compute term's precision */
     double elem_s;    /* seconds per element of an element-wise gather (the issue term) */
+    double elem_scattered_s; /* the same gather from a transposed source (32 rows per warp load);
+                                NAN: elem_s stands in */
+    double sector_bw;        /* bytes per second of random 32-byte sectors, counting 32 bytes a
+                                load; NAN: bw stands in */
 } family_time_ceilings;
 
 /* The additive time model of v (docs/roofline.md, "The time model"), written once for its two
@@ -231,7 +263,9 @@ typedef struct {
  *   launches x floor_s + chain x latency_s + max((dram - issue_dram) / bw, flops / rate)
  *     + max(issue x elem_s, issue_dram / bw)
  * (the issue-bound step runs in series with the rest; without one, or without elem_s, the model
- * is the three-term one over all of dram). Returns NAN when neither dram / bw nor flops / rate is
+ * is the three-term one over all of dram), where the issue_scattered elements cost
+ * elem_scattered_s rather than elem_s and the dram_random bytes (of issue_dram first) move at
+ * sector_bw rather than bw; each of those two ceilings, when NAN, falls back to the other. Returns NAN when neither dram / bw nor flops / rate is
  * known. terms (optional) gets the seconds of the floor, chain, transfer (every byte's transfer
  * that no issue time hides), compute and issue terms in that order, 0 for a term left out. */
 double family_traffic_time(const family_traffic_value *v, const family_time_ceilings *c,

@@ -8,18 +8,42 @@
 
 #include "core/expr.h"
 
+/* How an entry for (e_op, e_method) matches (op, method): 2 names both, 1 is the op's entry for
+ * every method, 0 does not match. */
+static int entry_match(const char *e_op, const char *e_method, const char *op, const char *method)
+{
+    if (!op || (e_op && strcmp(e_op, op) != 0))
+        return 0;
+    if (!e_method)
+        return 1;
+    return method && strcmp(e_method, method) == 0 ? 2 : 0;
+}
+
 const family_traffic *family_find_traffic(const tune_family *fam, const char *op,
                                           const char *method)
 {
     const family_traffic *any = NULL;
-    for (size_t i = 0; fam && op && i < fam->n_traffic; i++) {
-        const family_traffic *t = &fam->traffic[i];
-        if (t->op && strcmp(t->op, op) != 0)
-            continue;
-        if (!t->method)
-            any = any ? any : t;
-        else if (method && strcmp(t->method, method) == 0)
+    for (size_t i = 0; fam && i < fam->n_traffic; i++) {
+        int m = entry_match(fam->traffic[i].op, fam->traffic[i].method, op, method);
+        if (m == 2)
+            return &fam->traffic[i];
+        if (m == 1 && !any)
+            any = &fam->traffic[i];
+    }
+    return any;
+}
+
+const family_traffic_pattern *family_find_traffic_pattern(const tune_family *fam, const char *op,
+                                                          const char *method)
+{
+    const family_traffic_pattern *any = NULL;
+    for (size_t i = 0; fam && i < fam->n_traffic_patterns; i++) {
+        const family_traffic_pattern *t = &fam->traffic_patterns[i];
+        int m = entry_match(t->op, t->method, op, method);
+        if (m == 2)
             return t;
+        if (m == 1 && !any)
+            any = t;
     }
     return any;
 }
@@ -63,18 +87,52 @@ tune_status family_traffic_eval(const family_traffic *t, const tune_point *p, do
         st = eval_field(method, "issue", t->issue, 0, p, &out->issue, err);
     if (st == TUNE_OK)
         st = eval_field(method, "issue_dram", t->issue_dram, 0, p, &out->issue_dram, err);
+    out->issue_scattered = out->dram_random = 0;
     return st;
+}
+
+tune_status family_traffic_pattern_eval(const family_traffic_pattern *t, const tune_point *p,
+                                        family_traffic_value *out, tune_error *err)
+{
+    const char *method = t->method ? t->method : "every method";
+    tune_status st = eval_field(method, "issue_scattered", t->issue_scattered, 0, p,
+                                &out->issue_scattered, err);
+    if (st == TUNE_OK)
+        st = eval_field(method, "dram_random", t->dram_random, 0, p, &out->dram_random, err);
+    return st;
+}
+
+/* Seconds to move `bytes`, `random` of them (at most all) as random sectors. */
+static double move_time(double bytes, double random, const family_time_ceilings *c)
+{
+    double r = fmin(random > 0 ? random : 0, bytes);
+    double sector_bw = isfinite(c->sector_bw) && c->sector_bw > 0 ? c->sector_bw : c->bw;
+    return r > 0 ? (bytes - r) / c->bw + r / sector_bw : bytes / c->bw;
+}
+
+/* Seconds of the issue-bound step's instructions: 0 without one or without elem_s. */
+static double issue_time(const family_traffic_value *v, const family_time_ceilings *c)
+{
+    if (!(v->issue > 0 && isfinite(c->elem_s)))
+        return 0;
+    double scattered = fmin(v->issue_scattered > 0 ? v->issue_scattered : 0, v->issue);
+    double elem_scattered_s = isfinite(c->elem_scattered_s) && c->elem_scattered_s > 0
+                                  ? c->elem_scattered_s
+                                  : c->elem_s;
+    return (v->issue - scattered) * c->elem_s + scattered * elem_scattered_s;
 }
 
 double family_traffic_time(const family_traffic_value *v, const family_time_ceilings *c,
                            double terms[5])
 {
-    double transfer = isfinite(v->dram) && v->dram >= 0 ? v->dram / c->bw : NAN;
+    double transfer =
+        isfinite(v->dram) && v->dram >= 0 ? move_time(v->dram, v->dram_random, c) : NAN;
     double compute = isfinite(v->flops) && v->flops >= 0 ? v->flops / c->rate : NAN;
-    /* the issue-bound step: its elements at elem_s, or its own bytes when those take longer */
-    double issue = v->issue > 0 && isfinite(c->elem_s) ? v->issue * c->elem_s : 0;
+    /* the issue-bound step: its elements at elem_s, or its own bytes (the random sectors among
+     * them first) when those take longer */
+    double issue = issue_time(v, c);
     double step_dram = isfinite(transfer) && v->issue_dram > 0 && issue > 0
-                           ? fmin(v->issue_dram, v->dram) / c->bw
+                           ? move_time(fmin(v->issue_dram, v->dram), v->dram_random, c)
                            : 0;
     double rest = isfinite(transfer) ? transfer - step_dram : 0;
     double hidden = fmin(step_dram, issue); /* transfer under the step's issue time */
