@@ -347,6 +347,24 @@ Test(compile, macros_select_code)
         compile_job_clear(&jobs[i]);
 }
 
+/* The probes `tune calibrate` runs (device/calibrate.c) compile for sm_90 without a GPU. */
+Test(compile, calibrate_probes_compile)
+{
+    static const char *const probes[][2] = {
+        {"common.cu", "tune_read_probe"},           {"common.cu", "tune_chase_probe"},
+        {"common.cu", "tune_sector_probe"},         {"gather_matmul.cu", "gm_gather<half_t, 1, 0>"},
+        {"gather_matmul.cu", "gm_gather<half_t, 1, 1>"}};
+    enum { N = sizeof probes / sizeof probes[0] };
+    compile_job jobs[N];
+    for (size_t i = 0; i < N; i++)
+        jobs[i] = abs_job(probes[i][0], probes[i][1], "");
+    run_jobs(jobs, N);
+    for (size_t i = 0; i < N; i++) {
+        cr_expect_eq(jobs[i].status, TUNE_OK, "%s: %s", probes[i][1], jobs[i].log);
+        compile_job_clear(&jobs[i]);
+    }
+}
+
 /* The toolkit's headers, found with no setting: one tiny kernel each. */
 typedef struct {
     const char *header, *body;

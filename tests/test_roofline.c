@@ -311,6 +311,8 @@ Test(roofline, calibration_round_trip)
     a.latency_s = 3.58e-7;
     a.floor_s = 5.1e-6;
     a.gather_elem_s = 4.2e-12;
+    a.gather_elem_t_s = 7.1e-12;
+    a.sector_bw = 1.9e12;
     a.read_bytes = a.copy_bytes = (size_t)4 << 30;
     a.gemm_n = 8192;
     a.reps = 20;
@@ -340,6 +342,9 @@ Test(roofline, calibration_round_trip)
     cr_expect(close_to(c.latency_s, a.latency_s) && close_to(c.floor_s, a.floor_s));
     cr_expect(close_to(b.gather_elem_s, a.gather_elem_s) &&
               close_to(c.gather_elem_s, a.gather_elem_s));
+    cr_expect(close_to(b.gather_elem_t_s, a.gather_elem_t_s) &&
+              close_to(c.gather_elem_t_s, a.gather_elem_t_s));
+    cr_expect(close_to(b.sector_bw, a.sector_bw) && close_to(c.sector_bw, a.sector_bw));
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         cr_expect(isnan(a.gemm_rate[p]) ? isnan(b.gemm_rate[p])
                                         : close_to(b.gemm_rate[p], a.gemm_rate[p]),
@@ -366,6 +371,47 @@ Test(roofline, calibration_without_read_bw_is_invalid)
     tune_error err2 = {0};
     snprintf(path, sizeof path, "%s/absent.json", tmpdir);
     cr_expect_eq(roofline_calibration_load(path, &c, &err2), TUNE_ERR_IO);
+}
+
+/* A file written before the random-sector rate and the transposed gather probe: it loads, the
+ * two are NAN (the time model then prices those sectors at the read bandwidth and those elements
+ * at the row-major probe's time), and saving it writes neither. */
+Test(roofline, calibration_without_the_newer_ceilings)
+{
+    char path[256];
+    write_file("old.json",
+               "{\"schema_version\": 1, \"device\": {\"name\": \"NVIDIA H200\", \"sm_count\": 132},"
+               " \"ceilings\": {\"read_bw\": {\"value\": 4.49e12},"
+               " \"gather_element\": {\"value\": 4.2e-12}}}",
+               path, sizeof path);
+    roofline_calibration a, b;
+    tune_error err = {0};
+    cr_assert_eq(roofline_calibration_load(path, &a, &err), TUNE_OK, "%s", err.message);
+    cr_expect(close_to(a.gather_elem_s, 4.2e-12));
+    cr_expect(isnan(a.gather_elem_t_s) && isnan(a.sector_bw));
+    roofline_ceilings c;
+    roofline_ceilings_from_calibration(&a, NULL, &c);
+    cr_expect(isnan(c.gather_elem_t_s) && isnan(c.sector_bw));
+    cr_expect(close_to(c.gather_elem_s, 4.2e-12));
+    char out[512];
+    snprintf(out, sizeof out, "%s/calibration/old-saved.json", tmpdir);
+    cr_assert_eq(roofline_calibration_save(out, &a, &err), TUNE_OK, "%s", err.message);
+    FILE *fp = fopen(out, "r");
+    cr_assert_not_null(fp);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, fp);
+    fclose(fp);
+    text[n] = '\0';
+    cr_expect_null(strstr(text, "random_sector_bw"), "not measured, not written");
+    cr_expect_null(strstr(text, "gather_element_transposed"), "not measured, not written");
+    cr_assert_eq(roofline_calibration_load(out, &b, &err), TUNE_OK, "%s", err.message);
+    cr_expect(isnan(b.gather_elem_t_s) && isnan(b.sector_bw));
+    /* the specs table has neither: measured only */
+    roofline_specs *s = roofline_specs_load(NULL, &err);
+    cr_assert_not_null(s);
+    roofline_ceilings_from_gpu(roofline_specs_match(s, "NVIDIA H200"), &c);
+    cr_expect(isnan(c.gather_elem_t_s) && isnan(c.sector_bw));
+    roofline_specs_free(s);
 }
 
 /* ---- prediction error ---- */

@@ -184,11 +184,19 @@ static const family_traffic bad_traffic[] = {
     {"op1", "custom", "n / zero", NULL, NULL, NULL, NULL, "", NULL, NULL},
     {"op1", "neg", "0 - n", NULL, NULL, NULL, NULL, "", NULL, NULL},
     {"op1", "prec", "n", NULL, NULL, NULL, "fp7", "", NULL, NULL},
+    {"op1", "pat", "n", NULL, NULL, NULL, NULL, "", "n", "n"},
+};
+static const family_traffic_pattern bad_patterns[] = {
+    {"op1", "pat", "n", "n / zero"},
 };
 
 Test(roofline_model, model_errors_name_the_method_and_field)
 {
-    tune_family f = {.name = "t", .traffic = bad_traffic, .n_traffic = 3};
+    tune_family f = {.name = "t",
+                     .traffic = bad_traffic,
+                     .n_traffic = 4,
+                     .traffic_patterns = bad_patterns,
+                     .n_traffic_patterns = 1};
     result_row r = make_row("t", "op1", "custom", "n=4 zero=0");
     roofline_traffic t;
     tune_error err = {0};
@@ -203,6 +211,11 @@ Test(roofline_model, model_errors_name_the_method_and_field)
     r.method = "prec";
     cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_ERR_INVALID);
     cr_expect_str_eq(err.message, "prec: unknown precision 'fp7'");
+    memset(&err, 0, sizeof err);
+    r.method = "pat";
+    cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_ERR_EVAL);
+    cr_expect(strstr(err.message, "pat: dram_random \"n / zero\": ") == err.message, "%s",
+              err.message);
     memset(&err, 0, sizeof err);
     r.method = "other"; /* no entry for it, none for every method: the row's bytes */
     cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_OK);
@@ -413,6 +426,96 @@ Test(roofline_model, issue_term)
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 59e-6, 1e-15);
     cr_expect_eq(m.issue, 0);
     cr_expect_float_eq(m.transfer, 50e-6, 1e-15);
+}
+
+/* The issue step's scattered elements at the transposed probe's seconds per element, random
+ * sectors at the random-sector rate (those of the step first); either ceiling missing: the
+ * other one, as before they were measured. */
+Test(roofline_model, scattered_elements_and_random_sectors)
+{
+    roofline_ceilings c = ceilings();
+    c.gather_elem_s = 1e-12;
+    c.gather_elem_t_s = 3e-12;
+    c.sector_bw = 0.25e12;
+    /* 1e8 elements, 4e7 of them scattered: 6e7 x 1 ps + 4e7 x 3 ps = 180 us. The step's 3e7
+     * bytes, 1e7 of them random: 20 + 40 = 60 us; all 5e7: 40 + 40 = 80 us, 20 us outside the
+     * step. 2 x 4 + 1 + 20 + max(180, 60) = 209 us */
+    roofline_traffic t = {5e7, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 1e8, 3e7, 4e7, 1e7};
+    roofline_terms m;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 209e-6, 1e-15);
+    cr_expect_float_eq(m.issue, 180e-6, 1e-15);
+    cr_expect_float_eq(m.transfer, 20e-6, 1e-15);
+    cr_expect_eq(m.dominant, ROOFLINE_TERM_ISSUE);
+    /* 0.1 and 0.2 ps: 6 + 8 = 14 us of issue under the step's 60 us of bytes: 8 + 1 + 20 + 60 =
+     * 89 us; 80 - 14 = 66 us of transfer not hidden */
+    c.gather_elem_s = 1e-13;
+    c.gather_elem_t_s = 2e-13;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 89e-6, 1e-15);
+    cr_expect_float_eq(m.transfer, 66e-6, 1e-15);
+    cr_expect_eq(m.dominant, ROOFLINE_TERM_TRANSFER);
+    /* 4e7 random bytes, more than the step's 3e7: the step's all random, 120 us; the other 2e7
+     * bytes, 1e7 random, 10 + 40 = 50 us: 8 + 1 + 50 + max(180, 120) = 239 us */
+    c.gather_elem_s = 1e-12;
+    c.gather_elem_t_s = 3e-12;
+    t.dram_random = 4e7;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 239e-6, 1e-15);
+    cr_expect_float_eq(m.transfer, 170e-6 - 120e-6, 1e-15);
+    /* a calibration without the two ceilings: 1e8 x 1 ps, every byte at the read bandwidth, as
+     * in issue_term: 129 us */
+    t.dram_random = 1e7;
+    c.gather_elem_t_s = NAN;
+    c.sector_bw = NAN;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 129e-6, 1e-15);
+    cr_expect_float_eq(m.issue, 100e-6, 1e-15);
+    /* the three-term model without the issue step: random sectors still at their rate,
+     * 4e7 / 1e12 + 1e7 / 0.25e12 = 80 us: 8 + 1 + 80 */
+    c.gather_elem_s = NAN;
+    c.sector_bw = 0.25e12;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 89e-6, 1e-15);
+    cr_expect_eq(m.issue, 0);
+}
+
+/* The gather baseline's patterns: with B transposed every element scattered, and (inner ops,
+ * random indices) the L2 re-fetches as random sectors; none for row-major B or other methods. */
+Test(roofline_model, gather_patterns)
+{
+    const tune_family *f = family_find("gather_matmul");
+    roofline_traffic t;
+    /* gather_l2_refetch's case: 3930.516741 bytes fetched again, 16 x 16 = 256 elements */
+    roofline_ceilings dev = {0};
+    dev.sm_count = 1;
+    dev.l2_bytes = 8192;
+    result_row r = make_row("gather_matmul", "gather_inner_matrix_only_bmv", "gather",
+                            "g=1 k_pre=128 k=16 n=16 dtype=float16 transpose_B=1 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.issue_scattered, 256);
+    cr_expect(fabs(t.dram_random - 3930.516741) < 1e-5, "dram_random %.10g", t.dram_random);
+    /* an L2 that holds the rows: nothing fetched again */
+    dev.l2_bytes = 2 * 28900;
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(t.issue_scattered == 256 && t.dram_random == 0);
+    /* step 1 at g=3 k_pre=128 k=16 n=524288 on an H200 (gather_l2_refetch): 3 x 130124500.8 */
+    dev = h200_device();
+    r = make_row("gather_matmul", "gather_inner_bmv", "gather",
+                 "g=3 k_pre=128 k=16 n=524288 dtype=float16 transpose_B=1 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.issue_scattered, 3.0 * 16 * 524288);
+    cr_expect(fabs(t.dram_random - 3 * 130124500.7955282) < 1e-3, "dram_random %.10g",
+              t.dram_random);
+    /* row-major B: the calibrated pattern, no re-fetches */
+    r = make_row("gather_matmul", "gather_inner_bmv", "gather",
+                 "g=3 k_pre=128 k=16 n=524288 dtype=float16 transpose_B=0 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(t.issue_scattered == 0 && t.dram_random == 0);
+    /* step 2 transposed: each element one of 32 gathered rows of B^T per warp; no re-fetches */
+    r = make_row("gather_matmul", "gather_outer_bmv", "gather",
+                 "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(t.issue_scattered == 256 && t.dram_random == 0);
+    /* the other methods have none */
+    r.method = "custom";
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(t.issue_scattered == 0 && t.dram_random == 0);
 }
 
 Test(roofline_model, pct_read_bw)

@@ -264,11 +264,23 @@ static void print_ceilings(const char *label, const roofline_ceilings *c)
         printf(", grid floor %.2f us", c->floor_s * 1e6);
     if (isfinite(c->gather_elem_s))
         printf(", gather element %.3f ps", c->gather_elem_s * 1e12);
+    if (isfinite(c->gather_elem_t_s))
+        printf(" (B transposed %.3f ps)", c->gather_elem_t_s * 1e12);
+    if (isfinite(c->sector_bw))
+        printf(", random sectors %.0f GB/s", c->sector_bw / 1e9);
     if (c->sm_count > 0)
         printf(", %d SMs", c->sm_count);
     if (c->l2_bytes > 0)
         printf(", L2 %.0f MiB", c->l2_bytes / 1048576.0);
     printf("\n");
+    /* a calibration from before these ceilings: the time model falls back, and says how */
+    if (c->origin == ROOFLINE_FROM_CALIBRATION && !isfinite(c->sector_bw))
+        printf("  - no random-sector rate in the calibration: the time model prices random "
+               "re-fetched sectors at the read bandwidth\n");
+    if (c->origin == ROOFLINE_FROM_CALIBRATION && isfinite(c->gather_elem_s) &&
+        !isfinite(c->gather_elem_t_s))
+        printf("  - no transposed gather probe in the calibration: the time model prices the "
+               "transposed gather's elements at the gather element's time\n");
 }
 
 /* The additive time model of every row (analysis/roofline_model.h): pred[i] and terms[i]. A
