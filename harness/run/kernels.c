@@ -225,7 +225,7 @@ static run_compile_async *compile_start(run_ctx *rc, int arch, const char *cache
 
 /* One line of the compile child: a kernel finished (its cubin read from the cache, with no
  * OpenMP here: a later child is forked from this process), the counts, or a failure. */
-static void compile_line(run_ctx *rc, run_compile_async *c, const char *line)
+static void compile_line(run_compile_async *c, const char *line)
 {
     size_t k;
     if (line[0] == 'K') {
@@ -236,26 +236,27 @@ static void compile_line(run_ctx *rc, run_compile_async *c, const char *line)
     } else if (line[0] == 'J' && sscanf(line, "J %zu", &k) == 1) {
         for (size_t i = 0; i < c->n; i++)
             if ((c->idx ? c->idx[i] : i) == k && !c->read[i]) {
-                run_summary part;
-                memset(&part, 0, sizeof part);
-                tune_error *keep = rc->err, quiet = {0};
-                rc->err = &quiet; /* a kernel that cannot be read now is read again at the end */
-                if (compile_jobs(rc, c->arch, c->cache_dir, &k, 1, 1, -1, 1, &part) == TUNE_OK)
-                    c->read[i] = 1;
-                rc->err = keep;
+                c->read[i] = 2; /* told: read with the others told (run_compile_pump) */
                 break;
             }
     }
 }
 
-void run_read_cached_kernels(run_ctx *rc, const size_t *idx, size_t n)
+static tune_status read_cached(run_ctx *rc, int arch, const char *cache_dir, const size_t *idx,
+                               size_t n)
 {
     run_summary part;
     memset(&part, 0, sizeof part);
     tune_error *keep = rc->err, quiet = {0};
-    rc->err = &quiet; /* a kernel not read stays without a cubin: its rows say it */
-    compile_jobs(rc, rc->arch, rc->cache_dir, idx, n, 1, -1, 1, &part);
+    rc->err = &quiet;
+    tune_status st = compile_jobs(rc, arch, cache_dir, idx, n, 1, -1, 1, &part);
     rc->err = keep;
+    return st;
+}
+
+void run_read_cached_kernels(run_ctx *rc, const size_t *idx, size_t n)
+{
+    read_cached(rc, rc->arch, rc->cache_dir, idx, n); /* a kernel not read keeps no cubin */
 }
 
 int run_compile_pump(run_ctx *rc, run_compile_async *c, double timeout_s)
@@ -266,9 +267,21 @@ int run_compile_pump(run_ctx *rc, run_compile_async *c, double timeout_s)
         if (r == 0)
             c->ended = 1;
         else
-            compile_line(rc, c, line);
+            compile_line(c, line);
         timeout_s = 0;
     }
+    /* the kernels told, read together (a read prepares every source and header once); one
+     * that cannot be read now is read again at the end (compile_finish) */
+    size_t *told = malloc((c->n ? c->n : 1) * sizeof *told), m = 0;
+    for (size_t i = 0; told && i < c->n; i++)
+        if (c->read[i] == 2)
+            told[m++] = c->idx ? c->idx[i] : i;
+    if (m > 0 && read_cached(rc, c->arch, c->cache_dir, told, m) == TUNE_OK)
+        for (size_t i = 0; i < c->n; i++)
+            c->read[i] = c->read[i] == 2 ? 1 : c->read[i];
+    for (size_t i = 0; i < c->n; i++)
+        c->read[i] = c->read[i] == 2 ? 0 : c->read[i];
+    free(told);
     return c->ended;
 }
 
@@ -281,7 +294,7 @@ int run_compile_is_read(const run_compile_async *c, size_t k)
 {
     for (size_t i = 0; i < c->n; i++)
         if ((c->idx ? c->idx[i] : i) == k)
-            return c->read[i];
+            return c->read[i] == 1;
     return 0;
 }
 

@@ -338,16 +338,16 @@ int run_session_body(void *ctx, int fd, worker_inbox *in)
                 break;
             }
             size_t si = space_config_at(rc->sp, ci)->shape;
+            if (si != shape && retime && shape != SIZE_MAX && state &&
+                (st = worker_shape_end(rc, fd, shape, state, g.tm, cands,
+                                       searched_candidates(rc, shape, cands), &e)) != TUNE_OK)
+                goto fatal;
+            worker_send(fd, "B %zu", ci); /* before the shape's set-up, as run_worker_body */
             if (si != shape) {
-                if (retime && shape != SIZE_MAX && state &&
-                    (st = worker_shape_end(rc, fd, shape, state, g.tm, cands,
-                                           searched_candidates(rc, shape, cands), &e)) != TUNE_OK)
-                    goto fatal;
                 tune_error_clear(&shape_err);
                 state = states_get(&ss, rc, &env, si, &shape_err);
                 shape = si;
             }
-            worker_send(fd, "B %zu", ci);
             double median = NAN;
             int r = worker_row(rc, fd, state, &shape_err, g.tm, g.w, ci, &median, &e);
             if (r > 0)
