@@ -416,19 +416,10 @@ size_t search_pool_next(search *s, size_t *ids, size_t cap)
     size_t *plan = malloc(ns * sizeof *plan), *rest = malloc(ns * sizeof *rest);
     size_t *methods = malloc(ns * sizeof *methods), *share = malloc(ns * sizeof *share);
     size = size < cap ? size : cap;
-    if (p && plan && rest && methods && share && size > 0 && pool_plan(s, plan, rest, methods) == 0) {
-        if (!has_forest) { /* the blind round holds every shape's methods once */
-            size_t floor = 0;
-            for (size_t i = 0; i + 1 < ns; i++)
-                floor += methods[i] < rest[i] ? methods[i] : rest[i];
-            size = size > floor ? size : floor;
-            size = size < left ? size : left;
-            size = size < cap ? size : cap;
-        }
+    if (p && plan && rest && methods && share && size > 0 && pool_plan(s, plan, rest, methods) == 0)
         n = has_forest
                 ? pool_informed(s, ids, size, mean, sd, matches, size >= left, p, rest, share)
                 : pool_blind(s, ids, size, matches, p, rest, methods, share);
-    }
     free(p), free(plan), free(rest), free(methods), free(share);
     return n;
 }
