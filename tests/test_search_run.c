@@ -181,6 +181,17 @@ Test(search_run, measures_the_proposals_once_retimed, .timeout = 600)
     cr_expect_lt(search_int(m, "kernels", "compiled"), search_int(m, "kernels", "space"));
     cr_expect(json_is_true(json_object_get(meta_search_block(m), "finished")));
     cr_expect_not_null(json_object_get(json_object_get(m, "key"), "search"));
+    /* one worker measured every round; the timeline has a record per round */
+    const json_t *tl = json_object_get(meta_search_block(m), "timeline");
+    cr_expect_eq(json_integer_value(json_object_get(tl, "workers")), 1);
+    cr_expect_str_eq(json_string_value(json_object_get(tl, "workers_per")), "run");
+    const json_t *rounds = json_object_get(tl, "rounds");
+    cr_expect_eq(json_array_size(rounds), 2);
+    size_t measured = 0;
+    for (size_t r = 0; r < json_array_size(rounds); r++)
+        measured += (size_t)json_integer_value(
+            json_object_get(json_array_get(rounds, r), "configurations"));
+    cr_expect_eq(measured, 10, "the rounds' configurations are the rows");
     json_decref(m);
     cr_expect_eq(count_verdicts(dir), 2, "one verdict per shape, not per round");
     char path[600];
@@ -229,6 +240,8 @@ Test(search_run, crash_is_a_failed_observation, .timeout = 600)
     json_t *m = load_meta(dir);
     cr_expect_eq(search_int(m, "configs", "evaluated"), 6, "crashes count as observations");
     cr_expect_eq(search_int(m, NULL, "rounds"), 3);
+    json_int_t workers = search_int(m, "timeline", "workers");
+    cr_expect_geq(workers, 2, "a crash costs the worker: the next one goes on (%d)", (int)workers);
     json_decref(m);
     cr_expect_eq(count_verdicts(dir), 1);
 }
