@@ -9,6 +9,8 @@
  *   coordinator.c  runs workers until every configuration has a row; compile-only rows
  *   search.c       a searched run: candidates, rounds (compile, measure, observe), the re-timing
  *                  of each shape's fastest candidates at the end, warm starts
+ *   search_session.c  a searched run's measuring session: one worker for every round, told each
+ *                  shape as its kernels are compiled
  *   probe.c        the device queried and counted in child processes
  *   session.c      one run end to end: folder, lock, resume, meta.json, report (run_sweep)
  *   multi.c        one coordinator per GPU (--gpus), merged at the end

@@ -1,8 +1,10 @@
 /* search.c - a searched run (docs/search.md): every tuned configuration the family can run is a
  * candidate of model/search.h; round by round, the proposals' kernels are compiled (in the
- * compile child, only those not compiled yet), one worker measures the round (the baselines too
- * in the first), and each row goes back to the search as an observation. After the last round,
- * each shape's fastest candidates are re-timed once (run/retime.c). */
+ * compile child, only those not compiled yet), the run's one worker measures the round as they
+ * come (search_session.c; the baselines too in the first), and each row goes back to the search
+ * as an observation. After the last round, each shape's fastest candidates are re-timed once
+ * (run/retime.c). Under TUNE_SEARCH_SESSION=0 a round is measured as before: by one worker, or
+ * two when enough of it is ready before its compile ends (round_run). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
