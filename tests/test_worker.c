@@ -116,9 +116,10 @@ Test(worker, duplex_lines_both_ways)
     cr_assert_not_null(w, "%s", err.message);
     char line[256], how[128];
     cr_expect_eq(worker_poll(&w, 1, 0.05), -1, "nothing to read before it is told anything");
+    cr_expect_eq(worker_read_line(w, line, sizeof line, 0), -1, "timeout 0: nothing yet");
     cr_assert_eq(worker_tell(w, "G %d", 12), 0);
     cr_expect_eq(worker_poll(&w, 1, 5), 0);
-    cr_assert_eq(worker_read_line(w, line, sizeof line, 5), 1);
+    cr_assert_eq(worker_read_line(w, line, sizeof line, 0), 1, "polled: read without waiting");
     cr_expect_str_eq(line, "L 4 G");
     char *big = malloc(20000);
     cr_assert_not_null(big);
@@ -163,6 +164,8 @@ Test(worker, poll_finds_the_worker_with_a_line)
     cr_assert_eq(worker_read_line(talks, line, sizeof line, 5), 1);
     cr_expect_str_eq(line, "B 1");
     cr_expect_eq(worker_poll(ws, 3, 5), 2, "lines already read are found without waiting");
+    cr_assert_eq(worker_read_line(talks, line, sizeof line, 0), 1, "timeout 0: what has come");
+    cr_expect_str_eq(line, "multi line");
     while (worker_read_line(talks, line, sizeof line, 5) == 1)
         ;
     worker_wait(talks, how, sizeof how);

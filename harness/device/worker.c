@@ -224,11 +224,9 @@ int worker_read_line(worker *w, char *out, size_t size, double timeout_s)
             w->len = 0;
             return 1;
         }
-        double left = deadline - clock_now();
-        if (left <= 0)
-            return -1;
+        double left = deadline - clock_now(); /* past it: what is there now, without waiting */
         struct pollfd pfd = {w->fd, POLLIN, 0};
-        int r = poll(&pfd, 1, (int)(left * 1000) + 1);
+        int r = poll(&pfd, 1, left > 0 ? (int)(left * 1000) + 1 : 0);
         if (r < 0 && errno == EINTR)
             continue;
         if (r == 0)

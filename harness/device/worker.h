@@ -26,8 +26,8 @@ typedef int (*worker_fn)(void *ctx, int fd);
 worker *worker_start(worker_fn fn, void *ctx, tune_error *err);
 /* Child side: sends one line (a newline is appended), written whole. */
 void worker_send(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Reads the next line (without its newline) within timeout_s seconds: 1 a line, 0 the child
- * closed its end (it exited or crashed), -1 time-out. */
+/* Reads the next line (without its newline) within timeout_s seconds (0: only what has come
+ * already): 1 a line, 0 the child closed its end (it exited or crashed), -1 time-out. */
 int worker_read_line(worker *w, char *buf, size_t size, double timeout_s);
 
 /* A worker that is also told what to do, line by line, while it runs:

@@ -86,6 +86,9 @@ typedef struct {
     void *on_row_ctx;
     struct run_search_state *ss; /* search.c's state, for meta.json */
     size_t worker_starts;        /* measuring workers started (run_coordinate, searched runs) */
+    /* the session's worker (search_session.c); NULL: run_session_body. A test's stand-in that
+     * speaks its protocol without a GPU */
+    worker_duplex_fn session_body;
 } run_ctx;
 
 /* kernels.c */

@@ -60,7 +60,8 @@ size_t run_session_starts(const run_session *s)
 /* Starts the worker: it has every kernel read so far (forked with them). */
 static tune_status session_start(run_ctx *rc, run_session *s)
 {
-    s->w = worker_start_duplex(run_session_body, rc, rc->err);
+    s->w = worker_start_duplex(rc->session_body ? rc->session_body : run_session_body, rc,
+                               rc->err);
     if (!s->w)
         return rc->err ? rc->err->code : TUNE_ERR_IO;
     s->starts++;
