@@ -31,8 +31,8 @@ struct run_session {
     size_t current;       /* the configuration it is on (B), SIZE_MAX between */
     int retiming;         /* after "T", before the next "B" or "D" */
     char crash[4096], fatal[4096];
-    double last_line;     /* when it last said something (the watchdog's start) */
-    size_t starts;        /* workers started */
+    double last_line; /* when it last said something (the watchdog's start) */
+    size_t starts;    /* workers started */
 };
 
 run_session *run_session_new(run_ctx *rc)
@@ -60,8 +60,7 @@ size_t run_session_starts(const run_session *s)
 /* Starts the worker: it has every kernel read so far (forked with them). */
 static tune_status session_start(run_ctx *rc, run_session *s)
 {
-    s->w = worker_start_duplex(rc->session_body ? rc->session_body : run_session_body, rc,
-                               rc->err);
+    s->w = worker_start_duplex(rc->session_body ? rc->session_body : run_session_body, rc, rc->err);
     if (!s->w)
         return rc->err ? rc->err->code : TUNE_ERR_IO;
     s->starts++;
@@ -111,8 +110,7 @@ static int session_ready(const run_ctx *rc, size_t ci)
 static int session_dispatch(run_ctx *rc, run_session *s, const unsigned char *all, int last)
 {
     size_t nc = space_n_configs(rc->sp), ns = space_n_shapes(rc->sp);
-    if (s->probe < rc->n_kernels && rc->compiled[s->probe] != 1 &&
-        !rc->kernels[s->probe].job.cubin)
+    if (s->probe < rc->n_kernels && rc->compiled[s->probe] != 1 && !rc->kernels[s->probe].job.cubin)
         return 0; /* the worker's timing needs it first */
     unsigned char *blocked = calloc(ns + 1, 1), *want = calloc(ns + 1, 1);
     if (!blocked || !want) {
@@ -133,8 +131,8 @@ static int session_dispatch(run_ctx *rc, run_session *s, const unsigned char *al
         if (ci < nc && all[ci] && !rc->done[ci] && !s->sent[ci]) {
             size_t sh = space_config_at(rc->sp, ci)->shape;
             if (want[sh] && !blocked[sh]) {
-                len += (size_t)snprintf(line + len, sizeof line - len, "%s%zu", len ? " " : "C ",
-                                        ci);
+                len +=
+                    (size_t)snprintf(line + len, sizeof line - len, "%s%zu", len ? " " : "C ", ci);
                 s->sent[ci] = 1;
                 told++;
             }
@@ -204,8 +202,7 @@ static tune_status session_lost(run_ctx *rc, run_summary *sum, run_session *s, i
         else
             snprintf(reason, sizeof reason, "%s (worker %s)",
                      s->crash[0] ? s->crash : "worker died", how);
-        st = session_lost_row(rc, sum, s->current, r < 0 ? RESULT_TIMEOUT : RESULT_CRASHED,
-                              reason);
+        st = session_lost_row(rc, sum, s->current, r < 0 ? RESULT_TIMEOUT : RESULT_CRASHED, reason);
     } else if (s->retiming && !s->fatal[0]) {
         if (!rc->opt->quiet) /* nothing measured is lost */
             fprintf(stderr, "tune: the interleaved re-timing of a shape ended the worker (%s)\n",
@@ -259,8 +256,8 @@ static void session_line(run_ctx *rc, run_summary *sum, run_session *s, const ch
 
 /* Waits up to timeout_s for the worker or the compile child c (NULL: none) and handles what
  * came; st on a lost worker. */
-static tune_status session_wait(run_ctx *rc, run_summary *sum, run_session *s,
-                                run_compile_async *c, double timeout_s)
+static tune_status session_wait(run_ctx *rc, run_summary *sum, run_session *s, run_compile_async *c,
+                                double timeout_s)
 {
     double watchdog = rc->opt->watchdog_s > 0 ? rc->opt->watchdog_s : 20.0;
     double limit = s->fresh ? watchdog + 60 : watchdog; /* start-up: context, read bandwidth */
@@ -328,7 +325,9 @@ tune_status run_session_round(run_ctx *rc, run_summary *sum, run_session *s, int
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     }
     memcpy(all, rc->todo, nc);
-    size_t n = session_kernels(rc, all, idx);
+    size_t n = session_kernels(rc, all, idx), measured = 0;
+    for (size_t ci = 0; ci < nc; ci++)
+        measured += all[ci] && !rc->done[ci];
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     run_compile_async *c = NULL;
     tune_status st = TUNE_OK;
@@ -373,9 +372,7 @@ tune_status run_session_round(run_ctx *rc, run_summary *sum, run_session *s, int
     sum->n_kernel_errors += part.n_kernel_errors;
     sum->compile_seconds += part.compile_seconds;
     if (stats) {
-        stats->configs = 0;
-        for (size_t ci = 0; ci < nc; ci++)
-            stats->configs += all[ci];
+        stats->configs = measured;
         stats->kernels = n;
         stats->compile_s = part.compile_seconds;
         stats->wall_s = clock_now() - t0;
