@@ -355,6 +355,14 @@ tune_status run_session_round(run_ctx *rc, run_summary *sum, run_session *s, int
         if (!s->busy && !s->w && (st = session_start(rc, s)) != TUNE_OK)
             break;
         if (!s->busy) {
+            size_t skipped = 0; /* told, and its batch done, but no row: never expected */
+            for (size_t ci = 0; ci < nc; ci++)
+                skipped += all[ci] && s->sent[ci] && !rc->done[ci];
+            if (skipped) {
+                st = tune_error_set(rc->err, TUNE_ERR_INVALID, "worker",
+                                    "%zu configurations told to the worker have no row", skipped);
+                break;
+            }
             int r = session_dispatch(rc, s, all, last);
             if (r < 0) { /* the worker ended while idle: read why */
                 st = session_wait(rc, sum, s, NULL, 5.0);
