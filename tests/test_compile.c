@@ -116,6 +116,53 @@ Test(compile, compile_error_keeps_the_log)
     compile_job_clear(&k);
 }
 
+/* compile_options.job_done: each job told once, by its index, when its result is in (what a
+ * searched run's compile child tells the coordinator, kernel by kernel), with OpenMP and without. */
+typedef struct {
+    compile_job *jobs;
+    int seen[3];
+    int ready[3]; /* its status or cubin was set when told */
+    size_t progress_calls;
+} done_log;
+
+static void record_done(void *ctx, size_t i)
+{
+    done_log *d = ctx;
+    cr_assert_lt(i, 3);
+    d->seen[i]++;
+    d->ready[i] = d->jobs[i].cubin != NULL || d->jobs[i].status != TUNE_OK;
+}
+
+static void record_progress(void *ctx, size_t done, size_t cached)
+{
+    (void)done;
+    (void)cached;
+    ((done_log *)ctx)->progress_calls++;
+}
+
+Test(compile, each_finished_job_is_told)
+{
+    for (int threads = 0; threads <= 1; threads++) {
+        compile_job jobs[3] = {
+            {.source = "common.cu", .name = "tune_fill_indices"},
+            {.source = "gather_matmul.cu", .name = "gm_rows<half_t, 1, 12, 8, 256, 4, 1>"},
+            {.source = "common.cu", .name = "tune_read_probe"},
+        };
+        done_log d = {.jobs = jobs};
+        compile_options opt = {.kernels_dir = kernels_dir, .cache_dir = cache_dir, .arch = 90,
+                               .threads = threads, .progress = record_progress,
+                               .progress_ctx = &d, .job_done = record_done};
+        tune_error err = {0};
+        cr_assert_eq(compile_run(jobs, 3, &opt, &err), TUNE_OK, "%s", err.message);
+        for (size_t i = 0; i < 3; i++) {
+            cr_expect_eq(d.seen[i], 1, "threads %d: job %zu told %d times", threads, i, d.seen[i]);
+            cr_expect(d.ready[i], "threads %d: job %zu told before its result", threads, i);
+            compile_job_clear(&jobs[i]);
+        }
+        cr_expect_eq(d.progress_calls, 3);
+    }
+}
+
 Test(compile, missing_source_is_an_error)
 {
     compile_job j = {.source = "no_such_file.cu", .name = "k"};

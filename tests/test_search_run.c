@@ -13,9 +13,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include "core/clock.h"
 #include "model/search.h"
 #include "model/space.h"
 #include "model/sweep.h"
+#include "run/internal.h"
 #include "run/run.h"
 #include "store/meta.h"
 #include "store/results.h"
@@ -181,6 +185,17 @@ Test(search_run, measures_the_proposals_once_retimed, .timeout = 600)
     cr_expect_lt(search_int(m, "kernels", "compiled"), search_int(m, "kernels", "space"));
     cr_expect(json_is_true(json_object_get(meta_search_block(m), "finished")));
     cr_expect_not_null(json_object_get(json_object_get(m, "key"), "search"));
+    /* one worker measured every round; the timeline has a record per round */
+    const json_t *tl = json_object_get(meta_search_block(m), "timeline");
+    cr_expect_eq(json_integer_value(json_object_get(tl, "workers")), 1);
+    cr_expect_str_eq(json_string_value(json_object_get(tl, "workers_per")), "run");
+    const json_t *rounds = json_object_get(tl, "rounds");
+    cr_expect_eq(json_array_size(rounds), 2);
+    size_t measured = 0;
+    for (size_t r = 0; r < json_array_size(rounds); r++)
+        measured += (size_t)json_integer_value(
+            json_object_get(json_array_get(rounds, r), "configurations"));
+    cr_expect_eq(measured, 10, "the rounds' configurations are the rows");
     json_decref(m);
     cr_expect_eq(count_verdicts(dir), 2, "one verdict per shape, not per round");
     char path[600];
@@ -229,6 +244,8 @@ Test(search_run, crash_is_a_failed_observation, .timeout = 600)
     json_t *m = load_meta(dir);
     cr_expect_eq(search_int(m, "configs", "evaluated"), 6, "crashes count as observations");
     cr_expect_eq(search_int(m, NULL, "rounds"), 3);
+    json_int_t workers = search_int(m, "timeline", "workers");
+    cr_expect_geq(workers, 2, "a crash costs the worker: the next one goes on (%d)", (int)workers);
     json_decref(m);
     cr_expect_eq(count_verdicts(dir), 1);
 }
@@ -311,4 +328,157 @@ Test(search_run, shards_merge_and_warm_start, .timeout = 600)
     cr_expect_neq(run_tune(args), 0, "a warm start from another family and op is refused");
     free(got);
     free(want);
+}
+
+/* ---- the session's protocol, with a stand-in for the GPU worker (no GPU needed) ---- */
+
+static char stand_in_marker[300]; /* exists once the stand-in has crashed (it crashes once) */
+static int stand_in_crash;        /* crash at the first configuration of the second batch */
+
+/* Speaks run_session_body's protocol: reads the kernels it is told (from the cache, as the
+ * worker does), refuses a configuration whose kernels it has not been told (F), answers each
+ * configuration with B and E (a median of 1 ms + 1 us per configuration index), re-times (T)
+ * each shape of a "G 1" batch and each "T s", and ends each batch with D. */
+static int stand_in_body(void *ctx, int fd, worker_inbox *in)
+{
+    run_ctx *rc = ctx;
+    size_t nc = space_n_configs(rc->sp), batches = 0;
+    unsigned char *todo = calloc(nc + 1, 1);
+    size_t *idx = calloc(rc->n_kernels + 1, sizeof *idx);
+    char line[8192], *end;
+    while (todo && idx && worker_recv(in, line, sizeof line) == 1) {
+        const char *p = line + 1;
+        size_t n = 0;
+        if (line[0] == 'Q')
+            break;
+        if (line[0] == 'K') {
+            for (unsigned long long k; (k = strtoull(p, &end, 10), end != p); p = end)
+                idx[n++] = (size_t)k;
+            run_read_cached_kernels(rc, idx, n);
+        } else if (line[0] == 'C') {
+            for (unsigned long long ci; (ci = strtoull(p, &end, 10), end != p); p = end)
+                todo[ci < nc ? ci : 0] = 1;
+        } else if (line[0] == 'T') {
+            size_t s = 0;
+            sscanf(line, "T %zu", &s);
+            worker_send(fd, "T %zu", s);
+            worker_send(fd, "D");
+        } else if (line[0] == 'G') {
+            int retime = line[2] == '1';
+            size_t shape = SIZE_MAX;
+            batches++;
+            for (size_t ci = 0; ci < nc; ci++) {
+                if (!todo[ci])
+                    continue;
+                for (int r = 0; r < rc->plans[ci].n_refs; r++) {
+                    const compile_job *j = &rc->kernels[rc->plans[ci].refs[r]].job;
+                    if (!j->cubin && j->status == TUNE_OK) {
+                        worker_send(fd, "F %d configuration %zu told before its kernel %s",
+                                    (int)TUNE_ERR_INVALID, ci, j->name);
+                        return 4;
+                    }
+                }
+                size_t sh = space_config_at(rc->sp, ci)->shape;
+                if (retime && shape != SIZE_MAX && sh != shape)
+                    worker_send(fd, "T %zu", shape);
+                shape = sh;
+                worker_send(fd, "B %zu", ci);
+                if (stand_in_crash && batches == 2 && access(stand_in_marker, F_OK) != 0) {
+                    FILE *f = fopen(stand_in_marker, "w");
+                    if (f)
+                        fclose(f);
+                    raise(SIGSEGV);
+                }
+                worker_send(fd, "E %zu %d %.17g", ci, (int)RESULT_OK, 1e-3 + 1e-6 * (double)ci);
+            }
+            if (retime && shape != SIZE_MAX)
+                worker_send(fd, "T %zu", shape);
+            memset(todo, 0, nc);
+            worker_send(fd, "D");
+        }
+    }
+    free(todo);
+    free(idx);
+    return 0;
+}
+
+/* A searched run of SPARQ measured by the stand-in: the run's context set up as run_sweep does
+ * (no GPU: no probe), then run_search. Returns the timeline's workers; *lost gets the lost rows
+ * (crashed) written by the coordinator, *done the configurations with a row. */
+static size_t stand_in_run(const char *out, const char *cache, size_t *done, size_t *lost,
+                           size_t *rounds_told)
+{
+    sweep *sw = test_load_sweep(SPARQ);
+    tune_error err = {0};
+    run_options opt;
+    run_options_init(&opt);
+    opt.quiet = 1;
+    opt.arch = 90;
+    opt.cache_dir = cache;
+    run_ctx rc = {.sw = sw, .opt = &opt, .err = &err, .lock_fd = -1, .arch = 90};
+    rc.sp = space_build(sw, &err);
+    cr_assert_not_null(rc.sp, "%s", err.message);
+    rc.session_body = stand_in_body;
+    snprintf(rc.out_dir, sizeof rc.out_dir, "%s", out);
+    snprintf(rc.gi.name, sizeof rc.gi.name, "stand-in");
+    cr_assert_eq(run_plan_configs(&rc), TUNE_OK, "%s", err.message);
+    sweep_search set;
+    cr_assert_eq(run_search_settings(sw, &opt, &set, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(run_search_prepare(&rc, &set), TUNE_OK, "%s", err.message);
+    rc.done = calloc(space_n_configs(rc.sp) + 1, 1);
+    rc.t0 = clock_now();
+    run_summary sum;
+    memset(&sum, 0, sizeof sum);
+    cr_assert_eq(run_search(&rc, &sum), TUNE_OK, "%s", err.message);
+    *done = 0;
+    for (size_t ci = 0; ci < space_n_configs(rc.sp); ci++)
+        *done += rc.done[ci];
+    for (size_t s = 0; s < space_n_shapes(rc.sp); s++)
+        cr_expect(rc.retimed[s], "shape %zu re-timed", s);
+    *lost = sum.n_crashed;
+    json_t *m = run_search_meta(&rc);
+    const json_t *tl = json_object_get(m, "timeline");
+    size_t workers = (size_t)json_integer_value(json_object_get(tl, "workers"));
+    *rounds_told = json_array_size(json_object_get(tl, "rounds"));
+    size_t kernels = 0;
+    for (size_t r = 0; r < *rounds_told; r++)
+        kernels += (size_t)json_integer_value(
+            json_object_get(json_array_get(json_object_get(tl, "rounds"), r), "kernels"));
+    cr_expect_gt(kernels, 0, "the rounds compiled their kernels");
+    cr_log_info("stand-in run: %zu workers, %zu kernels compiled, %zu rows", workers, kernels,
+                (size_t)sum.n_crashed);
+    cr_expect(json_is_true(json_object_get(m, "finished")));
+    json_decref(m);
+    free(rc.done);
+    rc.done = NULL;
+    run_ctx_free(&rc);
+    sweep_free(sw);
+    return workers;
+}
+
+/* The session, without a GPU: the compile child tells each kernel, the stand-in is told every
+ * configuration only once its kernels are read, measures the baselines and every proposal once,
+ * re-times each shape, and one worker does it all; a worker that crashes costs its configuration
+ * a crashed row and the next worker goes on. */
+Test(search_run, session_protocol_with_a_stand_in_worker, .timeout = 900)
+{
+    char dir[256], cache[256];
+    size_t n_exp = 0, done = 0, lost = 0, rounds = 0;
+    free(expected_identities(SPARQ, 11, &n_exp));
+    test_dir(dir, sizeof dir, "stand-in");
+    test_dir(cache, sizeof cache, "stand-in-cache"); /* cold: every kernel compiled, told */
+    cr_expect_eq(stand_in_run(dir, cache, &done, &lost, &rounds), 1, "one worker for the run");
+    cr_expect_eq(done, n_exp, "the baselines and every proposal, once");
+    cr_expect_eq(lost, 0);
+    cr_expect_eq(rounds, 2);
+    test_dir(dir, sizeof dir, "stand-in-crash");
+    snprintf(stand_in_marker, sizeof stand_in_marker, "%s.crashed", dir);
+    unlink(stand_in_marker);
+    stand_in_crash = 1;
+    cr_expect_eq(stand_in_run(dir, cache, &done, &lost, &rounds), 2, "a crash costs one worker");
+    stand_in_crash = 0;
+    cr_expect_eq(access(stand_in_marker, F_OK), 0, "the stand-in crashed");
+    cr_expect_eq(done, n_exp);
+    cr_expect_eq(lost, 1, "the crashed configuration's row");
+    unlink(stand_in_marker);
 }

@@ -146,6 +146,63 @@ Test(space, method_level_pruning)
     sweep_free(sw);
 }
 
+/* What a param-level constraint decides depends on the method, the parameter point and the shape
+ * values it reads: space.c keeps the decisions per (method, those values) and reuses them on the
+ * shapes that agree. The configurations are those of evaluating every constraint everywhere. */
+Test(space, param_level_decisions_reused_across_shapes)
+{
+    sweep *sw = make_sweep(
+        "{\"g\": [256, 1024], \"k_pre\": [1024, 4096], \"k\": [64, 128], \"n\": [16, 128], "
+        "\"dtype\": [\"float16\", \"float32\"]}",
+        ", \"skip_if\": [\"chunk > n\", \"chunk * dsize >= 128 && k == 128\", "
+        "\"method == \\\"custom\\\" && chunk == 2 && g == 1024 && dtype == \\\"float32\\\"\"]");
+    space *sp = build(sw);
+    size_t c = 0, n_pruned = 0;
+    for (size_t s = 0; s < space_n_shapes(sp); s++) {
+        for (size_t j = 0; j < space_n_params(sp); j++) {
+            tune_point p = *space_shape(sp, s);
+            point_set_str(&p, "method", "custom");
+            point_merge(&p, space_param(sp, j));
+            int skip = 0;
+            for (size_t i = 0; i < sw->n_skip_if && !skip; i++) {
+                expr_value v;
+                cr_assert_eq(expr_eval(sw->skip_if[i], point_lookup, &p, &v, NULL), TUNE_OK);
+                skip = expr_value_truthy(v);
+            }
+            n_pruned += (size_t)skip;
+            if (skip)
+                continue;
+            const space_config *cf = space_config_at(sp, c++);
+            cr_assert_not_null(cf);
+            cr_expect(cf->shape == s && cf->method == 0 && cf->param == j,
+                      "shape %zu param %zu: config %zu is (%zu, %zu, %zu)", s, j, c - 1,
+                      cf->shape, cf->method, cf->param);
+        }
+        c += 2; /* the baselines gather and slice */
+    }
+    cr_expect_eq(c, space_n_configs(sp));
+    cr_expect_eq(space_n_pruned(sp), n_pruned);
+    cr_expect_gt(n_pruned, 0);
+    space_free(sp);
+    sweep_free(sw);
+}
+
+/* A decision kept from one shape is not another's error: a constraint that fails only where k is
+ * 128 fails there, at the first such point in enumeration order, after shapes of k = 64 decided
+ * the same parameter points. */
+Test(space, param_level_error_on_a_later_shape)
+{
+    sweep *sw = make_sweep("{\"g\": [8], \"k_pre\": [64], \"k\": [64, 128], \"n\": [32]}",
+                           ", \"skip_if\": [\"chunk > 4 && 64 / (k - 128) > 0\"]");
+    tune_error err = {0};
+    cr_expect_null(space_build(sw, &err));
+    cr_expect_eq(err.code, TUNE_ERR_EVAL);
+    cr_expect_str_eq(err.where, "t.json: skip_if[0]");
+    cr_expect(strstr(err.message, "k=128") != NULL, "%s", err.message);
+    cr_expect(strstr(err.message, "chunk=8") != NULL, "%s", err.message);
+    sweep_free(sw);
+}
+
 Test(space, baselines_once_per_shape)
 {
     sweep *sw = make_sweep(sparq_problem, ", \"skip_if\": \"chunk >= 64 && k >= 256\"");

@@ -1,6 +1,7 @@
 /* Child processes with a message pipe and a watchdog: normal exit, crash, hang, messages. */
 #include <criterion/criterion.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -91,4 +92,82 @@ Test(worker, exit_status_is_returned)
     cr_expect_eq(worker_read_line(w, line, sizeof line, 5), 0);
     cr_expect_eq(worker_wait(w, how, sizeof how), 3);
     cr_expect_str_eq(how, "exit status 3");
+}
+
+/* A duplex child: answers each line it is told with its length and first word, ends on "Q". */
+static int echo_lengths(void *ctx, int fd, worker_inbox *in)
+{
+    (void)ctx;
+    char line[16384];
+    while (worker_recv(in, line, sizeof line) == 1) {
+        if (strcmp(line, "Q") == 0)
+            return 5;
+        char first[16] = "";
+        sscanf(line, "%15s", first);
+        worker_send(fd, "L %zu %s", strlen(line), first);
+    }
+    return 6; /* the parent closed the inbox */
+}
+
+Test(worker, duplex_lines_both_ways)
+{
+    tune_error err = {0};
+    worker *w = worker_start_duplex(echo_lengths, NULL, &err);
+    cr_assert_not_null(w, "%s", err.message);
+    char line[256], how[128];
+    cr_expect_eq(worker_poll(&w, 1, 0.05), -1, "nothing to read before it is told anything");
+    cr_expect_eq(worker_read_line(w, line, sizeof line, 0), -1, "timeout 0: nothing yet");
+    cr_assert_eq(worker_tell(w, "G %d", 12), 0);
+    cr_expect_eq(worker_poll(&w, 1, 5), 0);
+    cr_assert_eq(worker_read_line(w, line, sizeof line, 0), 1, "polled: read without waiting");
+    cr_expect_str_eq(line, "L 4 G");
+    char *big = malloc(20000);
+    cr_assert_not_null(big);
+    memset(big, 'x', 19999);
+    big[0] = 'C';
+    big[1] = ' ';
+    big[19999] = '\0';
+    cr_assert_eq(worker_tell(w, "%s", big), 0, "a long line is written whole");
+    cr_assert_eq(worker_read_line(w, line, sizeof line, 5), 1);
+    cr_expect_str_eq(line, "L 8192 C", "the child's inbox cuts it to its buffer");
+    cr_assert_eq(worker_read_line(w, line, sizeof line, 5), 1);
+    cr_expect_str_eq(line, "L 8192 xxxxxxxxxxxxxxx"); /* the rest, cut again */
+    cr_assert_eq(worker_read_line(w, line, sizeof line, 5), 1);
+    cr_expect_str_eq(line, "L 3615 xxxxxxxxxxxxxxx");
+    free(big);
+    cr_assert_eq(worker_tell(w, "Q"), 0);
+    cr_expect_eq(worker_read_line(w, line, sizeof line, 5), 0);
+    usleep(100000);
+    cr_expect_eq(worker_tell(w, "G 1"), -1, "telling a child that ended fails, without SIGPIPE");
+    cr_expect_eq(worker_wait(w, how, sizeof how), 5);
+}
+
+Test(worker, duplex_idle_child_ends_when_waited_for)
+{
+    tune_error err = {0};
+    worker *w = worker_start_duplex(echo_lengths, NULL, &err);
+    cr_assert_not_null(w, "%s", err.message);
+    char how[128];
+    cr_expect_eq(worker_tell(NULL, "x"), -1);
+    cr_expect_eq(worker_wait(w, how, sizeof how), 6, "closing its inbox ends a waiting child");
+}
+
+Test(worker, poll_finds_the_worker_with_a_line)
+{
+    tune_error err = {0};
+    worker *quiet = worker_start_duplex(echo_lengths, NULL, &err);
+    worker *talks = worker_start(say_three_lines, NULL, &err);
+    cr_assert(quiet && talks);
+    worker *ws[3] = {quiet, NULL, talks};
+    cr_expect_eq(worker_poll(ws, 3, 5), 2);
+    char line[256], how[128];
+    cr_assert_eq(worker_read_line(talks, line, sizeof line, 5), 1);
+    cr_expect_str_eq(line, "B 1");
+    cr_expect_eq(worker_poll(ws, 3, 5), 2, "lines already read are found without waiting");
+    cr_assert_eq(worker_read_line(talks, line, sizeof line, 0), 1, "timeout 0: what has come");
+    cr_expect_str_eq(line, "multi line");
+    while (worker_read_line(talks, line, sizeof line, 5) == 1)
+        ;
+    worker_wait(talks, how, sizeof how);
+    worker_wait(quiet, how, sizeof how);
 }

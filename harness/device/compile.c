@@ -375,6 +375,8 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
         for (size_t i = 0; i < n; i++) {
             run_job(&jobs[i], &units[job_unit[i]], penv, cp.arch_a[0], opt);
             cached += (size_t)jobs[i].from_cache;
+            if (opt->job_done)
+                opt->job_done(opt->progress_ctx, i);
             if (opt->progress)
                 opt->progress(opt->progress_ctx, ++done, cached);
         }
@@ -388,6 +390,8 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
             {
                 done++;
                 cached += (size_t)jobs[i].from_cache;
+                if (opt->job_done)
+                    opt->job_done(opt->progress_ctx, i);
                 if (opt->progress)
                     opt->progress(opt->progress_ctx, done, cached);
             }

@@ -46,6 +46,9 @@ typedef struct {
      * how many of them came from the cache */
     void (*progress)(void *ctx, size_t done, size_t cached);
     void *progress_ctx;
+    /* optional: called when job i is finished (compiled, failed or read from the cache), one
+     * call at a time, before progress; with progress_ctx */
+    void (*job_done)(void *ctx, size_t i);
 } compile_options;
 
 typedef struct {

@@ -7,6 +7,10 @@
  *                  included;
  *   param-level  - reads a parameter: evaluated per (shape, tuned method, parameter point).
  *                  Baselines have no parameters, so param-level constraints never prune them.
+ *                  Its value depends only on the method, the parameter point and the shape's
+ *                  values of the names it reads, so it is kept per (method, those values) and
+ *                  shapes that agree on them reuse it: a constraint that reads only m is
+ *                  evaluated once per method and value of m, not once per shape.
  */
 #include "model/space.h"
 
@@ -22,6 +26,23 @@
 
 typedef enum { SPACE_LEVEL_SHAPE, SPACE_LEVEL_METHOD, SPACE_LEVEL_PARAM } space_level;
 
+/* The values of a param-level constraint for one method and one set of shape values (the names
+ * it reads that are neither parameters nor "method"): per parameter point 0 not evaluated yet,
+ * 1 false, 2 true. */
+typedef struct {
+    size_t method;
+    expr_value key[TUNE_MAX_AXES]; /* per shape name, when present */
+    unsigned char present[TUNE_MAX_AXES];
+    unsigned char *verdict; /* n_params entries */
+} space_verdicts;
+
+typedef struct {
+    const char *names[TUNE_MAX_AXES]; /* the shape names it reads (borrowed from the expr) */
+    size_t n_names;
+    space_verdicts *sets;
+    size_t n_sets, cap_sets;
+} space_memo;
+
 struct space {
     const sweep *sw;        /* borrowed */
     tune_point *shapes;     /* kept shapes, in cartesian order */
@@ -32,6 +53,9 @@ struct space {
     size_t n_configs, cap_configs;
     size_t n_pruned;
     space_level *levels;    /* one per sweep constraint */
+    space_memo *memo;       /* one per sweep constraint (param-level ones used) */
+    unsigned char **verdicts; /* space_add_shape's: per param-level constraint, its values */
+    size_t *memo_idx;         /* ... and its index */
     const family_method **methods; /* the sweep's methods, resolved */
 };
 
@@ -50,6 +74,25 @@ static space_level space_classify(const sweep *sw, const expr *e)
             level = SPACE_LEVEL_METHOD;
     }
     return level;
+}
+
+/* The names a param-level constraint reads that are neither parameters nor "method" (problem
+ * axes, op, dsize, unknown names): what its value depends on besides the method and the
+ * parameter point. */
+static void space_memo_names(const sweep *sw, const expr *e, space_memo *mo)
+{
+    const char *names[TUNE_MAX_AXES * 2];
+    size_t n = expr_names(e, names, sizeof names / sizeof names[0]);
+    if (n > sizeof names / sizeof names[0])
+        n = sizeof names / sizeof names[0];
+    mo->n_names = 0;
+    for (size_t i = 0; i < n && mo->n_names < TUNE_MAX_AXES; i++) {
+        int param = strcmp(names[i], "method") == 0;
+        for (size_t j = 0; j < sw->n_params && !param; j++)
+            param = strcmp(names[i], sw->params[j].name) == 0;
+        if (!param)
+            mo->names[mo->n_names++] = names[i];
+    }
 }
 
 /* Product of the axis sizes, or SIZE_MAX when it exceeds limit. */
@@ -80,33 +123,93 @@ static void space_axes_point(const sweep_axis *axes, size_t n, size_t idx, tune_
     }
 }
 
+/* Evaluates constraint i on p: 1 true (prune), 0 false, -1 on an evaluation error. */
+static int space_eval(const space *sp, size_t i, const tune_point *p, tune_error *err)
+{
+    const sweep *sw = sp->sw;
+    expr_value v;
+    /* no error record per evaluation: zeroing one (2.5 KB) for each of the tens of millions
+     * of evaluations of a large sweep cost seconds; a failure is evaluated again for its
+     * message (evaluation is deterministic) */
+    if (expr_eval(sw->skip_if[i], point_lookup, (void *)p, &v, NULL) != TUNE_OK) {
+        tune_error e = {0};
+        expr_eval(sw->skip_if[i], point_lookup, (void *)p, &v, &e);
+        char where[sizeof e.where], at[512];
+        snprintf(where, sizeof where, "%s: skip_if[%zu]", sw->file, i);
+        tune_error_set(err, e.code ? e.code : TUNE_ERR_EVAL, where,
+                       "cannot evaluate \"%s\" at %s: %s%s%s", sw->skip_if_src[i],
+                       point_format(p, at, sizeof at), e.where, e.where[0] ? ": " : "",
+                       e.message);
+        return -1;
+    }
+    return expr_value_truthy(v) ? 1 : 0;
+}
+
 /* Evaluates the constraints of one level on p: 1 when one is true (prune), 0 when none is,
  * -1 on an evaluation error. */
 static int space_skip(const space *sp, space_level level, const tune_point *p, tune_error *err)
 {
-    const sweep *sw = sp->sw;
-    for (size_t i = 0; i < sw->n_skip_if; i++) {
+    for (size_t i = 0; i < sp->sw->n_skip_if; i++) {
         if (sp->levels[i] != level)
             continue;
-        expr_value v;
-        /* no error record per evaluation: zeroing one (2.5 KB) for each of the tens of millions
-         * of evaluations of a large sweep cost seconds; a failure is evaluated again for its
-         * message (evaluation is deterministic) */
-        if (expr_eval(sw->skip_if[i], point_lookup, (void *)p, &v, NULL) != TUNE_OK) {
-            tune_error e = {0};
-            expr_eval(sw->skip_if[i], point_lookup, (void *)p, &v, &e);
-            char where[sizeof e.where], at[512];
-            snprintf(where, sizeof where, "%s: skip_if[%zu]", sw->file, i);
-            tune_error_set(err, e.code ? e.code : TUNE_ERR_EVAL, where,
-                           "cannot evaluate \"%s\" at %s: %s%s%s", sw->skip_if_src[i],
-                           point_format(p, at, sizeof at), e.where, e.where[0] ? ": " : "",
-                           e.message);
-            return -1;
-        }
-        if (expr_value_truthy(v))
-            return 1;
+        int r = space_eval(sp, i, p, err);
+        if (r != 0)
+            return r;
     }
     return 0;
+}
+
+/* The same value, type included (1 and 1.0 are not: an expression may treat them apart). */
+static int space_value_same(const expr_value *a, const expr_value *b)
+{
+    if (a->type != b->type)
+        return 0;
+    switch (a->type) {
+    case EXPR_INT:
+        return a->i == b->i;
+    case EXPR_FLOAT:
+        return a->f == b->f || (isnan(a->f) && isnan(b->f));
+    case EXPR_STR:
+        return strcmp(a->s ? a->s : "", b->s ? b->s : "") == 0;
+    default:
+        return 1;
+    }
+}
+
+/* The values of constraint i for method m on the shape point p (the memo's set whose shape values
+ * equal p's), found or added; NULL when out of memory. */
+static unsigned char *space_verdicts_of(space *sp, size_t i, size_t m, const tune_point *p)
+{
+    space_memo *mo = &sp->memo[i];
+    expr_value key[TUNE_MAX_AXES];
+    unsigned char present[TUNE_MAX_AXES];
+    for (size_t k = 0; k < mo->n_names; k++)
+        present[k] = point_get(p, mo->names[k], &key[k]) == 0;
+    for (size_t j = 0; j < mo->n_sets; j++) {
+        space_verdicts *v = &mo->sets[j];
+        size_t k = 0;
+        while (v->method == m && k < mo->n_names && v->present[k] == present[k] &&
+               (!present[k] || space_value_same(&v->key[k], &key[k])))
+            k++;
+        if (v->method == m && k == mo->n_names)
+            return v->verdict;
+    }
+    if (mo->n_sets == mo->cap_sets) {
+        size_t cap = mo->cap_sets ? 2 * mo->cap_sets : 8;
+        space_verdicts *sets = realloc(mo->sets, cap * sizeof *sets);
+        if (!sets)
+            return NULL;
+        mo->sets = sets;
+        mo->cap_sets = cap;
+    }
+    space_verdicts *v = &mo->sets[mo->n_sets];
+    if (!(v->verdict = calloc(sp->n_params ? sp->n_params : 1, 1)))
+        return NULL;
+    v->method = m;
+    memcpy(v->key, key, sizeof key);
+    memcpy(v->present, present, sizeof present);
+    mo->n_sets++;
+    return v->verdict;
 }
 
 static int space_push(space *sp, size_t shape, size_t method, size_t param, tune_error *err)
@@ -176,11 +279,33 @@ static int space_add_shape(space *sp, size_t shape, tune_error *err)
             continue;
         }
         int disjoint = space_names_disjoint(&mp, sp->n_params ? &sp->params[0] : NULL);
+        unsigned char **verdicts = sp->verdicts;
+        size_t *idx = sp->memo_idx, nc = 0;
+        for (size_t i = 0; i < sw->n_skip_if; i++) {
+            if (sp->levels[i] != SPACE_LEVEL_PARAM)
+                continue;
+            if (!(verdicts[nc] = space_verdicts_of(sp, i, m, &mp))) {
+                tune_error_set(err, TUNE_ERR_NOMEM, sw->file, "out of host memory");
+                return -1;
+            }
+            idx[nc++] = i;
+        }
         for (size_t j = 0; j < sp->n_params; j++) {
             tune_point cp;
-            space_with_params(&mp, &sp->params[j], disjoint, &cp);
-            if ((skip = space_skip(sp, SPACE_LEVEL_PARAM, &cp, err)) < 0)
-                return -1;
+            int built = 0;
+            skip = 0;
+            for (size_t c = 0; c < nc && !skip; c++) {
+                if (!verdicts[c][j]) { /* not known for these shape values yet */
+                    if (!built)
+                        space_with_params(&mp, &sp->params[j], disjoint, &cp);
+                    built = 1;
+                    int r = space_eval(sp, idx[c], &cp, err);
+                    if (r < 0)
+                        return -1;
+                    verdicts[c][j] = (unsigned char)(r ? 2 : 1);
+                }
+                skip = verdicts[c][j] == 2;
+            }
             if (skip)
                 sp->n_pruned++;
             else if (space_push(sp, shape, m, j, err) != 0)
@@ -327,8 +452,19 @@ static int space_prepare(space *sp, tune_error *err)
             return -1;
         }
     }
-    for (size_t i = 0; i < sw->n_skip_if; i++)
+    size_t nk = sw->n_skip_if ? sw->n_skip_if : 1;
+    sp->memo = calloc(nk, sizeof *sp->memo);
+    sp->verdicts = calloc(nk, sizeof *sp->verdicts);
+    sp->memo_idx = calloc(nk, sizeof *sp->memo_idx);
+    if (!sp->memo || !sp->verdicts || !sp->memo_idx) {
+        tune_error_set(err, TUNE_ERR_NOMEM, sw->file, "out of host memory");
+        return -1;
+    }
+    for (size_t i = 0; i < sw->n_skip_if; i++) {
         sp->levels[i] = space_classify(sw, sw->skip_if[i]);
+        if (sp->levels[i] == SPACE_LEVEL_PARAM)
+            space_memo_names(sw, sw->skip_if[i], &sp->memo[i]);
+    }
     return 0;
 }
 
@@ -362,6 +498,14 @@ void space_free(space *sp)
     free(sp->shapes);
     free(sp->params);
     free(sp->configs);
+    for (size_t i = 0; sp->memo && i < sp->sw->n_skip_if; i++) {
+        for (size_t j = 0; j < sp->memo[i].n_sets; j++)
+            free(sp->memo[i].sets[j].verdict);
+        free(sp->memo[i].sets);
+    }
+    free(sp->memo);
+    free(sp->verdicts);
+    free(sp->memo_idx);
     free(sp->levels);
     free(sp->methods);
     free(sp);

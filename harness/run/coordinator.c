@@ -122,6 +122,7 @@ tune_status run_coordinate(run_ctx *rc, run_summary *sum)
         worker *w = worker_start(run_worker_body, rc, rc->err);
         if (!w)
             return rc->err ? rc->err->code : TUNE_ERR_IO;
+        rc->worker_starts++;
         worker_outcome o;
         char how[256];
         read_worker(rc, w, &pr, watchdog, &left, &o);

@@ -9,6 +9,8 @@
  *   coordinator.c  runs workers until every configuration has a row; compile-only rows
  *   search.c       a searched run: candidates, rounds (compile, measure, observe), the re-timing
  *                  of each shape's fastest candidates at the end, warm starts
+ *   search_session.c  a searched run's measuring session: one worker for every round, told each
+ *                  shape as its kernels are compiled
  *   probe.c        the device queried and counted in child processes
  *   session.c      one run end to end: folder, lock, resume, meta.json, report (run_sweep)
  *   multi.c        one coordinator per GPU (--gpus), merged at the end
@@ -83,6 +85,10 @@ typedef struct {
     void (*on_row)(void *ctx, size_t ci, result_status st, double median);
     void *on_row_ctx;
     struct run_search_state *ss; /* search.c's state, for meta.json */
+    size_t worker_starts;        /* measuring workers started (run_coordinate, searched runs) */
+    /* the session's worker (search_session.c); NULL: run_session_body. A test's stand-in that
+     * speaks its protocol without a GPU */
+    worker_duplex_fn session_body;
 } run_ctx;
 
 /* kernels.c */
@@ -104,6 +110,18 @@ typedef struct run_compile_async run_compile_async;
 run_compile_async *run_compile_start(run_ctx *rc, const size_t *idx, size_t n,
                                      const char *cache_dir, int threads);
 tune_status run_compile_finish(run_ctx *rc, run_compile_async *c, run_summary *sum);
+/* A child that tells each kernel as it is finished: run_compile_pump reads what it told within
+ * timeout_s (each kernel's cubin read from the cache, rc->kernels updated; run_compile_is_read
+ * says which) and returns 1 once the child has ended; poll run_compile_worker (NULL once ended)
+ * with the other workers. run_compile_finish then reads the rest and frees c. */
+run_compile_async *run_compile_stream(run_ctx *rc, const size_t *idx, size_t n,
+                                      const char *cache_dir, int threads);
+int run_compile_pump(run_ctx *rc, run_compile_async *c, double timeout_s);
+worker *run_compile_worker(const run_compile_async *c);
+int run_compile_is_read(const run_compile_async *c, size_t k);
+/* The cubins of kernels idx[0..n) read from rc->cache_dir (compiled by a child since this process
+ * was forked; no OpenMP, no progress line); a kernel not found keeps no cubin. */
+void run_read_cached_kernels(run_ctx *rc, const size_t *idx, size_t n);
 /* Removes a private kernel cache folder (its files, then itself). */
 void run_remove_cache_dir(const char *dir);
 /* FNV-1a over the kernels' sources, names and cubins: the run key's kernels_hash. */
@@ -138,6 +156,8 @@ tune_status run_retime_shape(run_ctx *rc, void *state, timing *tm, run_candidate
 
 /* worker_loop.c */
 int run_worker_body(void *ctx, int fd);
+/* The measuring worker of a searched run's session (search_session.c: its commands). */
+int run_session_body(void *ctx, int fd, worker_inbox *in);
 
 /* coordinator.c */
 tune_status run_coordinate(run_ctx *rc, run_summary *sum);
@@ -149,6 +169,26 @@ tune_status run_probe_count(int *n, tune_error *err);
 /* The driver's version: NVML's (mon may be NULL), else /proc/driver/nvidia/version's first
  * line; "" when neither. */
 void run_driver_version(monitor *mon, char *buf, size_t size);
+
+/* search_session.c: a searched run's measuring session (one worker for every round) */
+typedef struct run_session run_session;
+typedef struct {
+    size_t configs, kernels; /* the round's configurations, the kernels it compiled */
+    double compile_s, wall_s; /* the compile child's seconds, the round's */
+} run_session_stats;
+run_session *run_session_new(run_ctx *rc); /* NULL: out of memory */
+/* Measures the configurations of rc->todo (those without a row), compiling the kernels they need
+ * meanwhile; last: each shape re-timed after its rows. stats (optional) filled. */
+tune_status run_session_round(run_ctx *rc, run_summary *sum, run_session *s, int last,
+                              run_session_stats *stats);
+/* Re-times the shapes marked in shapes[] (their kernels compiled), one at a time. A worker that
+ * the re-timing ends ends the pass: the winners stand on their first measurement. */
+tune_status run_session_retime(run_ctx *rc, run_summary *sum, run_session *s,
+                               const unsigned char *shapes);
+/* Workers started so far. */
+size_t run_session_starts(const run_session *s);
+/* Ends the worker (what it still says is read) and frees s. */
+void run_session_free(run_ctx *rc, run_summary *sum, run_session *s);
 
 /* search.c */
 /* Whether the run is searched, and its search state set up (the settings merged, arrays). */

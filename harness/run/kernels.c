@@ -81,15 +81,32 @@ tune_status run_plan_configs(run_ctx *rc)
     return TUNE_OK;
 }
 
+/* What compile_all's callbacks see: the progress line, and (a compile child that streams) the
+ * pipe to tell the coordinator of each kernel finished, with the kernels' indices. */
+typedef struct {
+    progress pr;
+    int fd;            /* -1: no streaming */
+    const size_t *idx; /* NULL: job i is kernel i */
+} compile_ctx;
+
 static void compile_progress(void *ctx, size_t done, size_t cached)
 {
-    progress_update(ctx, done, cached, clock_now());
+    progress_update(&((compile_ctx *)ctx)->pr, done, cached, clock_now());
+}
+
+static void compile_job_done(void *ctx, size_t i)
+{
+    const compile_ctx *cc = ctx;
+    if (cc->fd >= 0)
+        worker_send(cc->fd, "J %zu", cc->idx ? cc->idx[i] : i);
 }
 
 /* Compiles the kernels idx[0..n) (idx NULL: every kernel) into the cache and reads them back;
- * threads as compile_options.threads (1: the coordinator's cache reads, without OpenMP). */
-static tune_status compile_all(run_ctx *rc, int arch, const char *cache_dir, const size_t *idx,
-                               size_t n, int threads, run_summary *sum)
+ * threads as compile_options.threads (1: the coordinator's cache reads, without OpenMP);
+ * stream_fd >= 0: each kernel finished is told on it ("J <kernel index>"). quiet: no progress
+ * line. */
+static tune_status compile_jobs(run_ctx *rc, int arch, const char *cache_dir, const size_t *idx,
+                                size_t n, int threads, int stream_fd, int quiet, run_summary *sum)
 {
     char kdir[4096];
     const char *kernels_dir = rc->opt->kernels_dir;
@@ -101,14 +118,15 @@ static tune_status compile_all(run_ctx *rc, int arch, const char *cache_dir, con
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     for (size_t i = 0; i < n; i++)
         jobs[i] = rc->kernels[idx ? idx[i] : i].job;
-    progress pr;
+    compile_ctx cc = {.fd = stream_fd, .idx = idx};
     double t0 = clock_now();
-    progress_init(&pr, rc->opt->quiet ? NULL : stderr, "compiling kernels", n,
+    progress_init(&cc.pr, rc->opt->quiet || quiet ? NULL : stderr, "compiling kernels", n,
                   isatty(STDERR_FILENO), t0);
-    compile_options copt = {kernels_dir, cache_dir, arch, threads, compile_progress, &pr};
+    compile_options copt = {kernels_dir, cache_dir, arch, threads, compile_progress, &cc,
+                            compile_job_done};
     tune_status st = compile_run(jobs, n, &copt, rc->err);
     sum->compile_seconds = clock_now() - t0;
-    progress_end(&pr, clock_now());
+    progress_end(&cc.pr, clock_now());
     for (size_t i = 0; i < n; i++) {
         rc->kernels[idx ? idx[i] : i].job = jobs[i];
         sum->n_cached += (size_t)jobs[i].from_cache;
@@ -117,6 +135,12 @@ static tune_status compile_all(run_ctx *rc, int arch, const char *cache_dir, con
     sum->n_kernels = n;
     free(jobs);
     return st;
+}
+
+static tune_status compile_all(run_ctx *rc, int arch, const char *cache_dir, const size_t *idx,
+                               size_t n, int threads, run_summary *sum)
+{
+    return compile_jobs(rc, arch, cache_dir, idx, n, threads, -1, 0, sum);
 }
 
 void run_remove_cache_dir(const char *dir)
@@ -144,7 +168,13 @@ struct run_compile_async {
     size_t *idx; /* NULL: every kernel */
     size_t n;
     int threads; /* the child's OpenMP threads; 0: the default */
+    int stream;  /* the child tells each kernel finished (run_compile_pump) */
     worker *w;
+    /* what run_compile_pump read of the child's lines */
+    unsigned char *read; /* per job: its cubin read here already */
+    run_summary child;   /* the child's counts ("K" line) */
+    int got, ended;
+    char fail[4096];     /* its "F" line */
 };
 
 static int compile_child_body(void *ctx, int fd)
@@ -154,7 +184,8 @@ static int compile_child_body(void *ctx, int fd)
     memset(&sum, 0, sizeof sum);
     tune_error e = {0};
     c->rc->err = &e;
-    if (compile_all(c->rc, c->arch, c->cache_dir, c->idx, c->n, c->threads, &sum) != TUNE_OK) {
+    if (compile_jobs(c->rc, c->arch, c->cache_dir, c->idx, c->n, c->threads, c->stream ? fd : -1,
+                     0, &sum) != TUNE_OK) {
         worker_send(fd, "F %d %s%s%s", (int)e.code, e.where, e.where[0] ? ": " : "", e.message);
         return 1;
     }
@@ -164,14 +195,18 @@ static int compile_child_body(void *ctx, int fd)
 }
 
 static run_compile_async *compile_start(run_ctx *rc, int arch, const char *cache_dir,
-                                        const size_t *idx, size_t n, int threads)
+                                        const size_t *idx, size_t n, int threads, int stream)
 {
     run_compile_async *c = calloc(1, sizeof *c);
-    if (!c || (idx && !(c->idx = malloc((n ? n : 1) * sizeof *idx)))) {
+    if (!c || (idx && !(c->idx = malloc((n ? n : 1) * sizeof *idx))) ||
+        !(c->read = calloc(n ? n : 1, 1))) {
+        if (c)
+            free(c->idx);
         free(c);
         tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
         return NULL;
     }
+    c->stream = stream;
     if (idx)
         memcpy(c->idx, idx, n * sizeof *idx);
     c->rc = rc;
@@ -181,37 +216,117 @@ static run_compile_async *compile_start(run_ctx *rc, int arch, const char *cache
     c->threads = threads;
     if (!(c->w = worker_start(compile_child_body, c, rc->err))) {
         free(c->idx);
+        free(c->read);
         free(c);
         return NULL;
     }
     return c;
 }
 
+/* One line of the compile child: a kernel finished (its cubin read from the cache, with no
+ * OpenMP here: a later child is forked from this process), the counts, or a failure. */
+static void compile_line(run_compile_async *c, const char *line)
+{
+    size_t k;
+    if (line[0] == 'K') {
+        c->got = sscanf(line, "K %zu %zu %zu %lg", &c->child.n_kernels, &c->child.n_cached,
+                        &c->child.n_kernel_errors, &c->child.compile_seconds) == 4;
+    } else if (line[0] == 'F') {
+        snprintf(c->fail, sizeof c->fail, "%s", line + 2);
+    } else if (line[0] == 'J' && sscanf(line, "J %zu", &k) == 1) {
+        for (size_t i = 0; i < c->n; i++)
+            if ((c->idx ? c->idx[i] : i) == k && !c->read[i]) {
+                c->read[i] = 2; /* told: read with the others told (run_compile_pump) */
+                break;
+            }
+    }
+}
+
+static tune_status read_cached(run_ctx *rc, int arch, const char *cache_dir, const size_t *idx,
+                               size_t n)
+{
+    run_summary part;
+    memset(&part, 0, sizeof part);
+    tune_error *keep = rc->err, quiet = {0};
+    rc->err = &quiet;
+    tune_status st = compile_jobs(rc, arch, cache_dir, idx, n, 1, -1, 1, &part);
+    rc->err = keep;
+    return st;
+}
+
+void run_read_cached_kernels(run_ctx *rc, const size_t *idx, size_t n)
+{
+    read_cached(rc, rc->arch, rc->cache_dir, idx, n); /* a kernel not read keeps no cubin */
+}
+
+int run_compile_pump(run_ctx *rc, run_compile_async *c, double timeout_s)
+{
+    char line[4096];
+    int r;
+    while (!c->ended && (r = worker_read_line(c->w, line, sizeof line, timeout_s)) != -1) {
+        if (r == 0)
+            c->ended = 1;
+        else
+            compile_line(c, line);
+        timeout_s = 0;
+    }
+    /* the kernels told, read together (a read prepares every source and header once); one
+     * that cannot be read now is read again at the end (compile_finish) */
+    size_t *told = malloc((c->n ? c->n : 1) * sizeof *told), m = 0;
+    for (size_t i = 0; told && i < c->n; i++)
+        if (c->read[i] == 2)
+            told[m++] = c->idx ? c->idx[i] : i;
+    if (m > 0 && read_cached(rc, c->arch, c->cache_dir, told, m) == TUNE_OK)
+        for (size_t i = 0; i < c->n; i++)
+            c->read[i] = c->read[i] == 2 ? 1 : c->read[i];
+    for (size_t i = 0; i < c->n; i++)
+        c->read[i] = c->read[i] == 2 ? 0 : c->read[i];
+    free(told);
+    return c->ended;
+}
+
+worker *run_compile_worker(const run_compile_async *c)
+{
+    return c->ended ? NULL : c->w;
+}
+
+int run_compile_is_read(const run_compile_async *c, size_t k)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if ((c->idx ? c->idx[i] : i) == k)
+            return c->read[i] == 1;
+    return 0;
+}
+
 static tune_status compile_finish(run_ctx *rc, run_compile_async *c, run_summary *sum)
 {
-    char line[4096], how[256];
-    run_summary child;
-    memset(&child, 0, sizeof child);
-    int got = 0;
-    while (worker_read_line(c->w, line, sizeof line, 3600) == 1) {
-        if (line[0] == 'K')
-            got = sscanf(line, "K %zu %zu %zu %lg", &child.n_kernels, &child.n_cached,
-                         &child.n_kernel_errors, &child.compile_seconds) == 4;
-        else if (line[0] == 'F')
-            tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "%s", line + 2);
-    }
+    char how[256];
+    while (!run_compile_pump(rc, c, 3600))
+        ;
     int code = worker_wait(c->w, how, sizeof how);
     tune_status st = TUNE_OK;
-    if (!got || code != 0)
+    if (c->fail[0])
+        tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "%s", c->fail);
+    if (!c->got || code != 0)
         st = tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "the compile process ended: %s",
                             how);
     /* cache reads only, and no OpenMP here: a later round's compile child is forked from this
-     * process (compile.h) */
-    if (st == TUNE_OK)
-        st = compile_all(rc, c->arch, c->cache_dir, c->idx, c->n, 1, sum);
-    sum->n_cached = child.n_cached;
-    sum->compile_seconds = child.compile_seconds;
+     * process (compile.h); the kernels run_compile_pump read are not read again */
+    size_t *rest = malloc((c->n ? c->n : 1) * sizeof *rest), m = 0;
+    if (!rest && st == TUNE_OK)
+        st = tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    for (size_t i = 0; rest && i < c->n; i++)
+        if (!c->read[i])
+            rest[m++] = c->idx ? c->idx[i] : i;
+    if (st == TUNE_OK && m > 0)
+        st = compile_all(rc, c->arch, c->cache_dir, rest, m, 1, sum);
+    free(rest);
+    sum->n_kernels = c->n;
+    sum->n_cached = c->child.n_cached;
+    sum->n_kernel_errors = c->child.n_kernel_errors;
+    sum->compile_seconds = c->child.compile_seconds;
     free(c->idx);
+    free(c->read);
     free(c);
     return st;
 }
@@ -219,7 +334,7 @@ static tune_status compile_finish(run_ctx *rc, run_compile_async *c, run_summary
 static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir,
                                     const size_t *idx, size_t n, run_summary *sum)
 {
-    run_compile_async *c = compile_start(rc, arch, cache_dir, idx, n, 0);
+    run_compile_async *c = compile_start(rc, arch, cache_dir, idx, n, 0, 0);
     return c ? compile_finish(rc, c, sum) : (rc->err ? rc->err->code : TUNE_ERR_IO);
 }
 
@@ -253,7 +368,13 @@ tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
 run_compile_async *run_compile_start(run_ctx *rc, const size_t *idx, size_t n,
                                      const char *cache_dir, int threads)
 {
-    return compile_start(rc, rc->arch, cache_dir, idx, n, threads);
+    return compile_start(rc, rc->arch, cache_dir, idx, n, threads, 0);
+}
+
+run_compile_async *run_compile_stream(run_ctx *rc, const size_t *idx, size_t n,
+                                      const char *cache_dir, int threads)
+{
+    return compile_start(rc, rc->arch, cache_dir, idx, n, threads, 1);
 }
 
 tune_status run_compile_finish(run_ctx *rc, run_compile_async *c, run_summary *sum)

@@ -1,8 +1,10 @@
 /* search.c - a searched run (docs/search.md): every tuned configuration the family can run is a
  * candidate of model/search.h; round by round, the proposals' kernels are compiled (in the
- * compile child, only those not compiled yet), one worker measures the round (the baselines too
- * in the first), and each row goes back to the search as an observation. After the last round,
- * each shape's fastest candidates are re-timed once (run/retime.c). */
+ * compile child, only those not compiled yet), the run's one worker measures the round as they
+ * come (search_session.c; the baselines too in the first), and each row goes back to the search
+ * as an observation. After the last round, each shape's fastest candidates are re-timed once
+ * (run/retime.c). Under TUNE_SEARCH_SESSION=0 a round is measured as before: by one worker, or
+ * two when enough of it is ready before its compile ends (round_run). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,12 +14,19 @@
 #include "core/clock.h"
 #include "run/internal.h"
 
+#define RUN_SEARCH_MAX_ROUNDS 64 /* rounds whose figures meta.json keeps (the first ones) */
+
 typedef struct run_search_state {
     sweep_search set; /* the settings in force (warm_start borrowed) */
     search *s;
     char tmp_cache[64]; /* the private kernel cache under --no-cache ("" when none) */
     size_t rounds, prior_rows, kernels_compiled;
     int time_limit_hit, finished;
+    /* where the time went (meta.json's search.timeline): per round, the re-timing pass */
+    int session;      /* one worker for every round (search_session.c); 0: one or two a round */
+    run_session_stats round_stats[RUN_SEARCH_MAX_ROUNDS];
+    double search_s;  /* the strategy's own time (search_next) */
+    double retime_s;  /* the re-timing pass after the last round */
 } run_search_state;
 
 tune_status run_search_settings(const sweep *sw, const run_options *opt, sweep_search *out,
@@ -463,6 +472,7 @@ static tune_status retime_pass(run_ctx *rc, run_summary *sum)
     worker *w = worker_start(run_worker_body, rc, rc->err);
     if (!w)
         return rc->err ? rc->err->code : TUNE_ERR_IO;
+    rc->worker_starts++;
     char line[4096], how[256], fatal[4096] = "";
     double watchdog = rc->opt->watchdog_s > 0 ? rc->opt->watchdog_s : 20.0;
     int r;
@@ -482,10 +492,45 @@ static tune_status retime_pass(run_ctx *rc, run_summary *sum)
     return TUNE_OK;
 }
 
+/* The session's re-timing pass: as retime_pass, by the session's worker. */
+static tune_status retime_session(run_ctx *rc, run_summary *sum, run_session *session)
+{
+    size_t ns = space_n_shapes(rc->sp), want = 0;
+    size_t *ok = calloc(ns ? ns : 1, sizeof *ok);
+    if (!ok)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
+        if (rc->medians[ci] > 0)
+            ok[space_config_at(rc->sp, ci)->shape]++;
+    for (size_t s = 0; s < ns; s++)
+        want += rc->retime_todo[s] = !rc->retimed[s] && ok[s] >= 2;
+    free(ok);
+    if (!want)
+        return TUNE_OK;
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
+        rc->todo[ci] = rc->medians[ci] > 0 && rc->retime_todo[space_config_at(rc->sp, ci)->shape];
+    tune_status st = compile_for(rc, sum, rc->todo, 0);
+    memset(rc->todo, 0, space_n_configs(rc->sp));
+    if (st == TUNE_OK)
+        st = run_session_retime(rc, sum, session, rc->retime_todo);
+    memset(rc->retime_todo, 0, ns);
+    return st;
+}
+
+/* The rounds measured by one worker (search_session.c), or by one or two workers a round
+ * (round_run) when TUNE_SEARCH_SESSION=0: the way searched runs were measured before, kept to
+ * compare the two on a GPU. */
+static int session_on(void)
+{
+    const char *e = getenv("TUNE_SEARCH_SESSION");
+    return !(e && strcmp(e, "0") == 0);
+}
+
 tune_status run_search(run_ctx *rc, run_summary *sum)
 {
     run_search_state *ss = rc->ss;
     const run_options *opt = rc->opt;
+    run_session *session = NULL;
     size_t cap = space_n_configs(rc->sp);
     size_t *ids = malloc((cap ? cap : 1) * sizeof *ids);
     rc->cache_dir = opt->cache_dir;
@@ -502,6 +547,9 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
     }
     observe_resumed(rc);
     tune_status st = warm_start(rc);
+    ss->session = session_on();
+    if (st == TUNE_OK && ss->session && !(session = run_session_new(rc)))
+        st = tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     if (ss->set.time_limit_s > 0)
         rc->deadline = rc->t0 + ss->set.time_limit_s;
     for (int first = 1; st == TUNE_OK; first = 0) {
@@ -509,7 +557,9 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
             ss->time_limit_hit = 1;
             break;
         }
+        double t0 = clock_now();
         size_t n = search_next(ss->s, ids, cap);
+        ss->search_s += clock_now() - t0;
         size_t todo = round_mark(rc, ids, n, first);
         if (n == 0 && todo == 0) {
             ss->finished = 1;
@@ -517,16 +567,34 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
         }
         ss->rounds++;
         int last = search_round_is_last(ss->s);
+        run_session_stats rs = {0};
+        if (session) {
+            st = run_session_round(rc, sum, session, last, &rs);
+            rc->ss->kernels_compiled += rs.kernels;
+        } else {
+            size_t k0 = rc->ss->kernels_compiled;
+            double c0 = sum->compile_seconds;
+            st = round_run(rc, sum, last);
+            rs = (run_session_stats){todo, rc->ss->kernels_compiled - k0,
+                                     sum->compile_seconds - c0, clock_now() - t0};
+        }
+        if (ss->rounds <= RUN_SEARCH_MAX_ROUNDS)
+            ss->round_stats[ss->rounds - 1] = rs;
         if (!opt->quiet)
-            fprintf(stderr, "tune: search round %zu: %zu configurations%s\n", ss->rounds, todo,
-                    first ? " (baselines included)" : "");
-        st = round_run(rc, sum, last);
+            fprintf(stderr,
+                    "tune: search round %zu: %zu configurations%s, %zu kernels compiled (%.1f s "
+                    "of compile), %.1f s\n",
+                    ss->rounds, todo, first ? " (baselines included)" : "", rs.kernels,
+                    rs.compile_s, clock_now() - t0);
         if (rc->deadline > 0 && clock_now() > rc->deadline && st == TUNE_OK)
             ss->time_limit_hit = 1; /* a worker may have stopped between configurations */
     }
     memset(rc->todo, 0, space_n_configs(rc->sp));
+    double t_retime = clock_now();
     if (st == TUNE_OK)
-        st = retime_pass(rc, sum);
+        st = session ? retime_session(rc, sum, session) : retime_pass(rc, sum);
+    ss->retime_s = clock_now() - t_retime;
+    run_session_free(rc, sum, session);
     sum->n_kernels = ss->kernels_compiled;
     free(ids);
     return st;
@@ -600,6 +668,23 @@ json_t *run_search_meta(const run_ctx *rc)
     }
     if (feats)
         json_object_set_new(j, "features", feats);
+    /* where the time went: per round its configurations, the kernels it compiled, the compile
+     * child's seconds and the round's; the strategy's own seconds, the re-timing pass's, the
+     * measuring workers started (docs/search.md, "Cost on the H200") */
+    json_t *rounds = j ? json_array() : NULL;
+    for (size_t r = 0; rounds && r < ss->rounds && r < RUN_SEARCH_MAX_ROUNDS; r++) {
+        const run_session_stats *rs = &ss->round_stats[r];
+        json_array_append_new(rounds, json_pack("{s:I, s:I, s:f, s:f}", "configurations",
+                                                (json_int_t)rs->configs, "kernels",
+                                                (json_int_t)rs->kernels, "compile_s",
+                                                rs->compile_s, "wall_s", rs->wall_s));
+    }
+    if (rounds)
+        json_object_set_new(j, "timeline",
+                            json_pack("{s:s, s:I, s:f, s:f, s:o}", "workers_per",
+                                      ss->session ? "run" : "round", "workers",
+                                      (json_int_t)rc->worker_starts, "search_s", ss->search_s,
+                                      "retime_s", ss->retime_s, "rounds", rounds));
     free(axes);
     free(shapes);
     free(counts);

@@ -56,10 +56,8 @@ typedef struct {
     results_writer *w;
 } worker_gpu;
 
-/* Selects the device, creates the stream, cuBLAS and the timing context, measures the read
- * bandwidth when it is not known (sent to the coordinator), loads the ceilings, opens NVML and the
- * rows file. */
-static tune_status worker_setup(run_ctx *rc, worker_gpu *g, int fd, tune_error *e)
+/* Selects the device, creates the stream and cuBLAS. */
+static tune_status worker_setup_device(run_ctx *rc, worker_gpu *g, tune_error *e)
 {
     tune_status st = TUNE_OK;
     if ((st = gpu_select(rc->gi.ordinal, e)) != TUNE_OK)
@@ -69,6 +67,15 @@ static tune_status worker_setup(run_ctx *rc, worker_gpu *g, int fd, tune_error *
         (cublasCreate(&g->cublas) != CUBLAS_STATUS_SUCCESS ||
          cublasSetStream(g->cublas, g->stream) != CUBLAS_STATUS_SUCCESS))
         return tune_error_set(e, TUNE_ERR_CUBLAS, "cublasCreate", "cannot create a handle");
+fail:
+    return st;
+}
+
+/* Then the timing context (the read probe compiled), the read bandwidth when it is not known
+ * (sent to the coordinator), the ceilings, NVML and the rows file. */
+static tune_status worker_setup_timing(run_ctx *rc, worker_gpu *g, int fd, tune_error *e)
+{
+    tune_status st = TUNE_OK;
     family_kernel_ref probe_ref = {.source = "common.cu", .name = "tune_read_probe"};
     void *probe = run_lookup_kernel(rc, &probe_ref);
     if (!(g->tm = timing_init(g->stream, rc->gi.l2_bytes, probe, e)))
@@ -84,8 +91,13 @@ static tune_status worker_setup(run_ctx *rc, worker_gpu *g, int fd, tune_error *
     rc->mon = monitor_open(rc->gi.pci_bus_id);
     if (!(g->w = results_open(rc->out_dir, e)))
         return e->code;
-fail:
     return st;
+}
+
+static tune_status worker_setup(run_ctx *rc, worker_gpu *g, int fd, tune_error *e)
+{
+    tune_status st = worker_setup_device(rc, g, e);
+    return st == TUNE_OK ? worker_setup_timing(rc, g, fd, e) : st;
 }
 
 /* Ends a shape: its fastest candidates re-timed (the coordinator told first). An error: the
@@ -176,6 +188,204 @@ static int worker_row(run_ctx *rc, int fd, void *state, const tune_error *shape_
     *median = row.status == RESULT_OK ? row.time.median : NAN;
     worker_send(fd, "E %zu %d %.17g", ci, (int)row.status, *median);
     return 0;
+}
+
+/* ---- the worker of a searched run's session (search_session.c) ---- */
+
+/* The shapes' states a session worker keeps between batches, so that a shape's inputs are set up
+ * once per worker, not once per round, while the device keeps a quarter of its memory free: past
+ * that, the states used least recently are freed first. */
+typedef struct {
+    void **state;
+    unsigned long *used; /* per shape: when it was last used (0: no state) */
+    unsigned long clock;
+    size_t n;
+} session_states;
+
+static void states_evict(session_states *ss, const tune_family *fam, size_t keep)
+{
+    for (;;) {
+        size_t free_b = 0, total = 0;
+        if (cudaMemGetInfo(&free_b, &total) != cudaSuccess || free_b >= total / 4)
+            return;
+        size_t lru = ss->n;
+        for (size_t s = 0; s < ss->n; s++)
+            if (s != keep && ss->used[s] && (lru == ss->n || ss->used[s] < ss->used[lru]))
+                lru = s;
+        if (lru == ss->n)
+            return;
+        fam->shape_free(ss->state[lru]);
+        ss->state[lru] = NULL;
+        ss->used[lru] = 0;
+    }
+}
+
+/* Shape s's state: kept, or set up (NULL with err when it cannot be; after an out-of-memory the
+ * other states are freed and it is tried once more). */
+static void *states_get(session_states *ss, run_ctx *rc, const family_env *env, size_t s,
+                        tune_error *err)
+{
+    const tune_family *fam = rc->sw->family;
+    if (ss->used[s]) {
+        ss->used[s] = ++ss->clock;
+        return ss->state[s];
+    }
+    void *state = fam->shape_init(env, space_shape(rc->sp, s), err);
+    if (!state && err->code == TUNE_ERR_OOM) {
+        for (size_t k = 0; k < ss->n; k++)
+            if (ss->used[k]) {
+                fam->shape_free(ss->state[k]);
+                ss->state[k] = NULL;
+                ss->used[k] = 0;
+            }
+        tune_error_clear(err);
+        state = fam->shape_init(env, space_shape(rc->sp, s), err);
+    }
+    if (state) {
+        ss->state[s] = state;
+        ss->used[s] = ++ss->clock;
+        states_evict(ss, fam, s);
+    }
+    return state;
+}
+
+/* "K k k ...": the kernels compiled since this worker started, read from the cache. */
+static void session_kernels(run_ctx *rc, const char *line)
+{
+    const char *p = line + 1;
+    size_t *idx = malloc((rc->n_kernels ? rc->n_kernels : 1) * sizeof *idx), n = 0;
+    char *end;
+    for (unsigned long long k; idx && (k = strtoull(p, &end, 10), end != p); p = end)
+        if (k < rc->n_kernels && n < rc->n_kernels)
+            idx[n++] = (size_t)k;
+    if (idx && n)
+        run_read_cached_kernels(rc, idx, n);
+    free(idx);
+}
+
+/* "C ci ci ...": configurations added to the batch (marked in todo). */
+static void session_configs(run_ctx *rc, const char *line)
+{
+    const char *p = line + 1;
+    char *end;
+    for (unsigned long long ci; (ci = strtoull(p, &end, 10), end != p); p = end)
+        if (ci < space_n_configs(rc->sp))
+            rc->todo[ci] = 1;
+}
+
+int run_session_body(void *ctx, int fd, worker_inbox *in)
+{
+    run_ctx *rc = ctx;
+    tune_error e = {0};
+    worker_gpu g = {0};
+    session_states ss = {0};
+    int ready = 0, stopped = 0;
+    rc->err = &e; /* the child's own error record */
+    const tune_family *fam = rc->sw->family;
+    size_t ns = space_n_shapes(rc->sp), nc = space_n_configs(rc->sp);
+    run_candidate *cands = calloc(nc + 1, sizeof *cands);
+    ss.n = ns;
+    ss.state = calloc(ns + 1, sizeof *ss.state);
+    ss.used = calloc(ns + 1, sizeof *ss.used);
+    /* the context, stream and cuBLAS while the first kernels compile */
+    tune_status st = cands && ss.state && ss.used
+                         ? worker_setup_device(rc, &g, &e)
+                         : tune_error_set(&e, TUNE_ERR_NOMEM, "worker", "out of memory");
+    if (st != TUNE_OK)
+        goto fatal;
+    memset(rc->todo, 0, nc);
+    family_env env = {0};
+    char line[8192];
+    while (worker_recv(in, line, sizeof line) == 1) {
+        if (line[0] == 'Q')
+            break;
+        if (line[0] == 'K') {
+            session_kernels(rc, line);
+            continue;
+        }
+        if (line[0] == 'C') {
+            session_configs(rc, line);
+            continue;
+        }
+        if (line[0] != 'G' && line[0] != 'T')
+            continue;
+        if (!ready) { /* the first batch: the read probe is compiled by now */
+            if ((st = worker_setup_timing(rc, &g, fd, &e)) != TUNE_OK)
+                goto fatal;
+            env = (family_env){rc->gi.ordinal, g.stream,          g.cublas, rc->gi.l2_bytes,
+                               rc->opt->seed,  run_lookup_kernel, rc,      rc->sw->family};
+            ready = 1;
+        }
+        size_t shape = SIZE_MAX;
+        if (line[0] == 'T' && sscanf(line, "T %zu", &shape) == 1 && shape < ns) {
+            size_t n = searched_candidates(rc, shape, cands);
+            tune_error shape_err = {0};
+            void *state = n >= 2 ? states_get(&ss, rc, &env, shape, &shape_err) : NULL;
+            if ((st = worker_shape_end(rc, fd, shape, state, g.tm, cands, n, &e)) != TUNE_OK)
+                goto fatal;
+            worker_send(fd, "D");
+            continue;
+        }
+        int retime = line[0] == 'G' && line[1] == ' ' && line[2] == '1';
+        void *state = NULL;
+        tune_error shape_err = {0};
+        stopped = 0;
+        for (size_t ci = 0; ci < nc; ci++) {
+            if (!rc->todo[ci] || rc->done[ci])
+                continue;
+            if (rc->deadline > 0 && clock_now() > rc->deadline) {
+                stopped = 1; /* the run's time limit: between configurations */
+                break;
+            }
+            size_t si = space_config_at(rc->sp, ci)->shape;
+            if (si != shape && retime && shape != SIZE_MAX && state &&
+                (st = worker_shape_end(rc, fd, shape, state, g.tm, cands,
+                                       searched_candidates(rc, shape, cands), &e)) != TUNE_OK)
+                goto fatal;
+            worker_send(fd, "B %zu", ci); /* before the shape's set-up, as run_worker_body */
+            if (si != shape) {
+                tune_error_clear(&shape_err);
+                state = states_get(&ss, rc, &env, si, &shape_err);
+                shape = si;
+            }
+            double median = NAN;
+            int r = worker_row(rc, fd, state, &shape_err, g.tm, g.w, ci, &median, &e);
+            if (r > 0)
+                return WORKER_EXIT_STICKY; /* the process exits: the driver frees the context */
+            if (r < 0) {
+                st = e.code;
+                goto fatal;
+            }
+            rc->done[ci] = 1;
+            if (median > 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
+                rc->medians[ci] = median; /* this child's copy: its own re-timing reads it */
+        }
+        if (!stopped && retime && shape != SIZE_MAX && state &&
+            (st = worker_shape_end(rc, fd, shape, state, g.tm, cands,
+                                   searched_candidates(rc, shape, cands), &e)) != TUNE_OK)
+            goto fatal;
+        memset(rc->todo, 0, nc);
+        worker_send(fd, stopped ? "D stop" : "D");
+    }
+    for (size_t s = 0; s < ns; s++)
+        if (ss.used[s])
+            fam->shape_free(ss.state[s]);
+    free(ss.state);
+    free(ss.used);
+    free(cands);
+    if (ready) {
+        results_close(g.w);
+        monitor_close(rc->mon);
+        timing_free(g.tm);
+    }
+    if (g.cublas)
+        cublasDestroy(g.cublas);
+    if (g.stream)
+        cudaStreamDestroy(g.stream);
+    return 0;
+fatal:
+    worker_send(fd, "F %d %s%s%s", (int)st, e.where, e.where[0] ? ": " : "", e.message);
+    return WORKER_EXIT_FATAL;
 }
 
 int run_worker_body(void *ctx, int fd)
