@@ -64,10 +64,26 @@ static void cache_path(char *buf, size_t size, const char *dir, hash128 key)
 /* A cubin is at most a few MiB; a bigger entry is not one of ours. */
 #define CACHE_MAX_ENTRY ((size_t)256 << 20)
 
-static void put_u32(unsigned char *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put_u64(unsigned char *p, uint64_t v) { memcpy(p, &v, 8); }
-static uint32_t get_u32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static uint64_t get_u64(const unsigned char *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+}
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
 
 static void cache_header(unsigned char *h, uint32_t status, hash128 key, uint32_t llen,
                          uint64_t plen)
@@ -128,7 +144,10 @@ static int cache_read(const char *path, hash128 key, compile_job *job)
     return 0;
 }
 
-static int write_all(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
+static int write_all(FILE *f, const void *p, size_t n)
+{
+    return n == 0 || fwrite(p, 1, n, f) == n;
+}
 
 /* Writes the entry into a temporary file beside path and renames it over path. */
 static void cache_write(const char *path, hash128 key, const compile_job *job)
@@ -339,7 +358,8 @@ static tune_status prep_open(compile_prep *cp, const compile_job *jobs, size_t n
     tune_status st = (cp->units && cp->job_unit)
                          ? TUNE_OK
                          : tune_error_set(err, TUNE_ERR_NOMEM, "compile", "out of memory");
-    cp->env = (compile_env){.kernels_dir = opt->kernels_dir, .base_opts = cp->base_ptrs,
+    cp->env = (compile_env){.kernels_dir = opt->kernels_dir,
+                            .base_opts = cp->base_ptrs,
                             .n_base = build_options(opt, "", cp->base, cp->base_ptrs)};
     build_options(opt, "a", cp->arch_a, cp->arch_a_ptrs); /* for the jobs with arch_specific */
     compile_env_toolkit(&cp->env);

@@ -17,8 +17,8 @@
 
 struct worker {
     pid_t pid;
-    int fd;        /* read end */
-    int out;       /* a duplex worker: the parent's end of the child's inbox; -1 otherwise */
+    int fd;         /* read end */
+    int out;        /* a duplex worker: the parent's end of the child's inbox; -1 otherwise */
     char buf[8192]; /* bytes read but not yet returned */
     size_t len;
 };
@@ -267,7 +267,8 @@ int worker_wait(worker *w, char *how, size_t size)
         snprintf(how, size, "exit status %d", code);
     } else if (WIFSIGNALED(status)) {
         code = 128 + WTERMSIG(status);
-        snprintf(how, size, "killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        snprintf(how, size, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
     } else {
         snprintf(how, size, "ended with wait status %d", status);
     }

@@ -44,18 +44,18 @@ typedef struct {
 } space_memo;
 
 struct space {
-    const sweep *sw;        /* borrowed */
-    tune_point *shapes;     /* kept shapes, in cartesian order */
+    const sweep *sw;    /* borrowed */
+    tune_point *shapes; /* kept shapes, in cartesian order */
     size_t n_shapes;
-    tune_point *params;     /* every parameter point, in cartesian order */
+    tune_point *params; /* every parameter point, in cartesian order */
     size_t n_params;
     space_config *configs;
     size_t n_configs, cap_configs;
     size_t n_pruned;
-    space_level *levels;    /* one per sweep constraint */
-    space_memo *memo;       /* one per sweep constraint (param-level ones used) */
-    unsigned char **verdicts; /* space_add_shape's: per param-level constraint, its values */
-    size_t *memo_idx;         /* ... and its index */
+    space_level *levels;           /* one per sweep constraint */
+    space_memo *memo;              /* one per sweep constraint (param-level ones used) */
+    unsigned char **verdicts;      /* space_add_shape's: per param-level constraint, its values */
+    size_t *memo_idx;              /* ... and its index */
     const family_method **methods; /* the sweep's methods, resolved */
 };
 
@@ -138,8 +138,7 @@ static int space_eval(const space *sp, size_t i, const tune_point *p, tune_error
         snprintf(where, sizeof where, "%s: skip_if[%zu]", sw->file, i);
         tune_error_set(err, e.code ? e.code : TUNE_ERR_EVAL, where,
                        "cannot evaluate \"%s\" at %s: %s%s%s", sw->skip_if_src[i],
-                       point_format(p, at, sizeof at), e.where, e.where[0] ? ": " : "",
-                       e.message);
+                       point_format(p, at, sizeof at), e.where, e.where[0] ? ": " : "", e.message);
         return -1;
     }
     return expr_value_truthy(v) ? 1 : 0;
@@ -361,9 +360,9 @@ static int space_check_models(const space *sp, const tune_point *p, tune_error *
         double x = expr_value_as_double(v);
         if (v.type == EXPR_STR || !isfinite(x) || x < 0) {
             tune_error_set(err, TUNE_ERR_EVAL, where,
-                           "\"%s\" is %s at %s: a %s count must be a finite number >= 0",
-                           srcs[i], expr_value_format(v, val, sizeof val),
-                           point_format(p, at, sizeof at), i ? "FLOP" : "byte");
+                           "\"%s\" is %s at %s: a %s count must be a finite number >= 0", srcs[i],
+                           expr_value_format(v, val, sizeof val), point_format(p, at, sizeof at),
+                           i ? "FLOP" : "byte");
             return -1;
         }
     }
@@ -478,8 +477,8 @@ space *space_build(const sweep *sw, tune_error *err)
     sp->sw = sw;
     size_t total_shapes = space_product(sw->problem, sw->n_problem, SPACE_MAX_SHAPES);
     if (total_shapes == SIZE_MAX) {
-        tune_error_set(err, TUNE_ERR_INVALID, sw->file,
-                       "the problem axes have more than %d shapes", SPACE_MAX_SHAPES);
+        tune_error_set(err, TUNE_ERR_INVALID, sw->file, "the problem axes have more than %d shapes",
+                       SPACE_MAX_SHAPES);
         space_free(sp);
         return NULL;
     }
@@ -511,21 +510,30 @@ void space_free(space *sp)
     free(sp);
 }
 
-size_t space_n_shapes(const space *sp) { return sp->n_shapes; }
+size_t space_n_shapes(const space *sp)
+{
+    return sp->n_shapes;
+}
 
 const tune_point *space_shape(const space *sp, size_t i)
 {
     return i < sp->n_shapes ? &sp->shapes[i] : NULL;
 }
 
-size_t space_n_params(const space *sp) { return sp->n_params; }
+size_t space_n_params(const space *sp)
+{
+    return sp->n_params;
+}
 
 const tune_point *space_param(const space *sp, size_t i)
 {
     return i < sp->n_params ? &sp->params[i] : NULL;
 }
 
-size_t space_n_configs(const space *sp) { return sp->n_configs; }
+size_t space_n_configs(const space *sp)
+{
+    return sp->n_configs;
+}
 
 const space_config *space_config_at(const space *sp, size_t i)
 {
@@ -544,7 +552,10 @@ void space_config_point(const space *sp, size_t i, tune_point *out)
         point_merge(out, &sp->params[c->param]);
 }
 
-size_t space_n_pruned(const space *sp) { return sp->n_pruned; }
+size_t space_n_pruned(const space *sp)
+{
+    return sp->n_pruned;
+}
 
 const char *space_config_identity(const sweep *sw, const space *sp, size_t config, char *buf,
                                   size_t size)

@@ -42,7 +42,7 @@ static void progress_count(run_progress *pr, result_status st)
 }
 
 /* Writes the row of a configuration whose worker died (crashed) or hung (timeout). */
-static tune_status write_lost_row(run_ctx *rc, size_t ci, result_status status, const char *reason)
+tune_status run_write_lost_row(run_ctx *rc, size_t ci, result_status status, const char *reason)
 {
     tune_point p;
     result_row row;
@@ -85,8 +85,7 @@ static void read_worker(run_ctx *rc, worker *w, run_progress *pr, double watchdo
         double median = NAN;
         if (line[0] == 'T') {
             o->retiming = 1;
-            if (rc->retimed && sscanf(line, "T %zu", &shape) == 1 &&
-                shape < space_n_shapes(rc->sp))
+            if (rc->retimed && sscanf(line, "T %zu", &shape) == 1 && shape < space_n_shapes(rc->sp))
                 rc->retimed[shape] = 1;
         } else if (line[0] == 'B' && sscanf(line, "B %zu", &i) == 1 && i < n) {
             o->current = i;
@@ -155,7 +154,7 @@ tune_status run_coordinate(run_ctx *rc, run_summary *sum)
                 snprintf(reason, sizeof reason, "%s (worker %s)",
                          o.crash[0] ? o.crash : "worker died", how);
             result_status rs = o.r < 0 ? RESULT_TIMEOUT : RESULT_CRASHED;
-            st = write_lost_row(rc, o.current, rs, reason);
+            st = run_write_lost_row(rc, o.current, rs, reason);
             rc->done[o.current] = 1;
             left--;
             progress_count(&pr, rs);

@@ -130,6 +130,9 @@ uint64_t run_kernels_hash(const run_ctx *rc);
  * keys (device/compile.h: compile_hash_keys), which need no cubin. */
 tune_status run_kernels_key_hash(run_ctx *rc, uint64_t *hash);
 void run_ctx_free(run_ctx *rc);
+/* Writes the row of a configuration whose worker died (crashed) or hung (timeout) (coordinator.c).
+ */
+tune_status run_write_lost_row(run_ctx *rc, size_t ci, result_status status, const char *reason);
 
 /* rows.c */
 /* Row of configuration ci (point p) with everything known before it runs: sweep, method, axes,
@@ -173,7 +176,7 @@ void run_driver_version(monitor *mon, char *buf, size_t size);
 /* search_session.c: a searched run's measuring session (one worker for every round) */
 typedef struct run_session run_session;
 typedef struct {
-    size_t configs, kernels; /* the round's configurations, the kernels it compiled */
+    size_t configs, kernels;  /* the round's configurations, the kernels it compiled */
     double compile_s, wall_s; /* the compile child's seconds, the round's */
 } run_session_stats;
 run_session *run_session_new(run_ctx *rc); /* NULL: out of memory */

@@ -53,16 +53,16 @@ tune_status run_plan_configs(run_ctx *rc)
         family_kernel_ref refs[FAMILY_MAX_KERNELS];
         memset(refs, 0, sizeof refs);
         char why[512] = "";
-        int nr = rc->sw->family->kernels(rc->sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+        int nr =
+            rc->sw->family->kernels(rc->sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
         if (nr < 0) {
             rc->plans[i].skip = strdup(why);
             continue;
         }
         for (int r = 0; r < nr && !rc->plans[i].skip; r++)
             if (refs[r].arch && refs[r].arch != rc->arch) {
-                snprintf(why, sizeof why,
-                         "architecture: %s needs sm_%da, the target is sm_%d", refs[r].name,
-                         refs[r].arch, rc->arch);
+                snprintf(why, sizeof why, "architecture: %s needs sm_%da, the target is sm_%d",
+                         refs[r].name, refs[r].arch, rc->arch);
                 rc->plans[i].skip = strdup(why);
             }
         if (rc->plans[i].skip)
@@ -122,8 +122,8 @@ static tune_status compile_jobs(run_ctx *rc, int arch, const char *cache_dir, co
     double t0 = clock_now();
     progress_init(&cc.pr, rc->opt->quiet || quiet ? NULL : stderr, "compiling kernels", n,
                   isatty(STDERR_FILENO), t0);
-    compile_options copt = {kernels_dir, cache_dir, arch, threads, compile_progress, &cc,
-                            compile_job_done};
+    compile_options copt = {kernels_dir, cache_dir,       arch, threads, compile_progress,
+                            &cc,         compile_job_done};
     tune_status st = compile_run(jobs, n, &copt, rc->err);
     sum->compile_seconds = clock_now() - t0;
     progress_end(&cc.pr, clock_now());
@@ -174,7 +174,7 @@ struct run_compile_async {
     unsigned char *read; /* per job: its cubin read here already */
     run_summary child;   /* the child's counts ("K" line) */
     int got, ended;
-    char fail[4096];     /* its "F" line */
+    char fail[4096]; /* its "F" line */
 };
 
 static int compile_child_body(void *ctx, int fd)
@@ -184,8 +184,8 @@ static int compile_child_body(void *ctx, int fd)
     memset(&sum, 0, sizeof sum);
     tune_error e = {0};
     c->rc->err = &e;
-    if (compile_jobs(c->rc, c->arch, c->cache_dir, c->idx, c->n, c->threads, c->stream ? fd : -1,
-                     0, &sum) != TUNE_OK) {
+    if (compile_jobs(c->rc, c->arch, c->cache_dir, c->idx, c->n, c->threads, c->stream ? fd : -1, 0,
+                     &sum) != TUNE_OK) {
         worker_send(fd, "F %d %s%s%s", (int)e.code, e.where, e.where[0] ? ": " : "", e.message);
         return 1;
     }
@@ -331,8 +331,8 @@ static tune_status compile_finish(run_ctx *rc, run_compile_async *c, run_summary
     return st;
 }
 
-static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir,
-                                    const size_t *idx, size_t n, run_summary *sum)
+static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir, const size_t *idx,
+                                    size_t n, run_summary *sum)
 {
     run_compile_async *c = compile_start(rc, arch, cache_dir, idx, n, 0, 0);
     return c ? compile_finish(rc, c, sum) : (rc->err ? rc->err->code : TUNE_ERR_IO);
@@ -346,8 +346,9 @@ tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
     const char *cache = opt->cache_dir;
     if (!opt->compile_only && !cache && !(cache = mkdtemp(tmp_cache)))
         return tune_error_set(rc->err, TUNE_ERR_IO, "/tmp", "cannot create a kernel cache folder");
-    tune_status st = opt->compile_only ? compile_all(rc, arch, cache, NULL, rc->n_kernels, 0, sum)
-                                       : compile_isolated(rc, arch, cache, NULL, rc->n_kernels, sum);
+    tune_status st = opt->compile_only
+                         ? compile_all(rc, arch, cache, NULL, rc->n_kernels, 0, sum)
+                         : compile_isolated(rc, arch, cache, NULL, rc->n_kernels, sum);
     if (cache == tmp_cache)
         run_remove_cache_dir(tmp_cache);
     if (st != TUNE_OK)

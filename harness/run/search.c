@@ -23,10 +23,10 @@ typedef struct run_search_state {
     size_t rounds, prior_rows, kernels_compiled;
     int time_limit_hit, finished;
     /* where the time went (meta.json's search.timeline): per round, the re-timing pass */
-    int session;      /* one worker for every round (search_session.c); 0: one or two a round */
+    int session; /* one worker for every round (search_session.c); 0: one or two a round */
     run_session_stats round_stats[RUN_SEARCH_MAX_ROUNDS];
-    double search_s;  /* the strategy's own time (search_next) */
-    double retime_s;  /* the re-timing pass after the last round */
+    double search_s; /* the strategy's own time (search_next) */
+    double retime_s; /* the re-timing pass after the last round */
 } run_search_state;
 
 tune_status run_search_settings(const sweep *sw, const run_options *opt, sweep_search *out,
@@ -36,9 +36,8 @@ tune_status run_search_settings(const sweep *sw, const run_options *opt, sweep_s
     if (opt->search && search_strategy_parse(opt->search, &out->opt.strategy) != 0)
         return tune_error_set(err, TUNE_ERR_INVALID, "--search",
                               "expected exhaustive, random or model, got '%s'", opt->search);
-    if (opt->budget &&
-        search_budget_parse(opt->budget, &out->opt.budget_fraction, &out->opt.budget_count,
-                            &out->opt.scope) != 0)
+    if (opt->budget && search_budget_parse(opt->budget, &out->opt.budget_fraction,
+                                           &out->opt.budget_count, &out->opt.scope) != 0)
         return tune_error_set(err, TUNE_ERR_INVALID, "--budget",
                               "expected a count (an integer >= 1) or a percentage in (0, 100] "
                               "such as 10%%, optionally with /shape (10%%/shape), got '%s'",
@@ -166,13 +165,13 @@ const char *run_search_key(const run_ctx *rc, char *buf, size_t size)
                                   search_budget_format(&set->opt, budget, sizeof budget),
                                   (unsigned long long)set->opt.seed, set->opt.batch);
     for (size_t i = 0; i < set->n_warm_start && len < size; i++)
-        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? "," : " warm_start=",
-                                set->warm_start[i]);
+        len += (size_t)snprintf(buf + len, size - len, "%s%s",
+                                i ? "," : " warm_start=", set->warm_start[i]);
     /* the derived features in their canonical text: a resume with other features is refused */
     for (size_t i = 0; i < set->n_features && len < size; i++) {
         char *e = expr_to_string(set->features[i]);
-        len += (size_t)snprintf(buf + len, size - len, "%s%s=%s", i ? ";" : " features=",
-                                set->feature_names[i], e ? e : "?");
+        len += (size_t)snprintf(buf + len, size - len, "%s%s=%s",
+                                i ? ";" : " features=", set->feature_names[i], e ? e : "?");
         free(e);
     }
     return buf;
@@ -207,9 +206,10 @@ static size_t shape_of_row(const run_ctx *rc, const result_row *row)
             expr_value x, y;
             const char *name = rc->sw->problem[a].name;
             if (point_get(sp, name, &x) != 0 || point_get(&row->values, name, &y) != 0 ||
-                x.type != y.type || (x.type == EXPR_STR ? strcmp(x.s, y.s) != 0
-                                     : x.type == EXPR_INT ? x.i != y.i
-                                                          : x.f != y.f))
+                x.type != y.type ||
+                (x.type == EXPR_STR   ? strcmp(x.s, y.s) != 0
+                 : x.type == EXPR_INT ? x.i != y.i
+                                      : x.f != y.f))
                 break;
         }
         if (a == rc->sw->n_problem)
@@ -447,27 +447,36 @@ static void observe_resumed(run_ctx *rc)
 
 /* The shapes not re-timed yet with at least two ok candidates, re-timed by one worker. A failure
  * of that worker costs nothing measured: it is reported and the run goes on. */
-static tune_status retime_pass(run_ctx *rc, run_summary *sum)
+/* Marks in rc->retime_todo the shapes not re-timed yet with at least two ok candidates and
+ * compiles their candidates' kernels (a resumed run may not have compiled them); *want: how many.
+ */
+static tune_status retime_prepare(run_ctx *rc, run_summary *sum, size_t *want)
 {
-    size_t ns = space_n_shapes(rc->sp), want = 0;
+    size_t ns = space_n_shapes(rc->sp);
     size_t *ok = calloc(ns ? ns : 1, sizeof *ok);
+    *want = 0;
     if (!ok)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
         if (rc->medians[ci] > 0)
             ok[space_config_at(rc->sp, ci)->shape]++;
     for (size_t s = 0; s < ns; s++)
-        want += rc->retime_todo[s] = !rc->retimed[s] && ok[s] >= 2;
+        *want += rc->retime_todo[s] = !rc->retimed[s] && ok[s] >= 2;
     free(ok);
-    if (!want)
+    if (!*want)
         return TUNE_OK;
-    /* the candidates' kernels (a resumed run may not have compiled them), then nothing to
-     * measure: re-timing only */
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
         rc->todo[ci] = rc->medians[ci] > 0 && rc->retime_todo[space_config_at(rc->sp, ci)->shape];
     tune_status st = compile_for(rc, sum, rc->todo, 0);
     memset(rc->todo, 0, space_n_configs(rc->sp));
-    if (st != TUNE_OK)
+    return st;
+}
+
+static tune_status retime_pass(run_ctx *rc, run_summary *sum)
+{
+    size_t ns = space_n_shapes(rc->sp), want;
+    tune_status st = retime_prepare(rc, sum, &want);
+    if (st != TUNE_OK || !want)
         return st;
     worker *w = worker_start(run_worker_body, rc, rc->err);
     if (!w)
@@ -495,23 +504,9 @@ static tune_status retime_pass(run_ctx *rc, run_summary *sum)
 /* The session's re-timing pass: as retime_pass, by the session's worker. */
 static tune_status retime_session(run_ctx *rc, run_summary *sum, run_session *session)
 {
-    size_t ns = space_n_shapes(rc->sp), want = 0;
-    size_t *ok = calloc(ns ? ns : 1, sizeof *ok);
-    if (!ok)
-        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
-        if (rc->medians[ci] > 0)
-            ok[space_config_at(rc->sp, ci)->shape]++;
-    for (size_t s = 0; s < ns; s++)
-        want += rc->retime_todo[s] = !rc->retimed[s] && ok[s] >= 2;
-    free(ok);
-    if (!want)
-        return TUNE_OK;
-    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
-        rc->todo[ci] = rc->medians[ci] > 0 && rc->retime_todo[space_config_at(rc->sp, ci)->shape];
-    tune_status st = compile_for(rc, sum, rc->todo, 0);
-    memset(rc->todo, 0, space_n_configs(rc->sp));
-    if (st == TUNE_OK)
+    size_t ns = space_n_shapes(rc->sp), want;
+    tune_status st = retime_prepare(rc, sum, &want);
+    if (st == TUNE_OK && want)
         st = run_session_retime(rc, sum, session, rc->retime_todo);
     memset(rc->retime_todo, 0, ns);
     return st;
@@ -575,8 +570,8 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
             size_t k0 = rc->ss->kernels_compiled;
             double c0 = sum->compile_seconds;
             st = round_run(rc, sum, last);
-            rs = (run_session_stats){todo, rc->ss->kernels_compiled - k0,
-                                     sum->compile_seconds - c0, clock_now() - t0};
+            rs = (run_session_stats){todo, rc->ss->kernels_compiled - k0, sum->compile_seconds - c0,
+                                     clock_now() - t0};
         }
         if (ss->rounds <= RUN_SEARCH_MAX_ROUNDS)
             ss->round_stats[ss->rounds - 1] = rs;
@@ -674,10 +669,10 @@ json_t *run_search_meta(const run_ctx *rc)
     json_t *rounds = j ? json_array() : NULL;
     for (size_t r = 0; rounds && r < ss->rounds && r < RUN_SEARCH_MAX_ROUNDS; r++) {
         const run_session_stats *rs = &ss->round_stats[r];
-        json_array_append_new(rounds, json_pack("{s:I, s:I, s:f, s:f}", "configurations",
-                                                (json_int_t)rs->configs, "kernels",
-                                                (json_int_t)rs->kernels, "compile_s",
-                                                rs->compile_s, "wall_s", rs->wall_s));
+        json_array_append_new(rounds,
+                              json_pack("{s:I, s:I, s:f, s:f}", "configurations",
+                                        (json_int_t)rs->configs, "kernels", (json_int_t)rs->kernels,
+                                        "compile_s", rs->compile_s, "wall_s", rs->wall_s));
     }
     if (rounds)
         json_object_set_new(j, "timeline",

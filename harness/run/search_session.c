@@ -154,24 +154,12 @@ static int session_dispatch(run_ctx *rc, run_session *s, const unsigned char *al
     return told > 0;
 }
 
-/* Writes the row of a configuration whose worker died (crashed) or hung (timeout). */
+/* Writes the row of a configuration whose worker died (crashed) or hung (timeout), and counts it.
+ */
 static tune_status session_lost_row(run_ctx *rc, run_summary *sum, size_t ci, result_status status,
                                     const char *reason)
 {
-    tune_point p;
-    result_row row;
-    char stamp[32];
-    space_config_point(rc->sp, ci, &p);
-    run_row_fill(rc, ci, &p, &row, rc->gi.name);
-    row.status = status;
-    row.reason = (char *)reason;
-    clock_utc(stamp, sizeof stamp, CLOCK_UTC_ISO);
-    row.timestamp = stamp;
-    results_writer *w = results_open(rc->out_dir, rc->err);
-    if (!w)
-        return rc->err ? rc->err->code : TUNE_ERR_IO;
-    tune_status st = results_write_row(w, &row, rc->err);
-    results_close(w);
+    tune_status st = run_write_lost_row(rc, ci, status, reason);
     meta_count_status(sum, status);
     rc->done[ci] = 1;
     if (rc->on_row)

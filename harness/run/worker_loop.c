@@ -125,13 +125,13 @@ static size_t searched_candidates(const run_ctx *rc, size_t shape, run_candidate
 }
 
 /* A searched run's shape done: re-timed now when this is its last round (rc->retime_at_end). */
-static tune_status worker_searched_end(run_ctx *rc, int fd, size_t shape, void *state,
-                                       timing *tm, run_candidate *cands, tune_error *e)
+static tune_status worker_searched_end(run_ctx *rc, int fd, size_t shape, void *state, timing *tm,
+                                       run_candidate *cands, tune_error *e)
 {
     if (shape == SIZE_MAX || !rc->retime_at_end || (rc->retime_hold && rc->retime_hold[shape]))
         return TUNE_OK;
-    return worker_shape_end(rc, fd, shape, state, tm, cands,
-                            searched_candidates(rc, shape, cands), e);
+    return worker_shape_end(rc, fd, shape, state, tm, cands, searched_candidates(rc, shape, cands),
+                            e);
 }
 
 /* A searched run's last pass: the shapes of rc->retime_todo set up again and re-timed. */
@@ -313,7 +313,7 @@ int run_session_body(void *ctx, int fd, worker_inbox *in)
             if ((st = worker_setup_timing(rc, &g, fd, &e)) != TUNE_OK)
                 goto fatal;
             env = (family_env){rc->gi.ordinal, g.stream,          g.cublas, rc->gi.l2_bytes,
-                               rc->opt->seed,  run_lookup_kernel, rc,      rc->sw->family};
+                               rc->opt->seed,  run_lookup_kernel, rc,       rc->sw->family};
             ready = 1;
         }
         size_t shape = SIZE_MAX;
@@ -398,7 +398,7 @@ int run_worker_body(void *ctx, int fd)
     if (st != TUNE_OK)
         goto fatal;
     family_env env = {rc->gi.ordinal, g.stream,          g.cublas, rc->gi.l2_bytes,
-                      rc->opt->seed,  run_lookup_kernel, rc,      rc->sw->family};
+                      rc->opt->seed,  run_lookup_kernel, rc,       rc->sw->family};
     const tune_family *fam = rc->sw->family;
     void *state = NULL;
     size_t shape = SIZE_MAX, n_cand = 0;
