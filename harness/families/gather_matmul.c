@@ -92,11 +92,14 @@ static const family_axis outer_axes[] = {
  * again has been evicted with probability 1 - share / in flight (the L2 share of each table in
  * flight, as in the DLRM embedding predictor) and is fetched again. The share is half the L2:
  * each of its two partitions caches what the SMs wired to it read, so rows that every SM reads
- * are held twice. */
+ * are held twice. The L2 is write-back and allocates what is written: the g's Bg (k n dsize)
+ * takes its lines too, once, in the partition that owns the address, so it counts half against
+ * the share (A[I], k dsize, is 1/n of it and left out). */
 #define GM_GATHER_PASSES "((g * k * n + 16777215) / 16777216)"
 #define GM_INNER_T_ROWS "n * " GM_PICKED("k_pre", "k")
 #define GM_INNER_INFLIGHT                                                                          \
-    GM_GATHER_PASSES " * max(1.0, 2048.0 * sm_count / (k * n)) * " GM_INNER_T_ROWS
+    GM_GATHER_PASSES " * max(1.0, 2048.0 * sm_count / (k * n)) * (" GM_INNER_T_ROWS                \
+                     " + k * n * dsize / 2)"
 #define GM_INNER_REFETCH                                                                           \
     "transpose_B * " GM_RAND " * max(0, 1 - l2_bytes / 2 / (" GM_INNER_INFLIGHT "))"               \
     " * (32 * k * n - " GM_INNER_T_ROWS ")"
