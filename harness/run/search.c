@@ -135,6 +135,11 @@ tune_status run_search_prepare(run_ctx *rc, sweep_search *settings)
     rc->search = &ss->set;
     if (!(ss->s = search_open(rc->sw, &ss->set, rc->err)))
         return rc->err ? rc->err->code : TUNE_ERR_INVALID;
+    /* the read probe every worker measures with, listed before the kernels' flags are sized (as
+     * run_sweep lists it; found, not added, when it did) */
+    family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
+    if (run_kernel_index(rc, &probe) == SIZE_MAX)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     rc->todo = calloc(n ? n : 1, 1);
     rc->medians = malloc((n ? n : 1) * sizeof *rc->medians);
     rc->resumed = calloc(n ? n : 1, 1);
