@@ -394,7 +394,9 @@ Test(compile, macros_select_code)
         compile_job_clear(&jobs[i]);
 }
 
-/* The probes `tune calibrate` runs (device/calibrate.c) compile for sm_90 without a GPU. */
+/* The probes `tune calibrate` runs (device/calibrate.c) compile for sm_90 without a GPU.
+ * gm_gather<half_t, 1, 1> is both transposed gather probes: over the L2-resident source and over
+ * the DRAM-resident one (the same kernel, another k_pre). */
 Test(compile, calibrate_probes_compile)
 {
     static const char *const probes[][2] = {

@@ -312,6 +312,7 @@ Test(roofline, calibration_round_trip)
     a.floor_s = 5.1e-6;
     a.gather_elem_s = 4.2e-12;
     a.gather_elem_t_s = 7.1e-12;
+    a.gather_elem_t_dram_s = 8.3e-12;
     a.sector_bw = 1.9e12;
     a.read_bytes = a.copy_bytes = (size_t)4 << 30;
     a.gemm_n = 8192;
@@ -344,6 +345,8 @@ Test(roofline, calibration_round_trip)
               close_to(c.gather_elem_s, a.gather_elem_s));
     cr_expect(close_to(b.gather_elem_t_s, a.gather_elem_t_s) &&
               close_to(c.gather_elem_t_s, a.gather_elem_t_s));
+    cr_expect(close_to(b.gather_elem_t_dram_s, a.gather_elem_t_dram_s) &&
+              close_to(c.gather_elem_t_dram_s, a.gather_elem_t_dram_s));
     cr_expect(close_to(b.sector_bw, a.sector_bw) && close_to(c.sector_bw, a.sector_bw));
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         cr_expect(isnan(a.gemm_rate[p]) ? isnan(b.gemm_rate[p])
@@ -388,10 +391,10 @@ Test(roofline, calibration_without_the_newer_ceilings)
     tune_error err = {0};
     cr_assert_eq(roofline_calibration_load(path, &a, &err), TUNE_OK, "%s", err.message);
     cr_expect(close_to(a.gather_elem_s, 4.2e-12));
-    cr_expect(isnan(a.gather_elem_t_s) && isnan(a.sector_bw));
+    cr_expect(isnan(a.gather_elem_t_s) && isnan(a.sector_bw) && isnan(a.gather_elem_t_dram_s));
     roofline_ceilings c;
     roofline_ceilings_from_calibration(&a, NULL, &c);
-    cr_expect(isnan(c.gather_elem_t_s) && isnan(c.sector_bw));
+    cr_expect(isnan(c.gather_elem_t_s) && isnan(c.sector_bw) && isnan(c.gather_elem_t_dram_s));
     cr_expect(close_to(c.gather_elem_s, 4.2e-12));
     char out[512];
     snprintf(out, sizeof out, "%s/calibration/old-saved.json", tmpdir);
@@ -410,7 +413,70 @@ Test(roofline, calibration_without_the_newer_ceilings)
     roofline_specs *s = roofline_specs_load(NULL, &err);
     cr_assert_not_null(s);
     roofline_ceilings_from_gpu(roofline_specs_match(s, "NVIDIA H200"), &c);
-    cr_expect(isnan(c.gather_elem_t_s) && isnan(c.sector_bw));
+    cr_expect(isnan(c.gather_elem_t_s) && isnan(c.sector_bw) && isnan(c.gather_elem_t_dram_s));
+    roofline_specs_free(s);
+}
+
+/* A file with the L2-resident transposed gather probe but not the DRAM-resident one (the
+ * calibrations of 2026-11-26): it loads with the first, the second NAN (the time model then
+ * prices every transposed element at the first), and saving it writes the first alone. */
+Test(roofline, calibration_without_the_dram_gather_probe)
+{
+    char path[256];
+    write_file("no-dram.json",
+               "{\"schema_version\": 1, \"device\": {\"name\": \"NVIDIA H200\"},"
+               " \"ceilings\": {\"read_bw\": {\"value\": 4.49e12},"
+               " \"gather_element\": {\"value\": 4.2e-12},"
+               " \"gather_element_transposed\": {\"value\": 4.8e-12}}}",
+               path, sizeof path);
+    roofline_calibration a, b;
+    tune_error err = {0};
+    cr_assert_eq(roofline_calibration_load(path, &a, &err), TUNE_OK, "%s", err.message);
+    cr_expect(close_to(a.gather_elem_t_s, 4.8e-12) && isnan(a.gather_elem_t_dram_s));
+    roofline_ceilings c;
+    roofline_ceilings_from_calibration(&a, NULL, &c);
+    cr_expect(close_to(c.gather_elem_t_s, 4.8e-12) && isnan(c.gather_elem_t_dram_s));
+    char out[512];
+    snprintf(out, sizeof out, "%s/calibration/no-dram-saved.json", tmpdir);
+    cr_assert_eq(roofline_calibration_save(out, &a, &err), TUNE_OK, "%s", err.message);
+    FILE *fp = fopen(out, "r");
+    cr_assert_not_null(fp);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text - 1, fp);
+    fclose(fp);
+    text[n] = '\0';
+    cr_expect_not_null(strstr(text, "\"gather_element_transposed\""), "measured, written");
+    cr_expect_null(strstr(text, "gather_element_transposed_dram"), "not measured, not written");
+    cr_assert_eq(roofline_calibration_load(out, &b, &err), TUNE_OK, "%s", err.message);
+    cr_expect(close_to(b.gather_elem_t_s, 4.8e-12) && isnan(b.gather_elem_t_dram_s));
+}
+
+/* The DRAM-resident gather probe's source is several times every L2 of the specs table, and
+ * with Bg and the indices `tune calibrate` allocates at most 8 GiB for it. */
+Test(roofline, dram_gather_probe_size)
+{
+    const double src =
+        (double)CALIBRATION_GATHER_G * CALIBRATION_GATHER_KP_DRAM * CALIBRATION_GATHER_N * 2;
+    const double dst =
+        (double)CALIBRATION_GATHER_G * CALIBRATION_GATHER_K * CALIBRATION_GATHER_N * 2;
+    const double idx = (double)CALIBRATION_GATHER_G * CALIBRATION_GATHER_K * 4;
+    cr_expect(src >= 1073741824.0, "source %.0f bytes", src);
+    cr_expect(src + dst + idx <= 8589934592.0, "%.0f bytes allocated", src + dst + idx);
+    tune_error err = {0};
+    roofline_specs *s = roofline_specs_load(NULL, &err);
+    cr_assert_not_null(s, "%s", err.message);
+    static const char *const devices[] = {"NVIDIA H100 80GB HBM3", "NVIDIA H200",
+                                          "NVIDIA A100-SXM4-80GB", "NVIDIA L4"};
+    for (size_t i = 0; i < sizeof devices / sizeof devices[0]; i++) {
+        const roofline_gpu *g = roofline_specs_match(s, devices[i]);
+        cr_assert_not_null(g, "%s", devices[i]);
+        cr_expect(src >= 4.0 * (double)g->l2_bytes, "%s: L2 %zu bytes", devices[i],
+                  (size_t)g->l2_bytes);
+    }
+    /* the L2-resident probe's source, for contrast, fits the H200's */
+    const roofline_gpu *h200 = roofline_specs_match(s, "NVIDIA H200");
+    cr_expect((double)CALIBRATION_GATHER_G * CALIBRATION_GATHER_KP * CALIBRATION_GATHER_N * 2 <
+              (double)h200->l2_bytes);
     roofline_specs_free(s);
 }
 

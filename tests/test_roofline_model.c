@@ -185,18 +185,20 @@ static const family_traffic bad_traffic[] = {
     {"op1", "neg", "0 - n", NULL, NULL, NULL, NULL, "", NULL, NULL},
     {"op1", "prec", "n", NULL, NULL, NULL, "fp7", "", NULL, NULL},
     {"op1", "pat", "n", NULL, NULL, NULL, NULL, "", "n", "n"},
+    {"op1", "pat_dram", "n", NULL, NULL, NULL, NULL, "", "n", "n"},
 };
 static const family_traffic_pattern bad_patterns[] = {
-    {"op1", "pat", "n", "n / zero"},
+    {"op1", "pat", "n", "n / zero", NULL},
+    {"op1", "pat_dram", "n", NULL, "n * (n > l2_bytes)"},
 };
 
 Test(roofline_model, model_errors_name_the_method_and_field)
 {
     tune_family f = {.name = "t",
                      .traffic = bad_traffic,
-                     .n_traffic = 4,
+                     .n_traffic = 5,
                      .traffic_patterns = bad_patterns,
-                     .n_traffic_patterns = 1};
+                     .n_traffic_patterns = 2};
     result_row r = make_row("t", "op1", "custom", "n=4 zero=0");
     roofline_traffic t;
     tune_error err = {0};
@@ -216,6 +218,12 @@ Test(roofline_model, model_errors_name_the_method_and_field)
     cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_ERR_EVAL);
     cr_expect(strstr(err.message, "pat: dram_random \"n / zero\": ") == err.message, "%s",
               err.message);
+    memset(&err, 0, sizeof err);
+    r.method = "pat_dram"; /* a device fact the caller does not give (dev NULL) */
+    cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_ERR_EVAL);
+    cr_expect(strstr(err.message, "pat_dram: issue_scattered_dram \"n * (n > l2_bytes)\": ") ==
+                  err.message,
+              "%s", err.message);
     memset(&err, 0, sizeof err);
     r.method = "other"; /* no entry for it, none for every method: the row's bytes */
     cr_expect_eq(roofline_traffic_eval(&f, &r, NULL, &t, &err), TUNE_OK);
@@ -241,7 +249,7 @@ Test(roofline_model, additive_time)
 {
     roofline_ceilings c = ceilings();
     /* 4 us floor + 2 x 1 us chain + max(3e6 B / 1e12 B/s, 1e9 / 1e15) = 9 us, floor dominant */
-    roofline_traffic t = {3e6, 1, 2, 1e9, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0};
+    roofline_traffic t = {3e6, 1, 2, 1e9, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0, 0};
     roofline_terms m;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 9e-6, 1e-15);
     cr_expect_float_eq(m.floor, 4e-6, 1e-15);
@@ -258,7 +266,7 @@ Test(roofline_model, additive_time)
     t.precision = ROOFLINE_FP8;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 16e-6, 1e-15);
     /* 2 launches, 5e7 bytes: 8 + 2 + 50 us, transfer dominant */
-    roofline_traffic big = {5e7, 2, 2, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0};
+    roofline_traffic big = {5e7, 2, 2, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0, 0};
     cr_expect_float_eq(roofline_model_time(&c, &big, ROOFLINE_FP16, &m), 60e-6, 1e-15);
     cr_expect_eq(m.dominant, ROOFLINE_TERM_TRANSFER);
     cr_expect_str_eq(roofline_term_str(m.dominant), "transfer");
@@ -268,7 +276,7 @@ Test(roofline_model, grid_floor_replaces_the_launch_overhead)
 {
     roofline_ceilings c = ceilings();
     c.floor_s = 5e-6; /* measured: a grid-filling kernel costs more than a one-block one */
-    roofline_traffic t = {3e6, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0};
+    roofline_traffic t = {3e6, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0, 0};
     roofline_terms m;
     /* 2 launches x 5 us + 1 x 1 us + 3 us */
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 14e-6, 1e-15);
@@ -279,11 +287,11 @@ Test(roofline_model, unknown_ceilings_leave_terms_out)
 {
     roofline_ceilings c = ceilings();
     c.latency_s = NAN; /* a calibration without the DRAM latency */
-    roofline_traffic t = {3e6, 1, 2, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0};
+    roofline_traffic t = {3e6, 1, 2, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0, 0};
     roofline_terms m;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 7e-6, 1e-15);
     cr_expect_eq(m.chain, 0);
-    roofline_traffic none = {NAN, 1, 0, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0};
+    roofline_traffic none = {NAN, 1, 0, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0, 0};
     cr_expect(isnan(roofline_model_time(&c, &none, ROOFLINE_FP16, NULL)));
 }
 
@@ -416,7 +424,7 @@ Test(roofline_model, issue_term)
     c.gather_elem_s = 1e-12;
     /* 2 launches x 4 us + 1 us chain; 5e7 bytes of which the step's 3e7 run under its 1e8
      * elements x 1 ps = 100 us: 8 + 1 + 2e7 / 1e12 (20 us) + max(100, 30) = 129 us */
-    roofline_traffic t = {5e7, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 1e8, 3e7, 0, 0};
+    roofline_traffic t = {5e7, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 1e8, 3e7, 0, 0, 0};
     roofline_terms m;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 129e-6, 1e-15);
     cr_expect_float_eq(m.issue, 100e-6, 1e-15);
@@ -448,7 +456,7 @@ Test(roofline_model, scattered_elements_and_random_sectors)
     /* 1e8 elements, 4e7 of them scattered: 6e7 x 1 ps + 4e7 x 3 ps = 180 us. The step's 3e7
      * bytes, 1e7 of them random: 20 + 40 = 60 us; all 5e7: 40 + 40 = 80 us, 20 us outside the
      * step. 2 x 4 + 1 + 20 + max(180, 60) = 209 us */
-    roofline_traffic t = {5e7, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 1e8, 3e7, 4e7, 1e7};
+    roofline_traffic t = {5e7, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 1e8, 3e7, 4e7, 1e7, 0};
     roofline_terms m;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 209e-6, 1e-15);
     cr_expect_float_eq(m.issue, 180e-6, 1e-15);
@@ -481,6 +489,97 @@ Test(roofline_model, scattered_elements_and_random_sectors)
     c.sector_bw = 0.25e12;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 89e-6, 1e-15);
     cr_expect_eq(m.issue, 0);
+}
+
+/* The scattered elements gathered from a source the L2 cannot hold at the DRAM-resident probe's
+ * seconds per element; without that ceiling, at the L2-resident probe's as before. */
+Test(roofline_model, scattered_elements_from_dram)
+{
+    roofline_ceilings c = ceilings();
+    c.gather_elem_s = 1e-12;
+    c.gather_elem_t_s = 3e-12;
+    c.gather_elem_t_dram_s = 5e-12;
+    /* 1e8 elements, 4e7 scattered, 1e7 of those from DRAM: 6e7 x 1 + 3e7 x 3 + 1e7 x 5 ps =
+     * 200 us; the step's 3e7 bytes 30 us, 20 us of bytes outside it: 2 x 4 + 1 + 20 + 200 */
+    roofline_traffic t = {5e7, 2, 1, NAN, 0, ROOFLINE_FP32, 1, 1e8, 3e7, 4e7, 0, 1e7};
+    roofline_terms m;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 229e-6, 1e-15);
+    cr_expect_float_eq(m.issue, 200e-6, 1e-15);
+    cr_expect_eq(m.dominant, ROOFLINE_TERM_ISSUE);
+    /* more from DRAM than scattered: all 4e7 at 5 ps, 60 + 200 = 260 us: 289 us */
+    t.issue_scattered_dram = 5e7;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 289e-6, 1e-15);
+    /* none from DRAM: 60 + 120 = 180 us, the L2-resident probe's price: 209 us */
+    t.issue_scattered_dram = 0;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 209e-6, 1e-15);
+    /* a calibration without the DRAM-resident probe: today's 209 us, whatever the count */
+    t.issue_scattered_dram = 1e7;
+    c.gather_elem_t_dram_s = NAN;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 209e-6, 1e-15);
+    cr_expect_float_eq(m.issue, 180e-6, 1e-15);
+}
+
+/* The gather baseline's transposed elements from DRAM exactly when the step's B (g x k_pre x n,
+ * or g x k x n_pre, elements of dsize bytes) is larger than the device's L2, end to end. */
+Test(roofline_model, gather_scattered_dram_threshold)
+{
+    const tune_family *f = family_find("gather_matmul");
+    roofline_traffic t;
+    roofline_ceilings dev = {0};
+    dev.sm_count = 1;
+    /* step 3, g = 1, k_pre = 128, n = 16: B is 4096 bytes; not larger than a 4096-byte L2 */
+    result_row r = make_row("gather_matmul", "gather_inner_matrix_only_bmv", "gather",
+                            "g=1 k_pre=128 k=16 n=16 dtype=float16 transpose_B=1 indices=random");
+    dev.l2_bytes = 4096;
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(t.issue_scattered == 256 && t.issue_scattered_dram == 0);
+    dev.l2_bytes = 4095;
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(t.issue_scattered == 256 && t.issue_scattered_dram == 256);
+    /* row-major B: no scattered elements, none from DRAM */
+    r = make_row("gather_matmul", "gather_inner_bmv", "gather",
+                 "g=1 k_pre=128 k=16 n=16 dtype=float16 transpose_B=0 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(t.issue_scattered == 0 && t.issue_scattered_dram == 0);
+    /* step 1 at g = 3, k_pre = 128, n = 524288 on an H200: B is 384 MiB, over its 60 MiB */
+    dev = h200_device();
+    r = make_row("gather_matmul", "gather_inner_bmv", "gather",
+                 "g=3 k_pre=128 k=16 n=524288 dtype=float16 transpose_B=1 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.issue_scattered_dram, 3.0 * 16 * 524288);
+    /* step 1 at g = 32, k_pre = 128, n = 4096: B is 32 MiB, which the H200's L2 holds */
+    r = make_row("gather_matmul", "gather_inner_bmv", "gather",
+                 "g=32 k_pre=128 k=16 n=4096 dtype=float16 transpose_B=1 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(t.issue_scattered == 32.0 * 16 * 4096 && t.issue_scattered_dram == 0);
+    /* step 2, g = 1, k = 128, n_pre = 4, n = 2: B is 1024 bytes. Traffic (test traffic's case):
+     * dram 32 + 448 + 1024 + 256 + 32 = 1792 B, the step's 32 + 448 + 512 = 992 B; 256
+     * elements, 2 blocks: one wave, chain 1, two launches */
+    r = make_row("gather_matmul", "gather_outer_bmv", "gather",
+                 "g=1 k=128 n_pre=4 n=2 dtype=float16 transpose_B=1 indices=random");
+    dev.sm_count = 1;
+    dev.l2_bytes = 1024;
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(t.dram == 1792 && t.issue_dram == 992 && t.chain == 1 && t.launches == 2);
+    cr_expect(t.issue_scattered == 256 && t.issue_scattered_dram == 0);
+    roofline_ceilings c = ceilings();
+    c.sm_count = dev.sm_count;
+    c.l2_bytes = dev.l2_bytes;
+    c.gather_elem_s = 1e-12;
+    c.gather_elem_t_s = 3e-12;
+    c.gather_elem_t_dram_s = 5e-12;
+    /* B fits: 2 x 4 + 1 us + 0.8 ns outside the step + max(256 x 3 ps, 0.992 ns) = 9001.792 ns */
+    roofline_terms m;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 9001.792e-9, 1e-16);
+    /* a 1000-byte L2: the elements from DRAM, max(256 x 5 ps, 0.992 ns) = 1.28 ns: 9002.08 ns */
+    dev.l2_bytes = 1000;
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.issue_scattered_dram, 256);
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 9002.08e-9, 1e-16);
+    cr_expect_float_eq(m.issue, 1.28e-9, 1e-18);
+    /* without the DRAM-resident probe: 256 x 3 ps under the step's bytes, 9001.792 ns */
+    c.gather_elem_t_dram_s = NAN;
+    cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 9001.792e-9, 1e-16);
 }
 
 /* The gather baseline's patterns: with B transposed every element scattered, and (inner ops,
@@ -528,7 +627,7 @@ Test(roofline_model, gather_patterns)
 
 Test(roofline_model, pct_read_bw)
 {
-    roofline_traffic t = {4.5e6, 1, 0, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0};
+    roofline_traffic t = {4.5e6, 1, 0, NAN, 0, ROOFLINE_FP32, 1, 0, 0, 0, 0, 0};
     cr_expect_float_eq(roofline_pct_read_bw(&t, 2e-6, 4.5e12), 50.0, 1e-12);
     cr_expect(isnan(roofline_pct_read_bw(&t, 0, 4.5e12)));
     cr_expect(isnan(roofline_pct_read_bw(&t, 2e-6, NAN)));

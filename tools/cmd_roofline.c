@@ -264,7 +264,10 @@ static void print_ceilings(const char *label, const roofline_ceilings *c)
         printf(", grid floor %.2f us", c->floor_s * 1e6);
     if (isfinite(c->gather_elem_s))
         printf(", gather element %.3f ps", c->gather_elem_s * 1e12);
-    if (isfinite(c->gather_elem_t_s))
+    if (isfinite(c->gather_elem_t_s) && isfinite(c->gather_elem_t_dram_s))
+        printf(" (B transposed %.3f ps, %.3f ps from a B the L2 cannot hold)",
+               c->gather_elem_t_s * 1e12, c->gather_elem_t_dram_s * 1e12);
+    else if (isfinite(c->gather_elem_t_s))
         printf(" (B transposed %.3f ps)", c->gather_elem_t_s * 1e12);
     if (isfinite(c->sector_bw))
         printf(", random sectors %.0f GB/s", c->sector_bw / 1e9);
@@ -281,6 +284,11 @@ static void print_ceilings(const char *label, const roofline_ceilings *c)
         !isfinite(c->gather_elem_t_s))
         printf("  - no transposed gather probe in the calibration: the time model prices the "
                "transposed gather's elements at the gather element's time\n");
+    if (c->origin == ROOFLINE_FROM_CALIBRATION && isfinite(c->gather_elem_t_s) &&
+        !isfinite(c->gather_elem_t_dram_s))
+        printf("  - no DRAM-resident transposed gather probe (gather_element_transposed_dram) in "
+               "the calibration: the time model prices the transposed gather's elements at the "
+               "L2-resident probe's time, whatever the size of B\n");
 }
 
 /* The additive time model of every row (analysis/roofline_model.h): pred[i] and terms[i]. A

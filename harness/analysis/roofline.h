@@ -65,6 +65,9 @@ typedef struct {
                              issue term); NAN: none */
     double gather_elem_t_s; /* the same gather from a transposed source, 32 rows per warp load
                                (the issue term of a scattered step); NAN: gather_elem_s stands in */
+    double gather_elem_t_dram_s; /* the same transposed gather over a source the L2 cannot hold
+                                    (a scattered step whose source exceeds the L2); NAN:
+                                    gather_elem_t_s stands in */
     double sector_bw; /* bytes per second of random 32-byte sectors read from every SM (the
                          time model's random re-fetches); NAN: read_bw stands in */
     /* Device facts that traffic models may read as `sm_count` and `l2_bytes` (a kernel's waves,

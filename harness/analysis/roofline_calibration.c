@@ -19,7 +19,7 @@ void roofline_calibration_init(roofline_calibration *c)
 {
     memset(c, 0, sizeof *c);
     c->read_bw = c->copy_bw = c->launch_s = c->latency_s = c->floor_s = c->gather_elem_s = NAN;
-    c->gather_elem_t_s = c->sector_bw = NAN;
+    c->gather_elem_t_s = c->gather_elem_t_dram_s = c->sector_bw = NAN;
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         c->gemm_rate[p] = NAN;
 }
@@ -151,6 +151,17 @@ tune_status roofline_calibration_save(const char *path, const roofline_calibrati
              CALIBRATION_GATHER_KP, c->reps);
     set_if(ceil, "gather_element_transposed", ceiling_json(c->gather_elem_t_s, "s", method));
     snprintf(method, sizeof method,
+             "gather_matmul.cu gm_gather<half_t, 1, 1> (the gather baseline's kernel with B "
+             "transposed) of g = %d, k = %d, n = %d from k_pre = %d (a %zu-byte source that the L2 "
+             "cannot hold: its warp loads wait for DRAM), 65536 blocks of 256 threads; median "
+             "time of %d reps, L2 flushed, CUDA events, / (g k n) elements",
+             CALIBRATION_GATHER_G, CALIBRATION_GATHER_K, CALIBRATION_GATHER_N,
+             CALIBRATION_GATHER_KP_DRAM,
+             (size_t)CALIBRATION_GATHER_G * CALIBRATION_GATHER_KP_DRAM * CALIBRATION_GATHER_N * 2,
+             c->reps);
+    set_if(ceil, "gather_element_transposed_dram",
+           ceiling_json(c->gather_elem_t_dram_s, "s", method));
+    snprintf(method, sizeof method,
              "common.cu tune_sector_probe: SMs x %d blocks of %d threads, %d independent 4-byte "
              "loads in flight per thread, each at a uniformly random 32-byte-aligned sector of a "
              "%zu-byte buffer; 32 bytes x loads / median of %d reps, L2 flushed, CUDA events",
@@ -219,6 +230,7 @@ tune_status roofline_calibration_load(const char *path, roofline_calibration *c,
     c->floor_s = ceiling_value(ceil, "grid_floor");
     c->gather_elem_s = ceiling_value(ceil, "gather_element");
     c->gather_elem_t_s = ceiling_value(ceil, "gather_element_transposed");
+    c->gather_elem_t_dram_s = ceiling_value(ceil, "gather_element_transposed_dram");
     c->sector_bw = ceiling_value(ceil, "random_sector_bw");
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         c->gemm_rate[p] = ceiling_value(json_object_get(ceil, "gemm"), roofline_precision_str((roofline_precision)p));
@@ -242,7 +254,8 @@ void roofline_ceilings_from_calibration(const roofline_calibration *cal, const r
         roofline_ceilings_from_gpu(g, &spec);
     else {
         spec.read_bw = spec.copy_bw = spec.launch_s = spec.latency_s = spec.floor_s =
-            spec.gather_elem_s = spec.gather_elem_t_s = spec.sector_bw = NAN;
+            spec.gather_elem_s = spec.gather_elem_t_s = spec.gather_elem_t_dram_s = spec.sector_bw =
+                NAN;
         for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
             spec.rate[p] = NAN;
         spec.sm_count = 0;
@@ -256,6 +269,8 @@ void roofline_ceilings_from_calibration(const roofline_calibration *cal, const r
     c->gather_elem_s = isfinite(cal->gather_elem_s) ? cal->gather_elem_s : spec.gather_elem_s;
     c->gather_elem_t_s =
         isfinite(cal->gather_elem_t_s) ? cal->gather_elem_t_s : spec.gather_elem_t_s;
+    c->gather_elem_t_dram_s =
+        isfinite(cal->gather_elem_t_dram_s) ? cal->gather_elem_t_dram_s : spec.gather_elem_t_dram_s;
     c->sector_bw = isfinite(cal->sector_bw) ? cal->sector_bw : spec.sector_bw;
     c->sm_count = cal->sm_count > 0 ? cal->sm_count : spec.sm_count;
     c->l2_bytes = cal->l2_bytes > 0 ? (double)cal->l2_bytes : spec.l2_bytes;

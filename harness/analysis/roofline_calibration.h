@@ -30,6 +30,9 @@ typedef struct {
                              over a source the L2 holds; NAN: not measured */
     double gather_elem_t_s; /* the same with B transposed (gm_gather<half_t, 1, 1>: a warp's 32
                                elements in 32 rows); NAN: not measured (files before it) */
+    double gather_elem_t_dram_s; /* the same transposed gather over a source the L2 cannot hold
+                                    (its warp loads wait for DRAM); NAN: not measured (files
+                                    before it) */
     double sector_bw; /* B/s of random, independent 32-byte sectors read from every SM (32 bytes
                          counted a load); NAN: not measured (files before it) */
     /* provenance */
@@ -50,6 +53,11 @@ typedef struct {
 #define CALIBRATION_GATHER_K 1024
 #define CALIBRATION_GATHER_KP 64
 #define CALIBRATION_GATHER_N 128
+/* The DRAM-resident transposed gather probe: the same g, k and n from k_pre = 2048 rows per g (a
+ * 1 GiB source, 17 times the H200's L2; 1.5 GiB allocated with Bg). Each of a g's n rows of B^T
+ * is 128 sectors that its k = 1024 random picks touch 8 times each, so one warp load in 8 brings
+ * its 32 sectors from DRAM, as step 1's k = 64 picks over 8 sectors do. */
+#define CALIBRATION_GATHER_KP_DRAM 2048
 /* The random-sector probe: SMs x 8 blocks of 256 threads (one wave), 8 independent loads in
  * flight per thread, about 2^27 loads (4 GiB counted) over the read probe's buffer. */
 #define CALIBRATION_SECTOR_LOADS (1ull << 27)

@@ -35,6 +35,7 @@ tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
     out->precision = ROOFLINE_FP32;
     out->modelled = t != NULL;
     out->issue = out->issue_dram = out->issue_scattered = out->dram_random = 0;
+    out->issue_scattered_dram = 0;
     if (!t) {
         out->dram = row->bytes;
         out->launches = 1;
@@ -66,6 +67,7 @@ tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
     out->issue_dram = v.issue_dram;
     out->issue_scattered = v.issue_scattered;
     out->dram_random = v.dram_random;
+    out->issue_scattered_dram = v.issue_scattered_dram;
     if (st == TUNE_OK && t->precision) {
         out->has_precision = 1;
         if (roofline_precision_parse(t->precision, &out->precision) != 0)
@@ -96,9 +98,17 @@ double roofline_model_time(const roofline_ceilings *c, const roofline_traffic *t
         .rate = (unsigned)p < ROOFLINE_N_PRECISIONS ? known(c->rate[p]) : NAN,
         .elem_s = known(c->gather_elem_s),
         .elem_scattered_s = known(c->gather_elem_t_s),
-        .sector_bw = known(c->sector_bw)};
-    const family_traffic_value v = {t->dram,  t->launches, t->chain,      t->flops,
-                                    t->issue, t->issue_dram, t->issue_scattered, t->dram_random};
+        .sector_bw = known(c->sector_bw),
+        .elem_scattered_dram_s = known(c->gather_elem_t_dram_s)};
+    const family_traffic_value v = {.dram = t->dram,
+                                    .launches = t->launches,
+                                    .chain = t->chain,
+                                    .flops = t->flops,
+                                    .issue = t->issue,
+                                    .issue_dram = t->issue_dram,
+                                    .issue_scattered = t->issue_scattered,
+                                    .dram_random = t->dram_random,
+                                    .issue_scattered_dram = t->issue_scattered_dram};
     double v5[ROOFLINE_N_TERMS];
     roofline_terms m = {0};
     m.total = family_traffic_time(&v, &fc, v5);

@@ -40,6 +40,7 @@ typedef struct {
     double issue_dram; /* that step's DRAM bytes, part of dram */
     double issue_scattered; /* of issue, the elements of a transposed source's pattern */
     double dram_random;     /* of dram, the bytes of random 32-byte sectors */
+    double issue_scattered_dram; /* of issue_scattered, those from a source the L2 cannot hold */
 } roofline_traffic;
 
 /* Evaluates the traffic model of row's op and method (family_find_traffic) at the row's

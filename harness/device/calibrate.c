@@ -255,15 +255,20 @@ static tune_status gather_launch(void *ctx, tune_error *err)
 
 /* Seconds per element of an element-wise gather: the gather baseline's own kernel
  * (gather_matmul.cu, gm_gather<half_t, 1, TRANS>: B[I] materialised; TRANS = 1 reads B
- * transposed, a warp's 32 elements in 32 rows) over CALIBRATION_GATHER_* (2^28 elements from a
- * 32 MiB source that the L2 holds, random row indices), with the launch geometry of the gather
- * baseline (65536 blocks of 256 threads); median time / elements. The source holds
- * g x k_pre x n elements in either layout. */
-static tune_status measure_gather(timing *tm, void *stream, void *probe, void *fill_indices,
+ * transposed, a warp's 32 elements in 32 rows) over CALIBRATION_GATHER_G, _K and _N (2^28
+ * elements, random row indices in [0, kp)) from kp rows per g: CALIBRATION_GATHER_KP (a 32 MiB
+ * source that the L2 holds) or CALIBRATION_GATHER_KP_DRAM (1 GiB, which it cannot), with the
+ * launch geometry of the gather baseline (65536 blocks of 256 threads); median time / elements.
+ * The source holds g x kp x n elements in either layout. */
+static tune_status measure_gather(timing *tm, void *stream, void *probe, void *fill_indices, int kp,
                                   int reps, double *seconds, tune_error *err)
 {
-    gather_ctx c = {probe, NULL, NULL, NULL, CALIBRATION_GATHER_G, CALIBRATION_GATHER_K,
-                    CALIBRATION_GATHER_KP, CALIBRATION_GATHER_N, stream};
+    gather_ctx c = {.kernel = probe,
+                    .g = CALIBRATION_GATHER_G,
+                    .k = CALIBRATION_GATHER_K,
+                    .kp = kp,
+                    .n = CALIBRATION_GATHER_N,
+                    .stream = stream};
     size_t n_src = (size_t)c.g * (size_t)c.kp * (size_t)c.n;
     size_t n_dst = (size_t)c.g * (size_t)c.k * (size_t)c.n, n_idx = (size_t)c.g * (size_t)c.k;
     unsigned long long nn = n_idx, seed = 0x6a7e5ull;
@@ -397,8 +402,8 @@ static tune_status load_kernels(const calibrate_options *o, const gpu_info *gi,
 }
 
 /* Every measurement: read and copy bandwidth, the GEMM rates, the launch overhead, the DRAM
- * latency, the grid floor, the gather element (row-major and transposed B), the random-sector
- * rate. */
+ * latency, the grid floor, the gather element (row-major and transposed B, and transposed B that
+ * the L2 cannot hold), the random-sector rate. */
 static tune_status measure_all(const calibrate_options *o, const gpu_info *gi,
                                const calibrate_kernels *k, timing *tm, cudaStream_t stream,
                                cublasHandle_t cublas, roofline_calibration *cal, tune_error *err)
@@ -450,14 +455,20 @@ static tune_status measure_all(const calibrate_options *o, const gpu_info *gi,
         return st;
     cal->floor_s = CALIBRATION_FLOOR_BYTES / small_bw - CALIBRATION_FLOOR_BYTES / cal->read_bw;
     logf_(o->log, "grid floor          %8.2f %s\n", cal->floor_s * 1e6, "us");
-    if ((st = measure_gather(tm, stream, k->kern[K_GATHER], k->kern[K_INDICES], reps,
-                             &cal->gather_elem_s, err)) != TUNE_OK)
+    if ((st = measure_gather(tm, stream, k->kern[K_GATHER], k->kern[K_INDICES],
+                             CALIBRATION_GATHER_KP, reps, &cal->gather_elem_s, err)) != TUNE_OK)
         return st;
     logf_(o->log, "gather element      %8.3f %s\n", cal->gather_elem_s * 1e12, "ps");
-    if ((st = measure_gather(tm, stream, k->kern[K_GATHER_T], k->kern[K_INDICES], reps,
-                             &cal->gather_elem_t_s, err)) != TUNE_OK)
+    if ((st = measure_gather(tm, stream, k->kern[K_GATHER_T], k->kern[K_INDICES],
+                             CALIBRATION_GATHER_KP, reps, &cal->gather_elem_t_s, err)) != TUNE_OK)
         return st;
     logf_(o->log, "gather element (Bt) %8.3f %s\n", cal->gather_elem_t_s * 1e12, "ps");
+    if ((st = measure_gather(tm, stream, k->kern[K_GATHER_T], k->kern[K_INDICES],
+                             CALIBRATION_GATHER_KP_DRAM, reps, &cal->gather_elem_t_dram_s, err)) !=
+        TUNE_OK)
+        return st;
+    logf_(o->log, "gather Bt from DRAM %8.3f %s (a 1 GiB source the L2 cannot hold)\n",
+          cal->gather_elem_t_dram_s * 1e12, "ps");
     if ((st = measure_sectors(tm, stream, k->kern[K_SECTOR], gi->sm_count, o->read_bytes, reps,
                               &cal->sector_bw, err)) != TUNE_OK)
         return st;

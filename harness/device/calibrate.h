@@ -38,7 +38,8 @@ typedef struct {
  * rates (fp16 and bf16 with fp32 accumulation, tf32, fp32), the launch overhead (event-timed
  * tune_fill_indices of one element, L2 flushed like every row), one dependent DRAM round trip
  * (tune_chase_probe, the time model's chain term), the seconds per element of an element-wise
- * gather (the gather baseline's gm_gather, the issue term) with B row-major and transposed, and
+ * gather (the gather baseline's gm_gather, the issue term) with B row-major and transposed (the
+ * transposed one also over a 1 GiB source that the L2 cannot hold), and
  * the rate of random 32-byte sectors read from every SM (tune_sector_probe over read_bytes, the
  * re-fetch term), and fills cal with provenance.
  * TUNE_ERR_NO_GPU (one sentence, from gpu_query) without a GPU. */

@@ -154,12 +154,17 @@ static const family_traffic gm_traffic[] = {
 /* The gather kernel's patterns (docs/roofline.md): with B transposed a warp's 32 elements lie in
  * 32 rows of B^T (inner ops) or are 32 gathered rows of B^T (outer op), which `tune calibrate`
  * measures with gm_gather<half_t, 1, 1>; the L2 re-fetches are random sectors, at the measured
- * random-sector rate. */
+ * random-sector rate. When the step's B is larger than the L2 (a physical threshold, l2_bytes),
+ * the elements cost what the same probe costs over a source the L2 cannot hold, whose warp loads
+ * wait for DRAM rather than find their sectors in the L2. */
 #define GM_SCATTERED "transpose_B * g * k * n"
+#define GM_SCATTERED_DRAM(b_elems) GM_SCATTERED " * (g * " b_elems " * dsize > l2_bytes)"
 static const family_traffic_pattern gm_patterns[] = {
-    {"gather_inner_bmv", "gather", GM_SCATTERED, "g * " GM_INNER_REFETCH},
-    {"gather_inner_matrix_only_bmv", "gather", GM_SCATTERED, "g * " GM_INNER_REFETCH},
-    {"gather_outer_bmv", "gather", GM_SCATTERED, NULL},
+    {"gather_inner_bmv", "gather", GM_SCATTERED, "g * " GM_INNER_REFETCH,
+     GM_SCATTERED_DRAM("k_pre * n")},
+    {"gather_inner_matrix_only_bmv", "gather", GM_SCATTERED, "g * " GM_INNER_REFETCH,
+     GM_SCATTERED_DRAM("k_pre * n")},
+    {"gather_outer_bmv", "gather", GM_SCATTERED, NULL, GM_SCATTERED_DRAM("k * n_pre")},
 };
 
 static const family_op gm_ops[] = {

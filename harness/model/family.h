@@ -78,6 +78,10 @@ typedef struct {
      * L2 evicted), at the measured random-sector rate rather than the read bandwidth; counted in
      * issue_dram first when the method has an issue step. */
     const char *dram_random;
+    /* Of issue_scattered, the elements gathered from a source that the L2 cannot hold (its
+     * bytes above l2_bytes), whose warp loads wait for DRAM: at the seconds per element measured
+     * on such a source. */
+    const char *issue_scattered_dram;
 } family_traffic_pattern;
 
 typedef struct {
@@ -232,6 +236,7 @@ typedef struct {
     double issue, issue_dram; /* elements of the issue-bound step and its DRAM bytes (0: none) */
     double issue_scattered;   /* of issue, the elements of the scattered pattern (0: none) */
     double dram_random;       /* of dram, the bytes of random sectors (0: none) */
+    double issue_scattered_dram; /* of issue_scattered, those from a source the L2 cannot hold */
 } family_traffic_value;
 
 /* Evaluates t at p (the problem axes and dsize); flops: the value when t->flops is NULL. An
@@ -239,8 +244,8 @@ typedef struct {
  * naming the method, the field and the expression. */
 tune_status family_traffic_eval(const family_traffic *t, const tune_point *p, double flops,
                                 family_traffic_value *out, tune_error *err);
-/* Evaluates pattern t at p into out's issue_scattered and dram_random (after
- * family_traffic_eval, which sets them to 0); errors as family_traffic_eval's. */
+/* Evaluates pattern t at p into out's issue_scattered, dram_random and issue_scattered_dram
+ * (after family_traffic_eval, which sets them to 0); errors as family_traffic_eval's. */
 tune_status family_traffic_pattern_eval(const family_traffic_pattern *t, const tune_point *p,
                                         family_traffic_value *out, tune_error *err);
 
@@ -255,6 +260,8 @@ typedef struct {
                                 NAN: elem_s stands in */
     double sector_bw;        /* bytes per second of random 32-byte sectors, counting 32 bytes a
                                 load; NAN: bw stands in */
+    double elem_scattered_dram_s; /* the transposed gather over a source the L2 cannot hold;
+                                     NAN (or 0): elem_scattered_s stands in */
 } family_time_ceilings;
 
 /* The additive time model of v (docs/roofline.md, "The time model"), written once for its two
@@ -264,10 +271,12 @@ typedef struct {
  *     + max(issue x elem_s, issue_dram / bw)
  * (the issue-bound step runs in series with the rest; without one, or without elem_s, the model
  * is the three-term one over all of dram), where the issue_scattered elements cost
- * elem_scattered_s rather than elem_s and the dram_random bytes (of issue_dram first) move at
- * sector_bw rather than bw; each of those two ceilings, when NAN, falls back to the other. Returns NAN when neither dram / bw nor flops / rate is
- * known. terms (optional) gets the seconds of the floor, chain, transfer (every byte's transfer
- * that no issue time hides), compute and issue terms in that order, 0 for a term left out. */
+ * elem_scattered_s rather than elem_s (those of them in issue_scattered_dram
+ * elem_scattered_dram_s) and the dram_random bytes (of issue_dram first) move at sector_bw rather
+ * than bw; each of those ceilings, when NAN, falls back to the one it refines. Returns NAN when
+ * neither dram / bw nor flops / rate is known. terms (optional) gets the seconds of the floor,
+ * chain, transfer (every byte's transfer that no issue time hides), compute and issue terms in that
+ * order, 0 for a term left out. */
 double family_traffic_time(const family_traffic_value *v, const family_time_ceilings *c,
                            double terms[5]);
 

@@ -87,7 +87,7 @@ tune_status family_traffic_eval(const family_traffic *t, const tune_point *p, do
         st = eval_field(method, "issue", t->issue, 0, p, &out->issue, err);
     if (st == TUNE_OK)
         st = eval_field(method, "issue_dram", t->issue_dram, 0, p, &out->issue_dram, err);
-    out->issue_scattered = out->dram_random = 0;
+    out->issue_scattered = out->dram_random = out->issue_scattered_dram = 0;
     return st;
 }
 
@@ -99,6 +99,9 @@ tune_status family_traffic_pattern_eval(const family_traffic_pattern *t, const t
                                 &out->issue_scattered, err);
     if (st == TUNE_OK)
         st = eval_field(method, "dram_random", t->dram_random, 0, p, &out->dram_random, err);
+    if (st == TUNE_OK)
+        st = eval_field(method, "issue_scattered_dram", t->issue_scattered_dram, 0, p,
+                        &out->issue_scattered_dram, err);
     return st;
 }
 
@@ -116,10 +119,15 @@ static double issue_time(const family_traffic_value *v, const family_time_ceilin
     if (!(v->issue > 0 && isfinite(c->elem_s)))
         return 0;
     double scattered = fmin(v->issue_scattered > 0 ? v->issue_scattered : 0, v->issue);
+    double from_dram = fmin(v->issue_scattered_dram > 0 ? v->issue_scattered_dram : 0, scattered);
     double elem_scattered_s = isfinite(c->elem_scattered_s) && c->elem_scattered_s > 0
                                   ? c->elem_scattered_s
                                   : c->elem_s;
-    return (v->issue - scattered) * c->elem_s + scattered * elem_scattered_s;
+    double elem_dram_s = isfinite(c->elem_scattered_dram_s) && c->elem_scattered_dram_s > 0
+                             ? c->elem_scattered_dram_s
+                             : elem_scattered_s;
+    return (v->issue - scattered) * c->elem_s + (scattered - from_dram) * elem_scattered_s +
+           from_dram * elem_dram_s;
 }
 
 double family_traffic_time(const family_traffic_value *v, const family_time_ceilings *c,

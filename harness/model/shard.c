@@ -98,8 +98,8 @@ static double kernel_seconds(const sweep *sw, const tune_point *p)
     const family_traffic *tr =
         family_find_traffic(sw->family, sw->op, point_str(p, "method", NULL));
     family_traffic_value tv;
-    static const family_time_ceilings nominal = {SHARD_KERNEL_MIN, SHARD_LATENCY, SHARD_BW,
-                                                 SHARD_RATE, NAN, NAN, NAN};
+    static const family_time_ceilings nominal = {
+        SHARD_KERNEL_MIN, SHARD_LATENCY, SHARD_BW, SHARD_RATE, NAN, NAN, NAN, NAN};
     tune_point dev = *p; /* p with the nominal device facts */
     if (tr && point_set_int(&dev, "sm_count", SHARD_SM_COUNT) == 0 &&
         point_set_int(&dev, "l2_bytes", SHARD_L2) == 0 &&
