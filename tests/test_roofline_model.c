@@ -568,11 +568,15 @@ Test(roofline_model, gather_scattered_dram_threshold)
     c.gather_elem_s = 1e-12;
     c.gather_elem_t_s = 3e-12;
     c.gather_elem_t_dram_s = 5e-12;
-    /* B fits: 2 x 4 + 1 us + 0.8 ns outside the step + max(256 x 3 ps, 0.992 ns) = 9001.792 ns */
+    /* what the step gathers fits: 2 x 4 + 1 us + 0.8 ns outside the step + max(256 x 3 ps, 0.992 ns) = 9001.792 ns */
     roofline_terms m;
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 9001.792e-9, 1e-16);
-    /* a 1000-byte L2: the elements from DRAM, max(256 x 5 ps, 0.992 ns) = 1.28 ns: 9002.08 ns */
-    dev.l2_bytes = 1000;
+    /* the step gathers distinct(4, 2) = 1.75 rows of 128 elements: 448 bytes; a 400-byte L2 cannot
+     * hold them: the elements from DRAM, max(256 x 5 ps, 0.992 ns) = 1.28 ns: 9002.08 ns */
+    dev.l2_bytes = 448;
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect_eq(t.issue_scattered_dram, 0, "448 bytes fit a 448-byte L2");
+    dev.l2_bytes = 400;
     cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
     cr_expect_eq(t.issue_scattered_dram, 256);
     cr_expect_float_eq(roofline_model_time(&c, &t, ROOFLINE_FP16, &m), 9002.08e-9, 1e-16);

@@ -154,9 +154,12 @@ static const family_traffic gm_traffic[] = {
 /* The gather kernel's patterns (docs/roofline.md): with B transposed a warp's 32 elements lie in
  * 32 rows of B^T (inner ops) or are 32 gathered rows of B^T (outer op), which `tune calibrate`
  * measures with gm_gather<half_t, 1, 1>; the L2 re-fetches are random sectors, at the measured
- * random-sector rate. When the step's B is larger than the L2 (a physical threshold, l2_bytes),
- * the elements cost what the same probe costs over a source the L2 cannot hold, whose warp loads
- * wait for DRAM rather than find their sectors in the L2. */
+ * random-sector rate. When what the step gathers from B is larger than the L2 (a physical
+ * threshold, l2_bytes), the elements cost what the same probe costs over a source the L2 cannot
+ * hold, whose warp loads wait for DRAM rather than find their sectors in the L2. What the step
+ * gathers: the inner ops pick k of a row's k_pre elements in each of its n rows of B^T, which
+ * touches nearly every sector of the row (B); the outer op reads distinct(n_pre, n) whole rows of
+ * k elements of each g's n_pre. */
 #define GM_SCATTERED "transpose_B * g * k * n"
 #define GM_SCATTERED_DRAM(b_elems) GM_SCATTERED " * (g * " b_elems " * dsize > l2_bytes)"
 static const family_traffic_pattern gm_patterns[] = {
@@ -164,7 +167,8 @@ static const family_traffic_pattern gm_patterns[] = {
      GM_SCATTERED_DRAM("k_pre * n")},
     {"gather_inner_matrix_only_bmv", "gather", GM_SCATTERED, "g * " GM_INNER_REFETCH,
      GM_SCATTERED_DRAM("k_pre * n")},
-    {"gather_outer_bmv", "gather", GM_SCATTERED, NULL, GM_SCATTERED_DRAM("k * n_pre")},
+    {"gather_outer_bmv", "gather", GM_SCATTERED, NULL,
+     GM_SCATTERED_DRAM("k * distinct(n_pre, n)")},
 };
 
 static const family_op gm_ops[] = {
