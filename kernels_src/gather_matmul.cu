@@ -7,8 +7,10 @@
 // row-major or, transposed, stored (g, n, k_pre). Outer op: A (g, k), I (g, n) in [0, n_pre),
 // B (g, k, n_pre) row-major or, transposed, stored (g, n_pre, k). out (g, n). fp32 accumulation.
 //
-// Two kernels, chosen by the host from the layout; both give each block CHUNK consecutive output
-// columns of one g (the user-facing `chunk` knob) and reduce over the whole of k:
+// Two kernels, chosen by the host from the layout, and their cp.async variants chosen by the
+// `stages` knob (gm_rows_async, gm_cols_async: described where they are defined). All give each
+// block CHUNK consecutive output columns of one g (the user-facing `chunk` knob) and reduce over
+// the whole of k:
 //  - gm_rows: B's gathered data is contiguous along the output columns (inner ops, row-major B)
 //    or not at all (outer op, row-major B). Threads split into LANES = CHUNK / VEC column lanes
 //    (VEC elements each, one vector load) times ROWS = THREADS / LANES row groups over k; partial
@@ -334,6 +336,115 @@ __global__ void __launch_bounds__(THREADS)
         }
     }
     gm_cols_store<T, CPG, GS, NG>(acc, out + gi * n, c0 + grp, c1, lane);
+}
+
+// Outer op, transposed B, with cp.async: each group of GS lanes copies its gathered rows of B^T
+// (k contiguous elements each, VEC per lane and copy) straight into its threads' own shared-memory
+// slots, S stages deep, and multiplies them with A from shared memory while the next copies are in
+// flight; the bytes in flight are bounded by shared memory, not by registers, so CHUNK can span
+// many columns per group. The block's column indices are staged with A (one memory latency, not
+// two); a thread's copies run over its columns q (grp + q NG) and, within a column, over k in steps
+// of GS VEC. Each finished column's group sum goes to red[] (several k tiles add up there). No
+// barrier inside the pipeline: a thread reads only the slots it filled, and the loop bounds are the
+// same for every thread, so the shuffles see whole warps.
+template <typename T, int CHUNK, int VEC, int GS, int THREADS, int S>
+__global__ void __launch_bounds__(THREADS)
+    gm_cols_async(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
+                  T *__restrict__ out, int g, int k, int kp, int n)
+{
+    static_assert(S >= 2, "S (pipeline stages) must be >= 2");
+    static_assert(GS >= 1 && GS <= 32 && (GS & (GS - 1)) == 0, "GS must be a power of two <= 32");
+    static_assert(THREADS % 32 == 0, "THREADS must be a multiple of 32");
+    constexpr int BYTES = VEC * (int)sizeof(T);
+    static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+    constexpr int NG = THREADS / GS;
+    constexpr int CPG = (CHUNK + NG - 1) / NG;
+
+    __shared__ float sA[GM_KT];
+    __shared__ int sJ[CHUNK];
+    __shared__ float red[CHUNK];
+    __shared__ __align__(16) raw_vec<BYTES> buf[S][THREADS];
+
+    const int nchunks = (n + CHUNK - 1) / CHUNK;
+    const long long gi = blockIdx.x / nchunks;
+    const int c0 = (blockIdx.x % nchunks) * CHUNK;
+    const int c1 = min(n, c0 + CHUNK);
+    const int lane = threadIdx.x % GS;
+    const int grp = threadIdx.x / GS;
+    const T *Ag = A + gi * k;
+    const int *Ig = I + gi * n;
+    const T *Bg = B + gi * (long long)kp * k + lane * VEC;
+    raw_vec<BYTES> *slot = &buf[0][threadIdx.x];
+
+    for (int cc = threadIdx.x; cc < CHUNK; cc += THREADS) {
+        sJ[cc] = c0 + cc < c1 ? Ig[c0 + cc] : -1;
+        red[cc] = 0.f;
+    }
+    for (int t0 = 0; t0 < k; t0 += GM_KT) {
+        const int len = min(GM_KT, k - t0);
+        if (t0 > 0)
+            __syncthreads();
+        gm_stage<T, 2>(Ag, nullptr, t0, len, nullptr, sA);
+        __syncthreads();
+        // copies per column (the same for every thread) and this tile's copies in all
+        const int TS = (len + GS * VEC - 1) / (GS * VEC);
+        const int J = CPG * TS;
+        // copy jn: column q = jn / TS, k step ts = jn % TS, kept as counters
+        int qn = 0, tsn = 0;
+        auto issue = [&](int s) {
+            const int e = (lane + tsn * GS) * VEC;
+            const int col = grp + qn * NG;
+            const int idx = col < CHUNK ? sJ[col] : -1;
+            if (idx >= 0 && e < len)
+                cp_async<BYTES>(slot + s * THREADS, Bg + (long long)idx * k + t0 + tsn * GS * VEC);
+            cp_async_commit();
+            if (++tsn == TS) {
+                tsn = 0;
+                qn++;
+            }
+        };
+#pragma unroll
+        for (int s = 0; s < S - 1; s++) {
+            if (s < J)
+                issue(s);
+            else
+                cp_async_commit();
+        }
+        int q = 0, ts = 0;
+        float acc = 0.f;
+#pragma unroll 1
+        for (int j = 0; j < J; j++) {
+            const int jn = j + S - 1;
+            if (jn < J)
+                issue(jn % S);
+            else
+                cp_async_commit();
+            cp_async_wait<S - 1>();
+            const int e = (lane + ts * GS) * VEC;
+            const int col = grp + q * NG;
+            if (col < CHUNK && sJ[col] >= 0 && e < len) {
+                float b[VEC];
+                widen_f32<T, VEC>(slot[(j % S) * THREADS], b);
+#pragma unroll
+                for (int v = 0; v < VEC; v++)
+                    acc = fmaf(sA[e + v], b[v], acc);
+            }
+            if (++ts == TS) {
+#pragma unroll
+                for (int off = GS / 2; off >= 1; off >>= 1)
+                    acc += __shfl_xor_sync(0xffffffffu, acc, off);
+                if (lane == 0 && col < CHUNK)
+                    red[col] += acc;
+                acc = 0.f;
+                ts = 0;
+                q++;
+            }
+        }
+        cp_async_wait<0>();
+    }
+    __syncthreads();
+    for (int cc = threadIdx.x; c0 + cc < c1; cc += THREADS)
+        out[gi * n + c0 + cc] = from_f32<T>(red[cc]);
 }
 
 // Inner ops with transposed B and a short k_pre (SparQ step 1: k_pre = 128 = head dim): the hardware

@@ -40,6 +40,9 @@ static const char *const dtypes[] = {"float16", "bfloat16", "float32"};
 static const int64_t chunks[] = {1, 3, 16, 64, 128};
 static const int64_t threads[] = {32, 256};
 static const int64_t denses[] = {0, 1};
+/* 3: gm_rows_async for the inner ops with row-major B, gm_cols_async for the outer op with
+ * transposed B (the awkward k of the outer cases: one element, 33 (fp32 only: 4-byte copies), and
+ * 1100, two k tiles) */
 static const int64_t stages[] = {0, 3};
 
 
@@ -340,4 +343,50 @@ Test(gather_matmul, instantiation_names)
     case_point(&o, "bfloat16", 1, "custom", 16, 256, &p);
     cr_assert_gt(gather_matmul_family.kernels(&gather_matmul_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
     cr_expect_str_eq(refs[0].name, "gm_cols<bf16_t, 2, 16, 8, 16, 256>");
+}
+
+/* CPU: `stages` on the outer op with transposed B selects gm_cols_async (SparQ step 2's pipeline),
+ * and the family refuses what it cannot run, with the reason. */
+Test(gather_matmul, cols_async_names_and_pruning)
+{
+    const tune_family *fam = &gather_matmul_family;
+    tune_point p;
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[256] = "";
+    gm_case o = {"gather_outer_bmv", 32, 4096, 128, 256};
+    case_point(&o, "bfloat16", 1, "custom", 128, 256, &p);
+    point_set_int(&p, "stages", 4);
+    cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].name, "gm_cols_async<bf16_t, 128, 8, 16, 256, 4>");
+    /* no limit on columns per group: 512 columns over 16 groups (gm_cols stops at 8 x 8 values) */
+    case_point(&o, "float16", 1, "custom", 512, 256, &p);
+    point_set_int(&p, "stages", 8);
+    cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].name, "gm_cols_async<half_t, 512, 8, 16, 256, 8>");
+    point_set_int(&p, "stages", 0);
+    cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_expect(strstr(why, "more than 64 values in flight") != NULL, "why: %s", why);
+
+    struct {
+        gm_case c;
+        const char *dtype;
+        int trans;
+        int64_t chunk, threads, stages;
+        const char *why;
+    } refused[] = {
+        {o, "float16", 0, 64, 256, 4, "stages applies only to the inner ops with row-major B and the outer op with transposed B"},
+        {{"gather_inner_bmv", 7, 128, 24, 200}, "float16", 1, 64, 256, 4, "stages applies only"},
+        {o, "float16", 1, 64, 256, 1, "stages must be 0 (no pipeline) or >= 2"},
+        {o, "float16", 1, 16, 256, 8, "stages (8) exceeds the 1 copies per thread of a k tile"},
+        {o, "float16", 1, 512, 1024, 4, "bytes of shared memory exceed 48 KiB"},
+        {{"gather_outer_bmv", 5, 300, 33, 130}, "bfloat16", 1, 128, 32, 2, "copies of at least 4 bytes (k a multiple of 2)"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        case_point(&refused[i].c, refused[i].dtype, refused[i].trans, "custom", refused[i].chunk,
+                   refused[i].threads, &p);
+        point_set_int(&p, "stages", refused[i].stages);
+        why[0] = '\0';
+        cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "case %zu", i);
+        cr_expect(strstr(why, refused[i].why) != NULL, "case %zu: why: %s", i, why);
+    }
 }

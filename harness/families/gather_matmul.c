@@ -190,7 +190,8 @@ static const family_axis gm_params[] = {
     {"full_occupancy", FAMILY_AXIS_BOOL, 0, 1, NULL, "false",
      "row-major B: cap registers so that 2048 threads fit on an SM (__launch_bounds__)"},
     {"stages", FAMILY_AXIS_INT, 0, 16, NULL, "0",
-     "inner ops, row-major B: cp.async pipeline depth (0: plain loads, gm_rows)"},
+     "cp.async pipeline depth (0: plain loads): inner ops with row-major B (gm_rows_async), outer "
+     "op with transposed B (gm_cols_async)"},
     {"dense", FAMILY_AXIS_BOOL, 0, 1, NULL, "false",
      "inner ops, transposed B: scatter A into a dense k_pre vector and stream whole rows of B"},
 };
@@ -288,7 +289,33 @@ static int gm_describe(const tune_point *cfg, gm_desc *d, char *why, size_t why_
     return d->method == GM_CUSTOM ? gm_describe_custom(cfg, d, why, why_size) : 0;
 }
 
-/* The custom kernel's geometry (gm_rows, gm_rows_async, gm_cols or gm_dense) from the
+/* gm_cols_async's limits: 4-, 8- or 16-byte copies, static shared memory (the S stages of every
+ * thread's slots, A's staging tile of GM_KT floats, the chunk's indices and sums) within 48 KiB, and
+ * enough copies per thread to fill the pipeline: fewer than `stages` is a one-shot block, what
+ * gm_cols already does with fewer registers. It keeps no value per column in registers, so unlike
+ * gm_cols it has no limit on the columns per group. */
+static int gm_describe_cols_async(gm_desc *d, int64_t groups, char *why, size_t why_size)
+{
+    const int64_t kt = 1024; /* GM_KT */
+    if ((int64_t)d->vec * (int64_t)d->ds < 4)
+        return family_fail(why, why_size, "stages needs copies of at least 4 bytes (k a multiple of %d)",
+                           (int)(4 / d->ds));
+    int64_t bytes = d->stages * d->threads * d->vec * (int64_t)d->ds + kt * 4 + d->chunk * 8;
+    if (bytes > 48 * 1024)
+        return family_fail(why, why_size, "stages: %lld bytes of shared memory exceed 48 KiB",
+                           (long long)bytes);
+    int64_t per_col = ceil_div(d->k < kt ? d->k : kt, d->gs * d->vec);
+    int64_t copies = ceil_div(d->chunk, groups) * per_col;
+    if (copies < d->stages)
+        return family_fail(why, why_size, "stages (%lld) exceeds the %lld copies per thread of a k tile: "
+                           "the pipeline never fills", (long long)d->stages, (long long)copies);
+    d->grid = d->g * ceil_div(d->n, d->chunk);
+    if (d->grid > INT32_MAX)
+        return family_fail(why, why_size, "grid of %lld blocks exceeds 2^31 - 1", (long long)d->grid);
+    return 0;
+}
+
+/* The custom kernel's geometry (gm_rows, gm_rows_async, gm_cols, gm_cols_async or gm_dense) from the
  * parameters, or -1 with why when the configuration cannot run. */
 static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size_t why_size)
 {
@@ -299,8 +326,9 @@ static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size
     d->stages = point_int(cfg, "stages", 0);
     if (d->stages == 1)
         return family_fail(why, why_size, "stages must be 0 (no pipeline) or >= 2");
-    if (d->stages && (d->op == GM_OUTER || d->trans))
-        return family_fail(why, why_size, "stages applies only to the inner ops with row-major B");
+    if (d->stages && (d->op == GM_OUTER) != (d->trans != 0))
+        return family_fail(why, why_size, "stages applies only to the inner ops with row-major B and "
+                                      "the outer op with transposed B");
     if (d->threads % 32 != 0)
         return family_fail(why, why_size, "threads (%lld) must be a multiple of 32", (long long)d->threads);
     d->cols = d->trans;
@@ -348,6 +376,8 @@ static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size
         while (d->gs < 32 && d->gs < lanes)
             d->gs *= 2;
         int64_t groups = d->threads / d->gs;
+        if (d->stages)
+            return gm_describe_cols_async(d, groups, why, why_size);
         if (ceil_div(d->chunk, groups) > 32)
             return family_fail(why, why_size, "chunk (%lld) over %lld column groups needs more than 32 "
                                "columns per group", (long long)d->chunk, (long long)groups);
@@ -366,6 +396,9 @@ static void gm_custom_name(const gm_desc *d, char *buf, size_t size)
     if (d->dense)
         snprintf(buf, size, "gm_dense<%s, %d, %lld, %d, %d, %lld>", d->tname, d->op,
                  (long long)d->chunk, d->vec, d->gs, (long long)d->threads);
+    else if (d->stages && d->cols)
+        snprintf(buf, size, "gm_cols_async<%s, %lld, %d, %d, %lld, %lld>", d->tname,
+                 (long long)d->chunk, d->vec, d->gs, (long long)d->threads, (long long)d->stages);
     else if (d->stages)
         snprintf(buf, size, "gm_rows_async<%s, %d, %lld, %d, %lld, %lld>", d->tname, d->op,
                  (long long)d->chunk, d->vec, (long long)d->threads, (long long)d->stages);
