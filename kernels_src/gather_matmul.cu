@@ -8,7 +8,8 @@
 // B (g, k, n_pre) row-major or, transposed, stored (g, n_pre, k). out (g, n). fp32 accumulation.
 //
 // Two kernels, chosen by the host from the layout, and their cp.async variants chosen by the
-// `stages` knob (gm_rows_async, gm_cols_async: described where they are defined). All give each
+// `stages` knob (gm_rows_async, gm_cols_async, and gm_dense_async for gm_dense below: described
+// where they are defined). All give each
 // block CHUNK consecutive output columns of one g (the user-facing `chunk` knob) and reduce over
 // the whole of k:
 //  - gm_rows: B's gathered data is contiguous along the output columns (inner ops, row-major B)
@@ -505,6 +506,109 @@ __global__ void __launch_bounds__(THREADS)
                 acc[q] = fmaf(w[c + v], b[q][v], acc[q]);
     }
     gm_cols_store<T, CPG, GS, NG>(acc, out + gi * n, c0 + grp, c1, lane);
+}
+
+// gm_dense with cp.async (`stages` S >= 2): the rows of B^T do not depend on the indices, so each
+// thread starts copying its first S - 1 row pieces (VEC elements, 4-16 bytes) into its own
+// shared-memory slots before the indices and A values are loaded and scattered into w, and keeps
+// S - 1 copies ahead of the arithmetic afterwards. B is thus in flight during the scatter's two
+// dependent round trips and its barriers, and the bytes in flight are bounded by shared memory, not
+// by registers (no value per column is held). A thread's copies run over its columns q
+// (grp + q NG) and, within a column, over k_pre in steps of GS VEC; each finished column's group
+// sum is written straight out (the whole of k_pre is one pass). No barrier inside the pipeline: a
+// thread reads only the slots it filled, and the loop bounds are the same for every thread, so the
+// shuffles see whole warps.
+template <typename T, int OP, int CHUNK, int VEC, int GS, int THREADS, int S>
+__global__ void __launch_bounds__(THREADS)
+    gm_dense_async(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
+                   T *__restrict__ out, int g, int k, int kp, int n)
+{
+    static_assert(OP != 2, "gm_dense_async serves the inner ops");
+    static_assert(S >= 2, "S (pipeline stages) must be >= 2");
+    static_assert(GS >= 1 && GS <= 32 && (GS & (GS - 1)) == 0, "GS must be a power of two <= 32");
+    static_assert(THREADS % 32 == 0, "THREADS must be a multiple of 32");
+    constexpr int BYTES = VEC * (int)sizeof(T);
+    static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+    constexpr int NG = THREADS / GS;
+    constexpr int CPG = (CHUNK + NG - 1) / NG;
+    extern __shared__ float w[];
+    __shared__ __align__(16) raw_vec<BYTES> buf[S][THREADS];
+
+    const int nchunks = (n + CHUNK - 1) / CHUNK;
+    const long long gi = blockIdx.x / nchunks;
+    const int c0 = (blockIdx.x % nchunks) * CHUNK;
+    const int c1 = min(n, c0 + CHUNK);
+    const int lane = threadIdx.x % GS;
+    const int grp = threadIdx.x / GS;
+    const T *Ag = A + gi * (OP == 0 ? kp : k);
+    const int *Ig = I + gi * k;
+    const T *Bg = B + gi * (long long)n * kp + lane * VEC;
+    raw_vec<BYTES> *slot = &buf[0][threadIdx.x];
+
+    // copies per column (the same for every thread) and copies in all
+    const int TS = (kp + GS * VEC - 1) / (GS * VEC);
+    const int J = CPG * TS;
+    // copy jn: column q = jn / TS, k_pre step ts = jn % TS, kept as counters
+    int qn = 0, tsn = 0;
+    auto issue = [&](int s) {
+        const int e = (lane + tsn * GS) * VEC;
+        const int j = c0 + grp + qn * NG;
+        if (j < c1 && e < kp)
+            cp_async<BYTES>(slot + s * THREADS, Bg + (long long)j * kp + tsn * GS * VEC);
+        cp_async_commit();
+        if (++tsn == TS) {
+            tsn = 0;
+            qn++;
+        }
+    };
+#pragma unroll
+    for (int s = 0; s < S - 1; s++) {
+        if (s < J)
+            issue(s);
+        else
+            cp_async_commit();
+    }
+
+    for (int c = threadIdx.x; c < kp; c += THREADS)
+        w[c] = 0.f;
+    __syncthreads();
+    for (int t = threadIdx.x; t < k; t += THREADS) {
+        const int idx = Ig[t];
+        atomicAdd(&w[idx], to_f32(Ag[OP == 0 ? idx : t]));
+    }
+    __syncthreads();
+
+    int q = 0, ts = 0;
+    float acc = 0.f;
+#pragma unroll 1
+    for (int jj = 0; jj < J; jj++) {
+        const int jn = jj + S - 1;
+        if (jn < J)
+            issue(jn % S);
+        else
+            cp_async_commit();
+        cp_async_wait<S - 1>();
+        const int e = (lane + ts * GS) * VEC;
+        const int j = c0 + grp + q * NG;
+        if (j < c1 && e < kp) {
+            float b[VEC];
+            widen_f32<T, VEC>(slot[(jj % S) * THREADS], b);
+#pragma unroll
+            for (int v = 0; v < VEC; v++)
+                acc = fmaf(w[e + v], b[v], acc);
+        }
+        if (++ts == TS) {
+#pragma unroll
+            for (int off = GS / 2; off >= 1; off >>= 1)
+                acc += __shfl_xor_sync(0xffffffffu, acc, off);
+            if (lane == 0 && j < c1)
+                out[gi * n + j] = from_f32<T>(acc);
+            acc = 0.f;
+            ts = 0;
+            q++;
+        }
+    }
+    cp_async_wait<0>();
 }
 
 // The reference's output (gi, j): its sum in fp32, in order, no staging. TRANS as in the kernels.

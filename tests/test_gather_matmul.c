@@ -42,7 +42,9 @@ static const int64_t threads[] = {32, 256};
 static const int64_t denses[] = {0, 1};
 /* 3: gm_rows_async for the inner ops with row-major B, gm_cols_async for the outer op with
  * transposed B (the awkward k of the outer cases: one element, 33 (fp32 only: 4-byte copies), and
- * 1100, two k tiles) */
+ * 1100, two k tiles), gm_dense_async with dense (the awkward k_pre of the inner cases: 37, fp32
+ * only, a row's 32 lanes covering it in two steps, the last one partial; 100, 8-byte copies; 2000
+ * and 3000, eight and twelve steps of 16 bytes) */
 static const int64_t stages[] = {0, 3};
 
 
@@ -374,7 +376,7 @@ Test(gather_matmul, cols_async_names_and_pruning)
         int64_t chunk, threads, stages;
         const char *why;
     } refused[] = {
-        {o, "float16", 0, 64, 256, 4, "stages applies only to the inner ops with row-major B and the outer op with transposed B"},
+        {o, "float16", 0, 64, 256, 4, "stages applies only to the inner ops with row-major B, the outer op with transposed B and dense"},
         {{"gather_inner_bmv", 7, 128, 24, 200}, "float16", 1, 64, 256, 4, "stages applies only"},
         {o, "float16", 1, 64, 256, 1, "stages must be 0 (no pipeline) or >= 2"},
         {o, "float16", 1, 16, 256, 8, "stages (8) exceeds the 1 copies per thread of a k tile"},
@@ -384,6 +386,63 @@ Test(gather_matmul, cols_async_names_and_pruning)
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         case_point(&refused[i].c, refused[i].dtype, refused[i].trans, "custom", refused[i].chunk,
                    refused[i].threads, &p);
+        point_set_int(&p, "stages", refused[i].stages);
+        why[0] = '\0';
+        cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "case %zu", i);
+        cr_expect(strstr(why, refused[i].why) != NULL, "case %zu: why: %s", i, why);
+    }
+}
+
+/* CPU: `stages` with `dense` selects gm_dense_async (SparQ step 1's pipeline); gm_dense (stages 0)
+ * is unchanged, and the family refuses what the pipeline cannot run, with the reason. */
+Test(gather_matmul, dense_async_names_and_pruning)
+{
+    const tune_family *fam = &gather_matmul_family;
+    tune_point p;
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[256] = "";
+    gm_case s1 = {"gather_inner_bmv", 256, 128, 32, 4096}; /* SparQ step 1: k_pre = 128 */
+    case_point(&s1, "float16", 1, "custom", 64, 256, &p);
+    point_set_int(&p, "dense", 1);
+    cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].name, "gm_dense<half_t, 0, 64, 8, 16, 256>");
+    point_set_int(&p, "stages", 4);
+    cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].name, "gm_dense_async<half_t, 0, 64, 8, 16, 256, 4>");
+    /* one copy per thread: stages 2 issues it before the scatter */
+    case_point(&s1, "float16", 1, "custom", 16, 256, &p);
+    point_set_int(&p, "dense", 1);
+    point_set_int(&p, "stages", 2);
+    cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].name, "gm_dense_async<half_t, 0, 16, 8, 16, 256, 2>");
+    /* no limit on columns per group: 512 columns over 16 groups (gm_dense stops at 8 x 8 values) */
+    case_point(&s1, "bfloat16", 1, "custom", 512, 256, &p);
+    point_set_int(&p, "dense", 1);
+    point_set_int(&p, "stages", 8);
+    cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].name, "gm_dense_async<bf16_t, 0, 512, 8, 16, 256, 8>");
+    point_set_int(&p, "stages", 0);
+    cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
+    cr_expect(strstr(why, "more than 64 values in flight") != NULL, "why: %s", why);
+
+    struct {
+        gm_case c;
+        const char *dtype;
+        int trans, dense;
+        int64_t chunk, threads, stages;
+        const char *why;
+    } refused[] = {
+        {s1, "float16", 1, 0, 64, 256, 4, "stages applies only to the inner ops with row-major B, the outer op with transposed B and dense"},
+        {s1, "float16", 0, 1, 64, 256, 4, "dense applies only to the inner ops with transposed B"},
+        {s1, "float16", 1, 1, 64, 256, 1, "stages must be 0 (no pipeline) or >= 2"},
+        {s1, "float16", 1, 1, 16, 256, 3, "stages (3) exceeds the 1 copies per thread + 1: stages 2 already issues them all"},
+        {s1, "float16", 1, 1, 512, 1024, 4, "bytes of shared memory exceed 48 KiB"},
+        {{"gather_inner_bmv", 3, 37, 1, 5}, "bfloat16", 1, 1, 64, 256, 2, "copies of at least 4 bytes (k_pre a multiple of 2)"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        case_point(&refused[i].c, refused[i].dtype, refused[i].trans, "custom", refused[i].chunk,
+                   refused[i].threads, &p);
+        point_set_int(&p, "dense", refused[i].dense);
         point_set_int(&p, "stages", refused[i].stages);
         why[0] = '\0';
         cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "case %zu", i);

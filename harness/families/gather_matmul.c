@@ -191,7 +191,7 @@ static const family_axis gm_params[] = {
      "row-major B: cap registers so that 2048 threads fit on an SM (__launch_bounds__)"},
     {"stages", FAMILY_AXIS_INT, 0, 16, NULL, "0",
      "cp.async pipeline depth (0: plain loads): inner ops with row-major B (gm_rows_async), outer "
-     "op with transposed B (gm_cols_async)"},
+     "op with transposed B (gm_cols_async), dense (gm_dense_async)"},
     {"dense", FAMILY_AXIS_BOOL, 0, 1, NULL, "false",
      "inner ops, transposed B: scatter A into a dense k_pre vector and stream whole rows of B"},
 };
@@ -315,8 +315,33 @@ static int gm_describe_cols_async(gm_desc *d, int64_t groups, char *why, size_t 
     return 0;
 }
 
-/* The custom kernel's geometry (gm_rows, gm_rows_async, gm_cols, gm_cols_async or gm_dense) from the
- * parameters, or -1 with why when the configuration cannot run. */
+/* gm_dense_async's limits: 4-, 8- or 16-byte copies, shared memory (the S stages of every thread's
+ * slots and the dense k_pre-float vector) within 48 KiB, and no more stages than its copies per
+ * thread need: with J copies, stages = J + 1 already issues them all before the scatter, so a
+ * deeper pipeline is the same kernel with more shared memory (fewer blocks per SM). As
+ * gm_cols_async, it keeps no value per column in registers: no limit on the columns per group. */
+static int gm_describe_dense_async(gm_desc *d, char *why, size_t why_size)
+{
+    if ((int64_t)d->vec * (int64_t)d->ds < 4)
+        return family_fail(why, why_size, "stages needs copies of at least 4 bytes (k_pre a multiple "
+                                      "of %d)", (int)(4 / d->ds));
+    int64_t bytes = d->stages * d->threads * d->vec * (int64_t)d->ds + (int64_t)d->smem;
+    if (bytes > 48 * 1024)
+        return family_fail(why, why_size, "stages: %lld bytes of shared memory exceed 48 KiB",
+                           (long long)bytes);
+    int64_t copies = ceil_div(d->chunk, d->threads / d->gs) * ceil_div(d->kp, d->gs * d->vec);
+    if (d->stages - 1 > copies)
+        return family_fail(why, why_size, "stages (%lld) exceeds the %lld copies per thread + 1: "
+                           "stages %lld already issues them all before the scatter",
+                           (long long)d->stages, (long long)copies, (long long)(copies + 1));
+    d->grid = d->g * ceil_div(d->n, d->chunk);
+    if (d->grid > INT32_MAX)
+        return family_fail(why, why_size, "grid of %lld blocks exceeds 2^31 - 1", (long long)d->grid);
+    return 0;
+}
+
+/* The custom kernel's geometry (gm_rows, gm_rows_async, gm_cols, gm_cols_async, gm_dense or
+ * gm_dense_async) from the parameters, or -1 with why when the configuration cannot run. */
 static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size_t why_size)
 {
     d->chunk = point_int(cfg, "chunk", 64);
@@ -326,15 +351,15 @@ static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size
     d->stages = point_int(cfg, "stages", 0);
     if (d->stages == 1)
         return family_fail(why, why_size, "stages must be 0 (no pipeline) or >= 2");
-    if (d->stages && (d->op == GM_OUTER) != (d->trans != 0))
-        return family_fail(why, why_size, "stages applies only to the inner ops with row-major B and "
-                                      "the outer op with transposed B");
     if (d->threads % 32 != 0)
         return family_fail(why, why_size, "threads (%lld) must be a multiple of 32", (long long)d->threads);
     d->cols = d->trans;
     d->dense = (int)point_int(cfg, "dense", 0);
     if (d->dense && (d->op == GM_OUTER || !d->trans))
         return family_fail(why, why_size, "dense applies only to the inner ops with transposed B");
+    if (d->stages && !d->dense && (d->op == GM_OUTER) != (d->trans != 0))
+        return family_fail(why, why_size, "stages applies only to the inner ops with row-major B, "
+                                      "the outer op with transposed B and dense");
     if (d->dense && d->kp > 12288)
         return family_fail(why, why_size, "dense needs k_pre <= 12288 (a k_pre-float vector in 48 KiB "
                                       "of shared memory)");
@@ -346,6 +371,8 @@ static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size
         d->gs = 1;
         while (d->gs < 32 && d->gs < lanes)
             d->gs *= 2;
+        if (d->stages)
+            return gm_describe_dense_async(d, why, why_size);
         if (ceil_div(d->chunk, d->threads / d->gs) * d->vec > 64)
             return family_fail(why, why_size, "chunk (%lld) over %lld column groups keeps more than 64 "
                                "values in flight per thread", (long long)d->chunk,
@@ -393,7 +420,10 @@ static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size
 
 static void gm_custom_name(const gm_desc *d, char *buf, size_t size)
 {
-    if (d->dense)
+    if (d->dense && d->stages)
+        snprintf(buf, size, "gm_dense_async<%s, %d, %lld, %d, %d, %lld, %lld>", d->tname, d->op,
+                 (long long)d->chunk, d->vec, d->gs, (long long)d->threads, (long long)d->stages);
+    else if (d->dense)
         snprintf(buf, size, "gm_dense<%s, %d, %lld, %d, %d, %lld>", d->tname, d->op,
                  (long long)d->chunk, d->vec, d->gs, (long long)d->threads);
     else if (d->stages && d->cols)
