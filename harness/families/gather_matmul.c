@@ -309,9 +309,6 @@ static int gm_describe_cols_async(gm_desc *d, int64_t groups, char *why, size_t 
     if (copies < d->stages)
         return family_fail(why, why_size, "stages (%lld) exceeds the %lld copies per thread of a k tile: "
                            "the pipeline never fills", (long long)d->stages, (long long)copies);
-    d->grid = d->g * ceil_div(d->n, d->chunk);
-    if (d->grid > INT32_MAX)
-        return family_fail(why, why_size, "grid of %lld blocks exceeds 2^31 - 1", (long long)d->grid);
     return 0;
 }
 
@@ -334,9 +331,6 @@ static int gm_describe_dense_async(gm_desc *d, char *why, size_t why_size)
         return family_fail(why, why_size, "stages (%lld) exceeds the %lld copies per thread + 1: "
                            "stages %lld already issues them all before the scatter",
                            (long long)d->stages, (long long)copies, (long long)(copies + 1));
-    d->grid = d->g * ceil_div(d->n, d->chunk);
-    if (d->grid > INT32_MAX)
-        return family_fail(why, why_size, "grid of %lld blocks exceeds 2^31 - 1", (long long)d->grid);
     return 0;
 }
 
@@ -371,9 +365,10 @@ static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size
         d->gs = 1;
         while (d->gs < 32 && d->gs < lanes)
             d->gs *= 2;
-        if (d->stages)
-            return gm_describe_dense_async(d, why, why_size);
-        if (ceil_div(d->chunk, d->threads / d->gs) * d->vec > 64)
+        if (d->stages) {
+            if (gm_describe_dense_async(d, why, why_size))
+                return -1;
+        } else if (ceil_div(d->chunk, d->threads / d->gs) * d->vec > 64)
             return family_fail(why, why_size, "chunk (%lld) over %lld column groups keeps more than 64 "
                                "values in flight per thread", (long long)d->chunk,
                                (long long)(d->threads / d->gs));
@@ -403,14 +398,16 @@ static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size
         while (d->gs < 32 && d->gs < lanes)
             d->gs *= 2;
         int64_t groups = d->threads / d->gs;
-        if (d->stages)
-            return gm_describe_cols_async(d, groups, why, why_size);
-        if (ceil_div(d->chunk, groups) > 32)
+        if (d->stages) {
+            if (gm_describe_cols_async(d, groups, why, why_size))
+                return -1;
+        } else if (ceil_div(d->chunk, groups) > 32) {
             return family_fail(why, why_size, "chunk (%lld) over %lld column groups needs more than 32 "
                                "columns per group", (long long)d->chunk, (long long)groups);
-        if (ceil_div(d->chunk, groups) * d->vec > 64)
+        } else if (ceil_div(d->chunk, groups) * d->vec > 64) {
             return family_fail(why, why_size, "chunk (%lld) over %lld column groups keeps more than 64 "
                                "values in flight per thread", (long long)d->chunk, (long long)groups);
+        }
     }
     d->grid = d->g * ceil_div(d->n, d->chunk);
     if (d->grid > INT32_MAX)
