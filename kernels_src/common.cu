@@ -97,6 +97,36 @@ __global__ void __launch_bounds__(256, 8)
         sink[blockIdx.x] = acc;
 }
 
+// One 4-byte word in every `stride_words` words of p, `loads` of them, 8 independent loads in
+// flight per thread over a grid-stride loop: with a stride of 32 bytes every sector of the span is
+// read, with 64 one sector in two. What DRAM moves for each depends on the L2's fetch granularity
+// (the sector, or 64 or 128 bytes: cudaLimitMaxL2FetchGranularity), which `tune calibrate`
+// finds from the times of strides 32 to 256 (docs/roofline.md). Writes only if an impossible
+// value shows up.
+__global__ void tune_stride_probe(const unsigned *__restrict__ p, unsigned long long loads,
+                                  int stride_words, unsigned *sink)
+{
+    unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+    const unsigned long long step = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned acc = 0;
+    for (; i + 7 * step < loads; i += 8 * step) {
+        raw_vec<4> v[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            ld_nc(v[u], p + (i + u * step) * stride_words);
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+            acc ^= v[u].w;
+    }
+    for (; i < loads; i += step) {
+        raw_vec<4> v;
+        ld_nc(v, p + i * stride_words);
+        acc ^= v.w;
+    }
+    if (acc == 0x9e3779b9u)
+        sink[blockIdx.x] = acc;
+}
+
 // p[i] = i % period: the identity gather (row t of each g picks row t), which makes the gather
 // ops compute what the `slice` baseline computes, so that baseline can be checked too.
 __global__ void tune_fill_iota(int *p, unsigned long long n, int period)

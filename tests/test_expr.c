@@ -112,6 +112,12 @@ static int_case int_cases[] = {
     {"sectors(32)", 32},
     {"sectors(33)", 64},
     {"sectors(4 * 64)", 256},
+    /* a unit other than the 32-byte sector: the L2's DRAM fetch granularity */
+    {"sectors(65, 64)", 128},
+    {"sectors(64, 64)", 64},
+    {"sectors(1, 64)", 64},
+    {"sectors(0, 64)", 0},
+    {"sectors(7, 1)", 7},
 };
 
 ParameterizedTestParameters(expr, int_result)
@@ -140,6 +146,7 @@ static float_case float_cases[] = {
     /* distinct(n, d) = n (1 - (1 - 1/n)^d), hand-computed */
     {"distinct(4, 2)", 1.75}, {"distinct(2, 3)", 1.75}, {"distinct(1, 5)", 1.0},
     {"distinct(8, 0)", 0.0}, {"distinct(1024, 1)", 1.0}, {"sectors(33.5)", 64.0},
+    {"sectors(64.5, 64)", 128.0},
 };
 
 ParameterizedTestParameters(expr, float_result)
@@ -225,6 +232,11 @@ static error_case eval_errors[] = {
     {"log2(dtype)", "col 1", "log2 needs a number, got a string in 'log2(dtype)'"},
     {"sectors(-1)", "col 1", "sectors needs numbers >= 0 in 'sectors(-1)'"},
     {"sectors(dtype)", "col 1", "sectors needs numbers >= 0 in 'sectors(dtype)'"},
+    {"sectors(1, 0)", "col 1",
+     "sectors needs a unit of a whole number of bytes >= 1 in 'sectors(1, 0)'"},
+    {"sectors(1, 2.5)", "col 1",
+     "sectors needs a unit of a whole number of bytes >= 1 in 'sectors(1, 2.5)'"},
+    {"sectors(1, 2, 3)", "col 1", "sectors takes 1 to 2 arguments, got 3 in 'sectors(1, 2, 3)'"},
     {"distinct(0, 3)", "col 1", "distinct needs a pool of at least 1 in 'distinct(0, 3)'"},
     {"distinct(4, -1)", "col 1", "distinct needs numbers >= 0 in 'distinct(4, -1)'"},
     {"distinct(4)", "col 1", "distinct takes 2 arguments, got 1 in 'distinct(4)'"},

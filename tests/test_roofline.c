@@ -314,6 +314,8 @@ Test(roofline, calibration_round_trip)
     a.gather_elem_t_s = 7.1e-12;
     a.gather_elem_t_dram_s = 8.3e-12;
     a.sector_bw = 1.9e12;
+    a.fetch_bytes = 64;
+    a.fetch_hint = 64;
     a.read_bytes = a.copy_bytes = (size_t)4 << 30;
     a.gemm_n = 8192;
     a.reps = 20;
@@ -348,6 +350,8 @@ Test(roofline, calibration_round_trip)
     cr_expect(close_to(b.gather_elem_t_dram_s, a.gather_elem_t_dram_s) &&
               close_to(c.gather_elem_t_dram_s, a.gather_elem_t_dram_s));
     cr_expect(close_to(b.sector_bw, a.sector_bw) && close_to(c.sector_bw, a.sector_bw));
+    cr_expect_eq(b.fetch_bytes, 64);
+    cr_expect_eq(c.fetch_bytes, 64);
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         cr_expect(isnan(a.gemm_rate[p]) ? isnan(b.gemm_rate[p])
                                         : close_to(b.gemm_rate[p], a.gemm_rate[p]),
@@ -392,6 +396,7 @@ Test(roofline, calibration_without_the_newer_ceilings)
     cr_assert_eq(roofline_calibration_load(path, &a, &err), TUNE_OK, "%s", err.message);
     cr_expect(close_to(a.gather_elem_s, 4.2e-12));
     cr_expect(isnan(a.gather_elem_t_s) && isnan(a.sector_bw) && isnan(a.gather_elem_t_dram_s));
+    cr_expect(isnan(a.fetch_bytes));
     roofline_ceilings c;
     roofline_ceilings_from_calibration(&a, NULL, &c);
     cr_expect(isnan(c.gather_elem_t_s) && isnan(c.sector_bw) && isnan(c.gather_elem_t_dram_s));
@@ -406,6 +411,7 @@ Test(roofline, calibration_without_the_newer_ceilings)
     fclose(fp);
     text[n] = '\0';
     cr_expect_null(strstr(text, "random_sector_bw"), "not measured, not written");
+    cr_expect_null(strstr(text, "dram_fetch"), "not measured, not written");
     cr_expect_null(strstr(text, "gather_element_transposed"), "not measured, not written");
     cr_assert_eq(roofline_calibration_load(out, &b, &err), TUNE_OK, "%s", err.message);
     cr_expect(isnan(b.gather_elem_t_s) && isnan(b.sector_bw));
@@ -414,6 +420,7 @@ Test(roofline, calibration_without_the_newer_ceilings)
     cr_assert_not_null(s);
     roofline_ceilings_from_gpu(roofline_specs_match(s, "NVIDIA H200"), &c);
     cr_expect(isnan(c.gather_elem_t_s) && isnan(c.sector_bw) && isnan(c.gather_elem_t_dram_s));
+    cr_expect(isnan(c.fetch_bytes));
     roofline_specs_free(s);
 }
 
@@ -449,6 +456,30 @@ Test(roofline, calibration_without_the_dram_gather_probe)
     cr_expect_null(strstr(text, "gather_element_transposed_dram"), "not measured, not written");
     cr_assert_eq(roofline_calibration_load(out, &b, &err), TUNE_OK, "%s", err.message);
     cr_expect(close_to(b.gather_elem_t_s, 4.8e-12) && isnan(b.gather_elem_t_dram_s));
+}
+
+/* The DRAM fetch granularity is 32, 64 or 128 bytes: any other value is an error naming the
+ * field. */
+Test(roofline, calibration_fetch_granularity_is_checked)
+{
+    char path[256];
+    write_file("fetch48.json",
+               "{\"schema_version\": 1, \"device\": {\"name\": \"NVIDIA H200\"},"
+               " \"ceilings\": {\"read_bw\": {\"value\": 4.49e12},"
+               " \"dram_fetch\": {\"value\": 48}}}",
+               path, sizeof path);
+    roofline_calibration c;
+    tune_error err = {0};
+    cr_expect_eq(roofline_calibration_load(path, &c, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "$.ceilings.dram_fetch.value") != NULL, "%s", err.message);
+    write_file("fetch128.json",
+               "{\"schema_version\": 1, \"device\": {\"name\": \"NVIDIA H200\"},"
+               " \"ceilings\": {\"read_bw\": {\"value\": 4.49e12},"
+               " \"dram_fetch\": {\"value\": 128}}}",
+               path, sizeof path);
+    tune_error err2 = {0};
+    cr_expect_eq(roofline_calibration_load(path, &c, &err2), TUNE_OK, "%s", err2.message);
+    cr_expect_eq(c.fetch_bytes, 128);
 }
 
 /* The DRAM-resident gather probe's source is several times every L2 of the specs table, and

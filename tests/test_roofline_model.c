@@ -418,6 +418,57 @@ Test(roofline_model, gather_l2_refetch)
     cr_expect(fabs(t.dram - 3 * per_g) < 1e-3, "dram %.10g, want %.10g", t.dram, 3 * per_g);
 }
 
+/* With the L2 fetching 64 bytes from DRAM for every miss (an H200's default), a gathered part
+ * of a row costs the 64-byte units its picks touch: fp16, distinct(n, d) = n (1 - (1 - 1/n)^d). */
+Test(roofline_model, fetch_granularity)
+{
+    const tune_family *f = family_find("gather_matmul");
+    roofline_traffic t;
+    roofline_ceilings dev = h200_device();
+    dev.fetch_bytes = 64;
+    /* step 1, B transposed: a 256-byte row is 4 units, 16 picks touch 4 (1 - (3/4)^16) =
+     * 3.959909617 of them: 253.4342155 bytes, for A's row and each of the n = 4 rows of B^T;
+     * indices sectors(64, 64) = 64, output sectors(8) = 32 (written: 32-byte sectors) */
+    result_row r = make_row("gather_matmul", "gather_inner_bmv", "custom",
+                            "g=1 k_pre=128 k=16 n=4 dtype=float16 transpose_B=1 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(fabs(t.dram - 1363.17107743) < 1e-6, "dram %.12g", t.dram);
+    /* 32-byte sectors without a measured granularity: 8 sectors, 32 distinct(8, 16) = 225.7748257
+     */
+    dev.fetch_bytes = NAN;
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(fabs(t.dram - (64 + 5 * 225.7748257226 + 32)) < 1e-6, "dram %.12g", t.dram);
+    /* 128-byte units: 2 per row, 128 x 2 (1 - 2^-16) = 255.9960938 */
+    dev.fetch_bytes = 128;
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(fabs(t.dram - (128 + 5 * 255.99609375 + 32)) < 1e-6, "dram %.12g", t.dram);
+    /* step 3, row-major B: whole rows of 256 bytes (1.75 of them), indices sectors(8, 64) = 64,
+     * A sectors(4, 64) = 64, output 256 */
+    dev.fetch_bytes = 64;
+    r = make_row("gather_matmul", "gather_inner_matrix_only_bmv", "custom",
+                 "g=1 k_pre=4 k=2 n=128 dtype=float16 transpose_B=0 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(fabs(t.dram - 832) < 1e-9, "dram %.12g", t.dram);
+    /* step 2, row-major B: each of k = 2 rows of 64 fp16 (2 units) loses 64 distinct(2, 3) = 112
+     * bytes to 3 picks; indices 64, A 64, output 32 */
+    r = make_row("gather_matmul", "gather_outer_bmv", "custom",
+                 "g=1 k=2 n_pre=64 n=3 dtype=float16 transpose_B=0 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(fabs(t.dram - (64 + 224 + 64 + 32)) < 1e-9, "dram %.12g", t.dram);
+    /* the gather baseline's L2 re-fetches (the case of gather_l2_refetch): what the L2 holds of a
+     * g's rows is what it fetched, 16 x 253.4342155 = 4054.947448 bytes, with half its 512
+     * bytes of Bg 4310.947448, 34487.57958 in flight; miss 1 - 4096 / 34487.57958 = 0.8812326046
+     * of the sectors touched again, counted in 32-byte sectors as the random-sector rate is:
+     * 16 x 16 x 32 - 16 x 225.7748257 = 4579.602788 -> 4035.695293. dram: indices 64, rows,
+     * re-fetches, Bg written and read 1024, A sectors(32, 64) = 64, output 32 */
+    dev.sm_count = 1;
+    dev.l2_bytes = 8192;
+    r = make_row("gather_matmul", "gather_inner_matrix_only_bmv", "gather",
+                 "g=1 k_pre=128 k=16 n=16 dtype=float16 transpose_B=1 indices=random");
+    cr_assert_eq(roofline_traffic_eval(f, &r, &dev, &t, NULL), TUNE_OK);
+    cr_expect(fabs(t.dram - 9274.642741) < 1e-5, "dram %.12g", t.dram);
+}
+
 Test(roofline_model, issue_term)
 {
     roofline_ceilings c = ceilings();

@@ -275,11 +275,17 @@ static void print_ceilings(const char *label, const roofline_ceilings *c)
         printf(", %d SMs", c->sm_count);
     if (c->l2_bytes > 0)
         printf(", L2 %.0f MiB", c->l2_bytes / 1048576.0);
+    if (isfinite(c->fetch_bytes))
+        printf(", DRAM fetch %.0f B", c->fetch_bytes);
     printf("\n");
     /* a calibration from before these ceilings: the time model falls back, and says how */
     if (c->origin == ROOFLINE_FROM_CALIBRATION && !isfinite(c->sector_bw))
         printf("  - no random-sector rate in the calibration: the time model prices random "
                "re-fetched sectors at the read bandwidth\n");
+    if (!isfinite(c->fetch_bytes))
+        printf("  - no DRAM fetch granularity (dram_fetch) in the %s: the traffic models count "
+               "gathered bytes in 32-byte sectors\n",
+               c->origin == ROOFLINE_FROM_CALIBRATION ? "calibration" : "specs table");
     if (c->origin == ROOFLINE_FROM_CALIBRATION && isfinite(c->gather_elem_s) &&
         !isfinite(c->gather_elem_t_s))
         printf("  - no transposed gather probe in the calibration: the time model prices the "

@@ -68,8 +68,10 @@ typedef struct {
     double gather_elem_t_dram_s; /* the same transposed gather over a source the L2 cannot hold
                                     (a scattered step whose source exceeds the L2); NAN:
                                     gather_elem_t_s stands in */
-    double sector_bw; /* bytes per second of random 32-byte sectors read from every SM (the
-                         time model's random re-fetches); NAN: read_bw stands in */
+    double sector_bw;   /* bytes per second of random 32-byte sectors read from every SM (the
+                           time model's random re-fetches); NAN: read_bw stands in */
+    double fetch_bytes; /* the L2's DRAM fetch granularity (32, 64 or 128 bytes), which traffic
+                           models read as `fetch_bytes`; NAN: the 32-byte sector stands in */
     /* Device facts that traffic models may read as `sm_count` and `l2_bytes` (a kernel's waves,
      * the L2's capacity): from the calibration's device, else the specs table; 0: unknown. */
     int sm_count;

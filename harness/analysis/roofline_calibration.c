@@ -19,7 +19,9 @@ void roofline_calibration_init(roofline_calibration *c)
 {
     memset(c, 0, sizeof *c);
     c->read_bw = c->copy_bw = c->launch_s = c->latency_s = c->floor_s = c->gather_elem_s = NAN;
-    c->gather_elem_t_s = c->gather_elem_t_dram_s = c->sector_bw = NAN;
+    c->gather_elem_t_s = c->gather_elem_t_dram_s = c->sector_bw = c->fetch_bytes = NAN;
+    for (int i = 0; i < 4; i++)
+        c->fetch_times[i] = NAN;
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         c->gemm_rate[p] = NAN;
 }
@@ -168,6 +170,19 @@ tune_status roofline_calibration_save(const char *path, const roofline_calibrati
              CALIBRATION_SECTOR_BLOCKS_PER_SM, CALIBRATION_SECTOR_THREADS,
              CALIBRATION_SECTOR_UNROLL, c->read_bytes, c->reps);
     set_if(ceil, "random_sector_bw", ceiling_json(c->sector_bw, "B/s", method));
+    char hint[48] = "";
+    if (c->fetch_hint > 0)
+        snprintf(hint, sizeof hint, "; cudaLimitMaxL2FetchGranularity %d", c->fetch_hint);
+    snprintf(method, sizeof method,
+             "common.cu tune_stride_probe: one 4-byte word in every 32, 64, 128 and 256 bytes of a "
+             "%zu-byte buffer, SMs x %d blocks of %d threads, 8 loads in flight per thread; median "
+             "of %d reps each (%.2f, %.2f, %.2f, %.2f us), L2 flushed, CUDA events; the largest "
+             "stride whose time is at least %.1f of the previous stride's (DRAM moves the same "
+             "bytes)%s",
+             c->read_bytes, CALIBRATION_STRIDE_BLOCKS_PER_SM, CALIBRATION_STRIDE_THREADS, c->reps,
+             c->fetch_times[0] * 1e6, c->fetch_times[1] * 1e6, c->fetch_times[2] * 1e6,
+             c->fetch_times[3] * 1e6, CALIBRATION_FETCH_SAME, hint);
+    set_if(ceil, "dram_fetch", ceiling_json(c->fetch_bytes, "B", method));
     json_object_set_new(root, "ceilings", ceil);
     json_object_set_new(root, "measurement",
                         json_pack("{s:I, s:I, s:i, s:i}", "read_bytes", (json_int_t)c->read_bytes,
@@ -232,6 +247,14 @@ tune_status roofline_calibration_load(const char *path, roofline_calibration *c,
     c->gather_elem_t_s = ceiling_value(ceil, "gather_element_transposed");
     c->gather_elem_t_dram_s = ceiling_value(ceil, "gather_element_transposed_dram");
     c->sector_bw = ceiling_value(ceil, "random_sector_bw");
+    c->fetch_bytes = ceiling_value(ceil, "dram_fetch");
+    if (isfinite(c->fetch_bytes) && c->fetch_bytes != 32 && c->fetch_bytes != 64 &&
+        c->fetch_bytes != 128) {
+        st = tune_error_set(err, TUNE_ERR_INVALID, path,
+                            "$.ceilings.dram_fetch.value: expected 32, 64 or 128 (bytes), got %g",
+                            c->fetch_bytes);
+        goto done;
+    }
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         c->gemm_rate[p] = ceiling_value(json_object_get(ceil, "gemm"), roofline_precision_str((roofline_precision)p));
     if (!isfinite(c->read_bw))
@@ -255,7 +278,7 @@ void roofline_ceilings_from_calibration(const roofline_calibration *cal, const r
     else {
         spec.read_bw = spec.copy_bw = spec.launch_s = spec.latency_s = spec.floor_s =
             spec.gather_elem_s = spec.gather_elem_t_s = spec.gather_elem_t_dram_s = spec.sector_bw =
-                NAN;
+                spec.fetch_bytes = NAN;
         for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
             spec.rate[p] = NAN;
         spec.sm_count = 0;
@@ -272,6 +295,7 @@ void roofline_ceilings_from_calibration(const roofline_calibration *cal, const r
     c->gather_elem_t_dram_s =
         isfinite(cal->gather_elem_t_dram_s) ? cal->gather_elem_t_dram_s : spec.gather_elem_t_dram_s;
     c->sector_bw = isfinite(cal->sector_bw) ? cal->sector_bw : spec.sector_bw;
+    c->fetch_bytes = isfinite(cal->fetch_bytes) ? cal->fetch_bytes : spec.fetch_bytes;
     c->sm_count = cal->sm_count > 0 ? cal->sm_count : spec.sm_count;
     c->l2_bytes = cal->l2_bytes > 0 ? (double)cal->l2_bytes : spec.l2_bytes;
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)

@@ -33,8 +33,12 @@ typedef struct {
     double gather_elem_t_dram_s; /* the same transposed gather over a source the L2 cannot hold
                                     (its warp loads wait for DRAM); NAN: not measured (files
                                     before it) */
-    double sector_bw; /* B/s of random, independent 32-byte sectors read from every SM (32 bytes
-                         counted a load); NAN: not measured (files before it) */
+    double sector_bw;   /* B/s of random, independent 32-byte sectors read from every SM (32 bytes
+                           counted a load); NAN: not measured (files before it) */
+    double fetch_bytes; /* the L2's DRAM fetch granularity in bytes (32, 64 or 128), from the
+                           stride probe; NAN: not measured (files before it) */
+    double fetch_times[4]; /* the stride probe's median seconds at strides 32 to 256 (method) */
+    int fetch_hint;        /* cudaLimitMaxL2FetchGranularity when measured; 0: unknown */
     /* provenance */
     size_t read_bytes, copy_bytes; /* buffer sizes */
     int gemm_n;                    /* m = n = k */
@@ -64,6 +68,12 @@ typedef struct {
 #define CALIBRATION_SECTOR_BLOCKS_PER_SM 8
 #define CALIBRATION_SECTOR_THREADS 256
 #define CALIBRATION_SECTOR_UNROLL 8
+/* The stride probe (DRAM fetch granularity): SMs x 8 blocks of 256 threads over the read probe's
+ * buffer; a stride is as costly as the previous one (DRAM moves the same bytes) when its time is
+ * at least 0.8 of the previous one's (moving half the bytes would give about 0.5). */
+#define CALIBRATION_STRIDE_BLOCKS_PER_SM 8
+#define CALIBRATION_STRIDE_THREADS 256
+#define CALIBRATION_FETCH_SAME 0.8
 
 /* Every number NAN, every string empty. */
 void roofline_calibration_init(roofline_calibration *c);

@@ -363,7 +363,7 @@ static json_t *ceilings_json(const roofline_ceilings *c)
     json_t *rates = json_object();
     for (int p = 0; p < ROOFLINE_N_PRECISIONS; p++)
         json_object_set_new(rates, roofline_precision_str((roofline_precision)p), num_or_null(c->rate[p]));
-    return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "origin",
+    return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "origin",
                      c->origin == ROOFLINE_FROM_CALIBRATION ? "calibration" : "specs x achievable",
                      "read_bw", num_or_null(c->read_bw), "copy_bw", num_or_null(c->copy_bw), "rate",
                      rates, "launch_overhead_s", num_or_null(c->launch_s), "dram_latency_s",
@@ -373,7 +373,8 @@ static json_t *ceilings_json(const roofline_ceilings *c)
                      "gather_element_transposed_dram_s", num_or_null(c->gather_elem_t_dram_s),
                      "random_sector_bw", num_or_null(c->sector_bw), "sm_count",
                      c->sm_count > 0 ? json_integer(c->sm_count) : json_null(), "l2_bytes",
-                     num_or_null(c->l2_bytes > 0 ? c->l2_bytes : NAN));
+                     num_or_null(c->l2_bytes > 0 ? c->l2_bytes : NAN), "fetch_bytes",
+                     num_or_null(c->fetch_bytes));
 }
 
 /* One group: the roofline's ("bound": rows by bound) or the time model's ("op", "dominant": rows

@@ -266,7 +266,7 @@ void roofline_ceilings_from_gpu(const roofline_gpu *g, roofline_ceilings *c)
     c->launch_s = g->launch_s;
     /* no datasheet gives them: measured by tune calibrate */
     c->latency_s = c->floor_s = c->gather_elem_s = c->gather_elem_t_s = c->sector_bw = NAN;
-    c->gather_elem_t_dram_s = NAN;
+    c->gather_elem_t_dram_s = c->fetch_bytes = NAN;
     c->sm_count = g->sm_count;
     c->l2_bytes = (double)g->l2_bytes;
     c->origin = ROOFLINE_FROM_SPECS;

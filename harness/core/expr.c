@@ -23,7 +23,7 @@ const expr_fn_info expr_fns[FN_COUNT] = {
     [FN_FLOOR_POW2] = {"floor_pow2", 1, 1},
     [FN_CEIL_POW2] = {"ceil_pow2", 1, 1},
     [FN_LOG2] = {"log2", 1, 1},
-    [FN_SECTORS] = {"sectors", 1, 1},
+    [FN_SECTORS] = {"sectors", 1, 2},
     [FN_DISTINCT] = {"distinct", 2, 2},
 };
 

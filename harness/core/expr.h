@@ -23,11 +23,12 @@
  * is a float. Comparisons, `&&`, `||` and `!` give the integer 0 or 1; `&&`/`||` short-circuit.
  * Strings support only `==` and `!=` (with strings). Booleans are the integers 0 and 1.
  * Functions: min(a, b, ...), max(a, b, ...) (two or more arguments), abs(x), floor_pow2(x),
- * ceil_pow2(x) (integers >= 1), log2(x) (float); for traffic models, sectors(bytes) (rounded up to
- * whole 32-byte sectors) and distinct(n, draws) (expected distinct values among `draws` uniform
- * draws with replacement from n values: n (1 - (1 - 1/n)^draws), a float).
- * Errors: parse errors give the 1-based column in err->where as "col N"; evaluation errors
- * (unknown name, division or remainder by zero, wrong type, wrong arity) are TUNE_ERR_EVAL.
+ * ceil_pow2(x) (integers >= 1), log2(x) (float); for traffic models, sectors(bytes[, unit])
+ * (rounded up to whole 32-byte sectors, or to whole units of `unit` bytes) and distinct(n, draws)
+ * (expected distinct values among `draws` uniform draws with replacement from n values: n (1 - (1 -
+ * 1/n)^draws), a float). Errors: parse errors give the 1-based column in err->where as "col N";
+ * evaluation errors (unknown name, division or remainder by zero, wrong type, wrong arity) are
+ * TUNE_ERR_EVAL.
  */
 #ifndef TUNE_EXPR_H
 #define TUNE_EXPR_H

@@ -376,7 +376,8 @@ static tune_status eval_fn1(const node *n, expr_value x, expr_value *out, const 
     return TUNE_OK;
 }
 
-/* sectors(bytes): bytes rounded up to whole 32-byte sectors (what the memory system moves);
+/* sectors(bytes[, unit]): bytes rounded up to whole 32-byte sectors (what the L1 and L2 move), or
+ * to whole units of `unit` bytes (the L2's DRAM fetch granularity, 64 bytes by default on sm_90);
  * distinct(n, draws): the expected number of distinct values among draws uniform draws with
  * replacement from n, n * (1 - (1 - 1/n)^draws) (repeated rows are fetched once). */
 static tune_status eval_traffic_fn(const node *n, const expr_value *args, expr_value *out,
@@ -386,12 +387,19 @@ static tune_status eval_traffic_fn(const node *n, const expr_value *args, expr_v
         if (args[k].type == EXPR_STR || !(expr_value_as_double(args[k]) >= 0))
             return eval_fail(env, n, "%s needs numbers >= 0", expr_fns[n->op].name);
     if (n->op == FN_SECTORS) {
+        /* the unit: 32 (a sector) or the second argument, a whole number of bytes >= 1 */
+        int64_t u = 32;
+        if (n->n_kids == 2) {
+            if (args[1].type != EXPR_INT || args[1].i < 1)
+                return eval_fail(env, n, "sectors needs a unit of a whole number of bytes >= 1");
+            u = args[1].i;
+        }
         if (args[0].type == EXPR_FLOAT)
-            *out = expr_float(ceil(args[0].f / 32.0) * 32.0);
-        else if (args[0].i > INT64_MAX - 31)
+            *out = expr_float(ceil(args[0].f / (double)u) * (double)u);
+        else if (args[0].i > INT64_MAX - (u - 1))
             return eval_fail(env, n, "integer overflow");
         else
-            *out = expr_int((args[0].i + 31) / 32 * 32);
+            *out = expr_int((args[0].i + u - 1) / u * u);
         return TUNE_OK;
     }
     double pool = expr_value_as_double(args[0]), draws = expr_value_as_double(args[1]);
@@ -410,6 +418,9 @@ static tune_status eval_call(const node *n, const eval_env *env, expr_value *out
         if (lo == hi)
             return eval_fail(env, n, "%s takes %zu argument%s, got %zu", name, lo,
                              lo == 1 ? "" : "s", n->n_kids);
+        if (hi != SIZE_MAX)
+            return eval_fail(env, n, "%s takes %zu to %zu arguments, got %zu", name, lo, hi,
+                             n->n_kids);
         return eval_fail(env, n, "%s takes at least %zu arguments, got %zu", name, lo, n->n_kids);
     }
     expr_value *args = calloc(n->n_kids, sizeof *args);

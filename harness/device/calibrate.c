@@ -339,6 +339,57 @@ done:
     return st;
 }
 
+typedef struct {
+    void *kernel, *buf, *sink;
+    unsigned long long loads;
+    int stride_words;
+    unsigned grid;
+    void *stream;
+} stride_ctx;
+
+static tune_status stride_launch(void *ctx, tune_error *err)
+{
+    stride_ctx *c = ctx;
+    void *args[] = {&c->buf, &c->loads, &c->stride_words, &c->sink};
+    return gpu_launch(c->kernel, c->grid, CALIBRATION_STRIDE_THREADS, 0, c->stream, args, err);
+}
+
+/* The L2's DRAM fetch granularity: tune_stride_probe reads one sector in every 32, 64, 128 and 256
+ * bytes of a `bytes` buffer (several times the L2). While the stride is at most the granularity,
+ * DRAM moves the whole span and the time stays that of stride 32; past it, the time falls with
+ * the stride. The granularity is the largest stride whose time is at least
+ * CALIBRATION_FETCH_SAME of the previous one's (32, 64 or 128 bytes); times[] gets the 4 median
+ * times (seconds). */
+static tune_status measure_fetch(timing *tm, void *stream, void *probe, int sm_count, size_t bytes,
+                                 int reps, double *fetch, double times[4], tune_error *err)
+{
+    stride_ctx c = {
+        probe, NULL, NULL,
+        0,     0,    (unsigned)(sm_count > 0 ? sm_count : 132) * CALIBRATION_STRIDE_BLOCKS_PER_SM,
+        stream};
+    tune_status st = TUNE_OK;
+    if (bytes < 256)
+        return tune_error_set(err, TUNE_ERR_INVALID, "measure_fetch", "needs 256 bytes or more");
+    if ((st = gpu_malloc(&c.buf, bytes, err)) != TUNE_OK ||
+        (st = gpu_malloc(&c.sink, c.grid * sizeof(unsigned), err)) != TUNE_OK)
+        goto done;
+    GPU_CHECK(cudaMemsetAsync(c.buf, 0x5a, bytes, (cudaStream_t)stream), err, st, done);
+    for (int i = 0; i < 4; i++) {
+        int stride = 32 << i;
+        c.stride_words = stride / 4;
+        c.loads = bytes / (size_t)stride;
+        if ((st = timed_median(tm, stride_launch, &c, 3, reps, &times[i], err)) != TUNE_OK)
+            goto done;
+    }
+    *fetch = 32;
+    for (int i = 1; i < 3 && times[i] >= CALIBRATION_FETCH_SAME * times[i - 1]; i++)
+        *fetch = 32 << i;
+done:
+    gpu_free(c.buf);
+    gpu_free(c.sink);
+    return st;
+}
+
 enum {
     K_READ,
     K_INDICES,
@@ -349,6 +400,7 @@ enum {
     K_GATHER,
     K_GATHER_T,
     K_SECTOR,
+    K_STRIDE,
     K_COUNT
 };
 
@@ -373,7 +425,8 @@ static tune_status load_kernels(const calibrate_options *o, const gpu_info *gi,
     static const char *const names[K_COUNT] = {
         "tune_read_probe", "tune_fill_indices", "tune_fill_uniform<float>",
         "tune_fill_uniform<half_t>", "tune_fill_uniform<bf16_t>", "tune_chase_probe",
-        "gm_gather<half_t, 1, 0>", "gm_gather<half_t, 1, 1>", "tune_sector_probe"};
+        "gm_gather<half_t, 1, 0>", "gm_gather<half_t, 1, 1>", "tune_sector_probe",
+        "tune_stride_probe"};
     tune_status st;
     for (int i = 0; i < K_COUNT; i++) {
         snprintf(k->jobs[i].source, sizeof k->jobs[i].source, "%s",
@@ -403,7 +456,7 @@ static tune_status load_kernels(const calibrate_options *o, const gpu_info *gi,
 
 /* Every measurement: read and copy bandwidth, the GEMM rates, the launch overhead, the DRAM
  * latency, the grid floor, the gather element (row-major and transposed B, and transposed B that
- * the L2 cannot hold), the random-sector rate. */
+ * the L2 cannot hold), the random-sector rate, the DRAM fetch granularity. */
 static tune_status measure_all(const calibrate_options *o, const gpu_info *gi,
                                const calibrate_kernels *k, timing *tm, cudaStream_t stream,
                                cublasHandle_t cublas, roofline_calibration *cal, tune_error *err)
@@ -473,6 +526,22 @@ static tune_status measure_all(const calibrate_options *o, const gpu_info *gi,
                               &cal->sector_bw, err)) != TUNE_OK)
         return st;
     logf_(o->log, "random sectors      %8.1f %s (32 B a load)\n", cal->sector_bw / 1e9, "GB/s");
+    if ((st = measure_fetch(tm, stream, k->kern[K_STRIDE], gi->sm_count, o->read_bytes, reps,
+                            &cal->fetch_bytes, cal->fetch_times, err)) != TUNE_OK)
+        return st;
+    size_t hint = 0;
+    if (cudaDeviceGetLimit(&hint, cudaLimitMaxL2FetchGranularity) == cudaSuccess)
+        cal->fetch_hint = (int)hint;
+    else
+        cudaGetLastError(); /* not supported: no hint recorded */
+    if (o->log) {
+        fprintf(o->log,
+                "DRAM fetch          %8.0f B (one sector in 32 / 64 / 128 / 256 B: %.1f / %.1f / "
+                "%.1f / %.1f us; the driver's hint %d B)\n",
+                cal->fetch_bytes, cal->fetch_times[0] * 1e6, cal->fetch_times[1] * 1e6,
+                cal->fetch_times[2] * 1e6, cal->fetch_times[3] * 1e6, cal->fetch_hint);
+        fflush(o->log);
+    }
     return TUNE_OK;
 }
 

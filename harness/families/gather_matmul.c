@@ -42,8 +42,10 @@ static const family_axis outer_axes[] = {
     GM_COMMON_AXES,
 };
 
-/* Traffic models (docs/roofline.md, "Traffic models"): DRAM bytes rounded to 32-byte sectors,
- * repeated random rows fetched once (distinct), a gathered element of a row costing its sector.
+/* Traffic models (docs/roofline.md, "Traffic models"): DRAM bytes rounded to the L2's DRAM fetch
+ * granularity (fetch_bytes: measured by tune calibrate, 64 bytes on an H200; else the 32-byte
+ * sector), repeated random rows fetched once (distinct), a gathered element of a row costing its
+ * fetch unit; written bytes in 32-byte sectors.
  * Chain: the dependent DRAM round trips beyond a kernel's first load (which the floor includes):
  * a gather's row load waits for its index. */
 #define GM_ID "(indices == \"identity\")"
@@ -52,24 +54,33 @@ static const family_axis outer_axes[] = {
 /* distinct values among `draws` picks from `pool` (identity indices: the first `draws`) */
 #define GM_DISTINCT(pool, draws)                                                                   \
     "(" GM_ID " * min(" draws ", " pool ") + " GM_RAND " * distinct(" pool ", " draws "))"
-/* bytes of the sectors of one row of `len` elements that `draws` picks touch */
+/* bytes of one row of `len` elements that `draws` picks bring from DRAM: the fetch units they
+ * touch */
+#define GM_FETCHED(bytes) "sectors(" bytes ", fetch_bytes)"
 #define GM_PICKED(len, draws)                                                                      \
+    "(" GM_ID " * " GM_FETCHED("min(" draws ", " len ") * dsize") " + " GM_RAND                    \
+    " * fetch_bytes * distinct(" GM_FETCHED(len " * dsize") " / fetch_bytes, " draws "))"
+/* the same in 32-byte sectors: the sectors the picks touch (the gather kernel's re-touches) */
+#define GM_PICKED_SECTORS(len, draws)                                                              \
     "(" GM_ID " * sectors(min(" draws ", " len ") * dsize) + " GM_RAND                             \
     " * 32 * distinct(sectors(" len " * dsize) / 32, " draws "))"
 /* B's gathered part: whole rows (row-major inner, transposed outer) or picked elements */
 #define GM_INNER_B                                                                                 \
-    GM_RM " * " GM_DISTINCT("k_pre", "k") " * sectors(n * dsize) + transpose_B * n * "             \
+    GM_RM " * " GM_DISTINCT("k_pre", "k") " * " GM_FETCHED("n * dsize") " + transpose_B * n * "    \
           GM_PICKED("k_pre", "k")
 #define GM_OUTER_B                                                                                 \
     GM_RM " * k * " GM_PICKED("n_pre", "n") " + transpose_B * " GM_DISTINCT("n_pre", "n")          \
-          " * sectors(k * dsize)"
-#define GM_AOUT "sectors(k * dsize) + sectors(n * dsize)"
+          " * " GM_FETCHED("k * dsize")
+/* A read, the output written */
+#define GM_AOUT GM_FETCHED("k * dsize") " + sectors(n * dsize)"
+/* the indices of a g (count of them) */
+#define GM_IDX(count) GM_FETCHED("4 * " count)
 /* cuBLAS reading the first `len` elements of each row of a strided matrix moves at least a
  * 128-byte line per row: in sparq_step1 its k = 16, 32 and 64 slices take the same time
  * (docs/roofline.md) */
 #define GM_SEGMENT(len) "max(sectors(" len " * dsize), 128)"
 
-#define GM_INNER_CUSTOM "g * (sectors(4 * k) + " GM_INNER_B " + " GM_AOUT ")"
+#define GM_INNER_CUSTOM "g * (" GM_IDX("k") " + " GM_INNER_B " + " GM_AOUT ")"
 #define GM_INNER_SLICE                                                                             \
     "g * (" GM_RM " * sectors(k * n * dsize) + transpose_B * n * " GM_SEGMENT("k") " + " GM_AOUT ")"
 #define GM_CUSTOM_HELP "the row load waits for the index load: one round trip more"
@@ -97,30 +108,31 @@ static const family_axis outer_axes[] = {
  * the share (A[I], k dsize, is 1/n of it and left out). */
 #define GM_GATHER_PASSES "((g * k * n + 16777215) / 16777216)"
 #define GM_INNER_T_ROWS "n * " GM_PICKED("k_pre", "k")
+#define GM_INNER_T_SECTORS "n * " GM_PICKED_SECTORS("k_pre", "k")
 #define GM_INNER_INFLIGHT                                                                          \
     GM_GATHER_PASSES " * max(1.0, 2048.0 * sm_count / (k * n)) * (" GM_INNER_T_ROWS                \
                      " + k * n * dsize / 2)"
 #define GM_INNER_REFETCH                                                                           \
     "transpose_B * " GM_RAND " * max(0, 1 - l2_bytes / 2 / (" GM_INNER_INFLIGHT "))"               \
-    " * (32 * k * n - " GM_INNER_T_ROWS ")"
+    " * (32 * k * n - " GM_INNER_T_SECTORS ")"
 #define GM_INNER_GATHER                                                                            \
-    "g * (sectors(4 * k) + " GM_INNER_B " + " GM_INNER_REFETCH " + 2 * k * n * dsize + " GM_AOUT ")"
+    "g * (" GM_IDX("k") " + " GM_INNER_B " + " GM_INNER_REFETCH " + 2 * k * n * dsize + " GM_AOUT ")"
 #define GM_INNER_GATHER_STEP                                                                       \
-    "g * (sectors(4 * k) + " GM_INNER_B " + " GM_INNER_REFETCH " + k * n * dsize)"
+    "g * (" GM_IDX("k") " + " GM_INNER_B " + " GM_INNER_REFETCH " + k * n * dsize)"
 
 static const family_traffic gm_traffic[] = {
     {"gather_inner_bmv", "custom",
-     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + sectors(n * dsize))",
+     "g * (" GM_IDX("k") " + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + sectors(n * dsize))",
      "1", "1", NULL, NULL,
      "indices, the gathered sectors of A, the distinct gathered rows (or sectors) of B, the "
      "output; " GM_CUSTOM_HELP, NULL, NULL},
     {"gather_inner_bmv", "gather",
-     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + " GM_INNER_REFETCH
+     "g * (" GM_IDX("k") " + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + " GM_INNER_REFETCH
      " + 2 * (k * n + k) * dsize + sectors(n * dsize))",
      "2", GM_GATHER_CHAIN, NULL, NULL,
      "the gather kernel's reads, Bg and A[I] written and read again by the GEMM, the output",
      GM_ISSUE,
-     "g * (sectors(4 * k) + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + " GM_INNER_REFETCH
+     "g * (" GM_IDX("k") " + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + " GM_INNER_REFETCH
      " + (k * n + k) * dsize)"},
     {"gather_inner_bmv", "slice", GM_INNER_SLICE, "1", "0", NULL, NULL,
      "the first k rows of B (transposed: the first k elements of each of n rows, a 128-byte line "
@@ -134,15 +146,15 @@ static const family_traffic gm_traffic[] = {
     {"gather_inner_matrix_only_bmv", "slice", GM_INNER_SLICE, "1", "0", NULL, NULL,
      "the first k rows of B (transposed: the first k elements of each of n rows, a 128-byte line "
      "at least), A, the output", NULL, NULL},
-    {"gather_outer_bmv", "custom", "g * (sectors(4 * n) + " GM_OUTER_B " + " GM_AOUT ")", "1", "1",
+    {"gather_outer_bmv", "custom", "g * (" GM_IDX("n") " + " GM_OUTER_B " + " GM_AOUT ")", "1", "1",
      NULL, NULL,
      "indices, A, the gathered sectors of each row of B (transposed: its distinct gathered rows), "
      "the output; " GM_CUSTOM_HELP, NULL, NULL},
     {"gather_outer_bmv", "gather",
-     "g * (sectors(4 * n) + " GM_OUTER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2",
+     "g * (" GM_IDX("n") " + " GM_OUTER_B " + 2 * k * n * dsize + " GM_AOUT ")", "2",
      GM_GATHER_CHAIN, NULL,
      NULL, "the gather kernel's reads, Bg written and read again by the GEMM, A, the output",
-     GM_ISSUE, "g * (sectors(4 * n) + " GM_OUTER_B " + k * n * dsize)"},
+     GM_ISSUE, "g * (" GM_IDX("n") " + " GM_OUTER_B " + k * n * dsize)"},
     {"gather_outer_bmv", "slice",
      "g * (" GM_RM " * k * " GM_SEGMENT("n") " + transpose_B * sectors(n * k * dsize) + " GM_AOUT
      ")",

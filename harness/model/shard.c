@@ -54,6 +54,7 @@ tune_status shard_parse(const char *text, shard_spec *out, tune_error *err)
 #define SHARD_LATENCY 0.4e-6   /* s: one dependent DRAM round trip (the time model's chain) */
 #define SHARD_SM_COUNT 132     /* the device facts traffic models read: an H200's SMs */
 #define SHARD_L2 62914560      /* and its L2 (60 MiB) */
+#define SHARD_FETCH 64         /* and its L2's DRAM fetch granularity (bytes) */
 #define SHARD_REP_COLD 40e-6   /* s per rep: L2 flush, fresh indices, events */
 #define SHARD_REP_HOT 10e-6    /* s per rep without the flush */
 #define SHARD_CONFIG 5e-3      /* s per configuration: prepare, check, NVML, row */
@@ -103,6 +104,7 @@ static double kernel_seconds(const sweep *sw, const tune_point *p)
     tune_point dev = *p; /* p with the nominal device facts */
     if (tr && point_set_int(&dev, "sm_count", SHARD_SM_COUNT) == 0 &&
         point_set_int(&dev, "l2_bytes", SHARD_L2) == 0 &&
+        point_set_int(&dev, "fetch_bytes", SHARD_FETCH) == 0 &&
         family_traffic_eval(tr, &dev, isfinite(flops) ? flops : 0, &tv, NULL) == TUNE_OK)
         return family_traffic_time(&tv, &nominal, NULL);
     double t = SHARD_KERNEL_MIN;
