@@ -402,7 +402,7 @@ Test(compile, calibrate_probes_compile)
     static const char *const probes[][2] = {
         {"common.cu", "tune_read_probe"},           {"common.cu", "tune_chase_probe"},
         {"common.cu", "tune_sector_probe"},         {"gather_matmul.cu", "gm_gather<half_t, 1, 0>"},
-        {"gather_matmul.cu", "gm_gather<half_t, 1, 1>"}};
+        {"gather_matmul.cu", "gm_gather<half_t, 1, 1>"}, {"common.cu", "tune_stride_probe"}};
     enum { N = sizeof probes / sizeof probes[0] };
     compile_job jobs[N];
     for (size_t i = 0; i < N; i++)
