@@ -661,9 +661,10 @@ template <int R, int GS> __device__ __forceinline__ int gm_butterfly_row(int lan
 // takes them R at a time: the R rows' loads are issued together (the first R before the scatter of
 // A into w, so that B is in flight during its round trips and barriers; the next R as soon as the
 // current ones are multiplied, before their reduction), and the R partial sums of a lane are
-// reduced together by the transposing butterfly (R - 1 + log2(GS / R) shuffles for R rows). Loads
-// of rows past the chunk's end or the group's CPG rows are clamped into the block's rows (finite
-// data, never stored); lanes past k_pre load element 0 of the row and weigh it with 0.
+// reduced together by the transposing butterfly (R - 1 + log2(GS / R) shuffles for R rows). A row
+// past the chunk's end is loaded as its last row, one past the group's CPG rows as it is (the next
+// group's): finite data, never stored. A lane past k_pre loads its first element again and weighs
+// it with 0.
 template <typename T, int OP, int CHUNK, int VEC, int GS, int THREADS, int R, int TS>
 __global__ void __launch_bounds__(THREADS)
     gm_dense_reg(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
