@@ -611,6 +611,169 @@ __global__ void __launch_bounds__(THREADS)
     cp_async_wait<0>();
 }
 
+// The transposing butterfly of gm_dense_reg: sums each of a lane's R partial row sums (R and GS
+// powers of two) over the GS lanes of its group. At each of the first log2(min(R, GS)) steps a lane
+// keeps half of its rows, sends the other half to its partner (lane ^ o) and adds what the partner
+// sent for the half it keeps, so R rows cost R - 1 shuffles (R <= GS) instead of R log2(GS); the
+// steps after those sum the one value left. Afterwards acc[i] holds the whole sum of row
+// gm_butterfly_row(lane) + i for i < max(R / GS, 1); lanes that differ only in the bits below
+// GS / R hold the same rows.
+template <int R, int GS>
+__device__ __forceinline__ void gm_butterfly_rows(float (&acc)[R], int lane)
+{
+#pragma unroll
+    for (int o = GS / 2; o >= 1; o >>= 1) {
+        const int h = R * o / GS; // rows a lane hands over at this step (0: plain reduction)
+        if (h >= 1) {
+            const bool up = (lane & o) != 0;
+#pragma unroll
+            for (int i = 0; i < h; i++) {
+                const float send = up ? acc[i] : acc[i + h];
+                const float keep = up ? acc[i + h] : acc[i];
+                acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+            }
+        } else {
+            acc[0] += __shfl_xor_sync(0xffffffffu, acc[0], o);
+        }
+    }
+}
+
+// The first of the rows (0 .. R - 1) whose sums gm_butterfly_rows leaves in acc[] of this lane.
+template <int R, int GS> __device__ __forceinline__ int gm_butterfly_row(int lane)
+{
+    int row = 0;
+#pragma unroll
+    for (int o = GS / 2; o >= 1; o >>= 1) {
+        const int h = R * o / GS;
+        if (h >= 1 && (lane & o) != 0)
+            row += h;
+    }
+    return row;
+}
+
+// gm_dense with the rows of B^T loaded straight into registers (`reg_rows` R >= 1) and the weights
+// in registers. gm_dense_async is bound by the SM's load/store pipe, not by DRAM: each 16 bytes of
+// B cost a cp.async into shared memory, a shared load of the slot, shared loads of 8 weights and 4
+// shuffles. Here a lane uses the same weights w[(lane + ts GS) VEC + v] for every row, so it reads
+// them from shared memory once (TS VEC floats, TS = ceil(k_pre / (GS VEC)), a template parameter
+// that the host derives from k_pre); each 16 bytes of B then cost one global load and arithmetic.
+// A group of GS lanes owns CPG consecutive rows (the block's chunk split over its NG groups) and
+// takes them R at a time: the R rows' loads are issued together (the first R before the scatter of
+// A into w, so that B is in flight during its round trips and barriers; the next R as soon as the
+// current ones are multiplied, before their reduction), and the R partial sums of a lane are
+// reduced together by the transposing butterfly (R - 1 + log2(GS / R) shuffles for R rows). A row
+// past the chunk's end is loaded as its last row, one past the group's CPG rows as it is (the next
+// group's): finite data, never stored. A lane past k_pre loads its first element again and weighs
+// it with 0.
+template <typename T, int OP, int CHUNK, int VEC, int GS, int THREADS, int R, int TS>
+__global__ void __launch_bounds__(THREADS)
+    gm_dense_reg(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
+                 T *__restrict__ out, int g, int k, int kp, int n)
+{
+    static_assert(OP != 2, "gm_dense_reg serves the inner ops");
+    static_assert(GS >= 1 && GS <= 32 && (GS & (GS - 1)) == 0, "GS must be a power of two <= 32");
+    static_assert(THREADS % 32 == 0, "THREADS must be a multiple of 32");
+    static_assert(R >= 1 && (R & (R - 1)) == 0, "R (rows per batch) must be a power of two");
+    static_assert(TS >= 1, "TS (steps of GS VEC elements per row) must be >= 1");
+    constexpr int BYTES = VEC * (int)sizeof(T);
+    constexpr int NG = THREADS / GS;
+    constexpr int CPG = (CHUNK + NG - 1) / NG;
+    constexpr int NB = (CPG + R - 1) / R;
+    constexpr int SUMS = R > GS ? R / GS : 1;     // whole row sums per lane after the butterfly
+    constexpr int COPY = R < GS ? GS / R - 1 : 0; // lane bits that only tell copies apart
+    extern __shared__ float w[];
+
+    const int nchunks = (n + CHUNK - 1) / CHUNK;
+    const long long gi = blockIdx.x / nchunks;
+    const int c0 = (blockIdx.x % nchunks) * CHUNK;
+    const int c1 = min(n, c0 + CHUNK);
+    const int lane = threadIdx.x % GS;
+    const int grp = threadIdx.x / GS;
+    const int r0 = c0 + grp * CPG; // the group's first row
+    const T *Ag = A + gi * (OP == 0 ? kp : k);
+    const int *Ig = I + gi * k;
+    T *out_g = out + gi * n;
+
+    // the lane's first element of a row (0 past k_pre); the later steps' loads are ts GS VEC
+    // elements further on, or at the first element again for a lane past k_pre (weighed with 0)
+    const int e0 = lane * VEC < kp ? lane * VEC : 0;
+    const T *Bl = B + gi * (long long)n * kp + e0;
+    // kept as a pointer: the compiler would otherwise fold it into 64-bit index arithmetic, four
+    // instructions per load instead of one IMAD.WIDE (n kp < 2^31, the host's limit: element
+    // offsets within one g fit an int)
+    asm("" : "+l"(Bl));
+    raw_vec<BYTES> rb[R][TS];
+    auto issue = [&](int b) {
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            const T *row = Bl + min(r0 + b * R + r, c1 - 1) * kp;
+#pragma unroll
+            for (int ts = 0; ts < TS; ts++)
+                ld_nc(rb[r][ts], row + ((lane + ts * GS) * VEC < kp ? ts * GS * VEC : 0));
+        }
+    };
+    issue(0);
+
+    for (int c = threadIdx.x; c < kp; c += THREADS)
+        w[c] = 0.f;
+    __syncthreads();
+    for (int t = threadIdx.x; t < k; t += THREADS) {
+        const int idx = Ig[t];
+        atomicAdd(&w[idx], to_f32(Ag[OP == 0 ? idx : t]));
+    }
+    __syncthreads();
+    // the lane's weights, 16 bytes per shared load where VEC allows (e is a multiple of VEC)
+    float wr[TS][VEC];
+#pragma unroll
+    for (int ts = 0; ts < TS; ts++) {
+        const int e = (lane + ts * GS) * VEC;
+        if (VEC % 4 == 0) {
+#pragma unroll
+            for (int v = 0; v < VEC; v += 4) {
+                const float4 q = e < kp ? *reinterpret_cast<const float4 *>(&w[e + v])
+                                        : make_float4(0.f, 0.f, 0.f, 0.f);
+                wr[ts][v] = q.x;
+                wr[ts][v + 1] = q.y;
+                wr[ts][v + 2] = q.z;
+                wr[ts][v + 3] = q.w;
+            }
+        } else {
+#pragma unroll
+            for (int v = 0; v < VEC; v++)
+                wr[ts][v] = e < kp ? w[e + v] : 0.f;
+        }
+    }
+
+    // after the butterfly this lane holds rows b R + lrow + i (i < SUMS) of its group, which it
+    // writes (one lane of each set of copies) while they are below qend
+    const int lrow = gm_butterfly_row<R, GS>(lane);
+    const int qend = (lane & COPY) == 0 ? min(CPG, c1 - r0) - lrow : 0;
+    T *out_l = out_g + r0 + lrow;
+#pragma unroll 1
+    for (int b = 0; b < NB; b++) {
+        float acc[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            acc[r] = 0.f;
+#pragma unroll
+            for (int ts = 0; ts < TS; ts++) {
+                float f[VEC];
+                widen_f32<T, VEC>(rb[r][ts], f);
+#pragma unroll
+                for (int v = 0; v < VEC; v++)
+                    acc[r] = fmaf(wr[ts][v], f[v], acc[r]);
+            }
+        }
+        if (b + 1 < NB)
+            issue(b + 1);
+        gm_butterfly_rows<R, GS>(acc, lane);
+#pragma unroll
+        for (int i = 0; i < SUMS; i++)
+            if (b * R + i < qend)
+                out_l[b * R + i] = from_f32<T>(acc[i]);
+    }
+}
+
 // The reference's output (gi, j): its sum in fp32, in order, no staging. TRANS as in the kernels.
 // Also the reference of sweeps/examples/sparq (reference.cu), which rounds it to half.
 template <typename T, int OP, int TRANS>

@@ -46,8 +46,11 @@ static const int64_t denses[] = {0, 1};
  * only, a row's 32 lanes covering it in two steps, the last one partial; 100, 8-byte copies; 2000
  * and 3000, eight and twelve steps of 16 bytes) */
 static const int64_t stages[] = {0, 3};
-
-
+/* gm_dense_reg with dense and stages 0: R rows per batch (1: no transposing butterfly; 2 and 4 with
+ * chunks 3 and 16 on 32 threads: a last batch past the group's rows; k_pre 37: two steps per row,
+ * the second partial; k_pre 100: lanes past k_pre); the inner cases with k_pre 2000 and 3000 are
+ * refused (more than 32 weights per lane) */
+static const int64_t reg_rows[] = {0, 1, 2, 4, 8};
 
 /* ---- host data ---- */
 
@@ -250,11 +253,14 @@ Test(gather_matmul_gpu, custom_kernels_match_cpu, .timeout = 600)
                 case_data d;
                 case_setup(c, dtypes[di], trans, &d);
                 for (size_t hi = 0; hi < 5; hi++)
-                    for (size_t ti = 0; ti < 8; ti++) {
+                    for (size_t ti = 0; ti < 8 * 5; ti++) {
                         tune_point p;
                         case_point(c, dtypes[di], trans, "custom", chunks[hi], threads[ti % 2], &p);
                         point_set_int(&p, "dense", denses[ti / 2 % 2]);
-                        point_set_int(&p, "stages", stages[ti / 4]);
+                        point_set_int(&p, "stages", stages[ti / 4 % 2]);
+                        point_set_int(&p, "reg_rows", reg_rows[ti / 8]);
+                        if (reg_rows[ti / 8] && (!denses[ti / 2 % 2] || stages[ti / 4 % 2]))
+                            continue; /* reg_rows applies to dense with stages 0 only */
                         family_kernel_ref refs[FAMILY_MAX_KERNELS];
                         char why[256];
                         if (gather_matmul_family.kernels(&gather_matmul_family, &p, refs, FAMILY_MAX_KERNELS, why,
@@ -274,7 +280,56 @@ Test(gather_matmul_gpu, custom_kernels_match_cpu, .timeout = 600)
     cr_expect_gt(checked, 400, "only %zu kernel configurations ran", checked);
 }
 
-static void run_family_check(const char *method)
+/* gm_dense_reg (transposed B, dense, reg_rows) beyond the shared cases: k_pre 1000 and 520 (four
+ * and three steps of 32 lanes per row, the last partial), k_pre 8 and 32 (one or two lanes per row
+ * in fp16 and fp32: more rows per batch than lanes, R > GS), k_pre 128 as in SparQ step 1 with n
+ * not a multiple of the chunk; duplicate indices (k > k_pre) add up in w. */
+static const gm_case reg_cases[] = {
+    {"gather_inner_bmv", 3, 1000, 50, 77},  {"gather_inner_matrix_only_bmv", 2, 520, 300, 1000},
+    {"gather_inner_bmv", 5, 8, 20, 3001},   {"gather_inner_matrix_only_bmv", 4, 32, 70, 999},
+    {"gather_inner_bmv", 2, 128, 64, 4100},
+};
+
+Test(gather_matmul_gpu, dense_reg_kernels_match_cpu, .timeout = 600)
+{
+    require_gpu();
+    static const int64_t reg_chunks[] = {3, 64, 2048}, reg_threads[] = {32, 256},
+                         rows[] = {1, 2, 4, 8};
+    size_t checked = 0;
+    for (size_t ci = 0; ci < sizeof reg_cases / sizeof reg_cases[0]; ci++)
+        for (size_t di = 0; di < 3; di++) {
+            const gm_case *c = &reg_cases[ci];
+            case_data d;
+            case_setup(c, dtypes[di], 1, &d);
+            for (size_t hi = 0; hi < 3; hi++)
+                for (size_t ti = 0; ti < 2; ti++)
+                    for (size_t ri = 0; ri < 4; ri++) {
+                        tune_point p;
+                        case_point(c, dtypes[di], 1, "custom", reg_chunks[hi], reg_threads[ti], &p);
+                        point_set_int(&p, "dense", 1);
+                        point_set_int(&p, "reg_rows", rows[ri]);
+                        family_kernel_ref refs[FAMILY_MAX_KERNELS];
+                        char why[256];
+                        if (gather_matmul_family.kernels(&gather_matmul_family, &p, refs,
+                                                         FAMILY_MAX_KERNELS, why, sizeof why) < 0)
+                            continue; /* more rows per batch than per lane, or registers */
+                        void *k = test_get_kernel(NULL, refs[0].source, refs[0].name);
+                        int64_t grid = c->g * ((c->n + reg_chunks[hi] - 1) / reg_chunks[hi]);
+                        launch_kernel(k, c, &d, (unsigned)grid, (unsigned)reg_threads[ti],
+                                      (size_t)c->kp * sizeof(float));
+                        double e = case_error(&d, dtypes[di], 0);
+                        cr_expect_leq(e, tolerance(dtypes[di]), "%s %s k_pre=%lld n=%lld: error %g",
+                                      refs[0].name, c->op, (long long)c->kp, (long long)c->n, e);
+                        checked++;
+                    }
+            case_free(&d);
+        }
+    cr_expect_gt(checked, 100, "only %zu kernel configurations ran", checked);
+}
+
+/* The family's own check of a configuration point (cases[] at chunk 16, 256 threads); with
+ * reg_rows, the points with dense and that many rows per batch that the family accepts. */
+static void run_family_check_rows(const char *method, int64_t rows)
 {
     const tune_family *fam = &gather_matmul_family;
     test_family_env t;
@@ -285,11 +340,15 @@ static void run_family_check(const char *method)
             for (int trans = 0; trans < 2; trans++) {
                 tune_point p;
                 case_point(&cases[ci], dtypes[di], trans, method, 16, 256, &p);
+                if (rows) {
+                    point_set_int(&p, "dense", 1);
+                    point_set_int(&p, "reg_rows", rows);
+                }
                 family_kernel_ref refs[FAMILY_MAX_KERNELS];
                 char why[256];
                 int nr = fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
                 if (nr < 0)
-                    continue; /* slice needs k <= k_pre */
+                    continue; /* slice needs k <= k_pre; dense, transposed B */
                 for (int r = 0; r < nr; r++)
                     test_get_kernel(NULL, refs[r].source, refs[r].name);
                 tune_error err = {0};
@@ -305,9 +364,20 @@ static void run_family_check(const char *method)
     test_family_env_free(&t);
 }
 
+static void run_family_check(const char *method)
+{
+    run_family_check_rows(method, 0);
+}
+
 Test(gather_matmul_gpu, gather_baseline_passes_check) { require_gpu(); run_family_check("gather"); }
 Test(gather_matmul_gpu, slice_baseline_passes_check) { require_gpu(); run_family_check("slice"); }
 Test(gather_matmul_gpu, custom_passes_family_check) { require_gpu(); run_family_check("custom"); }
+Test(gather_matmul_gpu, dense_reg_passes_family_check)
+{
+    require_gpu();
+    run_family_check_rows("custom", 1);
+    run_family_check_rows("custom", 2);
+}
 
 /* CPU: the family refuses configurations it cannot run, with a reason. */
 Test(gather_matmul, refuses_impossible_configs)
@@ -446,6 +516,92 @@ Test(gather_matmul, dense_async_names_and_pruning)
         point_set_int(&p, "stages", refused[i].stages);
         why[0] = '\0';
         cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "case %zu", i);
+        cr_expect(strstr(why, refused[i].why) != NULL, "case %zu: why: %s", i, why);
+    }
+}
+
+/* CPU: `reg_rows` with `dense` (stages 0) selects gm_dense_reg, whose name carries the rows per
+ * batch and the steps per row; gm_dense and gm_dense_async (reg_rows 0) are unchanged, and the
+ * family refuses what it cannot run, with the reason. */
+Test(gather_matmul, dense_reg_names_and_pruning)
+{
+    const tune_family *fam = &gather_matmul_family;
+    tune_point p;
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[256] = "";
+    gm_case s1 = {"gather_inner_bmv", 256, 128, 32, 4096}; /* SparQ step 1: k_pre = 128 */
+    gm_case k37 = {"gather_inner_bmv", 3, 37, 1, 5};
+    gm_case k1000 = {"gather_inner_matrix_only_bmv", 3, 1000, 50, 77};
+    gm_case k8 = {"gather_inner_bmv", 5, 8, 20, 3001};
+    gm_case k520 = {"gather_inner_matrix_only_bmv", 2, 520, 300, 1000};
+    gm_case k2000 = {"gather_inner_bmv", 2, 2000, 1500, 40};
+    gm_case outer = {"gather_outer_bmv", 32, 4096, 128, 256};
+    struct {
+        gm_case c;
+        const char *dtype;
+        int64_t chunk, threads, rows;
+        const char *name;
+    } named[] = {
+        /* 16 lanes of 8 halves per row, one step; 16 groups of 256 threads */
+        {s1, "float16", 64, 256, 4, "gm_dense_reg<half_t, 0, 64, 8, 16, 256, 4, 1>"},
+        {s1, "float16", 256, 256, 8, "gm_dense_reg<half_t, 0, 256, 8, 16, 256, 8, 1>"},
+        {s1, "float16", 32, 256, 2, "gm_dense_reg<half_t, 0, 32, 8, 16, 256, 2, 1>"},
+        /* fp32: 32 lanes of 4 floats per row */
+        {s1, "float32", 128, 256, 4, "gm_dense_reg<float, 0, 128, 4, 32, 256, 4, 1>"},
+        /* k_pre 37: one element per lane, two steps of 32 lanes */
+        {k37, "bfloat16", 3, 32, 2, "gm_dense_reg<bf16_t, 0, 3, 1, 32, 32, 2, 2>"},
+        /* k_pre 1000 (fp16): 125 lanes of 8 halves in four steps of 32 */
+        {k1000, "float16", 64, 256, 2, "gm_dense_reg<half_t, 1, 64, 8, 32, 256, 2, 4>"},
+        /* k_pre 8: one lane per row, more rows per batch than lanes */
+        {k8, "float16", 2048, 256, 8, "gm_dense_reg<half_t, 0, 2048, 8, 1, 256, 8, 1>"},
+    };
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+        case_point(&named[i].c, named[i].dtype, 1, "custom", named[i].chunk, named[i].threads, &p);
+        point_set_int(&p, "dense", 1);
+        point_set_int(&p, "reg_rows", named[i].rows);
+        cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
+                     "case %zu: %s", i, why);
+        cr_expect_str_eq(refs[0].name, named[i].name, "case %zu", i);
+    }
+    /* reg_rows 0 leaves gm_dense and gm_dense_async as they were */
+    case_point(&s1, "float16", 1, "custom", 64, 256, &p);
+    point_set_int(&p, "dense", 1);
+    point_set_int(&p, "reg_rows", 0);
+    cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].name, "gm_dense<half_t, 0, 64, 8, 16, 256>");
+    point_set_int(&p, "stages", 2);
+    cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].name, "gm_dense_async<half_t, 0, 64, 8, 16, 256, 2>");
+
+    struct {
+        gm_case c;
+        const char *dtype;
+        int trans, dense;
+        int64_t chunk, threads, stages, rows;
+        const char *why;
+    } refused[] = {
+        {s1, "float16", 1, 0, 64, 256, 0, 4, "reg_rows applies only to dense (gm_dense_reg)"},
+        {s1, "float16", 0, 1, 64, 256, 0, 4, "dense applies only to the inner ops with transposed"},
+        {outer, "float16", 1, 0, 64, 256, 0, 2, "reg_rows applies only to dense"},
+        {s1, "float16", 1, 1, 64, 256, 2, 4,
+         "reg_rows loads B into registers, stages through shared memory: give one of them"},
+        {s1, "float16", 1, 1, 256, 256, 0, 3, "reg_rows (3) must be a power of two"},
+        {s1, "float16", 1, 1, 64, 256, 0, 8,
+         "reg_rows (8) exceeds the 4 rows per lane (chunk 64 over 16 groups of 16 lanes)"},
+        {k520, "float16", 1, 1, 2048, 256, 0, 4,
+         "reg_rows: 192 bytes of B per thread in registers exceed 128"},
+        {k2000, "float16", 1, 1, 64, 32, 0, 1,
+         "reg_rows: 64 weights per lane (k_pre 2000 over 32 lanes of 8 elements) exceed 32"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        case_point(&refused[i].c, refused[i].dtype, refused[i].trans, "custom", refused[i].chunk,
+                   refused[i].threads, &p);
+        point_set_int(&p, "dense", refused[i].dense);
+        point_set_int(&p, "stages", refused[i].stages);
+        point_set_int(&p, "reg_rows", refused[i].rows);
+        why[0] = '\0';
+        cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
+                     "case %zu", i);
         cr_expect(strstr(why, refused[i].why) != NULL, "case %zu: why: %s", i, why);
     }
 }

@@ -99,13 +99,14 @@ Test(sweep, seed_values)
     cr_assert(sw->problem[6].is_str);
     cr_expect_str_eq(sw->problem[6].strs[0], "random"); /* default */
 
-    cr_assert_eq(sw->n_params, 6);
-    expect_ints(axis(sw->params, 6, "chunk"), (const int64_t[]){1, 2, 4, 8, 16, 32, 64, 128}, 8);
-    expect_ints(axis(sw->params, 6, "threads"), (const int64_t[]){256}, 1); /* default */
-    expect_ints(axis(sw->params, 6, "unroll"), (const int64_t[]){4}, 1);    /* default */
-    expect_ints(axis(sw->params, 6, "full_occupancy"), (const int64_t[]){0}, 1);
-    expect_ints(axis(sw->params, 6, "stages"), (const int64_t[]){0}, 1);
-    expect_ints(axis(sw->params, 6, "dense"), (const int64_t[]){0}, 1);
+    cr_assert_eq(sw->n_params, 7);
+    expect_ints(axis(sw->params, 7, "chunk"), (const int64_t[]){1, 2, 4, 8, 16, 32, 64, 128}, 8);
+    expect_ints(axis(sw->params, 7, "threads"), (const int64_t[]){256}, 1); /* default */
+    expect_ints(axis(sw->params, 7, "unroll"), (const int64_t[]){4}, 1);    /* default */
+    expect_ints(axis(sw->params, 7, "full_occupancy"), (const int64_t[]){0}, 1);
+    expect_ints(axis(sw->params, 7, "stages"), (const int64_t[]){0}, 1);
+    expect_ints(axis(sw->params, 7, "dense"), (const int64_t[]){0}, 1);
+    expect_ints(axis(sw->params, 7, "reg_rows"), (const int64_t[]){0}, 1);
 
     cr_assert_eq(sw->n_methods, 3);
     cr_expect_str_eq(sw->methods[0], "custom");

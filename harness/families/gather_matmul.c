@@ -206,6 +206,9 @@ static const family_axis gm_params[] = {
      "op with transposed B (gm_cols_async), dense (gm_dense_async)"},
     {"dense", FAMILY_AXIS_BOOL, 0, 1, NULL, "false",
      "inner ops, transposed B: scatter A into a dense k_pre vector and stream whole rows of B"},
+    {"reg_rows", FAMILY_AXIS_INT, 0, 8, NULL, "0",
+     "dense with stages 0: rows of B a lane loads into registers at once and reduces together, a "
+     "power of two (gm_dense_reg); 0: gm_dense, or gm_dense_async with stages"},
 };
 
 static const family_method gm_methods[] = {
@@ -236,6 +239,8 @@ typedef struct {
     int64_t stages;
     int vec, gs, cols; /* cols: gm_cols (transposed B) rather than gm_rows */
     int dense;         /* gm_dense */
+    int64_t reg_rows;  /* gm_dense_reg: rows per batch (0: not it) */
+    int ts;            /* gm_dense_reg: steps of gs * vec elements per row of B */
     size_t smem;       /* dynamic shared memory */
     int64_t grid;
 } gm_desc;
@@ -346,8 +351,41 @@ static int gm_describe_dense_async(gm_desc *d, char *why, size_t why_size)
     return 0;
 }
 
-/* The custom kernel's geometry (gm_rows, gm_rows_async, gm_cols, gm_cols_async, gm_dense or
- * gm_dense_async) from the parameters, or -1 with why when the configuration cannot run. */
+/* gm_dense_reg's limits: a lane holds its weights (ts * vec floats, ts = ceil(k_pre / (gs vec)))
+ * and a batch of reg_rows rows of B (reg_rows * ts loads) in registers, so both are bounded: at
+ * most 32 weights and 128 bytes of B per thread. reg_rows must be a power of two (the transposing
+ * butterfly halves it) and at most the rows each lane has (chunk over threads / gs groups): a
+ * larger batch would only load rows that are never stored. The parameter's bound, 8, keeps the
+ * partial sums in registers: with 16 rows and a batch loop, nvcc (13.0) turns the butterfly's
+ * selects into indexing and puts them in local memory. */
+static int gm_describe_dense_reg(gm_desc *d, char *why, size_t why_size)
+{
+    int64_t r = d->reg_rows, groups = d->threads / d->gs;
+    if (r & (r - 1))
+        return family_fail(why, why_size, "reg_rows (%lld) must be a power of two", (long long)r);
+    d->ts = (int)ceil_div(d->kp, (int64_t)d->gs * d->vec);
+    if ((int64_t)d->ts * d->vec > 32)
+        return family_fail(why, why_size,
+                           "reg_rows: %lld weights per lane (k_pre %lld over %d lanes of %d "
+                           "elements) exceed 32 registers",
+                           (long long)d->ts * d->vec, (long long)d->kp, d->gs, d->vec);
+    if (r > ceil_div(d->chunk, groups))
+        return family_fail(why, why_size,
+                           "reg_rows (%lld) exceeds the %lld rows per lane (chunk %lld over %lld "
+                           "groups of %d lanes)",
+                           (long long)r, (long long)ceil_div(d->chunk, groups), (long long)d->chunk,
+                           (long long)groups, d->gs);
+    int64_t bytes = r * d->ts * d->vec * (int64_t)d->ds;
+    if (bytes > 128)
+        return family_fail(why, why_size,
+                           "reg_rows: %lld bytes of B per thread in registers exceed 128",
+                           (long long)bytes);
+    return 0;
+}
+
+/* The custom kernel's geometry (gm_rows, gm_rows_async, gm_cols, gm_cols_async, gm_dense,
+ * gm_dense_async or gm_dense_reg) from the parameters, or -1 with why when the configuration
+ * cannot run. */
 static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size_t why_size)
 {
     d->chunk = point_int(cfg, "chunk", 64);
@@ -363,6 +401,13 @@ static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size
     d->dense = (int)point_int(cfg, "dense", 0);
     if (d->dense && (d->op == GM_OUTER || !d->trans))
         return family_fail(why, why_size, "dense applies only to the inner ops with transposed B");
+    d->reg_rows = point_int(cfg, "reg_rows", 0);
+    if (d->reg_rows && !d->dense)
+        return family_fail(why, why_size, "reg_rows applies only to dense (gm_dense_reg)");
+    if (d->reg_rows && d->stages)
+        return family_fail(why, why_size,
+                           "reg_rows loads B into registers, stages through shared memory: give "
+                           "one of them");
     if (d->stages && !d->dense && (d->op == GM_OUTER) != (d->trans != 0))
         return family_fail(why, why_size, "stages applies only to the inner ops with row-major B, "
                                       "the outer op with transposed B and dense");
@@ -377,7 +422,10 @@ static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size
         d->gs = 1;
         while (d->gs < 32 && d->gs < lanes)
             d->gs *= 2;
-        if (d->stages) {
+        if (d->reg_rows) {
+            if (gm_describe_dense_reg(d, why, why_size))
+                return -1;
+        } else if (d->stages) {
             if (gm_describe_dense_async(d, why, why_size))
                 return -1;
         } else if (ceil_div(d->chunk, d->threads / d->gs) * d->vec > 64)
@@ -429,7 +477,11 @@ static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size
 
 static void gm_custom_name(const gm_desc *d, char *buf, size_t size)
 {
-    if (d->dense && d->stages)
+    if (d->dense && d->reg_rows)
+        snprintf(buf, size, "gm_dense_reg<%s, %d, %lld, %d, %d, %lld, %lld, %d>", d->tname, d->op,
+                 (long long)d->chunk, d->vec, d->gs, (long long)d->threads, (long long)d->reg_rows,
+                 d->ts);
+    else if (d->dense && d->stages)
         snprintf(buf, size, "gm_dense_async<%s, %d, %lld, %d, %d, %lld, %lld>", d->tname, d->op,
                  (long long)d->chunk, d->vec, d->gs, (long long)d->threads, (long long)d->stages);
     else if (d->dense)
