@@ -8,6 +8,7 @@
 
 #include "analysis/compare.h"
 #include "core/infile.h"
+#include "model/family.h"
 #include "store/folder.h"
 #include "store/meta.h"
 #include "util_cpu.h"
@@ -695,4 +696,77 @@ Test(compare_mini, searched_run)
     compare_free(both);
     compare_free(c);
     compare_free(plain);
+}
+
+/* A family that gained a knob since BASE ran: "gained" (default 0), beside "chunk". */
+static const family_axis gained_params[] = {
+    {"chunk", FAMILY_AXIS_INT, 1, 1024, NULL, "1", "rows per block"},
+    {"gained", FAMILY_AXIS_INT, 0, 8, NULL, "0", "a knob added after BASE ran"},
+};
+static const tune_family gained_family = {.name = "gather_matmul",
+                                          .params = gained_params,
+                                          .n_params = 2};
+static const tune_family *find_gained(const char *name)
+{
+    return strcmp(name, "gather_matmul") == 0 ? &gained_family : NULL;
+}
+
+/* NEW = the mini NEW with the knob in every tuned row: "gained": 0 in all but chunk=2 (1 there). */
+static void make_gained_new(char *dir, size_t size)
+{
+    snprintf(dir, size, "%s/gained", tmpdir);
+    cr_assert_eq(results_mkdirs(dir, NULL), TUNE_OK);
+    char path[512];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    json_t *meta = json_load_file(MINI "/new/meta.json", 0, NULL);
+    cr_assert_not_null(meta);
+    cr_assert_eq(json_dump_file(meta, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER), 0);
+    json_decref(meta);
+    FILE *in = fopen(MINI "/new/raw.jsonl", "r");
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    FILE *out = fopen(path, "w");
+    cr_assert(in && out);
+    char line[8192];
+    while (fgets(line, sizeof line, in)) {
+        json_t *row = json_loads(line, 0, NULL);
+        cr_assert_not_null(row);
+        if (strcmp(json_string_value(json_object_get(row, "method")), "custom") == 0) {
+            long chunk = (long)json_integer_value(json_object_get(row, "chunk"));
+            json_object_set_new(row, "gained", json_integer(chunk == 2 ? 1 : 0));
+        }
+        json_array_append_new(json_object_get(row, "params"), json_string("gained"));
+        char *text = json_dumps(row, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        fprintf(out, "%s\n", text);
+        free(text);
+        json_decref(row);
+    }
+    fclose(in);
+    fclose(out);
+}
+
+/* With the family registry, BASE's rows (which lack the knob) match NEW's rows that ran its
+ * default; NEW's row with another value stays NEW's alone. Without it, no tuned row matches. */
+Test(compare_mini, a_knob_added_since_base_ran)
+{
+    char dir[512];
+    make_gained_new(dir, sizeof dir);
+    compare_options opt;
+    compare_options_init(&opt);
+    opt.find_family = find_gained;
+    compare *c = load(MINI "/base", dir, &opt);
+    cr_expect_eq(compare_n_configs(c), 13, "as against the mini NEW itself");
+    /* a matched configuration is named after BASE's row */
+    expect_verdict(c, "g=256 custom chunk=16", COMPARE_SAME);
+    expect_verdict(c, "g=1024 custom chunk=64", COMPARE_REGRESSION);
+    const compare_config *m = find_config(c, "g=256 custom chunk=32");
+    cr_assert(m && m->base_row && m->new_row);
+    cr_expect_eq(point_int(&m->new_row->values, "gained", -1), 0);
+    expect_verdict(c, "g=256 custom chunk=2 gained=1", COMPARE_ONLY_NEW);
+    expect_verdict(c, "g=256 slice", COMPARE_REGRESSION);
+    compare_free(c);
+    opt.find_family = NULL;
+    c = load(MINI "/base", dir, &opt);
+    const compare_counts *k = compare_get_counts(c);
+    cr_expect_eq(k->configs[COMPARE_ONLY_BASE], 10, "every tuned row of BASE");
+    compare_free(c);
 }

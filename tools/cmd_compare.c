@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "analysis/compare.h"
+#include "model/family.h"
 #include "cli.h"
 
 int tune_cmd_compare(int argc, char **argv);
@@ -178,6 +179,7 @@ int tune_cmd_compare(int argc, char **argv)
     }
     compare_options opt;
     compare_options_init(&opt);
+    opt.find_family = family_find; /* a knob added since BASE ran: its rows ran the default */
     opt.threshold = c.threshold / 100.0;
     opt.params = c.params;
     opt.n_params = c.n_params;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analysis/fit.h"
+#include "model/family.h"
 #include "store/meta.h"
 #include "analysis/compare_impl.h"
 
@@ -114,20 +115,51 @@ char *compare_strdup(const char *s)
     return d;
 }
 
-/* "op\x1fmethod\x1fname=Tvalue..." with the values sorted by name (T: the value's type), the
- * problem axes only when shape_only (core/point.h: point_append_sorted). New string or NULL. */
-static char *compare_row_key(const result_row *row, int shape_only)
+/* A tuned row's values with the defaults of the family's parameters that its sweep did not have
+ * (a knob the family gained after the run: its rows ran the default), so that runs before and
+ * after the knob match configuration by configuration. Integer and boolean defaults only; a
+ * baseline row (no parameter values) and a parameter the sweep had are left as they are. */
+static void compare_row_values(const result_row *row,
+                               const tune_family *(*find_family)(const char *), tune_point *out)
 {
-    size_t n = shape_only ? row->n_axes : row->values.n;
+    *out = row->values;
+    const tune_family *fam = row->family && find_family ? find_family(row->family) : NULL;
+    if (!fam || row->values.n <= row->n_axes)
+        return;
+    for (size_t i = 0; i < fam->n_params; i++) {
+        const family_axis *ax = &fam->params[i];
+        int had = point_get(&row->values, ax->name, NULL) == 0;
+        for (size_t j = 0; !had && j < row->n_params; j++)
+            had = row->param_names[j] && strcmp(row->param_names[j], ax->name) == 0;
+        if (had || !ax->dflt || ax->kind == FAMILY_AXIS_STR)
+            continue;
+        json_t *v = json_loads(ax->dflt, JSON_DECODE_ANY, NULL);
+        if (json_is_integer(v))
+            point_set_int(out, ax->name, (int64_t)json_integer_value(v));
+        else if (json_is_boolean(v))
+            point_set_int(out, ax->name, json_is_true(v));
+        json_decref(v);
+    }
+}
+
+/* "op\x1fmethod\x1fname=Tvalue..." with the values sorted by name (T: the value's type), the
+ * problem axes only when shape_only (core/point.h: point_append_sorted); a tuned row's values
+ * with the defaults of parameters its sweep lacked (compare_row_values). New string or NULL. */
+static char *compare_row_key(const result_row *row, int shape_only,
+                             const tune_family *(*find_family)(const char *))
+{
+    tune_point vals;
+    compare_row_values(row, find_family, &vals);
+    size_t n = shape_only ? row->n_axes : vals.n;
     const char *op = row->op ? row->op : "", *method = shape_only ? "" : row->method;
     size_t len = strlen(op) + strlen(method) + 3;
-    for (size_t i = 0; i < n && i < row->values.n; i++)
-        len += strlen(row->values.names[i]) + 260;
+    for (size_t i = 0; i < n && i < vals.n; i++)
+        len += strlen(vals.names[i]) + 260;
     char *key = malloc(len);
     if (!key)
         return NULL;
     size_t at = (size_t)snprintf(key, len, "%s\x1f%s", op, method);
-    point_append_sorted(&row->values, n, '\x1f', 1, key, len, at);
+    point_append_sorted(&vals, n, '\x1f', 1, key, len, at);
     return key;
 }
 
@@ -203,8 +235,10 @@ static void compare_entries_free(compare_entry *e, size_t n)
 }
 
 /* Keys of a side's rows, sorted, the last of each duplicate kept; *n_dups counts the others. */
-static tune_status compare_side_entries(const result_row *rows, size_t n, compare_entry **out,
-                                        size_t *n_out, size_t *n_dups, tune_error *err)
+static tune_status compare_side_entries(const result_row *rows, size_t n,
+                                        const tune_family *(*find_family)(const char *),
+                                        compare_entry **out, size_t *n_out, size_t *n_dups,
+                                        tune_error *err)
 {
     compare_entry *e = calloc(n ? n : 1, sizeof *e);
     if (!e)
@@ -212,7 +246,7 @@ static tune_status compare_side_entries(const result_row *rows, size_t n, compar
     for (size_t i = 0; i < n; i++) {
         e[i].row = &rows[i];
         e[i].order = i;
-        if (!(e[i].key = compare_row_key(&rows[i], 0))) {
+        if (!(e[i].key = compare_row_key(&rows[i], 0, find_family))) {
             compare_entries_free(e, n);
             return tune_error_set(err, TUNE_ERR_NOMEM, "", "out of memory");
         }
@@ -329,11 +363,11 @@ static tune_status compare_match(compare *c, tune_error *err)
 {
     compare_entry *be = NULL, *ne = NULL;
     size_t nb = 0, nn = 0;
-    tune_status st = compare_side_entries(c->base_rows, c->n_base_rows, &be, &nb,
+    tune_status st = compare_side_entries(c->base_rows, c->n_base_rows, c->find_family, &be, &nb,
                                           &c->counts.duplicates_base, err);
     if (st == TUNE_OK)
-        st = compare_side_entries(c->new_rows, c->n_new_rows, &ne, &nn, &c->counts.duplicates_new,
-                                  err);
+        st = compare_side_entries(c->new_rows, c->n_new_rows, c->find_family, &ne, &nn,
+                                  &c->counts.duplicates_new, err);
     if (st == TUNE_OK) {
         c->configs = calloc(nb + nn + 1, sizeof *c->configs);
         c->config_keys = calloc(nb + nn + 1, sizeof *c->config_keys);
@@ -535,6 +569,7 @@ compare *compare_dirs(const char *const *base_dirs, size_t n_base, const char *c
         return NULL;
     }
     c->threshold = opt->threshold >= 0 ? opt->threshold : 0.05;
+    c->find_family = opt->find_family;
     c->base_dirs = compare_copy_dirs(base_dirs, n_base);
     c->new_dirs = compare_copy_dirs(new_dirs, n_new);
     c->n_base_dirs = n_base;

@@ -74,6 +74,10 @@ typedef struct {
     const char *const *allow;
     size_t n_allow;
     int allow_all;
+    /* The family registry (model/family.h: family_find) or NULL: with it, a tuned row whose sweep
+     * lacked a parameter its family has now is matched as if it had the parameter's default (a
+     * knob added after the run: its rows ran the default). */
+    const struct tune_family *(*find_family)(const char *name);
 } compare_options;
 
 /* threshold 0.05, nothing allowed to differ, params NULL: the parameters named by heuristics.json

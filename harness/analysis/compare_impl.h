@@ -34,6 +34,7 @@ struct compare {
     result_row *base_rows, *new_rows; /* owned */
     size_t n_base_rows, n_new_rows;
     double threshold;
+    const struct tune_family *(*find_family)(const char *name); /* compare_options' */
     /* problem axes (from the first row), then every parameter; varies: more than one value */
     const char *names[COMPARE_MAX_NAMES]; /* borrowed from the rows */
     size_t n_names, n_axes;
