@@ -448,6 +448,22 @@ __global__ void __launch_bounds__(THREADS)
         out[gi * n + c0 + cc] = from_f32<T>(red[cc]);
 }
 
+// The dense kernels' weight vector: w[c] (k_pre floats of shared memory) = the sum of the gathered
+// A values whose index is c (duplicate indices add up, as the sum over t counts them), complete
+// for every thread on return (two barriers).
+template <typename T, int OP, int THREADS>
+__device__ __forceinline__ void gm_scatter_w(float *w, const T *Ag, const int *Ig, int k, int kp)
+{
+    for (int c = threadIdx.x; c < kp; c += THREADS)
+        w[c] = 0.f;
+    __syncthreads();
+    for (int t = threadIdx.x; t < k; t += THREADS) {
+        const int idx = Ig[t];
+        atomicAdd(&w[idx], to_f32(Ag[OP == 0 ? idx : t]));
+    }
+    __syncthreads();
+}
+
 // Inner ops with transposed B and a short k_pre (SparQ step 1: k_pre = 128 = head dim): the hardware
 // fetches whole 32-byte sectors, so a gather of k of a row's k_pre elements reads most of the row
 // anyway. Scatter the gathered A values into a dense weight vector w (k_pre floats, dynamic shared
@@ -474,14 +490,7 @@ __global__ void __launch_bounds__(THREADS)
     const int *Ig = I + gi * k;
     const T *Bg = B + gi * (long long)n * kp;
 
-    for (int c = threadIdx.x; c < kp; c += THREADS)
-        w[c] = 0.f;
-    __syncthreads();
-    for (int t = threadIdx.x; t < k; t += THREADS) {
-        const int idx = Ig[t];
-        atomicAdd(&w[idx], to_f32(Ag[OP == 0 ? idx : t]));
-    }
-    __syncthreads();
+    gm_scatter_w<T, OP, THREADS>(w, Ag, Ig, k, kp);
 
     float acc[CPG];
 #pragma unroll
@@ -569,14 +578,7 @@ __global__ void __launch_bounds__(THREADS)
             cp_async_commit();
     }
 
-    for (int c = threadIdx.x; c < kp; c += THREADS)
-        w[c] = 0.f;
-    __syncthreads();
-    for (int t = threadIdx.x; t < k; t += THREADS) {
-        const int idx = Ig[t];
-        atomicAdd(&w[idx], to_f32(Ag[OP == 0 ? idx : t]));
-    }
-    __syncthreads();
+    gm_scatter_w<T, OP, THREADS>(w, Ag, Ig, k, kp);
 
     int q = 0, ts = 0;
     float acc = 0.f;
@@ -714,14 +716,7 @@ __global__ void __launch_bounds__(THREADS)
     };
     issue(0);
 
-    for (int c = threadIdx.x; c < kp; c += THREADS)
-        w[c] = 0.f;
-    __syncthreads();
-    for (int t = threadIdx.x; t < k; t += THREADS) {
-        const int idx = Ig[t];
-        atomicAdd(&w[idx], to_f32(Ag[OP == 0 ? idx : t]));
-    }
-    __syncthreads();
+    gm_scatter_w<T, OP, THREADS>(w, Ag, Ig, k, kp);
     // the lane's weights, 16 bytes per shared load where VEC allows (e is a multiple of VEC)
     float wr[TS][VEC];
 #pragma unroll
