@@ -147,6 +147,8 @@ void run_row_measure(run_ctx *rc, void *state, timing *tm, const tune_point *p, 
                      char *reason, size_t reason_size);
 /* The rows' roofline ceilings: the device's calibration file, else the specs table. */
 void run_load_ceilings(run_ctx *rc, double read_bw);
+/* rc->ceil_source alone (the coordinator: meta.json says which ceilings the rows use). */
+void run_note_ceilings(run_ctx *rc);
 
 /* retime.c */
 typedef struct {

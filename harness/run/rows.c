@@ -150,8 +150,8 @@ void run_row_measure(run_ctx *rc, void *state, timing *tm, const tune_point *p, 
 
 /* Ceilings for the rows' roofline times: the device's calibration file (results root's
  * calibration/<device>.json, from `tune calibrate`) when there is one, else the specs table's
- * peak x achievable; the read bandwidth measured by this run replaces either's. */
-void run_load_ceilings(run_ctx *rc, double read_bw)
+ * peak x achievable, into *c (when found: 1) and where they come from into rc->ceil_source. */
+static int find_ceilings(run_ctx *rc, roofline_ceilings *c)
 {
     const gpu_info *gi = &rc->gi;
     tune_error e = {0};
@@ -161,24 +161,40 @@ void run_load_ceilings(run_ctx *rc, double read_bw)
     roofline_calibration cal;
     roofline_calibration_init(&cal);
     roofline_calibration_path(rc->opt->out_root, gi->name, path, sizeof path);
+    int found = 1;
     if (roofline_calibration_load(path, &cal, NULL) == TUNE_OK) {
-        roofline_ceilings_from_calibration(&cal, g, &rc->ceil);
+        roofline_ceilings_from_calibration(&cal, g, c);
         snprintf(rc->ceil_source, sizeof rc->ceil_source, "calibration %.400s (%.30s)", path,
                  cal.date);
-        rc->have_ceil = 1;
     } else if (g) {
-        roofline_ceilings_from_gpu(g, &rc->ceil);
+        roofline_ceilings_from_gpu(g, c);
         snprintf(rc->ceil_source, sizeof rc->ceil_source, "specs table: %s, peak x achievable",
                  g->name);
-        rc->have_ceil = 1;
     } else {
+        found = 0;
         snprintf(rc->ceil_source, sizeof rc->ceil_source, "none: %.400s",
                  specs ? "device not in the specs table" : e.message);
     }
+    roofline_specs_free(specs);
+    return found;
+}
+
+/* The ceilings of the rows (in a worker); the read bandwidth measured by this run replaces the
+ * file's or the table's. */
+void run_load_ceilings(run_ctx *rc, double read_bw)
+{
+    rc->have_ceil = find_ceilings(rc, &rc->ceil);
     if (rc->have_ceil) {
         rc->ceil.read_bw = read_bw;
         if (rc->ceil.copy_bw > read_bw)
             rc->ceil.copy_bw = read_bw;
     }
-    roofline_specs_free(specs);
+}
+
+/* Where the workers' ceilings will come from, for meta.json (the coordinator, before the
+ * workers start: they load the same file). */
+void run_note_ceilings(run_ctx *rc)
+{
+    roofline_ceilings c;
+    find_ceilings(rc, &c);
 }

@@ -217,6 +217,8 @@ static tune_status run_rows(run_ctx *rc, run_summary *sum)
     if (rc->opt->resume && (st = resume(rc, sum, key, start, sizeof start)) != TUNE_OK)
         goto done;
     sum->read_bw = rc->read_bw;
+    if (!rc->opt->compile_only)
+        run_note_ceilings(rc);
     meta = run_meta(rc, sum, start, NULL, key);
     if ((st = meta_write(rc->out_dir, meta, rc->err)) != TUNE_OK)
         goto done;
