@@ -9,7 +9,8 @@
 //
 // Two kernels, chosen by the host from the layout, and their cp.async variants chosen by the
 // `stages` knob (gm_rows_async, gm_cols_async, and gm_dense_async for gm_dense below: described
-// where they are defined). All give each
+// where they are defined), and their variants with rows of B^T in registers chosen by `reg_rows`
+// (gm_cols_reg, gm_dense_reg). All give each
 // block CHUNK consecutive output columns of one g (the user-facing `chunk` knob) and reduce over
 // the whole of k:
 //  - gm_rows: B's gathered data is contiguous along the output columns (inner ops, row-major B)
@@ -761,6 +762,154 @@ __global__ void __launch_bounds__(THREADS)
         }
         if (b + 1 < NB)
             issue(b + 1);
+        gm_butterfly_rows<R, GS>(acc, lane);
+#pragma unroll
+        for (int i = 0; i < SUMS; i++)
+            if (b * R + i < qend)
+                out_l[b * R + i] = from_f32<T>(acc[i]);
+    }
+}
+
+// The outer op with transposed B (SparQ step 2) in the manner of gm_dense_reg (`reg_rows` R >= 1,
+// `stages` 0). gm_cols_async copies every 16 bytes of a gathered row of B^T through shared memory
+// (a cp.async into a slot, a shared load back) and reduces each row with log2(GS) shuffles: on
+// step 2 it moves about 64 % of what a streaming read reaches, whatever the share of rows the L2
+// holds, so the kernel, not DRAM, is the limit. Here a group of GS lanes (VEC elements each, TS
+// steps of GS VEC elements per row, TS a template parameter the host derives from k) owns CPG
+// consecutive output columns of the block's chunk and takes them R at a time. A lane's A values
+// (the same k positions for every row) are loaded once into registers. The group's column indices
+// are loaded up front, each warp those of its own groups, into shared memory (one round trip, no
+// block barrier), so that a batch's row loads wait for a shared load, not for an index's DRAM
+// round trip; the indices of the next batch are read while the current one is multiplied. A
+// batch's R rows are loaded with 16-byte loads straight into registers, the next batch issued as
+// soon as the current one is multiplied, and a lane's R partial sums are reduced together by the
+// transposing butterfly (gm_butterfly_rows). A slot past the chunk's end (or the group's CPG
+// columns) holds the chunk's last index: a finite row, never stored. A lane past k loads its first
+// element again and weighs it with 0.
+template <typename T, int CHUNK, int VEC, int GS, int THREADS, int R, int TS>
+__global__ void __launch_bounds__(THREADS)
+    gm_cols_reg(const T *__restrict__ A, const T *__restrict__ B, const int *__restrict__ I,
+                T *__restrict__ out, int g, int k, int kp, int n)
+{
+    static_assert(GS >= 1 && GS <= 32 && (GS & (GS - 1)) == 0, "GS must be a power of two <= 32");
+    static_assert(THREADS % 32 == 0, "THREADS must be a multiple of 32");
+    static_assert(R >= 1 && (R & (R - 1)) == 0, "R (rows per batch) must be a power of two");
+    static_assert(TS >= 1, "TS (steps of GS VEC elements per row) must be >= 1");
+    constexpr int BYTES = VEC * (int)sizeof(T);
+    constexpr int NG = THREADS / GS;
+    constexpr int CPG = (CHUNK + NG - 1) / NG;
+    constexpr int NB = (CPG + R - 1) / R;
+    constexpr int SLOTS = NB * R; // index slots per group, R-aligned for vector shared loads
+    constexpr int WG = 32 / GS;   // groups per warp (a group never spans two warps)
+    constexpr int SUMS = R > GS ? R / GS : 1;     // whole row sums per lane after the butterfly
+    constexpr int COPY = R < GS ? GS / R - 1 : 0; // lane bits that only tell copies apart
+    static_assert(NG * SLOTS * 4 <= 48 * 1024, "the chunk's indices exceed 48 KiB");
+    __shared__ __align__(16) int sJ[NG * SLOTS];
+
+    const int nchunks = (n + CHUNK - 1) / CHUNK;
+    const long long gi = blockIdx.x / nchunks;
+    const int c0 = (blockIdx.x % nchunks) * CHUNK;
+    const int c1 = min(n, c0 + CHUNK);
+    const int lane = threadIdx.x % GS;
+    const int grp = threadIdx.x / GS;
+    const int r0 = c0 + grp * CPG; // the group's first column
+
+    // the lane's A values (widened once the first rows are in flight): step ts at
+    // (lane + ts GS) VEC, or at the lane's first element (0 past k) when that is past k
+    const int e0 = lane * VEC < k ? lane * VEC : 0;
+    int off[TS]; // element offsets of the later steps from e0
+#pragma unroll
+    for (int ts = 0; ts < TS; ts++)
+        off[ts] = (lane + ts * GS) * VEC < k ? ts * GS * VEC : 0;
+    raw_vec<BYTES> ra[TS];
+#pragma unroll
+    for (int ts = 0; ts < TS; ts++)
+        ld_nc(ra[ts], A + gi * k + e0 + off[ts]);
+
+    // slot s of the warp's WG groups: column q = s % SLOTS of group s / SLOTS
+    const int w0 = threadIdx.x / 32 * (WG * SLOTS);
+    const int *Ig = I + gi * n;
+#pragma unroll
+    for (int s = threadIdx.x % 32; s < WG * SLOTS; s += 32) {
+        const int c = c0 + (w0 + s) / SLOTS * CPG + (w0 + s) % SLOTS;
+        sJ[w0 + s] = Ig[min(c, c1 - 1)];
+    }
+    __syncwarp();
+    const int *sg = sJ + grp * SLOTS;
+    auto fetch = [&](int b, int(&idx)[R]) {
+        if constexpr (R % 4 == 0) {
+#pragma unroll
+            for (int r = 0; r < R; r += 4) {
+                const int4 v = *reinterpret_cast<const int4 *>(sg + b * R + r);
+                idx[r] = v.x;
+                idx[r + 1] = v.y;
+                idx[r + 2] = v.z;
+                idx[r + 3] = v.w;
+            }
+        } else if constexpr (R == 2) {
+            const int2 v = *reinterpret_cast<const int2 *>(sg + b * 2);
+            idx[0] = v.x;
+            idx[1] = v.y;
+        } else {
+            idx[0] = sg[b];
+        }
+    };
+
+    // per step, the lane's first element in row 0 of this g, as bytes: row idx is idx kb bytes
+    // further, one IMAD.WIDE per load (in elements, the compiler adds a shift and a 64-bit add)
+    const char *Bl[TS];
+#pragma unroll
+    for (int ts = 0; ts < TS; ts++) {
+        Bl[ts] = reinterpret_cast<const char *>(B + gi * (long long)kp * k + e0 + off[ts]);
+        asm("" : "+l"(Bl[ts]));
+    }
+    const int kb = k * (int)sizeof(T);
+    raw_vec<BYTES> rb[R][TS];
+    auto issue = [&](const int(&idx)[R]) {
+#pragma unroll
+        for (int r = 0; r < R; r++)
+#pragma unroll
+            for (int ts = 0; ts < TS; ts++)
+                ld_nc(rb[r][ts], Bl[ts] + (long long)idx[r] * kb);
+    };
+    int idx[R];
+    fetch(0, idx);
+    issue(idx);
+
+    float wr[TS][VEC];
+#pragma unroll
+    for (int ts = 0; ts < TS; ts++) {
+        widen_f32<T, VEC>(ra[ts], wr[ts]);
+        if ((lane + ts * GS) * VEC >= k)
+#pragma unroll
+            for (int v = 0; v < VEC; v++)
+                wr[ts][v] = 0.f;
+    }
+
+    // after the butterfly this lane holds columns b R + lrow + i (i < SUMS) of its group, which it
+    // writes (one lane of each set of copies) while they are below qend
+    const int lrow = gm_butterfly_row<R, GS>(lane);
+    const int qend = (lane & COPY) == 0 ? min(CPG, c1 - r0) - lrow : 0;
+    T *out_l = out + gi * n + r0 + lrow;
+#pragma unroll 1
+    for (int b = 0; b < NB; b++) {
+        if (b + 1 < NB)
+            fetch(b + 1, idx);
+        float acc[R];
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            acc[r] = 0.f;
+#pragma unroll
+            for (int ts = 0; ts < TS; ts++) {
+                float f[VEC];
+                widen_f32<T, VEC>(rb[r][ts], f);
+#pragma unroll
+                for (int v = 0; v < VEC; v++)
+                    acc[r] = fmaf(wr[ts][v], f[v], acc[r]);
+            }
+        }
+        if (b + 1 < NB)
+            issue(idx);
         gm_butterfly_rows<R, GS>(acc, lane);
 #pragma unroll
         for (int i = 0; i < SUMS; i++)

@@ -49,7 +49,9 @@ static const int64_t stages[] = {0, 3};
 /* gm_dense_reg with dense and stages 0: R rows per batch (1: no transposing butterfly; 2 and 4 with
  * chunks 3 and 16 on 32 threads: a last batch past the group's rows; k_pre 37: two steps per row,
  * the second partial; k_pre 100: lanes past k_pre); the inner cases with k_pre 2000 and 3000 are
- * refused (more than 32 weights per lane) */
+ * refused (more than 32 weights per lane). gm_cols_reg (the outer op's reg_rows) is checked by
+ * cols_reg_kernels_match_cpu on its own cases and these outer ones: here it would add 120 kernels
+ * to the 966 this test compiles, past the 1024 that tests/util.h holds per test. */
 static const int64_t reg_rows[] = {0, 1, 2, 4, 8};
 
 /* ---- host data ---- */
@@ -260,7 +262,7 @@ Test(gather_matmul_gpu, custom_kernels_match_cpu, .timeout = 600)
                         point_set_int(&p, "stages", stages[ti / 4 % 2]);
                         point_set_int(&p, "reg_rows", reg_rows[ti / 8]);
                         if (reg_rows[ti / 8] && (!denses[ti / 2 % 2] || stages[ti / 4 % 2]))
-                            continue; /* reg_rows applies to dense with stages 0 only */
+                            continue; /* gm_dense_reg only: gm_cols_reg has its own test */
                         family_kernel_ref refs[FAMILY_MAX_KERNELS];
                         char why[256];
                         if (gather_matmul_family.kernels(&gather_matmul_family, &p, refs, FAMILY_MAX_KERNELS, why,
@@ -290,23 +292,37 @@ static const gm_case reg_cases[] = {
     {"gather_inner_bmv", 2, 128, 64, 4100},
 };
 
-Test(gather_matmul_gpu, dense_reg_kernels_match_cpu, .timeout = 600)
+/* gm_cols_reg (outer op, transposed B, reg_rows): the outer cases of cases[] (k 1: groups of one
+ * lane, each keeping all R sums; k 33: one element per lane, two steps of 32 lanes, the second
+ * partial; k 1100 is refused: more than 32 weights per lane), k 128 as in SparQ step 2 (16 lanes of
+ * 8 halves, 32 of 4 floats) with n_pre 64 < n (every index repeated), k 300 (4 elements per lane,
+ * three steps of 32 lanes, the last partial), k 8 (one or two lanes per row: R > GS), k 200 (fp16:
+ * lanes past k; fp32: two steps), k 520 (three or five steps); n not a multiple of the chunk,
+ * n > n_pre (repeated indices). */
+static const gm_case cols_reg_cases[] = {
+    {"gather_outer_bmv", 3, 37, 1, 5},        {"gather_outer_bmv", 5, 300, 33, 130},
+    {"gather_outer_bmv", 2, 500, 1100, 17},   {"gather_outer_bmv", 3, 64, 128, 77},
+    {"gather_outer_bmv", 2, 1000, 300, 1000}, {"gather_outer_bmv", 5, 3000, 8, 3001},
+    {"gather_outer_bmv", 4, 500, 200, 999},   {"gather_outer_bmv", 2, 300, 520, 4100},
+};
+
+/* Every reg_rows kernel the family accepts for cs[] (transposed B; dense for the inner ops) at the
+ * given chunks, 32 and 256 threads and R = 1, 2, 4, 8, against the CPU reference. */
+static size_t check_reg_kernels(const gm_case *cs, size_t n_cs, int dense, const int64_t *chunks3)
 {
-    require_gpu();
-    static const int64_t reg_chunks[] = {3, 64, 2048}, reg_threads[] = {32, 256},
-                         rows[] = {1, 2, 4, 8};
+    static const int64_t reg_threads[] = {32, 256}, rows[] = {1, 2, 4, 8};
     size_t checked = 0;
-    for (size_t ci = 0; ci < sizeof reg_cases / sizeof reg_cases[0]; ci++)
+    for (size_t ci = 0; ci < n_cs; ci++)
         for (size_t di = 0; di < 3; di++) {
-            const gm_case *c = &reg_cases[ci];
+            const gm_case *c = &cs[ci];
             case_data d;
             case_setup(c, dtypes[di], 1, &d);
             for (size_t hi = 0; hi < 3; hi++)
                 for (size_t ti = 0; ti < 2; ti++)
                     for (size_t ri = 0; ri < 4; ri++) {
                         tune_point p;
-                        case_point(c, dtypes[di], 1, "custom", reg_chunks[hi], reg_threads[ti], &p);
-                        point_set_int(&p, "dense", 1);
+                        case_point(c, dtypes[di], 1, "custom", chunks3[hi], reg_threads[ti], &p);
+                        point_set_int(&p, "dense", dense);
                         point_set_int(&p, "reg_rows", rows[ri]);
                         family_kernel_ref refs[FAMILY_MAX_KERNELS];
                         char why[256];
@@ -314,22 +330,43 @@ Test(gather_matmul_gpu, dense_reg_kernels_match_cpu, .timeout = 600)
                                                          FAMILY_MAX_KERNELS, why, sizeof why) < 0)
                             continue; /* more rows per batch than per lane, or registers */
                         void *k = test_get_kernel(NULL, refs[0].source, refs[0].name);
-                        int64_t grid = c->g * ((c->n + reg_chunks[hi] - 1) / reg_chunks[hi]);
+                        int64_t grid = c->g * ((c->n + chunks3[hi] - 1) / chunks3[hi]);
                         launch_kernel(k, c, &d, (unsigned)grid, (unsigned)reg_threads[ti],
-                                      (size_t)c->kp * sizeof(float));
+                                      dense ? (size_t)c->kp * sizeof(float) : 0);
                         double e = case_error(&d, dtypes[di], 0);
-                        cr_expect_leq(e, tolerance(dtypes[di]), "%s %s k_pre=%lld n=%lld: error %g",
-                                      refs[0].name, c->op, (long long)c->kp, (long long)c->n, e);
+                        cr_expect_leq(e, tolerance(dtypes[di]),
+                                      "%s %s kp=%lld k=%lld n=%lld: error %g", refs[0].name, c->op,
+                                      (long long)c->kp, (long long)c->k, (long long)c->n, e);
                         checked++;
                     }
             case_free(&d);
         }
+    return checked;
+}
+
+Test(gather_matmul_gpu, dense_reg_kernels_match_cpu, .timeout = 600)
+{
+    require_gpu();
+    static const int64_t reg_chunks[] = {3, 64, 2048};
+    size_t checked =
+        check_reg_kernels(reg_cases, sizeof reg_cases / sizeof reg_cases[0], 1, reg_chunks);
+    cr_expect_gt(checked, 100, "only %zu kernel configurations ran", checked);
+}
+
+/* chunk 512: the sweep's largest, up to 32 batches of R columns per group at 32 threads */
+Test(gather_matmul_gpu, cols_reg_kernels_match_cpu, .timeout = 600)
+{
+    require_gpu();
+    static const int64_t reg_chunks[] = {3, 64, 512};
+    size_t checked = check_reg_kernels(
+        cols_reg_cases, sizeof cols_reg_cases / sizeof cols_reg_cases[0], 0, reg_chunks);
     cr_expect_gt(checked, 100, "only %zu kernel configurations ran", checked);
 }
 
 /* The family's own check of a configuration point (cases[] at chunk 16, 256 threads); with
- * reg_rows, the points with dense and that many rows per batch that the family accepts. */
-static void run_family_check_rows(const char *method, int64_t rows)
+ * reg_rows, the points with that many rows per batch (and dense as given) that the family
+ * accepts. */
+static void run_family_check_rows(const char *method, int dense, int64_t rows)
 {
     const tune_family *fam = &gather_matmul_family;
     test_family_env t;
@@ -341,14 +378,14 @@ static void run_family_check_rows(const char *method, int64_t rows)
                 tune_point p;
                 case_point(&cases[ci], dtypes[di], trans, method, 16, 256, &p);
                 if (rows) {
-                    point_set_int(&p, "dense", 1);
+                    point_set_int(&p, "dense", dense);
                     point_set_int(&p, "reg_rows", rows);
                 }
                 family_kernel_ref refs[FAMILY_MAX_KERNELS];
                 char why[256];
                 int nr = fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
                 if (nr < 0)
-                    continue; /* slice needs k <= k_pre; dense, transposed B */
+                    continue; /* slice needs k <= k_pre; dense, transposed B; reg_rows */
                 for (int r = 0; r < nr; r++)
                     test_get_kernel(NULL, refs[r].source, refs[r].name);
                 tune_error err = {0};
@@ -366,7 +403,7 @@ static void run_family_check_rows(const char *method, int64_t rows)
 
 static void run_family_check(const char *method)
 {
-    run_family_check_rows(method, 0);
+    run_family_check_rows(method, 0, 0);
 }
 
 Test(gather_matmul_gpu, gather_baseline_passes_check) { require_gpu(); run_family_check("gather"); }
@@ -375,8 +412,14 @@ Test(gather_matmul_gpu, custom_passes_family_check) { require_gpu(); run_family_
 Test(gather_matmul_gpu, dense_reg_passes_family_check)
 {
     require_gpu();
-    run_family_check_rows("custom", 1);
-    run_family_check_rows("custom", 2);
+    run_family_check_rows("custom", 1, 1);
+    run_family_check_rows("custom", 1, 2);
+}
+Test(gather_matmul_gpu, cols_reg_passes_family_check)
+{
+    require_gpu();
+    run_family_check_rows("custom", 0, 1);
+    run_family_check_rows("custom", 0, 2);
 }
 
 /* CPU: the family refuses configurations it cannot run, with a reason. */
@@ -582,7 +625,7 @@ Test(gather_matmul, dense_reg_names_and_pruning)
     } refused[] = {
         {s1, "float16", 1, 0, 64, 256, 0, 4, "reg_rows applies only to dense (gm_dense_reg)"},
         {s1, "float16", 0, 1, 64, 256, 0, 4, "dense applies only to the inner ops with transposed"},
-        {outer, "float16", 1, 0, 64, 256, 0, 2, "reg_rows applies only to dense"},
+        {outer, "float16", 0, 0, 64, 256, 0, 2, "reg_rows applies only to dense"},
         {s1, "float16", 1, 1, 64, 256, 2, 4,
          "reg_rows loads B into registers, stages through shared memory: give one of them"},
         {s1, "float16", 1, 1, 256, 256, 0, 3, "reg_rows (3) must be a power of two"},
@@ -592,6 +635,93 @@ Test(gather_matmul, dense_reg_names_and_pruning)
          "reg_rows: 192 bytes of B per thread in registers exceed 128"},
         {k2000, "float16", 1, 1, 64, 32, 0, 1,
          "reg_rows: 64 weights per lane (k_pre 2000 over 32 lanes of 8 elements) exceed 32"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        case_point(&refused[i].c, refused[i].dtype, refused[i].trans, "custom", refused[i].chunk,
+                   refused[i].threads, &p);
+        point_set_int(&p, "dense", refused[i].dense);
+        point_set_int(&p, "stages", refused[i].stages);
+        point_set_int(&p, "reg_rows", refused[i].rows);
+        why[0] = '\0';
+        cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
+                     "case %zu", i);
+        cr_expect(strstr(why, refused[i].why) != NULL, "case %zu: why: %s", i, why);
+    }
+}
+
+/* CPU: `reg_rows` on the outer op with transposed B (stages 0, no dense) selects gm_cols_reg, whose
+ * name carries the rows per batch and the steps per row; gm_cols and gm_cols_async (reg_rows 0)
+ * are unchanged, and the family refuses what it cannot run, with the reason. */
+Test(gather_matmul, cols_reg_names_and_pruning)
+{
+    const tune_family *fam = &gather_matmul_family;
+    tune_point p;
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[256] = "";
+    gm_case s2 = {"gather_outer_bmv", 1024, 4096, 128, 512}; /* SparQ step 2: k = 128 */
+    gm_case k33 = {"gather_outer_bmv", 5, 300, 33, 130};
+    gm_case k300 = {"gather_outer_bmv", 2, 1000, 300, 1000};
+    gm_case k8 = {"gather_outer_bmv", 5, 3000, 8, 3001};
+    gm_case k1 = {"gather_outer_bmv", 3, 37, 1, 5};
+    gm_case k1100 = {"gather_outer_bmv", 2, 500, 1100, 17};
+    struct {
+        gm_case c;
+        const char *dtype;
+        int64_t chunk, threads, rows;
+        const char *name;
+    } named[] = {
+        /* 16 lanes of 8 halves per row, one step; 16 groups of 256 threads */
+        {s2, "float16", 256, 256, 8, "gm_cols_reg<half_t, 256, 8, 16, 256, 8, 1>"},
+        {s2, "float16", 512, 256, 8, "gm_cols_reg<half_t, 512, 8, 16, 256, 8, 1>"},
+        {s2, "bfloat16", 64, 256, 4, "gm_cols_reg<bf16_t, 64, 8, 16, 256, 4, 1>"},
+        {s2, "float16", 32, 256, 2, "gm_cols_reg<half_t, 32, 8, 16, 256, 2, 1>"},
+        /* fp32: 32 lanes of 4 floats per row */
+        {s2, "float32", 128, 256, 4, "gm_cols_reg<float, 128, 4, 32, 256, 4, 1>"},
+        /* k 33: one element per lane, two steps of 32 lanes */
+        {k33, "bfloat16", 3, 32, 2, "gm_cols_reg<bf16_t, 3, 1, 32, 32, 2, 2>"},
+        /* k 300 (fp16): 75 lanes of 4 halves in three steps of 32 */
+        {k300, "float16", 64, 256, 4, "gm_cols_reg<half_t, 64, 4, 32, 256, 4, 3>"},
+        /* k 8: one lane per row, more rows per batch than lanes */
+        {k8, "float16", 2048, 256, 8, "gm_cols_reg<half_t, 2048, 8, 1, 256, 8, 1>"},
+        /* k 1: one element, groups of one lane */
+        {k1, "float32", 64, 32, 2, "gm_cols_reg<float, 64, 1, 1, 32, 2, 1>"},
+    };
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+        case_point(&named[i].c, named[i].dtype, 1, "custom", named[i].chunk, named[i].threads, &p);
+        point_set_int(&p, "reg_rows", named[i].rows);
+        cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
+                     "case %zu: %s", i, why);
+        cr_expect_str_eq(refs[0].name, named[i].name, "case %zu", i);
+    }
+    /* reg_rows 0 leaves gm_cols and gm_cols_async as they were */
+    case_point(&s2, "float16", 1, "custom", 128, 256, &p);
+    point_set_int(&p, "reg_rows", 0);
+    cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].name, "gm_cols<half_t, 2, 128, 8, 16, 256>");
+    point_set_int(&p, "stages", 4);
+    cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
+    cr_expect_str_eq(refs[0].name, "gm_cols_async<half_t, 128, 8, 16, 256, 4>");
+
+    struct {
+        gm_case c;
+        const char *dtype;
+        int trans, dense;
+        int64_t chunk, threads, stages, rows;
+        const char *why;
+    } refused[] = {
+        {s2, "float16", 0, 0, 64, 256, 0, 4,
+         "reg_rows applies only to dense (gm_dense_reg) and to the outer op with transposed B "
+         "(gm_cols_reg)"},
+        {s2, "float16", 1, 1, 64, 256, 0, 4, "dense applies only to the inner ops with transposed"},
+        {s2, "float16", 1, 0, 256, 256, 4, 8,
+         "reg_rows loads B into registers, stages through shared memory: give one of them"},
+        {s2, "float16", 1, 0, 256, 256, 0, 6, "reg_rows (6) must be a power of two"},
+        {s2, "float16", 1, 0, 64, 256, 0, 8,
+         "reg_rows (8) exceeds the 4 rows per lane (chunk 64 over 16 groups of 16 lanes)"},
+        {k300, "float32", 1, 0, 512, 256, 0, 4,
+         "reg_rows: 192 bytes of B per thread in registers exceed 128"},
+        {k1100, "float16", 1, 0, 64, 32, 0, 1,
+         "reg_rows: 36 weights per lane (k 1100 over 32 lanes of 4 elements) exceed 32"},
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
         case_point(&refused[i].c, refused[i].dtype, refused[i].trans, "custom", refused[i].chunk,

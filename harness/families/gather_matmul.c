@@ -207,8 +207,9 @@ static const family_axis gm_params[] = {
     {"dense", FAMILY_AXIS_BOOL, 0, 1, NULL, "false",
      "inner ops, transposed B: scatter A into a dense k_pre vector and stream whole rows of B"},
     {"reg_rows", FAMILY_AXIS_INT, 0, 8, NULL, "0",
-     "dense with stages 0: rows of B a lane loads into registers at once and reduces together, a "
-     "power of two (gm_dense_reg); 0: gm_dense, or gm_dense_async with stages"},
+     "stages 0, with dense (gm_dense_reg) or on the outer op with transposed B (gm_cols_reg): rows "
+     "of B a lane loads into registers at once and reduces together, a power of two; 0: the "
+     "kernels without it"},
 };
 
 static const family_method gm_methods[] = {
@@ -239,8 +240,8 @@ typedef struct {
     int64_t stages;
     int vec, gs, cols; /* cols: gm_cols (transposed B) rather than gm_rows */
     int dense;         /* gm_dense */
-    int64_t reg_rows;  /* gm_dense_reg: rows per batch (0: not it) */
-    int ts;            /* gm_dense_reg: steps of gs * vec elements per row of B */
+    int64_t reg_rows;  /* gm_dense_reg, gm_cols_reg: rows per batch (0: neither) */
+    int ts;            /* gm_dense_reg, gm_cols_reg: steps of gs * vec elements per row of B */
     size_t smem;       /* dynamic shared memory */
     int64_t grid;
 } gm_desc;
@@ -351,24 +352,26 @@ static int gm_describe_dense_async(gm_desc *d, char *why, size_t why_size)
     return 0;
 }
 
-/* gm_dense_reg's limits: a lane holds its weights (ts * vec floats, ts = ceil(k_pre / (gs vec)))
- * and a batch of reg_rows rows of B (reg_rows * ts loads) in registers, so both are bounded: at
- * most 32 weights and 128 bytes of B per thread. reg_rows must be a power of two (the transposing
- * butterfly halves it) and at most the rows each lane has (chunk over threads / gs groups): a
- * larger batch would only load rows that are never stored. The parameter's bound, 8, keeps the
- * partial sums in registers: with 16 rows and a batch loop, nvcc (13.0) turns the butterfly's
- * selects into indexing and puts them in local memory. */
-static int gm_describe_dense_reg(gm_desc *d, char *why, size_t why_size)
+/* gm_dense_reg's and gm_cols_reg's limits, for rows of len elements (k_pre, or k for the outer
+ * op): a lane holds its weights (the dense vector's, or A's values: ts * vec floats, ts =
+ * ceil(len / (gs vec))) and a batch of reg_rows rows of B (reg_rows * ts loads) in registers, so
+ * both are bounded: at most 32 weights and 128 bytes of B per thread. reg_rows must be a power of
+ * two (the transposing butterfly halves it) and at most the rows each lane has (chunk over
+ * threads / gs groups): a larger batch would only load rows that are never stored. The
+ * parameter's bound, 8, keeps the partial sums in registers: with 16 rows and a batch loop, nvcc
+ * (13.0) turns the butterfly's selects into indexing and puts them in local memory. */
+static int gm_describe_reg(gm_desc *d, int64_t len, const char *len_name, char *why,
+                           size_t why_size)
 {
     int64_t r = d->reg_rows, groups = d->threads / d->gs;
     if (r & (r - 1))
         return family_fail(why, why_size, "reg_rows (%lld) must be a power of two", (long long)r);
-    d->ts = (int)ceil_div(d->kp, (int64_t)d->gs * d->vec);
+    d->ts = (int)ceil_div(len, (int64_t)d->gs * d->vec);
     if ((int64_t)d->ts * d->vec > 32)
         return family_fail(why, why_size,
-                           "reg_rows: %lld weights per lane (k_pre %lld over %d lanes of %d "
+                           "reg_rows: %lld weights per lane (%s %lld over %d lanes of %d "
                            "elements) exceed 32 registers",
-                           (long long)d->ts * d->vec, (long long)d->kp, d->gs, d->vec);
+                           (long long)d->ts * d->vec, len_name, (long long)len, d->gs, d->vec);
     if (r > ceil_div(d->chunk, groups))
         return family_fail(why, why_size,
                            "reg_rows (%lld) exceeds the %lld rows per lane (chunk %lld over %lld "
@@ -383,9 +386,9 @@ static int gm_describe_dense_reg(gm_desc *d, char *why, size_t why_size)
     return 0;
 }
 
-/* The custom kernel's geometry (gm_rows, gm_rows_async, gm_cols, gm_cols_async, gm_dense,
- * gm_dense_async or gm_dense_reg) from the parameters, or -1 with why when the configuration
- * cannot run. */
+/* The custom kernel's geometry (gm_rows, gm_rows_async, gm_cols, gm_cols_async, gm_cols_reg,
+ * gm_dense, gm_dense_async or gm_dense_reg) from the parameters, or -1 with why when the
+ * configuration cannot run. */
 static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size_t why_size)
 {
     d->chunk = point_int(cfg, "chunk", 64);
@@ -402,8 +405,10 @@ static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size
     if (d->dense && (d->op == GM_OUTER || !d->trans))
         return family_fail(why, why_size, "dense applies only to the inner ops with transposed B");
     d->reg_rows = point_int(cfg, "reg_rows", 0);
-    if (d->reg_rows && !d->dense)
-        return family_fail(why, why_size, "reg_rows applies only to dense (gm_dense_reg)");
+    if (d->reg_rows && !d->dense && !(d->op == GM_OUTER && d->trans))
+        return family_fail(why, why_size,
+                           "reg_rows applies only to dense (gm_dense_reg) and to the "
+                           "outer op with transposed B (gm_cols_reg)");
     if (d->reg_rows && d->stages)
         return family_fail(why, why_size,
                            "reg_rows loads B into registers, stages through shared memory: give "
@@ -423,7 +428,7 @@ static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size
         while (d->gs < 32 && d->gs < lanes)
             d->gs *= 2;
         if (d->reg_rows) {
-            if (gm_describe_dense_reg(d, why, why_size))
+            if (gm_describe_reg(d, d->kp, "k_pre", why, why_size))
                 return -1;
         } else if (d->stages) {
             if (gm_describe_dense_async(d, why, why_size))
@@ -461,6 +466,9 @@ static int gm_describe_custom(const tune_point *cfg, gm_desc *d, char *why, size
         if (d->stages) {
             if (gm_describe_cols_async(d, groups, why, why_size))
                 return -1;
+        } else if (d->reg_rows) {
+            if (gm_describe_reg(d, d->k, "k", why, why_size))
+                return -1;
         } else if (ceil_div(d->chunk, groups) > 32) {
             return family_fail(why, why_size, "chunk (%lld) over %lld column groups needs more than 32 "
                                "columns per group", (long long)d->chunk, (long long)groups);
@@ -487,6 +495,10 @@ static void gm_custom_name(const gm_desc *d, char *buf, size_t size)
     else if (d->dense)
         snprintf(buf, size, "gm_dense<%s, %d, %lld, %d, %d, %lld>", d->tname, d->op,
                  (long long)d->chunk, d->vec, d->gs, (long long)d->threads);
+    else if (d->reg_rows && d->cols)
+        snprintf(buf, size, "gm_cols_reg<%s, %lld, %d, %d, %lld, %lld, %d>", d->tname,
+                 (long long)d->chunk, d->vec, d->gs, (long long)d->threads, (long long)d->reg_rows,
+                 d->ts);
     else if (d->stages && d->cols)
         snprintf(buf, size, "gm_cols_async<%s, %lld, %d, %d, %lld, %lld>", d->tname,
                  (long long)d->chunk, d->vec, d->gs, (long long)d->threads, (long long)d->stages);
