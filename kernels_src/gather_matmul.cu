@@ -654,6 +654,40 @@ template <int R, int GS> __device__ __forceinline__ int gm_butterfly_row(int lan
     return row;
 }
 
+// The register kernels' batch (gm_dense_reg, gm_cols_reg): acc[r] = the lane's part of row r's
+// dot product, its R rows' TS loads of VEC elements against its weights, in fp32.
+template <typename T, int R, int TS, int VEC, int BYTES>
+__device__ __forceinline__ void gm_reg_dot(const raw_vec<BYTES> (&rb)[R][TS],
+                                           const float (&wr)[TS][VEC], float (&acc)[R])
+{
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        acc[r] = 0.f;
+#pragma unroll
+        for (int ts = 0; ts < TS; ts++) {
+            float f[VEC];
+            widen_f32<T, VEC>(rb[r][ts], f);
+#pragma unroll
+            for (int v = 0; v < VEC; v++)
+                acc[r] = fmaf(wr[ts][v], f[v], acc[r]);
+        }
+    }
+}
+
+// ... and its end: the group's sums by the transposing butterfly, then this lane's SUMS of them
+// stored at out_l[base + i] while base + i < qend (qend: the lane's bound, 0 for a lane whose
+// sums another lane of its set of copies stores).
+template <typename T, int R, int GS, int SUMS>
+__device__ __forceinline__ void gm_reg_store(float (&acc)[R], int lane, T *out_l, int base,
+                                             int qend)
+{
+    gm_butterfly_rows<R, GS>(acc, lane);
+#pragma unroll
+    for (int i = 0; i < SUMS; i++)
+        if (base + i < qend)
+            out_l[base + i] = from_f32<T>(acc[i]);
+}
+
 // gm_dense with the rows of B^T loaded straight into registers (`reg_rows` R >= 1) and the weights
 // in registers. gm_dense_async is bound by the SM's load/store pipe, not by DRAM: each 16 bytes of
 // B cost a cp.async into shared memory, a shared load of the slot, shared loads of 8 weights and 4
@@ -748,25 +782,10 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll 1
     for (int b = 0; b < NB; b++) {
         float acc[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            acc[r] = 0.f;
-#pragma unroll
-            for (int ts = 0; ts < TS; ts++) {
-                float f[VEC];
-                widen_f32<T, VEC>(rb[r][ts], f);
-#pragma unroll
-                for (int v = 0; v < VEC; v++)
-                    acc[r] = fmaf(wr[ts][v], f[v], acc[r]);
-            }
-        }
+        gm_reg_dot<T, R, TS, VEC>(rb, wr, acc);
         if (b + 1 < NB)
             issue(b + 1);
-        gm_butterfly_rows<R, GS>(acc, lane);
-#pragma unroll
-        for (int i = 0; i < SUMS; i++)
-            if (b * R + i < qend)
-                out_l[b * R + i] = from_f32<T>(acc[i]);
+        gm_reg_store<T, R, GS, SUMS>(acc, lane, out_l, b * R, qend);
     }
 }
 
@@ -896,25 +915,10 @@ __global__ void __launch_bounds__(THREADS)
         if (b + 1 < NB)
             fetch(b + 1, idx);
         float acc[R];
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            acc[r] = 0.f;
-#pragma unroll
-            for (int ts = 0; ts < TS; ts++) {
-                float f[VEC];
-                widen_f32<T, VEC>(rb[r][ts], f);
-#pragma unroll
-                for (int v = 0; v < VEC; v++)
-                    acc[r] = fmaf(wr[ts][v], f[v], acc[r]);
-            }
-        }
+        gm_reg_dot<T, R, TS, VEC>(rb, wr, acc);
         if (b + 1 < NB)
             issue(idx);
-        gm_butterfly_rows<R, GS>(acc, lane);
-#pragma unroll
-        for (int i = 0; i < SUMS; i++)
-            if (b * R + i < qend)
-                out_l[b * R + i] = from_f32<T>(acc[i]);
+        gm_reg_store<T, R, GS, SUMS>(acc, lane, out_l, b * R, qend);
     }
 }
 
