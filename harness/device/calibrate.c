@@ -49,6 +49,20 @@ static tune_status timed_median(timing *tm, tune_status (*fn)(void *ctx, tune_er
     return st;
 }
 
+/* A probe's source, `bytes` of 0x5a, and its sink (sink_bytes): every probe that reads a buffer
+ * (the read, chase, sector and stride probes). The caller frees both, also on failure. */
+static tune_status probe_buffers(size_t bytes, size_t sink_bytes, void *stream, void **buf,
+                                 void **sink, tune_error *err)
+{
+    tune_status st;
+    if ((st = gpu_malloc(buf, bytes, err)) != TUNE_OK ||
+        (st = gpu_malloc(sink, sink_bytes, err)) != TUNE_OK)
+        return st;
+    GPU_CHECK(cudaMemsetAsync(*buf, 0x5a, bytes, (cudaStream_t)stream), err, st, done);
+done:
+    return st;
+}
+
 tune_status calibrate_read_bw(timing *tm, void *stream, void *read_probe, int sm_count,
                               size_t bytes, int reps, double *bw, tune_error *err)
 {
@@ -59,10 +73,9 @@ tune_status calibrate_read_bw(timing *tm, void *stream, void *read_probe, int sm
     if (!read_probe || reps <= 0)
         return tune_error_set(err, TUNE_ERR_INVALID, "calibrate_read_bw",
                               "needs tune_read_probe and reps > 0");
-    if ((st = gpu_malloc(&p.buf, bytes, err)) != TUNE_OK ||
-        (st = gpu_malloc(&p.sink, grid * sizeof(unsigned), err)) != TUNE_OK)
+    if ((st = probe_buffers(bytes, grid * sizeof(unsigned), stream, &p.buf, &p.sink, err)) !=
+        TUNE_OK)
         goto done;
-    GPU_CHECK(cudaMemsetAsync(p.buf, 0x5a, bytes, (cudaStream_t)stream), err, st, done);
     if ((st = timed_median(tm, probe_launch, &p, 3, reps, &t, err)) != TUNE_OK)
         goto done;
     *bw = (double)(p.words * 16) / t;
@@ -221,10 +234,8 @@ static tune_status measure_latency(timing *tm, void *stream, void *chase, size_t
     chase_ctx c = {chase, NULL, NULL, words - 1, 1, stream};
     tune_status st = TUNE_OK;
     double t1, t257;
-    if ((st = gpu_malloc(&c.buf, bytes, err)) != TUNE_OK ||
-        (st = gpu_malloc(&c.sink, 256, err)) != TUNE_OK)
+    if ((st = probe_buffers(bytes, 256, stream, &c.buf, &c.sink, err)) != TUNE_OK)
         goto done;
-    GPU_CHECK(cudaMemsetAsync(c.buf, 0x5a, bytes, (cudaStream_t)stream), err, st, done);
     c.steps = 1;
     if ((st = timed_median(tm, chase_launch, &c, 3, reps, &t1, err)) != TUNE_OK)
         goto done;
@@ -326,10 +337,9 @@ static tune_status measure_sectors(timing *tm, void *stream, void *probe, int sm
     double t;
     if (sectors == 0)
         return tune_error_set(err, TUNE_ERR_INVALID, "measure_sectors", "needs 32 bytes or more");
-    if ((st = gpu_malloc(&c.buf, sectors * 32, err)) != TUNE_OK ||
-        (st = gpu_malloc(&c.sink, c.grid * sizeof(unsigned), err)) != TUNE_OK)
+    if ((st = probe_buffers(sectors * 32, c.grid * sizeof(unsigned), stream, &c.buf, &c.sink,
+                            err)) != TUNE_OK)
         goto done;
-    GPU_CHECK(cudaMemsetAsync(c.buf, 0x5a, sectors * 32, (cudaStream_t)stream), err, st, done);
     if ((st = timed_median(tm, sector_launch, &c, 3, reps, &t, err)) != TUNE_OK)
         goto done;
     *bw = 32.0 * (double)per_iter * (double)c.iters / t;
@@ -370,10 +380,9 @@ static tune_status measure_fetch(timing *tm, void *stream, void *probe, int sm_c
     tune_status st = TUNE_OK;
     if (bytes < 256)
         return tune_error_set(err, TUNE_ERR_INVALID, "measure_fetch", "needs 256 bytes or more");
-    if ((st = gpu_malloc(&c.buf, bytes, err)) != TUNE_OK ||
-        (st = gpu_malloc(&c.sink, c.grid * sizeof(unsigned), err)) != TUNE_OK)
+    if ((st = probe_buffers(bytes, c.grid * sizeof(unsigned), stream, &c.buf, &c.sink, err)) !=
+        TUNE_OK)
         goto done;
-    GPU_CHECK(cudaMemsetAsync(c.buf, 0x5a, bytes, (cudaStream_t)stream), err, st, done);
     for (int i = 0; i < 4; i++) {
         int stride = 32 << i;
         c.stride_words = stride / 4;
