@@ -50,14 +50,8 @@ tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
     size_t dsize = dtype ? tune_dtype_size(dtype) : 0;
     if (dsize)
         point_set_int(&p, "dsize", (int64_t)dsize);
-    if (dev && dev->sm_count > 0)
-        point_set_int(&p, "sm_count", dev->sm_count);
-    if (dev && dev->l2_bytes > 0)
-        point_set_int(&p, "l2_bytes", (int64_t)dev->l2_bytes);
-    /* the DRAM fetch granularity: measured, else the 32-byte sector */
-    point_set_int(
-        &p, "fetch_bytes",
-        dev && dev->fetch_bytes >= 32 && dev->fetch_bytes <= 128 ? (int64_t)dev->fetch_bytes : 32);
+    family_traffic_device(&p, dev ? dev->sm_count : 0, dev ? dev->l2_bytes : 0,
+                          dev ? dev->fetch_bytes : NAN);
     family_traffic_value v = {0};
     tune_status st = family_traffic_eval(t, &p, row->flops, &v, err);
     const family_traffic_pattern *pat = family_find_traffic_pattern(fam, row->op, method);

@@ -45,7 +45,8 @@ typedef struct {
 
 /* Evaluates the traffic model of row's op and method (family_find_traffic) at the row's
  * problem-axis values, dsize (the element size of the family's dtype_axis value) and the device
- * facts of dev (may be NULL): `sm_count` and `l2_bytes` when known (> 0). Without a model (fam
+ * facts of dev (may be NULL; model/family.h family_traffic_device): `sm_count` and `l2_bytes`
+ * when known (> 0), `fetch_bytes` (the 32-byte sector when dev has none). Without a model (fam
  * NULL or no entry) the row's own bytes count as DRAM traffic with one launch and no chain. An
  * expression that cannot be evaluated (one that reads a device fact dev does not give, for
  * example), or a value that is not a finite number >= 0, is an error naming the method, the

@@ -44,9 +44,10 @@ typedef struct {
 /* The traffic model of one method of an op (docs/roofline.md, "Traffic models"): what the
  * additive time model launches * floor + chain * latency + max(dram / read bandwidth, flops /
  * rate) (+ an issue-bound step, below) needs. Expressions over the problem axes and dsize, like
- * the byte model, and the device facts sm_count and l2_bytes where the caller knows them (a fixed
- * kernel's waves, the L2's capacity); sectors() and distinct() (core/expr.h) round to 32-byte
- * sectors and count repeated rows once. */
+ * the byte model, and the device facts (family_traffic_device: sm_count and l2_bytes where the
+ * caller knows them, for a fixed kernel's waves and the L2's capacity; fetch_bytes, the L2's DRAM
+ * fetch granularity); sectors() and distinct() (core/expr.h) round to 32-byte sectors (or to a
+ * unit) and count repeated rows once. */
 typedef struct {
     const char *op;       /* the op it models; NULL: every op of the family */
     const char *method;   /* the method it models; NULL: every method without a model of its own */
@@ -238,6 +239,11 @@ typedef struct {
     double dram_random;       /* of dram, the bytes of random sectors (0: none) */
     double issue_scattered_dram; /* of issue_scattered, those from a source the L2 cannot hold */
 } family_traffic_value;
+
+/* Sets the device facts a traffic model may read into p: `sm_count` and `l2_bytes` when known
+ * (> 0), and `fetch_bytes`, the L2's DRAM fetch granularity (32, 64 or 128; anything else, NAN
+ * included, gives the 32-byte sector). 0, or -1 when p is full. */
+int family_traffic_device(tune_point *p, int sm_count, double l2_bytes, double fetch_bytes);
 
 /* Evaluates t at p (the problem axes and dsize); flops: the value when t->flops is NULL. An
  * expression that cannot be evaluated, or a value that is not a finite number >= 0, is an error

@@ -19,6 +19,16 @@ static int entry_match(const char *e_op, const char *e_method, const char *op, c
     return method && strcmp(e_method, method) == 0 ? 2 : 0;
 }
 
+int family_traffic_device(tune_point *p, int sm_count, double l2_bytes, double fetch_bytes)
+{
+    if (sm_count > 0 && point_set_int(p, "sm_count", sm_count) != 0)
+        return -1;
+    if (l2_bytes > 0 && point_set_int(p, "l2_bytes", (int64_t)l2_bytes) != 0)
+        return -1;
+    int fetch = fetch_bytes == 64 || fetch_bytes == 128 ? (int)fetch_bytes : 32;
+    return point_set_int(p, "fetch_bytes", fetch);
+}
+
 const family_traffic *family_find_traffic(const tune_family *fam, const char *op,
                                           const char *method)
 {

@@ -102,9 +102,7 @@ static double kernel_seconds(const sweep *sw, const tune_point *p)
     static const family_time_ceilings nominal = {
         SHARD_KERNEL_MIN, SHARD_LATENCY, SHARD_BW, SHARD_RATE, NAN, NAN, NAN, NAN};
     tune_point dev = *p; /* p with the nominal device facts */
-    if (tr && point_set_int(&dev, "sm_count", SHARD_SM_COUNT) == 0 &&
-        point_set_int(&dev, "l2_bytes", SHARD_L2) == 0 &&
-        point_set_int(&dev, "fetch_bytes", SHARD_FETCH) == 0 &&
+    if (tr && family_traffic_device(&dev, SHARD_SM_COUNT, SHARD_L2, SHARD_FETCH) == 0 &&
         family_traffic_eval(tr, &dev, isfinite(flops) ? flops : 0, &tv, NULL) == TUNE_OK)
         return family_traffic_time(&tv, &nominal, NULL);
     double t = SHARD_KERNEL_MIN;
