@@ -67,6 +67,19 @@ static void set_if(json_t *obj, const char *key, json_t *v)
         json_object_set_new(obj, key, v);
 }
 
+/* The method of a gather-element ceiling: gm_gather<half_t, 1, trans> (what it is) over the
+ * calibration's g, k and n from k_pre = kp, the source as given. */
+static void gather_method(char *buf, size_t size, int trans, const char *what, int kp,
+                          const char *source, int reps)
+{
+    snprintf(buf, size,
+             "gather_matmul.cu gm_gather<half_t, 1, %d> (%s) of g = %d, k = %d, n = %d from "
+             "k_pre = %d %s, 65536 blocks of 256 threads; median time of %d reps, L2 flushed, "
+             "CUDA events, / (g k n) elements",
+             trans, what, CALIBRATION_GATHER_G, CALIBRATION_GATHER_K, CALIBRATION_GATHER_N, kp,
+             source, reps);
+}
+
 tune_status roofline_calibration_save(const char *path, const roofline_calibration *c,
                                       tune_error *err)
 {
@@ -136,31 +149,22 @@ tune_status roofline_calibration_save(const char *path, const roofline_calibrati
              "median time of %d reps, L2 flushed, CUDA events, less bytes / read_bw",
              (size_t)CALIBRATION_FLOOR_BYTES, c->reps);
     set_if(ceil, "grid_floor", ceiling_json(c->floor_s, "s", method));
-    snprintf(method, sizeof method,
-             "gather_matmul.cu gm_gather<half_t, 1, 0> (the gather baseline's element-wise gather: 64-bit "
-             "element number divided into g, t, j; index load; 2-byte load and store) of g = %d, "
-             "k = %d, n = %d from k_pre = %d rows (a source the L2 holds), 65536 blocks of 256 "
-             "threads; median time of %d reps, L2 flushed, CUDA events, / (g k n) elements",
-             CALIBRATION_GATHER_G, CALIBRATION_GATHER_K, CALIBRATION_GATHER_N,
-             CALIBRATION_GATHER_KP, c->reps);
+    gather_method(method, sizeof method, 0,
+                  "the gather baseline's element-wise gather: 64-bit element number divided into "
+                  "g, t, j; index load; 2-byte load and store",
+                  CALIBRATION_GATHER_KP, "rows (a source the L2 holds)", c->reps);
     set_if(ceil, "gather_element", ceiling_json(c->gather_elem_s, "s", method));
-    snprintf(method, sizeof method,
-             "gather_matmul.cu gm_gather<half_t, 1, 1> (the gather baseline's kernel with B "
-             "transposed: a warp's 32 elements in 32 rows of 2 k_pre bytes) of g = %d, k = %d, "
-             "n = %d from k_pre = %d (a source the L2 holds), 65536 blocks of 256 threads; median "
-             "time of %d reps, L2 flushed, CUDA events, / (g k n) elements",
-             CALIBRATION_GATHER_G, CALIBRATION_GATHER_K, CALIBRATION_GATHER_N,
-             CALIBRATION_GATHER_KP, c->reps);
+    gather_method(method, sizeof method, 1,
+                  "the gather baseline's kernel with B transposed: a warp's 32 elements in 32 rows "
+                  "of 2 k_pre bytes",
+                  CALIBRATION_GATHER_KP, "(a source the L2 holds)", c->reps);
     set_if(ceil, "gather_element_transposed", ceiling_json(c->gather_elem_t_s, "s", method));
-    snprintf(method, sizeof method,
-             "gather_matmul.cu gm_gather<half_t, 1, 1> (the gather baseline's kernel with B "
-             "transposed) of g = %d, k = %d, n = %d from k_pre = %d (a %zu-byte source that the L2 "
-             "cannot hold: its warp loads wait for DRAM), 65536 blocks of 256 threads; median "
-             "time of %d reps, L2 flushed, CUDA events, / (g k n) elements",
-             CALIBRATION_GATHER_G, CALIBRATION_GATHER_K, CALIBRATION_GATHER_N,
-             CALIBRATION_GATHER_KP_DRAM,
-             (size_t)CALIBRATION_GATHER_G * CALIBRATION_GATHER_KP_DRAM * CALIBRATION_GATHER_N * 2,
-             c->reps);
+    char source[128];
+    snprintf(source, sizeof source,
+             "(a %zu-byte source that the L2 cannot hold: its warp loads wait for DRAM)",
+             (size_t)CALIBRATION_GATHER_G * CALIBRATION_GATHER_KP_DRAM * CALIBRATION_GATHER_N * 2);
+    gather_method(method, sizeof method, 1, "the gather baseline's kernel with B transposed",
+                  CALIBRATION_GATHER_KP_DRAM, source, c->reps);
     set_if(ceil, "gather_element_transposed_dram",
            ceiling_json(c->gather_elem_t_dram_s, "s", method));
     snprintf(method, sizeof method,
