@@ -133,12 +133,10 @@ static void compare_row_values(const result_row *row,
             had = row->param_names[j] && strcmp(row->param_names[j], ax->name) == 0;
         if (had || !ax->dflt || ax->kind == FAMILY_AXIS_STR)
             continue;
-        json_t *v = json_loads(ax->dflt, JSON_DECODE_ANY, NULL);
-        if (json_is_integer(v))
-            point_set_int(out, ax->name, (int64_t)json_integer_value(v));
-        else if (json_is_boolean(v))
-            point_set_int(out, ax->name, json_is_true(v));
-        json_decref(v);
+        if (ax->kind == FAMILY_AXIS_BOOL)
+            point_set_int(out, ax->name, strcmp(ax->dflt, "true") == 0);
+        else
+            point_set_int(out, ax->name, strtoll(ax->dflt, NULL, 10));
     }
 }
 
