@@ -460,6 +460,58 @@ Test(gather_matmul, instantiation_names)
     cr_expect_str_eq(refs[0].name, "gm_cols<bf16_t, 2, 16, 8, 16, 256>");
 }
 
+/* A configuration the family must refuse, and a fragment of the reason it must give. */
+typedef struct {
+    gm_case c;
+    const char *dtype;
+    int trans, dense;
+    int64_t chunk, threads, stages, rows;
+    const char *why;
+} gm_refusal;
+
+static void expect_refusals(const gm_refusal *r, size_t n)
+{
+    const tune_family *fam = &gather_matmul_family;
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    tune_point p;
+    char why[256];
+    for (size_t i = 0; i < n; i++) {
+        case_point(&r[i].c, r[i].dtype, r[i].trans, "custom", r[i].chunk, r[i].threads, &p);
+        point_set_int(&p, "dense", r[i].dense);
+        point_set_int(&p, "stages", r[i].stages);
+        point_set_int(&p, "reg_rows", r[i].rows);
+        why[0] = '\0';
+        cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
+                     "case %zu", i);
+        cr_expect(strstr(why, r[i].why) != NULL, "case %zu: why: %s", i, why);
+    }
+}
+
+/* A register kernel's configuration (transposed B, stages 0, reg_rows) and the name it compiles. */
+typedef struct {
+    gm_case c;
+    const char *dtype;
+    int64_t chunk, threads, rows;
+    const char *name;
+} gm_named;
+
+static void expect_reg_names(const gm_named *c, size_t n, int dense)
+{
+    const tune_family *fam = &gather_matmul_family;
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    tune_point p;
+    char why[256] = "";
+    for (size_t i = 0; i < n; i++) {
+        case_point(&c[i].c, c[i].dtype, 1, "custom", c[i].chunk, c[i].threads, &p);
+        if (dense)
+            point_set_int(&p, "dense", 1);
+        point_set_int(&p, "reg_rows", c[i].rows);
+        cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
+                     "case %zu: %s", i, why);
+        cr_expect_str_eq(refs[0].name, c[i].name, "case %zu", i);
+    }
+}
+
 /* CPU: `stages` on the outer op with transposed B selects gm_cols_async (SparQ step 2's pipeline),
  * and the family refuses what it cannot run, with the reason. */
 Test(gather_matmul, cols_async_names_and_pruning)
@@ -482,28 +534,15 @@ Test(gather_matmul, cols_async_names_and_pruning)
     cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
     cr_expect(strstr(why, "more than 64 values in flight") != NULL, "why: %s", why);
 
-    struct {
-        gm_case c;
-        const char *dtype;
-        int trans;
-        int64_t chunk, threads, stages;
-        const char *why;
-    } refused[] = {
-        {o, "float16", 0, 64, 256, 4, "stages applies only to the inner ops with row-major B, the outer op with transposed B and dense"},
-        {{"gather_inner_bmv", 7, 128, 24, 200}, "float16", 1, 64, 256, 4, "stages applies only"},
-        {o, "float16", 1, 64, 256, 1, "stages must be 0 (no pipeline) or >= 2"},
-        {o, "float16", 1, 16, 256, 8, "stages (8) exceeds the 1 copies per thread of a k tile"},
-        {o, "float16", 1, 512, 1024, 4, "bytes of shared memory exceed 48 KiB"},
-        {{"gather_outer_bmv", 5, 300, 33, 130}, "bfloat16", 1, 128, 32, 2, "copies of at least 4 bytes (k a multiple of 2)"},
+    const gm_refusal refused[] = {
+        {o, "float16", 0, 0, 64, 256, 4, 0, "stages applies only to the inner ops with row-major B, the outer op with transposed B and dense"},
+        {{"gather_inner_bmv", 7, 128, 24, 200}, "float16", 1, 0, 64, 256, 4, 0, "stages applies only"},
+        {o, "float16", 1, 0, 64, 256, 1, 0, "stages must be 0 (no pipeline) or >= 2"},
+        {o, "float16", 1, 0, 16, 256, 8, 0, "stages (8) exceeds the 1 copies per thread of a k tile"},
+        {o, "float16", 1, 0, 512, 1024, 4, 0, "bytes of shared memory exceed 48 KiB"},
+        {{"gather_outer_bmv", 5, 300, 33, 130}, "bfloat16", 1, 0, 128, 32, 2, 0, "copies of at least 4 bytes (k a multiple of 2)"},
     };
-    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
-        case_point(&refused[i].c, refused[i].dtype, refused[i].trans, "custom", refused[i].chunk,
-                   refused[i].threads, &p);
-        point_set_int(&p, "stages", refused[i].stages);
-        why[0] = '\0';
-        cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "case %zu", i);
-        cr_expect(strstr(why, refused[i].why) != NULL, "case %zu: why: %s", i, why);
-    }
+    expect_refusals(refused, sizeof refused / sizeof refused[0]);
 }
 
 /* CPU: `stages` with `dense` selects gm_dense_async (SparQ step 1's pipeline); gm_dense (stages 0)
@@ -538,29 +577,15 @@ Test(gather_matmul, dense_async_names_and_pruning)
     cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0);
     cr_expect(strstr(why, "more than 64 values in flight") != NULL, "why: %s", why);
 
-    struct {
-        gm_case c;
-        const char *dtype;
-        int trans, dense;
-        int64_t chunk, threads, stages;
-        const char *why;
-    } refused[] = {
-        {s1, "float16", 1, 0, 64, 256, 4, "stages applies only to the inner ops with row-major B, the outer op with transposed B and dense"},
-        {s1, "float16", 0, 1, 64, 256, 4, "dense applies only to the inner ops with transposed B"},
-        {s1, "float16", 1, 1, 64, 256, 1, "stages must be 0 (no pipeline) or >= 2"},
-        {s1, "float16", 1, 1, 16, 256, 3, "stages (3) exceeds the 1 copies per thread + 1: stages 2 already issues them all"},
-        {s1, "float16", 1, 1, 512, 1024, 4, "bytes of shared memory exceed 48 KiB"},
-        {{"gather_inner_bmv", 3, 37, 1, 5}, "bfloat16", 1, 1, 64, 256, 2, "copies of at least 4 bytes (k_pre a multiple of 2)"},
+    const gm_refusal refused[] = {
+        {s1, "float16", 1, 0, 64, 256, 4, 0, "stages applies only to the inner ops with row-major B, the outer op with transposed B and dense"},
+        {s1, "float16", 0, 1, 64, 256, 4, 0, "dense applies only to the inner ops with transposed B"},
+        {s1, "float16", 1, 1, 64, 256, 1, 0, "stages must be 0 (no pipeline) or >= 2"},
+        {s1, "float16", 1, 1, 16, 256, 3, 0, "stages (3) exceeds the 1 copies per thread + 1: stages 2 already issues them all"},
+        {s1, "float16", 1, 1, 512, 1024, 4, 0, "bytes of shared memory exceed 48 KiB"},
+        {{"gather_inner_bmv", 3, 37, 1, 5}, "bfloat16", 1, 1, 64, 256, 2, 0, "copies of at least 4 bytes (k_pre a multiple of 2)"},
     };
-    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
-        case_point(&refused[i].c, refused[i].dtype, refused[i].trans, "custom", refused[i].chunk,
-                   refused[i].threads, &p);
-        point_set_int(&p, "dense", refused[i].dense);
-        point_set_int(&p, "stages", refused[i].stages);
-        why[0] = '\0';
-        cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "case %zu", i);
-        cr_expect(strstr(why, refused[i].why) != NULL, "case %zu: why: %s", i, why);
-    }
+    expect_refusals(refused, sizeof refused / sizeof refused[0]);
 }
 
 /* CPU: `reg_rows` with `dense` (stages 0) selects gm_dense_reg, whose name carries the rows per
@@ -579,12 +604,7 @@ Test(gather_matmul, dense_reg_names_and_pruning)
     gm_case k520 = {"gather_inner_matrix_only_bmv", 2, 520, 300, 1000};
     gm_case k2000 = {"gather_inner_bmv", 2, 2000, 1500, 40};
     gm_case outer = {"gather_outer_bmv", 32, 4096, 128, 256};
-    struct {
-        gm_case c;
-        const char *dtype;
-        int64_t chunk, threads, rows;
-        const char *name;
-    } named[] = {
+    const gm_named named[] = {
         /* 16 lanes of 8 halves per row, one step; 16 groups of 256 threads */
         {s1, "float16", 64, 256, 4, "gm_dense_reg<half_t, 0, 64, 8, 16, 256, 4, 1>"},
         {s1, "float16", 256, 256, 8, "gm_dense_reg<half_t, 0, 256, 8, 16, 256, 8, 1>"},
@@ -598,14 +618,7 @@ Test(gather_matmul, dense_reg_names_and_pruning)
         /* k_pre 8: one lane per row, more rows per batch than lanes */
         {k8, "float16", 2048, 256, 8, "gm_dense_reg<half_t, 0, 2048, 8, 1, 256, 8, 1>"},
     };
-    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
-        case_point(&named[i].c, named[i].dtype, 1, "custom", named[i].chunk, named[i].threads, &p);
-        point_set_int(&p, "dense", 1);
-        point_set_int(&p, "reg_rows", named[i].rows);
-        cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
-                     "case %zu: %s", i, why);
-        cr_expect_str_eq(refs[0].name, named[i].name, "case %zu", i);
-    }
+    expect_reg_names(named, sizeof named / sizeof named[0], 1);
     /* reg_rows 0 leaves gm_dense and gm_dense_async as they were */
     case_point(&s1, "float16", 1, "custom", 64, 256, &p);
     point_set_int(&p, "dense", 1);
@@ -616,13 +629,7 @@ Test(gather_matmul, dense_reg_names_and_pruning)
     cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
     cr_expect_str_eq(refs[0].name, "gm_dense_async<half_t, 0, 64, 8, 16, 256, 2>");
 
-    struct {
-        gm_case c;
-        const char *dtype;
-        int trans, dense;
-        int64_t chunk, threads, stages, rows;
-        const char *why;
-    } refused[] = {
+    const gm_refusal refused[] = {
         {s1, "float16", 1, 0, 64, 256, 0, 4, "reg_rows applies only to dense (gm_dense_reg)"},
         {s1, "float16", 0, 1, 64, 256, 0, 4, "dense applies only to the inner ops with transposed"},
         {outer, "float16", 0, 0, 64, 256, 0, 2, "reg_rows applies only to dense"},
@@ -636,17 +643,7 @@ Test(gather_matmul, dense_reg_names_and_pruning)
         {k2000, "float16", 1, 1, 64, 32, 0, 1,
          "reg_rows: 64 weights per lane (k_pre 2000 over 32 lanes of 8 elements) exceed 32"},
     };
-    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
-        case_point(&refused[i].c, refused[i].dtype, refused[i].trans, "custom", refused[i].chunk,
-                   refused[i].threads, &p);
-        point_set_int(&p, "dense", refused[i].dense);
-        point_set_int(&p, "stages", refused[i].stages);
-        point_set_int(&p, "reg_rows", refused[i].rows);
-        why[0] = '\0';
-        cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
-                     "case %zu", i);
-        cr_expect(strstr(why, refused[i].why) != NULL, "case %zu: why: %s", i, why);
-    }
+    expect_refusals(refused, sizeof refused / sizeof refused[0]);
 }
 
 /* CPU: `reg_rows` on the outer op with transposed B (stages 0, no dense) selects gm_cols_reg, whose
@@ -664,12 +661,7 @@ Test(gather_matmul, cols_reg_names_and_pruning)
     gm_case k8 = {"gather_outer_bmv", 5, 3000, 8, 3001};
     gm_case k1 = {"gather_outer_bmv", 3, 37, 1, 5};
     gm_case k1100 = {"gather_outer_bmv", 2, 500, 1100, 17};
-    struct {
-        gm_case c;
-        const char *dtype;
-        int64_t chunk, threads, rows;
-        const char *name;
-    } named[] = {
+    const gm_named named[] = {
         /* 16 lanes of 8 halves per row, one step; 16 groups of 256 threads */
         {s2, "float16", 256, 256, 8, "gm_cols_reg<half_t, 256, 8, 16, 256, 8, 1>"},
         {s2, "float16", 512, 256, 8, "gm_cols_reg<half_t, 512, 8, 16, 256, 8, 1>"},
@@ -686,13 +678,7 @@ Test(gather_matmul, cols_reg_names_and_pruning)
         /* k 1: one element, groups of one lane */
         {k1, "float32", 64, 32, 2, "gm_cols_reg<float, 64, 1, 1, 32, 2, 1>"},
     };
-    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
-        case_point(&named[i].c, named[i].dtype, 1, "custom", named[i].chunk, named[i].threads, &p);
-        point_set_int(&p, "reg_rows", named[i].rows);
-        cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
-                     "case %zu: %s", i, why);
-        cr_expect_str_eq(refs[0].name, named[i].name, "case %zu", i);
-    }
+    expect_reg_names(named, sizeof named / sizeof named[0], 0);
     /* reg_rows 0 leaves gm_cols and gm_cols_async as they were */
     case_point(&s2, "float16", 1, "custom", 128, 256, &p);
     point_set_int(&p, "reg_rows", 0);
@@ -702,13 +688,7 @@ Test(gather_matmul, cols_reg_names_and_pruning)
     cr_assert_gt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0, "%s", why);
     cr_expect_str_eq(refs[0].name, "gm_cols_async<half_t, 128, 8, 16, 256, 4>");
 
-    struct {
-        gm_case c;
-        const char *dtype;
-        int trans, dense;
-        int64_t chunk, threads, stages, rows;
-        const char *why;
-    } refused[] = {
+    const gm_refusal refused[] = {
         {s2, "float16", 0, 0, 64, 256, 0, 4,
          "reg_rows applies only to dense (gm_dense_reg) and to the outer op with transposed B "
          "(gm_cols_reg)"},
@@ -723,15 +703,5 @@ Test(gather_matmul, cols_reg_names_and_pruning)
         {k1100, "float16", 1, 0, 64, 32, 0, 1,
          "reg_rows: 36 weights per lane (k 1100 over 32 lanes of 4 elements) exceed 32"},
     };
-    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
-        case_point(&refused[i].c, refused[i].dtype, refused[i].trans, "custom", refused[i].chunk,
-                   refused[i].threads, &p);
-        point_set_int(&p, "dense", refused[i].dense);
-        point_set_int(&p, "stages", refused[i].stages);
-        point_set_int(&p, "reg_rows", refused[i].rows);
-        why[0] = '\0';
-        cr_expect_lt(fam->kernels(fam, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
-                     "case %zu", i);
-        cr_expect(strstr(why, refused[i].why) != NULL, "case %zu: why: %s", i, why);
-    }
+    expect_refusals(refused, sizeof refused / sizeof refused[0]);
 }

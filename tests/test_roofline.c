@@ -380,6 +380,20 @@ Test(roofline, calibration_without_read_bw_is_invalid)
     cr_expect_eq(roofline_calibration_load(path, &c, &err2), TUNE_ERR_IO);
 }
 
+/* Saves c as tmpdir/calibration/name (its path into out) and reads the file back into text. */
+static void save_calibration_text(const roofline_calibration *c, const char *name, char *out,
+                                  size_t out_size, char *text, size_t text_size)
+{
+    tune_error err = {0};
+    snprintf(out, out_size, "%s/calibration/%s", tmpdir, name);
+    cr_assert_eq(roofline_calibration_save(out, c, &err), TUNE_OK, "%s", err.message);
+    FILE *fp = fopen(out, "r");
+    cr_assert_not_null(fp);
+    size_t n = fread(text, 1, text_size - 1, fp);
+    fclose(fp);
+    text[n] = '\0';
+}
+
 /* A file written before the random-sector rate and the transposed gather probe: it loads, the
  * two are NAN (the time model then prices those sectors at the read bandwidth and those elements
  * at the row-major probe's time), and saving it writes neither. */
@@ -401,15 +415,8 @@ Test(roofline, calibration_without_the_newer_ceilings)
     roofline_ceilings_from_calibration(&a, NULL, &c);
     cr_expect(isnan(c.gather_elem_t_s) && isnan(c.sector_bw) && isnan(c.gather_elem_t_dram_s));
     cr_expect(close_to(c.gather_elem_s, 4.2e-12));
-    char out[512];
-    snprintf(out, sizeof out, "%s/calibration/old-saved.json", tmpdir);
-    cr_assert_eq(roofline_calibration_save(out, &a, &err), TUNE_OK, "%s", err.message);
-    FILE *fp = fopen(out, "r");
-    cr_assert_not_null(fp);
-    char text[8192];
-    size_t n = fread(text, 1, sizeof text - 1, fp);
-    fclose(fp);
-    text[n] = '\0';
+    char out[512], text[8192];
+    save_calibration_text(&a, "old-saved.json", out, sizeof out, text, sizeof text);
     cr_expect_null(strstr(text, "random_sector_bw"), "not measured, not written");
     cr_expect_null(strstr(text, "dram_fetch"), "not measured, not written");
     cr_expect_null(strstr(text, "gather_element_transposed"), "not measured, not written");
@@ -443,15 +450,8 @@ Test(roofline, calibration_without_the_dram_gather_probe)
     roofline_ceilings c;
     roofline_ceilings_from_calibration(&a, NULL, &c);
     cr_expect(close_to(c.gather_elem_t_s, 4.8e-12) && isnan(c.gather_elem_t_dram_s));
-    char out[512];
-    snprintf(out, sizeof out, "%s/calibration/no-dram-saved.json", tmpdir);
-    cr_assert_eq(roofline_calibration_save(out, &a, &err), TUNE_OK, "%s", err.message);
-    FILE *fp = fopen(out, "r");
-    cr_assert_not_null(fp);
-    char text[8192];
-    size_t n = fread(text, 1, sizeof text - 1, fp);
-    fclose(fp);
-    text[n] = '\0';
+    char out[512], text[8192];
+    save_calibration_text(&a, "no-dram-saved.json", out, sizeof out, text, sizeof text);
     cr_expect_not_null(strstr(text, "\"gather_element_transposed\""), "measured, written");
     cr_expect_null(strstr(text, "gather_element_transposed_dram"), "not measured, not written");
     cr_assert_eq(roofline_calibration_load(out, &b, &err), TUNE_OK, "%s", err.message);
