@@ -50,6 +50,7 @@ base_deps() {
   need pkg-config command -v pkg-config
   need libjansson-dev pkg-config --exists jansson
   need zlib1g-dev pkg-config --exists zlib
+  need libsqlite3-dev pkg-config --exists sqlite3
 }
 
 main() {

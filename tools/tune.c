@@ -33,6 +33,8 @@ int tune_cmd_roofline(int argc, char **argv);
 void tune_report_fill(void *ctx, result_row *rows, size_t n);
 int tune_cmd_compare(int argc, char **argv);
 int tune_cmd_replay(int argc, char **argv);
+int tune_cmd_ingest(int argc, char **argv);
+int tune_cmd_history(int argc, char **argv);
 
 static const char usage[] =
     "usage: tune [run] SWEEP.json [options]   compile, validate and time a sweep; print the tables\n"
@@ -50,6 +52,9 @@ static const char usage[] =
     "                                         compare two runs; exit 1 on a regression\n"
     "       tune replay RESULTS_DIR... [--strategy random,model] [--seeds 20] [--budgets 5,10,25]\n"
     "                                         replay search strategies against measured runs\n"
+    "       tune ingest RUN_DIR... [--db FILE]  add finished runs to the results store\n"
+    "       tune history [--db FILE] [--sweep NAME] [--since DATE] [--window N] [--json]\n"
+    "                                         trends and verdicts of the store's newest runs\n"
     "       tune calibrate [--device N]       measure the GPU's ceilings (bandwidths, GEMM rates)\n"
     "       tune devices                      list CUDA devices\n"
     "       tune help [COMMAND]               every command's options (or one command's)\n"
@@ -624,6 +629,8 @@ static const cmd_external externals[] = {
     {"roofline", tune_cmd_roofline},
     {"compare", tune_cmd_compare},
     {"replay", tune_cmd_replay},
+    {"ingest", tune_cmd_ingest},
+    {"history", tune_cmd_history},
 };
 
 /* `tune help [COMMAND]`: the overview and every command's options, or one command's. */
