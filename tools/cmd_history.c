@@ -2,7 +2,7 @@
  * (docs/history.md).
  *
  *   tune ingest RUN_DIR... [--db FILE] [--date YYYY-MM-DD] [--quiet]
- *   tune history [--db FILE] [--sweep NAME] [--since DATE] [--window N] [--threshold PCT]
+ *   tune history [--db FILE] [--sweep NAME] [--since DATE] [--run DIR] [--window N] [--threshold PCT]
  *                [--mads K] [--consecutive N] [--min-runs N] [--segment-on KEYS] [--all] [--json]
  */
 #include <stdio.h>
@@ -30,7 +30,7 @@ static const char ingest_usage[] =
     "others are still added); 2 usage.\n";
 
 static const char history_usage[] =
-    "usage: tune history [--db FILE] [--sweep NAME] [--since YYYY-MM-DD] [--window N]\n"
+    "usage: tune history [--db FILE] [--sweep NAME] [--since YYYY-MM-DD] [--run DIR] [--window N]\n"
     "                    [--threshold PCT] [--mads K] [--consecutive N] [--min-runs N]\n"
     "                    [--segment-on KEYS] [--all] [--json]\n"
     "Per sweep, GPU model, shape and method, the series of best times and winning\n"
@@ -44,6 +44,8 @@ static const char history_usage[] =
     "--segment-on (default sweep,driver,runtime,tool,kernels; 'none') starts a new segment:\n"
     "annotated, never flagged. The store is only read. Markdown on stdout (--all: every\n"
     "series, not only those that are not the same), or the whole history as JSON (--json).\n"
+    "--run DIR judges the run ingested from DIR as the newest of its group (sweep and GPU\n"
+    "model), leaving out the runs after it and the other groups.\n"
     "exit status: 0 no regression; 1 a regression or a missing series in a newest run, or the\n"
     "store refused; 2 usage.\n";
 
@@ -153,7 +155,7 @@ int tune_cmd_history(int argc, char **argv)
             return usage_error("history", history_usage,
                                "takes no folders, got '%s' (tune ingest adds runs to the store)",
                                a);
-        static const char *const valued[] = {"--db", "--sweep", "--since", "--window",
+        static const char *const valued[] = {"--db", "--sweep", "--since", "--run", "--window",
                                              "--threshold", "--mads", "--consecutive",
                                              "--min-runs", "--segment-on"};
         int known = 0;
@@ -168,6 +170,10 @@ int tune_cmd_history(int argc, char **argv)
             if (cli_path("history", a, v) != 0)
                 return CLI_EXIT_USAGE;
             dbp = v;
+        } else if (!strcmp(a, "--run")) {
+            if (cli_path("history", a, v) != 0)
+                return CLI_EXIT_USAGE;
+            o.run = v;
         } else if (!strcmp(a, "--sweep")) {
             if (!*v)
                 return usage_error("history", history_usage, "--sweep expects a name%s", "");

@@ -18,6 +18,7 @@
 #include "model/search.h"
 #include "model/space.h"
 #include "model/sweep.h"
+#include "store/db.h"
 #include "store/folder.h"
 #include "store/results.h"
 
@@ -163,6 +164,10 @@ static const opt_desc options[] = {
      "no GPU: compile, and write a row per configuration (compiled, compile_error,\n"
      "                        skipped) into a results folder; exit 1 when a kernel does not\n"
      "                        compile"},
+    {"--db", "FILE", CMD_RUN | CMD_MERGE,
+     "the results store the finished run is added to (default $TUNE_DB, else\n"
+     "                        ROOT/history.sqlite); a shard is not added, its merge is"},
+    {"--no-ingest", NULL, CMD_RUN | CMD_MERGE, "do not add the finished run to the results store"},
     {"--rows", "A,B", CMD_REPORT,
      "problem axes down the pivots (default: the sweep's report.rows)"},
     {"--cols", "C,D", CMD_REPORT,
@@ -198,6 +203,8 @@ typedef struct {
     char cache[PATH_MAX];
     const char *files[256];
     size_t n_files;
+    const char *db; /* --db: the results store */
+    int no_ingest;  /* --no-ingest */
 } cli;
 
 static int fail(const tune_error *err)
@@ -277,6 +284,12 @@ static int apply_option(const char *cmd, const char *a, const char *val, cli *c)
         c->run.resume = 1;
     } else if (strcmp(a, "--compile-only") == 0) {
         c->run.compile_only = c->run.compile_rows = 1;
+    } else if (strcmp(a, "--no-ingest") == 0) {
+        c->no_ingest = 1;
+    } else if (strcmp(a, "--db") == 0) {
+        if (cli_path(cmd, a, val) != 0)
+            return -1;
+        c->db = val;
     } else if (strcmp(a, "--results") == 0 || strcmp(a, "--out") == 0 ||
                strcmp(a, "--cache") == 0 || strcmp(a, "--kernels") == 0) {
         if (cli_path(cmd, a, val) != 0)
@@ -489,6 +502,32 @@ static int cmd_compile(cli *c)
     return errors ? EXIT_FAILURE : rc;
 }
 
+/* Adds the finished run of dir to the results store (docs/history.md). A store that refuses it
+ * does not fail the command: the run is whole in its folder, and the message says how to add it
+ * later. */
+static void ingest_finished(const cli *c, const char *cmd, const char *dir)
+{
+    if (c->no_ingest)
+        return;
+    char path[PATH_MAX];
+    db_default_path(c->db, c->run.out_root, path, sizeof path);
+    tune_error err = {0};
+    db_ingest_result r;
+    db *d = db_open(path, &err);
+    if (d && db_ingest(d, dir, NULL, &r, &err) == TUNE_OK) {
+        if (!c->run.quiet)
+            fprintf(stderr, "tune %s: run %s in the store %s (night %s)\n", cmd,
+                    r.added ? "added" : "already", path, r.night);
+    } else {
+        char buf[4096];
+        fprintf(stderr,
+                "tune %s: warning: the run is whole in %s but was not added to the store: %s "
+                "(`tune ingest %s --db %s` adds it)\n",
+                cmd, dir, tune_error_text(&err, buf, sizeof buf), dir, path);
+    }
+    db_close(d);
+}
+
 static int cmd_run(cli *c)
 {
     if (c->n_files != 1)
@@ -526,6 +565,9 @@ static int cmd_run(cli *c)
             sum.n_configs, compiled, sum.n_ok, sum.n_invalid, sum.n_compile_error,
             sum.n_launch_error, sum.n_crashed, sum.n_timeout, sum.n_skipped, sum.wall_seconds,
             sum.compile_seconds, sum.out_dir);
+    /* a shard's merge is the run the store keeps; a compile-only run has no timings */
+    if (!c->run.compile_only && !c->run.shard_count)
+        ingest_finished(c, "run", sum.out_dir);
     /* as `tune compile`: compiling is what --compile-only is for */
     return c->run.compile_only && sum.n_kernel_errors ? EXIT_FAILURE : EXIT_SUCCESS;
 }
@@ -552,6 +594,8 @@ static int cmd_merge(cli *c)
             c->n_files - 1, sum.n_configs, sum.n_ok, sum.n_compiled, sum.n_invalid,
             sum.n_compile_error, sum.n_launch_error, sum.n_crashed, sum.n_timeout, sum.n_skipped,
             sum.out_dir);
+    if (sum.n_ok > 0) /* a merged compile-only run has nothing timed */
+        ingest_finished(c, "merge", c->files[0]);
     return EXIT_SUCCESS;
 }
 

@@ -374,7 +374,29 @@ tune_status history_build(const history_options *o, json_t **out, tune_error *er
     db_series *series = NULL;
     size_t n_runs = 0, n_bests = 0, n_series = 0;
     long long *ids = NULL;
-    tune_status st = db_runs(d, o->sweep, o->since, &runs, &n_runs, err);
+    long long run_id = 0;
+    tune_status st = o->run ? db_run_of_dir(d, o->run, &run_id, err) : TUNE_OK;
+    if (st == TUNE_OK)
+        st = db_runs(d, o->sweep, o->since, &runs, &n_runs, err);
+    if (st == TUNE_OK && o->run) {
+        /* keep the run's group up to the run itself, in order */
+        size_t at = n_runs, k = 0;
+        for (size_t i = 0; i < n_runs; i++)
+            if (runs[i].id == run_id)
+                at = i;
+        if (at == n_runs)
+            st = tune_error_set(err, TUNE_ERR_INVALID, o->run,
+                                "the run is in the store but not among the runs selected "
+                                "(--sweep, --since)");
+        for (size_t i = 0; st == TUNE_OK && i < n_runs; i++) {
+            if (i <= at && same_group(&runs[i], &runs[at]))
+                runs[k++] = runs[i];
+            else
+                db_run_clear(&runs[i]);
+        }
+        if (st == TUNE_OK)
+            n_runs = k;
+    }
     if (st == TUNE_OK) {
         ids = malloc((n_runs ? n_runs : 1) * sizeof *ids);
         if (!ids)

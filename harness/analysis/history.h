@@ -65,6 +65,8 @@ typedef struct {
     const char *db;    /* the store */
     const char *sweep; /* only this sweep; NULL: every sweep */
     const char *since; /* only nights >= since (YYYY-MM-DD); NULL: all */
+    const char *run;   /* a run folder: only its group, judged as the newest (the runs after it
+                          left out); NULL: every group's newest */
     size_t window, min_runs, consecutive;
     double threshold_pct, k_mad;
     unsigned segment_on;

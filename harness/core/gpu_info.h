@@ -15,6 +15,7 @@ typedef struct {
     int ordinal;
     char name[256];
     char pci_bus_id[32];
+    char uuid[48]; /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" as nvidia-smi shows it; "" unknown */
     int cc_major, cc_minor;
     int sm_count;
     size_t l2_bytes;

@@ -80,6 +80,11 @@ tune_status gpu_query(int ordinal, gpu_info *info, tune_error *err)
     info->l2_bytes = (size_t)p.l2CacheSize;
     info->global_mem = p.totalGlobalMem;
     info->mem_bus_bits = p.memoryBusWidth;
+    const unsigned char *u = (const unsigned char *)p.uuid.bytes;
+    snprintf(info->uuid, sizeof info->uuid,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+             u[15]);
     info->sm_clock_khz = attr(cudaDevAttrClockRate, ordinal);
     info->mem_clock_khz = attr(cudaDevAttrMemoryClockRate, ordinal);
     if (cudaDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, ordinal) !=

@@ -795,15 +795,44 @@ tune_status db_runs(db *d, const char *sweep, const char *since, db_run **runs, 
     return st;
 }
 
+tune_status db_run_of_dir(db *d, const char *dir, long long *id, tune_error *err)
+{
+    char abs_dir[4096];
+    if (!realpath(dir, abs_dir))
+        return tune_error_set(err, TUNE_ERR_IO, dir, "cannot resolve the folder: %s",
+                              strerror(errno));
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(d->h,
+                           "SELECT id FROM runs WHERE source_dir = ?1 ORDER BY night DESC,"
+                           " id DESC",
+                           -1, &q, NULL) != SQLITE_OK)
+        return db_fail(d, err, "reading the runs");
+    bind_text(q, 1, abs_dir);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW)
+        *id = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    if (rc == SQLITE_ROW)
+        return TUNE_OK;
+    if (rc != SQLITE_DONE)
+        return db_fail(d, err, "reading the runs");
+    return tune_error_set(err, TUNE_ERR_INVALID, dir, "the store %s holds no run of this folder "
+                          "(tune ingest adds it)", d->path);
+}
+
+void db_run_clear(db_run *r)
+{
+    char *f[] = {r->sweep, r->sweep_hash, r->device, r->driver, r->tool_rev,
+                 r->kernels_hash, r->host, r->night, r->start, r->source_dir};
+    for (int k = 0; k < 10; k++)
+        free(f[k]);
+    memset(r, 0, sizeof *r);
+}
+
 void db_runs_free(db_run *runs, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        db_run *r = &runs[i];
-        char *f[] = {r->sweep, r->sweep_hash, r->device, r->driver, r->tool_rev,
-                     r->kernels_hash, r->host, r->night, r->start, r->source_dir};
-        for (int k = 0; k < 10; k++)
-            free(f[k]);
-    }
+    for (size_t i = 0; i < n; i++)
+        db_run_clear(&runs[i]);
     free(runs);
 }
 

@@ -79,6 +79,10 @@ typedef struct {
 tune_status db_runs(db *d, const char *sweep, const char *since, db_run **runs, size_t *n,
                     tune_error *err);
 void db_runs_free(db_run *runs, size_t n);
+void db_run_clear(db_run *r); /* frees r's strings */
+/* The id of the run ingested from folder dir (the latest ingested, when several nights were
+ * imported from it) into *id; TUNE_ERR_INVALID naming dir when the store holds none. */
+tune_status db_run_of_dir(db *d, const char *dir, long long *id, tune_error *err);
 
 /* One run's best of one series. */
 typedef struct {

@@ -49,8 +49,9 @@ static json_t *device_json(const gpu_info *gi)
 {
     char cc[16];
     snprintf(cc, sizeof cc, "%d.%d", gi->cc_major, gi->cc_minor);
-    return json_pack("{s:s, s:i, s:s, s:s, s:i, s:I, s:I, s:i, s:i, s:i}", "name", gi->name,
-                     "ordinal", gi->ordinal, "pci_bus_id", gi->pci_bus_id, "compute_capability", cc,
+    return json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:I, s:I, s:i, s:i, s:i}", "name", gi->name,
+                     "ordinal", gi->ordinal, "pci_bus_id", gi->pci_bus_id, "uuid", gi->uuid,
+                     "compute_capability", cc,
                      "sm_count", gi->sm_count, "l2_bytes", (json_int_t)gi->l2_bytes, "memory_bytes",
                      (json_int_t)gi->global_mem, "sm_clock_max_khz", gi->sm_clock_khz,
                      "mem_clock_max_khz", gi->mem_clock_khz, "mem_bus_bits", gi->mem_bus_bits);
