@@ -39,7 +39,7 @@ static const char history_usage[] =
     "insufficient (too few comparable runs) or missing (no ok row any more). A run is judged\n"
     "against the median of the previous --window comparable runs (default 7, at least\n"
     "--min-runs 3) and against the level its segment started at; it exceeds when it is beyond\n"
-    "--threshold percent (default 3) and --mads robust deviations (default 3) of either; a\n"
+    "--threshold percent (default 3) and --mads robust deviations (default 2) of either; a\n"
     "regression is --consecutive runs in a row that exceed (default 2). A change of the keys in\n"
     "--segment-on (default sweep,driver,runtime,tool,kernels; 'none') starts a new segment:\n"
     "annotated, never flagged. The store is only read. Markdown on stdout (--all: every\n"

@@ -22,7 +22,7 @@ void history_options_init(history_options *o)
                            .min_runs = 3,
                            .consecutive = 2,
                            .threshold_pct = 3.0,
-                           .k_mad = 3.0,
+                           .k_mad = 2.0,
                            .segment_on = HISTORY_SEG_DEFAULT};
 }
 

@@ -3,7 +3,7 @@
  * runs (docs/history.md).
  *
  *   history_options o;
- *   history_options_init(&o);                 // window 7, threshold 3 %, 3 MADs, 2 in a row
+ *   history_options_init(&o);                 // window 7, threshold 3 %, 2 robust deviations, 2 in a row
  *   o.db = "results/history.sqlite";
  *   json_t *h = NULL;
  *   if (history_build(&o, &h, &err) == TUNE_OK) {
@@ -72,7 +72,8 @@ typedef struct {
     unsigned segment_on;
 } history_options;
 
-/* Defaults: window 7, min_runs 3, consecutive 2, threshold 3 %, k_mad 3, every segment key. */
+/* Defaults: window 7, min_runs 3, consecutive 2, threshold 3 %, k_mad 2, every segment key
+ * (docs/history.md says how they were chosen). */
 void history_options_init(history_options *o);
 /* "sweep,driver,runtime,tool,kernels" (any of them, comma-separated; "none") into *out; 0, or -1
  * for an unknown key. */

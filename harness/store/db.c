@@ -206,9 +206,11 @@ static db *open_store(const char *path, int readonly, tune_error *err)
     }
     sqlite3_busy_timeout(d->h, DB_BUSY_TIMEOUT_MS);
     sqlite3_extended_result_codes(d->h, 1);
-    if (exec(d, "PRAGMA foreign_keys = ON", err) ||
-        (!readonly && (exec(d, "PRAGMA journal_mode = WAL", err) ||
-                       exec(d, "PRAGMA synchronous = FULL", err)))) {
+    /* the first statements read the file: one that is not SQLite fails here */
+    if (exec(d, "PRAGMA foreign_keys = ON", NULL) ||
+        (!readonly && (exec(d, "PRAGMA journal_mode = WAL", NULL) ||
+                       exec(d, "PRAGMA synchronous = FULL", NULL)))) {
+        db_fail(d, err, "not a tune results store (it cannot be opened as SQLite)");
         db_close(d);
         return NULL;
     }
