@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Nightly sweeps (docs/nightly.md): run each configured sweep into ROOT/nightly/<date>/<sweep>/,
-# compare it with the last earlier night's run of the same sweep (`tune compare`), draw its plots
-# (scripts/plot.py), write <date>/summary.md and rebuild ROOT/nightly/index.md and index.json.
+# add it to the results store (`tune ingest`), judge it against the window of earlier comparable
+# nights (`tune history`), compare it with the last earlier night's run as a detail (`tune
+# compare`), draw its plots (scripts/plot.py), write <date>/summary.md, rebuild
+# ROOT/nightly/index.md and index.json and the dashboard (`tune dashboard`).
 #
 #   scripts/nightly.sh [options] [SWEEP.json...]
 #
 # Exit status: 0 every sweep ran and none regressed (or there was nothing to compare with);
-# 1 a regression beyond the threshold; 2 a sweep failed or could not be compared (a refused
-# environment mismatch, an input error), or a usage error.
+# 1 a regression (the window's verdict; a compile-only night: the previous-night compare's);
+# 2 a sweep failed, could not be stored or judged (a compile-only night: compared), or a usage
+# error.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,23 +21,27 @@ usage: scripts/nightly.sh [options] [SWEEP.json...]
   --root DIR           results root (default results): DIR/nightly/YYYY-MM-DD/<sweep>/
   --date YYYY-MM-DD    the night (default: today, UTC)
   --tune PATH          the tune binary (default build/tune)
-  --threshold PCT      regression threshold for tune compare (default 5)
-  --allow-mismatch K   environment keys allowed to differ from the previous night, comma-
-                       separated, or "all" or "none" (default kernels,tool: new code is what a
-                       nightly run is for; a GPU, driver or CUDA change is refused)
+  --db FILE            the results store (default $TUNE_DB, else ROOT/history.sqlite)
+  --threshold PCT      regression threshold of the window's verdict and of the previous-night
+                       compare (default 3)
+  --window N           comparable earlier nights a night is judged against (default 7)
+  --allow-mismatch K   environment keys allowed to differ from the previous night in the
+                       compare, comma-separated, or "all" or "none" (default kernels,tool; timed
+                       nights: the compare is a detail, a refused one is noted, and the window
+                       starts a new segment at an environment change)
   --param NAME         parameters whose fitted rules are compared (default: tune compare's)
   --from-results DIR   import results instead of running the GPU: DIR/raw.jsonl(.gz), else
                        DIR/<sweep>/raw.jsonl(.gz), else the latest DIR/<sweep>/<run>/ (test mode)
   --no-plots           skip scripts/plot.py
   --force              replace this night's folder of a sweep when it exists
-exit status: 0 no regression, 1 a regression, 2 a sweep failed or could not be compared
+exit status: 0 no regression, 1 a regression, 2 a sweep failed or could not be stored or judged
 EOF
 }
 
 die() { echo "nightly: $*" >&2; exit 2; }
 need() { [ $# -ge 2 ] && [ -n "$2" ] || { usage >&2; die "$1 expects a value"; }; }
 
-config= root= date= tune= threshold= allow= params= from= plots= force=0
+config= root= date= tune= threshold= allow= params= from= plots= force=0 db= window=
 sweeps=()
 cli_sweeps=()
 tune_args=()
@@ -46,6 +53,8 @@ while [ $# -gt 0 ]; do
         --date) need "$@"; date=$2; shift ;;
         --tune) need "$@"; tune=$2; shift ;;
         --threshold) need "$@"; threshold=$2; shift ;;
+        --db) need "$@"; db=$2; shift ;;
+        --window) need "$@"; window=$2; shift ;;
         --allow-mismatch) need "$@"; allow=$2; shift ;;
         --param) need "$@"; params="${params:+$params,}$2"; shift ;;
         --from-results) need "$@"; from=$2; shift ;;
@@ -73,6 +82,8 @@ if [ -n "$config" ]; then
                 root) root=${root:-$val} ;;
                 tune) tune=${tune:-$val} ;;
                 threshold) threshold=${threshold:-$val} ;;
+                db) db=${db:-$val} ;;
+                window) window=${window:-$val} ;;
                 allow_mismatch) allow=${allow:-$val} ;;
                 params) params=${params:-$val} ;;
                 plots) plots=${plots:-$val} ;;
@@ -88,12 +99,18 @@ fi
 root=${root:-results}
 date=${date:-$(date -u +%F)}
 tune=${tune:-build/tune}
-threshold=${threshold:-5}
+threshold=${threshold:-3}
+window=${window:-7}
+db=${db:-${TUNE_DB:-$root/history.sqlite}}
 allow=${allow:-kernels,tool}
 plots=${plots:-yes}
-[[ $date =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]] || die "--date expects YYYY-MM-DD, got '$date'"
+[[ $date =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}$ ]] && [ "$(date -u -d "$date" +%F 2>/dev/null)" = "$date" ] ||
+    die "--date expects a date YYYY-MM-DD, got '$date'"
 [[ $threshold =~ ^[0-9]{1,6}(\.[0-9]{1,6})?$ ]] || die "--threshold expects a percentage (digits, e.g. 5 or 2.5), got '$threshold'"
 [[ $plots =~ ^(yes|no)$ ]] || die "plots expects yes or no, got '$plots'"
+[[ $window =~ ^[0-9]{1,2}$ ]] && [ $((10#$window)) -ge 1 ] && [ $((10#$window)) -le 64 ] ||
+    die "--window expects a number of nights from 1 to 64, got '$window'"
+[ -n "$db" ] || die "--db expects a file, got an empty one"
 [ -n "$root" ] || die "--root expects a folder, got an empty one"
 [ ${#sweeps[@]} -gt 0 ] || { usage >&2; die "no sweeps: name sweep files or list them in a config"; }
 [ -x "$tune" ] || die "no tune binary at $tune (build it, or --tune PATH)"
@@ -161,9 +178,12 @@ nights_newest_first() {
     for ((i = ${#all[@]} - 1; i >= 0; i--)); do printf '%s\n' "${all[i]}"; done
 }
 
-record() { # dir status regressions baseline message
-    printf 'status=%s\nregressions=%s\nbaseline=%s\nmessage=%s\n' "$2" "$3" "$4" "$5" >"$1/nightly.txt"
+record() { # dir status regressions baseline message [compare]
+    printf 'status=%s\nregressions=%s\nbaseline=%s\nmessage=%s\ncompare=%s\n' "$2" "$3" "$4" "$5" "${6:-none}" >"$1/nightly.txt"
 }
+
+# A compile-only run has no timings: its night is judged by the previous-night compare alone.
+compile_only() { grep -q '"compile_only"' "$1/meta.json" 2>/dev/null; }
 
 worst=0
 for sweep in "${sweeps[@]}"; do
@@ -194,7 +214,7 @@ for sweep in "${sweeps[@]}"; do
         rc=$?
     else
         [ -f "$sweep" ] || { record "$out" failed 0 none "no sweep file $sweep"; worst=2; continue; }
-        "$tune" run "$sweep" --out "$out" --quiet "${tune_args[@]}" >"$log" 2>&1
+        "$tune" run "$sweep" --out "$out" --quiet --no-ingest "${tune_args[@]}" >"$log" 2>&1
         rc=$?
     fi
     if [ $rc -ne 0 ]; then
@@ -208,9 +228,42 @@ for sweep in "${sweeps[@]}"; do
     elif [ "$plots" = yes ]; then
         echo "plots skipped: no python3 with matplotlib and pandas" >>"$log"
     fi
+    timed=1
+    compile_only "$out" && timed=0
+    # the store: tonight's run, then its verdict against the window of earlier nights
+    if [ $timed -eq 1 ]; then
+        if ! "$tune" ingest "$out" --db "$db" --date "$date" --quiet >>"$log" 2>"$out/ingest.err"; then
+            msg=$(tail -n 1 "$out/ingest.err")
+            cat "$out/ingest.err" >>"$log"; rm -f "$out/ingest.err"
+            record "$out" error 0 none "not added to the store: ${msg//$'\n'/ }"
+            echo "nightly: $id: not added to the store $db: $msg" >&2; worst=2; continue
+        fi
+        rm -f "$out/ingest.err"
+        "$tune" history --db "$db" --run "$out" --threshold "$threshold" --window "$window" \
+            >"$out/history.md" 2>"$out/history.err"
+        hrc=$?
+        cat "$out/history.err" >>"$log"
+        counts=$(grep -m1 '^same [0-9]*, regression' "$out/history.md")
+        read -r nr nm < <(sed -n 's/.*, regression \([0-9]\{1,9\}\),.*, missing \([0-9]\{1,9\}\)$/\1 \2/p' <<<"$counts")
+        n=$((10#${nr:-0} + 10#${nm:-0}))
+        runs=$(grep -m1 -o '[0-9]* runs in the store' "$out/history.md" | grep -o '^[0-9]*')
+        seg=$(grep -m1 -o 'a new segment:.*' "$out/history.md" | sed 's/\.$//')
+        wmsg="window: $counts${seg:+; $seg}"
+        if [ $hrc -gt 1 ] || [ -z "$counts" ]; then
+            record "$out" error 0 none "not judged: $(tail -n 1 "$out/history.err")"
+            rm -f "$out/history.err"
+            echo "nightly: $id: not judged (tune history exit $hrc)" >&2; worst=2; continue
+        fi
+        rm -f "$out/history.err"
+    fi
     prev=$(previous_night "$id")
     if [ -z "$prev" ]; then
-        record "$out" first 0 none "no earlier night to compare with"
+        if [ $timed -eq 1 ] && [ "${runs:-1}" -gt 1 ]; then
+            if [ $hrc -eq 1 ]; then st=regression; [ $worst -lt 1 ] && worst=1; else st=ok; fi
+            record "$out" "$st" "$n" none "$wmsg; no earlier night under $nightly to compare with"
+        else
+            record "$out" first 0 none "${wmsg:+$wmsg; }no earlier night to compare with"
+        fi
         continue
     fi
     base=$(basename "$prev")
@@ -219,22 +272,33 @@ for sweep in "${sweeps[@]}"; do
     rc=$?
     cat "$out/compare.err" >>"$log"
     msg=$(grep -m1 'tune compare' "$out/compare.err" | sed 's/^tune compare: //; s/; wrote .*//')
-    n=$(grep -o '"regressions": *[0-9]*' "$out/compare.json" 2>/dev/null | head -n 1 | grep -o '[0-9]*$')
+    cn=$(grep -o '"regressions": *[0-9]*' "$out/compare.json" 2>/dev/null | head -n 1 | grep -o '[0-9]*$')
     rm -f "$out/compare.err"
     case $rc in
-        0) record "$out" ok "${n:-0}" "$base" "$msg" ;;
-        1) record "$out" regression "${n:-0}" "$base" "$msg"; [ $worst -lt 1 ] && worst=1 ;;
-        *) if [[ $msg == "not compared:"* ]]; then st=mismatch; else st=error; fi
-           record "$out" "$st" 0 "$base" "$msg"; worst=2 ;;
+        0) cst=ok ;;
+        1) cst=regression ;;
+        *) if [[ $msg == "not compared:"* ]]; then cst=mismatch; else cst=error; fi ;;
     esac
-    echo "nightly: $id: $(field "$out/nightly.txt" status) against $base: $msg"
+    if [ $timed -eq 1 ]; then
+        # the window decides; the previous night's compare is a detail of the message
+        if [ $hrc -eq 1 ]; then st=regression; [ $worst -lt 1 ] && worst=1; else st=ok; fi
+        [ "${runs:-1}" -le 1 ] && st=first
+        record "$out" "$st" "$n" "$base" "$wmsg; against $base: $msg" "$cst"
+    else
+        case $cst in
+            ok) record "$out" ok "${cn:-0}" "$base" "$msg" ok ;;
+            regression) record "$out" regression "${cn:-0}" "$base" "$msg" regression; [ $worst -lt 1 ] && worst=1 ;;
+            *) record "$out" "$cst" 0 "$base" "$msg" "$cst"; worst=2 ;;
+        esac
+    fi
+    echo "nightly: $id: $(field "$out/nightly.txt" status): $(field "$out/nightly.txt" message)"
 done
 
 # The night's summary.
 {
     echo "# Nightly $date"
     echo
-    echo "Threshold $threshold %; allowed to differ from the previous night: $allow."
+    echo "Each sweep is judged against the window of its $window previous comparable nights in the store $db (tune history; threshold $threshold %); the previous night's compare is a detail (allowed to differ from it: $allow)."
     echo
     echo "| sweep | status | regressions | compared with | details |"
     echo "|:--|:--|--:|:--|:--|"
@@ -244,6 +308,7 @@ done
         st=$(field "$d/nightly.txt" status)
         link="[run]($id/)"
         [ -f "$d/compare.md" ] && link="[compare.md]($id/compare.md), $link"
+        [ -f "$d/history.md" ] && link="[history.md]($id/history.md), $link"
         [ -f "$d/best.md" ] && link="$link, [best.md]($id/best.md)"
         echo "| $id | $st | $(field "$d/nightly.txt" regressions) | $(field "$d/nightly.txt" baseline) | $link |"
     done
@@ -310,6 +375,16 @@ done < <(nights_newest_first)
 printf '\n  ]\n}\n' >>"$nightly/index.json.tmp"
 mv "$nightly/index.md.tmp" "$nightly/index.md"
 mv "$nightly/index.json.tmp" "$nightly/index.json"
+
+# The dashboard of the store: a static site, rebuilt whole (tune dashboard)
+if [ -f "$db" ]; then
+    if "$tune" dashboard --db "$db" --out "$nightly/dashboard" >"$nightly/dashboard.log" 2>&1; then
+        echo "nightly: dashboard $nightly/dashboard/index.html"
+    else
+        echo "nightly: the dashboard was not rebuilt (see $nightly/dashboard.log)" >&2
+        worst=2
+    fi
+fi
 
 echo "nightly: $night/summary.md, $nightly/index.md"
 exit $worst

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# scripts/nightly.sh without a GPU (--from-results imports committed runs), nights in a temporary
-# root: the first night has nothing to compare with; an honest second run of the sweep passes; a
-# copy with injected regressions fails with exit 1 and names them; a driver change is refused
-# (exit 2) unless allowed; a night does not run twice without --force; a config file with two
-# sweeps; the dated folders, summary.md, index.md and index.json. Also tune compare's exit
-# statuses on the hand-made pair of tests/data/compare.
+# scripts/nightly.sh without a GPU (--from-results imports runs), nights in a temporary root: ten
+# nights made from a committed run (scripts/synth_nights.py), each added to the store and judged
+# against the window: the first has nothing to compare with; honest nights pass; a planted step is
+# not flagged on its first night and is on its second (exit 1, each series named); a driver
+# change is annotated, not flagged; a night does not run twice without --force; a config file
+# with two sweeps; the dated folders, summary.md, index.md, index.json and the dashboard. Also
+# tune compare's exit statuses on the hand-made pair of tests/data/compare.
 # usage: tests/test_nightly.sh path/to/tune. Exit 0 pass, 1 fail, 77 skipped (no python3, which
 # makes the injected copies).
 set -u
@@ -16,7 +17,6 @@ trap 'rm -rf "$tmp"' EXIT
 root=$tmp/root
 fail=0
 SPARQ=results/sparq/20261122T053942Z
-RESUMED=results/sparq_resumed/20261122T054225Z
 
 check() { # description command...
     local what=$1; shift
@@ -34,117 +34,115 @@ nightly() { # expected-exit args...
 
 field() { sed -n "s/^$2=//p" "$1" | head -n 1; }
 
-# copies of the second committed run: slowed (3 configurations +20 %, a winner +30 %, one
-# invalid) and with another driver in meta.json. (Copies of the first run would also differ from
-# night 2 on three configurations that run to run move by 5-6.5 %: docs/compare.md.)
-python3 - "$RESUMED" "$tmp/injected" "$tmp/driver" <<'EOF'
-import gzip, json, os, sys, shutil
-src, inj, drv = sys.argv[1:4]
-raw = src + "/raw.jsonl"  # committed gzipped: raw.jsonl.gz
-gz = os.path.exists(raw + ".gz")
-times = ["time_median", "time_mean", "time_min", "time_max", "time_stdev", "time_stderr",
-         "time_p10", "time_p90"]
-slow = {(256, 1024, 64, 1, 256, 1, 0): 1.2, (4096, 1024, 128, 64, 128, 1, 0): 1.2,
-        (4096, 4096, 64, 8, 256, 1, 0): 1.2, (1024, 4096, 512, 128, 128, 1, 4): 1.3}
-broken = (4096, 16384, 512, 128, 128, 1, 0)
-os.makedirs(inj); os.makedirs(drv)
-with (gzip.open(raw + ".gz", "rt") if gz else open(raw)) as f, open(inj + "/raw.jsonl", "w") as out:
-    for line in f:
-        r = json.loads(line)
-        key = tuple(r.get(k) for k in ("g", "k_pre", "k", "chunk", "threads", "unroll", "stages"))
-        if r["method"] == "custom" and key in slow:
-            for t in times: r[t] *= slow[key]
-        if r["method"] == "custom" and key == broken:
-            r.update({t: None for t in times}); r.update(status="invalid", reason="wrong", time_n=0)
-        out.write(json.dumps(r) + "\n")
-shutil.copy(src + "/meta.json", inj)
-shutil.copy(raw + ".gz" if gz else raw, drv)  # the driver's night is imported from a .gz
-meta = json.load(open(src + "/meta.json"))
-meta["versions"]["driver"] = meta["key"]["driver"] = "575.57.08"
-json.dump(meta, open(drv + "/meta.json", "w"), indent=2)
-EOF
+# Ten nights made from the first committed run (scripts/synth_nights.py): quiet noise (0.2 %), a
+# 6 % step on a tenth of the series from night 6, a driver change with a 10 % step on every
+# series at night 8.
+python3 scripts/synth_nights.py make "$SPARQ" "$tmp/syn" --nights 9 --first 2026-11-20 \
+    --noise-pct 0.2 --row-noise-pct 0.05 --step 6:6:0.1 --driver 8:590.10 --driver-step 10 --seed 4 ||
+    { echo "FAIL: synth_nights.py"; exit 1; }
+night_of() { date -u -d "2026-11-20 + $1 days" +%F; }
 
-# night 1: nothing to compare with
-nightly 0 --date 2026-11-22 --from-results "$SPARQ" --no-plots sparq
-n1=$root/nightly/2026-11-22/sparq
-check "night 1 imported" test -s "$n1/raw.jsonl" -a -s "$n1/meta.json" -a -s "$n1/best.md"
-check "night 1 status first" test "$(field "$n1/nightly.txt" status)" = first
-check "night 1 has no compare" test ! -e "$n1/compare.md"
+# night 0: nothing to compare with
+nightly 0 --date "$(night_of 0)" --from-results "$tmp/syn/$(night_of 0)" --no-plots sparq
+n0=$root/nightly/$(night_of 0)/sparq
+check "night 0 imported" test -s "$n0/raw.jsonl" -a -s "$n0/meta.json" -a -s "$n0/best.md"
+check "night 0 status first" test "$(field "$n0/nightly.txt" status)" = first
+check "night 0 has no compare" test ! -e "$n0/compare.md"
+check "night 0 in the store" test -s "$root/history.sqlite"
+check "night 0 history.md" grep -q '^same 0, regression 0, improvement 0, unstable 0, insufficient 108, missing 0$' "$n0/history.md"
 
-# night 2: an honest second run; plots when matplotlib is there
-nightly 0 --date 2026-11-23 --from-results "$RESUMED" sparq
-n2=$root/nightly/2026-11-23/sparq
-check "night 2 status ok" test "$(field "$n2/nightly.txt" status)" = ok
-check "night 2 baseline" test "$(field "$n2/nightly.txt" baseline)" = 2026-11-22
-check "night 2 compare.md" grep -q '^\*\*No regression beyond 5.0 %.\*\*' "$n2/compare.md"
-check "night 2 compare.json" grep -q '"regression": false' "$n2/compare.json"
+# nights 1-5: honest; plots on night 1 when matplotlib is there
+nightly 0 --date "$(night_of 1)" --from-results "$tmp/syn/$(night_of 1)" sparq
+n1=$root/nightly/$(night_of 1)/sparq
+check "night 1 status ok" test "$(field "$n1/nightly.txt" status)" = ok
+check "night 1 baseline" test "$(field "$n1/nightly.txt" baseline)" = "$(night_of 0)"
+check "night 1 compare.md (a detail)" test -s "$n1/compare.md"
+check "night 1 compare recorded" test "$(field "$n1/nightly.txt" compare)" = ok
 if python3 -c 'import matplotlib, pandas' 2>/dev/null || /usr/bin/python3 -c 'import matplotlib, pandas' 2>/dev/null; then
-    check "night 2 plots" test -s "$n2/bw_vs_chunk.png" -a -s "$n2/best_chunk.svg"
-    check "night 2 summary links plots" grep -q 'sparq/bw_vs_chunk.png' "$root/nightly/2026-11-23/summary.md"
+    check "night 1 plots" test -s "$n1/bw_vs_chunk.png" -a -s "$n1/best_chunk.svg"
+    check "night 1 summary links plots" grep -q 'sparq/bw_vs_chunk.png' "$root/nightly/$(night_of 1)/summary.md"
 else
     echo "note: no matplotlib, plots not checked"
 fi
+for k in 2 3 4 5; do
+    nightly 0 --date "$(night_of $k)" --from-results "$tmp/syn/$(night_of $k)" --no-plots sparq
+done
+n5=$root/nightly/$(night_of 5)/sparq
+check "night 5 judged: all the same" grep -q '^same 108, regression 0,' "$n5/history.md"
 
 # the same night again: refused without --force
-nightly 2 --date 2026-11-23 --from-results "$RESUMED" --no-plots sparq
+nightly 2 --date "$(night_of 5)" --from-results "$tmp/syn/$(night_of 5)" --no-plots sparq
 check "re-run refused" grep -q 'exists' "$tmp/out.log"
 
-# night 3: injected regressions, exit 1, each named
-nightly 1 --date 2026-11-24 --from-results "$tmp/injected" --no-plots sparq
-n3=$root/nightly/2026-11-24/sparq
-check "night 3 status regression" test "$(field "$n3/nightly.txt" status)" = regression
-check "night 3 compared with night 2" test "$(field "$n3/nightly.txt" baseline)" = 2026-11-23
-check "night 3 regression count" test "$(field "$n3/nightly.txt" regressions)" = 5
-for cfg in "g=256 k_pre=1024 k=64 custom chunk=1 threads=256 unroll=1 stages=0" \
-           "g=4096 k_pre=1024 k=128 custom chunk=64 threads=128 unroll=1 stages=0" \
-           "g=4096 k_pre=4096 k=64 custom chunk=8 threads=256 unroll=1 stages=0" \
-           "g=1024 k_pre=4096 k=512 custom chunk=128 threads=128 unroll=1 stages=4" \
-           "g=4096 k_pre=16384 k=512 custom chunk=128 threads=128 unroll=1 stages=0 | "; do
-    check "night 3 names '$cfg'" grep -qF "| $cfg" "$n3/compare.md"
-done
-check "night 3 summary" grep -q '| sparq | regression | 5 | 2026-11-23 |' "$root/nightly/2026-11-24/summary.md"
+# night 6: the step's first night is not yet a regression (two nights in a row are); night 7 is
+python3 -c '
+import json, sys
+for s in json.load(open(sys.argv[1]))["steps"][0]["series"]:
+    shape, method = s.rsplit("|", 1)
+    print("| %s | %s | regression |" % (shape, method))
+' "$tmp/syn/truth.json" >"$tmp/planted"
+planted=$(wc -l <"$tmp/planted")
+nightly 0 --date "$(night_of 6)" --from-results "$tmp/syn/$(night_of 6)" --no-plots sparq
+n6=$root/nightly/$(night_of 6)/sparq
+check "night 6 status ok" test "$(field "$n6/nightly.txt" status)" = ok
+nightly 1 --date "$(night_of 7)" --from-results "$tmp/syn/$(night_of 7)" --no-plots sparq
+n7=$root/nightly/$(night_of 7)/sparq
+check "night 7 status regression" test "$(field "$n7/nightly.txt" status)" = regression
+check "night 7 regression count ($planted planted)" test "$(field "$n7/nightly.txt" regressions)" = "$planted"
+while IFS= read -r line; do
+    check "night 7 names '$line'" grep -qF "$line" "$n7/history.md"
+done <"$tmp/planted"
+check "night 7 summary" grep -q "| sparq | regression | $planted | $(night_of 6) |" "$root/nightly/$(night_of 7)/summary.md"
 
-# night 4: another driver: refused (exit 2, status mismatch), then allowed
-nightly 2 --date 2026-11-25 --from-results "$tmp/driver" --no-plots sparq
-n4=$root/nightly/2026-11-25/sparq
-check "night 4 status mismatch" test "$(field "$n4/nightly.txt" status)" = mismatch
-check "night 4 names the driver" grep -q 'driver (580.159.04 vs 575.57.08)' "$n4/nightly.txt"
-nightly 0 --date 2026-11-25 --from-results "$tmp/driver" --no-plots --force --allow-mismatch all sparq
-check "night 4 allowed: compared with night 3" test "$(field "$n4/nightly.txt" baseline)" = 2026-11-24
-check "night 4 allowed: the fixed configuration" grep -q 'fixed' "$n4/compare.md"
+# night 8: another driver and every series 10 % slower: a new segment, annotated, not flagged;
+# the previous-night compare refuses the driver change, a detail noted
+nightly 0 --date "$(night_of 8)" --from-results "$tmp/syn/$(night_of 8)" --no-plots sparq
+n8=$root/nightly/$(night_of 8)/sparq
+check "night 8 status ok" test "$(field "$n8/nightly.txt" status)" = ok
+check "night 8 names the driver change" grep -q 'a new segment: driver 580.159.04 → 590.10' "$n8/nightly.txt"
+check "night 8 compare refused, noted" test "$(field "$n8/nightly.txt" compare)" = mismatch
+check "night 8 not judged across the change" grep -q '^same 0, regression 0, improvement 0, unstable 0, insufficient 108, missing 0$' "$n8/history.md"
 
-# night 5: a config file with two sweeps, imported from a results root
+# night 9: a config file with two sweeps, imported from a results root
 mkdir -p "$tmp/import/sparq" "$tmp/import/mini/20261126T000000Z"
-cp -r "$RESUMED" "$tmp/import/sparq/20261126T000000Z"
+cp -r "$tmp/syn/$(night_of 8)" "$tmp/import/sparq/20261129T000000Z"
 cp tests/data/compare/base/* "$tmp/import/mini/20261126T000000Z/"
-cat >"$tmp/nightly.conf" <<EOF
-# the nightly sweeps
-threshold = 5
-plots = no
-allow_mismatch = kernels,tool,driver   # night 4 had another driver
-sweeps/sparq.json
-mini   # the hand-made sweep of tests/data/compare
-EOF
-nightly 0 --date 2026-11-26 --config "$tmp/nightly.conf" --from-results "$tmp/import"
-check "night 5 sparq ok" test "$(field "$root/nightly/2026-11-26/sparq/nightly.txt" status)" = ok
-check "night 5 mini first" test "$(field "$root/nightly/2026-11-26/mini/nightly.txt" status)" = first
-check "night 5 sparq compared with night 4" test "$(field "$root/nightly/2026-11-26/sparq/nightly.txt" baseline)" = 2026-11-25
+# the hand-made run as a finished one (a start and an end), which the store takes
+python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+m.update(start="2026-11-29T01:00:00Z", end="2026-11-29T01:10:00Z")
+json.dump(m, open(sys.argv[1], "w"), indent=1)
+' "$tmp/import/mini/20261126T000000Z/meta.json"
+printf '%s\n' '# the nightly sweeps' 'threshold = 3' 'window = 7' 'plots = no' \
+    'allow_mismatch = kernels,tool,driver' 'sweeps/sparq.json' \
+    'mini   # the hand-made sweep of tests/data/compare' >"$tmp/nightly.conf"
+nightly 0 --date 2026-11-29 --config "$tmp/nightly.conf" --from-results "$tmp/import"
+check "night 9 sparq ok" test "$(field "$root/nightly/2026-11-29/sparq/nightly.txt" status)" = ok
+check "night 9 mini first" test "$(field "$root/nightly/2026-11-29/mini/nightly.txt" status)" = first
+check "night 9 sparq compared with night 8" test "$(field "$root/nightly/2026-11-29/sparq/nightly.txt" baseline)" = "$(night_of 8)"
+
+# the dashboard of the store
+check "dashboard rebuilt" test -s "$root/nightly/dashboard/index.html"
 
 # the index: every night, newest first, with its status
 idx=$root/nightly/index.md
-check "index.md lists nights newest first" test "$(grep -o '^| \[20[0-9-]*\]' "$idx" | tr -d '|[] ' | tr '\n' ' ')" = "2026-11-26 2026-11-25 2026-11-24 2026-11-23 2026-11-22 "
-check "index.md night 3" grep -q '^| \[2026-11-24\](2026-11-24/summary.md) | regression | 5 |' "$idx"
-check "index.md night 5" grep -q '^| \[2026-11-26\](2026-11-26/summary.md) | ok | 0 | \[mini\](2026-11-26/mini/) first, \[sparq\](2026-11-26/sparq/) ok |' "$idx"
-check "index.json" python3 - "$root/nightly/index.json" <<'EOF'
+check "index.md lists nights newest first" test "$(grep -o '^| \[20[0-9-]*\]' "$idx" | tr -d '|[] ' | tr '\n' ' ')" = "2026-11-29 2026-11-28 2026-11-27 2026-11-26 2026-11-25 2026-11-24 2026-11-23 2026-11-22 2026-11-21 2026-11-20 "
+check "index.md night 7" grep -q "^| \[2026-11-27\](2026-11-27/summary.md) | regression | $planted |" "$idx"
+check "index.md night 9" grep -q '^| \[2026-11-29\](2026-11-29/summary.md) | ok | 0 | \[mini\](2026-11-29/mini/) first, \[sparq\](2026-11-29/sparq/) ok |' "$idx"
+check "index.json" python3 -c '
 import json, sys
 nights = json.load(open(sys.argv[1]))["nights"]
+planted = int(sys.argv[2])
 got = [(n["date"], n["status"], n["regressions"]) for n in nights]
-want = [("2026-11-26", "ok", 0), ("2026-11-25", "ok", 0), ("2026-11-24", "regression", 5),
-        ("2026-11-23", "ok", 0), ("2026-11-22", "first", 0)]
+want = [("2026-11-29", "ok", 0), ("2026-11-28", "ok", 0), ("2026-11-27", "regression", planted),
+        ("2026-11-26", "ok", 0), ("2026-11-25", "ok", 0), ("2026-11-24", "ok", 0),
+        ("2026-11-23", "ok", 0), ("2026-11-22", "ok", 0), ("2026-11-21", "ok", 0),
+        ("2026-11-20", "first", 0)]
 assert got == want, got
 assert [s["sweep"] for s in nights[0]["sweeps"]] == ["mini", "sparq"], nights[0]
-assert nights[2]["sweeps"][0]["baseline"] == "2026-11-23", nights[2]
-EOF
+assert nights[2]["sweeps"][0]["baseline"] == "2026-11-26", nights[2]
+' "$root/nightly/index.json" "$planted"
 
 # values read from an old night's files are data, never evaluated: a crafted nightly.txt runs
 # nothing and is an error of the night (exit 2), not a regression (exit 1)
