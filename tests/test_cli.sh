@@ -218,5 +218,30 @@ TUNE_TEST_FAMILIES=fault_test expect 1 "1 compile errors" "$tmp/compile_error.js
 python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["sweep"]["methods"]; assert m == {"custom": "tuned"}, m' \
     "$tmp/co/meta.json" || { echo "FAIL: meta.json has no sweep.methods roles"; fail=1; }
 
+# ---- the results store: tune ingest and tune history ----
+DB=$tmp/h.sqlite
+expect 2 "name at least one run folder" ingest --db "$DB"
+expect 2 "tune ingest: --db expects a path" ingest "$RESULTS" --db ''
+expect 2 "tune ingest: --date expects a date YYYY-MM-DD, got '2026-02-30'" ingest "$RESULTS" --db "$DB" --date 2026-02-30
+expect 2 "tune ingest: unknown option --bogus" ingest "$RESULTS" --bogus
+expect 2 "tune history: takes no folders" history "$RESULTS"
+expect 2 "tune history: --window expects an integer in \[1, 64\], got '0'" history --db "$DB" --window 0
+expect 2 "tune history: --threshold expects" history --db "$DB" --threshold -1
+expect 2 "tune history: --since expects a date" history --db "$DB" --since yesterday
+expect 2 "tune history: --segment-on expects keys" history --db "$DB" --segment-on gpu
+expect 2 "must not exceed --window" history --db "$DB" --window 2 --min-runs 3
+expect 1 "no results store here" history --db "$DB"
+test ! -e "$DB" || { echo "FAIL: tune history created the store"; fail=1; }
+expect 1 "no meta.json" ingest "$tmp/work" --db "$DB"
+expect 0 "added \(night 2026-11-22, 1368 rows" ingest "$RESULTS" --db "$DB"
+expect 0 "already in the store" ingest "$RESULTS" --db "$DB"
+expect 0 "added \(night 2026-11-23" ingest "$RESULTS" --db "$DB" --date 2026-11-23
+TUNE_DB=$DB expect 0 "## sparq on NVIDIA H200" history
+expect 0 '"tune_history": 1' history --db "$DB" --json
+expect 2 "--run expects a path" history --db "$DB" --run ''
+for c in ingest history; do
+    "$tune" help "$c" | grep -q "usage: tune $c" || { echo "FAIL: tune help $c"; fail=1; }
+done
+
 [ $fail -eq 0 ] && echo "test_cli: ok"
 exit $fail
