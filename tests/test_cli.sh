@@ -71,6 +71,7 @@ expect 2 "tune compile: --cache expects a path" compile "$SWEEP" --cache ''
 for opt in --out --header; do
     expect 2 "tune fit: $opt expects a path" fit "$RESULTS" --param chunk "$opt" ''
 done
+expect 2 "tune dispatch: --out expects a path" dispatch "$RESULTS" --out ''
 expect 2 "tune compare: --out expects a path" compare "$RESULTS" "$RESULTS" --out ''
 for opt in --out --results --cache --kernels --specs; do
     expect 2 "tune calibrate: $opt expects a path" calibrate "$opt" ''
@@ -82,14 +83,14 @@ expect 2 "an empty argument is not a file name" validate ''
 expect 2 "an empty argument is not a file name" ''
 
 # ---- help, version, unknown options and commands ----
-for cmd in run validate compile report merge devices fit roofline compare calibrate replay; do
+for cmd in run validate compile report merge devices fit dispatch roofline compare calibrate replay; do
     expect 0 "usage: tune" "$cmd" --help
     expect 0 "usage: tune" "$cmd" -h
     expect 0 "usage: tune" help "$cmd"
     expect 2 "unknown option --no-such-option" "$cmd" --no-such-option
 done
 expect 0 "" help
-for cmd in run validate compile report merge devices fit roofline compare calibrate replay; do
+for cmd in run validate compile report merge devices fit dispatch roofline compare calibrate replay; do
     grep -q "usage: tune.*$cmd\|usage: tune \[run\]" "$tmp/out" || { echo "FAIL: tune help lacks $cmd"; fail=1; }
 done
 for opt in --results --device --seed --watchdog --retake-throttled --read-bw --arch --shard --gpus \
@@ -138,6 +139,31 @@ for f in replay.md replay.csv replay.json meta.json; do
     [ -s "$tmp/replay/$f" ] || { echo "FAIL: tune replay --out wrote no $f"; fail=1; }
 done
 expect 2 "--param is required" fit "$RESULTS"
+# dispatch: usage errors exit 2, refused inputs 1, nothing written inside a folder read
+DISPATCH=$PWD/tests/data/dispatch
+expect 2 "name at least one results folder" dispatch --methods custom
+for bad in nan -0.1 1.5 abc ''; do
+    expect 2 "tune dispatch: --tolerance expects a number in \[0, 1\]" dispatch "$RESULTS" --tolerance "$bad"
+done
+for bad in 1x a-b '' 'a b'; do
+    expect 2 "tune dispatch: --name expects a C identifier, got '$bad'" dispatch "$RESULTS" --name "$bad"
+done
+for bad in '' , a,, ,a; do
+    expect 2 "tune dispatch: --methods expects a comma-separated list" dispatch "$RESULTS" --methods "$bad"
+done
+expect 2 "tune dispatch: option --axis needs a value" dispatch "$RESULTS" --axis
+expect 1 "--axis 'q' is not a problem axis \(g, k_pre, k, n, dtype, transpose_B, indices\)" dispatch "$RESULTS" --axis q
+expect 1 "--axis 'dtype' is not an integer axis" dispatch "$RESULTS" --axis dtype
+expect 1 "'gather' is not a method|no ok row" dispatch "$DISPATCH/run" --methods gather
+expect 1 "'aux' is an auxiliary method" dispatch "$DISPATCH/run" --methods aux
+expect 1 "no ok row of the methods fast, slow" dispatch "$DISPATCH/failed"
+expect 1 "rows of two sweeps \(toy, other\)" dispatch "$DISPATCH/mixed"
+expect 1 "a folder read" dispatch "$RESULTS" --out "$RESULTS/rule"
+[ ! -e "$RESULTS/rule" ] || { echo "FAIL: tune dispatch wrote inside the folder read"; fail=1; }
+expect 0 "leave-one-k-out" dispatch "$RESULTS" --out "$tmp/dispatch" --name sparq_rule
+for f in dispatch.json dispatch.h dispatch.md; do
+    [ -s "$tmp/dispatch/$f" ] || { echo "FAIL: tune dispatch --out wrote no $f"; fail=1; }
+done
 expect 2 "name at least one results folder" roofline
 expect 2 "expected two results folders" compare "$RESULTS"
 

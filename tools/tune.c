@@ -29,6 +29,7 @@ enum { EXIT_USAGE = CLI_EXIT_USAGE, EXIT_NO_GPU = CLI_EXIT_NO_GPU };
 
 /* Commands with their own option parsing (tools/cmd_*.c); argv[0] is the command's name. */
 int tune_cmd_fit(int argc, char **argv);
+int tune_cmd_dispatch(int argc, char **argv);
 int tune_cmd_calibrate(int argc, char **argv);
 int tune_cmd_roofline(int argc, char **argv);
 void tune_report_fill(void *ctx, result_row *rows, size_t n);
@@ -48,6 +49,8 @@ static const char usage[] =
     "       tune merge OUT SHARD_DIR...       merge the folders of a sharded run (--shard) into OUT\n"
     "       tune fit RESULTS_DIR... --param NAME [--target 0.98] [--rule EXPR]\n"
     "                                         fit (or evaluate) a heuristic for a parameter\n"
+    "       tune dispatch RESULTS_DIR... [--out DIR] [--methods A,B] [--name FN]\n"
+    "                                         a rule for the whole configuration of any shape\n"
     "       tune roofline RESULTS_DIR...      roofline model's prediction error over runs\n"
     "       tune compare BASE NEW [--threshold PCT] [--allow-mismatch] [--out DIR] [--param NAME]\n"
     "                                         compare two runs; exit 1 on a regression\n"
@@ -669,6 +672,7 @@ typedef struct {
 
 static const cmd_external externals[] = {
     {"fit", tune_cmd_fit},
+    {"dispatch", tune_cmd_dispatch},
     {"calibrate", tune_cmd_calibrate},
     {"roofline", tune_cmd_roofline},
     {"compare", tune_cmd_compare},

@@ -168,18 +168,6 @@ static int compare_entry_cmp(const void *pa, const void *pb)
     return c ? c : (a->order > b->order) - (a->order < b->order);
 }
 
-/* Numbers by value before strings by content. */
-static int compare_value_cmp(expr_value a, expr_value b)
-{
-    int as = a.type == EXPR_STR, bs = b.type == EXPR_STR;
-    if (as || bs)
-        return as != bs ? as - bs : strcmp(a.s ? a.s : "", b.s ? b.s : "");
-    if (a.type == EXPR_INT && b.type == EXPR_INT)
-        return (a.i > b.i) - (a.i < b.i);
-    double x = expr_value_as_double(a), y = expr_value_as_double(b);
-    return (x > y) - (x < y);
-}
-
 /* Compares two rows on the names a->values.names[from..to): a value b lacks sorts after. */
 static int compare_values_on(const result_row *a, const result_row *b, size_t from, size_t to)
 {
@@ -187,7 +175,7 @@ static int compare_values_on(const result_row *a, const result_row *b, size_t fr
         expr_value y;
         if (point_get(&b->values, a->values.names[i], &y) != 0)
             return -1;
-        int c = compare_value_cmp(a->values.vals[i], y);
+        int c = expr_value_order(a->values.vals[i], y);
         if (c)
             return c;
     }
@@ -299,7 +287,7 @@ static void compare_collect_names(compare *c)
                 if (!have[k]) {
                     have[k] = 1;
                     seen[k] = row->values.vals[i];
-                } else if (!c->varies[k] && compare_value_cmp(seen[k], row->values.vals[i]) != 0) {
+                } else if (!c->varies[k] && expr_value_order(seen[k], row->values.vals[i]) != 0) {
                     c->varies[k] = 1;
                 }
             }

@@ -9,22 +9,8 @@
 #include <string.h>
 #include "core/expr.h"
 #include "analysis/fit_impl.h"
-#include "analysis/fit_impl.h"
 
 /* ---- Building the table ---- */
-
-static int compare_values(expr_value a, expr_value b)
-{
-    int sa = a.type == EXPR_STR, sb = b.type == EXPR_STR;
-    if (sa != sb)
-        return sa - sb; /* numbers before strings */
-    if (sa)
-        return strcmp(a.s ? a.s : "", b.s ? b.s : "");
-    if (a.type == EXPR_INT && b.type == EXPR_INT)
-        return (a.i > b.i) - (a.i < b.i);
-    double x = expr_value_as_double(a), y = expr_value_as_double(b);
-    return (x > y) - (x < y);
-}
 
 typedef struct {
     const result_row *row;
@@ -38,7 +24,7 @@ static int compare_shapes(const void *pa, const void *pb)
         expr_value x, y;
         point_get(&a->row->values, a->d->axes[i], &x);
         point_get(&b->row->values, a->d->axes[i], &y);
-        int c = compare_values(x, y);
+        int c = expr_value_order(x, y);
         if (c)
             return c;
     }
@@ -217,7 +203,7 @@ static tune_status find_features(fit_data *d, tune_error *err)
         for (size_t s = 0; s < d->n_shapes; s++) {
             if (d->shapes[s].vals[a].type != EXPR_INT)
                 d->axis_int[a] = 0;
-            if (s && compare_values(d->shapes[s].vals[a], d->shapes[0].vals[a]) != 0)
+            if (s && expr_value_order(d->shapes[s].vals[a], d->shapes[0].vals[a]) != 0)
                 d->axis_varies[a] = 1;
         }
         if (!d->axis_int[a] || !d->axis_varies[a])

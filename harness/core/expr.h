@@ -75,6 +75,9 @@ double expr_value_as_double(expr_value v); /* strings give NAN */
 int expr_value_truthy(expr_value v);       /* non-zero number; non-empty string */
 /* Equality of two values (ints and floats compare numerically; strings by content). */
 int expr_value_equal(expr_value a, expr_value b);
+/* A total order for sorting: numbers by value (ints and floats compared numerically), before
+ * strings by content. -1, 0 or 1. */
+int expr_value_order(expr_value a, expr_value b);
 /* Writes the value as text ("42", "0.5", "float16") into buf; returns buf. */
 const char *expr_value_format(expr_value v, char *buf, size_t size);
 

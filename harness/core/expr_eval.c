@@ -517,6 +517,17 @@ int expr_value_equal(expr_value a, expr_value b)
     return compare_numbers(a, b, &unordered) == 0 && !unordered;
 }
 
+int expr_value_order(expr_value a, expr_value b)
+{
+    int as = a.type == EXPR_STR, bs = b.type == EXPR_STR;
+    if (as || bs) {
+        int c = as != bs ? as - bs : strcmp(str_or_empty(a.s), str_or_empty(b.s));
+        return (c > 0) - (c < 0);
+    }
+    int unordered;
+    return compare_numbers(a, b, &unordered);
+}
+
 const char *expr_value_format(expr_value v, char *buf, size_t size)
 {
     if (!buf || size == 0)

@@ -411,3 +411,37 @@ void folder_lines_close(folder_lines *in)
     free(in->path);
     free(in);
 }
+
+/* The absolute path of path with its longest existing prefix resolved (realpath). */
+static void resolve(const char *path, char *out, size_t size)
+{
+    char buf[PATH_MAX], rest[2 * PATH_MAX] = "";
+    snprintf(buf, sizeof buf, "%s", path);
+    for (;;) {
+        char real[PATH_MAX];
+        if (realpath(buf[0] ? buf : ".", real)) {
+            snprintf(out, size, "%s%s", real, rest);
+            return;
+        }
+        char *slash = strrchr(buf, '/');
+        char tail[2 * PATH_MAX + 2];
+        snprintf(tail, sizeof tail, "/%s%s", slash ? slash + 1 : buf, rest);
+        snprintf(rest, sizeof rest, "%.*s", (int)(sizeof rest - 1), tail);
+        if (!slash) {
+            buf[0] = '\0';
+        } else if (slash == buf) {
+            buf[1] = '\0';
+        } else {
+            *slash = '\0';
+        }
+    }
+}
+
+int folder_inside(const char *path, const char *dir)
+{
+    char p[PATH_MAX], d[PATH_MAX];
+    resolve(path, p, sizeof p);
+    resolve(dir, d, sizeof d);
+    size_t n = strlen(d);
+    return strncmp(p, d, n) == 0 && (p[n] == '\0' || p[n] == '/' || (n == 1 && d[0] == '/'));
+}

@@ -106,4 +106,8 @@ void folder_lines_close(folder_lines *in);
 /* Writes json to path through path.tmp, renamed: readers see the old file or the new one. */
 tune_status folder_write_json(const char *path, const json_t *json, tune_error *err);
 
+/* 1 when path is dir or lies inside it, both resolved (symbolic links, "..") as far as they exist:
+ * the readers' check that an output folder is none of the folders they read. */
+int folder_inside(const char *path, const char *dir);
+
 #endif

@@ -347,6 +347,19 @@ const char *meta_sweep_name(const json_t *meta)
     return json_string_value(json_object_get(json_object_get(meta, "sweep"), "name"));
 }
 
+const char *meta_sweep_method(const json_t *meta, size_t i, const char **role)
+{
+    const char *name;
+    json_t *v;
+    size_t k = 0;
+    json_object_foreach(json_object_get(json_object_get(meta, "sweep"), "methods"), name, v)
+        if (k++ == i && json_is_string(v)) {
+            *role = json_string_value(v);
+            return name;
+        }
+    return NULL;
+}
+
 const char *meta_device_name(const json_t *meta)
 {
     return json_string_value(json_object_get(json_object_get(meta, "device"), "name"));

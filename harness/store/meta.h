@@ -180,6 +180,10 @@ tune_status meta_check_folders(const char *const *dirs, size_t n_dirs, json_t **
                                tune_error *err);
 /* The sweep's name, or NULL. Borrowed from meta. */
 const char *meta_sweep_name(const json_t *meta);
+/* The sweep's i-th method (sweep.methods, in the sweep's order) and its role ("tuned",
+ * "reference", "baseline", "auxiliary": model/family.h), borrowed; NULL past the last method or
+ * in folders written before the roles were recorded. */
+const char *meta_sweep_method(const json_t *meta, size_t i, const char **role);
 /* The device's name (device.name), or NULL. Borrowed. */
 const char *meta_device_name(const json_t *meta);
 /* The git revision of the tune that wrote it (tool.git_rev), or NULL. Borrowed. */
