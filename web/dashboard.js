@@ -67,8 +67,9 @@
     el('text', {x: 12, y: T - 8}, g, '\u00b5s');
     var every = Math.max(1, Math.ceil(n / 8));
     for (var i = 0; i < n; i += every)
-      el('text', {x: xAt(i).toFixed(1), y: H - B + 18, 'text-anchor': 'middle'}, g,
-         runs[i].night);
+      el('text', {x: xAt(i).toFixed(1), y: H - B + 18,
+                  'text-anchor': n > 1 && i === 0 ? 'start' : xAt(i) > W - R - 40 ? 'end' : 'middle'},
+         g, runs[i].night);
   }
 
   /* A vertical line at each run that starts a segment, with what changed as its label. */

@@ -66,8 +66,9 @@ static void site_meta(FILE *f, const json_t *site)
     dash_html_escape(f, str(site, "store"));
     fprintf(f,
             "</code>. The newest run of a series is compared with the median of up to %lld runs "
-            "before it (at least %lld): a change beyond %g %% and %g robust deviations, %lld "
-            "time%s in a row, is a regression or an improvement. A new segment starts when ",
+            "before it in its segment (at least %lld): a change beyond %g %% and %g robust deviations, %lld "
+            "time%s in a row, is a regression or an improvement. A new segment starts when one "
+            "of ",
             num(r, "window"), num(r, "min_runs"),
             json_number_value(json_object_get(r, "threshold_pct")),
             json_number_value(json_object_get(r, "k_mad")), num(r, "consecutive"),
@@ -143,7 +144,7 @@ static void shape_section(FILE *f, const json_t *shape, size_t index)
         fprintf(f, "<td>%s</td><td class=\"n\">", str(s, "status"));
         pct_text(f, json_object_get(s, "change_pct"));
         if (json_is_number(base))
-            fprintf(f, "</td><td class=\"n\">%.4g µs</td>", json_number_value(base));
+            fprintf(f, "</td><td class=\"n\">%.2f µs</td>", json_number_value(base));
         else
             fputs("</td><td class=\"n\">&ndash;</td>", f);
         escaped_cell(f, str(s, "reason"));
