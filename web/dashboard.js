@@ -48,7 +48,8 @@
           if (a[i] !== null) { if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i]; }
       });
     });
-    if (!(hi > lo)) { lo *= 0.95; hi = hi * 1.05 || 1; }
+    if (lo === Infinity) { lo = 0; hi = 1; } /* no point at all */
+    if (!(hi > lo)) { lo *= 0.95; hi *= 1.05; }
     var step = niceStep(hi - lo);
     lo = Math.floor(lo / step) * step;
     hi = Math.ceil(hi / step) * step;

@@ -599,8 +599,11 @@ static tune_status write_data(const char *path, const json_t *model, tune_error 
         return err ? err->code : TUNE_ERR_IO;
     FILE *f = outfile_stream(o);
     fputs("window.TUNE_DATA = ", f);
-    json_dumpf(model, f, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_ESCAPE_SLASH |
-                             JSON_REAL_PRECISION(6));
+    if (json_dumpf(model, f, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_ESCAPE_SLASH |
+                                 JSON_REAL_PRECISION(6)) != 0) {
+        outfile_abort(o);
+        return tune_error_set(err, TUNE_ERR_NOMEM, path, "cannot write: out of host memory");
+    }
     fputs(";\n", f);
     return outfile_commit(o, err);
 }
