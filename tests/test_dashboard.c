@@ -91,8 +91,9 @@ Test(dashboard, writes_the_site)
     char out[256];
     snprintf(out, sizeof out, "%s/site", tmpdir);
     write_site(h, out);
-    const char *files[] = {"index.html", H200 ".html", "sparq--NVIDIA_H100_80GB_HBM3.html",
-                           "data/" H200 ".js", "dashboard.js", "dashboard.css", DASHBOARD_MARKER};
+    const char *files[] = {"index.html",       H200 ".html",   "sparq--NVIDIA_H100_80GB_HBM3.html",
+                           "data/" H200 ".js", "dashboard.js", "dashboard.css",
+                           DASHBOARD_MARKER};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/%s", out, files[i]);
@@ -127,8 +128,8 @@ Test(dashboard, writes_the_site)
     cr_expect(json_is_null(json_array_get(json_object_get(custom, "lo"), 0)));
     json_t *w = json_object_get(custom, "w"), *winners = json_object_get(m, "winners");
     cr_assert_eq(json_array_size(w), 8);
-    cr_expect_str_eq(json_string_value(json_array_get(
-                         winners, (size_t)json_integer_value(json_array_get(w, 7)))),
+    cr_expect_str_eq(json_string_value(
+                         json_array_get(winners, (size_t)json_integer_value(json_array_get(w, 7)))),
                      "chunk=128 threads=256");
     cr_expect_null(json_object_get(torch, "w"), "a method without parameters has no winners");
     json_t *sparse = json_object_get(json_array_get(shapes, 1), "series");
@@ -146,7 +147,8 @@ Test(dashboard, escapes_hostile_names)
 {
     json_t *h = load_fixture();
     json_t *g = json_array_get(json_object_get(h, "groups"), 0);
-    const char *sweep = "<script>alert(\"x\")</script>&'", *shape = "</script><img src=x onerror=alert(1)>";
+    const char *sweep = "<script>alert(\"x\")</script>&'",
+               *shape = "</script><img src=x onerror=alert(1)>";
     json_object_set_new(g, "sweep", json_string(sweep));
     json_t *s0 = json_array_get(json_object_get(g, "series"), 0);
     json_object_set_new(s0, "shape", json_string(shape));
@@ -203,8 +205,8 @@ Test(dashboard, links_best_md_relatively)
     cr_assert_not_null(f);
     fputs("# Best\n", f);
     fclose(f);
-    json_t *r0 = json_array_get(
-        json_object_get(json_array_get(json_object_get(h, "groups"), 0), "runs"), 0);
+    json_t *r0 =
+        json_array_get(json_object_get(json_array_get(json_object_get(h, "groups"), 0), "runs"), 0);
     json_object_set_new(r0, "source_dir", json_string(run));
     snprintf(out, sizeof out, "%s/nested", tmpdir);
     cr_assert_eq(mkdir(out, 0755), 0);
@@ -316,8 +318,8 @@ ParameterizedTestParameters(dashboard, refuses_malformed_trees)
          "expected a number or null, got true"},
         {"groups.0.series.0.points.6.verdict", "\"worse\"",
          "$.groups[0].series[0].points[6].verdict", "expected regression, improvement"},
-        {"groups.0.series.3.verdict.status", "\"REGRESSION\"", "$.groups[0].series[3].verdict.status",
-         "expected regression, improvement"},
+        {"groups.0.series.3.verdict.status", "\"REGRESSION\"",
+         "$.groups[0].series[3].verdict.status", "expected regression, improvement"},
         {"groups.0.series.3.verdict", "", "$.groups[0].series[3].verdict", "missing"},
         {"groups.0.series.3.points", "null", "$.groups[0].series[3].points",
          "expected an array, got null"},

@@ -42,8 +42,11 @@ static const char *type_name(const json_t *j)
 static json_t *member(const json_t *obj, const char *path, const char *key, char kind,
                       tune_error *err)
 {
-    static const char *wanted[] = {['s'] = "a string", ['n'] = "a number", ['i'] = "an integer",
-                                   ['a'] = "an array", ['o'] = "an object"};
+    static const char *wanted[] = {['s'] = "a string",
+                                   ['n'] = "a number",
+                                   ['i'] = "an integer",
+                                   ['a'] = "an array",
+                                   ['o'] = "an object"};
     char where[DASH_PATH];
     jpath(where, "%s.%s", path, key);
     json_t *v = json_object_get(obj, key);
@@ -55,8 +58,11 @@ static json_t *member(const json_t *obj, const char *path, const char *key, char
     char k = nullable ? (char)(kind - 'A' + 'a') : kind;
     if (nullable && json_is_null(v))
         return v;
-    int ok = k == 's' ? json_is_string(v) : k == 'n' ? json_is_number(v)
-             : k == 'i' ? json_is_integer(v) : k == 'a' ? json_is_array(v) : json_is_object(v);
+    int ok = k == 's'   ? json_is_string(v)
+             : k == 'n' ? json_is_number(v)
+             : k == 'i' ? json_is_integer(v)
+             : k == 'a' ? json_is_array(v)
+                        : json_is_object(v);
     if (!ok) {
         tune_error_set(err, TUNE_ERR_INVALID, where, "expected %s%s, got %s", wanted[(int)k],
                        nullable ? " or null" : "", type_name(v));
@@ -127,10 +133,10 @@ static json_t *micros(const json_t *v)
 /* The site's header: {"generated", "store", "rule"}, checked, new in *site. */
 static tune_status check_site(const json_t *h, json_t **site, tune_error *err)
 {
-    static const field top[] = {{"generated", 's'}, {"store", 's'}, {"rule", 'o'},
-                                {"tune_history", 'i'}, {"groups", 'a'}};
-    static const field rule[] = {{"window", 'i'},   {"min_runs", 'i'},    {"threshold_pct", 'n'},
-                                 {"k_mad", 'n'},    {"consecutive", 'i'}, {"segment_on", 'a'}};
+    static const field top[] = {
+        {"generated", 's'}, {"store", 's'}, {"rule", 'o'}, {"tune_history", 'i'}, {"groups", 'a'}};
+    static const field rule[] = {{"window", 'i'}, {"min_runs", 'i'},    {"threshold_pct", 'n'},
+                                 {"k_mad", 'n'},  {"consecutive", 'i'}, {"segment_on", 'a'}};
     if (!(*site = json_object()))
         return tune_error_set(err, TUNE_ERR_NOMEM, "$", "out of host memory");
     if (check_fields(h, "$", top, 5, 3, *site, err) != 0)
@@ -195,8 +201,8 @@ static long run_index(const json_int_t *ids, size_t n, json_int_t id, size_t fro
 }
 
 /* The runs of group g into model["runs"], their ids into *ids (new, n_runs of them). */
-static tune_status build_runs(const json_t *g, const char *path, const char *out_abs,
-                              json_t *model, json_int_t **ids, tune_error *err)
+static tune_status build_runs(const json_t *g, const char *path, const char *out_abs, json_t *model,
+                              json_int_t **ids, tune_error *err)
 {
     static const field f[] = {{"id", 'i'},       {"night", 's'},        {"start", 's'},
                               {"host", 's'},     {"driver", 's'},       {"runtime", 'i'},
@@ -236,11 +242,11 @@ static tune_status build_runs(const json_t *g, const char *path, const char *out
 
 /* Point p (at path pp) appended to the columns col (x t lo hi pct w) and its verdict's letter
  * into *letter; *at is the least run index it may have (points come oldest first). */
-static tune_status add_point(const json_t *p, const char *pp, const json_int_t *ids,
-                             size_t n_runs, size_t *at, json_t **col, json_t *winners,
-                             json_t *winner_ix, char *letter, tune_error *err)
+static tune_status add_point(const json_t *p, const char *pp, const json_int_t *ids, size_t n_runs,
+                             size_t *at, json_t **col, json_t *winners, json_t *winner_ix,
+                             char *letter, tune_error *err)
 {
-    static const field f[] = {{"run", 'i'}, {"time", 'n'}, {"winner", 's'}, {"verdict", 's'},
+    static const field f[] = {{"run", 'i'}, {"time", 'n'}, {"winner", 's'},   {"verdict", 's'},
                               {"lo", 'N'},  {"hi", 'N'},   {"baseline", 'N'}, {"change_pct", 'N'}};
     if (check_fields(p, pp, f, 8, 0, NULL, err) != 0)
         return TUNE_ERR_INVALID;
@@ -320,13 +326,13 @@ static tune_status build_points(const json_t *s, const char *path, const json_in
 }
 
 /* Series s (at path sp) into its shape's entry of shapes (a new entry for a new shape). */
-static tune_status add_series(const json_t *s, const char *sp, const json_int_t *ids,
-                              size_t n_runs, json_t *shapes, json_t *shape_ix, json_t *winners,
-                              json_t *winner_ix, tune_error *err)
+static tune_status add_series(const json_t *s, const char *sp, const json_int_t *ids, size_t n_runs,
+                              json_t *shapes, json_t *shape_ix, json_t *winners, json_t *winner_ix,
+                              tune_error *err)
 {
     static const field f[] = {{"shape", 's'}, {"method", 's'}, {"verdict", 'o'}};
-    static const field vf[] = {{"status", 's'}, {"change_pct", 'N'}, {"reason", 's'},
-                               {"baseline", 'N'}};
+    static const field vf[] = {
+        {"status", 's'}, {"change_pct", 'N'}, {"reason", 's'}, {"baseline", 'N'}};
     char vp[DASH_PATH], stp[DASH_PATH];
     jpath(vp, "%s.verdict", sp);
     jpath(stp, "%s.status", vp);
@@ -426,8 +432,11 @@ static tune_status build_group(const json_t *g, size_t i, const char *out_abs, d
 {
     static const field f[] = {{"sweep", 's'}, {"device", 's'}, {"newest", 'o'}};
     static const field nf[] = {{"run", 'i'}, {"counts", 'o'}};
-    static const field cf[] = {{"regression", 'i'}, {"improvement", 'i'}, {"same", 'i'},
-                               {"unstable", 'i'},   {"insufficient", 'i'}};
+    static const field cf[] = {{"regression", 'i'},
+                               {"improvement", 'i'},
+                               {"same", 'i'},
+                               {"unstable", 'i'},
+                               {"insufficient", 'i'}};
     char path[DASH_PATH], np[DASH_PATH], cp[DASH_PATH];
     jpath(path, "$.groups[%zu]", i);
     jpath(np, "%s.newest", path);
@@ -454,8 +463,8 @@ static tune_status build_group(const json_t *g, size_t i, const char *out_abs, d
     if (nix < 0)
         return tune_error_set(err, TUNE_ERR_INVALID, np, "run %lld is not a run of the group",
                               (long long)json_integer_value(json_object_get(newest, "run")));
-    json_t *night = json_object_get(json_array_get(json_object_get(dg->model, "runs"),
-                                                   (size_t)nix), "night");
+    json_t *night =
+        json_object_get(json_array_get(json_object_get(dg->model, "runs"), (size_t)nix), "night");
     if (json_object_set_new(dg->model, "newest",
                             json_pack("{s:O, s:O, s:O}", "run", json_object_get(newest, "run"),
                                       "night", night, "counts",
@@ -515,7 +524,8 @@ static int inspect_target(const char *path, const char *shown, tune_error *err)
             close(fd);
         return tune_error_set(err, TUNE_ERR_IO, shown, "cannot read: %s", strerror(e)), -1;
     }
-    int marker = fstatat(fd, DASHBOARD_MARKER, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode);
+    int marker =
+        fstatat(fd, DASHBOARD_MARKER, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode);
     int empty = 1;
     for (struct dirent *e; empty && (e = readdir(d)) != NULL;)
         empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
@@ -599,8 +609,9 @@ static tune_status write_data(const char *path, const json_t *model, tune_error 
         return err ? err->code : TUNE_ERR_IO;
     FILE *f = outfile_stream(o);
     fputs("window.TUNE_DATA = ", f);
-    if (json_dumpf(model, f, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_ESCAPE_SLASH |
-                                 JSON_REAL_PRECISION(6)) != 0) {
+    if (json_dumpf(model, f,
+                   JSON_COMPACT | JSON_ENSURE_ASCII | JSON_ESCAPE_SLASH | JSON_REAL_PRECISION(6)) !=
+        0) {
         outfile_abort(o);
         return tune_error_set(err, TUNE_ERR_NOMEM, path, "cannot write: out of host memory");
     }

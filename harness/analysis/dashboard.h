@@ -33,9 +33,9 @@
 #define DASHBOARD_MARKER ".tune-dashboard"
 
 /* Writes the site of history (borrowed; the tree of history_build) into out_dir. Everything is
- * written into a temporary sibling folder "<out_dir>.tmp.<8 hex digits>", which then takes out_dir's
- * place in one rename (an existing one is swapped out and removed). An existing out_dir is
- * replaced only when it is an empty folder or a dashboard (it holds DASHBOARD_MARKER); a
+ * written into a temporary sibling folder "<out_dir>.tmp.<8 hex digits>", which then takes
+ * out_dir's place in one rename (an existing one is swapped out and removed). An existing out_dir
+ * is replaced only when it is an empty folder or a dashboard (it holds DASHBOARD_MARKER); a
  * symbolic link, a file or another folder is refused (TUNE_ERR_IO, where = out_dir), and no
  * link is followed when removing the old site. On any failure the temporary folder is removed
  * and out_dir is as it was; I/O errors name the file. best.md links are relative from out_dir

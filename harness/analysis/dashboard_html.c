@@ -9,12 +9,23 @@ void dash_html_escape(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default: fputc(*s, f);
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        case '\'':
+            fputs("&#39;", f);
+            break;
+        default:
+            fputc(*s, f);
         }
     }
 }
@@ -51,8 +62,9 @@ static void page_head(FILE *f, const char *title_a, const char *title_b, const c
         dash_html_escape(f, title_b);
         fputs(" · tune", f);
     }
-    fprintf(f, "</title>\n<link rel=\"stylesheet\" href=\"dashboard.css\">\n</head>\n"
-               "<body class=\"%s\">\n",
+    fprintf(f,
+            "</title>\n<link rel=\"stylesheet\" href=\"dashboard.css\">\n</head>\n"
+            "<body class=\"%s\">\n",
             body_class);
 }
 
@@ -66,9 +78,9 @@ static void site_meta(FILE *f, const json_t *site)
     dash_html_escape(f, str(site, "store"));
     fprintf(f,
             "</code>. The newest run of a series is compared with the median of up to %lld runs "
-            "before it in its segment (at least %lld): a change beyond %g %% and %g robust deviations, %lld "
-            "time%s in a row, is a regression or an improvement. A new segment starts when one "
-            "of ",
+            "before it in its segment (at least %lld): a change beyond %g %% and %g robust "
+            "deviations, %lld time%s in a row, is a regression or an improvement. A new segment "
+            "starts when one of ",
             num(r, "window"), num(r, "min_runs"),
             json_number_value(json_object_get(r, "threshold_pct")),
             json_number_value(json_object_get(r, "k_mad")), num(r, "consecutive"),
@@ -150,8 +162,9 @@ static void shape_section(FILE *f, const json_t *shape, size_t index)
         escaped_cell(f, str(s, "reason"));
         fputs("</tr>\n", f);
     }
-    fprintf(f, "</tbody></table>\n<div class=\"chart\" data-shape=\"%zu\"></div>\n"
-               "<div class=\"winners\" data-shape=\"%zu\"></div>\n</section>\n",
+    fprintf(f,
+            "</tbody></table>\n<div class=\"chart\" data-shape=\"%zu\"></div>\n"
+            "<div class=\"winners\" data-shape=\"%zu\"></div>\n</section>\n",
             index, index);
 }
 
@@ -221,7 +234,8 @@ static void runs_table(FILE *f, const json_t *runs)
 void dash_write_group(FILE *f, const json_t *site, const dash_group *g)
 {
     const json_t *m = g->model, *newest = json_object_get(m, "newest"),
-                 *counts = json_object_get(newest, "counts"), *shapes = json_object_get(m, "shapes");
+                 *counts = json_object_get(newest, "counts"),
+                 *shapes = json_object_get(m, "shapes");
     page_head(f, str(m, "sweep"), str(m, "device"), "group");
     fputs("<header>\n<nav><a href=\"index.html\">&larr; All sweeps and GPUs</a></nav>\n<h1>", f);
     dash_html_escape(f, str(m, "sweep"));
@@ -243,7 +257,8 @@ void dash_write_group(FILE *f, const json_t *site, const dash_group *g)
     const json_t *shape;
     json_array_foreach(shapes, i, shape) shape_section(f, shape, i);
     runs_table(f, json_object_get(m, "runs"));
-    fprintf(f, "</main>\n<div id=\"tip\" hidden></div>\n<script src=\"data/%s.js\"></script>\n"
-               "<script src=\"dashboard.js\"></script>\n</body>\n</html>\n",
+    fprintf(f,
+            "</main>\n<div id=\"tip\" hidden></div>\n<script src=\"data/%s.js\"></script>\n"
+            "<script src=\"dashboard.js\"></script>\n</body>\n</html>\n",
             g->slug);
 }
