@@ -11,6 +11,8 @@ need libcriterion-dev pkg-config --exists criterion
 # the plotting scripts' test (tests/test_plots.sh) runs on Debian's python3 with these
 need python3-matplotlib /usr/bin/python3 -c "import matplotlib"
 need python3-pandas /usr/bin/python3 -c "import pandas"
+# the dashboard's pages are checked in headless Chromium (tests/test_dashboard_browser.sh)
+need chromium command -v chromium
 install_missing
 configure_and_build -DTUNE_BUILD_TESTS=ON -DTUNE_WERROR=ON
 rc=0

@@ -83,14 +83,14 @@ expect 2 "an empty argument is not a file name" validate ''
 expect 2 "an empty argument is not a file name" ''
 
 # ---- help, version, unknown options and commands ----
-for cmd in run validate compile report merge devices fit dispatch roofline compare calibrate replay; do
+for cmd in run validate compile report merge devices fit dispatch roofline compare calibrate replay ingest history dashboard; do
     expect 0 "usage: tune" "$cmd" --help
     expect 0 "usage: tune" "$cmd" -h
     expect 0 "usage: tune" help "$cmd"
     expect 2 "unknown option --no-such-option" "$cmd" --no-such-option
 done
 expect 0 "" help
-for cmd in run validate compile report merge devices fit dispatch roofline compare calibrate replay; do
+for cmd in run validate compile report merge devices fit dispatch roofline compare calibrate replay ingest history dashboard; do
     grep -q "usage: tune.*$cmd\|usage: tune \[run\]" "$tmp/out" || { echo "FAIL: tune help lacks $cmd"; fail=1; }
 done
 for opt in --results --device --seed --watchdog --retake-throttled --read-bw --arch --shard --gpus \

@@ -37,6 +37,7 @@ int tune_cmd_compare(int argc, char **argv);
 int tune_cmd_replay(int argc, char **argv);
 int tune_cmd_ingest(int argc, char **argv);
 int tune_cmd_history(int argc, char **argv);
+int tune_cmd_dashboard(int argc, char **argv);
 
 static const char usage[] =
     "usage: tune [run] SWEEP.json [options]   compile, validate and time a sweep; print the tables\n"
@@ -59,6 +60,8 @@ static const char usage[] =
     "       tune ingest RUN_DIR... [--db FILE]  add finished runs to the results store\n"
     "       tune history [--db FILE] [--sweep NAME] [--since DATE] [--window N] [--json]\n"
     "                                         trends and verdicts of the store's newest runs\n"
+    "       tune dashboard --out DIR [--db FILE] [--sweep NAME] [--since DATE]\n"
+    "                                         the store's trends as a static site\n"
     "       tune calibrate [--device N]       measure the GPU's ceilings (bandwidths, GEMM rates)\n"
     "       tune devices                      list CUDA devices\n"
     "       tune help [COMMAND]               every command's options (or one command's)\n"
@@ -679,6 +682,7 @@ static const cmd_external externals[] = {
     {"replay", tune_cmd_replay},
     {"ingest", tune_cmd_ingest},
     {"history", tune_cmd_history},
+    {"dashboard", tune_cmd_dashboard},
 };
 
 /* `tune help [COMMAND]`: the overview and every command's options, or one command's. */
