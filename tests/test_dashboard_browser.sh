@@ -5,14 +5,18 @@
 # planted error), that each shape has its chart, that the planted regression and improvement are
 # marked on their shapes' charts, the driver change as a segment line, the winner's change in
 # the table, and that no page refers to the network.
-#   tests/test_dashboard_browser.sh build/dashboard_fixture
+# With TUNE, also the whole pipeline: ten synthetic nights of a committed run with a planted step
+# (scripts/synth_nights.py), `tune ingest`, `tune dashboard`: the page loads without a console
+# message, has a chart per shape, and marks the planted regressions on their shapes' charts.
+#   tests/test_dashboard_browser.sh build/dashboard_fixture [build/tune]
 # TUNE_DASHBOARD_SCREENSHOT=1: also writes docs/dashboard.png (the group page, 1400x1000).
 # TUNE_DASHBOARD_BIG=1: also loads a synthetic history of 365 runs x 250 series
 #   (tests/dashboard_synth.py) and prints its load times; fails when drawing took over 3 s.
 # Exit 0: pass; 1: fail; 77: skipped (no chromium).
 set -u
 cd "$(dirname "$0")/.."
-fixture=${1:?usage: tests/test_dashboard_browser.sh DASHBOARD_FIXTURE}
+fixture=${1:?usage: tests/test_dashboard_browser.sh DASHBOARD_FIXTURE [TUNE]}
+tune=${2:-}
 CHROMIUM=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
 if [ -z "$CHROMIUM" ]; then
     echo "skipped: chromium is not installed (apt-get install chromium)"
@@ -117,6 +121,52 @@ if [ -n "${TUNE_DASHBOARD_SCREENSHOT:-}" ]; then
     size=$(stat -c %s docs/dashboard.png 2>/dev/null || echo 0)
     expect "docs/dashboard.png: $size bytes, expected 1 to 300 KB" test "$size" -gt 0 -a "$size" -lt 300000
     echo "wrote docs/dashboard.png ($size bytes)"
+fi
+
+# The pipeline: a store of synthetic nights, its dashboard
+SPARQ=results/sparq/20261122T053942Z
+if [ -n "$tune" ]; then
+    python3 scripts/synth_nights.py make "$SPARQ" "$tmp/nights" --nights 10 --first 2026-11-20 \
+        --noise-pct 0.2 --row-noise-pct 0.05 --step 8:8:0.05 --seed 9 >"$tmp/synth.log" 2>&1 ||
+        { echo "FAIL: synth_nights.py:"; cat "$tmp/synth.log"; exit 1; }
+    "$tune" ingest --quiet --db "$tmp/h.sqlite" "$tmp"/nights/20*/ >"$tmp/ingest.log" 2>&1 ||
+        { echo "FAIL: tune ingest:"; cat "$tmp/ingest.log"; exit 1; }
+    "$tune" dashboard --db "$tmp/h.sqlite" --out "$tmp/real" >"$tmp/dash.log" 2>&1 ||
+        { echo "FAIL: tune dashboard:"; cat "$tmp/dash.log"; exit 1; }
+    for page in index $H200; do
+        browse "$tmp/real/$page.html" "$tmp/real-$page.dom"
+        if page_errors "$tmp/real-$page.dom.log"; then
+            echo "FAIL: the store's $page.html logged the messages above"
+            fail=1
+        fi
+    done
+    dom=$tmp/real-$H200.dom
+    n=$(count '<svg[^>]*class="trend"' "$dom")
+    expect "the store's page: 36 charts (one per shape) expected, found $n" test "$n" -eq 36
+    expect "the store's index: the group with regressions is highlighted" \
+        grep -q "<tr class=\"regression\"><td><a href=\"$H200.html\">" "$tmp/real-index.dom"
+    # each planted series' shape: its chart has a regression marker; the others none (the
+    # sections of shapes: headed "name=value ...")
+    python3 -c '
+import json, sys
+for s in json.load(open(sys.argv[1]))["steps"][0]["series"]:
+    print(s.rsplit("|", 1)[0])
+' "$tmp/nights/truth.json" | sort -u >"$tmp/planted"
+    expect "some series planted" test -s "$tmp/planted"
+    awk '/<section/ { sec = "" } { sec = sec $0 "\n" } /<\/section>/ {
+            if (match(sec, /<h2>[^<]*<\/h2>/)) {
+                shape = substr(sec, RSTART + 4, RLENGTH - 9)
+                if (index(shape, "=")) print shape "\t" (index(sec, "class=\"marker regression\"") > 0)
+            } }' "$dom" | sort >"$tmp/marked"
+    while IFS=$'\t' read -r shape marked; do
+        if grep -qxF "$shape" "$tmp/planted"; then
+            expect "the planted shape '$shape' has a regression marker" test "$marked" = 1
+        else
+            expect "the shape '$shape' has no regression marker" test "$marked" = 0
+        fi
+    done <"$tmp/marked"
+    n=$(wc -l <"$tmp/marked")
+    expect "36 shape sections read, found $n" test "$n" -eq 36
 fi
 
 if [ -n "${TUNE_DASHBOARD_BIG:-}" ]; then
