@@ -15,8 +15,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 root=$tmp/root
 fail=0
-SPARQ=results/sparq/20261122T053942Z
-RESUMED=results/sparq_resumed/20261122T054225Z
+SPARQ=tests/data/runs/sparq_h200
+RESUMED=tests/data/runs/sparq_h200_resumed
 
 check() { # description command...
     local what=$1; shift
