@@ -16,7 +16,7 @@ fail=0
 SWEEP=$PWD/tests/data/valid/minimal.json
 FAULTS=$PWD/sweeps/testing/faults.json
 mkdir -p "$tmp/work"
-cp -r results/sparq/20261122T053942Z "$tmp/run"
+cp -r tests/data/runs/sparq_h200 "$tmp/run"
 RESULTS=$tmp/run
 
 # expect STATUS PATTERN args...: tune args exits STATUS and its stderr (or stdout) matches PATTERN

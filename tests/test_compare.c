@@ -30,8 +30,10 @@
  *   g=1024 slice      50 -> 50.2: same
  * other_gpu: BASE's rows, measured (says meta.json) on an H100 with another driver. */
 #define MINI "tests/data/compare"
-#define SPARQ "results/sparq/20261122T053942Z"
-#define SPARQ_RESUMED "results/sparq_resumed/20261122T054225Z"
+/* two H200 runs of sweeps/sparq.json of 2026-11-22 (the second killed and resumed), whole: meta.json,
+ * raw.jsonl.gz, retime.jsonl (and heuristics.json); tests/data/runs/README.md */
+#define SPARQ "tests/data/runs/sparq_h200"
+#define SPARQ_RESUMED "tests/data/runs/sparq_h200_resumed"
 
 static compare *load(const char *base, const char *now, const compare_options *opt)
 {
@@ -421,7 +423,8 @@ Test(compare_mini, errors)
     cr_expect_not_null(strstr(err.where, "nope/raw.jsonl"), "%s", err.where);
 
     tune_error_clear(&err);
-    const char *sparq[] = {SPARQ}, *step1[] = {"results/sparq_step1/20261122T054009Z"};
+    /* the rows of one shape of an H200 run of sweeps/sparq_step1.json */
+    const char *sparq[] = {SPARQ}, *step1[] = {"tests/data/runs/sparq_step1_h200"};
     compare_options opt;
     compare_options_init(&opt);
     opt.allow_all = 1;

@@ -124,7 +124,7 @@ if [ -n "${TUNE_DASHBOARD_SCREENSHOT:-}" ]; then
 fi
 
 # The pipeline: a store of synthetic nights, its dashboard
-SPARQ=results/sparq/20261122T053942Z
+SPARQ=tests/data/runs/sparq_h200
 if [ -n "$tune" ]; then
     python3 scripts/synth_nights.py make "$SPARQ" "$tmp/nights" --nights 10 --first 2026-11-20 \
         --noise-pct 0.2 --row-noise-pct 0.05 --step 8:8:0.05 --seed 9 >"$tmp/synth.log" 2>&1 ||

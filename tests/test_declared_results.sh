@@ -14,7 +14,8 @@ check() { # check NAME COMMAND...
     if "$@"; then echo "ok: $name"; else echo "FAIL: $name"; fails=$((fails + 1)); fi
 }
 run() { "$tune" "$@" >"$tmp/stdout" 2>"$tmp/stderr"; }
-runs=$(ls -d results/example_*/2*/ 2>/dev/null)
+# H200 runs of sweeps/examples/*/ (tests/data/runs/README.md)
+runs=$(ls -d tests/data/runs/example_*/ 2>/dev/null)
 check "committed declared runs exist" test -n "$runs"
 
 # every shape of best.json: its winner is an ok row of raw.jsonl; every shape of the raw rows has one
@@ -35,19 +36,19 @@ assert len(best["shapes"]) == len(shapes), (len(best["shapes"]), len(shapes))
 PY
 }
 for r in $runs; do
-    name=$(basename "$(dirname "$r")")
+    name=$(basename "$r")
     check "$name: a declared run" grep -q '"family": *"kernel"' "$r/meta.json"
     check "$name: tune report" run report "$r" --out "$tmp/$name" --quiet
     check "$name: winners are ok rows" winners_are_rows "$r" "$tmp/$name"
     check "$name: best.md has the tables" grep -q '^| ' "$tmp/$name/best.md"
 done
 
-sparq=$(ls -d results/example_sparq/2*/ | head -1)
+sparq=tests/data/runs/example_sparq_h200
 check "fit chunk on the declared SparQ op" run fit "$sparq" --param chunk
 check "fit prints a chosen rule" grep -q '(chosen)' "$tmp/stdout"
 check "fit --rule 64: 98.4 % of the best over 36 shapes" run fit "$sparq" --param chunk --rule 64
 check "fit --rule 64's efficiency" grep -q '98\.4 %' "$tmp/stdout"
-matmul=$(ls -d results/example_matmul/2*/ | head -1)
+matmul=tests/data/runs/example_matmul_h200
 check "fit a -D macro parameter (tile)" run fit "$matmul" --param tile
 
 check "compare a declared run with itself: exit 0" run compare "$sparq" "$sparq"

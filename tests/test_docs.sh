@@ -30,5 +30,31 @@ for p in "${patterns[@]}"; do
         fail=1
     fi
 done
+# links into results/ resolve: README.md, docs/*.md and the READMEs under results/ and tests/data/
+# (runs leave results/ as newer reference runs replace them: results/README.md)
+if command -v python3 >/dev/null; then
+    dangling=$(python3 - <<'PY'
+import glob, os, re
+files = (["README.md"] + sorted(glob.glob("docs/*.md")) +
+         sorted(glob.glob("results/**/README.md", recursive=True)) +
+         sorted(glob.glob("tests/data/**/README.md", recursive=True)))
+for f in files:
+    for i, line in enumerate(open(f, encoding="utf-8"), 1):
+        for m in re.finditer(r"\]\(([^)\s]+)\)", line):
+            t = m.group(1).split("#")[0]
+            if not t or re.match(r"[a-z]+:", t):
+                continue
+            if not (re.match(r"(\.\./)*results/", t) or f.startswith(("results/", "tests/data/"))):
+                continue
+            if not os.path.exists(os.path.normpath(os.path.join(os.path.dirname(f), t))):
+                print("%s:%d: %s" % (f, i, t))
+PY
+)
+    if [ -n "$dangling" ]; then
+        echo "FAIL: links into results/ that lead nowhere:"
+        echo "$dangling" | head -20 | sed 's/^/  /'
+        fail=1
+    fi
+fi
 [ $fail -eq 0 ] && echo "test_docs: ok"
 exit $fail

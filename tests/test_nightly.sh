@@ -16,7 +16,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 root=$tmp/root
 fail=0
-SPARQ=results/sparq/20261122T053942Z
+SPARQ=tests/data/runs/sparq_h200
 
 check() { # description command...
     local what=$1; shift

@@ -57,7 +57,7 @@ run both tests/data/results tests/data/plots/gemm --out "$tmp/both"
 check "$tmp/both/data_results" bw_vs_chunk bw_vs_bytes
 check "$tmp/both/plots_gemm" speedup_vs_m
 # runs of both families written before meta.json recorded the methods' roles (the mixed GEMM's:
-# tests/data/w4a16_legacy, the 4096 x 4096 rows of results/w4a16/20261123T041945Z, its 8 fastest
+# tests/data/w4a16_legacy, the 4096 x 4096 rows of an H200 run of 2026-11-23 (20261123T041945Z), its 8 fastest
 # rows per method and m, two others, every baseline row):
 # defaults work (the tuned methods of mixed_gemm are fused, dequant and decode; the reference is
 # cublas), and weight packing and the streaming floor are never drawn as competitors
@@ -69,7 +69,7 @@ run w4a16_opts tests/data/w4a16_legacy --out "$tmp/w4a16_opts" --custom fused --
 check "$tmp/w4a16_opts" speedup_vs_m speedup best_bm
 grep -q "auxiliary): stream, pack" "$tmp/w4a16_opts.log" ||
     { echo "FAIL: w4a16 --custom fused: pack drawn:"; cat "$tmp/w4a16_opts.log"; fail=1; }
-run sparq results/sparq/20261122T053942Z --out "$tmp/sparq"
+run sparq tests/data/runs/sparq_h200 --out "$tmp/sparq"
 check "$tmp/sparq" bw_vs_chunk bw_vs_bytes best_chunk pct_read_bw
 # roles declared in meta.json for methods no table knows (the GEMM fixture above); and a declared
 # reference drives the speedups

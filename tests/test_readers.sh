@@ -18,8 +18,8 @@ sums() { (cd "$1" && find . -print0 | sort -z | xargs -0 -n 50 sh -c 'for f; do
     if [ -f "$f" ]; then md5sum "$f"; else echo "dir $f"; fi; done' sh); }
 
 a=$tmp/a; b=$tmp/b
-cp -r results/sparq/20261122T053942Z "$a"
-cp -r results/sparq_resumed/20261122T054225Z "$b"
+cp -r tests/data/runs/sparq_h200 "$a"
+cp -r tests/data/runs/sparq_h200_resumed "$b"
 chmod -R u+w "$a" "$b"
 check "the committed rows are gzipped" test -f "$a/raw.jsonl.gz" -a ! -e "$a/raw.jsonl" \
     -a -f "$b/raw.jsonl.gz"

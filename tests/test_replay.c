@@ -10,10 +10,11 @@
 #include "store/results.h"
 #include "util_cpu.h"
 
-/* tests/data/replay/run: the rows of results/w4a16/20261123T080659Z with k = n = 4096 and m in
- * 1, 16, 64, 1024 (4 shapes), one wgmma row at m = 64 turned invalid. */
+/* tests/data/replay/run: the rows of an H200 run of sweeps/w4a16.json of 2026-11-23 (H200_RUN)
+ * with k = n = 4096 and m in 1, 16, 64, 1024 (4 shapes), one wgmma row at m = 64 turned invalid.
+ * H200_RUN: that run's rows, every one, with the keys replay reads (tests/data/runs/README.md). */
 #define FIXTURE "tests/data/replay/run"
-#define H200_RUN "results/w4a16/20261123T080659Z"
+#define H200_RUN "tests/data/runs/w4a16_h200"
 
 TestSuite(replay, .init = make_tmpdir, .fini = remove_tmpdir);
 
