@@ -283,21 +283,30 @@ static int jint(const json_t *o, const char *a, const char *b, long long *out)
     return 1;
 }
 
-/* Adds the bytes of a file (absent: a marker) to the digest. */
+/* Adds the text of a file to the digest, line by line, read as every reader reads it (a gzipped
+ * file as its text: the same run plain or gzipped is the same run); an absent file adds a
+ * marker. */
 static tune_status digest_file(uint64_t *h, const char *path, tune_error *err)
 {
-    char *data = NULL;
-    size_t len = 0;
     if (access(path, F_OK) != 0) {
         *h = hash_fnv1a_str(*h, "-");
         return TUNE_OK;
     }
-    if (infile_read(path, INFILE_MAX_ROWS, &data, &len, err) != TUNE_OK)
-        return TUNE_ERR_IO;
-    *h = hash_fnv1a(*h, data, len);
+    folder_lines *in = folder_lines_open(path, INFILE_MAX_ROWS, (size_t)64 << 20, err);
+    if (!in)
+        return err ? err->code : TUNE_ERR_IO;
+    char *line;
+    size_t len, lineno;
+    tune_status st;
+    while ((st = folder_lines_next(in, &line, &len, &lineno, err)) == TUNE_OK && line) {
+        *h = hash_fnv1a(*h, line, len);
+        *h = hash_fnv1a(*h, "\n", 1);
+    }
+    if (st == TUNE_OK)
+        st = folder_lines_verify(in, err);
+    folder_lines_close(in);
     *h = hash_fnv1a_str(*h, "");
-    free(data);
-    return TUNE_OK;
+    return st;
 }
 
 static int valid_night(const char *s)
