@@ -16,6 +16,7 @@ sweep=${1:-sweeps/sparq.json}
 first=${2:-2026-11-21}
 id=$(basename "$sweep" .json)
 root=$(mktemp -d)/root
+db=$root/history.sqlite # its own store, whatever $TUNE_DB says
 day() { date -u -d "$first + $1 days" +%F; }
 log=$OUT/nightly.log
 night() { # k [nightly options]
@@ -23,7 +24,7 @@ night() { # k [nightly options]
     shift
     local t0 t1
     t0=$(date +%s.%N)
-    scripts/nightly.sh --root "$root" --date "$(day "$k")" --no-plots "$@" "$sweep" >>"$log" 2>&1
+    scripts/nightly.sh --root "$root" --db "$db" --date "$(day "$k")" --no-plots "$@" "$sweep" >>"$log" 2>&1
     local rc=$?
     t1=$(date +%s.%N)
     echo "night $k $(day "$k"): exit $rc, $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s, $*" | tee -a "$OUT/nights.txt"
@@ -34,13 +35,13 @@ python3 scripts/synth_nights.py make "$root/nightly/$(day 0)/$id" "$root/synthet
 for k in 1 2 3 4; do night "$k" --from-results "$root/synthetic/$(day "$k")"; done
 night 5 # the GPU
 night 6 # the GPU
-build/tune history --db "$root/history.sqlite" >"$OUT/history.md" 2>&1
+build/tune history --db "$db" >"$OUT/history.md" 2>&1
 for k in 0 1 2 3 4 5 6; do
     { echo "== $(day "$k")"; cat "$root/nightly/$(day "$k")/$id/nightly.txt"; } >>"$OUT/nightly-txt.txt" 2>&1
 done
 cp "$root/nightly/index.md" "$OUT/index.md" 2>/dev/null
 tar czf "$OUT/dashboard.tgz" -C "$root/nightly" dashboard index.md index.json \
     $(cd "$root/nightly" && ls -d */"$id"/history.md */summary.md 2>/dev/null) 2>>"$log"
-ls -la "$root/history.sqlite" >>"$OUT/nights.txt"
+ls -la "$db" >>"$OUT/nights.txt"
 cat "$OUT/nights.txt"
 cat "$OUT/nightly-txt.txt"
