@@ -114,7 +114,7 @@ expect 2 "name at least one results folder" report
 expect 2 "name the merged folder" merge "$tmp/m"
 expect 2 "name exactly one sweep file" run
 expect 2 "name at least one results folder" fit --param chunk
-# replay: options checked, bad folders and an --out inside a folder replayed refused (exit 1)
+# replay: options checked, bad folders refused (exit 1), an --out inside a folder replayed (exit 2)
 REPLAY=$PWD/tests/data/replay/run
 expect 2 "name at least one results folder" replay --seeds 2
 for bad in 0 -1 abc 10001 ''; do
@@ -131,7 +131,7 @@ expect 1 "rule 'bn=1\+'" replay "$REPLAY" --seeds 1 --rule 'bn=1+'
 expect 1 "zz is not a parameter" replay "$REPLAY" --seeds 1 --rule 'zz=1'
 expect 1 "no raw.jsonl" replay "$REPLAY" --seeds 1 --prior "$tmp/work"
 expect 1 "raw.jsonl.*no raw.jsonl" replay "$tmp/work"
-expect 1 "folder replayed" replay "$REPLAY" --seeds 1 --strategy random --budgets 10 --out "$REPLAY/x"
+expect 2 "a folder read" replay "$REPLAY" --seeds 1 --strategy random --budgets 10 --out "$REPLAY/x"
 [ ! -e "$REPLAY/x" ] || { echo "FAIL: tune replay wrote inside the folder replayed"; fail=1; }
 expect 0 "\| random \|" replay "$REPLAY" --seeds 1 --strategy random --budgets 10 --out "$tmp/replay"
 for f in replay.md replay.csv replay.json meta.json; do

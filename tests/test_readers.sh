@@ -67,6 +67,25 @@ check "compare --out writes compare.md" test -s "$out/compare.md"
 check "compare --out writes compare.json" test -s "$out/compare.json"
 check "the --out runs leave the inputs as they were" unchanged
 
+# --out naming a folder read, a link to it or a folder inside it: a usage error naming both, and
+# nothing written (the folders read are never written)
+ln -s "$a" "$tmp/link_a"; ln -s "$b" "$tmp/link_b"
+for cmd in "report $a --out $a" "report $a $b --out $b/" "report $a --out $tmp/link_a" \
+    "report $a --out $a/sub/.." "report $a --out $tmp/none/../link_a" \
+    "fit $a --param chunk --out $a" "fit $a --param chunk --out $tmp/link_a" \
+    "fit $a --param chunk --out $a/new" "fit $a --param chunk --header $tmp/link_a/h.h" \
+    "roofline $a --results results --out $a" "roofline $a --results results --out $tmp/link_a/x" \
+    "compare $a $b --out $b" "compare $a $b --out $tmp/link_a" "compare --base $a --new $b --out $b/c" \
+    "replay $a --seeds 1 --out $tmp/link_a" "replay $tw --seeds 1 --prior $a --out $a/p"; do
+    # shellcheck disable=SC2086
+    timeout 60 "$tune" $cmd --quiet >"$tmp/stdout" 2>"$tmp/stderr"
+    rc=$?
+    check "'tune $cmd': exit 2 (got $rc)" test "$rc" -eq 2
+    check "'tune $cmd': names the folder read" grep -q "a folder read" "$tmp/stderr"
+done
+check "an --out naming a folder read writes nothing" unchanged
+check "a sibling folder is not a folder inside" run report "$a" --out "${a}_sibling" --quiet
+
 # a closed pipe: the files are written first, and the command neither dies nor complains
 p=$tmp/piped
 for cmd in "report $a --out $p/r" "fit $a --param chunk --out $p/f" \

@@ -96,6 +96,9 @@ static int fit_parse(int argc, char **argv, fit_cli *c)
         return fprintf(stderr, "tune fit: name at least one results folder\n%s", fit_usage), -1;
     if (!c->param)
         return fprintf(stderr, "tune fit: --param is required\n%s", fit_usage), -1;
+    if ((c->out && cli_out_apart("fit", "--out", c->out, c->dirs, c->n_dirs, 0) != 0) ||
+        (c->header && cli_out_apart("fit", "--header", c->header, c->dirs, c->n_dirs, 1) != 0))
+        return -1;
     return 0;
 }
 

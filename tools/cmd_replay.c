@@ -137,6 +137,9 @@ static int replay_parse(int argc, char **argv, replay_cli *c)
     if (!c->n_dirs)
         return fprintf(stderr, "tune replay: name at least one results folder\n%s", replay_usage),
                -1;
+    if (c->out && (cli_out_apart("replay", "--out", c->out, c->dirs, c->n_dirs, 0) != 0 ||
+                   cli_out_apart("replay", "--out", c->out, c->priors, c->opt.n_prior_dirs, 0) != 0))
+        return -1;
     return 0;
 }
 

@@ -490,6 +490,8 @@ int tune_cmd_roofline(int argc, char **argv)
         fprintf(stderr, "tune roofline: name at least one results folder\n%s", roofline_usage);
         return EXIT_USAGE;
     }
+    if (c.out && cli_out_apart("roofline", "--out", c.out, c.dirs, c.n_dirs, 0) != 0)
+        return EXIT_USAGE;
     tune_error err = {0};
     roofline_specs *specs = roofline_specs_load(c.specs, &err);
     if (!specs)

@@ -486,41 +486,12 @@ static json_t *meta_json(const replay *r, int argc, char **argv)
                      "priors", priors, "rules", rules);
 }
 
-/* The real path of path, or of its longest existing ancestor with the rest appended. */
-static void resolve(const char *path, char *out, size_t size)
-{
-    char buf[PATH_MAX], rest[2 * PATH_MAX] = "";
-    snprintf(buf, sizeof buf, "%s", path);
-    for (;;) {
-        char real[PATH_MAX];
-        if (realpath(buf[0] ? buf : ".", real)) {
-            snprintf(out, size, "%s%s", real, rest);
-            return;
-        }
-        char *slash = strrchr(buf, '/');
-        char tail[2 * PATH_MAX + 2];
-        snprintf(tail, sizeof tail, "/%s%s", slash ? slash + 1 : buf, rest);
-        snprintf(rest, sizeof rest, "%.*s", (int)(sizeof rest - 1), tail);
-        if (!slash) {
-            buf[0] = '\0';
-        } else if (slash == buf) {
-            buf[1] = '\0';
-        } else {
-            *slash = '\0';
-        }
-    }
-}
-
 tune_status replay_write_files(const replay *r, const char *out, int argc, char **argv,
                                tune_error *err)
 {
-    char o[PATH_MAX], path[PATH_MAX];
-    resolve(out, o, sizeof o);
+    char path[PATH_MAX];
     for (size_t i = 0; i < r->n_folders; i++) {
-        char d[PATH_MAX];
-        resolve(r->folders[i].dir, d, sizeof d);
-        size_t n = strlen(d);
-        if (strncmp(o, d, n) == 0 && (o[n] == '\0' || o[n] == '/'))
+        if (outfile_dir_within(out, r->folders[i].dir))
             return tune_error_set(err, TUNE_ERR_INVALID, out,
                                   "is inside %s, a folder replayed (read-only): choose another "
                                   "--out", r->folders[i].dir);

@@ -160,3 +160,68 @@ tune_status outfile_write_json(const char *path, const json_t *json, size_t flag
             o->error = EIO;
     return outfile_commit(o, err);
 }
+
+/* The real path of path in out: realpath of the longest part that exists, then the components
+ * that do not exist yet, "." and ".." among them resolved by name (mkdir -p makes them plain
+ * folders, so "new/.." is the folder new is made in). -1 when nothing of it resolves. */
+static int outfile_resolve(const char *path, char *out, size_t size)
+{
+    char cur[PATH_MAX], rest[PATH_MAX] = "";
+    if (!realpath(path[0] == '/' ? "/" : ".", cur))
+        return -1;
+    char copy[PATH_MAX];
+    if ((size_t)snprintf(copy, sizeof copy, "%s", path) >= sizeof copy)
+        return -1;
+    for (char *save = NULL, *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (strcmp(c, ".") == 0)
+            continue;
+        if (rest[0]) { /* below a component that does not exist: by name */
+            if (strcmp(c, "..") == 0) {
+                char *slash = strrchr(rest, '/');
+                *slash = '\0';
+            } else if (strlen(rest) + strlen(c) + 2 < sizeof rest) {
+                strcat(rest, "/");
+                strcat(rest, c);
+            } else {
+                return -1;
+            }
+            continue;
+        }
+        char next[2 * PATH_MAX + 2], real[PATH_MAX];
+        snprintf(next, sizeof next, "%s/%s", strcmp(cur, "/") == 0 ? "" : cur, c);
+        if (realpath(next, real)) {
+            snprintf(cur, sizeof cur, "%s", real);
+        } else if (strcmp(c, "..") == 0) {
+            return -1; /* cur exists, so its parent does: not reached */
+        } else {
+            snprintf(rest, sizeof rest, "/%s", c);
+        }
+    }
+    if ((size_t)snprintf(out, size, "%s%s", strcmp(cur, "/") == 0 && rest[0] ? "" : cur, rest) >=
+        size)
+        return -1;
+    return 0;
+}
+
+int outfile_dir_within(const char *out, const char *dir)
+{
+    char o[PATH_MAX];
+    struct stat d;
+    if (stat(dir, &d) != 0 || !S_ISDIR(d.st_mode) || outfile_resolve(out, o, sizeof o) != 0)
+        return 0;
+    /* out and every folder above it, compared by identity (st_dev, st_ino): a link, a bind mount
+     * or another spelling of dir is dir */
+    for (;;) {
+        struct stat s;
+        if (stat(o, &s) == 0 && s.st_dev == d.st_dev && s.st_ino == d.st_ino)
+            return 1;
+        char *slash = strrchr(o, '/');
+        if (!slash || slash == o) {
+            if (strcmp(o, "/") == 0)
+                return 0;
+            o[1] = '\0';
+            continue;
+        }
+        *slash = '\0';
+    }
+}

@@ -41,4 +41,11 @@ tune_status outfile_write(const char *path, const void *data, size_t len, tune_e
 tune_status outfile_write_json(const char *path, const json_t *json, size_t flags,
                                tune_error *err);
 
+/* 1 when the folder out is dir, or a folder inside it, once made (mkdir -p): out's existing part
+ * resolved through links (realpath), the rest by name, then out and each folder above it
+ * compared with dir by identity (st_dev, st_ino), so a link to dir, another spelling of it or a
+ * bind mount of it counts; 0 otherwise, and when dir is not a folder. What a command that reads
+ * folders checks its --out against: the folders read are never written. */
+int outfile_dir_within(const char *out, const char *dir);
+
 #endif
