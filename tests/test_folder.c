@@ -2,6 +2,8 @@
  * partial last line, counting rows, atomic JSON writes, and the JSONL reader of plain and gzipped
  * files (folder_locate, folder_lines). */
 #include <criterion/criterion.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +13,18 @@
 #include "util_cpu.h"
 
 TestSuite(folder, .init = make_tmpdir, .fini = remove_tmpdir);
+
+/* write_file with the folders of name made first (path may be NULL). */
+static void write_deep(const char *name, const char *text, char *path, size_t size)
+{
+    char full[4096], cmd[4200];
+    snprintf(full, sizeof full, "%s/%s", tmpdir, name);
+    *strrchr(full, '/') = '\0';
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", full);
+    cr_assert_eq(system(cmd), 0);
+    char scratch[4096];
+    write_file(name, text, path ? path : scratch, path ? size : sizeof scratch);
+}
 
 Test(folder, make_and_latest)
 {
@@ -23,6 +37,7 @@ Test(folder, make_and_latest)
     snprintf(given, sizeof given, "%s/sw/99999999T000000Z", tmpdir);
     cr_assert_eq(folder_make(given, "ignored", "sw", dir, sizeof dir, &err), TUNE_OK);
     cr_expect_str_eq(dir, given);
+    write_deep("sw/99999999T000000Z/meta.json", "{}", NULL, 0); /* a run: it holds one */
     cr_assert_eq(folder_latest(tmpdir, "sw", latest, sizeof latest, &err), TUNE_OK);
     cr_expect_str_eq(latest, given, "names are UTC times: the largest is the latest");
     tune_error e2 = {0};
@@ -49,7 +64,7 @@ Test(folder, partial_line_and_count)
     char path[4096];
     write_file("raw.jsonl", "{\"a\": 1}\n{\"a\": 2}\n{\"a\"", path, sizeof path);
     cr_expect_eq(folder_count_rows(tmpdir), 2);
-    folder_trim_partial_line(path);
+    cr_expect_eq(folder_trim_partial_line(path, NULL), TUNE_OK);
     FILE *f = fopen(path, "r");
     char buf[256] = "";
     size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -84,9 +99,13 @@ Test(folder, new_folders_are_unique_and_sorted)
 {
     char dirs[4][4096];
     tune_error err = {0};
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < 4; i++) {
         cr_assert_eq(folder_make(NULL, tmpdir, "sw", dirs[i], sizeof dirs[i], &err), TUNE_OK,
                      "%s", err.message);
+        char meta[4200]; /* each holds a run */
+        snprintf(meta, sizeof meta, "%.4000s/meta.json", dirs[i]);
+        fclose(fopen(meta, "w"));
+    }
     for (size_t i = 1; i < 4; i++)
         cr_expect_lt(strcmp(dirs[i - 1], dirs[i]), 0, "%s before %s", dirs[i - 1], dirs[i]);
     char latest[4096];
@@ -264,4 +283,56 @@ Test(folder, resume_into_gzipped_rows_is_refused)
     tune_error_clear(&err);
     cr_expect_eq(folder_open_run(&spec, got, sizeof got, &lock, &err), TUNE_ERR_IO);
     cr_expect(strstr(err.message, "already holds a run (raw.jsonl.gz)") != NULL, "%s", err.message);
+}
+
+/* Links inside a results folder: the files tune writes in place (the lock, raw.jsonl appended,
+ * retime.jsonl, the partial line cut) are never opened through one, and the file a link points to
+ * is left as it was; only folders that hold a run count when --resume looks for the latest. */
+Test(folder, links_in_a_results_folder_are_never_followed)
+{
+    char victim[4096], link[8200], dir[4096];
+    write_file("victim.txt", "keep me\n", victim, sizeof victim);
+    snprintf(dir, sizeof dir, "%s/run", tmpdir);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    static const char *const names[] = {"lock", "raw.jsonl", "retime.jsonl"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(link, sizeof link, "%s/%s", dir, names[i]);
+        cr_assert_eq(symlink(victim, link), 0);
+    }
+    tune_error e1 = {0}, e2 = {0}, e3 = {0};
+    cr_expect_lt(folder_lock(dir, &e1), 0, "a lock that is a link is refused");
+    cr_expect(strstr(e1.message, "is a symbolic link") != NULL, "%s", e1.message);
+    cr_expect(strstr(e1.where, "/run/lock") != NULL, "%s", e1.where);
+    snprintf(link, sizeof link, "%s/raw.jsonl", dir);
+    cr_expect_eq(folder_trim_partial_line(link, &e2), TUNE_ERR_IO);
+    cr_expect(strstr(e2.message, "is a symbolic link") != NULL, "%s", e2.message);
+    int fd = folder_open_file(link, O_WRONLY | O_APPEND | O_CREAT, "the rows", &e3);
+    cr_expect_lt(fd, 0, "rows are never appended through a link");
+    cr_expect(strstr(e3.message, "is a symbolic link") != NULL, "%s", e3.message);
+    if (fd >= 0)
+        close(fd);
+    FILE *f = fopen(victim, "r");
+    char buf[64] = "";
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    cr_expect_str_eq(buf, "keep me\n", "the file linked to is untouched");
+}
+
+Test(folder, latest_counts_only_folders_that_hold_a_run)
+{
+    char latest[4096], run[4096], other[4096];
+    tune_error err = {0};
+    write_deep("sw/20260101T000000Z/meta.json", "{}", run, sizeof run);
+    write_deep("sw/notes.txt", "not a run", NULL, 0);
+    write_deep("sw/20270101T000000Z/empty/x", "", NULL, 0); /* a folder without a run */
+    write_deep("elsewhere/meta.json", "{}", NULL, 0);
+    snprintf(other, sizeof other, "%s/elsewhere", tmpdir);
+    char link[4096];
+    snprintf(link, sizeof link, "%s/sw/zz_link", tmpdir);
+    cr_assert_eq(symlink(other, link), 0);
+    cr_assert_eq(folder_latest(tmpdir, "sw", latest, sizeof latest, &err), TUNE_OK, "%s",
+                 err.message);
+    cr_expect(strstr(latest, "/sw/20260101T000000Z") != NULL,
+              "a file, a link and a folder without a run are not runs: %s", latest);
 }

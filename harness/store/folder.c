@@ -117,9 +117,16 @@ tune_status folder_latest(const char *root, const char *sweep, char *dir, size_t
     snprintf(path, sizeof path, "%s/%s", root, sweep);
     DIR *d = opendir(path);
     char best[256] = "";
-    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
-        if (e->d_name[0] != '.' && strcmp(e->d_name, best) > 0)
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, best) <= 0)
+            continue;
+        /* a run is a folder of its own (not a link, not a file) that holds a run */
+        char sub[4064];
+        struct stat sb;
+        snprintf(sub, sizeof sub, "%.3800s/%.255s", path, e->d_name);
+        if (lstat(sub, &sb) == 0 && S_ISDIR(sb.st_mode) && folder_holds_run(sub))
             snprintf(best, sizeof best, "%s", e->d_name);
+    }
     if (d)
         closedir(d);
     if (!best[0])
@@ -130,15 +137,39 @@ tune_status folder_latest(const char *root, const char *sweep, char *dir, size_t
     return TUNE_OK;
 }
 
+int folder_open_file(const char *path, int flags, const char *what, tune_error *err)
+{
+    int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
+    struct stat sb;
+    if (fd < 0 && errno == ELOOP) {
+        tune_error_set(err, TUNE_ERR_IO, path,
+                       "is a symbolic link: tune writes %s of a results folder only as a file "
+                       "of its own, never through a link (remove the link)",
+                       what);
+        return -1;
+    }
+    if (fd < 0) {
+        tune_error_set(err, TUNE_ERR_IO, path, "cannot open %s: %s", what, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        tune_error_set(err, TUNE_ERR_IO, path, "cannot open %s: not a regular file", what);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
 int folder_lock(const char *dir, tune_error *err)
 {
     char path[PATH_MAX + 8];
     snprintf(path, sizeof path, "%s/lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        tune_error_set(err, TUNE_ERR_IO, path, "cannot open the lock file: %s", strerror(errno));
+    int fd = folder_open_file(path, O_RDWR | O_CREAT, "the lock file", err);
+    if (fd < 0)
         return -1;
-    }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         char pid[32] = "";
         ssize_t k = pread(fd, pid, sizeof pid - 1, 0);
@@ -169,11 +200,11 @@ void folder_unlock(const char *dir, int fd)
     close(fd);
 }
 
-void folder_trim_partial_line(const char *path)
+tune_status folder_trim_partial_line(const char *path, tune_error *err)
 {
-    int fd = open(path, O_RDWR);
+    int fd = folder_open_file(path, O_RDWR, "the rows", err);
     if (fd < 0)
-        return;
+        return TUNE_ERR_IO;
     off_t size = lseek(fd, 0, SEEK_END), keep = size;
     char c;
     while (keep > 0 && pread(fd, &c, 1, keep - 1) == 1 && c != '\n')
@@ -181,6 +212,7 @@ void folder_trim_partial_line(const char *path)
     if (keep < size && ftruncate(fd, keep) != 0)
         (void)0;
     close(fd);
+    return TUNE_OK;
 }
 
 tune_status folder_append_line(int fd, const char *path, const char *what, const char *line,

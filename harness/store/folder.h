@@ -55,7 +55,8 @@ typedef struct {
  * appends to the plain file and never starts a second one beside the .gz. */
 tune_status folder_open_run(const folder_run_spec *spec, char *dir, size_t size, int *lock_fd,
                             tune_error *err);
-/* The latest run folder of the sweep under root (names are UTC times). */
+/* The latest run folder of the sweep under root (names are UTC times): the greatest name among
+ * its folders that hold a run (folder_holds_run); files, links and empty folders are not runs. */
 tune_status folder_latest(const char *root, const char *sweep, char *dir, size_t size,
                           tune_error *err);
 
@@ -65,8 +66,15 @@ int folder_lock(const char *dir, tune_error *err);
 /* Removes dir/lock and releases it (fd < 0: nothing). */
 void folder_unlock(const char *dir, int fd);
 
-/* Cuts a last line that a killed run left without its newline, so appending stays valid JSONL. */
-void folder_trim_partial_line(const char *path);
+/* Cuts a last line that a killed run left without its newline, so appending stays valid JSONL.
+ * The file is opened as folder_open_file does (a link is an error). */
+tune_status folder_trim_partial_line(const char *path, tune_error *err);
+/* A file of a results folder that tune writes in place (the lock, raw.jsonl and retime.jsonl
+ * appended, a shard's log.txt), opened with flags (O_RDWR, O_WRONLY | O_APPEND, | O_CREAT) and
+ * never through a link: O_NOFOLLOW, and anything but a regular file refused. The descriptor
+ * (blocking, close-on-exec), or -1 with err naming path: "is a symbolic link: ...", "cannot open
+ * WHAT: ...". Files replaced whole go through core/outfile.h, whose rename replaces a link. */
+int folder_open_file(const char *path, int flags, const char *what, tune_error *err);
 /* Lines of dir/raw.jsonl (0 when absent). */
 size_t folder_count_rows(const char *dir);
 /* Appends line (len bytes, ending with '\n') to the file open on fd (O_APPEND) with write(2), a
