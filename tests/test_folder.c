@@ -336,3 +336,31 @@ Test(folder, latest_counts_only_folders_that_hold_a_run)
     cr_expect(strstr(latest, "/sw/20260101T000000Z") != NULL,
               "a file, a link and a folder without a run are not runs: %s", latest);
 }
+
+/* A writer killed mid-write (a merge, a run's meta.json) leaves "<name>.tmp.<pid>.<n>"; the next
+ * one to take the folder's lock removes it, and nothing else. */
+Test(folder, the_lock_removes_stale_temporaries_only)
+{
+    char dead[64], live[64];
+    snprintf(dead, sizeof dead, "raw.jsonl.tmp.%d.77", 999999999); /* above any pid_max */
+    snprintf(live, sizeof live, "meta.json.tmp.%d.3", (int)getpid());
+    static const char *const kept[] = {"notes.tmp.txt", "raw.jsonl.tmp.12x.3", "x.tmp.-5.1",
+                                       "raw.jsonl"};
+    char path[4096];
+    write_file(dead, "{\"half\": ", path, sizeof path);
+    write_file(live, "{}", path, sizeof path);
+    for (size_t i = 0; i < 4; i++)
+        write_file(kept[i], "x", path, sizeof path);
+    tune_error err = {0};
+    int fd = folder_lock(tmpdir, &err);
+    cr_assert_geq(fd, 0, "%s", err.message);
+    snprintf(path, sizeof path, "%s/%s", tmpdir, dead);
+    cr_expect_neq(access(path, F_OK), 0, "a dead writer's temporary is removed");
+    snprintf(path, sizeof path, "%s/%s", tmpdir, live);
+    cr_expect_eq(access(path, F_OK), 0, "a live writer's temporary is kept");
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmpdir, kept[i]);
+        cr_expect_eq(access(path, F_OK), 0, "%s is kept", kept[i]);
+    }
+    folder_unlock(tmpdir, fd);
+}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -163,6 +164,42 @@ int folder_open_file(const char *path, int flags, const char *what, tune_error *
     return fd;
 }
 
+/* 1 when name is a temporary file of core/outfile.h, "<name>.tmp.<pid>.<n>" (digits only), whose
+ * process is gone. */
+static int folder_is_stale_temp(const char *name)
+{
+    const char *t = strstr(name, ".tmp.");
+    for (const char *next; t && (next = strstr(t + 1, ".tmp.")) != NULL;)
+        t = next; /* the last ".tmp." */
+    if (!t || t == name)
+        return 0;
+    char *end;
+    errno = 0;
+    long pid = strtol(t + 5, &end, 10);
+    if (end == t + 5 || *end != '.' || errno || pid <= 0 || pid > INT_MAX || t[5] == '-')
+        return 0;
+    const char *n = end + 1;
+    if (!*n || strspn(n, "0123456789") != strlen(n))
+        return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+void folder_remove_stale_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        if (!folder_is_stale_temp(e->d_name))
+            continue;
+        char path[PATH_MAX + 256];
+        struct stat sb;
+        snprintf(path, sizeof path, "%.4000s/%.255s", dir, e->d_name);
+        if (lstat(path, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode)))
+            (void)unlink(path);
+    }
+    if (d)
+        closedir(d);
+}
+
 int folder_lock(const char *dir, tune_error *err)
 {
     char path[PATH_MAX + 8];
@@ -186,6 +223,7 @@ int folder_lock(const char *dir, tune_error *err)
     int len = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
     if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len)
         (void)0; /* the pid is informative only */
+    folder_remove_stale_temps(dir); /* what a killed writer left, now that no one writes here */
     return fd;
 }
 

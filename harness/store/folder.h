@@ -61,8 +61,13 @@ tune_status folder_latest(const char *root, const char *sweep, char *dir, size_t
                           tune_error *err);
 
 /* Holds an exclusive lock on dir/lock for the process's life (and its children's); fails when
- * another run holds it. Returns the descriptor, or -1. */
+ * another run holds it. Returns the descriptor, or -1. Once held, the stale temporary files of
+ * dir are removed (folder_remove_stale_temps). */
 int folder_lock(const char *dir, tune_error *err);
+/* Removes the temporary files that a writer killed mid-write left in dir: names of the form
+ * core/outfile.h gives them, "<name>.tmp.<pid>.<n>" (digits), whose process no longer exists.
+ * Nothing else is touched (another name, a live writer's file, a folder). */
+void folder_remove_stale_temps(const char *dir);
 /* Removes dir/lock and releases it (fd < 0: nothing). */
 void folder_unlock(const char *dir, int fd);
 
