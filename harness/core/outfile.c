@@ -111,7 +111,8 @@ static void sync_parent(const char *path)
     }
 }
 
-tune_status outfile_commit(outfile *o, tune_error *err)
+/* Flushes, fsyncs and closes o's temporary file: 0, or the first errno. */
+static int outfile_finish(outfile *o)
 {
     int e = 0;
     if (fflush(o->f) != 0 || ferror(o->f))
@@ -124,6 +125,12 @@ tune_status outfile_commit(outfile *o, tune_error *err)
         e = errno;
     if (close(o->fd) != 0 && !e)
         e = errno;
+    return e;
+}
+
+tune_status outfile_commit(outfile *o, tune_error *err)
+{
+    int e = outfile_finish(o);
     if (!e && rename(o->tmp, o->path) != 0)
         e = errno;
     tune_status st = TUNE_OK;
@@ -224,4 +231,109 @@ int outfile_dir_within(const char *out, const char *dir)
         }
         *slash = '\0';
     }
+}
+
+#define OUTFILE_SET_MAX 8
+
+struct outfile_set {
+    outfile *files[OUTFILE_SET_MAX];
+    size_t n;
+};
+
+outfile_set *outfile_set_new(void)
+{
+    return calloc(1, sizeof(outfile_set));
+}
+
+FILE *outfile_set_open(outfile_set *s, const char *path, tune_error *err)
+{
+    if (s->n == OUTFILE_SET_MAX) {
+        tune_error_set(err, TUNE_ERR_INVALID, path, "cannot write: more than %d files in a set",
+                       OUTFILE_SET_MAX);
+        return NULL;
+    }
+    outfile *o = outfile_open(path, err);
+    if (!o)
+        return NULL;
+    s->files[s->n++] = o;
+    return o->f;
+}
+
+void outfile_set_abort(outfile_set *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        outfile_abort(s->files[i]);
+    free(s);
+}
+
+/* "a, b and c" of the paths files[from, to) into buf. */
+static void outfile_names(outfile *const *files, size_t from, size_t to, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (size_t i = from; i < to; i++) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, "%s%s", i == from ? "" : i + 1 == to ? " and " : ", ",
+                 files[i]->path);
+    }
+}
+
+tune_status outfile_set_commit(outfile_set *s, tune_error *err)
+{
+    int e = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        int fe = outfile_finish(s->files[i]);
+        if (fe && !e) {
+            e = fe;
+            bad = i;
+        }
+    }
+    char names[4096];
+    tune_status st = TUNE_OK;
+    if (e) { /* nothing renamed: every target is as it was */
+        outfile_names(s->files, 0, s->n, names, sizeof names);
+        st = tune_error_set(err, TUNE_ERR_IO, s->files[bad]->path,
+                            "cannot write: %s; none of %s was replaced", strerror(e), names);
+        for (size_t i = 0; i < s->n; i++)
+            unlink(s->files[i]->tmp);
+    } else {
+        for (size_t i = 0; i < s->n; i++) {
+            if (rename(s->files[i]->tmp, s->files[i]->path) == 0) {
+                sync_parent(s->files[i]->path);
+                continue;
+            }
+            e = errno; /* the new set is partly in place: say which files are stale */
+            char done[4096], stale[4096];
+            outfile_names(s->files, 0, i, done, sizeof done);
+            outfile_names(s->files, i, s->n, stale, sizeof stale);
+            st = tune_error_set(err, TUNE_ERR_IO, s->files[i]->path,
+                                "cannot write: %s; %s%s%s not replaced and may be stale (from "
+                                "an earlier write)",
+                                strerror(e), done, i ? " replaced, " : "", stale);
+            for (size_t k = i; k < s->n; k++)
+                unlink(s->files[k]->tmp);
+            break;
+        }
+    }
+    for (size_t i = 0; i < s->n; i++)
+        free(s->files[i]);
+    free(s);
+    return st;
+}
+
+tune_status outfile_set_json(outfile_set *s, const char *path, const json_t *json, size_t flags,
+                             tune_error *err)
+{
+    if (!json)
+        return tune_error_set(err, TUNE_ERR_NOMEM, path,
+                              "cannot write: no JSON to write (out of memory?)");
+    FILE *f = outfile_set_open(s, path, err);
+    if (!f)
+        return err ? err->code : TUNE_ERR_IO;
+    outfile *o = s->files[s->n - 1];
+    if ((json_dumpf(json, f, flags) != 0 || fputc('\n', f) == EOF) && !o->error)
+        o->error = EIO;
+    return TUNE_OK;
 }
