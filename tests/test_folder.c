@@ -181,7 +181,8 @@ Test(folder, a_damaged_gz_is_one_error_naming_it)
     truncate_file(gz, file_size(gz) / 2);
     cr_expect_eq(read_lines(gz, INFILE_MAX_ROWS, 1024, big, sizeof big, &err), TUNE_ERR_INVALID);
     cr_expect_str_eq(err.where, gz);
-    cr_expect_str_eq(err.message, "truncated gzip file: the compressed data ends early");
+    cr_expect(strncmp(err.message, "truncated gzip file: the compressed data ends early (in line ",
+                      61) == 0, "%s", err.message);
     /* the trailer's checksum (CRC-32) flipped */
     write_long_gz("c.gz", gz, sizeof gz, 20000);
     flip_byte(gz, -6);
@@ -363,4 +364,80 @@ Test(folder, the_lock_removes_stale_temporaries_only)
         cr_expect_eq(access(path, F_OK), 0, "%s is kept", kept[i]);
     }
     folder_unlock(tmpdir, fd);
+}
+
+/* A gzip file may be several members (cat a.gz b.gz): every member is read, and a damaged one
+ * (a bad header, a bad checksum, trailing bytes that are no member) is an error naming the file
+ * and the line it falls in, never the end of the text. */
+Test(folder, every_gzip_member_is_read_and_a_damaged_one_refused)
+{
+    char one[4096], two[4096], cat[4096], out[4096], cmd[20000];
+    write_gz("one.gz", "{\"a\": 1}\n{\"a\": 2}\n", one, sizeof one);
+    write_gz("two.gz", "{\"a\": 3}\n", two, sizeof two);
+    snprintf(cat, sizeof cat, "%s/cat.jsonl.gz", tmpdir);
+    snprintf(cmd, sizeof cmd, "cat '%s' '%s' > '%s'", one, two, cat);
+    cr_assert_eq(system(cmd), 0);
+    tune_error err = {0};
+    cr_assert_eq(read_lines(cat, INFILE_MAX_ROWS, 1024, out, sizeof out, &err), TUNE_OK, "%s",
+                 err.message);
+    cr_expect_str_eq(out, "{\"a\": 1}|{\"a\": 2}|{\"a\": 3}|", "both members' lines");
+    long size1 = file_size(one), size = file_size(cat);
+    static const struct {
+        long at; /* <0: from the end */
+        const char *want;
+    } damage[] = {{0, "corrupt gzip file: "},  /* the second member's magic */
+                  {3, "corrupt gzip file: "},  /* its flags */
+                  {-6, "corrupt gzip file: "}, /* its CRC-32 */
+                  {-1, "corrupt gzip file: "}}; /* its length */
+    for (size_t i = 0; i < sizeof damage / sizeof damage[0]; i++) {
+        snprintf(cmd, sizeof cmd, "cat '%s' '%s' > '%s'", one, two, cat);
+        cr_assert_eq(system(cmd), 0);
+        flip_byte(cat, damage[i].at < 0 ? damage[i].at : size1 + damage[i].at - size);
+        tune_error_clear(&err);
+        cr_expect_eq(read_lines(cat, INFILE_MAX_ROWS, 1024, out, sizeof out, &err),
+                     TUNE_ERR_INVALID, "damage %zu read as %s", i, out);
+        cr_expect_str_eq(err.where, cat);
+        cr_expect(strstr(err.message, damage[i].want) == err.message, "%zu: %s", i, err.message);
+        cr_expect(strstr(err.message, "gzip member 2") != NULL, "%zu: %s", i, err.message);
+    }
+    /* bytes after the last member that make no member: garbage, or a member cut short */
+    static const char *const tails[] = {"garbage\n", "\x1f\x8b", "\x1f"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "cat '%s' > '%s' && printf '%%s' '%s' >> '%s'", one, cat,
+                 tails[i], cat);
+        cr_assert_eq(system(cmd), 0);
+        tune_error_clear(&err);
+        cr_expect_eq(read_lines(cat, INFILE_MAX_ROWS, 1024, out, sizeof out, &err),
+                     TUNE_ERR_INVALID, "tail %zu read as %s", i, out);
+        cr_expect(strstr(err.message, "gzip file") != NULL, "%zu: %s", i, err.message);
+        cr_expect(strstr(err.message, "(in line 3 of the text, gzip member 2)") != NULL, "%zu: %s",
+                  i, err.message);
+    }
+}
+
+/* A NUL byte inside a line would end it for every reader of C strings: the line's rest would be
+ * lost without a word. It is an error naming the file, the line and the column. */
+Test(folder, a_nul_byte_in_a_line_is_refused)
+{
+    char path[4096], where[4200], out[4096];
+    snprintf(path, sizeof path, "%s/nul.jsonl", tmpdir);
+    FILE *f = fopen(path, "wb");
+    static const char text[] = "{\"a\": 1}\n{\"a\": 2}\0{\"a\": 3}\n";
+    fwrite(text, 1, sizeof text - 1, f);
+    fclose(f);
+    for (int gz = 0; gz < 2; gz++) {
+        char cmd[9000];
+        if (gz) {
+            snprintf(cmd, sizeof cmd, "gzip -9n -c '%s' > '%s.gz'", path, path);
+            cr_assert_eq(system(cmd), 0);
+            strcat(path, ".gz");
+        }
+        tune_error err = {0};
+        cr_expect_eq(read_lines(path, INFILE_MAX_ROWS, 1024, out, sizeof out, &err),
+                     TUNE_ERR_INVALID);
+        snprintf(where, sizeof where, "%s:2", path);
+        cr_expect_str_eq(err.where, where);
+        cr_expect_str_eq(err.message,
+                         "a NUL byte at column 9: a line of text holds none (a damaged file?)");
+    }
 }

@@ -242,6 +242,33 @@ gzfresh; cp "$tw/raw.jsonl" "$d/raw.jsonl.gz"
 gzbad "a plain text named raw.jsonl.gz" "raw.jsonl.gz: not gzip data"
 gzfresh; cp "$a/raw.jsonl.gz" "$tw/raw.jsonl" "$d/"
 gzbad "raw.jsonl and raw.jsonl.gz" "$d: holds both raw.jsonl and raw.jsonl.gz: which one holds the rows is ambiguous"
+# two gzip members (cat a.gz b.gz is gzip): both read; a damaged second member is refused, never
+# read as the end of the rows
+gzfresh; n=$(wc -l <"$tw/raw.jsonl"); half=$((n / 2))
+head -n "$half" "$tw/raw.jsonl" | gzip -9n >"$d/raw.jsonl.gz"
+tail -n +"$((half + 1))" "$tw/raw.jsonl" | gzip -9n >"$tmp/second.gz"
+cat "$tmp/second.gz" >>"$d/raw.jsonl.gz"
+check "report of two gzip members" run report "$d" --out "$tmp/two_members" --quiet
+check "two gzip members: the tables of every row" cmp -s "$tmp/two_members/best.csv" "$tmp/plain/best.csv"
+head -n "$half" "$tw/raw.jsonl" | gzip -9n >"$d/raw.jsonl.gz"
+python3 - "$tmp/second.gz" "$d/raw.jsonl.gz" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read()); b[len(b) // 2] ^= 0xFF
+open(sys.argv[2], "ab").write(b)
+PY
+gzbad "a damaged second gzip member" "$d/raw.jsonl.gz: corrupt gzip file: "
+check "a damaged second gzip member: named" grep -q "gzip member 2)" "$tmp/stderr"
+# a NUL byte inside a line: two rows run together, never one row read and the other dropped
+fresh; python3 - "$d/raw.jsonl" <<'PY'
+import sys
+lines = open(sys.argv[1], "rb").read().split(b"\n")
+lines[3:5] = [lines[3] + b"\0" + lines[4]]
+open(sys.argv[1], "wb").write(b"\n".join(lines))
+PY
+bad "a NUL byte in a row" "raw.jsonl:4: a NUL byte at column" "$d"
+fresh; printf '\0' >>"$d/meta.json"
+bad "a NUL byte in meta.json" "meta.json:" "$d"
+check "a NUL byte in meta.json: says so" grep -q "a NUL byte" "$tmp/stderr"
 # a gzip bomb: 80 MB of one line in 80 kB; refused at a row's bound (64 MiB), never unpacked whole
 gzfresh; head -c 80000000 /dev/zero | gzip -9n >"$d/raw.jsonl.gz"
 bad "a gzip bomb" "raw.jsonl.gz:1: a line over 67108864 bytes" "$d"

@@ -1,6 +1,7 @@
 #include "core/infile.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,30 @@ tune_status infile_read(const char *path, size_t max_bytes, char **data, size_t 
     if (len)
         *len = got;
     return TUNE_OK;
+}
+
+tune_status infile_read_text(const char *path, size_t max_bytes, char **data, size_t *len,
+                             tune_error *err)
+{
+    size_t n = 0;
+    tune_status st = infile_read(path, max_bytes, data, &n, err);
+    if (len)
+        *len = n;
+    const char *nul = st == TUNE_OK ? memchr(*data, '\0', n) : NULL;
+    if (!nul)
+        return st;
+    size_t line = 1, col = 1;
+    for (const char *p = *data; p < nul; p++, col++)
+        if (*p == '\n')
+            line++, col = 0;
+    free(*data);
+    *data = NULL;
+    if (len)
+        *len = 0;
+    char where[4200];
+    snprintf(where, sizeof where, "%.4000s:%zu:%zu", path, line, col);
+    return tune_error_set(err, TUNE_ERR_INVALID, where,
+                          "a NUL byte: a text file holds none (a damaged file?)");
 }
 
 FILE *infile_open(const char *path, size_t max_bytes, tune_error *err)

@@ -122,7 +122,7 @@ static tune_status add_includes(compile_unit *u, const char *dir, const char *te
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, name);
         char *h = NULL;
-        if (infile_read(path, COMPILE_MAX_SOURCE, &h, NULL, err) != TUNE_OK)
+        if (infile_read_text(path, COMPILE_MAX_SOURCE, &h, NULL, err) != TUNE_OK)
             return err ? err->code : TUNE_ERR_IO;
         u->header_names[u->n_headers] = strdup(name);
         u->header_texts[u->n_headers] = h;
@@ -162,12 +162,12 @@ static tune_status load_text(compile_unit *u, const char *kernels_dir, tune_erro
     if (u->source[0] != '/') {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", kernels_dir, u->source);
-        if (infile_read(path, COMPILE_MAX_SOURCE, &u->text, NULL, err) != TUNE_OK)
+        if (infile_read_text(path, COMPILE_MAX_SOURCE, &u->text, NULL, err) != TUNE_OK)
             return err ? err->code : TUNE_ERR_IO;
         return add_includes(u, kernels_dir, u->text, err);
     }
     tune_error e = {0};
-    tune_status st = infile_read(u->source, COMPILE_MAX_SOURCE, &u->text, NULL, &e);
+    tune_status st = infile_read_text(u->source, COMPILE_MAX_SOURCE, &u->text, NULL, &e);
     if (st == TUNE_ERR_NOMEM)
         return tune_error_set(err, st, u->source, "out of memory");
     if (st != TUNE_OK) {
@@ -335,7 +335,7 @@ static tune_status scan_text(scan_ctx *c, const char *text, const char *dir, int
         if (seen < 0)
             return seen == -1 ? TUNE_ERR_INVALID : TUNE_ERR_NOMEM;
         char *h = NULL;
-        if (seen || infile_read(path, COMPILE_MAX_SOURCE, &h, NULL, NULL) != TUNE_OK)
+        if (seen || infile_read_text(path, COMPILE_MAX_SOURCE, &h, NULL, NULL) != TUNE_OK)
             continue;
         hash128_str(c->h, name);
         hash128_str(c->h, h);

@@ -97,8 +97,11 @@ tune_status folder_locate(const char *dir, const char *name, char *path, size_t 
  * the file is checked like infile_open (a regular file of at most max_bytes), its text (the
  * decompressed text of a .gz) may not exceed max_bytes either, and no line max_line: a gzip bomb
  * is refused, never held in memory ("too large: more than N bytes decompressed"). A .gz that is not
- * gzip, is corrupt or ends early fails with one error naming the file; a plain file holding
- * gzip data is refused (its name must end in .gz). */
+ * gzip, is corrupt or ends early fails with one error naming the file and the line of the text
+ * it falls in ("corrupt gzip file: <zlib's reason> (in line N of the text, gzip member M)"); every
+ * member of a multi-member .gz is read, and bytes after a member that make no valid member are
+ * such an error. A plain file holding gzip data is refused (its name must end in .gz). A line
+ * holding a NUL byte is an error at "PATH:LINE" ("a NUL byte at column C ..."). */
 typedef struct folder_lines folder_lines;
 
 /* New reader, or NULL with err set (where = path). */
