@@ -218,5 +218,17 @@ TUNE_TEST_FAMILIES=fault_test expect 1 "1 compile errors" "$tmp/compile_error.js
 python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["sweep"]["methods"]; assert m == {"custom": "tuned"}, m' \
     "$tmp/co/meta.json" || { echo "FAIL: meta.json has no sweep.methods roles"; fail=1; }
 
+# ---- the shipped kernels are found from the binary, never from the working directory ----
+# a folder with its own kernels_src/ (and data/) does not replace tune's: a copy of the binary
+# outside the build runs from it and compiles tune's own sources
+mkdir -p "$tmp/evil/kernels_src" "$tmp/bin"
+for f in kernels_src/*.cu kernels_src/*.cuh; do echo '#error not the shipped kernel' >"$tmp/evil/$f"; done
+cp "$tune" "$tmp/bin/tune"
+(cd "$tmp/evil" && TUNE_TEST_FAMILIES=fault_test "$tmp/bin/tune" compile "$SWEEP" --no-cache \
+    >"$tmp/out" 2>"$tmp/err")
+rc=$?
+[ $rc -eq 0 ] && ! grep -q "not the shipped kernel" "$tmp/err" ||
+    { echo "FAIL: tune compile in a folder with its own kernels_src exited $rc:"; cat "$tmp/err"; fail=1; }
+
 [ $fail -eq 0 ] && echo "test_cli: ok"
 exit $fail

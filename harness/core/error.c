@@ -119,13 +119,7 @@ const char *tune_find_dir(const char *env_name, const char *name, char *buf, siz
                 return buf;
         }
     }
-    char src[PATH_MAX];
-    snprintf(src, sizeof src, "%s/%s", TUNE_SOURCE_DIR, name);
-    const char *fixed[] = {name, src};
-    for (size_t i = 0; i < 2; i++)
-        if (infile_is_dir(fixed[i])) {
-            snprintf(buf, size, "%s", fixed[i]);
-            return buf;
-        }
-    return NULL;
+    /* never ./<name>: a folder of that name where tune happens to run is not tune's */
+    snprintf(buf, size, "%s/%s", TUNE_SOURCE_DIR, name);
+    return infile_is_dir(buf) ? buf : NULL;
 }

@@ -47,8 +47,9 @@ void tune_error_clear(tune_error *err);
  * err set: TUNE_ERR_IO "cannot open: <reason>" / "cannot read", where = path. */
 char *tune_read_file(const char *path, size_t *size, tune_error *err);
 /* A folder shipped with tune (name: "kernels_src", "data"): $<env>, else <exe dir>/../<name>,
- * <exe dir>/../../<name>, ./<name>, then the source tree's. Writes into buf; returns buf or NULL
- * when none exists. */
+ * <exe dir>/../../<name>, then the source tree's; never the working directory's (a folder of
+ * that name where tune runs is not tune's). Writes into buf; returns buf or NULL when none
+ * exists. */
 const char *tune_find_dir(const char *env, const char *name, char *buf, size_t size);
 
 /* "where: message" (or just the message when where is empty) into buf; returns buf. */
