@@ -4,6 +4,7 @@
  * -I folders, the toolkit's headers with no setting, a refused -arch, and a key that changes when
  * a header they include does. */
 #include <criterion/criterion.h>
+#include <sys/stat.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -669,4 +670,29 @@ Test(compile, headers_the_scan_cannot_name_key_the_cache)
     cr_expect_eq(one_run(path, two, NULL), 1);
     put_file("hidden/b/n.h", "#define N 2\n", NULL, 0);
     cr_expect_eq(one_run(path, two, NULL), 0, "a header reached by #include_next edited");
+}
+
+/* A header NVRTC would open that is a FIFO (named by an #include, a --pre-include or found by a
+ * macro include's folder scan) is the kernel's error, named: NVRTC never waits on it. */
+Test(compile, a_fifo_header_is_refused_not_waited_on, .timeout = 60)
+{
+    char path[512], fifo[512], opts[700];
+    put_file("fifo/ok.h", "#define OK 1\n", NULL, 0);
+    snprintf(fifo, sizeof fifo, "%s/fifo/pipe.h", src_dir);
+    cr_assert_eq(mkfifo(fifo, 0644), 0);
+    const char *sources[] = {
+        "#include \"pipe.h\"\nextern \"C\" __global__ void k(int *x) { x[0] = 1; }\n",
+        "#define H \"ok.h\"\n#include H\nextern \"C\" __global__ void k(int *x) { x[0] = OK; }\n",
+        "extern \"C\" __global__ void k(int *x) { x[0] = 1; }\n"};
+    const char *options[] = {"", "", "--pre-include=pipe.h"};
+    for (int i = 0; i < 3; i++) {
+        put_file("fifo/k.cu", sources[i], path, sizeof path);
+        snprintf(opts, sizeof opts, "%s", options[i]);
+        compile_job j = abs_job(path, "k", opts);
+        run_jobs(&j, 1);
+        cr_expect_eq(j.status, TUNE_ERR_IO, "%d: %s", i, j.log ? j.log : "");
+        cr_expect(j.log && strstr(j.log, "pipe.h, is not a regular file (a FIFO)"), "%d: %s", i,
+                  j.log ? j.log : "");
+        compile_job_clear(&j);
+    }
 }

@@ -159,6 +159,14 @@ int infile_open_fd(const char *path, size_t max_bytes, tune_error *err)
     return open_checked(path, max_bytes, &fd, &size, err) == TUNE_OK ? fd : -1;
 }
 
+const char *infile_special(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 || S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode))
+        return NULL;
+    return file_kind(sb.st_mode);
+}
+
 int infile_is_dir(const char *path)
 {
     struct stat sb;

@@ -24,6 +24,10 @@
 #define INFILE_MAX_JSON ((size_t)64 << 20)   /* meta.json, sweeps, specs, calibrations */
 #define INFILE_MAX_ROWS ((size_t)4 << 30)    /* raw.jsonl, retime.jsonl */
 
+/* What path is when it exists and is neither a regular file nor a directory ("a FIFO", "a
+ * character device", "a socket", ...: something an open could wait on), following links; NULL
+ * otherwise (static strings). */
+const char *infile_special(const char *path);
 /* 1 when path names a directory (infile_is_dir) or a regular file (infile_is_file), following
  * links; 0 otherwise. */
 int infile_is_dir(const char *path);

@@ -302,6 +302,8 @@ typedef struct {
     size_t n_seen;
     hash128 *h;
     int macro;              /* #include lines that name a macro, not a file */
+    char special[PATH_MAX]; /* a header candidate that is no regular file (a FIFO) */
+    const char *special_kind;
     size_t n_files, n_bytes; /* files and bytes hashed by scan_folder */
 } scan_ctx;
 
@@ -329,20 +331,36 @@ static int scan_seen(scan_ctx *c, const char *canon)
     return 0;
 }
 
+/* 1 when path is a regular file; 0 when it is absent or a folder; -1 (recorded in c) when it is
+ * something NVRTC's open would wait on or misread (a FIFO, a device). */
+static int scan_candidate(scan_ctx *c, const char *path)
+{
+    const char *kind = infile_special(path);
+    if (kind && !c->special_kind) {
+        snprintf(c->special, sizeof c->special, "%s", path);
+        c->special_kind = kind;
+    }
+    return kind ? -1 : infile_is_file(path);
+}
+
 /* path of the header `name` names from a file in folder dir: a quoted name is looked for beside
- * the including file first, then in the include folders; 0 when it is in none (the toolkit's). */
-static int scan_resolve(const scan_ctx *c, const char *dir, const char *name, int quoted,
-                        char *path, size_t size)
+ * the including file first, then in the include folders; 0 when it is in none (the toolkit's),
+ * -1 when the first candidate that exists is no regular file. */
+static int scan_resolve(scan_ctx *c, const char *dir, const char *name, int quoted, char *path,
+                        size_t size)
 {
     if (name[0] == '/') {
         snprintf(path, size, "%s", name);
-        return infile_is_file(path);
+        return scan_candidate(c, path);
     }
-    if (quoted && snprintf(path, size, "%s/%s", dir, name) < (int)size && infile_is_file(path))
-        return 1;
+    int k;
+    if (quoted && snprintf(path, size, "%s/%s", dir, name) < (int)size &&
+        (k = scan_candidate(c, path)) != 0)
+        return k;
     for (size_t i = 0; i < c->n_dirs; i++)
-        if (snprintf(path, size, "%s/%s", c->dirs[i], name) < (int)size && infile_is_file(path))
-            return 1;
+        if (snprintf(path, size, "%s/%s", c->dirs[i], name) < (int)size &&
+            (k = scan_candidate(c, path)) != 0)
+            return k;
     return 0;
 }
 
@@ -369,12 +387,19 @@ static tune_status scan_text(scan_ctx *c, const char *text, const char *dir, int
                 c->seen_hash = one.seen_hash;
                 c->n_seen = one.n_seen;
                 c->macro = one.macro;
+                if (one.special_kind && !c->special_kind) {
+                    snprintf(c->special, sizeof c->special, "%s", one.special);
+                    c->special_kind = one.special_kind;
+                }
                 if (st != TUNE_OK)
                     return st;
             }
             continue;
         }
-        if (!scan_resolve(c, dir, name, quoted, path, sizeof path) || !realpath(path, canon))
+        int found = scan_resolve(c, dir, name, quoted, path, sizeof path);
+        if (found < 0)
+            return TUNE_ERR_IO; /* c->special */
+        if (!found || !realpath(path, canon))
             continue;
         int seen = scan_seen(c, canon);
         if (seen < 0)
@@ -438,6 +463,10 @@ static tune_status scan_folder(scan_ctx *c, const char *dir, const char *rel, in
                 st = scan_folder(c, path, sub, depth + 1);
             continue;
         }
+        if (scan_candidate(c, path) < 0) { /* a macro could name it: NVRTC would wait on it */
+            st = TUNE_ERR_IO;
+            break;
+        }
         char *text = NULL;
         size_t len = 0;
         if ((!S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode)) ||
@@ -489,7 +518,7 @@ static tune_status scan_pre_includes(scan_ctx *c, const compile_unit *u, const c
 static tune_status scan_headers(compile_unit *u, const compile_env *env, char *const *dirs,
                                 size_t n_dirs)
 {
-    scan_ctx c = {dirs, n_dirs, NULL, NULL, 0, &u->tree, 0, 0, 0};
+    scan_ctx c = {dirs, n_dirs, NULL, NULL, 0, &u->tree, 0, "", NULL, 0, 0};
     u->tree = (hash128)HASH128_INIT;
     const char *dir = u->source[0] == '/' ? dirs[0] : env->kernels_dir;
     tune_status st = scan_text(&c, u->text, dir, 0);
@@ -506,7 +535,7 @@ static tune_status scan_headers(compile_unit *u, const compile_env *env, char *c
                 hash128_str(c.h, dirs[i]);
                 st = scan_folder(&c, dirs[i], "", 0);
             }
-        if (st == TUNE_ERR_INVALID) {
+        if (st == TUNE_ERR_INVALID && !c.special_kind) {
             for (size_t i = 0; i < c.n_seen; i++)
                 free(c.seen[i]);
             free(c.seen);
@@ -523,6 +552,11 @@ static tune_status scan_headers(compile_unit *u, const compile_env *env, char *c
         free(c.seen[i]);
     free(c.seen);
     free(c.seen_hash);
+    if (st == TUNE_ERR_IO && c.special_kind)
+        return unit_fail(u, st,
+                         "%s: a header NVRTC would open, %s, is not a regular file (%s): refused "
+                         "(a FIFO or a device would hang or feed the compile)",
+                         u->source, c.special, c.special_kind);
     if (st == TUNE_ERR_INVALID)
         return unit_fail(u, st, "%s: more than %d headers to hash for the cache key", u->source,
                          SCAN_MAX_HEADERS);

@@ -277,7 +277,7 @@ size_t folder_count_rows(const char *dir)
 {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/raw.jsonl", dir);
-    FILE *f = fopen(path, "r");
+    FILE *f = infile_open(path, INFILE_MAX_ROWS, NULL); /* never a FIFO */
     size_t n = 0;
     char buf[65536];
     for (size_t k; f && (k = fread(buf, 1, sizeof buf, f)) > 0;)
