@@ -677,6 +677,9 @@ static int dispatch(int argc, char **argv)
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)
         return cmd_help(argc, argv);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        if (argc > 2)
+            return fprintf(stderr, "tune %s: takes no arguments, got '%s'\n", cmd, argv[2]),
+                   EXIT_USAGE;
         printf("tune %s (git %s)\n", TUNE_VERSION, TUNE_GIT_REV);
         return EXIT_SUCCESS;
     }
