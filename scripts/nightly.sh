@@ -210,7 +210,8 @@ for sweep in "${sweeps[@]}"; do
             elif [ -f "$src/$f.gz" ]; then gunzip -c "$src/$f.gz" >"$out/$f"; fi
         done
         echo "imported $src" >"$log"
-        "$tune" report "$out" --out "$out" --quiet >>"$log" 2>&1
+        # the tables from the imported run (a reader never writes into a folder it reads)
+        "$tune" report "$src" --out "$out" --quiet >>"$log" 2>&1
         rc=$?
     else
         [ -f "$sweep" ] || { record "$out" failed 0 none "no sweep file $sweep"; worst=2; continue; }

@@ -115,7 +115,7 @@ expect 2 "name at least one results folder" report
 expect 2 "name the merged folder" merge "$tmp/m"
 expect 2 "name exactly one sweep file" run
 expect 2 "name at least one results folder" fit --param chunk
-# replay: options checked, bad folders and an --out inside a folder replayed refused (exit 1)
+# replay: options checked, bad folders refused (exit 1), an --out inside a folder replayed (exit 2)
 REPLAY=$PWD/tests/data/replay/run
 expect 2 "name at least one results folder" replay --seeds 2
 for bad in 0 -1 abc 10001 ''; do
@@ -132,12 +132,27 @@ expect 1 "rule 'bn=1\+'" replay "$REPLAY" --seeds 1 --rule 'bn=1+'
 expect 1 "zz is not a parameter" replay "$REPLAY" --seeds 1 --rule 'zz=1'
 expect 1 "no raw.jsonl" replay "$REPLAY" --seeds 1 --prior "$tmp/work"
 expect 1 "raw.jsonl.*no raw.jsonl" replay "$tmp/work"
-expect 1 "folder replayed" replay "$REPLAY" --seeds 1 --strategy random --budgets 10 --out "$REPLAY/x"
+expect 2 "a folder read" replay "$REPLAY" --seeds 1 --strategy random --budgets 10 --out "$REPLAY/x"
 [ ! -e "$REPLAY/x" ] || { echo "FAIL: tune replay wrote inside the folder replayed"; fail=1; }
 expect 0 "\| random \|" replay "$REPLAY" --seeds 1 --strategy random --budgets 10 --out "$tmp/replay"
 for f in replay.md replay.csv replay.json meta.json; do
     [ -s "$tmp/replay/$f" ] || { echo "FAIL: tune replay --out wrote no $f"; fail=1; }
 done
+# a folder without one measured row is not replayed (no table of nan); a malformed --feature is
+# a usage error; a --prior of another family and op is refused, naming both
+mkdir -p "$tmp/unmeasured"; cp "$REPLAY/meta.json" "$tmp/unmeasured/"
+sed 's/"status":"ok"/"status":"crashed"/; s/"status": "ok"/"status": "crashed"/' "$REPLAY/raw.jsonl" >"$tmp/unmeasured/raw.jsonl"
+expect 1 "no shape with a measured row" replay "$tmp/unmeasured" --seeds 1
+for bad in 'x=1+' 'x=' '=1' '1x=2' 'x==1' 'a b=1'; do
+    expect 2 "tune replay: --feature expects NAME=EXPR" replay "$REPLAY" --feature "$bad"
+done
+SPARQ=$PWD/results/sparq/20261122T053942Z
+expect 1 "a run of mixed_gemm/w4a16, and .* is a run of gather_matmul/gather_inner_matrix_only_bmv" \
+    replay "$SPARQ" --seeds 1 --prior "$REPLAY"
+expect 1 "cannot warm-start from it: a run of family mixed_gemm, op w4a16 .* this run is of family gather_matmul" \
+    validate "$PWD/tests/data/search/sparq_small.json" --warm-start "$PWD/tests/data/w4a16_legacy"
+expect 2 "tune --version: takes no arguments, got 'extra'" --version extra
+expect 2 "tune version: takes no arguments" version extra
 expect 2 "--param is required" fit "$RESULTS"
 # dispatch: usage errors exit 2, refused inputs 1, nothing written inside a folder read
 DISPATCH=$PWD/tests/data/dispatch
@@ -158,7 +173,7 @@ expect 1 "'gather' is not a method|no ok row" dispatch "$DISPATCH/run" --methods
 expect 1 "'aux' is an auxiliary method" dispatch "$DISPATCH/run" --methods aux
 expect 1 "no ok row of the methods fast, slow" dispatch "$DISPATCH/failed"
 expect 1 "rows of two sweeps \(toy, other\)" dispatch "$DISPATCH/mixed"
-expect 1 "a folder read" dispatch "$RESULTS" --out "$RESULTS/rule"
+expect 2 "a folder read" dispatch "$RESULTS" --out "$RESULTS/rule"
 [ ! -e "$RESULTS/rule" ] || { echo "FAIL: tune dispatch wrote inside the folder read"; fail=1; }
 expect 0 "leave-one-k-out" dispatch "$RESULTS" --out "$tmp/dispatch" --name sparq_rule
 for f in dispatch.json dispatch.h dispatch.md; do
@@ -268,6 +283,18 @@ expect 2 "--run expects a path" history --db "$DB" --run ''
 for c in ingest history; do
     "$tune" help "$c" | grep -q "usage: tune $c" || { echo "FAIL: tune help $c"; fail=1; }
 done
+
+# ---- the shipped kernels are found from the binary, never from the working directory ----
+# a folder with its own kernels_src/ (and data/) does not replace tune's: a copy of the binary
+# outside the build runs from it and compiles tune's own sources
+mkdir -p "$tmp/evil/kernels_src" "$tmp/bin"
+for f in kernels_src/*.cu kernels_src/*.cuh; do echo '#error not the shipped kernel' >"$tmp/evil/$f"; done
+cp "$tune" "$tmp/bin/tune"
+(cd "$tmp/evil" && TUNE_TEST_FAMILIES=fault_test "$tmp/bin/tune" compile "$SWEEP" --no-cache \
+    >"$tmp/out" 2>"$tmp/err")
+rc=$?
+[ $rc -eq 0 ] && ! grep -q "not the shipped kernel" "$tmp/err" ||
+    { echo "FAIL: tune compile in a folder with its own kernels_src exited $rc:"; cat "$tmp/err"; fail=1; }
 
 [ $fail -eq 0 ] && echo "test_cli: ok"
 exit $fail

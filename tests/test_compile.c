@@ -4,6 +4,7 @@
  * -I folders, the toolkit's headers with no setting, a refused -arch, and a key that changes when
  * a header they include does. */
 #include <criterion/criterion.h>
+#include <sys/stat.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -605,5 +606,93 @@ Test(compile, include_folder_spellings_are_scanned)
         put_file("lib/include/lib.h", lib, NULL, 0);
         cr_expect_eq(tile_run(path, opts), 0, "\"%s\": lib.h edited, loaded from the cache",
                      forms[i]);
+    }
+}
+
+/* Runs job k of path with opts; returns from_cache (the job must compile). */
+static int one_run(const char *path, const char *opts, int *value_line)
+{
+    (void)value_line;
+    compile_job j = abs_job(path, "k", opts);
+    run_jobs(&j, 1);
+    cr_expect_eq(j.status, TUNE_OK, "%s", j.log);
+    int hit = j.from_cache;
+    compile_job_clear(&j);
+    return hit;
+}
+
+/* Headers the key's scan cannot name from an #include line still key the cache: one named by a
+ * macro (#include HEADER: every file of the search folders is hashed), one given as an option
+ * (--pre-include, -include=, -include NAME) and one reached by #include_next. Editing any of them
+ * recompiles; an unchanged second run hits. */
+Test(compile, headers_the_scan_cannot_name_key_the_cache)
+{
+    char path[512], inc[600];
+    snprintf(inc, sizeof inc, "-I%s/hidden/inc", src_dir);
+    put_file("hidden/inc/v.h", "#define V 1\n", NULL, 0);
+    put_file("hidden/inc/deep/w.h", "#define W 1\n", NULL, 0);
+    put_file("hidden/macro.cu",
+             "#define HEADER \"v.h\"\n#define DEEP <deep/w.h>\n#include HEADER\n#include DEEP\n"
+             "extern \"C\" __global__ void k(int *x) { x[0] = V + W; }\n",
+             path, sizeof path);
+    cr_expect_eq(one_run(path, inc, NULL), 0);
+    cr_expect_eq(one_run(path, inc, NULL), 1, "unchanged: a hit");
+    put_file("hidden/inc/v.h", "#define V 2\n", NULL, 0);
+    cr_expect_eq(one_run(path, inc, NULL), 0, "a header named by a macro edited: compiled");
+    put_file("hidden/inc/deep/w.h", "#define W 2\n", NULL, 0);
+    cr_expect_eq(one_run(path, inc, NULL), 0, "a header in a subfolder, by a macro: compiled");
+    cr_expect_eq(one_run(path, inc, NULL), 1);
+
+    char pre[3][700];
+    snprintf(pre[0], sizeof pre[0], "%s\n--pre-include=p.h", inc);
+    snprintf(pre[1], sizeof pre[1], "%s\n-include=p.h", inc);
+    snprintf(pre[2], sizeof pre[2], "%s\n-include\np.h", inc);
+    put_file("hidden/pre.cu", "extern \"C\" __global__ void k(int *x) { x[0] = P; }\n", path,
+             sizeof path);
+    for (int i = 0; i < 3; i++) {
+        char text[64];
+        snprintf(text, sizeof text, "#define P %d\n", 10 + i);
+        put_file("hidden/inc/p.h", text, NULL, 0);
+        cr_expect_eq(one_run(path, pre[i], NULL), 0, "%s: compiled", pre[i]);
+        cr_expect_eq(one_run(path, pre[i], NULL), 1, "%s: then a hit", pre[i]);
+        snprintf(text, sizeof text, "#define P %d\n", 20 + i);
+        put_file("hidden/inc/p.h", text, NULL, 0);
+        cr_expect_eq(one_run(path, pre[i], NULL), 0, "%s: the pre-included file edited", pre[i]);
+    }
+
+    char two[1300];
+    snprintf(two, sizeof two, "-I%s/hidden/a\n-I%s/hidden/b", src_dir, src_dir);
+    put_file("hidden/a/n.h", "#include_next <n.h>\n", NULL, 0);
+    put_file("hidden/b/n.h", "#define N 1\n", NULL, 0);
+    put_file("hidden/next.cu", "#include <n.h>\nextern \"C\" __global__ void k(int *x) { x[0] = N; }\n",
+             path, sizeof path);
+    cr_expect_eq(one_run(path, two, NULL), 0);
+    cr_expect_eq(one_run(path, two, NULL), 1);
+    put_file("hidden/b/n.h", "#define N 2\n", NULL, 0);
+    cr_expect_eq(one_run(path, two, NULL), 0, "a header reached by #include_next edited");
+}
+
+/* A header NVRTC would open that is a FIFO (named by an #include, a --pre-include or found by a
+ * macro include's folder scan) is the kernel's error, named: NVRTC never waits on it. */
+Test(compile, a_fifo_header_is_refused_not_waited_on, .timeout = 60)
+{
+    char path[512], fifo[512], opts[700];
+    put_file("fifo/ok.h", "#define OK 1\n", NULL, 0);
+    snprintf(fifo, sizeof fifo, "%s/fifo/pipe.h", src_dir);
+    cr_assert_eq(mkfifo(fifo, 0644), 0);
+    const char *sources[] = {
+        "#include \"pipe.h\"\nextern \"C\" __global__ void k(int *x) { x[0] = 1; }\n",
+        "#define H \"ok.h\"\n#include H\nextern \"C\" __global__ void k(int *x) { x[0] = OK; }\n",
+        "extern \"C\" __global__ void k(int *x) { x[0] = 1; }\n"};
+    const char *options[] = {"", "", "--pre-include=pipe.h"};
+    for (int i = 0; i < 3; i++) {
+        put_file("fifo/k.cu", sources[i], path, sizeof path);
+        snprintf(opts, sizeof opts, "%s", options[i]);
+        compile_job j = abs_job(path, "k", opts);
+        run_jobs(&j, 1);
+        cr_expect_eq(j.status, TUNE_ERR_IO, "%d: %s", i, j.log ? j.log : "");
+        cr_expect(j.log && strstr(j.log, "pipe.h, is not a regular file (a FIFO)"), "%d: %s", i,
+                  j.log ? j.log : "");
+        compile_job_clear(&j);
     }
 }

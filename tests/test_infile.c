@@ -69,3 +69,26 @@ Test(infile, refuses_too_large_and_missing)
     FILE *f = infile_open(path, 10, NULL);
     cr_expect_null(f);
 }
+
+/* A NUL byte in a text file (a sweep, meta.json, a kernel source) would end the text there for
+ * every C-string reader, dropping the rest unseen: infile_read_text refuses it at line:column. */
+Test(infile, a_nul_byte_in_a_text_file_is_refused)
+{
+    char path[4096], where[4200];
+    snprintf(path, sizeof path, "%s/nul.json", tmpdir);
+    FILE *f = fopen(path, "wb");
+    static const char text[] = "{\"a\": 1,\n \"b\": 2}\0{\"c\": 3}\n";
+    fwrite(text, 1, sizeof text - 1, f);
+    fclose(f);
+    char *data = (char *)1;
+    size_t len = 99;
+    tune_error err = {0};
+    cr_expect_eq(infile_read_text(path, 1000, &data, &len, &err), TUNE_ERR_INVALID);
+    cr_expect_null(data);
+    snprintf(where, sizeof where, "%s:2:9", path);
+    cr_expect_str_eq(err.where, where);
+    cr_expect_str_eq(err.message, "a NUL byte: a text file holds none (a damaged file?)");
+    cr_expect_eq(infile_read(path, 1000, &data, &len, &err), TUNE_OK, "binary reads take it");
+    cr_expect_eq(len, sizeof text - 1);
+    free(data);
+}

@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 tune=$(realpath "${1:?usage: tests/test_nightly.sh path/to/tune}")
 command -v python3 >/dev/null || { echo "skipped: no python3"; exit 77; }
 tmp=$(mktemp -d)
+unset TUNE_DB # each night's store is the root's (ROOT/history.sqlite)
 trap 'rm -rf "$tmp"' EXIT
 root=$tmp/root
 fail=0

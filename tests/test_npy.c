@@ -1,6 +1,7 @@
 /* test_npy.c - NumPy .npy files (core/npy.h): the header read (versions 1 and 2, descr, shape),
  * the data checked against it, and each malformed file refused with its reason. */
 #include <criterion/criterion.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,4 +97,23 @@ Test(npy, malformed_files_are_refused)
     err = (tune_error){0}; /* the first error is kept: a fresh record */
     cr_expect_neq(npy_read(path, 1 << 20, descr, sizeof descr, &n, &data, &err), TUNE_OK);
     cr_expect(strstr(err.message, "not a .npy file"), "%s", err.message);
+}
+
+/* An .npy input or reference that is a FIFO or a device is refused, never waited on or read. */
+Test(npy, a_fifo_or_a_device_is_refused, .timeout = 20)
+{
+    char path[4096], descr[32];
+    snprintf(path, sizeof path, "%s/pipe.npy", tmpdir);
+    cr_assert_eq(mkfifo(path, 0644), 0);
+    const char *paths[] = {path, "/dev/zero"};
+    for (int i = 0; i < 2; i++) {
+        size_t count = 0;
+        void *data = NULL;
+        tune_error err = {0};
+        cr_expect_eq(npy_read(paths[i], 1 << 20, descr, sizeof descr, &count, &data, &err),
+                     TUNE_ERR_IO, "%s", paths[i]);
+        cr_expect_null(data);
+        cr_expect(strstr(err.message, "not a regular file") != NULL, "%s", err.message);
+        cr_expect_str_eq(err.where, paths[i]);
+    }
 }

@@ -102,3 +102,66 @@ Test(outfile, missing_folder_names_the_file)
     char buf[3000];
     cr_expect_str_eq(tune_error_text(&err, buf, sizeof buf), expect);
 }
+
+/* A set of three files whose second is over the size limit. */
+static tune_status write_set(void *ctx, tune_error *err)
+{
+    const char *dir = ctx;
+    static char big[65536];
+    memset(big, 'y', sizeof big);
+    outfile_set *s = outfile_set_new();
+    char path[512];
+    const char *names[] = {"best.md", "best.csv", "best.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        FILE *f = outfile_set_open(s, path, err);
+        if (!f) {
+            outfile_set_abort(s);
+            return TUNE_ERR_IO;
+        }
+        if (i == 1)
+            fwrite(big, 1, sizeof big, f);
+        else
+            fputs("new\n", f);
+    }
+    return outfile_set_commit(s, err);
+}
+
+/* A set is written whole or not at all: a size limit hit by one file leaves every file of the
+ * earlier set (none replaced, none half-new), and the error says so. */
+Test(outfile, a_failed_set_replaces_none)
+{
+    char path[512], msg[4096];
+    tune_error err = {0};
+    const char *names[] = {"best.md", "best.csv", "best.json"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmpdir, names[i]);
+        cr_assert_eq(outfile_write(path, "old\n", 4, &err), TUNE_OK);
+    }
+    int rc = test_run_size_limited(4096, write_set, tmpdir, msg, sizeof msg);
+    cr_assert(rc == 1, "the write must fail: %s", msg);
+    cr_expect(strstr(msg, "best.csv: cannot write: File too large; none of ") != NULL, "%s", msg);
+    cr_expect(strstr(msg, "best.json was replaced") != NULL, "%s", msg);
+    for (int i = 0; i < 3; i++) {
+        char *text;
+        snprintf(path, sizeof path, "%s/%s", tmpdir, names[i]);
+        cr_assert_eq(infile_read(path, 100, &text, NULL, &err), TUNE_OK);
+        cr_expect_str_eq(text, "old\n", "%s is the earlier set's", names[i]);
+        free(text);
+    }
+    cr_expect_eq(count_entries(tmpdir), 3, "no temporary file left behind");
+    /* and without a limit, the whole set is new */
+    outfile_set *s = outfile_set_new();
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmpdir, names[i]);
+        fputs("new\n", outfile_set_open(s, path, &err));
+    }
+    cr_assert_eq(outfile_set_commit(s, &err), TUNE_OK, "%s", err.message);
+    for (int i = 0; i < 3; i++) {
+        char *text;
+        snprintf(path, sizeof path, "%s/%s", tmpdir, names[i]);
+        cr_assert_eq(infile_read(path, 100, &text, NULL, &err), TUNE_OK);
+        cr_expect_str_eq(text, "new\n");
+        free(text);
+    }
+}

@@ -67,6 +67,25 @@ check "compare --out writes compare.md" test -s "$out/compare.md"
 check "compare --out writes compare.json" test -s "$out/compare.json"
 check "the --out runs leave the inputs as they were" unchanged
 
+# --out naming a folder read, a link to it or a folder inside it: a usage error naming both, and
+# nothing written (the folders read are never written)
+ln -s "$a" "$tmp/link_a"; ln -s "$b" "$tmp/link_b"
+for cmd in "report $a --out $a" "report $a $b --out $b/" "report $a --out $tmp/link_a" \
+    "report $a --out $a/sub/.." "report $a --out $tmp/none/../link_a" \
+    "fit $a --param chunk --out $a" "fit $a --param chunk --out $tmp/link_a" \
+    "fit $a --param chunk --out $a/new" "fit $a --param chunk --header $tmp/link_a/h.h" \
+    "roofline $a --results results --out $a" "roofline $a --results results --out $tmp/link_a/x" \
+    "compare $a $b --out $b" "compare $a $b --out $tmp/link_a" "compare --base $a --new $b --out $b/c" \
+    "replay $a --seeds 1 --out $tmp/link_a" "replay $tw --seeds 1 --prior $a --out $a/p"; do
+    # shellcheck disable=SC2086
+    timeout 60 "$tune" $cmd --quiet >"$tmp/stdout" 2>"$tmp/stderr"
+    rc=$?
+    check "'tune $cmd': exit 2 (got $rc)" test "$rc" -eq 2
+    check "'tune $cmd': names the folder read" grep -q "a folder read" "$tmp/stderr"
+done
+check "an --out naming a folder read writes nothing" unchanged
+check "a sibling folder is not a folder inside" run report "$a" --out "${a}_sibling" --quiet
+
 # a closed pipe: the files are written first, and the command neither dies nor complains
 p=$tmp/piped
 for cmd in "report $a --out $p/r" "fit $a --param chunk --out $p/f" \
@@ -223,6 +242,33 @@ gzfresh; cp "$tw/raw.jsonl" "$d/raw.jsonl.gz"
 gzbad "a plain text named raw.jsonl.gz" "raw.jsonl.gz: not gzip data"
 gzfresh; cp "$a/raw.jsonl.gz" "$tw/raw.jsonl" "$d/"
 gzbad "raw.jsonl and raw.jsonl.gz" "$d: holds both raw.jsonl and raw.jsonl.gz: which one holds the rows is ambiguous"
+# two gzip members (cat a.gz b.gz is gzip): both read; a damaged second member is refused, never
+# read as the end of the rows
+gzfresh; n=$(wc -l <"$tw/raw.jsonl"); half=$((n / 2))
+head -n "$half" "$tw/raw.jsonl" | gzip -9n >"$d/raw.jsonl.gz"
+tail -n +"$((half + 1))" "$tw/raw.jsonl" | gzip -9n >"$tmp/second.gz"
+cat "$tmp/second.gz" >>"$d/raw.jsonl.gz"
+check "report of two gzip members" run report "$d" --out "$tmp/two_members" --quiet
+check "two gzip members: the tables of every row" cmp -s "$tmp/two_members/best.csv" "$tmp/plain/best.csv"
+head -n "$half" "$tw/raw.jsonl" | gzip -9n >"$d/raw.jsonl.gz"
+python3 - "$tmp/second.gz" "$d/raw.jsonl.gz" <<'PY'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read()); b[len(b) // 2] ^= 0xFF
+open(sys.argv[2], "ab").write(b)
+PY
+gzbad "a damaged second gzip member" "$d/raw.jsonl.gz: corrupt gzip file: "
+check "a damaged second gzip member: named" grep -q "gzip member 2)" "$tmp/stderr"
+# a NUL byte inside a line: two rows run together, never one row read and the other dropped
+fresh; python3 - "$d/raw.jsonl" <<'PY'
+import sys
+lines = open(sys.argv[1], "rb").read().split(b"\n")
+lines[3:5] = [lines[3] + b"\0" + lines[4]]
+open(sys.argv[1], "wb").write(b"\n".join(lines))
+PY
+bad "a NUL byte in a row" "raw.jsonl:4: a NUL byte at column" "$d"
+fresh; printf '\0' >>"$d/meta.json"
+bad "a NUL byte in meta.json" "meta.json:" "$d"
+check "a NUL byte in meta.json: says so" grep -q "a NUL byte" "$tmp/stderr"
 # a gzip bomb: 80 MB of one line in 80 kB; refused at a row's bound (64 MiB), never unpacked whole
 gzfresh; head -c 80000000 /dev/zero | gzip -9n >"$d/raw.jsonl.gz"
 bad "a gzip bomb" "raw.jsonl.gz:1: a line over 67108864 bytes" "$d"

@@ -318,7 +318,8 @@ Test(replay, a_gzipped_folder_replays_as_its_plain_twin)
     tune_error_clear(&err);
     cr_expect_null(replay_run(gz_dirs, 1, &o, &err));
     cr_expect_str_eq(err.where, path);
-    cr_expect_str_eq(err.message, "truncated gzip file: the compressed data ends early");
+    cr_expect(strncmp(err.message, "truncated gzip file: the compressed data ends early (in line ",
+                      61) == 0, "%s", err.message);
 }
 
 /* The committed H200 run of sweeps/w4a16.json (60 shapes), 5 seeds: the figures its rows imply

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "analysis/report.h"
+#include "core/outfile.h"
 #include "store/meta.h"
 #include "util_child.h"
 
@@ -240,22 +241,39 @@ static tune_status write_tables(void *ctx, tune_error *err)
  * whole and names the file it could not write. */
 Test(report, failed_write_keeps_previous_files)
 {
-    char dir[] = "/tmp/test_report.XXXXXX", path[128];
+    char dir[] = "/tmp/test_report.XXXXXX", path[3][128];
     cr_assert_not_null(mkdtemp(dir));
     tune_error err = {0};
-    cr_assert_eq(report_write_files(rep, dir, &err), TUNE_OK, "%s", err.message);
-    snprintf(path, sizeof path, "%s/best.md", dir);
-    char *before = slurp(path);
+    const char *names[] = {"best.md", "best.csv", "best.json"};
+    char *before[3];
+    for (int i = 0; i < 3; i++) { /* an earlier report's tables */
+        snprintf(path[i], sizeof path[i], "%s/%s", dir, names[i]);
+        cr_assert_eq(outfile_write(path[i], "earlier\n", 8, &err), TUNE_OK, "%s", err.message);
+        before[i] = slurp(path[i]);
+    }
     char msg[3000];
-    int rc = test_run_size_limited(200, write_tables, dir, msg, sizeof msg);
-    cr_expect(rc == 1, "the write must fail");
-    char expect[300];
-    snprintf(expect, sizeof expect, "%s: cannot write: File too large", path);
-    cr_expect_str_eq(msg, expect);
-    char *after = slurp(path);
-    cr_expect_str_eq(after, before, "best.md survives a failed write intact");
-    free(before);
-    free(after);
+    /* a limit that one table passes and another does not: the set is written whole or not at all */
+    int failed = 0;
+    for (int limit = 64; limit <= (1 << 20); limit *= 2, failed++) {
+        int rc = test_run_size_limited(limit, write_tables, dir, msg, sizeof msg);
+        if (rc == 0)
+            break;
+        cr_expect(strstr(msg, ": cannot write: File too large; none of ") != NULL, "%s", msg);
+        for (int i = 0; i < 3; i++) {
+            char *after = slurp(path[i]);
+            cr_expect_str_eq(after, before[i], "%s survives a failed write intact (limit %d)",
+                             names[i], limit);
+            free(after);
+        }
+    }
+    cr_expect_gt(failed, 1, "the tables' sizes differ: some limits fail one table and not another");
+    for (int i = 0; i < 3; i++) {
+        free(before[i]);
+        char *after = slurp(path[i]);
+        cr_expect_neq(strcmp(after, "earlier\n"), 0, "%s: the new table once the limit allows",
+                      names[i]);
+        free(after);
+    }
     char cmd[96];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_expect_eq(system(cmd), 0);

@@ -314,7 +314,8 @@ Test(results, a_truncated_or_corrupt_gz_is_one_error_naming_it)
     cr_expect_null(rows);
     cr_expect_eq(n, 0);
     cr_expect_str_eq(err.where, path);
-    cr_expect_str_eq(err.message, "truncated gzip file: the compressed data ends early");
+    cr_expect(strncmp(err.message, "truncated gzip file: the compressed data ends early (in line ",
+                      61) == 0, "%s", err.message);
     /* a byte of the compressed data flipped: garbage rows, or a bad stream, or a bad checksum;
      * whichever shows first, the error says the file is corrupt */
     for (long at = 40; at < file_size(path) - 8; at += 97) {

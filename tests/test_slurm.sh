@@ -296,7 +296,7 @@ merge2=$(echo "$sub" | sed -n 's/^merge_job=//p')
 st=$(wait_done "$merge2" 180)
 [ "$st" = COMPLETED ] || fail "second merge job: $st: $(tail -n 5 "$run2/slurm/merge.out" 2>/dev/null | tr '\n' ' ')"
 if "$tune" compare --help >/dev/null 2>&1; then
-    [ -f "$run2/compare.json" ] || fail "the second merge job wrote no compare.json"
+    [ -f "$run2.compare/compare.json" ] || fail "the second merge job wrote no compare.json"
     grep -q "tune compare: $run1 -> $run2" "$run2/slurm/merge.out" 2>/dev/null ||
         fail "the second merge job did not compare with the first run"
 fi

@@ -451,7 +451,10 @@ Test(sweep, load_refuses_a_nul_byte)
     fclose(f);
     tune_error err = {0};
     cr_expect_null(sweep_load(path, &err));
-    cr_expect(strstr(err.message, "NUL byte at offset 13"), "%s", err.message);
+    cr_expect(strstr(err.message, "a NUL byte"), "%s", err.message);
+    char where[80];
+    snprintf(where, sizeof where, "%s:1:14", path);
+    cr_expect_str_eq(err.where, where);
     unlink(path);
 }
 

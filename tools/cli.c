@@ -2,10 +2,13 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/outfile.h"
 
 static int cli_bad(const char *cmd, const char *opt, const char *what, const char *val)
 {
@@ -87,6 +90,31 @@ int cli_path(const char *cmd, const char *opt, const char *val)
         return 0;
     fprintf(stderr, "tune %s: %s expects a path, got an empty one\n", cmd, opt);
     return -1;
+}
+
+int cli_out_apart(const char *cmd, const char *opt, const char *out, const char *const *dirs,
+                  size_t n, int is_file)
+{
+    char parent[PATH_MAX];
+    const char *folder = out;
+    if (is_file) { /* the file's folder */
+        snprintf(parent, sizeof parent, "%s", out);
+        char *slash = strrchr(parent, '/');
+        if (!slash)
+            snprintf(parent, sizeof parent, ".");
+        else
+            slash[slash == parent] = '\0';
+        folder = parent;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (outfile_dir_within(folder, dirs[i])) {
+            fprintf(stderr,
+                    "tune %s: %s %s %s %s or a folder inside it, a folder read (the folders read "
+                    "are never written): choose another %s\n",
+                    cmd, opt, out, is_file ? "would be written in" : "is", dirs[i], opt);
+            return -1;
+        }
+    return 0;
 }
 
 int cli_arch(const char *cmd, const char *opt, const char *val, int *out)

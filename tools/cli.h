@@ -13,6 +13,7 @@
 #ifndef TUNE_CLI_H
 #define TUNE_CLI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The exit statuses of every command (README "Exit status"; `tune help`). */
@@ -37,6 +38,12 @@ int cli_double(const char *cmd, const char *opt, const char *val, double lo, dou
 /* A path that is not empty (an empty path would resolve to the current folder's parent or to
  * "/" once a name is appended to it). */
 int cli_path(const char *cmd, const char *opt, const char *val);
+/* The folder a reader writes (--out DIR; is_file: the folder of --header FILE) against the folders
+ * it reads (n of them): one that is, or resolves to, one of them or a folder inside it (through
+ * links, by identity: outfile_dir_within) is refused, since the folders read are never written:
+ * "tune CMD: OPT OUT is DIR or inside it, a folder read: ...". 0, or -1 after the message. */
+int cli_out_apart(const char *cmd, const char *opt, const char *out, const char *const *dirs,
+                  size_t n, int is_file);
 /* sm_NN: the architecture number NN in [50, 255] into *out. */
 int cli_arch(const char *cmd, const char *opt, const char *val, int *out);
 /* "all" or a comma-separated list of device ordinals without repeats ("0,1,3"). */

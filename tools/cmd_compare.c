@@ -164,6 +164,9 @@ static int compare_parse(int argc, char **argv, compare_cli *c)
         return fprintf(stderr, "tune compare: name a BASE and a NEW results folder\n%s",
                        compare_usage),
                -1;
+    if (c->out && (cli_out_apart("compare", "--out", c->out, c->base, c->n_base, 0) != 0 ||
+                   cli_out_apart("compare", "--out", c->out, c->now, c->n_now, 0) != 0))
+        return -1;
     return 0;
 }
 

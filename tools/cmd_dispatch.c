@@ -136,6 +136,10 @@ static int dispatch_parse(int argc, char **argv, dispatch_cli *c)
     }
     if (!c->n_dirs)
         return usage_error("name at least one results folder", "");
+    /* the folders read are never written */
+    if (c->out && cli_out_apart("dispatch", "--out", c->out, (const char *const *)c->dirs,
+                                c->n_dirs, 0) != 0)
+        return -1;
     return 0;
 }
 
@@ -155,11 +159,6 @@ static tune_status write_header_file(const dispatch *d, const char *comment, con
 
 static tune_status write_files(const dispatch_cli *c, const dispatch *d, tune_error *err)
 {
-    for (size_t i = 0; i < c->n_dirs; i++)
-        if (folder_inside(c->out, c->dirs[i]))
-            return tune_error_set(err, TUNE_ERR_INVALID, c->out,
-                                  "is inside %s, a folder read (read-only): choose another --out",
-                                  c->dirs[i]);
     char path[PATH_MAX], comment[4096];
     size_t len = (size_t)snprintf(comment, sizeof comment, "Built on");
     for (size_t i = 0; i < c->n_dirs && len < sizeof comment; i++)

@@ -96,6 +96,9 @@ static int fit_parse(int argc, char **argv, fit_cli *c)
         return fprintf(stderr, "tune fit: name at least one results folder\n%s", fit_usage), -1;
     if (!c->param)
         return fprintf(stderr, "tune fit: --param is required\n%s", fit_usage), -1;
+    if ((c->out && cli_out_apart("fit", "--out", c->out, c->dirs, c->n_dirs, 0) != 0) ||
+        (c->header && cli_out_apart("fit", "--header", c->header, c->dirs, c->n_dirs, 1) != 0))
+        return -1;
     return 0;
 }
 
@@ -106,25 +109,28 @@ static int fit_fail(const tune_error *err)
     return EXIT_FAILURE;
 }
 
-static tune_status write_json(json_t *j, const char *path, tune_error *err)
+/* The files of a fit (heuristics.json and the header) are written together or not at all. */
+static tune_status write_json(json_t *j, const char *path, outfile_set *set, tune_error *err)
 {
-    tune_status st = outfile_write_json(path, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, err);
+    tune_status st = outfile_set_json(set, path, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, err);
     json_decref(j);
     return st;
 }
 
 static tune_status write_header_file(const fit_data *d, const char *rule, const char *comment,
-                                     const char *path, tune_error *err)
+                                     const char *path, outfile_set *set, tune_error *err)
 {
-    outfile *o = outfile_open(path, err);
-    if (!o)
-        return TUNE_ERR_IO;
-    tune_status st = fit_write_header(d, rule, comment, outfile_stream(o), err);
-    if (st != TUNE_OK) {
-        outfile_abort(o);
-        return st;
-    }
-    return outfile_commit(o, err);
+    FILE *f = outfile_set_open(set, path, err);
+    return f ? fit_write_header(d, rule, comment, f, err) : TUNE_ERR_IO;
+}
+
+/* Commits the set when st is TUNE_OK, else drops it. */
+static tune_status finish_set(outfile_set *set, tune_status st, tune_error *err)
+{
+    if (st == TUNE_OK)
+        return outfile_set_commit(set, err);
+    outfile_set_abort(set);
+    return st;
 }
 
 /* "results/a, results/b" */
@@ -155,9 +161,12 @@ static tune_status fit_command(const fit_cli *c, const fit_data *d, tune_error *
         return tune_error_set(err, TUNE_ERR_INVALID, "fit", "no rule could be fitted");
     }
     const fit_candidate *ch = &r.candidates[r.chosen];
-    if (dir) {
+    outfile_set *set = outfile_set_new();
+    if (!set)
+        st = tune_error_set(err, TUNE_ERR_NOMEM, "fit", "out of memory");
+    if (st == TUNE_OK && dir) {
         snprintf(path, sizeof path, "%s/heuristics.json", dir);
-        st = write_json(fit_result_to_json(d, &r, c->dirs, c->n_dirs), path, err);
+        st = write_json(fit_result_to_json(d, &r, c->dirs, c->n_dirs), path, set, err);
     }
     if (c->header)
         snprintf(header, sizeof header, "%s", c->header);
@@ -173,7 +182,8 @@ static tune_status fit_command(const fit_cli *c, const fit_data *d, tune_error *
              sources, fit_data_method(d) ? fit_data_method(d) : "any tuned", fit_data_n_shapes(d),
              fit_family_str(ch->family), eff, fit_data_param(d), loo, ch->eval.n_infeasible);
     if (st == TUNE_OK && header[0])
-        st = write_header_file(d, ch->eval.rule, comment, header, err);
+        st = write_header_file(d, ch->eval.rule, comment, header, set, err);
+    st = finish_set(set, st, err);
     /* printed after the files: a reader that closes stdout early (| head) costs no file */
     if (st == TUNE_OK && !c->quiet) {
         fit_write_markdown(d, &r, stdout);
@@ -190,12 +200,15 @@ static tune_status eval_command(const fit_cli *c, const fit_data *d, tune_error 
     tune_status st = fit_evaluate(d, c->rule, &ev, err);
     if (st != TUNE_OK)
         return st;
-    if (c->out) {
+    outfile_set *set = outfile_set_new();
+    if (!set)
+        st = tune_error_set(err, TUNE_ERR_NOMEM, "fit", "out of memory");
+    if (st == TUNE_OK && c->out) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/heuristic_eval_%s.json", c->out, fit_data_param(d));
         st = results_mkdirs(c->out, err);
         if (st == TUNE_OK)
-            st = write_json(fit_eval_to_json(d, &ev, c->dirs, c->n_dirs), path, err);
+            st = write_json(fit_eval_to_json(d, &ev, c->dirs, c->n_dirs), path, set, err);
     }
     if (st == TUNE_OK && c->header) {
         char sources[2048], comment[4096];
@@ -203,8 +216,9 @@ static tune_status eval_command(const fit_cli *c, const fit_data *d, tune_error 
         snprintf(comment, sizeof comment,
                  "Given rule evaluated on %s: efficiency %.1f %% over %zu shapes, %zu infeasible.",
                  sources, 100.0 * ev.efficiency, ev.n_feasible, ev.n_infeasible);
-        st = write_header_file(d, ev.rule, comment, c->header, err);
+        st = write_header_file(d, ev.rule, comment, c->header, set, err);
     }
+    st = finish_set(set, st, err);
     if (st == TUNE_OK && !c->quiet)
         fit_eval_write_markdown(d, &ev, stdout);
     fit_eval_release(&ev);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "analysis/replay.h"
+#include "core/expr.h"
 #include "cli.h"
 
 int tune_cmd_replay(int argc, char **argv);
@@ -80,8 +81,23 @@ static int replay_option(replay_cli *c, const char *a, const char *val)
         if (c->opt.n_features == SEARCH_MAX_DERIVED)
             return fprintf(stderr, "tune replay: at most %d of --feature\n", SEARCH_MAX_DERIVED),
                    -1;
-        if (!strchr(val, '=') || val[0] == '=')
-            return replay_bad(a, "NAME=EXPR", val);
+        const char *eq = strchr(val, '=');
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - val) : 0, val);
+        tune_error pe = {0};
+        expr *e = eq && eq[1] != '=' ? expr_parse(eq + 1, &pe) : NULL;
+        int ok = e && eq > val && (size_t)(eq - val) < sizeof name &&
+                 strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+                     strlen(name) &&
+                 !(name[0] >= '0' && name[0] <= '9');
+        expr_free(e);
+        if (!ok) {
+            if (pe.message[0])
+                fprintf(stderr, "tune replay: --feature '%s': %s%s%s\n", val, pe.where,
+                        pe.where[0] ? ": " : "", pe.message);
+            return replay_bad(a, "NAME=EXPR (a name, then an expression: tiles_n=(n + bn - 1) / bn)",
+                              val);
+        }
         c->opt.features_set = 1;
         c->features[c->opt.n_features++] = val;
         return 0;
@@ -137,6 +153,9 @@ static int replay_parse(int argc, char **argv, replay_cli *c)
     if (!c->n_dirs)
         return fprintf(stderr, "tune replay: name at least one results folder\n%s", replay_usage),
                -1;
+    if (c->out && (cli_out_apart("replay", "--out", c->out, c->dirs, c->n_dirs, 0) != 0 ||
+                   cli_out_apart("replay", "--out", c->out, c->priors, c->opt.n_prior_dirs, 0) != 0))
+        return -1;
     return 0;
 }
 

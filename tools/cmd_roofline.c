@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -229,12 +230,10 @@ static const char *rows_dtype_axis(const result_row *rows, size_t n)
     return f ? f->dtype_axis : "dtype";
 }
 
+/* 1 when path exists (opened by nothing: the loader refuses a FIFO or a device). */
 static int file_exists(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (f)
-        fclose(f);
-    return f != NULL;
+    return access(path, F_OK) == 0;
 }
 
 /* The calibration file for a device: ROOT/calibration/<slug>.json, else the one beside the
@@ -490,6 +489,8 @@ int tune_cmd_roofline(int argc, char **argv)
         fprintf(stderr, "tune roofline: name at least one results folder\n%s", roofline_usage);
         return EXIT_USAGE;
     }
+    if (c.out && cli_out_apart("roofline", "--out", c.out, c.dirs, c.n_dirs, 0) != 0)
+        return EXIT_USAGE;
     tune_error err = {0};
     roofline_specs *specs = roofline_specs_load(c.specs, &err);
     if (!specs)

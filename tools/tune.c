@@ -609,8 +609,11 @@ static int cmd_report(cli *c)
 {
     if (!c->n_files)
         return fprintf(stderr, "tune report: name at least one results folder\n"), EXIT_USAGE;
-    tune_error err = {0};
     /* a reader: the folders named are never written; the tables go to stdout and --out DIR */
+    if (c->run.out_dir &&
+        cli_out_apart("report", "--out", c->run.out_dir, c->files, c->n_files, 0) != 0)
+        return EXIT_USAGE;
+    tune_error err = {0};
     /* rows measured before the time model get its fields from the calibration (cmd_roofline.c) */
     if (report_rebuild_filled(c->files, c->n_files, c->rows, c->cols, c->run.out_dir,
                               c->run.quiet, tune_report_fill,
@@ -733,6 +736,9 @@ static int dispatch(int argc, char **argv)
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)
         return cmd_help(argc, argv);
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        if (argc > 2)
+            return fprintf(stderr, "tune %s: takes no arguments, got '%s'\n", cmd, argv[2]),
+                   EXIT_USAGE;
         printf("tune %s (git %s)\n", TUNE_VERSION, TUNE_GIT_REV);
         return EXIT_SUCCESS;
     }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "analysis/fit.h"
+#include "core/infile.h"
 #include "store/meta.h"
 #include "analysis/compare_impl.h"
 #include "analysis/compare_impl.h"
@@ -37,7 +38,12 @@ static void compare_params_from_files(char **dirs, size_t n_dirs, char **list, s
     for (size_t d = 0; d < n_dirs; d++) {
         char path[PATH_MAX + 32];
         snprintf(path, sizeof path, "%s/heuristics.json", dirs[d]);
-        json_t *h = json_load_file(path, 0, NULL);
+        char *text = NULL;
+        size_t len = 0;
+        json_t *h = infile_read_text(path, INFILE_MAX_JSON, &text, &len, NULL) == TUNE_OK
+                        ? json_loadb(text, len, 0, NULL)
+                        : NULL;
+        free(text);
         const char *p = json_string_value(json_object_get(h, "param"));
         if (p && *n < max && !compare_list_has(list, *n, p) && (list[*n] = compare_strdup(p)))
             (*n)++;

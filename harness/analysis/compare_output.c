@@ -499,16 +499,23 @@ tune_status compare_write_files(const compare *c, const char *dir, tune_error *e
     tune_status st = results_mkdirs(dir, err);
     if (st != TUNE_OK)
         return st;
+    outfile_set *set = outfile_set_new(); /* both files or neither */
+    if (!set)
+        return tune_error_set(err, TUNE_ERR_NOMEM, dir, "out of host memory");
     snprintf(path, sizeof path, "%s/compare.md", dir);
-    outfile *o = outfile_open(path, err);
-    if (!o)
+    FILE *f = outfile_set_open(set, path, err);
+    if (!f) {
+        outfile_set_abort(set);
         return TUNE_ERR_IO;
-    compare_write_markdown(c, outfile_stream(o));
-    if ((st = outfile_commit(o, err)) != TUNE_OK)
-        return st;
+    }
+    compare_write_markdown(c, f);
     snprintf(path, sizeof path, "%s/compare.json", dir);
     json_t *j = compare_to_json(c);
-    st = outfile_write_json(path, j, JSON_INDENT(1) | JSON_PRESERVE_ORDER, err);
+    st = outfile_set_json(set, path, j, JSON_INDENT(1) | JSON_PRESERVE_ORDER, err);
     json_decref(j);
-    return st;
+    if (st != TUNE_OK) {
+        outfile_set_abort(set);
+        return st;
+    }
+    return outfile_set_commit(set, err);
 }

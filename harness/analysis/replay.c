@@ -610,6 +610,33 @@ static tune_status replay_folder_run(replay *r, replay_folder *F, tune_error *er
     return st;
 }
 
+/* "family/op" of the folder's first row into buf ("" when it has none). */
+static const char *folder_kind(const replay_folder *F, char *buf, size_t size)
+{
+    const result_row *r = F->n_rows ? &F->rows[0] : NULL;
+    snprintf(buf, size, "%s/%s", r && r->family ? r->family : "?", r && r->op ? r->op : "?");
+    return buf;
+}
+
+/* A folder replayed has measured rows, and its priors are runs of its family and op. */
+static tune_status folder_check_replayable(const replay *r, const replay_folder *F,
+                                           tune_error *err)
+{
+    if (F->n_counted == 0)
+        return tune_error_set(err, TUNE_ERR_INVALID, F->dir,
+                              "no shape with a measured row (no tuned configuration ran ok): "
+                              "nothing to replay against");
+    char a[512], b[512];
+    folder_kind(F, a, sizeof a);
+    for (size_t p = 0; p < r->n_priors; p++)
+        if (strcmp(folder_kind(&r->priors[p], b, sizeof b), a) != 0)
+            return tune_error_set(err, TUNE_ERR_INVALID, r->priors[p].dir,
+                                  "--prior: a run of %s, and %s is a run of %s: a prior's rows "
+                                  "inform a search of its own family and op only",
+                                  b, F->dir, a);
+    return TUNE_OK;
+}
+
 replay *replay_run(const char *const *dirs, size_t n_dirs, const replay_options *o,
                    tune_error *err)
 {
@@ -640,6 +667,8 @@ replay *replay_run(const char *const *dirs, size_t n_dirs, const replay_options 
     for (size_t i = 0; st == TUNE_OK && i < n_dirs; i++) {
         r->n_folders++;
         st = folder_load(&r->folders[i], dirs[i], o, err);
+        if (st == TUNE_OK)
+            st = folder_check_replayable(r, &r->folders[i], err);
         if (st == TUNE_OK)
             st = replay_folder_run(r, &r->folders[i], err);
     }

@@ -312,28 +312,28 @@ static void write_md_shapes(const replay *r, const replay_folder *F, FILE *f)
     fprintf(f, "\n");
 }
 
-static tune_status write_md(const replay *r, const char *path, tune_error *err)
+static tune_status write_md(const replay *r, const char *path, outfile_set *set,
+                            tune_error *err)
 {
-    outfile *o = outfile_open(path, err);
-    if (!o)
+    FILE *f = outfile_set_open(set, path, err);
+    if (!f)
         return TUNE_ERR_IO;
-    FILE *f = outfile_stream(o);
     fprintf(f, "# Search replay\n\n");
     fputs(legend, f);
     replay_write_table(r, f);
     for (size_t i = 0; i < r->n_folders; i++)
         write_md_shapes(r, &r->folders[i], f);
-    return outfile_commit(o, err);
+    return TUNE_OK;
 }
 
 /* replay.csv: per folder, shape, strategy and seed, the full run's evaluations where the best so
  * far improved, and its last: the ratio best so far / best holds until the next row. */
-static tune_status write_csv(const replay *r, const char *path, tune_error *err)
+static tune_status write_csv(const replay *r, const char *path, outfile_set *set,
+                             tune_error *err)
 {
-    outfile *o = outfile_open(path, err);
-    if (!o)
+    FILE *f = outfile_set_open(set, path, err);
+    if (!f)
         return TUNE_ERR_IO;
-    FILE *f = outfile_stream(o);
     fprintf(f, "sweep,folder,shape,candidates,strategy,seed,evaluations,best_ratio\n");
     for (size_t i = 0; i < r->n_folders; i++) {
         const replay_folder *F = &r->folders[i];
@@ -358,7 +358,7 @@ static tune_status write_csv(const replay *r, const char *path, tune_error *err)
                 }
         }
     }
-    return outfile_commit(o, err);
+    return TUNE_OK;
 }
 
 static json_t *num_or_null(double x)
@@ -487,32 +487,38 @@ static json_t *meta_json(const replay *r, int argc, char **argv)
                      "priors", priors, "rules", rules);
 }
 
-/* The real path of path, or of its longest existing ancestor with the rest appended. */
 tune_status replay_write_files(const replay *r, const char *out, int argc, char **argv,
                                tune_error *err)
 {
     char path[PATH_MAX];
-    for (size_t i = 0; i < r->n_folders; i++)
-        if (folder_inside(out, r->folders[i].dir))
+    for (size_t i = 0; i < r->n_folders; i++) {
+        if (outfile_dir_within(out, r->folders[i].dir))
             return tune_error_set(err, TUNE_ERR_INVALID, out,
                                   "is inside %s, a folder replayed (read-only): choose another "
                                   "--out", r->folders[i].dir);
+    }
     tune_status st = results_mkdirs(out, err);
+    outfile_set *set = st == TUNE_OK ? outfile_set_new() : NULL; /* the four files or none */
+    if (st == TUNE_OK && !set)
+        st = tune_error_set(err, TUNE_ERR_NOMEM, out, "out of host memory");
     snprintf(path, sizeof path, "%s/replay.md", out);
     if (st == TUNE_OK)
-        st = write_md(r, path, err);
+        st = write_md(r, path, set, err);
     snprintf(path, sizeof path, "%s/replay.csv", out);
     if (st == TUNE_OK)
-        st = write_csv(r, path, err);
+        st = write_csv(r, path, set, err);
     json_t *j = st == TUNE_OK ? replay_json(r) : NULL;
     snprintf(path, sizeof path, "%s/replay.json", out);
-    if (j)
-        st = outfile_write_json(path, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, err);
+    if (st == TUNE_OK)
+        st = outfile_set_json(set, path, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, err);
     json_decref(j);
     j = st == TUNE_OK ? meta_json(r, argc, argv) : NULL;
     snprintf(path, sizeof path, "%s/meta.json", out);
-    if (j)
-        st = outfile_write_json(path, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, err);
+    if (st == TUNE_OK)
+        st = outfile_set_json(set, path, j, JSON_INDENT(2) | JSON_PRESERVE_ORDER, err);
     json_decref(j);
+    if (st == TUNE_OK)
+        return outfile_set_commit(set, err);
+    outfile_set_abort(set);
     return st;
 }

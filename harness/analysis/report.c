@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "analysis/report_impl.h"
+#include "core/hash.h"
 #include "store/meta.h"
 
 
@@ -145,23 +146,55 @@ static tune_status report_collect_methods(report *r, const result_row *rows, siz
     return TUNE_OK;
 }
 
+/* A hash of a shape's key that equal keys (report_cmp_shape) share: numbers by their value as a
+ * double (an integer and a float that compare equal hash alike), strings by their text. */
+static uint64_t report_hash_shape(const report_shape *s)
+{
+    uint64_t h = HASH_FNV_OFFSET;
+    for (size_t i = 0; i < s->n_keys; i++) {
+        if (s->key[i].type == EXPR_STR) {
+            h = hash_fnv1a_str(h, s->key[i].s);
+        } else {
+            double x = report_num(s->key[i]);
+            x = x == 0 ? 0 : x; /* -0.0 and 0.0 compare equal */
+            h = hash_fnv1a(h, &x, sizeof x);
+        }
+        h = hash_fnv1a(h, "|", 1);
+    }
+    return h;
+}
+
+/* The distinct shapes of the rows, sorted: one pass with an open-addressing hash table of the
+ * shapes seen (linear in the rows; comparing each row with every shape was quadratic). */
 static tune_status report_collect_shapes(report *r, const result_row *rows, size_t n,
                                          tune_error *err)
 {
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
     r->shapes = calloc(n ? n : 1, sizeof *r->shapes);
-    if (!r->shapes)
+    size_t *slot = malloc(cap * sizeof *slot); /* shape index + 1; 0: empty */
+    if (!r->shapes || !slot) {
+        free(slot);
         return tune_error_set(err, TUNE_ERR_NOMEM, "report", "out of memory");
+    }
+    memset(slot, 0, cap * sizeof *slot);
     for (size_t i = 0; i < n; i++) {
         report_shape key;
         tune_status st = report_row_key(r, &rows[i], i, &key, err);
-        if (st != TUNE_OK)
+        if (st != TUNE_OK) {
+            free(slot);
             return st;
-        size_t s = 0;
-        while (s < r->n_shapes && report_cmp_shape(&key, &r->shapes[s]) != 0)
-            s++;
-        if (s == r->n_shapes)
+        }
+        size_t at = (size_t)report_hash_shape(&key) & (cap - 1);
+        while (slot[at] && report_cmp_shape(&key, &r->shapes[slot[at] - 1]) != 0)
+            at = (at + 1) & (cap - 1);
+        if (!slot[at]) {
             r->shapes[r->n_shapes++] = key;
+            slot[at] = r->n_shapes;
+        }
     }
+    free(slot);
     qsort(r->shapes, r->n_shapes, sizeof *r->shapes, report_cmp_shape);
     return TUNE_OK;
 }

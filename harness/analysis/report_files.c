@@ -43,7 +43,8 @@ typedef struct {
 } report_retime;
 
 static tune_status report_write_one(const report *r, const char *dir, report_format fmt,
-                                    const report_retime *retime, tune_error *err)
+                                    const report_retime *retime, outfile_set *set,
+                                    tune_error *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir,
@@ -53,12 +54,11 @@ static tune_status report_write_one(const report *r, const char *dir, report_for
     json_t *j = fmt == REPORT_JSON ? report_to_json(r) : NULL;
     if (fmt == REPORT_JSON && !j)
         return tune_error_set(err, TUNE_ERR_NOMEM, path, "cannot build the JSON report");
-    outfile *o = outfile_open(path, err);
-    if (!o) {
+    FILE *f = outfile_set_open(set, path, err);
+    if (!f) {
         json_decref(j);
         return TUNE_ERR_IO;
     }
-    FILE *f = outfile_stream(o);
     int bad = 0;
     if (fmt == REPORT_MD) {
         report_write_markdown(r, f);
@@ -71,19 +71,26 @@ static tune_status report_write_one(const report *r, const char *dir, report_for
     }
     json_decref(j);
     (void)bad; /* a failed write is remembered by the stream and reported by the commit */
-    return outfile_commit(o, err);
+    return TUNE_OK;
 }
 
 static tune_status report_write_all(const report *r, const char *dir, const report_retime *retime,
                                     tune_error *err)
 {
     tune_status st = results_mkdirs(dir, err);
+    outfile_set *set = st == TUNE_OK ? outfile_set_new() : NULL;
+    if (st == TUNE_OK && !set)
+        st = tune_error_set(err, TUNE_ERR_NOMEM, dir, "out of host memory");
+    /* the three tables together or none: a failed write never leaves a mix of two reports */
     if (st == TUNE_OK)
-        st = report_write_one(r, dir, REPORT_MD, retime, err);
+        st = report_write_one(r, dir, REPORT_MD, retime, set, err);
     if (st == TUNE_OK)
-        st = report_write_one(r, dir, REPORT_CSV, NULL, err);
+        st = report_write_one(r, dir, REPORT_CSV, NULL, set, err);
     if (st == TUNE_OK)
-        st = report_write_one(r, dir, REPORT_JSON, NULL, err);
+        st = report_write_one(r, dir, REPORT_JSON, NULL, set, err);
+    if (st == TUNE_OK)
+        return outfile_set_commit(set, err);
+    outfile_set_abort(set);
     return st;
 }
 

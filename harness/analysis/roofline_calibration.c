@@ -10,6 +10,7 @@
 
 #include <jansson.h>
 
+#include "core/infile.h"
 #include "store/folder.h"
 #include "store/results.h"
 #include "tune_git_rev.h"
@@ -212,7 +213,13 @@ tune_status roofline_calibration_load(const char *path, roofline_calibration *c,
 {
     roofline_calibration_init(c);
     json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
+    char *text = NULL;
+    size_t len = 0;
+    tune_status rs = infile_read_text(path, INFILE_MAX_JSON, &text, &len, err);
+    if (rs != TUNE_OK)
+        return rs; /* a FIFO or a device refused, never waited on */
+    json_t *root = json_loadb(text, len, 0, &je);
+    free(text);
     if (!root) {
         char where[PATH_MAX + 32];
         snprintf(where, sizeof where, "%s:%d:%d", path, je.line, je.column);

@@ -61,41 +61,11 @@ const char *tune_error_text(const tune_error *err, char *buf, size_t size)
 
 char *tune_read_file(const char *path, size_t *size, tune_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tune_error_set(err, TUNE_ERR_IO, path, "cannot open: %s", strerror(errno));
+    char *text = NULL;
+    /* the bounded reader: a FIFO or a device is refused, never waited on */
+    if (infile_read_text(path, INFILE_MAX_JSON, &text, size, err) != TUNE_OK)
         return NULL;
-    }
-    size_t cap = 16384, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        len += fread(buf + len, 1, cap - len - 1, f);
-        if (len < cap - 1)
-            break;
-        char *bigger = realloc(buf, cap * 2);
-        if (!bigger) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = bigger;
-        cap *= 2;
-    }
-    int failed = ferror(f);
-    fclose(f);
-    if (!buf) {
-        tune_error_set(err, TUNE_ERR_NOMEM, path, "out of host memory");
-        return NULL;
-    }
-    if (failed) {
-        free(buf);
-        tune_error_set(err, TUNE_ERR_IO, path, "cannot read");
-        return NULL;
-    }
-    buf[len] = '\0';
-    if (size)
-        *size = len;
-    return buf;
+    return text;
 }
 
 const char *tune_find_dir(const char *env_name, const char *name, char *buf, size_t size)
@@ -119,13 +89,7 @@ const char *tune_find_dir(const char *env_name, const char *name, char *buf, siz
                 return buf;
         }
     }
-    char src[PATH_MAX];
-    snprintf(src, sizeof src, "%s/%s", TUNE_SOURCE_DIR, name);
-    const char *fixed[] = {name, src};
-    for (size_t i = 0; i < 2; i++)
-        if (infile_is_dir(fixed[i])) {
-            snprintf(buf, size, "%s", fixed[i]);
-            return buf;
-        }
-    return NULL;
+    /* never ./<name>: a folder of that name where tune happens to run is not tune's */
+    snprintf(buf, size, "%s/%s", TUNE_SOURCE_DIR, name);
+    return infile_is_dir(buf) ? buf : NULL;
 }

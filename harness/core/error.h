@@ -43,12 +43,14 @@ tune_status tune_error_set(tune_error *err, tune_status code, const char *where,
 
 void tune_error_clear(tune_error *err);
 
-/* New NUL-terminated contents of a file (its length in *size when size is not NULL), or NULL with
- * err set: TUNE_ERR_IO "cannot open: <reason>" / "cannot read", where = path. */
+/* New NUL-terminated contents of a text file of at most INFILE_MAX_JSON bytes (its length in *size
+ * when size is not NULL), or NULL with err set: core/infile.h's infile_read_text (a regular file:
+ * a FIFO or a device is refused, never waited on). */
 char *tune_read_file(const char *path, size_t *size, tune_error *err);
 /* A folder shipped with tune (name: "kernels_src", "data"): $<env>, else <exe dir>/../<name>,
- * <exe dir>/../../<name>, ./<name>, then the source tree's. Writes into buf; returns buf or NULL
- * when none exists. */
+ * <exe dir>/../../<name>, then the source tree's; never the working directory's (a folder of
+ * that name where tune runs is not tune's). Writes into buf; returns buf or NULL when none
+ * exists. */
 const char *tune_find_dir(const char *env, const char *name, char *buf, size_t size);
 
 /* "where: message" (or just the message when where is empty) into buf; returns buf. */

@@ -1,6 +1,7 @@
 #include "core/infile.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,30 @@ tune_status infile_read(const char *path, size_t max_bytes, char **data, size_t 
     return TUNE_OK;
 }
 
+tune_status infile_read_text(const char *path, size_t max_bytes, char **data, size_t *len,
+                             tune_error *err)
+{
+    size_t n = 0;
+    tune_status st = infile_read(path, max_bytes, data, &n, err);
+    if (len)
+        *len = n;
+    const char *nul = st == TUNE_OK ? memchr(*data, '\0', n) : NULL;
+    if (!nul)
+        return st;
+    size_t line = 1, col = 1;
+    for (const char *p = *data; p < nul; p++, col++)
+        if (*p == '\n')
+            line++, col = 0;
+    free(*data);
+    *data = NULL;
+    if (len)
+        *len = 0;
+    char where[4200];
+    snprintf(where, sizeof where, "%.4000s:%zu:%zu", path, line, col);
+    return tune_error_set(err, TUNE_ERR_INVALID, where,
+                          "a NUL byte: a text file holds none (a damaged file?)");
+}
+
 FILE *infile_open(const char *path, size_t max_bytes, tune_error *err)
 {
     size_t size;
@@ -132,6 +157,14 @@ int infile_open_fd(const char *path, size_t max_bytes, tune_error *err)
     size_t size;
     int fd;
     return open_checked(path, max_bytes, &fd, &size, err) == TUNE_OK ? fd : -1;
+}
+
+const char *infile_special(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0 || S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode))
+        return NULL;
+    return file_kind(sb.st_mode);
 }
 
 int infile_is_dir(const char *path)

@@ -24,6 +24,10 @@
 #define INFILE_MAX_JSON ((size_t)64 << 20)   /* meta.json, sweeps, specs, calibrations */
 #define INFILE_MAX_ROWS ((size_t)4 << 30)    /* raw.jsonl, retime.jsonl */
 
+/* What path is when it exists and is neither a regular file nor a directory ("a FIFO", "a
+ * character device", "a socket", ...: something an open could wait on), following links; NULL
+ * otherwise (static strings). */
+const char *infile_special(const char *path);
 /* 1 when path names a directory (infile_is_dir) or a regular file (infile_is_file), following
  * links; 0 otherwise. */
 int infile_is_dir(const char *path);
@@ -33,6 +37,12 @@ int infile_is_file(const char *path);
  * be NULL); on failure *data is NULL and err is set. */
 tune_status infile_read(const char *path, size_t max_bytes, char **data, size_t *len,
                         tune_error *err);
+
+/* infile_read for a text file (JSON, a kernel source): a NUL byte in it, which every reader of C
+ * strings would take for the end and drop the rest after, is an error at "PATH:LINE:COL" ("a NUL
+ * byte: a text file holds none"). */
+tune_status infile_read_text(const char *path, size_t max_bytes, char **data, size_t *len,
+                             tune_error *err);
 
 /* An open stream on path for line-by-line reading, after the same checks (regular file, at most
  * max_bytes); the caller fclose()s it. NULL with err set on failure. */

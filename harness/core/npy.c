@@ -2,6 +2,8 @@
  * fortran_order and shape) parsed strictly enough to trust the data that follows. */
 #include "core/npy.h"
 
+#include "core/infile.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,9 +73,10 @@ tune_status npy_read(const char *path, size_t max_bytes, char *descr, size_t des
                      size_t *count, void **data, tune_error *err)
 {
     *data = NULL;
-    FILE *fp = fopen(path, "rb");
+    /* a regular file of at most the data and the largest header: never a FIFO or a device */
+    FILE *fp = infile_open(path, max_bytes + ((size_t)1 << 20) + 16, err);
     if (!fp)
-        return tune_error_set(err, TUNE_ERR_IO, path, "cannot open: %s", strerror(errno));
+        return err ? err->code : TUNE_ERR_IO;
     unsigned char pre[12];
     tune_status st = TUNE_OK;
     char *hdr = NULL;

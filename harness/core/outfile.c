@@ -111,7 +111,8 @@ static void sync_parent(const char *path)
     }
 }
 
-tune_status outfile_commit(outfile *o, tune_error *err)
+/* Flushes, fsyncs and closes o's temporary file: 0, or the first errno. */
+static int outfile_finish(outfile *o)
 {
     int e = 0;
     if (fflush(o->f) != 0 || ferror(o->f))
@@ -124,6 +125,12 @@ tune_status outfile_commit(outfile *o, tune_error *err)
         e = errno;
     if (close(o->fd) != 0 && !e)
         e = errno;
+    return e;
+}
+
+tune_status outfile_commit(outfile *o, tune_error *err)
+{
+    int e = outfile_finish(o);
     if (!e && rename(o->tmp, o->path) != 0)
         e = errno;
     tune_status st = TUNE_OK;
@@ -159,4 +166,174 @@ tune_status outfile_write_json(const char *path, const json_t *json, size_t flag
         if (!o->error)
             o->error = EIO;
     return outfile_commit(o, err);
+}
+
+/* The real path of path in out: realpath of the longest part that exists, then the components
+ * that do not exist yet, "." and ".." among them resolved by name (mkdir -p makes them plain
+ * folders, so "new/.." is the folder new is made in). -1 when nothing of it resolves. */
+static int outfile_resolve(const char *path, char *out, size_t size)
+{
+    char cur[PATH_MAX], rest[PATH_MAX] = "";
+    if (!realpath(path[0] == '/' ? "/" : ".", cur))
+        return -1;
+    char copy[PATH_MAX];
+    if ((size_t)snprintf(copy, sizeof copy, "%s", path) >= sizeof copy)
+        return -1;
+    for (char *save = NULL, *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        if (strcmp(c, ".") == 0)
+            continue;
+        if (rest[0]) { /* below a component that does not exist: by name */
+            if (strcmp(c, "..") == 0) {
+                char *slash = strrchr(rest, '/');
+                *slash = '\0';
+            } else if (strlen(rest) + strlen(c) + 2 < sizeof rest) {
+                strcat(rest, "/");
+                strcat(rest, c);
+            } else {
+                return -1;
+            }
+            continue;
+        }
+        char next[2 * PATH_MAX + 2], real[PATH_MAX];
+        snprintf(next, sizeof next, "%s/%s", strcmp(cur, "/") == 0 ? "" : cur, c);
+        if (realpath(next, real)) {
+            snprintf(cur, sizeof cur, "%s", real);
+        } else if (strcmp(c, "..") == 0) {
+            return -1; /* cur exists, so its parent does: not reached */
+        } else {
+            snprintf(rest, sizeof rest, "/%s", c);
+        }
+    }
+    if ((size_t)snprintf(out, size, "%s%s", strcmp(cur, "/") == 0 && rest[0] ? "" : cur, rest) >=
+        size)
+        return -1;
+    return 0;
+}
+
+int outfile_dir_within(const char *out, const char *dir)
+{
+    char o[PATH_MAX];
+    struct stat d;
+    if (stat(dir, &d) != 0 || !S_ISDIR(d.st_mode) || outfile_resolve(out, o, sizeof o) != 0)
+        return 0;
+    /* out and every folder above it, compared by identity (st_dev, st_ino): a link, a bind mount
+     * or another spelling of dir is dir */
+    for (;;) {
+        struct stat s;
+        if (stat(o, &s) == 0 && s.st_dev == d.st_dev && s.st_ino == d.st_ino)
+            return 1;
+        char *slash = strrchr(o, '/');
+        if (!slash || slash == o) {
+            if (strcmp(o, "/") == 0)
+                return 0;
+            o[1] = '\0';
+            continue;
+        }
+        *slash = '\0';
+    }
+}
+
+#define OUTFILE_SET_MAX 8
+
+struct outfile_set {
+    outfile *files[OUTFILE_SET_MAX];
+    size_t n;
+};
+
+outfile_set *outfile_set_new(void)
+{
+    return calloc(1, sizeof(outfile_set));
+}
+
+FILE *outfile_set_open(outfile_set *s, const char *path, tune_error *err)
+{
+    if (s->n == OUTFILE_SET_MAX) {
+        tune_error_set(err, TUNE_ERR_INVALID, path, "cannot write: more than %d files in a set",
+                       OUTFILE_SET_MAX);
+        return NULL;
+    }
+    outfile *o = outfile_open(path, err);
+    if (!o)
+        return NULL;
+    s->files[s->n++] = o;
+    return o->f;
+}
+
+void outfile_set_abort(outfile_set *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        outfile_abort(s->files[i]);
+    free(s);
+}
+
+/* "a, b and c" of the paths files[from, to) into buf. */
+static void outfile_names(outfile *const *files, size_t from, size_t to, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    for (size_t i = from; i < to; i++) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, "%s%s", i == from ? "" : i + 1 == to ? " and " : ", ",
+                 files[i]->path);
+    }
+}
+
+tune_status outfile_set_commit(outfile_set *s, tune_error *err)
+{
+    int e = 0;
+    size_t bad = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        int fe = outfile_finish(s->files[i]);
+        if (fe && !e) {
+            e = fe;
+            bad = i;
+        }
+    }
+    char names[4096];
+    tune_status st = TUNE_OK;
+    if (e) { /* nothing renamed: every target is as it was */
+        outfile_names(s->files, 0, s->n, names, sizeof names);
+        st = tune_error_set(err, TUNE_ERR_IO, s->files[bad]->path,
+                            "cannot write: %s; none of %s was replaced", strerror(e), names);
+        for (size_t i = 0; i < s->n; i++)
+            unlink(s->files[i]->tmp);
+    } else {
+        for (size_t i = 0; i < s->n; i++) {
+            if (rename(s->files[i]->tmp, s->files[i]->path) == 0) {
+                sync_parent(s->files[i]->path);
+                continue;
+            }
+            e = errno; /* the new set is partly in place: say which files are stale */
+            char done[4096], stale[4096];
+            outfile_names(s->files, 0, i, done, sizeof done);
+            outfile_names(s->files, i, s->n, stale, sizeof stale);
+            st = tune_error_set(err, TUNE_ERR_IO, s->files[i]->path,
+                                "cannot write: %s; %s%s%s not replaced and may be stale (from "
+                                "an earlier write)",
+                                strerror(e), done, i ? " replaced, " : "", stale);
+            for (size_t k = i; k < s->n; k++)
+                unlink(s->files[k]->tmp);
+            break;
+        }
+    }
+    for (size_t i = 0; i < s->n; i++)
+        free(s->files[i]);
+    free(s);
+    return st;
+}
+
+tune_status outfile_set_json(outfile_set *s, const char *path, const json_t *json, size_t flags,
+                             tune_error *err)
+{
+    if (!json)
+        return tune_error_set(err, TUNE_ERR_NOMEM, path,
+                              "cannot write: no JSON to write (out of memory?)");
+    FILE *f = outfile_set_open(s, path, err);
+    if (!f)
+        return err ? err->code : TUNE_ERR_IO;
+    outfile *o = s->files[s->n - 1];
+    if ((json_dumpf(json, f, flags) != 0 || fputc('\n', f) == EOF) && !o->error)
+        o->error = EIO;
+    return TUNE_OK;
 }

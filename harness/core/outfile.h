@@ -41,4 +41,37 @@ tune_status outfile_write(const char *path, const void *data, size_t len, tune_e
 tune_status outfile_write_json(const char *path, const json_t *json, size_t flags,
                                tune_error *err);
 
+/* A set of files written together (best.md, best.csv and best.json): each is written to its own
+ * temporary file, and none replaces its target until every one of them is written, flushed and
+ * fsync'd. A failed write (full disk, size limit) leaves every target as it was and says so
+ * ("cannot write: <reason>; none of A, B and C was replaced"); a rename that fails once others
+ * are done (rare: the folder removed, read-only) names the files replaced and those stale.
+ *
+ *   outfile_set *s = outfile_set_new();
+ *   FILE *md = outfile_set_open(s, "out/best.md", &err), *csv = ...;
+ *   ... if (!md || !csv) { outfile_set_abort(s); return err.code; }
+ *   return outfile_set_commit(s, &err);
+ */
+typedef struct outfile_set outfile_set;
+
+/* New empty set, or NULL (out of memory). */
+outfile_set *outfile_set_new(void);
+/* A temporary file for path in the set (at most 8 files); its stream (borrowed), or NULL with err
+ * set. */
+FILE *outfile_set_open(outfile_set *s, const char *path, tune_error *err);
+/* json (dumped with flags, then a newline) as path's file in the set. */
+tune_status outfile_set_json(outfile_set *s, const char *path, const json_t *json, size_t flags,
+                             tune_error *err);
+/* Writes every file of the set, all or none (above); frees s. */
+tune_status outfile_set_commit(outfile_set *s, tune_error *err);
+/* Drops every temporary file of the set; frees s. NULL: no-op. */
+void outfile_set_abort(outfile_set *s);
+
+/* 1 when the folder out is dir, or a folder inside it, once made (mkdir -p): out's existing part
+ * resolved through links (realpath), the rest by name, then out and each folder above it
+ * compared with dir by identity (st_dev, st_ino), so a link to dir, another spelling of it or a
+ * bind mount of it counts; 0 otherwise, and when dir is not a folder. What a command that reads
+ * folders checks its --out against: the folders read are never written. */
+int outfile_dir_within(const char *out, const char *dir);
+
 #endif

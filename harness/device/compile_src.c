@@ -1,6 +1,7 @@
 /* compile_src.c - the sources, options and cache key of compile_run's jobs (compile_src.h). */
 #include "device/compile_src.h"
 
+#include <dirent.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,8 +19,12 @@
 #define SCAN_MAX_DEPTH 64
 #define SCAN_MAX_HEADERS 16384
 /* The key's version: changed whenever what it covers changes (v2: the toolkit's include folders,
- * the source's name, the job's options, the headers found in include folders). */
-#define KEY_VERSION "tune-compile-v2"
+ * the source's name, the job's options, the headers found in include folders; v3: #include_next,
+ * --pre-include files, and every file of the search folders when an #include names a macro). */
+#define KEY_VERSION "tune-compile-v3"
+/* Bounds of the files hashed when a header is included through a macro */
+#define SCAN_MAX_FOLDER_FILES 16384
+#define SCAN_MAX_FOLDER_BYTES ((size_t)512 << 20)
 
 /* ---- the toolkit's headers ---- */
 
@@ -76,9 +81,12 @@ void compile_env_toolkit(compile_env *env)
         snprintf(env->toolkit[1], sizeof env->toolkit[1], "-I%s", cccl);
 }
 
-/* The next `#include "name"` or `#include <name>` line from *p on: 1 and name, quoted; 0 at the
- * end of text. Read for the shipped sources' headers and for the key's header scan. */
-static int next_include(const char **p, char *name, size_t size, int *quoted)
+/* The next `#include "name"` or `#include <name>` line (or #include_next) from *p on: 1 and name,
+ * quoted; 0 at the end of text. Read for the shipped sources' headers and for the key's header
+ * scan. An #include whose operand is no literal name (`#include HEADER`, a macro) counts in
+ * *macro when macro is not NULL: NVRTC reads a file the scan cannot name. */
+static int next_include_any(const char **p, char *name, size_t size, int *quoted, int *macro,
+                            int *is_next)
 {
     for (const char *s = *p; *s; s += strcspn(s, "\n"), s += *s == '\n') {
         const char *t = s + strspn(s, " \t");
@@ -87,18 +95,33 @@ static int next_include(const char **p, char *name, size_t size, int *quoted)
         t += 1 + strspn(t + 1, " \t");
         if (strncmp(t, "include", 7) != 0)
             continue;
-        t += 7 + strspn(t + 7, " \t");
-        if (*t != '"' && *t != '<')
+        int next = strncmp(t, "include_next", 12) == 0;
+        t += next ? 12 : 7;
+        if (*t != ' ' && *t != '\t' && *t != '"' && *t != '<')
+            continue; /* #includes, #include_foo: another directive */
+        t += strspn(t, " \t");
+        if (*t != '"' && *t != '<') {
+            if (macro && *t && *t != '\n' && *t != '\r')
+                (*macro)++;
             continue;
+        }
         *quoted = *t == '"';
         size_t len = strcspn(t + 1, *quoted ? "\"\n" : ">\n");
         if (t[1 + len] != (*quoted ? '"' : '>') || len == 0 || len >= size)
             continue;
         snprintf(name, size, "%.*s", (int)len, t + 1);
         *p = t + 1 + len;
+        if (is_next)
+            *is_next = next;
         return 1;
     }
+    *p += strlen(*p);
     return 0;
+}
+
+static int next_include(const char **p, char *name, size_t size, int *quoted)
+{
+    return next_include_any(p, name, size, quoted, NULL, NULL);
 }
 
 /* ---- shipped sources: the headers of kernels_dir, handed to NVRTC by name ---- */
@@ -122,7 +145,7 @@ static tune_status add_includes(compile_unit *u, const char *dir, const char *te
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", dir, name);
         char *h = NULL;
-        if (infile_read(path, COMPILE_MAX_SOURCE, &h, NULL, err) != TUNE_OK)
+        if (infile_read_text(path, COMPILE_MAX_SOURCE, &h, NULL, err) != TUNE_OK)
             return err ? err->code : TUNE_ERR_IO;
         u->header_names[u->n_headers] = strdup(name);
         u->header_texts[u->n_headers] = h;
@@ -162,12 +185,12 @@ static tune_status load_text(compile_unit *u, const char *kernels_dir, tune_erro
     if (u->source[0] != '/') {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/%s", kernels_dir, u->source);
-        if (infile_read(path, COMPILE_MAX_SOURCE, &u->text, NULL, err) != TUNE_OK)
+        if (infile_read_text(path, COMPILE_MAX_SOURCE, &u->text, NULL, err) != TUNE_OK)
             return err ? err->code : TUNE_ERR_IO;
         return add_includes(u, kernels_dir, u->text, err);
     }
     tune_error e = {0};
-    tune_status st = infile_read(u->source, COMPILE_MAX_SOURCE, &u->text, NULL, &e);
+    tune_status st = infile_read_text(u->source, COMPILE_MAX_SOURCE, &u->text, NULL, &e);
     if (st == TUNE_ERR_NOMEM)
         return tune_error_set(err, st, u->source, "out of memory");
     if (st != TUNE_OK) {
@@ -278,6 +301,10 @@ typedef struct {
     uint64_t *seen_hash;
     size_t n_seen;
     hash128 *h;
+    int macro;              /* #include lines that name a macro, not a file */
+    char special[PATH_MAX]; /* a header candidate that is no regular file (a FIFO) */
+    const char *special_kind;
+    size_t n_files, n_bytes; /* files and bytes hashed by scan_folder */
 } scan_ctx;
 
 /* 1 when canonical path was hashed already; else records it (0); -1: too many, -2: no memory. */
@@ -304,20 +331,36 @@ static int scan_seen(scan_ctx *c, const char *canon)
     return 0;
 }
 
+/* 1 when path is a regular file; 0 when it is absent or a folder; -1 (recorded in c) when it is
+ * something NVRTC's open would wait on or misread (a FIFO, a device). */
+static int scan_candidate(scan_ctx *c, const char *path)
+{
+    const char *kind = infile_special(path);
+    if (kind && !c->special_kind) {
+        snprintf(c->special, sizeof c->special, "%s", path);
+        c->special_kind = kind;
+    }
+    return kind ? -1 : infile_is_file(path);
+}
+
 /* path of the header `name` names from a file in folder dir: a quoted name is looked for beside
- * the including file first, then in the include folders; 0 when it is in none (the toolkit's). */
-static int scan_resolve(const scan_ctx *c, const char *dir, const char *name, int quoted,
-                        char *path, size_t size)
+ * the including file first, then in the include folders; 0 when it is in none (the toolkit's),
+ * -1 when the first candidate that exists is no regular file. */
+static int scan_resolve(scan_ctx *c, const char *dir, const char *name, int quoted, char *path,
+                        size_t size)
 {
     if (name[0] == '/') {
         snprintf(path, size, "%s", name);
-        return infile_is_file(path);
+        return scan_candidate(c, path);
     }
-    if (quoted && snprintf(path, size, "%s/%s", dir, name) < (int)size && infile_is_file(path))
-        return 1;
+    int k;
+    if (quoted && snprintf(path, size, "%s/%s", dir, name) < (int)size &&
+        (k = scan_candidate(c, path)) != 0)
+        return k;
     for (size_t i = 0; i < c->n_dirs; i++)
-        if (snprintf(path, size, "%s/%s", c->dirs[i], name) < (int)size && infile_is_file(path))
-            return 1;
+        if (snprintf(path, size, "%s/%s", c->dirs[i], name) < (int)size &&
+            (k = scan_candidate(c, path)) != 0)
+            return k;
     return 0;
 }
 
@@ -326,16 +369,43 @@ static int scan_resolve(const scan_ctx *c, const char *dir, const char *name, in
 static tune_status scan_text(scan_ctx *c, const char *text, const char *dir, int depth)
 {
     char name[1024], path[PATH_MAX], canon[PATH_MAX];
-    int quoted;
-    for (const char *p = text; depth < SCAN_MAX_DEPTH && next_include(&p, name, sizeof name,
-                                                                        &quoted);) {
-        if (!scan_resolve(c, dir, name, quoted, path, sizeof path) || !realpath(path, canon))
+    int quoted, is_next = 0;
+    for (const char *p = text; depth < SCAN_MAX_DEPTH &&
+                               next_include_any(&p, name, sizeof name, &quoted, &c->macro,
+                                                &is_next);) {
+        if (is_next && name[0] != '/') {
+            /* #include_next: the same name further down the folders; every one found is
+             * hashed (which of them NVRTC reads depends on where the including file was) */
+            for (size_t i = 0; i < c->n_dirs; i++) {
+                char line[1100];
+                snprintf(line, sizeof line, "#include \"%s\"\n", name);
+                scan_ctx one = *c;
+                one.dirs = c->dirs + i;
+                one.n_dirs = 1;
+                tune_status st = scan_text(&one, line, c->dirs[i], depth + 1);
+                c->seen = one.seen;
+                c->seen_hash = one.seen_hash;
+                c->n_seen = one.n_seen;
+                c->macro = one.macro;
+                if (one.special_kind && !c->special_kind) {
+                    snprintf(c->special, sizeof c->special, "%s", one.special);
+                    c->special_kind = one.special_kind;
+                }
+                if (st != TUNE_OK)
+                    return st;
+            }
+            continue;
+        }
+        int found = scan_resolve(c, dir, name, quoted, path, sizeof path);
+        if (found < 0)
+            return TUNE_ERR_IO; /* c->special */
+        if (!found || !realpath(path, canon))
             continue;
         int seen = scan_seen(c, canon);
         if (seen < 0)
             return seen == -1 ? TUNE_ERR_INVALID : TUNE_ERR_NOMEM;
         char *h = NULL;
-        if (seen || infile_read(path, COMPILE_MAX_SOURCE, &h, NULL, NULL) != TUNE_OK)
+        if (seen || infile_read_text(path, COMPILE_MAX_SOURCE, &h, NULL, NULL) != TUNE_OK)
             continue;
         hash128_str(c->h, name);
         hash128_str(c->h, h);
@@ -349,17 +419,144 @@ static tune_status scan_text(scan_ctx *c, const char *text, const char *dir, int
     return TUNE_OK;
 }
 
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Hashes the relative name and text of every regular file under folder dir (rel: its name below
+ * the search folder), recursively, in name order; folders that are links are not entered.
+ * TUNE_ERR_INVALID past the bounds. */
+static tune_status scan_folder(scan_ctx *c, const char *dir, const char *rel, int depth)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return TUNE_OK;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    tune_status st = TUNE_OK;
+    for (struct dirent *e; st == TUNE_OK && (e = readdir(d)) != NULL;) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        if (n == cap) {
+            char **grown = realloc(names, (cap = cap ? 2 * cap : 64) * sizeof *names);
+            if (!grown)
+                st = TUNE_ERR_NOMEM;
+            else
+                names = grown;
+        }
+        if (st == TUNE_OK && !(names[n++] = strdup(e->d_name)))
+            st = TUNE_ERR_NOMEM;
+    }
+    closedir(d);
+    if (st == TUNE_OK)
+        qsort(names, n, sizeof *names, cmp_name);
+    for (size_t i = 0; st == TUNE_OK && i < n; i++) {
+        char path[PATH_MAX], sub[PATH_MAX];
+        struct stat sb;
+        if (snprintf(path, sizeof path, "%s/%s", dir, names[i]) >= (int)sizeof path ||
+            snprintf(sub, sizeof sub, "%s%s%s", rel, rel[0] ? "/" : "", names[i]) >=
+                (int)sizeof sub || lstat(path, &sb) != 0)
+            continue;
+        if (S_ISDIR(sb.st_mode)) {
+            if (depth < SCAN_MAX_DEPTH)
+                st = scan_folder(c, path, sub, depth + 1);
+            continue;
+        }
+        if (scan_candidate(c, path) < 0) { /* a macro could name it: NVRTC would wait on it */
+            st = TUNE_ERR_IO;
+            break;
+        }
+        char *text = NULL;
+        size_t len = 0;
+        if ((!S_ISREG(sb.st_mode) && !S_ISLNK(sb.st_mode)) ||
+            infile_read(path, COMPILE_MAX_SOURCE, &text, &len, NULL) != TUNE_OK)
+            continue; /* not a file NVRTC can include */
+        c->n_files++;
+        c->n_bytes += len;
+        if (c->n_files > SCAN_MAX_FOLDER_FILES || c->n_bytes > SCAN_MAX_FOLDER_BYTES)
+            st = TUNE_ERR_INVALID;
+        hash128_str(c->h, sub);
+        hash128_bytes(c->h, text, len);
+        free(text);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    return st;
+}
+
+/* The --pre-include files of the options (-include=X, --pre-include=X, or the name on the next
+ * line), scanned as if the source's first lines included them. */
+static tune_status scan_pre_includes(scan_ctx *c, const compile_unit *u, const char *dir)
+{
+    tune_status st = TUNE_OK;
+    for (size_t i = 0; st == TUNE_OK && i < u->n_opts; i++) {
+        const char *o = u->opts[i], *name = NULL;
+        static const char *const forms[] = {"-include", "--pre-include"};
+        for (size_t f = 0; f < 2 && !name; f++) {
+            size_t len = strlen(forms[f]);
+            if (strncmp(o, forms[f], len) != 0)
+                continue;
+            if (o[len] == '=')
+                name = o + len + 1;
+            else if (!o[len] && i + 1 < u->n_opts)
+                name = u->opts[++i];
+        }
+        if (!name || !*name)
+            continue;
+        char *line = malloc(strlen(name) + 16);
+        if (!line)
+            return TUNE_ERR_NOMEM;
+        sprintf(line, "#include \"%s\"\n", name);
+        st = scan_text(c, line, dir, 0);
+        free(line);
+    }
+    return st;
+}
+
 static tune_status scan_headers(compile_unit *u, const compile_env *env, char *const *dirs,
                                 size_t n_dirs)
 {
-    scan_ctx c = {dirs, n_dirs, NULL, NULL, 0, &u->tree};
+    scan_ctx c = {dirs, n_dirs, NULL, NULL, 0, &u->tree, 0, "", NULL, 0, 0};
     u->tree = (hash128)HASH128_INIT;
     const char *dir = u->source[0] == '/' ? dirs[0] : env->kernels_dir;
     tune_status st = scan_text(&c, u->text, dir, 0);
+    if (st == TUNE_OK)
+        st = scan_pre_includes(&c, u, dir);
+    /* A header named by a macro is one the scan cannot find: the key then covers every file of
+     * the folders NVRTC searches (the source's and the -I ones; the toolkit's stand as its
+     * version and path), or the unit is refused when they are too many to read. */
+    if (st == TUNE_OK && c.macro) {
+        hash128_str(c.h, "search folders");
+        st = scan_folder(&c, dir, "", 0);
+        for (size_t i = 0; st == TUNE_OK && i < n_dirs; i++)
+            if (strcmp(dirs[i], dir) != 0) {
+                hash128_str(c.h, dirs[i]);
+                st = scan_folder(&c, dirs[i], "", 0);
+            }
+        if (st == TUNE_ERR_INVALID && !c.special_kind) {
+            for (size_t i = 0; i < c.n_seen; i++)
+                free(c.seen[i]);
+            free(c.seen);
+            free(c.seen_hash);
+            return unit_fail(u, st,
+                             "%s: a header is included through a macro (#include NAME), so the "
+                             "cache key must cover every file of the include folders, and they "
+                             "hold more than %d files or %zu MiB: name the header in the "
+                             "#include, or narrow the -I folders",
+                             u->source, SCAN_MAX_FOLDER_FILES, SCAN_MAX_FOLDER_BYTES >> 20);
+        }
+    }
     for (size_t i = 0; i < c.n_seen; i++)
         free(c.seen[i]);
     free(c.seen);
     free(c.seen_hash);
+    if (st == TUNE_ERR_IO && c.special_kind)
+        return unit_fail(u, st,
+                         "%s: a header NVRTC would open, %s, is not a regular file (%s): refused "
+                         "(a FIFO or a device would hang or feed the compile)",
+                         u->source, c.special, c.special_kind);
     if (st == TUNE_ERR_INVALID)
         return unit_fail(u, st, "%s: more than %d headers to hash for the cache key", u->source,
                          SCAN_MAX_HEADERS);
@@ -411,7 +608,10 @@ static tune_status unit_load(compile_unit *u, const compile_unit *prev, size_t n
     if ((st = join_dirs(u, *dirs, *n_dirs)) != TUNE_OK)
         return st;
     size_t i = 0;
-    while (i < n_prev && (prev[i].status != TUNE_OK || !prev[i].inc_dirs ||
+    /* options that include files (--pre-include) make the tree the unit's own */
+    int own = strstr(u->options, "include") != NULL;
+    while (!own && i < n_prev && (prev[i].status != TUNE_OK || !prev[i].inc_dirs ||
+                          strstr(prev[i].options, "include") != NULL ||
                           strcmp(prev[i].source, u->source) != 0 ||
                           strcmp(prev[i].inc_dirs, u->inc_dirs) != 0))
         i++;

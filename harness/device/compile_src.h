@@ -5,8 +5,11 @@
  * that folder, which are handed to NVRTC by name. An absolute-path source is read alone; its
  * folder becomes an include folder and NVRTC reads its headers itself. Either way the key covers
  * the text of every header that an `#include "..."` or `#include <...>` line (recursively) names
- * and that is found in the source's folder or in an include folder of the job's options; the
- * toolkit's headers are covered by the NVRTC version and the toolkit folder's path.
+ * and that is found in the source's folder or in an include folder of the job's options, every
+ * same-named header an #include_next can reach, and the --pre-include files of the options; an
+ * #include through a macro makes it cover every file of those folders (bounded: past the bound
+ * the unit is refused). The toolkit's headers are covered by the NVRTC version and the toolkit
+ * folder's path.
  */
 #ifndef TUNE_COMPILE_SRC_H
 #define TUNE_COMPILE_SRC_H

@@ -507,14 +507,8 @@ sweep *sweep_load(const char *path, tune_error *err)
 {
     char *text = NULL;
     size_t len = 0;
-    if (infile_read(path, SWEEP_MAX_FILE_BYTES, &text, &len, err) != TUNE_OK)
-        return NULL;
-    if (strlen(text) != len) {
-        tune_error_set(err, TUNE_ERR_PARSE, path, "a NUL byte at offset %zu: not a JSON text",
-                       strlen(text));
-        free(text);
-        return NULL;
-    }
+    if (infile_read_text(path, SWEEP_MAX_FILE_BYTES, &text, &len, err) != TUNE_OK)
+        return NULL; /* a NUL byte too, at its line:column */
     sweep *sw = sweep_parse_text(text, path, 1, err);
     free(text);
     return sw;

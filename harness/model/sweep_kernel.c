@@ -6,6 +6,7 @@
 #include <unistd.h>
 #include <math.h>
 
+#include "core/infile.h"
 #include "model/sweep_kernel_impl.h"
 
 static const char *const kernel_keys[] = {"source", "entry", "defines", "include_dirs",
@@ -154,6 +155,27 @@ static int kd_unreadable(const sweep_kd_scope *sc, const char *path, const char 
                       rel, n, slash ? sc->cx->label : ".", strerror(e));
 }
 
+/* x, an expression of a count or a launch dimension at path: when it reads no name (a constant),
+ * an integer of at least `least`, never a string. 0, or -1 after the error (x stays the
+ * caller's). */
+int sweep_kd_number(const sweep_kd_scope *sc, expr *x, long long least, const char *what,
+                    const char *path)
+{
+    const char *names[1];
+    expr_value v;
+    tune_error e = {0};
+    if (!x || expr_names(x, names, 1) != 0 || expr_eval(x, NULL, NULL, &v, &e) != TUNE_OK)
+        return 0; /* it reads the shape or a parameter: checked when a configuration is made */
+    if (v.type == EXPR_STR)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "expected %s (a number), got the string \"%s\"", what, v.s);
+    double n = v.type == EXPR_INT ? (double)v.i : v.f;
+    if (!(n >= (double)least) || (v.type == EXPR_FLOAT && n != (double)(long long)n))
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "expected %s, an integer >= %lld, got %g", what, least, n);
+    return 0;
+}
+
 /* "grid" or "block": an expression or an array of 1-3 of them. */
 static int kd_dims(const sweep_kd_scope *sc, json_t *obj, const char *key, int with_params,
                    const char *parent, expr **out, int *n_out)
@@ -166,16 +188,21 @@ static int kd_dims(const sweep_kd_scope *sc, json_t *obj, const char *key, int w
                           "missing required key '%s' (an expression or an array of 1 to 3)", key);
     if (!json_is_array(v)) {
         *n_out = 1;
-        return (out[0] = sweep_kd_expr(sc, v, with_params, p)) ? 0 : -1;
+        if (!(out[0] = sweep_kd_expr(sc, v, with_params, p)))
+            return -1;
+        return sweep_kd_number(sc, out[0], 1, "a launch dimension", p);
     }
     size_t n = json_array_size(v);
     if (n < 1 || n > 3)
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
                           "expected 1 to 3 dimensions (x, y, z), got %zu", n);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         if (!(out[i] =
                   sweep_kd_expr(sc, json_array_get(v, i), with_params, sweep_path_index(pi, p, i))))
             return -1;
+        if (sweep_kd_number(sc, out[i], 1, "a launch dimension", pi) != 0)
+            return -1;
+    }
     *n_out = (int)n;
     return 0;
 }
@@ -231,6 +258,12 @@ static int kd_kernel(const sweep_kd_scope *sc, kernel_decl *d, json_t *obj, int 
     sweep_path_key(p, path, "source");
     if (src && sc->cx->check_files && access(k->source, R_OK) != 0)
         return kd_unreadable(sc, p, json_string_value(src), "");
+    if (src && sc->cx->check_files && !infile_is_file(k->source))
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                          "expected a kernel source file, and %s (relative to the sweep "
+                          "file's folder) is %s",
+                          json_string_value(src),
+                          infile_is_dir(k->source) ? "a folder" : "not a regular file");
     if (strlen(k->source) >= KDECL_MAX_PATH)
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
                           "the path %s is too long", k->source);

@@ -145,8 +145,9 @@ static int kd_arg(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const cha
                               "expected \"count\" (a buffer) or \"value\" (a scalar)");
         return (a->value = sweep_kd_expr(sc, val, 1, sweep_path_key(p, path, "value"))) ? 0 : -1;
     }
-    if (!(a->count =
-              sweep_kd_expr(sc, json_object_get(v, "count"), 1, sweep_path_key(p, path, "count"))))
+    if (!(a->count = sweep_kd_expr(sc, json_object_get(v, "count"), 1,
+                                   sweep_path_key(p, path, "count"))) ||
+        sweep_kd_number(sc, a->count, 0, "an element count", p) != 0)
         return -1;
     json_t *role = json_object_get(v, "role"), *init = json_object_get(v, "init");
     a->role = KDECL_IN;

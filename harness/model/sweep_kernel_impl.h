@@ -20,6 +20,10 @@ int sweep_kd_ident_ok(const char *s);
 /* An expression (a JSON string, or an integer constant) whose names are problem axes or (with
  * params) parameters; new, or NULL with the error recorded at path. */
 expr *sweep_kd_expr(const sweep_kd_scope *sc, json_t *v, int with_params, const char *path);
+/* A constant count or launch dimension x at path: an integer >= least, never a string; 0, or -1
+ * after the error. Expressions that read names are checked per configuration. */
+int sweep_kd_number(const sweep_kd_scope *sc, expr *x, long long least, const char *what,
+                    const char *path);
 /* A template "text {expr} text" into t; -1 with the error recorded at path. */
 int sweep_kd_template(const sweep_kd_scope *sc, json_t *v, int with_params, const char *path,
                 kdecl_template *t);

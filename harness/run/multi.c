@@ -60,7 +60,7 @@ static int gpu_shard_body(void *ctx, int fd)
     gpu_shard *g = ctx;
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/log.txt", g->dir);
-    int lf = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int lf = folder_open_file(path, O_WRONLY | O_CREAT | O_APPEND, "the log", NULL);
     if (lf >= 0) {
         dup2(lf, 1);
         dup2(lf, 2);

@@ -29,6 +29,29 @@ typedef struct run_search_state {
     double retime_s; /* the re-timing pass after the last round */
 } run_search_state;
 
+/* dir's meta.json: a run of the sweep's family and op (the sweep's name alone is not enough: two
+ * sweeps of one name may tune different kernels). */
+static tune_status warm_check(const sweep *sw, const char *dir, tune_error *err)
+{
+    json_error_t je = {0};
+    json_t *m = meta_load(dir, &je);
+    if (!m)
+        return tune_error_set(err, TUNE_ERR_INVALID, dir,
+                              "cannot warm-start from it: not a results folder (meta.json: %s)",
+                              je.text);
+    const char *name = meta_sweep_name(m), *fam = meta_sweep_family(m), *op = meta_sweep_op(m);
+    tune_status st = TUNE_OK;
+    if (!(fam && op && strcmp(fam, sw->family_name) == 0 && strcmp(op, sw->op) == 0))
+        st = tune_error_set(err, TUNE_ERR_INVALID, dir,
+                            "cannot warm-start from it: a run of family %s, op %s (sweep '%s'); "
+                            "this run is of family %s, op %s (sweep '%s'): a warm start needs "
+                            "the same family and op",
+                            fam ? fam : "?", op ? op : "?", name ? name : "?", sw->family_name,
+                            sw->op, sw->name);
+    json_decref(m);
+    return st;
+}
+
 tune_status run_search_settings(const sweep *sw, const run_options *opt, sweep_search *out,
                                 tune_error *err)
 {
@@ -54,6 +77,11 @@ tune_status run_search_settings(const sweep *sw, const run_options *opt, sweep_s
         return tune_error_set(err, TUNE_ERR_INVALID, opt->n_warm_start ? "--warm-start" : sw->file,
                               "a warm start applies to a searched run: give a strategy other "
                               "than exhaustive (--search random), a budget or a time limit");
+    for (size_t i = 0; i < out->n_warm_start; i++) {
+        tune_status st = warm_check(sw, out->warm_start[i], err);
+        if (st != TUNE_OK)
+            return st;
+    }
     out->given = out->given || sweep_search_on(out);
     return TUNE_OK;
 }
@@ -223,28 +251,6 @@ static size_t shape_of_row(const run_ctx *rc, const result_row *row)
     return SIZE_MAX;
 }
 
-/* dir's meta.json: a run of this sweep, or at least of its family and op. */
-static tune_status warm_check(const run_ctx *rc, const char *dir)
-{
-    json_error_t je = {0};
-    json_t *m = meta_load(dir, &je);
-    if (!m)
-        return tune_error_set(rc->err, TUNE_ERR_INVALID, dir,
-                              "cannot warm-start from it: not a results folder (meta.json: %s)",
-                              je.text);
-    const char *name = meta_sweep_name(m), *fam = meta_sweep_family(m), *op = meta_sweep_op(m);
-    tune_status st = TUNE_OK;
-    if (!(name && strcmp(name, rc->sw->name) == 0) &&
-        !(fam && op && strcmp(fam, rc->sw->family_name) == 0 && strcmp(op, rc->sw->op) == 0))
-        st = tune_error_set(rc->err, TUNE_ERR_INVALID, dir,
-                            "cannot warm-start from it: a run of sweep '%s' (%s/%s), this run is "
-                            "of '%s' (%s/%s); a warm start needs the same sweep or at least the "
-                            "same family and op",
-                            name ? name : "?", fam ? fam : "?", op ? op : "?", rc->sw->name,
-                            rc->sw->family_name, rc->sw->op);
-    json_decref(m);
-    return st;
-}
 
 /* The ok rows of tuned methods of each warm-start folder (read only), as priors of the shapes
  * of this run that have candidates. */
@@ -256,7 +262,7 @@ static tune_status warm_start(run_ctx *rc)
         char path[PATH_MAX + 16];
         result_row *rows = NULL;
         size_t n = 0;
-        tune_status st = warm_check(rc, dir);
+        tune_status st = warm_check(rc->sw, dir, rc->err);
         if (st == TUNE_OK)
             st = results_locate(dir, path, sizeof path, rc->err);
         if (st == TUNE_OK)

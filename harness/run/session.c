@@ -45,10 +45,11 @@ static tune_status load_done(run_ctx *rc, run_summary *sum, size_t *n_found)
     *n_found = 0;
     if (access(path, F_OK) != 0)
         return TUNE_OK;
-    folder_trim_partial_line(path);
     result_row *rows = NULL;
     size_t n_rows = 0, n = space_n_configs(rc->sp);
-    tune_status st = results_read(path, &rows, &n_rows, rc->err);
+    tune_status st = folder_trim_partial_line(path, rc->err);
+    if (st == TUNE_OK)
+        st = results_read(path, &rows, &n_rows, rc->err);
     if (st != TUNE_OK)
         return st;
     char **ids = calloc(n ? n : 1, sizeof *ids);

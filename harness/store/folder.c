@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -117,9 +118,16 @@ tune_status folder_latest(const char *root, const char *sweep, char *dir, size_t
     snprintf(path, sizeof path, "%s/%s", root, sweep);
     DIR *d = opendir(path);
     char best[256] = "";
-    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
-        if (e->d_name[0] != '.' && strcmp(e->d_name, best) > 0)
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.' || strcmp(e->d_name, best) <= 0)
+            continue;
+        /* a run is a folder of its own (not a link, not a file) that holds a run */
+        char sub[4064];
+        struct stat sb;
+        snprintf(sub, sizeof sub, "%.3800s/%.255s", path, e->d_name);
+        if (lstat(sub, &sb) == 0 && S_ISDIR(sb.st_mode) && folder_holds_run(sub))
             snprintf(best, sizeof best, "%s", e->d_name);
+    }
     if (d)
         closedir(d);
     if (!best[0])
@@ -130,15 +138,75 @@ tune_status folder_latest(const char *root, const char *sweep, char *dir, size_t
     return TUNE_OK;
 }
 
+int folder_open_file(const char *path, int flags, const char *what, tune_error *err)
+{
+    int fd = open(path, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
+    struct stat sb;
+    if (fd < 0 && errno == ELOOP) {
+        tune_error_set(err, TUNE_ERR_IO, path,
+                       "is a symbolic link: tune writes %s of a results folder only as a file "
+                       "of its own, never through a link (remove the link)",
+                       what);
+        return -1;
+    }
+    if (fd < 0) {
+        tune_error_set(err, TUNE_ERR_IO, path, "cannot open %s: %s", what, strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        tune_error_set(err, TUNE_ERR_IO, path, "cannot open %s: not a regular file", what);
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+}
+
+/* 1 when name is a temporary file of core/outfile.h, "<name>.tmp.<pid>.<n>" (digits only), whose
+ * process is gone. */
+static int folder_is_stale_temp(const char *name)
+{
+    const char *t = strstr(name, ".tmp.");
+    for (const char *next; t && (next = strstr(t + 1, ".tmp.")) != NULL;)
+        t = next; /* the last ".tmp." */
+    if (!t || t == name)
+        return 0;
+    char *end;
+    errno = 0;
+    long pid = strtol(t + 5, &end, 10);
+    if (end == t + 5 || *end != '.' || errno || pid <= 0 || pid > INT_MAX || t[5] == '-')
+        return 0;
+    const char *n = end + 1;
+    if (!*n || strspn(n, "0123456789") != strlen(n))
+        return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+void folder_remove_stale_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        if (!folder_is_stale_temp(e->d_name))
+            continue;
+        char path[PATH_MAX + 256];
+        struct stat sb;
+        snprintf(path, sizeof path, "%.4000s/%.255s", dir, e->d_name);
+        if (lstat(path, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode)))
+            (void)unlink(path);
+    }
+    if (d)
+        closedir(d);
+}
+
 int folder_lock(const char *dir, tune_error *err)
 {
     char path[PATH_MAX + 8];
     snprintf(path, sizeof path, "%s/lock", dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        tune_error_set(err, TUNE_ERR_IO, path, "cannot open the lock file: %s", strerror(errno));
+    int fd = folder_open_file(path, O_RDWR | O_CREAT, "the lock file", err);
+    if (fd < 0)
         return -1;
-    }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         char pid[32] = "";
         ssize_t k = pread(fd, pid, sizeof pid - 1, 0);
@@ -155,6 +223,7 @@ int folder_lock(const char *dir, tune_error *err)
     int len = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
     if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len)
         (void)0; /* the pid is informative only */
+    folder_remove_stale_temps(dir); /* what a killed writer left, now that no one writes here */
     return fd;
 }
 
@@ -169,11 +238,11 @@ void folder_unlock(const char *dir, int fd)
     close(fd);
 }
 
-void folder_trim_partial_line(const char *path)
+tune_status folder_trim_partial_line(const char *path, tune_error *err)
 {
-    int fd = open(path, O_RDWR);
+    int fd = folder_open_file(path, O_RDWR, "the rows", err);
     if (fd < 0)
-        return;
+        return TUNE_ERR_IO;
     off_t size = lseek(fd, 0, SEEK_END), keep = size;
     char c;
     while (keep > 0 && pread(fd, &c, 1, keep - 1) == 1 && c != '\n')
@@ -181,6 +250,7 @@ void folder_trim_partial_line(const char *path)
     if (keep < size && ftruncate(fd, keep) != 0)
         (void)0;
     close(fd);
+    return TUNE_OK;
 }
 
 tune_status folder_append_line(int fd, const char *path, const char *what, const char *line,
@@ -207,7 +277,7 @@ size_t folder_count_rows(const char *dir)
 {
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/raw.jsonl", dir);
-    FILE *f = fopen(path, "r");
+    FILE *f = infile_open(path, INFILE_MAX_ROWS, NULL); /* never a FIFO */
     size_t n = 0;
     char buf[65536];
     for (size_t k; f && (k = fread(buf, 1, sizeof buf, f)) > 0;)
@@ -250,8 +320,15 @@ tune_status folder_locate(const char *dir, const char *name, char *path, size_t 
 
 struct folder_lines {
     char *path;
-    gzFile gz; /* a plain file too: zlib reads one that is not gzip as it is ("transparent") */
-    int gzip;  /* the name ends in .gz */
+    int fd;
+    int gzip; /* the name ends in .gz: its members are inflated here (zlib's inflate) */
+    z_stream zs;
+    int zs_ready;      /* inflateInit2 done */
+    int member;        /* the gzip member being read, from 1 */
+    int member_done;   /* the last member ended (Z_STREAM_END): another may follow */
+    int in_eof;        /* the file has no more bytes */
+    unsigned char *zin; /* compressed input, FOLDER_CHUNK bytes */
+    size_t raw_total;   /* bytes read from the file */
     size_t max_bytes, max_line;
     char *buf;
     size_t cap, start, end; /* the text not yet returned: buf[start, end) */
@@ -279,9 +356,10 @@ folder_lines *folder_lines_open(const char *path, size_t max_bytes, size_t max_l
         tune_error_set(err, TUNE_ERR_NOMEM, path, "out of host memory");
         return NULL;
     }
+    in->fd = fd;
     in->gzip = folder_is_gz(path);
-    /* zlib would read a .gz that is not gzip as plain text, and gunzip a plain name's gzip data
-     * that a resumed run could then append plain lines to: the first two bytes decide */
+    /* a .gz that is not gzip is refused, and so is a plain name's gzip data, which a resumed
+     * run could then append plain lines to: the first two bytes decide */
     unsigned char magic[2] = {0, 0};
     int is_gzip = pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
     const char *bad = NULL;
@@ -290,39 +368,89 @@ folder_lines *folder_lines_open(const char *path, size_t max_bytes, size_t max_l
     else if (!in->gzip && is_gzip)
         bad = "holds gzip data: a gzipped file is read only under a name ending in .gz";
     if (bad) {
-        close(fd);
         tune_error_set(err, TUNE_ERR_INVALID, path, "%s", bad);
         folder_lines_close(in);
         return NULL;
     }
     in->max_bytes = max_bytes;
     in->max_line = max_line;
-    if (!(in->gz = gzdopen(fd, "rb"))) {
-        close(fd);
-        tune_error_set(err, TUNE_ERR_NOMEM, path, "out of host memory");
-        folder_lines_close(in);
-        return NULL;
+    in->member = 1;
+    if (in->gzip) {
+        if (!(in->zin = malloc(FOLDER_CHUNK)) || inflateInit2(&in->zs, 15 + 16) != Z_OK) {
+            tune_error_set(err, TUNE_ERR_NOMEM, path, "out of host memory");
+            folder_lines_close(in);
+            return NULL;
+        }
+        in->zs_ready = 1;
     }
-    (void)gzbuffer(in->gz, (unsigned)FOLDER_CHUNK);
     return in;
 }
 
-/* Why zlib stopped (k < 0: an error; k == 0: the end of the text) into err; TUNE_OK when the file
- * ended well. A gzip stream that ends early leaves Z_BUF_ERROR at the end of the text. */
-static tune_status folder_gz_status(const folder_lines *in, int k, tune_error *err)
+/* The damage of a .gz: where = the file, the message says what and where in the text. */
+static tune_status folder_gz_damage(const folder_lines *in, const char *what, tune_error *err)
 {
-    int code = Z_OK;
-    const char *msg = gzerror(in->gz, &code);
-    if (strncmp(msg, "<fd:", 4) == 0 && strstr(msg, ": ")) /* zlib's name of the descriptor */
-        msg = strstr(msg, ": ") + 2;
-    if (k == 0 && code == Z_BUF_ERROR && in->gzip)
-        return tune_error_set(err, TUNE_ERR_INVALID, in->path,
-                              "truncated gzip file: the compressed data ends early");
-    if (k == 0 && (code == Z_OK || code == Z_BUF_ERROR))
-        return TUNE_OK;
-    if (!in->gzip || code == Z_ERRNO)
-        return tune_error_set(err, TUNE_ERR_IO, in->path, "cannot read: %s", msg);
-    return tune_error_set(err, TUNE_ERR_INVALID, in->path, "corrupt gzip file: %s", msg);
+    char member[48] = "";
+    if (in->member > 1)
+        snprintf(member, sizeof member, ", gzip member %d", in->member);
+    return tune_error_set(err, TUNE_ERR_INVALID, in->path, "%s (in line %zu of the text%s)", what,
+                          in->lineno + 1, member);
+}
+
+/* Up to cap bytes of text into dst: the file's bytes, or those its gzip members inflate to (every
+ * member, in order: a gzip file may be several concatenated; bytes after a member that do not
+ * make a whole valid member are damage, never ignored). The count, 0 at a clean end, -1 with
+ * err set. */
+static long folder_fill(folder_lines *in, char *dst, size_t cap, tune_error *err)
+{
+    for (;;) {
+        if (in->gzip ? in->zs.avail_in == 0 && !in->in_eof : 1) {
+            unsigned char *to = in->gzip ? in->zin : (unsigned char *)dst;
+            ssize_t k = read(in->fd, to, in->gzip ? FOLDER_CHUNK : cap);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0)
+                return tune_error_set(err, TUNE_ERR_IO, in->path, "cannot read: %s",
+                                      strerror(errno)),
+                       -1;
+            in->raw_total += (size_t)k;
+            if (in->raw_total > in->max_bytes)
+                return tune_error_set(err, TUNE_ERR_INVALID, in->path,
+                                      "too large: more than %zu bytes", in->max_bytes),
+                       -1;
+            if (!in->gzip)
+                return (long)k;
+            in->in_eof = k == 0;
+            in->zs.next_in = in->zin;
+            in->zs.avail_in = (uInt)k;
+        }
+        if (in->member_done) { /* between members: the end, or the next member's header */
+            if (in->zs.avail_in == 0)
+                return 0; /* in_eof: the file ended after a whole member */
+            inflateReset(&in->zs);
+            in->member_done = 0;
+            in->member++;
+        }
+        if (in->zs.avail_in == 0 && in->in_eof)
+            return folder_gz_damage(in, "truncated gzip file: the compressed data ends early",
+                                    err),
+                   -1;
+        in->zs.next_out = (unsigned char *)dst;
+        in->zs.avail_out = (uInt)cap;
+        int ret = inflate(&in->zs, Z_NO_FLUSH);
+        long made = (long)(cap - in->zs.avail_out);
+        if (ret == Z_STREAM_END)
+            in->member_done = 1;
+        else if (ret == Z_MEM_ERROR)
+            return tune_error_set(err, TUNE_ERR_NOMEM, in->path, "out of host memory"), -1;
+        else if (ret != Z_OK && ret != Z_BUF_ERROR) {
+            char what[256];
+            snprintf(what, sizeof what, "corrupt gzip file: %s",
+                     in->zs.msg ? in->zs.msg : "invalid compressed data");
+            return folder_gz_damage(in, what, err), -1;
+        }
+        if (made)
+            return made;
+    }
 }
 
 tune_status folder_lines_next(folder_lines *in, char **line, size_t *len, size_t *lineno,
@@ -338,6 +466,14 @@ tune_status folder_lines_next(folder_lines *in, char **line, size_t *len, size_t
             size_t n = nl ? (size_t)(nl - text) : have;
             if (n > in->max_line)
                 break;
+            const char *nul = memchr(text, '\0', n);
+            if (nul) { /* a reader would see the line end there and lose the rest */
+                snprintf(where, sizeof where, "%s:%zu", in->path, in->lineno + 1);
+                return tune_error_set(err, TUNE_ERR_INVALID, where,
+                                      "a NUL byte at column %zu: a line of text holds none "
+                                      "(a damaged file?)",
+                                      (size_t)(nul - text) + 1);
+            }
             text[n] = '\0'; /* the buffer keeps a byte after the text for it */
             in->start += nl ? n + 1 : n;
             in->lineno++;
@@ -367,10 +503,9 @@ tune_status folder_lines_next(folder_lines *in, char **line, size_t *len, size_t
             in->buf = bigger;
             in->cap = cap;
         }
-        int k = gzread(in->gz, in->buf + in->end, (unsigned)FOLDER_CHUNK);
-        tune_status st = k <= 0 ? folder_gz_status(in, k, err) : TUNE_OK;
-        if (st != TUNE_OK)
-            return st;
+        long k = folder_fill(in, in->buf + in->end, FOLDER_CHUNK, err);
+        if (k < 0)
+            return err ? err->code : TUNE_ERR_INVALID;
         in->eof = k == 0;
         in->end += (size_t)k;
         in->total += (size_t)k;
@@ -388,11 +523,10 @@ tune_status folder_lines_verify(folder_lines *in, tune_error *err)
     if (!in->gzip)
         return TUNE_OK;
     char scratch[8192];
-    for (int k; !in->eof;) {
-        k = gzread(in->gz, scratch, sizeof scratch);
-        tune_status st = k <= 0 ? folder_gz_status(in, k, err) : TUNE_OK;
-        if (st != TUNE_OK)
-            return st;
+    while (!in->eof) {
+        long k = folder_fill(in, scratch, sizeof scratch, err);
+        if (k < 0)
+            return err ? err->code : TUNE_ERR_INVALID;
         in->eof = k == 0;
         in->total += (size_t)k;
         if (in->total > in->max_bytes)
@@ -405,43 +539,13 @@ void folder_lines_close(folder_lines *in)
 {
     if (!in)
         return;
-    if (in->gz)
-        gzclose_r(in->gz);
+    if (in->zs_ready)
+        inflateEnd(&in->zs);
+    if (in->fd >= 0)
+        close(in->fd);
+    free(in->zin);
     free(in->buf);
     free(in->path);
     free(in);
 }
 
-/* The absolute path of path with its longest existing prefix resolved (realpath). */
-static void resolve(const char *path, char *out, size_t size)
-{
-    char buf[PATH_MAX], rest[2 * PATH_MAX] = "";
-    snprintf(buf, sizeof buf, "%s", path);
-    for (;;) {
-        char real[PATH_MAX];
-        if (realpath(buf[0] ? buf : ".", real)) {
-            snprintf(out, size, "%s%s", real, rest);
-            return;
-        }
-        char *slash = strrchr(buf, '/');
-        char tail[2 * PATH_MAX + 2];
-        snprintf(tail, sizeof tail, "/%s%s", slash ? slash + 1 : buf, rest);
-        snprintf(rest, sizeof rest, "%.*s", (int)(sizeof rest - 1), tail);
-        if (!slash) {
-            buf[0] = '\0';
-        } else if (slash == buf) {
-            buf[1] = '\0';
-        } else {
-            *slash = '\0';
-        }
-    }
-}
-
-int folder_inside(const char *path, const char *dir)
-{
-    char p[PATH_MAX], d[PATH_MAX];
-    resolve(path, p, sizeof p);
-    resolve(dir, d, sizeof d);
-    size_t n = strlen(d);
-    return strncmp(p, d, n) == 0 && (p[n] == '\0' || p[n] == '/' || (n == 1 && d[0] == '/'));
-}

@@ -55,18 +55,31 @@ typedef struct {
  * appends to the plain file and never starts a second one beside the .gz. */
 tune_status folder_open_run(const folder_run_spec *spec, char *dir, size_t size, int *lock_fd,
                             tune_error *err);
-/* The latest run folder of the sweep under root (names are UTC times). */
+/* The latest run folder of the sweep under root (names are UTC times): the greatest name among
+ * its folders that hold a run (folder_holds_run); files, links and empty folders are not runs. */
 tune_status folder_latest(const char *root, const char *sweep, char *dir, size_t size,
                           tune_error *err);
 
 /* Holds an exclusive lock on dir/lock for the process's life (and its children's); fails when
- * another run holds it. Returns the descriptor, or -1. */
+ * another run holds it. Returns the descriptor, or -1. Once held, the stale temporary files of
+ * dir are removed (folder_remove_stale_temps). */
 int folder_lock(const char *dir, tune_error *err);
+/* Removes the temporary files that a writer killed mid-write left in dir: names of the form
+ * core/outfile.h gives them, "<name>.tmp.<pid>.<n>" (digits), whose process no longer exists.
+ * Nothing else is touched (another name, a live writer's file, a folder). */
+void folder_remove_stale_temps(const char *dir);
 /* Removes dir/lock and releases it (fd < 0: nothing). */
 void folder_unlock(const char *dir, int fd);
 
-/* Cuts a last line that a killed run left without its newline, so appending stays valid JSONL. */
-void folder_trim_partial_line(const char *path);
+/* Cuts a last line that a killed run left without its newline, so appending stays valid JSONL.
+ * The file is opened as folder_open_file does (a link is an error). */
+tune_status folder_trim_partial_line(const char *path, tune_error *err);
+/* A file of a results folder that tune writes in place (the lock, raw.jsonl and retime.jsonl
+ * appended, a shard's log.txt), opened with flags (O_RDWR, O_WRONLY | O_APPEND, | O_CREAT) and
+ * never through a link: O_NOFOLLOW, and anything but a regular file refused. The descriptor
+ * (blocking, close-on-exec), or -1 with err naming path: "is a symbolic link: ...", "cannot open
+ * WHAT: ...". Files replaced whole go through core/outfile.h, whose rename replaces a link. */
+int folder_open_file(const char *path, int flags, const char *what, tune_error *err);
 /* Lines of dir/raw.jsonl (0 when absent). */
 size_t folder_count_rows(const char *dir);
 /* Appends line (len bytes, ending with '\n') to the file open on fd (O_APPEND) with write(2), a
@@ -84,8 +97,11 @@ tune_status folder_locate(const char *dir, const char *name, char *path, size_t 
  * the file is checked like infile_open (a regular file of at most max_bytes), its text (the
  * decompressed text of a .gz) may not exceed max_bytes either, and no line max_line: a gzip bomb
  * is refused, never held in memory ("too large: more than N bytes decompressed"). A .gz that is not
- * gzip, is corrupt or ends early fails with one error naming the file; a plain file holding
- * gzip data is refused (its name must end in .gz). */
+ * gzip, is corrupt or ends early fails with one error naming the file and the line of the text
+ * it falls in ("corrupt gzip file: <zlib's reason> (in line N of the text, gzip member M)"); every
+ * member of a multi-member .gz is read, and bytes after a member that make no valid member are
+ * such an error. A plain file holding gzip data is refused (its name must end in .gz). A line
+ * holding a NUL byte is an error at "PATH:LINE" ("a NUL byte at column C ..."). */
 typedef struct folder_lines folder_lines;
 
 /* New reader, or NULL with err set (where = path). */
@@ -106,8 +122,5 @@ void folder_lines_close(folder_lines *in);
 /* Writes json to path through path.tmp, renamed: readers see the old file or the new one. */
 tune_status folder_write_json(const char *path, const json_t *json, tune_error *err);
 
-/* 1 when path is dir or lies inside it, both resolved (symbolic links, "..") as far as they exist:
- * the readers' check that an output folder is none of the folders they read. */
-int folder_inside(const char *path, const char *dir);
 
 #endif

@@ -195,12 +195,6 @@ static int part_cmp(const void *a, const void *b)
     return x->shard.index < y->shard.index ? -1 : x->shard.index > y->shard.index;
 }
 
-static int same_dir(const char *a, const char *b)
-{
-    char ra[PATH_MAX], rb[PATH_MAX];
-    return realpath(a, ra) && realpath(b, rb) && strcmp(ra, rb) == 0;
-}
-
 /* Every part against the first (sorted by index): the same sweep, plan, key and settings. */
 static void check_same_run(const merge_part *parts, size_t n, merge_problems *pb)
 {
@@ -458,8 +452,9 @@ tune_status merge_shards(const char *out_dir, const char *const *dirs, size_t n_
     tune_status st = TUNE_OK;
     for (size_t i = 0; i < n_dirs; i++) {
         parts[i].dir = dirs[i];
-        if (same_dir(out_dir, dirs[i]))
-            problem(&pb, "the merged folder %s is also a shard folder", out_dir);
+        if (outfile_dir_within(out_dir, dirs[i]))
+            problem(&pb, "the merged folder %s is the shard folder %s or inside it", out_dir,
+                    dirs[i]);
         part_load(&parts[i], &pb);
     }
     if (!pb.n) {

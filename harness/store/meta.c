@@ -123,7 +123,7 @@ json_t *meta_sweep_source(const char *file, char hex[17])
     char *text = NULL;
     size_t len = 0;
     hex[0] = '\0';
-    if (!file || infile_read(file, INFILE_MAX_JSON, &text, &len, NULL) != TUNE_OK)
+    if (!file || infile_read_text(file, INFILE_MAX_JSON, &text, &len, NULL) != TUNE_OK)
         return NULL;
     hash_hex(hash_fnv1a(HASH_FNV_OFFSET, text, len), hex);
     json_t *j = json_loadb(text, len, 0, NULL);
@@ -219,7 +219,7 @@ json_t *meta_load(const char *dir, json_error_t *je)
     char *text = NULL;
     size_t len = 0;
     tune_error err = {0};
-    if (infile_read(path, INFILE_MAX_JSON, &text, &len, &err) != TUNE_OK) {
+    if (infile_read_text(path, INFILE_MAX_JSON, &text, &len, &err) != TUNE_OK) {
         if (je)
             snprintf(je->text, sizeof je->text, "%.150s", err.message);
         return NULL;

@@ -6,6 +6,7 @@
 #include <limits.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -302,9 +303,14 @@ results_writer *results_open(const char *dir, tune_error *err)
         return NULL;
     }
     snprintf(w->path, len, "%s/raw.jsonl", dir);
-    w->f = fopen(w->path, "a");
+    int fd = folder_open_file(w->path, O_WRONLY | O_APPEND | O_CREAT, "the rows", err);
+    w->f = fd >= 0 ? fdopen(fd, "a") : NULL;
     if (!w->f) {
-        tune_error_set(err, TUNE_ERR_IO, w->path, "cannot open for appending: %s", strerror(errno));
+        if (fd >= 0) {
+            tune_error_set(err, TUNE_ERR_IO, w->path, "cannot open for appending: %s",
+                           strerror(errno));
+            close(fd);
+        }
         free(w->path);
         free(w);
         return NULL;

@@ -47,9 +47,8 @@ tune_status retime_append(const char *dir, const retime_record *r, tune_error *e
         return tune_error_set(err, TUNE_ERR_NOMEM, path, "cannot serialise the verdict");
     size_t len = strlen(line);
     line[len] = '\n'; /* json_dumps' NUL, replaced: the line is written as len + 1 bytes */
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    tune_status st = fd < 0 ? tune_error_set(err, TUNE_ERR_IO, path,
-                                             "cannot open for appending: %s", strerror(errno))
+    int fd = folder_open_file(path, O_WRONLY | O_APPEND | O_CREAT, "the verdicts", err);
+    tune_status st = fd < 0 ? TUNE_ERR_IO
                             : folder_append_line(fd, path, "a verdict", line, len + 1, err);
     if (fd >= 0 && close(fd) != 0 && st == TUNE_OK)
         st = tune_error_set(err, TUNE_ERR_IO, path, "cannot append a verdict: %s", strerror(errno));
