@@ -1,9 +1,9 @@
-/* mixed_gemm_rules.c - which tiles the mixed-input GEMM family tries at a shape (docs/mixed_gemm.md,
- * "Which tiles are tried"): the family's prune hook. Each rule is a function of the shape (m, n,
- * k) and the tile, with a one-sentence reason; a sweep lists the tile values, the rules choose
- * among them per shape, so that an m or a (k, n) no sweep has shipped gets the tiles that fit it.
- * What a configuration needs to run at all (registers, shared memory, tiles that divide the
- * problem) stays in mg_describe: those are `skipped` rows with their reason. CPU only.
+/* mixed_gemm_rules.c - which tiles the mixed-input GEMM family tries at a shape
+ * (docs/mixed_gemm.md, "Which tiles are tried"): the family's prune hook. Each rule is a function
+ * of the shape (m, n, k) and the tile, with a one-sentence reason; a sweep lists the tile values,
+ * the rules choose among them per shape, so that an m or a (k, n) no sweep has shipped gets the
+ * tiles that fit it. What a configuration needs to run at all (registers, shared memory, tiles that
+ * divide the problem) stays in mg_describe: those are `skipped` rows with their reason. CPU only.
  */
 #include <stdint.h>
 #include <string.h>
@@ -17,9 +17,8 @@
 #define MG_MIN_K_TILES 2
 
 enum { P_BM, P_BN, P_BK, P_WM, P_WN, P_WK, P_STAGES, P_SPLITK, P_UNROLL, P_KC, P_SA, P_N };
-static const char *const mg_rule_params[P_N] = {"bm",     "bn",     "bk",     "wm",
-                                                "wn",     "wk",     "stages", "splitk",
-                                                "unroll", "kc",     "sa"};
+static const char *const mg_rule_params[P_N] = {"bm",     "bn",     "bk",     "wm", "wn", "wk",
+                                                "stages", "splitk", "unroll", "kc", "sa"};
 /* The defaults of mg_params, for a parameter a sweep's points lack (never in a parsed sweep). */
 static const int64_t mg_rule_dflt[P_N] = {16, 128, 128, 1, 2, 1, 4, 1, 0, 1024, 0};
 
@@ -28,45 +27,47 @@ static const int64_t mg_rule_dflt[P_N] = {16, 128, 128, 1, 2, 1, 4, 1, 0, 1024, 
 static const int64_t mg_dequant_point[P_N] = {128, 128, 64, 2, 2, 1, 3, 1, 0, -1, 0};
 
 /* The rules' reasons (static: the space counts configurations per reason). */
-#define R_UNUSED_KC "unused parameter: kc is read by the direct kernel only (the axis's first value is kept)"
-#define R_DEQUANT                                                                                 \
-    "dequant: no tile parameters, one point per shape (128 x 128 x 64, 2 x 2 warps, 3 stages, "  \
+#define R_UNUSED_KC                                                                                \
+    "unused parameter: kc is read by the direct kernel only (the axis's first value is kept)"
+#define R_DEQUANT                                                                                  \
+    "dequant: no tile parameters, one point per shape (128 x 128 x 64, 2 x 2 warps, 3 stages, "    \
     "else the sweep's first)"
-#define R_DEQUANT_M                                                                               \
-    "dequant: m < 128, where writing and re-reading a 16-bit copy of the weight (8x the packed "  \
+#define R_DEQUANT_M                                                                                \
+    "dequant: m < 128, where writing and re-reading a 16-bit copy of the weight (8x the packed "   \
     "bytes) costs more than the fused kernels take in all"
-#define R_GEMV_M                                                                                  \
-    "gemv: m > 16, past two X tiles its accumulators crowd the weight batches out of the "       \
+#define R_GEMV_M                                                                                   \
+    "gemv: m > 16, past two X tiles its accumulators crowd the weight batches out of the "         \
     "registers, and wgmma dequantizes each weight once per block instead"
-#define R_WGMMA_M                                                                                 \
-    "wgmma kernels: m <= 8, one 8-row X tile per 64-row dequantized weight operand, the "         \
+#define R_WGMMA_M                                                                                  \
+    "wgmma kernels: m <= 8, one 8-row X tile per 64-row dequantized weight operand, the "          \
     "weight stream gemv is built for"
-#define R_ROW_COVER_SMALL                                                                         \
-    "row tile: a tile that covers m exists, and a smaller one streams and dequantizes the "       \
+#define R_ROW_COVER_SMALL                                                                          \
+    "row tile: a tile that covers m exists, and a smaller one streams and dequantizes the "        \
     "weight once more per extra row block"
-#define R_ROW_COVER_LARGE                                                                         \
+#define R_ROW_COVER_LARGE                                                                          \
     "row tile: a smaller tile also covers m, and a larger one only adds padded rows"
-#define R_ROW_BLOCKS                                                                              \
-    "row tile: m is above the largest tile, and a larger tile pads no more rows or this one "    \
+#define R_ROW_BLOCKS                                                                               \
+    "row tile: m is above the largest tile, and a larger tile pads no more rows or this one "      \
     "needs more than twice its row blocks (each one dequantizes the whole weight again)"
-#define R_SPLIT_NONE                                                                              \
+#define R_SPLIT_NONE                                                                               \
     "split-K: none, while the tile grid fills fewer than half of the 132 multiprocessors"
-#define R_SPLIT_FULL                                                                              \
-    "split-K: the tile grid alone fills a wave of 132 blocks or more, its last one at least "    \
+#define R_SPLIT_FULL                                                                               \
+    "split-K: the tile grid alone fills a wave of 132 blocks or more, its last one at least "      \
     "half full"
-#define R_SPLIT_WAVES                                                                             \
+#define R_SPLIT_WAVES                                                                              \
     "split-K: deeper than 2 where half as many splits already give two waves of blocks"
 #define R_SPLIT_DEPTH "split-K: fewer than 2 k tiles (bk) per split"
-#define R_GEMV_WARPS "gemv: 4 to 8 warps per block (fewer keep too few loads in flight, more measured slower)"
-#define R_GEMV_BATCH                                                                              \
+#define R_GEMV_WARPS                                                                               \
+    "gemv: 4 to 8 warps per block (fewer keep too few loads in flight, more measured slower)"
+#define R_GEMV_BATCH                                                                               \
     "gemv: bk >= 128, a batch of at least 8 units per warp (fewer leave too few bytes in flight)"
-#define R_GEMV_STAGES                                                                             \
+#define R_GEMV_STAGES                                                                              \
     "gemv: stages 1 or 3 (two batches in registers and rings deeper than 3 measured slower)"
-#define R_WGMMA_WN                                                                                \
-    "wgmma: wn >= 2 warpgroups (one per block leaves the multiprocessor one warpgroup to hide "  \
+#define R_WGMMA_WN                                                                                 \
+    "wgmma: wn >= 2 warpgroups (one per block leaves the multiprocessor one warpgroup to hide "    \
     "its dequantization; wgmma_ws is the kernel for that)"
-#define R_WGMMA_BK                                                                                \
-    "wgmma: bk <= 128 (two stages of bk = 256 A fragments are what wgmma_ws's consumers hold, "  \
+#define R_WGMMA_BK                                                                                 \
+    "wgmma: bk <= 128 (two stages of bk = 256 A fragments are what wgmma_ws's consumers hold, "    \
     "not the wgmma kernel's threads)"
 
 /* The smallest tile of the method's row tiles (tiles[0..n), ascending) that covers m, or 0. */
