@@ -17,6 +17,7 @@
 #include "device/compile.h"
 #include "families/mixed_gemm.h"
 #include "model/family.h"
+#include "model/space.h"
 #include "device/gpu.h"
 #include "util.h"
 
@@ -210,9 +211,9 @@ Test(mixed_gemm, decode_kernel_and_stream)
     mg_tile(&p, 8, 256, 256, 1, 2, 2, 4, 2, 0, 1024);
     expect_refused(&p, "tile shape: the decode kernel takes bn = 64 x wn");
     mg_tile(&p, 8, 128, 256, 1, 2, 4, 2, 2, 0, 1024);
-    expect_refused(&p, "tile shape: stages = 2, wk = 4");
+    expect_refused(&p, "tile shape: the decode kernel takes stages >= 2, a multiple of wk");
     mg_tile(&p, 8, 128, 256, 1, 2, 2, 3, 2, 0, 1024); /* ring slots shared by two k warp groups */
-    expect_refused(&p, "tile shape: stages = 3, wk = 2");
+    expect_refused(&p, "tile shape: the decode kernel takes stages >= 2, a multiple of wk");
     mg_tile(&p, 64, 128, 128, 1, 2, 1, 4, 2, 0, 1024); /* 8 X tiles, twice with sa */
     expect_refused(&p, "too many registers");
     mg_point(&p, "decode", 64, 512, 8192, 128, 0, "float16");
@@ -271,6 +272,213 @@ Test(mixed_gemm, ws_ring_leaves_room_for_static_shared_memory)
     mg_point(&p, "wgmma_ws", 8, 4096, 4096, 128, 1, "float16");
     mg_tile(&p, 8, 512, 64, 1, 2, 1, 5, 1, 0, 1024);
     expect_kernel(&p, "mixed_gemm_wgmma.cu", "mg_wgmma_ws<half_t, 8, 2, 4, 4, 5, 10, 1, 1>");
+}
+
+/* ---- the family's tile rules (mixed_gemm_rules.c; docs/mixed_gemm.md, "Which tiles are tried") ---- */
+
+/* sweeps/w4a16.json's tile axes and methods over other shapes, the family's rules on (or off). */
+static sweep *rules_sweep(const char *problem, int family_rules)
+{
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"name\": \"rules\", \"family\": \"mixed_gemm\", \"op\": \"w4a16\", \"problem\": %s,"
+             " \"params\": {\"bm\": [8, 16, 32, 64, 128, 256], \"bn\": [128, 256, 512],"
+             " \"bk\": [64, 128, 256], \"wm\": [1, 2], \"wn\": [1, 2, 4], \"wk\": [1, 2],"
+             " \"stages\": [1, 3, 4], \"splitk\": [1, 2, 4, 8], \"unroll\": [0], \"kc\": [1024],"
+             " \"sa\": [0, 2]}, \"methods\": [\"gemv\", \"wgmma\", \"wgmma_ws\", \"dequant\","
+             " \"stream\"], \"family_rules\": %s}",
+             problem, family_rules ? "true" : "false");
+    tune_error err = {0};
+    char buf[4096];
+    sweep *sw = sweep_parse(text, "rules.json", &err);
+    cr_assert_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
+    return sw;
+}
+
+static space *rules_space(const sweep *sw)
+{
+    tune_error err = {0};
+    char buf[4096];
+    space *sp = space_build(sw, &err);
+    cr_assert_not_null(sp, "%s", tune_error_text(&err, buf, sizeof buf));
+    return sp;
+}
+
+/* m = 33 and 300 (odd, not a shipped tile), 2000, and a (k, n) of a real model layer (5120 x
+ * 13824) that no sweep shipped: each method that should run there has candidates, and one of
+ * them runs (kernels() accepts it); gemv only for m <= 16, the wgmma kernels above m = 8,
+ * dequant (one point) from m = 128; no row tile above twice m rounded up to 8, the one tile that
+ * covers m where one does, and above the largest tile, 256 (and 128 where it pads fewer rows). */
+Test(mixed_gemm_rules, odd_m_and_a_new_shape_get_candidates)
+{
+    sweep *sw = rules_sweep("{\"m\": [1, 12, 33, 300, 2000], \"k\": 5120, \"n\": 13824}", 1);
+    space *sp = rules_space(sw);
+    const int64_t ms[] = {1, 12, 33, 300, 2000};
+    const char *methods[] = {"gemv", "wgmma", "wgmma_ws", "dequant"};
+    size_t count[5][4] = {{0}}, runs[5][4] = {{0}}, stream[5] = {0};
+    int64_t bms[5][4] = {{0}}; /* bit i: bm = 8 << i seen */
+    for (size_t c = 0; c < space_n_configs(sp); c++) {
+        tune_point p;
+        space_config_point(sp, c, &p);
+        int64_t m = point_int(&p, "m", 0), bm = point_int(&p, "bm", 0);
+        size_t s = 0, meth = 0;
+        while (s < 5 && ms[s] != m)
+            s++;
+        cr_assert_lt(s, 5);
+        const char *method = point_str(&p, "method", "");
+        if (strcmp(method, "stream") == 0) {
+            stream[s]++;
+            continue;
+        }
+        while (meth < 4 && strcmp(methods[meth], method) != 0)
+            meth++;
+        cr_assert_lt(meth, 4, "%s", method);
+        count[s][meth]++;
+        if (meth < 3) {
+            int64_t bound = 2 * ((m + 7) / 8 * 8);
+            cr_expect(m > 256 || bm <= bound, "%s m = %lld: bm = %lld > %lld", method,
+                      (long long)m, (long long)bm, (long long)bound);
+            for (int i = 0; i < 6; i++)
+                if (bm == (8 << i))
+                    bms[s][meth] |= 1 << i;
+        }
+        family_kernel_ref refs[FAMILY_MAX_KERNELS];
+        char why[256];
+        memset(refs, 0, sizeof refs);
+        if (mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why,
+                                      sizeof why) > 0)
+            runs[s][meth]++;
+    }
+    for (size_t s = 0; s < 5; s++) {
+        int64_t m = ms[s];
+        int want[4] = {m <= 16, m > 8, m > 8, m >= 128};
+        cr_expect_eq(stream[s], 1, "m = %lld: the stream floor", (long long)m);
+        for (size_t meth = 0; meth < 4; meth++) {
+            cr_expect_eq(count[s][meth] > 0, want[meth], "m = %lld: %zu %s configurations",
+                         (long long)m, count[s][meth], methods[meth]);
+            cr_expect_eq(runs[s][meth] > 0, want[meth], "m = %lld: %zu runnable %s",
+                         (long long)m, runs[s][meth], methods[meth]);
+        }
+        cr_expect_eq(count[s][3], (size_t)(m >= 128), "dequant: one point per shape");
+    }
+    /* the row tiles: bit i is bm = 8 << i */
+    cr_expect_eq(bms[0][0], 1 << 0, "m = 1, gemv: bm 8 alone");
+    cr_expect_eq(bms[1][0], 1 << 1, "m = 12, gemv: bm 16 alone");
+    cr_expect_eq(bms[1][1], 1 << 1, "m = 12, wgmma: bm 16 alone");
+    cr_expect_eq(bms[2][1], 1 << 3, "m = 33, wgmma: bm 64 alone");
+    cr_expect_eq(bms[2][2], 1 << 3, "m = 33, wgmma_ws: bm 64 alone");
+    cr_expect_eq(bms[3][1], (1 << 4) | (1 << 5), "m = 300, wgmma: bm 128 and 256");
+    cr_expect_eq(bms[3][2], (1 << 4) | (1 << 5), "m = 300, wgmma_ws: bm 128 and 256");
+    cr_expect_eq(bms[4][2], 1 << 5, "m = 2000, wgmma_ws: bm 256 alone");
+    space_free(sp);
+    sweep_free(sw);
+}
+
+/* Every configuration the rules leave out is counted under a reason (a category, a colon, why),
+ * and "family_rules": false gives every point back to skip_if alone. */
+Test(mixed_gemm_rules, every_pruned_configuration_has_a_reason)
+{
+    const char *problem = "{\"m\": [1, 33, 300], \"k\": 4096, \"n\": [4096, 11008]}";
+    sweep *sw = rules_sweep(problem, 1);
+    space *sp = rules_space(sw);
+    size_t sum = 0;
+    for (size_t r = 0; r < space_n_family_rules(sp); r++) {
+        size_t count = 0;
+        const char *rule = space_family_rule(sp, r, &count);
+        cr_assert_not_null(rule);
+        cr_expect_gt(count, 0);
+        const char *colon = strchr(rule, ':');
+        cr_expect(colon && colon > rule && strlen(colon) > 10, "a reason: '%s'", rule);
+        sum += count;
+    }
+    cr_expect_gt(space_n_pruned_family(sp), 0);
+    cr_expect_eq(sum, space_n_pruned_family(sp));
+    cr_expect_eq(space_n_pruned(sp), space_n_pruned_family(sp), "no skip_if: the rules alone");
+    size_t n_points = space_n_params(sp), shapes = space_n_shapes(sp);
+    cr_expect_eq(space_n_configs(sp) + space_n_pruned(sp), shapes * (4 * n_points + 1));
+
+    /* the hook itself: why[i] is NULL exactly for the points the space keeps */
+    const char **why = calloc(n_points, sizeof *why);
+    tune_point shape = *space_shape(sp, 2); /* m = 33, n = 4096 */
+    point_set_str(&shape, "method", "wgmma_ws");
+    mixed_gemm_family.prune(&mixed_gemm_family, &shape, space_param(sp, 0), n_points, why);
+    size_t kept = 0, in_space = 0;
+    for (size_t i = 0; i < n_points; i++)
+        kept += why[i] == NULL;
+    for (size_t c = 0; c < space_n_configs(sp); c++) {
+        const space_config *cf = space_config_at(sp, c);
+        in_space += cf->shape == 2 && strcmp(sw->methods[cf->method], "wgmma_ws") == 0;
+    }
+    cr_expect_gt(kept, 0);
+    cr_expect_eq(kept, in_space);
+    free(why);
+    space_free(sp);
+    sweep_free(sw);
+
+    sw = rules_sweep(problem, 0);
+    sp = rules_space(sw);
+    cr_expect_eq(space_n_pruned(sp), 0);
+    cr_expect_eq(space_n_family_rules(sp), 0);
+    cr_expect_eq(space_n_configs(sp), shapes * (4 * n_points + 1));
+    space_free(sp);
+    sweep_free(sw);
+}
+
+/* The rules do not throw winners away: every (shape, method) winner of the H200 run
+ * results/w4a16/20261126T180506Z (tests/data/mixed_gemm/w4a16_winners.tsv, its extract) is a
+ * configuration of sweeps/w4a16.json. */
+Test(mixed_gemm_rules, reference_winners_stay_in_the_space)
+{
+    sweep *sw = test_load_sweep("sweeps/w4a16.json");
+    space *sp = rules_space(sw);
+    size_t n = space_n_configs(sp);
+    char **ids = calloc(n, sizeof *ids);
+    for (size_t c = 0; c < n; c++) {
+        char id[1024];
+        ids[c] = strdup(space_config_identity(sw, sp, c, id, sizeof id));
+    }
+    qsort(ids, n, sizeof *ids, test_cmp_str);
+    FILE *f = fopen("tests/data/mixed_gemm/w4a16_winners.tsv", "r");
+    cr_assert_not_null(f);
+    static const char *const names[] = {"bm",     "bn",     "bk",     "wm", "wn", "wk",
+                                        "stages", "splitk", "unroll", "kc", "sa"};
+    char line[512];
+    size_t winners = 0, missing = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#')
+            continue;
+        long long m, nn, k, v[11];
+        char method[32];
+        int got = sscanf(line, "%lld %lld %lld %31s %lld %lld %lld %lld %lld %lld %lld %lld %lld "
+                               "%lld %lld",
+                         &m, &nn, &k, method, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+                         &v[7], &v[8], &v[9], &v[10]);
+        cr_assert_eq(got, 15, "bad line: %s", line);
+        tune_point p = {0};
+        point_set_int(&p, "m", m);
+        point_set_int(&p, "n", nn);
+        point_set_int(&p, "k", k);
+        point_set_int(&p, "group", 128);
+        point_set_int(&p, "zero_point", 0);
+        point_set_str(&p, "dtype", "float16");
+        for (int i = 0; i < 11; i++)
+            point_set_int(&p, names[i], v[i]);
+        char id[1024];
+        const char *key = point_identity(method, &p, id, sizeof id);
+        winners++;
+        if (!bsearch(&key, ids, n, sizeof *ids, test_cmp_str)) {
+            missing++;
+            cr_expect_fail("a winner is not in the space: %s", key);
+        }
+    }
+    fclose(f);
+    cr_expect_eq(winners, 132, "the extract has %zu winners", winners);
+    cr_expect_eq(missing, 0);
+    for (size_t c = 0; c < n; c++)
+        free(ids[c]);
+    free(ids);
+    space_free(sp);
+    sweep_free(sw);
 }
 
 /* ---- NVRTC: one instantiation of every template path (CPU, no GPU needed) ---- */

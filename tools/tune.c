@@ -472,9 +472,18 @@ static int cmd_validate(cli *c)
             rc = fail(&err);
         } else {
             warn_if_large(c->files[i], sp);
-            printf("%s: ok: %s/%s, %zu shapes, %zu configs (%zu pruned by skip_if)\n", c->files[i],
+            size_t by_family = space_n_pruned_family(sp);
+            printf("%s: ok: %s/%s, %zu shapes, %zu configs (%zu pruned by skip_if", c->files[i],
                    sw->family_name, sw->op, space_n_shapes(sp), space_n_configs(sp),
-                   space_n_pruned(sp));
+                   space_n_pruned(sp) - by_family);
+            if (sw->family_rules && sw->family->prune)
+                printf(", %zu by the family's tile rules", by_family);
+            printf(")\n");
+            for (size_t r = 0; !c->run.quiet && r < space_n_family_rules(sp); r++) {
+                size_t count = 0;
+                const char *rule = space_family_rule(sp, r, &count);
+                printf("  %10zu  %s\n", count, rule);
+            }
             if (validate_search(c, sw, sp) != 0)
                 rc = EXIT_FAILURE;
         }

@@ -710,6 +710,7 @@ const tune_family mixed_gemm_family = {
     .traffic = mg_traffic,
     .n_traffic = MG_N_TRAFFIC,
     .kernels = mg_kernels,
+    .prune = mg_prune,
     .shape_init = mg_shape_init,
     .shape_free = mg_shape_free,
     .prepare = mg_prepare,

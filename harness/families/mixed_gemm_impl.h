@@ -71,6 +71,15 @@ extern const char *const mg_shape_kernels[MG_N_SHAPE_KERNELS];
 
 /* Describes cfg into d; -1 with `why` (a category, a colon, the details) when it cannot run. */
 int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size);
+/* The index of a method's name in mg_methods (MG_FUSED ...), -1 when unknown. */
+int mg_method_index(const char *method);
+/* Why d's tile is not one of its method's (static, "tile shape: ..."), or NULL: the structural
+ * rules of each kernel (d: method and tile parameters), shared by mg_describe and mg_prune. */
+const char *mg_tile_shape(const mg_desc *d);
+/* The family's `prune` (mixed_gemm_rules.c): which of a sweep's tiles each method tries at a
+ * shape (docs/mixed_gemm.md, "Which tiles are tried"). */
+void mg_prune(const tune_family *fam, const tune_point *shape, const tune_point *params, size_t n,
+              const char **why);
 /* The family's `kernels`: the method's kernels first, then the shape's (mg_shape_kernels). */
 int mg_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs, size_t max,
                char *why, size_t why_size);

@@ -137,15 +137,19 @@ static size_t mg_smem_bytes(const mg_desc *d)
 }
 
 /* The direct kernel's geometry (unroll >= 1): 16 rows per block, one 64-column unit per warp. */
-static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
+static const char *mg_direct_shape(const mg_desc *d)
 {
     if (d->bm != 16 || d->wm != 1)
-        return family_fail(why, why_size, "tile shape: the direct kernel takes bm = 16, wm = 1");
+        return "tile shape: the direct kernel takes bm = 16, wm = 1";
     if (d->bn != 64 * d->wn)
-        return family_fail(why, why_size, "tile shape: the direct kernel takes bn = 64 x wn");
+        return "tile shape: the direct kernel takes bn = 64 x wn";
     if (d->kc % 64 != 0)
-        return family_fail(why, why_size, "tile shape: kc = %lld is not a multiple of 64",
-                           (long long)d->kc);
+        return "tile shape: the direct kernel takes kc a multiple of 64";
+    return NULL;
+}
+
+static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
+{
     int64_t threads = d->wn * d->wk * 32;
     if (threads > 1024)
         return family_fail(why, why_size, "too many threads: %lld warps",
@@ -251,22 +255,23 @@ static size_t mg_decode_smem(const mg_desc *d)
 }
 
 /* The decode kernel's geometry: bm = 8 XT rows, bn = 64 wn, bk = 16 KS, one producer warp. */
-static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
+static const char *mg_decode_shape(const mg_desc *d)
 {
     if (d->bm % 8 != 0 || d->bm > 64)
-        return family_fail(why, why_size,
-                           "tile shape: the decode kernel takes bm = 8, 16, ..., 64");
+        return "tile shape: the decode kernel takes bm = 8, 16, ..., 64";
     if (d->wn < 1 || d->bn != 64 * d->wn)
-        return family_fail(why, why_size, "tile shape: the decode kernel takes bn = 64 x wn");
+        return "tile shape: the decode kernel takes bn = 64 x wn";
     if (d->bk % 32 != 0)
-        return family_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 32",
-                           (long long)d->bk);
+        return "tile shape: the decode kernel takes bk a multiple of 32";
     /* each k warp group must own whole ring slots: a slot shared by two groups could be waited
      * on two phases ahead of its barrier (mbarrier parity) and read before it is filled */
     if (d->stages < 2 || d->wk < 1 || d->stages % d->wk != 0)
-        return family_fail(why, why_size,
-                           "tile shape: stages = %lld, wk = %lld (stages >= 2, a multiple of wk)",
-                           (long long)d->stages, (long long)d->wk);
+        return "tile shape: the decode kernel takes stages >= 2, a multiple of wk";
+    return NULL;
+}
+
+static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
+{
     int64_t threads = (d->wn * d->wk + 1) * 32;
     if (mg_check_blocking(d, threads, why, why_size) != 0)
         return -1;
@@ -281,17 +286,21 @@ static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
 /* The warp-streaming kernel's geometry: the decode kernel's tiles without the producer warp and
  * the block's ring; bk = 16 U is the batch a warp streams at once, stages the batches in flight
  * (1 or 2 in registers, 3 to 8 in the warp's cp.async ring). */
-static int mg_describe_gemv(mg_desc *d, char *why, size_t why_size)
+static const char *mg_gemv_shape(const mg_desc *d)
 {
     if (d->bm % 8 != 0 || d->bm > 32)
-        return family_fail(why, why_size, "tile shape: the gemv kernel takes bm = 8, 16, 24, 32");
+        return "tile shape: the gemv kernel takes bm = 8, 16, 24, 32";
     if (d->wn < 1 || d->bn != 64 * d->wn || d->wm != 1 || d->unroll != 0)
-        return family_fail(why, why_size,
-                           "tile shape: the gemv kernel takes bn = 64 x wn, wm = 1, unroll = 0");
+        return "tile shape: the gemv kernel takes bn = 64 x wn, wm = 1, unroll = 0";
     if (d->bk % 32 != 0 || d->bk > 256)
-        return family_fail(why, why_size, "tile shape: the gemv kernel takes bk = 32, 64, ..., 256");
+        return "tile shape: the gemv kernel takes bk = 32, 64, ..., 256";
     if (d->stages < 1 || d->stages > 8)
-        return family_fail(why, why_size, "tile shape: the gemv kernel takes stages = 1 to 8");
+        return "tile shape: the gemv kernel takes stages = 1 to 8";
+    return NULL;
+}
+
+static int mg_describe_gemv(mg_desc *d, char *why, size_t why_size)
+{
     int64_t threads = d->wn * d->wk * 32;
     if (mg_check_blocking(d, threads, why, why_size) != 0)
         return -1;
@@ -365,26 +374,28 @@ static int64_t mg_ws_consumer_regs(int64_t wn)
 /* The wgmma kernels' geometry: bm = the MMA's N, bn = 64 or 128 columns per warpgroup (wn of them),
  * bk = 16 KS in whole 64-column swizzle atoms; the warp-specialized one adds a producer
  * warpgroup to wn = 1 or 2 consumers. */
-static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
+static const char *mg_wgmma_shape(const mg_desc *d)
 {
     const int ws = d->method == MG_WGMMA_WS;
     if (d->bm != 8 && d->bm != 16 && d->bm != 32 && d->bm != 64 && d->bm != 128 && d->bm != 256)
-        return family_fail(why, why_size,
-                           "tile shape: the wgmma kernel takes bm = 8, 16, 32, 64, 128 or 256");
+        return "tile shape: the wgmma kernel takes bm = 8, 16, 32, 64, 128 or 256";
     if (d->wn < 1 || (d->bn != 64 * d->wn && d->bn != 128 * d->wn && !(ws && d->bn == 256 * d->wn)))
-        return family_fail(why, why_size, "tile shape: the wgmma kernel takes bn = 64 x wn or "
-                                          "128 x wn (warp-specialized: also 256 x wn)");
+        return "tile shape: the wgmma kernel takes bn = 64 x wn or 128 x wn (warp-specialized: "
+               "also 256 x wn)";
     if (ws && d->wn > 2)
-        return family_fail(why, why_size,
-                           "tile shape: the warp-specialized wgmma kernel takes wn = 1 or 2");
+        return "tile shape: the warp-specialized wgmma kernel takes wn = 1 or 2";
     if (d->wm != 1 || d->wk != 1 || d->sa != 0 || d->unroll != 0)
-        return family_fail(why, why_size,
-                           "tile shape: the wgmma kernel takes wm = 1, wk = 1, sa = 0, unroll = 0");
+        return "tile shape: the wgmma kernel takes wm = 1, wk = 1, sa = 0, unroll = 0";
     if (d->bk % 64 != 0)
-        return family_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 64",
-                           (long long)d->bk);
+        return "tile shape: the wgmma kernel takes bk a multiple of 64";
     if (d->stages < 2)
-        return family_fail(why, why_size, "tile shape: stages must be >= 2");
+        return "tile shape: stages must be >= 2";
+    return NULL;
+}
+
+static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
+{
+    const int ws = d->method == MG_WGMMA_WS;
     int64_t threads = 128 * (d->wn + ws);
     if (mg_check_blocking(d, threads, why, why_size) != 0)
         return -1;
@@ -408,6 +419,46 @@ static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
     return mg_grid_m_n_k(d, why, why_size);
 }
 
+const char *mg_tile_shape(const mg_desc *d)
+{
+    switch (d->method) {
+    case MG_DECODE:
+        return mg_decode_shape(d);
+    case MG_GEMV:
+        return mg_gemv_shape(d);
+    case MG_WGMMA:
+    case MG_WGMMA_WS:
+        return mg_wgmma_shape(d);
+    case MG_FUSED:
+        break;
+    default:
+        return NULL;
+    }
+    if (d->sa == 2)
+        return "tile shape: sa = 2 is the decode kernel's";
+    if (d->unroll > 0)
+        return mg_direct_shape(d);
+    if (d->bk % 64 != 0)
+        return "tile shape: the staged kernel takes bk a multiple of 64";
+    if (d->wm < 1 || d->bm % (16 * d->wm) != 0)
+        return "tile shape: the staged kernel takes bm a multiple of 16 x wm";
+    if (d->wn < 1 || d->bn % (64 * d->wn) != 0)
+        return "tile shape: the staged kernel takes bn a multiple of 64 x wn";
+    if (d->wk < 1 || (d->bk / 16) % d->wk != 0)
+        return "tile shape: the staged kernel takes bk / 16 a multiple of wk";
+    if (d->stages < 2)
+        return "tile shape: stages must be >= 2";
+    return NULL;
+}
+
+int mg_method_index(const char *method)
+{
+    for (size_t i = 0; i < sizeof mg_methods / sizeof mg_methods[0]; i++)
+        if (strcmp(method, mg_methods[i].name) == 0)
+            return (int)i;
+    return -1;
+}
+
 /* Describes cfg; -1 with `why` (a category, a colon, the details) when it cannot run. About 100
  * lines: one check per constraint of the problem and of the staged kernel's tile space, each with
  * its reason, in the order the reasons are reported (the direct kernel's are mg_describe_direct's).
@@ -416,10 +467,7 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
 {
     memset(d, 0, sizeof *d);
     const char *method = point_str(cfg, "method", "");
-    d->method = -1;
-    for (size_t i = 0; i < sizeof mg_methods / sizeof mg_methods[0]; i++)
-        if (strcmp(method, mg_methods[i].name) == 0)
-            d->method = (int)i;
+    d->method = mg_method_index(method);
     if (d->method < 0)
         return family_fail(why, why_size, "unknown method '%s'", method);
     const char *dtype = point_str(cfg, "dtype", "float16");
@@ -467,33 +515,17 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
     d->unroll = point_int(cfg, "unroll", 0);
     d->kc = point_int(cfg, "kc", 1024);
     d->sa = point_int(cfg, "sa", 0);
+    const char *shape = mg_tile_shape(d);
+    if (shape)
+        return family_fail(why, why_size, "%s", shape);
     if (d->method == MG_DECODE)
         return mg_describe_decode(d, why, why_size);
     if (d->method == MG_GEMV)
         return mg_describe_gemv(d, why, why_size);
     if (MG_IS_WGMMA(d->method))
         return mg_describe_wgmma(d, why, why_size);
-    if (d->sa == 2)
-        return family_fail(why, why_size, "tile shape: sa = 2 is the decode kernel's");
     if (d->unroll > 0)
         return mg_describe_direct(d, why, why_size);
-    if (d->bk % 64 != 0)
-        return family_fail(why, why_size, "tile shape: bk = %lld is not a multiple of 64",
-                           (long long)d->bk);
-    if (d->wm < 1 || d->bm % (16 * d->wm) != 0)
-        return family_fail(why, why_size,
-                           "tile shape: bm = %lld is not a multiple of 16 x wm = %lld",
-                           (long long)d->bm, (long long)(16 * d->wm));
-    if (d->wn < 1 || d->bn % (64 * d->wn) != 0)
-        return family_fail(why, why_size,
-                           "tile shape: bn = %lld is not a multiple of 64 x wn = %lld",
-                           (long long)d->bn, (long long)(64 * d->wn));
-    if (d->wk < 1 || (d->bk / 16) % d->wk != 0)
-        return family_fail(why, why_size,
-                           "tile shape: bk / 16 = %lld is not a multiple of wk = %lld",
-                           (long long)(d->bk / 16), (long long)d->wk);
-    if (d->stages < 2)
-        return family_fail(why, why_size, "tile shape: stages must be >= 2");
     int64_t threads = d->wm * d->wn * d->wk * 32;
     if (mg_check_blocking(d, threads, why, why_size) != 0)
         return -1;

@@ -185,6 +185,15 @@ typedef struct tune_family {
      * family itself (a declared family reads its data). */
     int (*kernels)(const struct tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
                    size_t max, char *why, size_t why_size);
+    /* CPU, optional (NULL: every point is tried). The family's own tile rules: which of the
+     * sweep's parameter points a tuned method tries at one shape. shape: the problem values,
+     * "op", "dsize" and "method"; params[0..n): the sweep's parameter points (the same names in
+     * the same order in each). Sets why[i] to NULL to keep point i, else to a static string, the
+     * rule that leaves it out (not a configuration of the method, or one that cannot win at
+     * this shape). The space counts what it leaves out as pruned, as it counts skip_if's, unless
+     * the sweep says "family_rules": false. */
+    void (*prune)(const struct tune_family *fam, const tune_point *shape, const tune_point *params,
+                  size_t n, const char **why);
 
     /* GPU. Allocates and fills one shape's inputs (random, never zeros). NULL with err set;
      * TUNE_ERR_OOM means the shape does not fit. */

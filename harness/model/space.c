@@ -1,4 +1,5 @@
-/* space.c - enumeration of a sweep's configurations, pruned by its skip_if constraints.
+/* space.c - enumeration of a sweep's configurations, pruned by its skip_if constraints and by
+ * the family's own tile rules (tune_family.prune), which see a shape's parameter points at once.
  *
  * Each constraint is classified once by the names it reads (expr_names):
  *   shape-level  - no parameter and not "method": evaluated once per shape (problem axes, op,
@@ -22,7 +23,9 @@
 
 #define SPACE_MAX_SHAPES 1000000
 #define SPACE_MAX_PARAMS 1000000
-#define SPACE_MAX_CONFIGS 10000000
+#define SPACE_MAX_CONFIGS 10000000 /* over the shapes that shape-level constraints keep */
+
+#define SPACE_MAX_RULES 64 /* distinct reasons of a family's prune that are counted apart */
 
 typedef enum { SPACE_LEVEL_SHAPE, SPACE_LEVEL_METHOD, SPACE_LEVEL_PARAM } space_level;
 
@@ -57,6 +60,11 @@ struct space {
     unsigned char **verdicts;      /* space_add_shape's: per param-level constraint, its values */
     size_t *memo_idx;              /* ... and its index */
     const family_method **methods; /* the sweep's methods, resolved */
+    const char **why;              /* the family's prune: its verdict per parameter point */
+    size_t n_pruned_family;        /* of n_pruned, by the family's rules */
+    const char *rules[SPACE_MAX_RULES]; /* the family's rules that pruned, first seen first */
+    size_t rule_counts[SPACE_MAX_RULES];
+    size_t n_rules;
 };
 
 static space_level space_classify(const sweep *sw, const expr *e)
@@ -257,6 +265,26 @@ static void space_with_params(const tune_point *p, const tune_point *pp, int dis
     memcpy(out->vals + p->n, pp->vals, pp->n * sizeof *pp->vals);
 }
 
+/* Counts a configuration the family's rule `why` removed (past SPACE_MAX_RULES distinct
+ * reasons, the last slot counts the rest). */
+static void space_count_rule(space *sp, const char *why)
+{
+    sp->n_pruned++;
+    sp->n_pruned_family++;
+    for (size_t r = sp->n_rules; r-- > 0;)
+        if (sp->rules[r] == why || strcmp(sp->rules[r], why) == 0) {
+            sp->rule_counts[r]++;
+            return;
+        }
+    if (sp->n_rules < SPACE_MAX_RULES) {
+        sp->rules[sp->n_rules] = why;
+        sp->rule_counts[sp->n_rules++] = 1;
+        return;
+    }
+    sp->rules[SPACE_MAX_RULES - 1] = "other rules";
+    sp->rule_counts[SPACE_MAX_RULES - 1]++;
+}
+
 /* Configurations of one kept shape: its methods in the sweep's order, then parameter points. */
 static int space_add_shape(space *sp, size_t shape, tune_error *err)
 {
@@ -289,6 +317,12 @@ static int space_add_shape(space *sp, size_t shape, tune_error *err)
             }
             idx[nc++] = i;
         }
+        const char **why = NULL;
+        if (sw->family_rules && sw->family->prune && sp->n_params) {
+            why = sp->why;
+            memset(why, 0, sp->n_params * sizeof *why);
+            sw->family->prune(sw->family, &mp, sp->params, sp->n_params, why);
+        }
         for (size_t j = 0; j < sp->n_params; j++) {
             tune_point cp;
             int built = 0;
@@ -307,6 +341,8 @@ static int space_add_shape(space *sp, size_t shape, tune_error *err)
             }
             if (skip)
                 sp->n_pruned++;
+            else if (why && why[j])
+                space_count_rule(sp, why[j]);
             else if (space_push(sp, shape, m, j, err) != 0)
                 return -1;
         }
@@ -381,11 +417,6 @@ static size_t space_per_shape(const space *sp)
 static int space_enumerate(space *sp, size_t total_shapes, tune_error *err)
 {
     size_t per_shape = space_per_shape(sp);
-    if (total_shapes && per_shape > SPACE_MAX_CONFIGS / total_shapes) {
-        tune_error_set(err, TUNE_ERR_INVALID, sp->sw->file,
-                       "the sweep has more than %d configurations", SPACE_MAX_CONFIGS);
-        return -1;
-    }
     if (!(sp->shapes = calloc(total_shapes ? total_shapes : 1, sizeof *sp->shapes))) {
         tune_error_set(err, TUNE_ERR_NOMEM, sp->sw->file, "out of host memory");
         return -1;
@@ -400,6 +431,12 @@ static int space_enumerate(space *sp, size_t total_shapes, tune_error *err)
         if (skip) {
             sp->n_pruned += per_shape;
             continue;
+        }
+        /* the bound counts the shapes a shape-level constraint keeps: the others cost nothing */
+        if (per_shape && sp->n_shapes + 1 > SPACE_MAX_CONFIGS / per_shape) {
+            tune_error_set(err, TUNE_ERR_INVALID, sp->sw->file,
+                           "the sweep has more than %d configurations", SPACE_MAX_CONFIGS);
+            return -1;
         }
         if (space_check_models(sp, p, err) != 0)
             return -1;
@@ -425,6 +462,10 @@ static int space_build_params(space *sp, tune_error *err)
     for (size_t i = 0; i < n; i++)
         space_axes_point(sw->params, sw->n_params, i, &sp->params[i]);
     sp->n_params = n;
+    if (!(sp->why = calloc(n ? n : 1, sizeof *sp->why))) {
+        tune_error_set(err, TUNE_ERR_NOMEM, sw->file, "out of host memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -507,6 +548,7 @@ void space_free(space *sp)
     free(sp->memo_idx);
     free(sp->levels);
     free(sp->methods);
+    free(sp->why);
     free(sp);
 }
 
@@ -555,6 +597,25 @@ void space_config_point(const space *sp, size_t i, tune_point *out)
 size_t space_n_pruned(const space *sp)
 {
     return sp->n_pruned;
+}
+
+size_t space_n_pruned_family(const space *sp)
+{
+    return sp->n_pruned_family;
+}
+
+size_t space_n_family_rules(const space *sp)
+{
+    return sp->n_rules;
+}
+
+const char *space_family_rule(const space *sp, size_t i, size_t *count)
+{
+    if (i >= sp->n_rules)
+        return NULL;
+    if (count)
+        *count = sp->rule_counts[i];
+    return sp->rules[i];
 }
 
 const char *space_config_identity(const sweep *sw, const space *sp, size_t config, char *buf,

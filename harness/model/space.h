@@ -1,5 +1,6 @@
 /* space.h - enumeration of a sweep's configurations: problem axes x parameter axes x methods,
- * pruned by the sweep's skip_if constraints.
+ * pruned by the sweep's skip_if constraints and the family's own tile rules (model/family.h:
+ * prune; a sweep with "family_rules": false has only skip_if).
  *
  *   space *sp = space_build(sw, &err);
  *   for (size_t i = 0; i < space_n_configs(sp); i++) {
@@ -50,8 +51,15 @@ const space_config *space_config_at(const space *sp, size_t i);
 /* Full point of config i: shape values, "op", "dsize", "method", and the parameters of tuned
  * methods. */
 void space_config_point(const space *sp, size_t i, tune_point *out);
-/* Configurations removed by constraints (counted as if they had been enumerated). */
+/* Configurations removed by constraints and by the family's rules (counted as if they had been
+ * enumerated). */
 size_t space_n_pruned(const space *sp);
+/* Of those, the configurations the family's rules (tune_family.prune) removed. */
+size_t space_n_pruned_family(const space *sp);
+/* The family's rules that removed configurations, in the order first met: rule i's reason
+ * (borrowed from the family, static) and in *count how many it removed; NULL past the end. */
+size_t space_n_family_rules(const space *sp);
+const char *space_family_rule(const space *sp, size_t i, size_t *count);
 
 /* The identity (core/point.h: point_identity) of configuration `config` of the space built from
  * sw: its method, problem axes and (tuned methods) parameters. Returns buf. */

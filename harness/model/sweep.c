@@ -23,7 +23,8 @@
 static const char *const sweep_top_keys[] = {"name",    "description", "family", "op",
                                              "problem", "params",      "methods", "skip_if",
                                              "bytes",   "flops",       "timing",  "report",
-                                             "kernel",  "search",      NULL};
+                                             "kernel",  "search",      "family_rules",
+                                             NULL};
 
 int sweep_fail(const sweep_ctx *cx, tune_status code, const char *path, jsonloc_which which,
                const char *fmt, ...)
@@ -405,6 +406,20 @@ static int sweep_parse_skip_if(const sweep_ctx *cx, json_t *root, sweep *sw)
     return 0;
 }
 
+/* "family_rules": a boolean, true when absent. */
+static int sweep_parse_family_rules(const sweep_ctx *cx, json_t *root, sweep *sw)
+{
+    json_t *v = json_object_get(root, "family_rules");
+    sw->family_rules = 1;
+    if (!v)
+        return 0;
+    if (!json_is_boolean(v))
+        return sweep_fail(cx, TUNE_ERR_INVALID, "$.family_rules", JSONLOC_VALUE,
+                          "expected true or false, got %s", sweep_json_kind(v));
+    sw->family_rules = json_is_true(v);
+    return 0;
+}
+
 /* "bytes" or "flops": the sweep's expression or the op's default model. */
 static int sweep_parse_model(const sweep_ctx *cx, json_t *root, sweep *sw, const char *key,
                              const char *dflt, expr **out, char **out_src)
@@ -439,7 +454,7 @@ static int sweep_parse_root(const sweep_ctx *cx, json_t *root, sweep *sw)
         sweep_parse_ident(cx, root, sw) != 0 || sweep_parse_family(cx, root, sw) != 0 ||
         sweep_parse_problem_params(cx, root, sw) != 0 || sweep_parse_methods(cx, root, sw) != 0 ||
         (sw->declared && sweep_check_declared(cx, root, sw) != 0) ||
-        sweep_parse_skip_if(cx, root, sw) != 0 ||
+        sweep_parse_skip_if(cx, root, sw) != 0 || sweep_parse_family_rules(cx, root, sw) != 0 ||
         sweep_parse_model(cx, root, sw, "bytes", sw->fop->bytes, &sw->bytes, &sw->bytes_src) != 0 ||
         sweep_parse_model(cx, root, sw, "flops", sw->fop->flops, &sw->flops, &sw->flops_src) != 0 ||
         sweep_parse_timing(cx, root, sw) != 0 || sweep_parse_report(cx, root, sw) != 0)

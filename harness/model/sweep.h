@@ -15,6 +15,8 @@
  *   "params":  { "<param>": VALUES, ... }, the family's parameters; missing ones their default
  *   "methods": ["custom", "gather"],       required, non-empty, distinct methods of the family
  *   "skip_if": "expr" | ["expr", ...],     optional constraints: a config is pruned when one is true
+ *   "family_rules": true,                  optional (default true): the family's own tile rules
+ *                                          prune too (model/family.h: prune)
  *   "bytes": "expr", "flops": "expr",      optional, override the op's models
  *   "timing": { "warmup": 10, "reps": 100, "mode": "cold", "fresh_indices": true },
  *             or { "stop": "adaptive", "rel_stderr": 0.005, "min_reps": 10, "max_reps": 10000,
@@ -118,6 +120,7 @@ typedef struct {
     expr **skip_if;
     char **skip_if_src;
     size_t n_skip_if;
+    int family_rules; /* 1 (default): the family's prune hook applies; 0: skip_if alone */
     expr *bytes; /* never NULL: the sweep's or the op's default */
     char *bytes_src;
     expr *flops; /* never NULL */
