@@ -268,9 +268,14 @@ for sweep in "${sweeps[@]}"; do
         continue
     fi
     base=$(basename "$prev")
-    "$tune" compare "$prev/$id" "$out" --out "$out" --quiet --threshold "$threshold" \
+    # tune compare never writes into a folder it reads: its files are written apart, then moved
+    # into tonight's folder
+    cmpdir=$(mktemp -d)
+    "$tune" compare "$prev/$id" "$out" --out "$cmpdir" --quiet --threshold "$threshold" \
         "${allow_arg[@]}" "${param_arg[@]}" >>"$log" 2>"$out/compare.err"
     rc=$?
+    for f in compare.md compare.json; do [ -f "$cmpdir/$f" ] && mv "$cmpdir/$f" "$out/$f"; done
+    rm -rf "$cmpdir"
     cat "$out/compare.err" >>"$log"
     msg=$(grep -m1 'tune compare' "$out/compare.err" | sed 's/^tune compare: //; s/; wrote .*//')
     cn=$(grep -o '"regressions": *[0-9]*' "$out/compare.json" 2>/dev/null | head -n 1 | grep -o '[0-9]*$')
