@@ -4,6 +4,7 @@
 # conventions file outside it, a "seed" notebook or document, an issue by number). The public
 # sources are cited instead (README "Sources").
 # (DESIGN.md and CONVENTIONS.md are matched in capitals: docs/design.md is ours.)
+# It also keeps README.md to 150 lines at most.
 # usage: tests/test_docs.sh. Exit 0 pass, 1 fail, 77 skipped (not a git checkout).
 set -u
 cd "$(dirname "$0")/.."
@@ -55,6 +56,12 @@ PY
         echo "$dangling" | head -20 | sed 's/^/  /'
         fail=1
     fi
+fi
+# the README is a product page, not a lab report: 150 lines at most (details go to docs/)
+readme_lines=$(wc -l < README.md)
+if [ "$readme_lines" -gt 150 ]; then
+    echo "FAIL: README.md has $readme_lines lines, more than 150: move details to docs/"
+    fail=1
 fi
 [ $fail -eq 0 ] && echo "test_docs: ok"
 exit $fail
