@@ -11,6 +11,7 @@
 
 #include "analysis/report.h"
 #include "core/infile.h"
+#include "core/interrupt.h"
 #include "device/compile.h"
 #include "device/gpu.h"
 #include "run/run.h"
@@ -73,7 +74,9 @@ static const char usage[] =
     "     a kernel did not compile; compare: a regression beyond the threshold\n"
     "  2  usage: an unknown option, a missing, malformed or out-of-range value (compare: also\n"
     "     runs that cannot be compared)\n"
-    "  3  no GPU (or no driver) for a command that needs one\n";
+    "  3  no GPU (or no driver) for a command that needs one\n"
+    "  130, 143, 129  stopped by SIGINT, SIGTERM, SIGHUP: child processes killed, no file left\n"
+    "     half-written (kernel cache, results folder); a run continues with --resume\n";
 
 /* The commands parsed here, as bits of an option's `commands` mask. */
 enum {
@@ -215,6 +218,7 @@ typedef struct {
 
 static int fail(const tune_error *err)
 {
+    interrupt_wait_if_stopping(); /* a child killed by a stop is not a failure to report */
     char buf[4096];
     fprintf(stderr, "tune: %s\n", tune_error_text(err, buf, sizeof buf));
     return err->code == TUNE_ERR_NO_GPU ? EXIT_NO_GPU : EXIT_FAILURE;
@@ -673,6 +677,10 @@ static int dispatch(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    /* SIGINT, SIGTERM, SIGHUP: a clean stop with 128 + the signal (core/interrupt.h); first,
+     * before any thread or child exists */
+    if (interrupt_install() != 0)
+        fprintf(stderr, "tune: warning: cannot handle SIGINT and SIGTERM: %s\n", strerror(errno));
     /* a closed stdout is an EPIPE error on write, seen by finish(), not a death by SIGPIPE
      * before the files are written */
     signal(SIGPIPE, SIG_IGN);
