@@ -12,7 +12,12 @@
 # 2 a sweep failed, could not be stored or judged (a compile-only night: compared), or a usage
 # error.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+# Paths on the command line (--root, --from-results, --config, --tune, --db, sweep files) and
+# $TUNE_DB are the caller's: relative ones are resolved from the caller's working folder before
+# the script moves to its checkout. Paths in a config file and the defaults are the checkout's.
+caller=$PWD
+cd "$(dirname "$0")/.." || exit 2
+from_caller() { case $1 in /*) printf '%s\n' "$1" ;; *) printf '%s\n' "$caller/$1" ;; esac; }
 
 usage() {
     cat <<'EOF'
@@ -48,20 +53,23 @@ tune_args=()
 while [ $# -gt 0 ]; do
     case $1 in
         -h|--help) usage; exit 0 ;;
-        --config) need "$@"; config=$2; shift ;;
-        --root) need "$@"; root=$2; shift ;;
+        --config) need "$@"; config=$(from_caller "$2"); shift ;;
+        --root) need "$@"; root=$(from_caller "$2"); shift ;;
         --date) need "$@"; date=$2; shift ;;
-        --tune) need "$@"; tune=$2; shift ;;
+        --tune) need "$@"; tune=$(from_caller "$2"); shift ;;
         --threshold) need "$@"; threshold=$2; shift ;;
-        --db) need "$@"; db=$2; shift ;;
+        --db) need "$@"; db=$(from_caller "$2"); shift ;;
         --window) need "$@"; window=$2; shift ;;
         --allow-mismatch) need "$@"; allow=$2; shift ;;
         --param) need "$@"; params="${params:+$params,}$2"; shift ;;
-        --from-results) need "$@"; from=$2; shift ;;
+        --from-results) need "$@"; from=$(from_caller "$2"); shift ;;
         --no-plots) plots=no ;;
         --force) force=1 ;;
         -*) usage >&2; die "unknown option $1" ;;
-        *) cli_sweeps+=("$1") ;;
+        # a sweep file of the caller's; a name that is no file there (a sweep's id under
+        # --from-results, a path of the checkout) stays as given
+        *) if [ -f "$caller/$1" ] || [[ $1 == /* ]]; then cli_sweeps+=("$(from_caller "$1")")
+           else cli_sweeps+=("$1"); fi ;;
     esac
     shift
 done
@@ -101,6 +109,7 @@ date=${date:-$(date -u +%F)}
 tune=${tune:-build/tune}
 threshold=${threshold:-3}
 window=${window:-7}
+[ -n "${TUNE_DB:-}" ] && TUNE_DB=$(from_caller "$TUNE_DB") && export TUNE_DB
 db=${db:-${TUNE_DB:-$root/history.sqlite}}
 allow=${allow:-kernels,tool}
 plots=${plots:-yes}
@@ -202,17 +211,35 @@ for sweep in "${sweeps[@]}"; do
             record "$out" failed 0 none "nothing to import for $id under $from"
             echo "nightly: $id: nothing to import under $from" >&2; worst=2; continue
         fi
-        # the run's data; tables and plots are made again below
-        for f in raw.jsonl meta.json retime.jsonl heuristics.json; do
-            [ -f "$src/$f" ] && cp "$src/$f" "$out/"
-            # a night's folder holds plain files, as a run writes them; both: tune refuses them
-            if [ -f "$src/$f.gz" ] && [ -f "$src/$f" ]; then cp "$src/$f.gz" "$out/"
-            elif [ -f "$src/$f.gz" ]; then gunzip -c "$src/$f.gz" >"$out/$f"; fi
-        done
+        # tune reads the run first (rows, re-timings, meta.json; a .gz as tune reads it: one
+        # truncated or corrupt is refused), into a folder apart: a reader never writes into a
+        # folder it reads; then the data is copied, each .gz gunzipped whole or not at all (the
+        # night's folder holds plain files, as a run writes them), and read again as imported
         echo "imported $src" >"$log"
-        # the tables from the imported run (a reader never writes into a folder it reads)
-        "$tune" report "$src" --out "$out" --quiet >>"$log" 2>&1
+        chk=$(mktemp -d)
+        "$tune" report "$src" --out "$chk" --quiet >>"$log" 2>&1
         rc=$?
+        for f in raw.jsonl meta.json retime.jsonl heuristics.json; do
+            [ $rc -eq 0 ] || break
+            [ -f "$src/$f" ] && cp "$src/$f" "$out/"
+            # both: copied as they are, and tune refuses them
+            if [ -f "$src/$f.gz" ] && [ -f "$src/$f" ]; then cp "$src/$f.gz" "$out/"
+            elif [ -f "$src/$f.gz" ] && ! gzip -dc "$src/$f.gz" >"$out/$f" 2>>"$log"; then
+                echo "nightly: $src/$f.gz: not a whole gzip file (truncated or corrupt): not imported" >>"$log"
+                rm -f "$out/$f"
+                rc=1
+            fi
+        done
+        if [ $rc -eq 0 ]; then # the tables of the night, from the copy
+            rm -f "$chk"/best.*
+            "$tune" report "$out" --out "$chk" --quiet >>"$log" 2>&1
+            rc=$?
+        fi
+        [ $rc -eq 0 ] && mv "$chk"/best.* "$out/"
+        rm -rf "$chk"
+        if [ $rc -ne 0 ]; then # nothing of a refused run stays in the night
+            for f in raw.jsonl meta.json retime.jsonl heuristics.json; do rm -f "$out/$f" "$out/$f.gz"; done
+        fi
     else
         [ -f "$sweep" ] || { record "$out" failed 0 none "no sweep file $sweep"; worst=2; continue; }
         "$tune" run "$sweep" --out "$out" --quiet --no-ingest "${tune_args[@]}" >"$log" 2>&1

@@ -2,7 +2,7 @@
 # The command line of every command (no GPU needed): numeric options parsed whole and range-checked,
 # empty paths refused, unknown options named, `CMD --help` for every command, `tune help` listing
 # every command's options, `tune --version`, usage errors exiting 2, a broken sweep refused before
-# the GPU is looked for, and --compile-only exiting as `tune compile` does.
+# the GPU is looked for, --compile-only exiting as `tune compile` does, and validate --json.
 # usage: tests/test_cli.sh path/to/tune. Exit 0 pass, 1 fail.
 set -u
 cd "$(dirname "$0")/.."
@@ -105,6 +105,11 @@ expect 2 "unknown command" help reprot
 expect 2 "usage: tune" # no arguments
 expect 2 "tune compile: unknown option --shard \(an option of tune run\)" compile "$SWEEP" --shard 0/2
 expect 2 "tune validate: unknown option --seed" validate "$SWEEP" --seed 1
+# validate --json: one line per sweep file, the name first (what scripts/slurm/submit.sh reads)
+expect 0 '^\{"name":"minimal","file":"[^"]*minimal.json","ok":true,.*"configs":[0-9]+,.*"max_shards":4096' \
+    validate --json "$SWEEP"
+expect 1 '^\{"file":"[^"]*bad_name.json","ok":false,"error":".*expected a name matching' \
+    validate --json "$PWD/tests/data/invalid/bad_name.json"
 expect 2 "tune report: option --rows needs a value" report "$RESULTS" --rows
 expect 2 "tune devices: takes no arguments" devices extra
 expect 2 "tune calibrate: unknown argument extra" calibrate extra

@@ -4,8 +4,10 @@
 # against the window: the first has nothing to compare with; honest nights pass; a planted step is
 # not flagged on its first night and is on its second (exit 1, each series named); a driver
 # change is annotated, not flagged; a night does not run twice without --force; a config file
-# with two sweeps; the dated folders, summary.md, index.md, index.json and the dashboard. Also
-# tune compare's exit statuses on the hand-made pair of tests/data/compare.
+# with two sweeps; the dated folders, summary.md, index.md, index.json and the dashboard; relative
+# paths of the caller's; an import that tune refuses (a damaged .gz) fails the night; an
+# impossible --date is refused. Also tune compare's exit statuses on the hand-made pair of
+# tests/data/compare.
 # usage: tests/test_nightly.sh path/to/tune. Exit 0 pass, 1 fail, 77 skipped (no python3, which
 # makes the injected copies).
 set -u
@@ -176,6 +178,63 @@ for bad in abc nan -1 '1; touch x' ''; do
     check "--threshold '$bad': exit 2" test $rc -eq 2
     check "--threshold '$bad': named" grep -q -- "--threshold expects" "$tmp/out.log"
 done
+
+# relative paths on the command line are the caller's, not the checkout's (the script moves to
+# its checkout): a night run from another folder with a relative --root, --from-results,
+# --config, --tune and --db
+repo=$PWD cw=$tmp/caller
+mkdir -p "$cw/runs"
+cp -r "$tmp/syn/$(night_of 0)" "$cw/runs/sparq"
+printf '%s\n' 'plots = no' 'sparq' >"$cw/my.conf"
+reltune=$(realpath --relative-to="$cw" "$tune")
+(cd "$cw" && "$repo/scripts/nightly.sh" --root rel --from-results runs --config my.conf \
+    --tune "$reltune" --db store.sqlite --date 2026-12-01) >"$tmp/out.log" 2>&1
+rc=$?
+check "relative paths: exit 0 (got $rc)" test $rc -eq 0
+check "relative --root: the night in the caller's folder" test -s "$cw/rel/nightly/2026-12-01/sparq/raw.jsonl"
+check "relative --db: the store in the caller's folder" test -s "$cw/store.sqlite"
+check "relative --db: no default store in the root" test ! -e "$cw/rel/history.sqlite"
+check "relative paths: nothing written into the checkout" test ! -e rel -a ! -e store.sqlite
+# a relative sweep file of the caller's, and $TUNE_DB relative to the caller too
+(cd "$cw" && TUNE_DB=env.sqlite "$repo/scripts/nightly.sh" --root rel --from-results runs/sparq \
+    --tune "$tune" --no-plots --date 2026-12-02 sparq) >"$tmp/out.log" 2>&1
+check "relative \$TUNE_DB: the store in the caller's folder" test -s "$cw/env.sqlite"
+
+# --from-results refuses what tune refuses (and a .gz that is not whole): the night fails (exit
+# 2) and imports nothing
+bad_import() { # what file-to-damage how
+    rm -rf "$tmp/bad" "$tmp/badroot"
+    cp -r "$SPARQ" "$tmp/bad"
+    local f=$tmp/bad/$2
+    case $3 in
+        truncate) sz=$(stat -c %s "$f"); head -c $((sz / 2)) "$f" >"$f.cut"; mv "$f.cut" "$f" ;;
+        flip) python3 -c '
+import sys
+b = bytearray(open(sys.argv[1], "rb").read()); b[len(b) // 2] ^= 0xFF
+open(sys.argv[1], "wb").write(b)' "$f" ;;
+        gzip-truncate) gzip -9n "$f"; f=$f.gz; sz=$(stat -c %s "$f"); head -c $((sz / 2)) "$f" >"$f.cut"; mv "$f.cut" "$f" ;;
+    esac
+    scripts/nightly.sh --root "$tmp/badroot" --tune "$tune" --from-results "$tmp/bad" --no-plots \
+        --date 2026-12-03 sparq >"$tmp/out.log" 2>&1
+    rc=$?
+    local n=$tmp/badroot/nightly/2026-12-03/sparq
+    check "$1: exit 2 (got $rc)" test $rc -eq 2
+    check "$1: the night failed" test "$(field "$n/nightly.txt" status)" = failed
+    check "$1: nothing imported" test ! -e "$n/raw.jsonl" -a ! -e "$n/meta.json" -a ! -e "$n/best.md"
+}
+bad_import "a truncated raw.jsonl.gz" raw.jsonl.gz truncate
+bad_import "a corrupt raw.jsonl.gz" raw.jsonl.gz flip
+bad_import "a corrupt retime.jsonl.gz" retime.jsonl.gz flip
+bad_import "a truncated heuristics.json.gz" heuristics.json gzip-truncate
+bad_import "a truncated meta.json.gz" meta.json gzip-truncate
+# an impossible --date
+for d in 2026-99-99 2026-02-30 26-12-01; do
+    scripts/nightly.sh --root "$tmp/dates" --tune "$tune" --from-results "$SPARQ" --date "$d" sparq >"$tmp/out.log" 2>&1
+    rc=$?
+    check "--date $d: exit 2 (got $rc)" test $rc -eq 2
+    check "--date $d: named" grep -q -- "--date expects" "$tmp/out.log"
+done
+check "no night made for an impossible --date" test ! -e "$tmp/dates"
 
 # tune compare's exit statuses on the hand-made pair
 T=tests/data/compare

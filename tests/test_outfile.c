@@ -3,11 +3,15 @@
  * names the file written and the reason. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/infile.h"
+#include "core/interrupt.h"
 #include "core/outfile.h"
 #include "util_child.h"
 #include "util_cpu.h"
@@ -164,4 +168,61 @@ Test(outfile, a_failed_set_replaces_none)
         cr_expect_str_eq(text, "new\n");
         free(text);
     }
+}
+
+/* A write that takes its time: the file opened, half written, `in` told, 300 ms, the rest. */
+typedef struct {
+    char path[256];
+    int in; /* pipe: "the write has begun" */
+} slow_write;
+
+static void *write_slowly(void *arg)
+{
+    slow_write *sw = arg;
+    outfile *o = outfile_open(sw->path, NULL);
+    if (!o)
+        return NULL;
+    fputs("first half, ", outfile_stream(o));
+    fflush(outfile_stream(o));
+    if (write(sw->in, "w", 1) != 1)
+        return NULL;
+    usleep(300 * 1000);
+    fputs("second half\n", outfile_stream(o));
+    outfile_commit(o, NULL);
+    return NULL;
+}
+
+/* SIGTERM while a thread writes a file (core/interrupt.h): the stop waits for the rename, so the
+ * file is whole and no temporary file is left; the exit status is 143. */
+Test(outfile, a_stop_waits_for_the_write_under_way)
+{
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    slow_write sw = {.in = p[1]};
+    snprintf(sw.path, sizeof sw.path, "%s/meta.json", tmpdir);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (interrupt_install() != 0)
+            _exit(2);
+        pthread_t t;
+        char c;
+        if (pthread_create(&t, NULL, write_slowly, &sw) != 0 || read(p[0], &c, 1) != 1)
+            _exit(3);
+        kill(getpid(), SIGTERM);
+        pthread_join(t, NULL);
+        for (;;) /* the stop ends the process once the file is in place */
+            pause();
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 143, "exit status 143, got wait status %d",
+              status);
+    char *text = NULL;
+    infile_read_text(sw.path, 1024, &text, NULL, NULL);
+    cr_expect_str_eq(text ? text : "(none)", "first half, second half\n", "the file is whole");
+    free(text);
+    cr_expect_eq(count_entries(tmpdir), 1, "no temporary file left behind");
+    close(p[0]);
+    close(p[1]);
 }

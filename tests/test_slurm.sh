@@ -26,12 +26,72 @@ sweep=$repo/${TUNE_SLURM_SWEEP:-sweeps/sparq_step1.json}
 shards=3
 start_time=$(date +%s)
 
-skip() { echo "skipped: $*"; exit 77; }
+# a skip of the cluster part never hides a failure of the checks that need no cluster
+skip() { echo "skipped: $*"; [ $failed -eq 0 ] || exit 1; exit 77; }
 fail() { echo "FAIL: $*"; failed=1; }
 failed=0
 
 [ -x "$tune" ] || { echo "FAIL: no tune binary at $tune (give its path)"; exit 1; }
 command -v python3 >/dev/null || skip "python3 is needed to compare the rows"
+
+# ---- without a cluster: submit.sh's checks (a fake sbatch on PATH) and merge_compare.sbatch ----
+N=$(mktemp -d /tmp/tune-slurm-scripts.XXXXXX) || { echo "FAIL: mktemp"; exit 1; }
+mkdir -p "$N/bin"
+printf '#!/bin/bash\nprintf "%%s\\n" "$*" >>"%s/sbatch.log"\necho 4242\n' "$N" >"$N/bin/sbatch"
+chmod +x "$N/bin/sbatch"
+# a sweep whose first "name" line is an argument's: its name is tune's to read, not a grep's
+python3 -c '
+import json, os, sys
+s = json.load(open(sys.argv[1]))
+k = s.pop("kernel")
+k["source"] = os.path.normpath(os.path.join(os.path.dirname(sys.argv[1]), k["source"]))
+out = {"kernel": k}
+out.update(s)
+json.dump(out, open(sys.argv[2], "w"), indent=2)
+' "$repo/tests/data/valid/declared_kernel.json" "$N/decl.json" || fail "cannot write $N/decl.json"
+nosub() { # what expected-exit args... : submit.sh with the fake sbatch; nothing queued unless 0
+    local what=$1 want=$2
+    shift 2
+    rm -f "$N/sbatch.log"
+    PATH=$N/bin:$PATH scripts/slurm/submit.sh "$@" >"$N/out" 2>&1
+    local rc=$?
+    [ $rc -eq "$want" ] || fail "submit.sh $what: exit $rc, expected $want: $(tr '\n' ' ' <"$N/out")"
+    [ "$want" -eq 0 ] || [ ! -e "$N/sbatch.log" ] ||
+        fail "submit.sh $what: queued a job: $(cat "$N/sbatch.log")"
+}
+nosub "(an argument's name first)" 0 "$N/decl.json" --shards 2 --results "$N/re sults" --run R1 \
+    --tune "$tune" -- --compile-only
+grep -q -- "--job-name=tune-decl " "$N/sbatch.log" 2>/dev/null &&
+    grep -qF -- "--output=$N/re sults/decl/R1/slurm/shard-%a.out" "$N/sbatch.log" ||
+    fail "submit.sh did not name the run after the sweep (decl): $(cat "$N/sbatch.log" 2>/dev/null)"
+nosub "--shards 5000" 2 "$N/decl.json" --shards 5000 --tune "$tune"
+grep -q "at most 4096 shards" "$N/out" || fail "submit.sh --shards 5000 does not name tune's limit: $(cat "$N/out")"
+for bad in 0 abc -1 99999999999999999999 4097; do
+    nosub "--shards $bad" 2 "$N/decl.json" --shards "$bad" --tune "$tune"
+done
+nosub "--shards 4096 (tune's limit)" 0 "$N/decl.json" --shards 4096 --tune "$tune" --dry-run
+nosub "--previous without a run" 2 "$N/decl.json" --previous "$N/nothing" --tune "$tune"
+nosub "(an invalid sweep)" 2 "$repo/tests/data/invalid/bad_name.json" --tune "$tune"
+# merge_compare.sbatch by hand, in a results root with a space: the first run finds nothing to
+# compare with; gzipped as committed runs are, it is the second run's previous one
+mini=$repo/tests/data/valid/minimal.json
+for r in 20260101T000000Z 20260102T000000Z; do
+    for i in 0 1; do
+        TUNE_CACHE_DIR=$N/cache "$tune" "$mini" --compile-only --shard $i/2 --quiet \
+            --out "$N/re sults/minimal/$r/shards/$i" >"$N/shard.log" 2>&1 ||
+            fail "shard $i/2 of $r: $(tail -n 1 "$N/shard.log")"
+    done
+    TUNE=$tune bash scripts/slurm/merge_compare.sbatch "$N/re sults/minimal/$r" 2 >"$N/merge-$r.out" 2>&1 ||
+        fail "merge_compare.sbatch $r: exit $?: $(tail -n 3 "$N/merge-$r.out" | tr '\n' ' ')"
+    [ -f "$N/re sults/minimal/$r/raw.jsonl" ] && gzip -9n "$N/re sults/minimal/$r/raw.jsonl"
+done
+grep -q "no earlier run" "$N/merge-20260101T000000Z.out" ||
+    fail "the first merge found something to compare with: $(tr '\n' ' ' <"$N/merge-20260101T000000Z.out")"
+grep -qF "tune compare: $N/re sults/minimal/20260101T000000Z -> $N/re sults/minimal/20260102T000000Z" \
+    "$N/merge-20260102T000000Z.out" && [ -f "$N/re sults/minimal/20260102T000000Z.compare/compare.json" ] ||
+    fail "the second merge did not compare with the first (gzipped) run in a root with a space: $(tr '\n' ' ' <"$N/merge-20260102T000000Z.out")"
+rm -rf "$N"
+echo "test_slurm: the scripts without a cluster: $([ $failed -eq 0 ] && echo ok || echo FAILED)"
 
 # ---- privileges: the daemons need root (slurmd starts jobs as their user) ----
 if [ "$(id -u)" -eq 0 ]; then

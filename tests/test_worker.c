@@ -6,6 +6,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <dirent.h>
+#include <errno.h>
+#include <sys/wait.h>
+
+#include "core/interrupt.h"
+#include "core/outfile.h"
 #include "device/worker.h"
 
 static int say_three_lines(void *ctx, int fd)
@@ -170,4 +176,69 @@ Test(worker, poll_finds_the_worker_with_a_line)
         ;
     worker_wait(talks, how, sizeof how);
     worker_wait(quiet, how, sizeof how);
+}
+
+/* A child that leaves a temporary file half-written in dir (ctx), tells its pid and waits. */
+static int half_write_then_wait(void *ctx, int fd)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/entry.bin", (const char *)ctx);
+    outfile *o = outfile_open(path, NULL);
+    if (!o)
+        return 1;
+    fputs("half an entry", outfile_stream(o));
+    fflush(outfile_stream(o));
+    worker_send(fd, "P %d", (int)getpid());
+    for (;;)
+        pause();
+    return 0;
+}
+
+/* SIGTERM to a process with workers (core/interrupt.h): the workers are killed and reaped before
+ * the cleanups run, so the temporary files they left half-written are removed as stale; the
+ * process exits 143. */
+Test(worker, a_stop_kills_the_workers_then_cleans_up)
+{
+    char dir[] = "/tmp/tune_stop.XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    int p[2];
+    cr_assert_eq(pipe(p), 0);
+    pid_t tune = fork();
+    cr_assert_geq(tune, 0);
+    if (tune == 0) {
+        close(p[0]);
+        if (interrupt_install() != 0)
+            _exit(2);
+        interrupt_cleanup_push(outfile_remove_stale_temps, dir);
+        for (int i = 0; i < 2; i++) {
+            worker *w = worker_start(half_write_then_wait, dir, NULL);
+            char line[64];
+            int pid;
+            if (!w || worker_read_line(w, line, sizeof line, 10) != 1 ||
+                sscanf(line, "P %d", &pid) != 1 || write(p[1], &pid, sizeof pid) != sizeof pid)
+                _exit(3);
+        }
+        kill(getpid(), SIGTERM);
+        for (;;)
+            pause();
+    }
+    close(p[1]);
+    int pids[2] = {0, 0}, status = 0;
+    for (int i = 0; i < 2; i++)
+        cr_expect_eq(read(p[0], &pids[i], sizeof pids[i]), (ssize_t)sizeof pids[i]);
+    close(p[0]);
+    cr_assert_eq(waitpid(tune, &status, 0), tune);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 143, "exit status 143, got wait status %d",
+              status);
+    for (int i = 0; i < 2; i++)
+        cr_expect(pids[i] > 0 && kill(pids[i], 0) != 0 && errno == ESRCH, "worker %d is gone",
+                  pids[i]);
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        cr_expect(e->d_name[0] == '.', "%s was left in the folder", e->d_name);
+    if (d)
+        closedir(d);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_expect_eq(system(cmd), 0);
 }

@@ -11,6 +11,7 @@
 
 #include "analysis/report.h"
 #include "core/infile.h"
+#include "core/interrupt.h"
 #include "device/compile.h"
 #include "device/gpu.h"
 #include "run/run.h"
@@ -73,7 +74,9 @@ static const char usage[] =
     "     a kernel did not compile; compare: a regression beyond the threshold\n"
     "  2  usage: an unknown option, a missing, malformed or out-of-range value (compare: also\n"
     "     runs that cannot be compared)\n"
-    "  3  no GPU (or no driver) for a command that needs one\n";
+    "  3  no GPU (or no driver) for a command that needs one\n"
+    "  130, 143, 129  stopped by SIGINT, SIGTERM, SIGHUP: child processes killed, no file left\n"
+    "     half-written (kernel cache, results folder); a run continues with --resume\n";
 
 /* The commands parsed here, as bits of an option's `commands` mask. */
 enum {
@@ -100,7 +103,7 @@ static const cmd_desc commands[] = {
      "the sweep's \"search\") measures the baselines and the candidates a strategy proposes\n"
      "within the budget, compiling only their kernels (docs/search.md).\n"},
     {"validate", CMD_VALIDATE,
-     "usage: tune validate SWEEP.json... [--quiet] [search options]\n"
+     "usage: tune validate SWEEP.json... [--quiet] [--json] [search options]\n"
      "Checks sweep files (every error with file:line:column) and counts their configurations;\n"
      "for a searched run, how many the budget measures.\n"},
     {"compile", CMD_COMPILE,
@@ -142,6 +145,11 @@ static const opt_desc options[] = {
      "kernel sources (default: found beside the binary)"},
     {"--quiet", NULL, CMD_RUN | CMD_VALIDATE | CMD_COMPILE | CMD_REPORT | CMD_MERGE,
      "no progress, no tables"},
+    {"--json", NULL, CMD_VALIDATE,
+     "one JSON object per sweep file and line, for scripts: name, file, ok, family, op,\n"
+     "                        shapes, configs, pruned_skip_if, pruned_family, max_shards (the\n"
+     "                        largest --shard N); a searched run's measured; ok false and error\n"
+     "                        for a sweep refused (exit 1)"},
     {"--resume", NULL, CMD_RUN,
      "continue the latest run of the sweep (or --out DIR): measure only the configurations\n"
      "                        without a row; refused if kernels, driver or device changed"},
@@ -211,10 +219,12 @@ typedef struct {
     size_t n_files;
     const char *db; /* --db: the results store */
     int no_ingest;  /* --no-ingest */
+    int json;       /* validate --json */
 } cli;
 
 static int fail(const tune_error *err)
 {
+    interrupt_wait_if_stopping(); /* a child killed by a stop is not a failure to report */
     char buf[4096];
     fprintf(stderr, "tune: %s\n", tune_error_text(err, buf, sizeof buf));
     return err->code == TUNE_ERR_NO_GPU ? EXIT_NO_GPU : EXIT_FAILURE;
@@ -292,6 +302,8 @@ static int apply_option(const char *cmd, const char *a, const char *val, cli *c)
         c->run.compile_only = c->run.compile_rows = 1;
     } else if (strcmp(a, "--no-ingest") == 0) {
         c->no_ingest = 1;
+    } else if (strcmp(a, "--json") == 0) {
+        c->json = 1;
     } else if (strcmp(a, "--db") == 0) {
         if (cli_path(cmd, a, val) != 0)
             return -1;
@@ -438,8 +450,9 @@ static void warn_if_large(const char *file, const space *sp)
                 file, n, SPACE_LARGE_CONFIGS);
 }
 
-/* `tune validate`: what a searched run of the sweep measures. 0, or -1 after a message. */
-static int validate_search(const cli *c, const sweep *sw, const space *sp)
+/* `tune validate`: what a searched run of the sweep measures (into o under --json, else printed;
+ * 0 when the run is not searched). 0, or -1 after a message. */
+static int validate_search(const cli *c, const sweep *sw, const space *sp, json_t *o)
 {
     tune_error err = {0};
     sweep_search set;
@@ -451,12 +464,28 @@ static int validate_search(const cli *c, const sweep *sw, const space *sp)
     if (run_search_estimate(sw, sp, &set, &cands, &base, &measured, &err) != TUNE_OK)
         return fail(&err), -1;
     char budget[64];
+    search_budget_format(&set.opt, budget, sizeof budget);
+    if (o) {
+        json_object_set_new(o, "search", json_string(search_strategy_name(set.opt.strategy)));
+        json_object_set_new(o, "budget", json_string(budget));
+        json_object_set_new(o, "measured", json_integer((json_int_t)measured));
+        return 0;
+    }
     printf("%s: searched: %s, budget %s: %zu of %zu configurations measured (%zu baselines, %zu "
            "of %zu candidates)\n",
-           sw->file, search_strategy_name(set.opt.strategy),
-           search_budget_format(&set.opt, budget, sizeof budget), measured, space_n_configs(sp),
+           sw->file, search_strategy_name(set.opt.strategy), budget, measured, space_n_configs(sp),
            base, measured - base, cands);
     return 0;
+}
+
+/* One line of `tune validate --json`: o (stolen) printed compactly, keys in their order. */
+static void print_json_line(json_t *o)
+{
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+    if (text)
+        printf("%s\n", text);
+    free(text);
+    json_decref(o);
 }
 
 static int cmd_validate(cli *c)
@@ -470,6 +499,35 @@ static int cmd_validate(cli *c)
         space *sp = sw ? space_build(sw, &err) : NULL;
         if (!sp) {
             rc = fail(&err);
+            if (c->json) {
+                char buf[4096];
+                json_t *o = json_object();
+                json_object_set_new(o, "file", json_string(c->files[i]));
+                json_object_set_new(o, "ok", json_false());
+                json_object_set_new(o, "error",
+                                    json_string(tune_error_text(&err, buf, sizeof buf)));
+                print_json_line(o);
+            }
+        } else if (c->json) {
+            size_t by_family = space_n_pruned_family(sp);
+            json_t *o = json_object();
+            /* the name first: what a script reads (scripts/slurm/submit.sh) */
+            json_object_set_new(o, "name", json_string(sw->name));
+            json_object_set_new(o, "file", json_string(c->files[i]));
+            json_object_set_new(o, "ok", json_true());
+            json_object_set_new(o, "family", json_string(sw->family_name));
+            json_object_set_new(o, "op", json_string(sw->op));
+            json_object_set_new(o, "shapes", json_integer((json_int_t)space_n_shapes(sp)));
+            json_object_set_new(o, "configs", json_integer((json_int_t)space_n_configs(sp)));
+            json_object_set_new(o, "pruned_skip_if",
+                                json_integer((json_int_t)(space_n_pruned(sp) - by_family)));
+            json_object_set_new(o, "pruned_family", json_integer((json_int_t)by_family));
+            json_object_set_new(o, "max_shards", json_integer(SHARD_MAX));
+            if (validate_search(c, sw, sp, o) != 0) {
+                rc = EXIT_FAILURE;
+                json_object_set_new(o, "ok", json_false());
+            }
+            print_json_line(o);
         } else {
             warn_if_large(c->files[i], sp);
             size_t by_family = space_n_pruned_family(sp);
@@ -484,7 +542,7 @@ static int cmd_validate(cli *c)
                 const char *rule = space_family_rule(sp, r, &count);
                 printf("  %10zu  %s\n", count, rule);
             }
-            if (validate_search(c, sw, sp) != 0)
+            if (validate_search(c, sw, sp, NULL) != 0)
                 rc = EXIT_FAILURE;
         }
         space_free(sp);
@@ -673,6 +731,10 @@ static int dispatch(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    /* SIGINT, SIGTERM, SIGHUP: a clean stop with 128 + the signal (core/interrupt.h); first,
+     * before any thread or child exists */
+    if (interrupt_install() != 0)
+        fprintf(stderr, "tune: warning: cannot handle SIGINT and SIGTERM: %s\n", strerror(errno));
     /* a closed stdout is an EPIPE error on write, seen by finish(), not a death by SIGPIPE
      * before the files are written */
     signal(SIGPIPE, SIG_IGN);

@@ -1,14 +1,18 @@
 #define _GNU_SOURCE /* fopencookie */
 #include "core/outfile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "core/interrupt.h"
 
 struct outfile {
     FILE *f;
@@ -50,6 +54,8 @@ outfile *outfile_open(const char *path, tune_error *err)
         tune_error_set(err, TUNE_ERR_IO, path, "cannot write: path too long");
         return NULL;
     }
+    /* from the temporary file's creation to its rename or removal: a stop (SIGTERM) waits */
+    interrupt_enter();
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     unsigned n = (unsigned)ts.tv_nsec;
@@ -63,6 +69,7 @@ outfile *outfile_open(const char *path, tune_error *err)
     if (o->fd < 0) {
         tune_error_set(err, TUNE_ERR_IO, path, "cannot write: %s", strerror(errno));
         free(o);
+        interrupt_leave();
         return NULL;
     }
     cookie_io_functions_t io = {.write = cookie_write};
@@ -72,6 +79,7 @@ outfile *outfile_open(const char *path, tune_error *err)
         close(o->fd);
         unlink(o->tmp);
         free(o);
+        interrupt_leave();
         return NULL;
     }
     return o;
@@ -90,6 +98,7 @@ void outfile_abort(outfile *o)
     close(o->fd);
     unlink(o->tmp);
     free(o);
+    interrupt_leave();
 }
 
 /* fsync of the folder holding path, so the rename itself survives a crash (best effort). */
@@ -141,6 +150,7 @@ tune_status outfile_commit(outfile *o, tune_error *err)
         sync_parent(o->path);
     }
     free(o);
+    interrupt_leave();
     return st;
 }
 
@@ -317,8 +327,10 @@ tune_status outfile_set_commit(outfile_set *s, tune_error *err)
             break;
         }
     }
-    for (size_t i = 0; i < s->n; i++)
+    for (size_t i = 0; i < s->n; i++) {
         free(s->files[i]);
+        interrupt_leave(); /* each file's outfile_open */
+    }
     free(s);
     return st;
 }
@@ -336,4 +348,40 @@ tune_status outfile_set_json(outfile_set *s, const char *path, const json_t *jso
     if ((json_dumpf(json, f, flags) != 0 || fputc('\n', f) == EOF) && !o->error)
         o->error = EIO;
     return TUNE_OK;
+}
+
+/* 1 when name is a temporary file of outfile_open, "<name>.tmp.<pid>.<n>" (digits only), whose
+ * process is gone. */
+static int outfile_is_stale_temp(const char *name)
+{
+    const char *t = strstr(name, ".tmp.");
+    for (const char *next; t && (next = strstr(t + 1, ".tmp.")) != NULL;)
+        t = next; /* the last ".tmp." */
+    if (!t || t == name)
+        return 0;
+    char *end;
+    errno = 0;
+    long pid = strtol(t + 5, &end, 10);
+    if (end == t + 5 || *end != '.' || errno || pid <= 0 || pid > INT_MAX || t[5] == '-')
+        return 0;
+    const char *n = end + 1;
+    if (!*n || strspn(n, "0123456789") != strlen(n))
+        return 0;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+void outfile_remove_stale_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        if (!outfile_is_stale_temp(e->d_name))
+            continue;
+        char path[PATH_MAX + 256];
+        struct stat sb;
+        snprintf(path, sizeof path, "%.4000s/%.255s", dir, e->d_name);
+        if (lstat(path, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode)))
+            (void)unlink(path);
+    }
+    if (d)
+        closedir(d);
 }

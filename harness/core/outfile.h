@@ -11,6 +11,9 @@
  *   outfile_write_json("run/meta.json", meta, JSON_INDENT(2), &err);
  *
  * Appended files (raw.jsonl rows) are not written through here: they grow by whole lines.
+ *
+ * From outfile_open to the commit or abort the thread is inside interrupt_enter (interrupt.h):
+ * SIGTERM or SIGINT stops tune only once the file is renamed or removed.
  */
 #ifndef TUNE_OUTFILE_H
 #define TUNE_OUTFILE_H
@@ -66,6 +69,11 @@ tune_status outfile_set_json(outfile_set *s, const char *path, const json_t *jso
 tune_status outfile_set_commit(outfile_set *s, tune_error *err);
 /* Drops every temporary file of the set; frees s. NULL: no-op. */
 void outfile_set_abort(outfile_set *s);
+
+/* Removes the temporary files that a writer killed mid-write left in dir: names of the form
+ * outfile_open gives them, "<name>.tmp.<pid>.<n>" (digits), whose process no longer exists.
+ * Nothing else is touched (another name, a live writer's file, a folder). */
+void outfile_remove_stale_temps(const char *dir);
 
 /* 1 when the folder out is dir, or a folder inside it, once made (mkdir -p): out's existing part
  * resolved through links (realpath), the rest by name, then out and each folder above it

@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/hash.h"
 #include "core/infile.h"
+#include "core/outfile.h"
 #include "device/compile_src.h"
 
 #define CACHE_MAGIC "TUNEC2\n"
@@ -149,20 +150,17 @@ static int write_all(FILE *f, const void *p, size_t n)
     return n == 0 || fwrite(p, 1, n, f) == n;
 }
 
-/* Writes the entry into a temporary file beside path and renames it over path. */
+/* Writes the entry atomically (core/outfile.h: a temporary file beside path, renamed over it; a
+ * stop by SIGTERM or SIGINT waits for the rename, and the temporary file of a compile child
+ * killed mid-write is removed as stale). */
 static void cache_write(const char *path, hash128 key, const compile_job *job)
 {
     if (job->status != TUNE_OK && job->status != TUNE_ERR_NVRTC)
         return; /* a missing source or no memory is not a result to keep */
-    char tmp[PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.%d.%d.tmp", path, (int)getpid(), omp_get_thread_num());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    if (!f) {
-        if (fd >= 0)
-            close(fd);
+    outfile *o = outfile_open(path, NULL);
+    if (!o)
         return; /* the cache is an optimisation: a read-only cache folder is not an error */
-    }
+    FILE *f = outfile_stream(o);
     uint32_t status = (uint32_t)job->status;
     uint32_t llen = job->status == TUNE_OK && job->lowered ? (uint32_t)strlen(job->lowered) : 0;
     const void *payload = job->status == TUNE_OK ? job->cubin : job->log;
@@ -175,11 +173,10 @@ static void cache_write(const char *path, hash128 key, const compile_job *job)
     put_u64(sum, check);
     int ok = write_all(f, h, sizeof h) && write_all(f, job->lowered, llen) &&
              write_all(f, payload, plen) && write_all(f, sum, sizeof sum);
-    ok = fflush(f) == 0 && ok;
-    ok = fsync(fileno(f)) == 0 && ok;
-    ok = (fclose(f) == 0) && ok;
-    if (!ok || rename(tmp, path) != 0)
-        unlink(tmp);
+    if (ok)
+        (void)outfile_commit(o, NULL); /* a failed write removes the temporary file */
+    else
+        outfile_abort(o);
 }
 
 static char *nvrtc_log(nvrtcProgram prog)
@@ -386,8 +383,10 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
     compile_unit *units = cp.units;
     const size_t *job_unit = cp.job_unit;
     const compile_env *penv = &cp.env;
-    if (st == TUNE_OK && opt->cache_dir)
+    if (st == TUNE_OK && opt->cache_dir) {
         make_dirs(opt->cache_dir);
+        outfile_remove_stale_temps(opt->cache_dir); /* what a killed compile left half-written */
+    }
     size_t done = 0, cached = 0;
     if (st == TUNE_OK && opt->threads == 1) {
         /* no OpenMP region at all: a process that has run one cannot fork a child that runs

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/interrupt.h"
 
 struct worker {
     pid_t pid;
@@ -50,7 +51,11 @@ static worker *start(worker_fn fn, worker_duplex_fn dfn, void *ctx, tune_error *
     }
     fflush(NULL); /* nothing buffered is written twice */
     pid_t parent = getpid();
+    interrupt_enter(); /* a stop (SIGTERM) kills every child: none is forked unseen */
     pid_t pid = fork();
+    if (pid > 0)
+        interrupt_child_add(pid);
+    interrupt_leave();
     if (pid < 0) {
         close(p[0]);
         close(p[1]);
@@ -260,6 +265,12 @@ int worker_wait(worker *w, char *how, size_t size)
     close(w->fd);
     if (w->out >= 0)
         close(w->out);
+    /* waited for, then no longer the stop's to kill, then reaped: its pid is never reused
+     * while a stop could still kill it */
+    siginfo_t info;
+    while (waitid(P_PID, (id_t)w->pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+        ;
+    interrupt_child_remove(w->pid);
     while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (WIFEXITED(status)) {

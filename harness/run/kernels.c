@@ -8,6 +8,8 @@
 
 #include "core/clock.h"
 #include "core/hash.h"
+#include "core/interrupt.h"
+#include "core/outfile.h"
 #include "core/progress.h"
 #include "run/internal.h"
 
@@ -214,7 +216,12 @@ static run_compile_async *compile_start(run_ctx *rc, int arch, const char *cache
     c->cache_dir = cache_dir;
     c->n = n;
     c->threads = threads;
+    /* a stop (SIGTERM) kills the child, maybe mid-write: its temporary file is then removed */
+    if (cache_dir)
+        interrupt_cleanup_push(outfile_remove_stale_temps, cache_dir);
     if (!(c->w = worker_start(compile_child_body, c, rc->err))) {
+        if (cache_dir)
+            interrupt_cleanup_remove(outfile_remove_stale_temps, cache_dir);
         free(c->idx);
         free(c->read);
         free(c);
@@ -304,6 +311,8 @@ static tune_status compile_finish(run_ctx *rc, run_compile_async *c, run_summary
     while (!run_compile_pump(rc, c, 3600))
         ;
     int code = worker_wait(c->w, how, sizeof how);
+    if (c->cache_dir)
+        interrupt_cleanup_remove(outfile_remove_stale_temps, c->cache_dir);
     tune_status st = TUNE_OK;
     if (c->fail[0])
         tune_error_set(rc->err, TUNE_ERR_NVRTC, "compile", "%s", c->fail);
@@ -346,11 +355,15 @@ tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
     const char *cache = opt->cache_dir;
     if (!opt->compile_only && !cache && !(cache = mkdtemp(tmp_cache)))
         return tune_error_set(rc->err, TUNE_ERR_IO, "/tmp", "cannot create a kernel cache folder");
+    if (cache == tmp_cache) /* removed at a stop (SIGTERM) too */
+        interrupt_cleanup_push(run_remove_cache_dir, tmp_cache);
     tune_status st = opt->compile_only
                          ? compile_all(rc, arch, cache, NULL, rc->n_kernels, 0, sum)
                          : compile_isolated(rc, arch, cache, NULL, rc->n_kernels, sum);
-    if (cache == tmp_cache)
+    if (cache == tmp_cache) {
+        interrupt_cleanup_remove(run_remove_cache_dir, tmp_cache);
         run_remove_cache_dir(tmp_cache);
+    }
     if (st != TUNE_OK)
         return st;
     if (!opt->quiet)

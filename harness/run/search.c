@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/interrupt.h"
 #include "run/internal.h"
 
 #define RUN_SEARCH_MAX_ROUNDS 64 /* rounds whose figures meta.json keeps (the first ones) */
@@ -214,8 +215,10 @@ void run_search_free(run_ctx *rc)
 {
     if (rc->ss) {
         search_free(rc->ss->s);
-        if (rc->ss->tmp_cache[0])
+        if (rc->ss->tmp_cache[0]) {
+            interrupt_cleanup_remove(run_remove_cache_dir, rc->ss->tmp_cache);
             run_remove_cache_dir(rc->ss->tmp_cache);
+        }
     }
     free(rc->ss);
     free(rc->todo);
@@ -544,6 +547,8 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
         snprintf(ss->tmp_cache, sizeof ss->tmp_cache, "/tmp/tune-kcache-XXXXXX");
         if (!mkdtemp(ss->tmp_cache))
             ss->tmp_cache[0] = '\0';
+        else /* removed at a stop (SIGTERM) too */
+            interrupt_cleanup_push(run_remove_cache_dir, ss->tmp_cache);
         rc->cache_dir = ss->tmp_cache[0] ? ss->tmp_cache : NULL;
     }
     if (!ids || !rc->cache_dir) {

@@ -215,7 +215,10 @@ static tune_status run_rows(run_ctx *rc, run_summary *sum)
         st = rc->err && rc->err->code ? rc->err->code : TUNE_ERR_NOMEM;
         goto done;
     }
-    if (rc->opt->resume && (st = resume(rc, sum, key, start, sizeof start)) != TUNE_OK)
+    /* --out DIR --resume of a folder that holds no run yet (one stopped while it compiled, before
+     * its folder had a file): nothing to resume, the run starts there */
+    if (rc->opt->resume && folder_holds_run(rc->out_dir) &&
+        (st = resume(rc, sum, key, start, sizeof start)) != TUNE_OK)
         goto done;
     sum->read_bw = rc->read_bw;
     if (!rc->opt->compile_only)

@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/infile.h"
+#include "core/interrupt.h"
 #include "core/outfile.h"
 #include "store/results.h"
 
@@ -164,40 +165,38 @@ int folder_open_file(const char *path, int flags, const char *what, tune_error *
     return fd;
 }
 
-/* 1 when name is a temporary file of core/outfile.h, "<name>.tmp.<pid>.<n>" (digits only), whose
- * process is gone. */
-static int folder_is_stale_temp(const char *name)
-{
-    const char *t = strstr(name, ".tmp.");
-    for (const char *next; t && (next = strstr(t + 1, ".tmp.")) != NULL;)
-        t = next; /* the last ".tmp." */
-    if (!t || t == name)
-        return 0;
-    char *end;
-    errno = 0;
-    long pid = strtol(t + 5, &end, 10);
-    if (end == t + 5 || *end != '.' || errno || pid <= 0 || pid > INT_MAX || t[5] == '-')
-        return 0;
-    const char *n = end + 1;
-    if (!*n || strspn(n, "0123456789") != strlen(n))
-        return 0;
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
-}
-
 void folder_remove_stale_temps(const char *dir)
 {
-    DIR *d = opendir(dir);
+    outfile_remove_stale_temps(dir);
+}
+
+/* What a stop (core/interrupt.h: SIGTERM, SIGINT) leaves of a folder it was writing, once its
+ * children are dead: no temporary file, no row cut short, no lock file; the same for its shards'
+ * folders (--gpus). The folder then resumes like any interrupted run. */
+static void folder_stop_cleanup(const char *dir)
+{
+    static const char *const appended[] = {"raw.jsonl", "retime.jsonl"};
+    char path[PATH_MAX + 64];
+    outfile_remove_stale_temps(dir);
+    for (size_t i = 0; i < sizeof appended / sizeof appended[0]; i++) {
+        snprintf(path, sizeof path, "%.4000s/%s", dir, appended[i]);
+        if (access(path, F_OK) == 0)
+            (void)folder_trim_partial_line(path, NULL);
+    }
+    snprintf(path, sizeof path, "%.4000s/shards", dir);
+    DIR *d = opendir(path);
     for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
-        if (!folder_is_stale_temp(e->d_name))
-            continue;
-        char path[PATH_MAX + 256];
+        char sub[PATH_MAX + 320];
         struct stat sb;
-        snprintf(path, sizeof path, "%.4000s/%.255s", dir, e->d_name);
-        if (lstat(path, &sb) == 0 && (S_ISREG(sb.st_mode) || S_ISLNK(sb.st_mode)))
-            (void)unlink(path);
+        snprintf(sub, sizeof sub, "%.3700s/%.255s", path, e->d_name);
+        if (e->d_name[0] != '.' && lstat(sub, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            folder_stop_cleanup(sub); /* its lock too: its coordinator (a child) is dead */
+        }
     }
     if (d)
         closedir(d);
+    snprintf(path, sizeof path, "%.4000s/lock", dir);
+    unlink(path); /* the process ends next, releasing the lock */
 }
 
 int folder_lock(const char *dir, tune_error *err)
@@ -224,6 +223,7 @@ int folder_lock(const char *dir, tune_error *err)
     if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len)
         (void)0; /* the pid is informative only */
     folder_remove_stale_temps(dir); /* what a killed writer left, now that no one writes here */
+    interrupt_cleanup_push(folder_stop_cleanup, dir);
     return fd;
 }
 
@@ -231,6 +231,7 @@ void folder_unlock(const char *dir, int fd)
 {
     if (fd < 0)
         return;
+    interrupt_cleanup_remove(folder_stop_cleanup, dir);
     char lock[PATH_MAX + 8];
     snprintf(lock, sizeof lock, "%.4000s/lock", dir);
     unlink(
@@ -256,6 +257,7 @@ tune_status folder_trim_partial_line(const char *path, tune_error *err)
 tune_status folder_append_line(int fd, const char *path, const char *what, const char *line,
                                size_t len, tune_error *err)
 {
+    interrupt_enter(); /* a stop (SIGTERM) waits for the whole line */
     off_t before = lseek(fd, 0, SEEK_END);
     size_t done = 0;
     int e = 0;
@@ -266,10 +268,11 @@ tune_status folder_append_line(int fd, const char *path, const char *what, const
         else if (k == 0 || errno != EINTR)
             e = k == 0 ? EIO : errno;
     }
+    if (e && before >= 0 && ftruncate(fd, before) != 0)
+        (void)0; /* the resume trims a partial last line anyway */
+    interrupt_leave();
     if (!e)
         return TUNE_OK;
-    if (before >= 0 && ftruncate(fd, before) != 0)
-        (void)0; /* the resume trims a partial last line anyway */
     return tune_error_set(err, TUNE_ERR_IO, path, "cannot append %s: %s", what, strerror(e));
 }
 

@@ -67,19 +67,33 @@ if [ -z "$tune" ]; then
 fi
 [ -n "$tune" ] && [ -x "$tune" ] || die "no tune binary (build it, or --tune PATH)"
 tune=$(cd "$(dirname "$tune")" && pwd)/$(basename "$tune")
-# the sweep must be valid before anything waits in a queue
-"$tune" validate "$sweep" >/dev/null || die "$sweep is not a valid sweep"
+# the sweep must be valid before anything waits in a queue; tune reads it (the name, the counts
+# and its own shard limit: `tune validate --json`, one line whose first key is the name)
+info=$("$tune" validate --json "$sweep") || die "$sweep is not a valid sweep"
+name=$(sed -n 's/^{"name":"\([A-Za-z0-9_.-]*\)",.*/\1/p' <<<"$info" | head -n 1)
+max_shards=$(sed -n 's/.*"max_shards":\([0-9]\{1,9\}\)[,}].*/\1/p' <<<"$info" | head -n 1)
+configs=$(sed -n 's/.*"configs":\([0-9]\{1,18\}\)[,}].*/\1/p' <<<"$info" | head -n 1)
+[ -n "$name" ] && [ -n "$max_shards" ] && [ -n "$configs" ] ||
+  die "cannot read the sweep's name and counts from '$tune validate --json' (a tune without --json? rebuild it)"
+# the array is checked against tune's own limit before it is queued: a task tune refuses fails
+# one by one on the cluster
+[ ${#shards} -le 9 ] && [ "$shards" -le "$max_shards" ] ||
+  die "--shards $shards: tune runs at most $max_shards shards of a sweep (--shard I/N, N <= $max_shards)"
+[ "$shards" -le "$configs" ] ||
+  echo "submit.sh: warning: $shards shards for $configs configurations: some shards have nothing to run" >&2
 
 abspath() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 sweep=$(abspath "$sweep")
-name=$(sed -n 's/^[[:space:]]*"name"[[:space:]]*:[[:space:]]*"\([A-Za-z0-9_.-]*\)".*/\1/p' "$sweep" | head -n 1)
-[ -n "$name" ] || name=$(basename "$sweep" .json)
 run_id=${run_id:-$(date -u +%Y%m%dT%H%M%SZ)}
 # the run folder stays inside ROOT/<sweep>/
 [[ $run_id =~ ^[A-Za-z0-9_.-]+$ ]] && [ "$run_id" != . ] && [ "$run_id" != .. ] ||
   die "--run expects a folder name ([A-Za-z0-9_.-]+, not . or ..), got '$run_id'"
 run=$(abspath "$root")/$name/$run_id
-[ -n "$prev" ] && prev=$(abspath "$prev")
+if [ -n "$prev" ]; then
+  prev=$(abspath "$prev")
+  [ -f "$prev/raw.jsonl" ] || [ -f "$prev/raw.jsonl.gz" ] ||
+    die "--previous $prev: no run there (no raw.jsonl or raw.jsonl.gz)"
+fi
 
 common=()
 [ -n "$partition" ] && common+=(--partition="$partition")
