@@ -213,6 +213,10 @@ import sys
 b = bytearray(open(sys.argv[1], "rb").read()); b[len(b) // 2] ^= 0xFF
 open(sys.argv[1], "wb").write(b)' "$f" ;;
         gzip-truncate) gzip -9n "$f"; f=$f.gz; sz=$(stat -c %s "$f"); head -c $((sz / 2)) "$f" >"$f.cut"; mv "$f.cut" "$f" ;;
+        gzip-flip) gzip -9n "$f"; python3 -c '
+import sys
+b = bytearray(open(sys.argv[1], "rb").read()); b[len(b) // 2] ^= 0xFF
+open(sys.argv[1], "wb").write(b)' "$f.gz" ;;
     esac
     scripts/nightly.sh --root "$tmp/badroot" --tune "$tune" --from-results "$tmp/bad" --no-plots \
         --date 2026-12-03 sparq >"$tmp/out.log" 2>&1
@@ -224,7 +228,7 @@ open(sys.argv[1], "wb").write(b)' "$f" ;;
 }
 bad_import "a truncated raw.jsonl.gz" raw.jsonl.gz truncate
 bad_import "a corrupt raw.jsonl.gz" raw.jsonl.gz flip
-bad_import "a corrupt retime.jsonl.gz" retime.jsonl.gz flip
+bad_import "a corrupt retime.jsonl.gz" retime.jsonl gzip-flip
 bad_import "a truncated heuristics.json.gz" heuristics.json gzip-truncate
 bad_import "a truncated meta.json.gz" meta.json gzip-truncate
 # an impossible --date
