@@ -146,7 +146,7 @@ done
 # a folder without one measured row is not replayed (no table of nan); a malformed --feature is
 # a usage error; a --prior of another family and op is refused, naming both
 mkdir -p "$tmp/unmeasured"; cp "$REPLAY/meta.json" "$tmp/unmeasured/"
-sed 's/"status":"ok"/"status":"crashed"/; s/"status": "ok"/"status": "crashed"/' "$REPLAY/raw.jsonl" >"$tmp/unmeasured/raw.jsonl"
+gunzip -c "$REPLAY/raw.jsonl.gz" | sed 's/"status":"ok"/"status":"crashed"/; s/"status": "ok"/"status": "crashed"/' >"$tmp/unmeasured/raw.jsonl"
 expect 1 "no shape with a measured row" replay "$tmp/unmeasured" --seeds 1
 for bad in 'x=1+' 'x=' '=1' '1x=2' 'x==1' 'a b=1'; do
     expect 2 "tune replay: --feature expects NAME=EXPR" replay "$REPLAY" --feature "$bad"
