@@ -21,18 +21,17 @@ static history_options opts(void)
     return o;
 }
 
-/* Judges every value of x in turn, as history_build does; the verdict of the last. */
+/* Judges every value of x[0..n) in turn, a new segment starting at value seg (0: one segment);
+ * the last verdict, its judgement in *last. */
 static history_verdict judge_all(const double *x, size_t n, size_t seg, const history_options *o,
                                  history_judgement *last)
 {
-    int ex[256] = {0};
-    for (size_t i = 0; i < n; i++) {
-        int prev[64] = {0};
-        for (size_t k = 0; k + 1 < o->consecutive && k < i && i - 1 - k >= seg; k++)
-            prev[k] = ex[i - 1 - k];
-        history_judge(x, i + 1, i < seg ? 0 : seg, o, prev, last);
-        ex[i] = last->verdict == HISTORY_INSUFFICIENT ? 0 : last->exceeds;
-    }
+    unsigned char new_seg[256] = {0};
+    history_judgement js[256];
+    cr_assert_leq(n, 256);
+    new_seg[seg] = seg > 0;
+    history_judge_series(x, new_seg, n, o, js);
+    *last = js[n - 1];
     return last->verdict;
 }
 

@@ -85,8 +85,10 @@ static int beyond(double x, double b, double s, const history_options *o)
     return x - b > margin ? 1 : b - x > margin ? -1 : 0;
 }
 
-void history_judge(const double *x, size_t n, size_t seg, const history_options *o,
-                   const int *prev_exceeds, history_judgement *out)
+/* Judges x[n - 1] against the values of its segment (from seg); prev_exceeds[0..consecutive - 1)
+ * are the exceeds of the values before it, newest first (0 where there is none). */
+static void judge_one(const double *x, size_t n, size_t seg, const history_options *o,
+                      const int *prev_exceeds, history_judgement *out)
 {
     size_t window = o->window > 64 ? 64 : o->window;
     *out = (history_judgement){.verdict = HISTORY_INSUFFICIENT,
@@ -116,13 +118,27 @@ void history_judge(const double *x, size_t n, size_t seg, const history_options 
     out->exceeds = step > 0 || drift > 0 ? 1 : step < 0 || drift < 0 ? -1 : 0;
     int run = out->exceeds != 0;
     for (size_t i = 0; run && i + 1 < o->consecutive; i++)
-        run = prev_exceeds && prev_exceeds[i] == out->exceeds;
+        run = prev_exceeds[i] == out->exceeds;
     if (run)
         out->verdict = out->exceeds > 0 ? HISTORY_REGRESSION : HISTORY_IMPROVEMENT;
     else if (2.0 * s > o->threshold_pct / 100.0 * b)
         out->verdict = HISTORY_UNSTABLE;
     else
         out->verdict = HISTORY_SAME;
+}
+
+void history_judge_series(const double *x, const unsigned char *new_seg, size_t n,
+                          const history_options *o, history_judgement *out)
+{
+    size_t seg = 0, cons = o->consecutive < 1 ? 1 : o->consecutive > 64 ? 64 : o->consecutive;
+    for (size_t i = 0; i < n; i++) {
+        if (new_seg && new_seg[i])
+            seg = i;
+        int prev[64] = {0}; /* the exceeds before value i in its segment, newest first */
+        for (size_t k = 0; k + 1 < cons && i - k > seg; k++)
+            prev[k] = out[i - 1 - k].verdict == HISTORY_INSUFFICIENT ? 0 : out[i - 1 - k].exceeds;
+        judge_one(x, i + 1, seg, o, prev, &out[i]);
+    }
 }
 
 /* ---- building the history ---- */
@@ -197,38 +213,30 @@ static size_t run_index(const group_ctx *g, long long id)
 /* One series: its points judged in run order, and the newest run's verdict. */
 static json_t *series_json(group_ctx *g, const db_series *s, const db_best *b, size_t nb)
 {
-    size_t cons = g->o->consecutive ? g->o->consecutive : 1;
     double *x = malloc((nb ? nb : 1) * sizeof *x);
-    int *ex = calloc(nb + cons, sizeof *ex);
+    unsigned char *new_seg = calloc(nb ? nb : 1, 1);
+    history_judgement *js = malloc((nb ? nb : 1) * sizeof *js);
     size_t *idx = malloc((nb ? nb : 1) * sizeof *idx);
     json_t *points = json_array(), *out = NULL;
-    if (!x || !ex || !idx || !points)
+    if (!x || !new_seg || !js || !idx || !points)
         goto done;
-    size_t seg_start = 0;
-    history_judgement j = {.verdict = HISTORY_INSUFFICIENT};
     for (size_t i = 0; i < nb; i++) {
         idx[i] = run_index(g, b[i].run_id);
         x[i] = b[i].time;
-        if (i > 0 && g->segment[idx[i]] != g->segment[idx[i - 1]])
-            seg_start = i;
-        /* prev exceeds, newest first: ex[i - 1], ex[i - 2], ... of the same segment */
-        int prev[64];
-        size_t np = 0;
-        for (size_t k = i; k > seg_start && np < cons - 1 && np < 64; k--)
-            prev[np++] = ex[k - 1];
-        for (size_t k = np; k < 64 && k < cons; k++)
-            prev[k] = 0;
-        history_judge(x, i + 1, seg_start, g->o, prev, &j);
-        ex[i] = j.verdict == HISTORY_INSUFFICIENT ? 0 : j.exceeds;
+        new_seg[i] = i > 0 && g->segment[idx[i]] != g->segment[idx[i - 1]];
+    }
+    history_judge_series(x, new_seg, nb, g->o, js);
+    for (size_t i = 0; i < nb; i++) {
         json_t *p = json_pack("{s:I, s:f, s:s, s:s}", "run", (json_int_t)b[i].run_id, "time",
                               x[i], "winner", b[i].winner, "verdict",
-                              history_verdict_str(j.verdict));
-        json_object_set_new(p, "baseline", num(j.baseline));
-        json_object_set_new(p, "lo", num(j.lo));
-        json_object_set_new(p, "hi", num(j.hi));
-        json_object_set_new(p, "change_pct", num(j.change_pct));
+                              history_verdict_str(js[i].verdict));
+        json_object_set_new(p, "baseline", num(js[i].baseline));
+        json_object_set_new(p, "lo", num(js[i].lo));
+        json_object_set_new(p, "hi", num(js[i].hi));
+        json_object_set_new(p, "change_pct", num(js[i].change_pct));
         json_array_append_new(points, p);
     }
+    history_judgement j = nb ? js[nb - 1] : (history_judgement){.verdict = HISTORY_INSUFFICIENT};
     /* the newest run's verdict */
     size_t newest = g->n_runs - 1;
     char reason[512] = "";
@@ -279,7 +287,8 @@ static json_t *series_json(group_ctx *g, const db_series *s, const db_best *b, s
 done:
     json_decref(points);
     free(x);
-    free(ex);
+    free(new_seg);
+    free(js);
     free(idx);
     return out;
 }

@@ -79,8 +79,7 @@ void history_options_init(history_options *o);
  * for an unknown key. */
 int history_parse_segment_on(const char *s, unsigned *out);
 
-/* The rule on one series: x[0..n) in run order, x[n - 1] judged, seg the index where its segment
- * starts (values before it are not compared with). */
+/* The verdict on one value of a series. */
 typedef struct {
     history_verdict verdict;
     int exceeds;         /* +1 / -1 / 0: the value alone exceeds the band upward / downward */
@@ -92,10 +91,11 @@ typedef struct {
     size_t n_window;
 } history_judgement;
 
-/* Judges x[n - 1]; prev_exceeds[0..consecutive - 1) are the exceeds of the values before it (the
- * caller keeps them; NULL when consecutive is 1). */
-void history_judge(const double *x, size_t n, size_t seg, const history_options *o,
-                   const int *prev_exceeds, history_judgement *out);
+/* The rule on one series: each value of x[0..n) (in run order) judged in turn, as history does,
+ * into out[0..n); new_seg[i] non-zero where a segment starts at value i (NULL: one segment):
+ * values before it are not compared with, and a run of exceeding values restarts there. */
+void history_judge_series(const double *x, const unsigned char *new_seg, size_t n,
+                          const history_options *o, history_judgement *out);
 
 /* The history of the store o->db: a new tree (docs/history.md's JSON: tune_history, store,
  * generated, rule, groups[] {sweep, device, runs[], newest {run, counts}, series[] {shape, method,
