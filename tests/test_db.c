@@ -61,16 +61,25 @@ static void run_dir(const char *name, char *dir, size_t size)
     snprintf(dir, size, "%s/%s", tmpdir, name);
 }
 
-Test(db, ingest_once_whole)
+/* The toy run written into tmpdir/r1 (its path into dir) and ingested into a new store (*res:
+ * the ingest's answer); the open store. */
+static db *store_with_toy(char *dir, size_t size, db_ingest_result *res)
 {
-    char dir[256];
-    run_dir("r1", dir, sizeof dir);
+    run_dir("r1", dir, size);
     toy_run r = toy_defaults();
     toy_write(dir, &r);
     db *d = open_store();
+    tune_error err = {0};
+    cr_assert_eq(db_ingest(d, dir, NULL, res, &err), TUNE_OK, "%s", err.message);
+    return d;
+}
+
+Test(db, ingest_once_whole)
+{
+    char dir[256];
     db_ingest_result res;
     tune_error err = {0};
-    cr_assert_eq(db_ingest(d, dir, NULL, &res, &err), TUNE_OK, "%s", err.message);
+    db *d = store_with_toy(dir, sizeof dir, &res);
     cr_expect_eq(res.added, 1);
     cr_expect_eq(res.n_rows, 12);
     cr_expect_str_eq(res.night, "2026-01-01");
@@ -97,13 +106,10 @@ Test(db, ingest_once_whole)
 Test(db, changed_contents_refused)
 {
     char dir[256];
-    run_dir("r1", dir, sizeof dir);
-    toy_run r = toy_defaults();
-    toy_write(dir, &r);
-    db *d = open_store();
     db_ingest_result res;
     tune_error err = {0};
-    cr_assert_eq(db_ingest(d, dir, NULL, &res, &err), TUNE_OK);
+    db *d = store_with_toy(dir, sizeof dir, &res);
+    toy_run r = toy_defaults();
     r.n_shapes = 4; /* the same run (identity), other rows */
     toy_write(dir, &r);
     cr_assert_eq(db_ingest(d, dir, NULL, &res, &err), TUNE_ERR_INVALID);
@@ -115,13 +121,9 @@ Test(db, changed_contents_refused)
 Test(db, gzipped_rows_and_folder_untouched)
 {
     char dir[256], cmd[1024];
-    run_dir("r1", dir, sizeof dir);
-    toy_run r = toy_defaults();
-    toy_write(dir, &r);
-    db *d = open_store();
     db_ingest_result res;
     tune_error err = {0};
-    cr_assert_eq(db_ingest(d, dir, NULL, &res, &err), TUNE_OK, "%s", err.message);
+    db *d = store_with_toy(dir, sizeof dir, &res);
     snprintf(cmd, sizeof cmd, "gzip -9n '%s/raw.jsonl' && ls -l --time-style=full-iso '%s' > '%s/before'",
              dir, dir, tmpdir);
     cr_assert_eq(system(cmd), 0);
@@ -259,14 +261,9 @@ Test(db, stores_refused)
 Test(db, migrates_v1)
 {
     char dir[256];
-    run_dir("r1", dir, sizeof dir);
-    toy_run r = toy_defaults();
-    toy_write(dir, &r);
-    db *d = open_store();
     db_ingest_result res;
     tune_error err = {0};
-    cr_assert_eq(db_ingest(d, dir, NULL, &res, &err), TUNE_OK);
-    db_close(d);
+    db_close(store_with_toy(dir, sizeof dir, &res));
     /* schema 1 is schema 2 without the bests */
     sqlite3 *h;
     cr_assert_eq(sqlite3_open(store, &h), SQLITE_OK);
@@ -284,6 +281,24 @@ Test(db, migrates_v1)
     cr_expect_eq(count("SELECT count(*) FROM bests b JOIN configs c ON c.id = b.config_id "
                        "WHERE c.params = 'chunk=16'"),
                  3);
+}
+
+/* A child process that ingests dir into the store and exits 0, or 1 after saying why. */
+static pid_t fork_ingest(const char *dir)
+{
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        tune_error err = {0};
+        db *d = db_open(store, &err);
+        db_ingest_result res;
+        int ok = d && db_ingest(d, dir, NULL, &res, &err) == TUNE_OK;
+        if (!ok)
+            fprintf(stderr, "ingest of %s: %s: %s\n", dir, err.where, err.message);
+        db_close(d);
+        _exit(ok ? 0 : 1);
+    }
+    return pid;
 }
 
 /* 8 writers at once, two per run: every run lands once, none fails. */
@@ -304,18 +319,7 @@ Test(db, concurrent_writers)
     snprintf(store, sizeof store, "%s/history.sqlite", tmpdir);
     pid_t pids[8];
     for (int k = 0; k < 8; k++) {
-        pids[k] = fork();
-        cr_assert_geq(pids[k], 0);
-        if (pids[k] == 0) {
-            tune_error err = {0};
-            db *d = db_open(store, &err);
-            db_ingest_result res;
-            int ok = d && db_ingest(d, dirs[k % 4], NULL, &res, &err) == TUNE_OK;
-            if (!ok)
-                fprintf(stderr, "writer %d: %s: %s\n", k, err.where, err.message);
-            db_close(d);
-            _exit(ok ? 0 : 1);
-        }
+        pids[k] = fork_ingest(dirs[k % 4]);
     }
     for (int k = 0; k < 8; k++) {
         int status;
@@ -353,16 +357,7 @@ Test(db, killed_ingest_whole_or_nothing, .timeout = 120)
         unlink(aux);
         snprintf(aux, sizeof aux, "%s-shm", store);
         unlink(aux);
-        pid_t pid = fork();
-        cr_assert_geq(pid, 0);
-        if (pid == 0) {
-            tune_error err = {0};
-            db *d = db_open(store, &err);
-            db_ingest_result res;
-            int ok = d && db_ingest(d, dir, NULL, &res, &err) == TUNE_OK;
-            db_close(d);
-            _exit(ok ? 0 : 1);
-        }
+        pid_t pid = fork_ingest(dir);
         double at = whole_s * 1.3 * k / 11.0; /* 0 .. 1.3 x the ingest's time */
         struct timespec ts = {(time_t)at, (long)((at - (double)(time_t)at) * 1e9)};
         nanosleep(&ts, NULL);

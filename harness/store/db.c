@@ -309,7 +309,7 @@ static tune_status digest_file(uint64_t *h, const char *path, tune_error *err)
     return st;
 }
 
-static int valid_night(const char *s)
+int db_valid_night(const char *s)
 {
     int y, m, dd;
     char tail;
@@ -320,8 +320,6 @@ static int valid_night(const char *s)
     return y >= 1970 && m >= 1 && m <= 12 && dd >= 1 && dd <= days[m - 1] &&
            !(m == 2 && dd == 29 && (y % 4 || (y % 100 == 0 && y % 400)));
 }
-
-int db_valid_night(const char *s) { return valid_night(s); }
 
 /* A prepared statement's parameters, bound by position from 1. */
 static void bind_text(sqlite3_stmt *s, int i, const char *v)
@@ -572,13 +570,13 @@ tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_resul
     retime_verdict *rv = NULL;
     char rows_path[4096], retime_path[4096], meta_path[4096], *meta_text = NULL;
     const char *start = jstr(meta, "start", NULL);
-    if (night && !valid_night(night)) {
+    if (night && !db_valid_night(night)) {
         st = tune_error_set(err, TUNE_ERR_INVALID, dir, "the night '%s' is not a date YYYY-MM-DD",
                             night);
         goto done;
     }
     snprintf(res->night, sizeof res->night, "%.10s", night ? night : start);
-    if (!valid_night(res->night)) {
+    if (!db_valid_night(res->night)) {
         st = tune_error_set(err, TUNE_ERR_INVALID, dir, "meta.json: $.start: expected an ISO 8601 "
                             "UTC time, got '%s'", start);
         goto done;
@@ -753,6 +751,24 @@ done:
 
 /* ---- readers ---- */
 
+/* Room for one more element of size elem in *items (n used, *cap allocated, doubled from first);
+ * 0, or -1 with err set when memory runs out. */
+static int grow(void *items, size_t n, size_t *cap, size_t first, size_t elem, const db *d,
+                tune_error *err)
+{
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? 2 * *cap : first;
+    void *g = realloc(*(void **)items, c * elem);
+    if (!g) {
+        tune_error_set(err, TUNE_ERR_NOMEM, d->path, "out of memory");
+        return -1;
+    }
+    *(void **)items = g;
+    *cap = c;
+    return 0;
+}
+
 static char *col_dup(sqlite3_stmt *q, int i)
 {
     const char *s = (const char *)sqlite3_column_text(q, i);
@@ -778,14 +794,9 @@ tune_status db_runs(db *d, const char *sweep, const char *since, db_run **runs, 
     tune_status st = TUNE_OK;
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 64;
-            db_run *grown = realloc(*runs, cap * sizeof **runs);
-            if (!grown) {
-                st = tune_error_set(err, TUNE_ERR_NOMEM, d->path, "out of memory");
-                break;
-            }
-            *runs = grown;
+        if (grow(runs, *n, &cap, 64, sizeof **runs, d, err)) {
+            st = TUNE_ERR_NOMEM;
+            break;
         }
         db_run *r = &(*runs)[(*n)++];
         r->id = sqlite3_column_int64(q, 0);
@@ -883,25 +894,13 @@ tune_status db_bests(db *d, const long long *run_ids, size_t n_runs, db_best **b
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         long long sid = sqlite3_column_int64(q, 1);
-        if (*n_bests == cap) {
-            cap = cap ? 2 * cap : 1024;
-            db_best *g = realloc(*bests, cap * sizeof **bests);
-            if (!g) {
-                st = tune_error_set(err, TUNE_ERR_NOMEM, d->path, "out of memory");
-                break;
-            }
-            *bests = g;
+        int new_series = *n_series == 0 || (*series)[*n_series - 1].id != sid;
+        if (grow(bests, *n_bests, &cap, 1024, sizeof **bests, d, err) ||
+            (new_series && grow(series, *n_series, &scap, 256, sizeof **series, d, err))) {
+            st = TUNE_ERR_NOMEM;
+            break;
         }
-        if (*n_series == 0 || (*series)[*n_series - 1].id != sid) {
-            if (*n_series == scap) {
-                scap = scap ? 2 * scap : 256;
-                db_series *g = realloc(*series, scap * sizeof **series);
-                if (!g) {
-                    st = tune_error_set(err, TUNE_ERR_NOMEM, d->path, "out of memory");
-                    break;
-                }
-                *series = g;
-            }
+        if (new_series) {
             (*series)[(*n_series)++] = (db_series){sid, col_dup(q, 4), col_dup(q, 5),
                                                    col_dup(q, 6)};
         }
