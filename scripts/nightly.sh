@@ -283,12 +283,16 @@ for sweep in "${sweeps[@]}"; do
             echo "nightly: $id: not judged (tune history exit $hrc)" >&2; worst=2; continue
         fi
         rm -f "$out/history.err"
+        # the window's verdict is the night's status: first when the store had no earlier run
+        wst=ok
+        [ $hrc -eq 1 ] && wst=regression
+        [ "${runs:-1}" -le 1 ] && wst=first
+        [ $wst = regression ] && [ $worst -lt 1 ] && worst=1
     fi
     prev=$(previous_night "$id")
     if [ -z "$prev" ]; then
-        if [ $timed -eq 1 ] && [ "${runs:-1}" -gt 1 ]; then
-            if [ $hrc -eq 1 ]; then st=regression; [ $worst -lt 1 ] && worst=1; else st=ok; fi
-            record "$out" "$st" "$n" none "$wmsg; no earlier night under $nightly to compare with"
+        if [ $timed -eq 1 ] && [ $wst != first ]; then
+            record "$out" "$wst" "$n" none "$wmsg; no earlier night under $nightly to compare with"
         else
             record "$out" first 0 none "${wmsg:+$wmsg; }no earlier night to compare with"
         fi
@@ -314,9 +318,7 @@ for sweep in "${sweeps[@]}"; do
     esac
     if [ $timed -eq 1 ]; then
         # the window decides; the previous night's compare is a detail of the message
-        if [ $hrc -eq 1 ]; then st=regression; [ $worst -lt 1 ] && worst=1; else st=ok; fi
-        [ "${runs:-1}" -le 1 ] && st=first
-        record "$out" "$st" "$n" "$base" "$wmsg; against $base: $msg" "$cst"
+        record "$out" "$wst" "$n" "$base" "$wmsg; against $base: $msg" "$cst"
     else
         case $cst in
             ok) record "$out" ok "${cn:-0}" "$base" "$msg" ok ;;

@@ -86,13 +86,14 @@ int tune_cmd_ingest(int argc, char **argv)
                 return usage_error("ingest", ingest_usage, "option %s needs a value", a);
             }
             const char *v = argv[++i];
-            if (a[3] == 'b' ? cli_path("ingest", a, v) != 0 : !db_valid_night(v)) {
-                if (a[3] != 'b')
+            int is_db = !strcmp(a, "--db");
+            if (is_db ? cli_path("ingest", a, v) != 0 : !db_valid_night(v)) {
+                if (!is_db)
                     fprintf(stderr, "tune ingest: --date expects a date YYYY-MM-DD, got '%s'\n", v);
                 free(dirs);
                 return CLI_EXIT_USAGE;
             }
-            *(a[3] == 'b' ? &dbp : &night) = v;
+            *(is_db ? &dbp : &night) = v;
         } else if (a[0] == '-') {
             free(dirs);
             return usage_error("ingest", ingest_usage, "unknown option %s", a);

@@ -490,7 +490,7 @@ void history_write_markdown(const json_t *h, int all, FILE *f)
     size_t gi, si;
     json_t *g, *s;
     if (json_array_size(json_object_get(h, "groups")) == 0)
-        fprintf(f, "\nThe store holds no run%s.\n", "");
+        fputs("\nThe store holds no run.\n", f);
     json_array_foreach(json_object_get(h, "groups"), gi, g)
     {
         const json_t *runs = json_object_get(g, "runs"), *nw = json_object_get(g, "newest");
