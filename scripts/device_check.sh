@@ -8,10 +8,7 @@
 #   SKIP_TESTS=1 to run none, SKIP_CALIBRATE=1 to skip `tune calibrate`; TUNE_CACHE_DIR is
 #   honoured (default: a cold cache of its own).
 set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/tune-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/build/devlibs:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+source "$(dirname "$0")/device_env.sh"
 export TUNE_CACHE_DIR=${TUNE_CACHE_DIR:-/tmp/tune-cache-$$}
 sweeps=("$@")
 [ ${#sweeps[@]} -gt 0 ] || sweeps=(sweeps/sparq.json sweeps/sparq_step1.json sweeps/sparq_step2.json)

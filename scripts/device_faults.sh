@@ -4,10 +4,7 @@
 #  2. SIGKILL in the middle of sweeps/sparq.json, then --resume: the full set, nothing twice.
 # Logs and results go to $OUT (default /tmp/tune-out); a short summary is printed last.
 set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/tune-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/build/devlibs:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+source "$(dirname "$0")/device_env.sh"
 export TUNE_CACHE_DIR=/tmp/tune-cache-faults
 export TUNE_TEST_FAMILIES=fault_test # registers the fault_test family (docs/fault-tolerance.md)
 R=/tmp/tune-fault-results

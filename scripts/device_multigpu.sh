@@ -13,10 +13,7 @@
 #   scripts/device_multigpu.sh [SWEEP.json]        GPUS=0,1 to choose the devices (default all)
 # (TUNE=path and TUNE_ARGS="--compile-only" let the script's mechanics be tried without a GPU.)
 set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/tune-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/build/devlibs:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+source "$(dirname "$0")/device_env.sh"
 export TUNE_CACHE_DIR=/tmp/tune-cache-multigpu-$$ # cold: both runs compile as a first run does
 sweep=${1:-sweeps/sparq.json}
 gpus=${GPUS:-all}

@@ -7,10 +7,7 @@
 # dashboard go to $OUT (default /tmp/tune-out); printed last: each night's status and message.
 #   scripts/device_nightly.sh [SWEEP.json] [FIRST_DAY]     (default sweeps/sparq.json, 2026-11-21)
 set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/tune-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH="$PWD/build/devlibs:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+source "$(dirname "$0")/device_env.sh"
 export TUNE_CACHE_DIR=${TUNE_CACHE_DIR:-/tmp/tune-cache-$$}
 sweep=${1:-sweeps/sparq.json}
 first=${2:-2026-11-21}

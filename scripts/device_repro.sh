@@ -5,9 +5,7 @@
 # `slice` baseline's cuBLAS call with an independent program (tools/timer_check.cu, plain events)
 # on every shape above 20 us, against the first run's slice medians. Needs build/timer_check.
 set -u
-cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/tune-out}
-export LD_LIBRARY_PATH="$PWD/build/devlibs:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+source "$(dirname "$0")/device_env.sh"
 export TUNE_CACHE_DIR=/tmp/tune-cache-repro
 first=$(ls -d results/sparq/*/ | tail -1)
 build/tune sweeps/sparq.json --results /tmp/tune-repro --quiet >"$OUT/repro.log" 2>&1
