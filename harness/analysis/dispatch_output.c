@@ -53,6 +53,21 @@ static size_t *configs_by_number(const dispatch *d, const size_t *num, size_t n)
     return order;
 }
 
+/* The rule's configurations numbered (*num, new: number_configs) and in order of their numbers
+ * (*order, new); their count, or 0 with both NULL when memory runs out. */
+static size_t numbered_configs(const dispatch *d, size_t **num, size_t **order)
+{
+    size_t n_used = number_configs(d, num);
+    *order = *num ? configs_by_number(d, *num, n_used) : NULL;
+    if (!*num || !*order) {
+        free(*num);
+        free(*order);
+        *num = *order = NULL;
+        return 0;
+    }
+    return n_used;
+}
+
 /* "leave-one-m-out", "leave-one-(n, k)-out" into buf. */
 static const char *loo_label(const dispatch *d, dispatch_eval w, char *buf, size_t size)
 {
@@ -139,13 +154,11 @@ static json_t *choice_json(const dispatch *d, size_t s, size_t c)
 
 json_t *dispatch_to_json(const dispatch *d, const char *const *sources, size_t n_sources)
 {
-    size_t *num = NULL, n_used = number_configs(d, &num);
-    size_t *order = num ? configs_by_number(d, num, n_used) : NULL;
-    json_t *j = json_object(), *a;
-    if (!num || !order || !j) {
+    size_t *num, *order, n_used = numbered_configs(d, &num, &order);
+    json_t *j = num ? json_object() : NULL, *a;
+    if (!j) {
         free(num);
         free(order);
-        json_decref(j);
         return NULL;
     }
     char fn[160];
@@ -253,13 +266,9 @@ static const char *choice_cell(const dispatch *d, size_t s, size_t c, char *buf,
 void dispatch_write_markdown(const dispatch *d, const char *const *sources, size_t n_sources,
                              FILE *f)
 {
-    size_t *num = NULL, n_used = number_configs(d, &num);
-    size_t *order = num ? configs_by_number(d, num, n_used) : NULL;
-    if (!num || !order) {
-        free(num);
-        free(order);
+    size_t *num, *order, n_used = numbered_configs(d, &num, &order);
+    if (!num)
         return;
-    }
     char a[256], b[256], c[64];
     const char *bp = d->axes[d->bp], *dev = meta_device_name(d->meta);
     fprintf(f, "# Dispatch rule `tune_dispatch_%s`\n\nBuilt on ", d->name);
@@ -390,13 +399,9 @@ static void write_distance_term(const dispatch *d, size_t a, FILE *f)
 tune_status dispatch_write_header(const dispatch *d, const char *comment, FILE *f,
                                   tune_error *err)
 {
-    size_t *num = NULL, n_used = number_configs(d, &num);
-    size_t *order = num ? configs_by_number(d, num, n_used) : NULL;
-    if (!num || !order) {
-        free(num);
-        free(order);
+    size_t *num, *order, n_used = numbered_configs(d, &num, &order);
+    if (!num)
         return tune_error_set(err, TUNE_ERR_NOMEM, "dispatch", "out of memory");
-    }
     for (size_t i = 0; i < n_used; i++)
         for (size_t p = 0; p < d->configs[order[i]].params.n; p++) {
             int64_t v = d->configs[order[i]].params.vals[p].i;
