@@ -347,6 +347,56 @@ static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir
     return c ? compile_finish(rc, c, sum) : (rc->err ? rc->err->code : TUNE_ERR_IO);
 }
 
+/* The sweep's parameters at the first configuration that needs kernel k ("tile=16 work=4"), and
+ * how many configurations need it, into buf. */
+static void kernel_configs(const run_ctx *rc, size_t k, char *buf, size_t size)
+{
+    size_t first = SIZE_MAX, uses = 0, n = space_n_configs(rc->sp);
+    for (size_t i = 0; i < n; i++)
+        for (int r = 0; !rc->plans[i].skip && r < rc->plans[i].n_refs; r++)
+            if (rc->plans[i].refs[r] == k) {
+                first = first == SIZE_MAX ? i : first;
+                uses++;
+                break;
+            }
+    buf[0] = '\0';
+    if (first == SIZE_MAX)
+        return;
+    tune_point p, q = {0};
+    space_config_point(rc->sp, first, &p);
+    for (size_t a = 0; a < rc->sw->n_params; a++) {
+        expr_value v;
+        if (point_get(&p, rc->sw->params[a].name, &v) == 0)
+            point_set(&q, rc->sw->params[a].name, v);
+    }
+    char vals[512];
+    point_format(&q, vals, sizeof vals);
+    if (uses > 1)
+        snprintf(buf, size, " (configuration %s, and %zu more)", q.n ? vals : "without parameters",
+                 uses - 1);
+    else
+        snprintf(buf, size, " (configuration %s)", q.n ? vals : "without parameters");
+}
+
+/* Prints the kernels idx[0..n) (idx NULL: every kernel) that failed to compile, with the
+ * configuration that needs them and NVRTC's log; with --warnings, the log of those that compiled
+ * with one. */
+static void report_compiled(const run_ctx *rc, const size_t *idx, size_t n)
+{
+    for (size_t i = 0; !rc->opt->quiet && i < n; i++) {
+        size_t k = idx ? idx[i] : i;
+        const compile_job *j = &rc->kernels[k].job;
+        const char *log = j->log ? j->log : "";
+        int warned = j->status == TUNE_OK && log[strspn(log, " \t\r\n")] != '\0';
+        if (j->status == TUNE_OK && !(warned && rc->opt->warnings))
+            continue;
+        char cfg[640];
+        kernel_configs(rc, k, cfg, sizeof cfg);
+        fprintf(stderr, "tune: %s: %s%s %s:\n%s\n", j->source, j->name, cfg,
+                j->status == TUNE_OK ? "compiled with warnings" : "failed to compile", log);
+    }
+}
+
 tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
 {
     const run_options *opt = rc->opt;
@@ -372,10 +422,7 @@ tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
                 "compile errors, %.1f s\n",
                 rc->sw->name, space_n_configs(rc->sp), sum->n_pruned, sum->n_kernels, arch,
                 sum->n_cached, sum->n_kernel_errors, sum->compile_seconds);
-    for (size_t i = 0; !opt->quiet && i < rc->n_kernels; i++)
-        if (rc->kernels[i].job.status != TUNE_OK)
-            fprintf(stderr, "tune: %s: %s failed to compile:\n%s\n", rc->kernels[i].job.source,
-                    rc->kernels[i].job.name, rc->kernels[i].job.log ? rc->kernels[i].job.log : "");
+    report_compiled(rc, NULL, rc->n_kernels);
     return TUNE_OK;
 }
 
@@ -404,13 +451,10 @@ tune_status run_compile_finish(run_ctx *rc, run_compile_async *c, run_summary *s
     sum->n_cached += part.n_cached;
     sum->n_kernel_errors += part.n_kernel_errors;
     sum->compile_seconds += part.compile_seconds;
-    for (size_t i = 0; st == TUNE_OK && i < n; i++) {
+    for (size_t i = 0; st == TUNE_OK && i < n; i++)
         rc->compiled[idx[i]] = 1;
-        const compile_job *j = &rc->kernels[idx[i]].job;
-        if (j->status != TUNE_OK && !rc->opt->quiet)
-            fprintf(stderr, "tune: %s: %s failed to compile:\n%s\n", j->source, j->name,
-                    j->log ? j->log : "");
-    }
+    if (st == TUNE_OK)
+        report_compiled(rc, idx, n);
     free(idx);
     return st;
 }
