@@ -736,7 +736,8 @@ static const char *const UNROLL_KERNEL =
     "}\n";
 
 /* NVRTC compiles each factor to other code (1: no unrolling; 8; 0: the compiler's choice), each
- * with its own cache entry, and without the warning an unexpanded name gives. */
+ * with its own cache entry; 0 without the warning NVRTC gives for `#pragma unroll 0` (its log
+ * quotes the pragma's line). */
 Test(compile, unroll_factor_from_a_macro_compiles)
 {
     char path[512];

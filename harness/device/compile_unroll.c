@@ -1,12 +1,13 @@
 /* compile_unroll.c - `#pragma unroll NAME` with NAME a -D macro of the job (compile_src.h).
  *
- * The preprocessor does not expand macros inside a #pragma, so `#pragma unroll UNROLL` with
- * -DUNROLL=4 reaches the compiler as the name UNROLL, which is no integral constant expression.
- * Kernel Tuner special-cases parameters named loop_unroll_factor_* for the same reason
- * (https://github.com/KernelTuner/kernel_tuner, util.py: prepare_kernel_string). Here the
- * argument is replaced in the text handed to NVRTC by the macro's value when that value is a
- * non-negative decimal integer; a value of 0 removes the pragma (a comment after it stays; the compiler then chooses, as
- * Kernel Tuner does). The line count is kept, so NVRTC's line numbers stay the file's. */
+ * Whether macros expand inside a #pragma is left to the implementation by C++; CUDA asks for an
+ * integral constant expression there. Kernel Tuner does not rely on expansion: a parameter named
+ * loop_unroll_factor_* becomes a constexpr, and the value 0 removes the pragma, leaving the
+ * choice to the compiler (https://github.com/KernelTuner/kernel_tuner, util.py:
+ * prepare_kernel_string). NVRTC 13.0 does expand the macro, but warns on 0 and ignores the pragma.
+ * Here the argument is replaced in the text handed to NVRTC by the macro's value when that value
+ * is a decimal integer, so the code does not depend on either behaviour, and 0 removes the pragma
+ * (a comment after it stays). The line count is kept, so NVRTC's line numbers stay the file's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
