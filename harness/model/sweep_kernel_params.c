@@ -73,9 +73,9 @@ int sweep_check_declared_params(const sweep_ctx *cx, const sweep *sw)
     sweep_path_key(p, "$.params", sw->params[first].name);
     return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_KEY,
                       "no define, template hole ({%s}) or expression (grid, block, shared, args, "
-                      "skip_if, bytes, flops) reads parameter '%s': the space would time %.0f "
-                      "configurations of which %.0f differ; give it to the kernel (\"defines\": "
-                      "{\"NAME\": \"{%s}\"}) or drop it",
-                      sw->params[first].name, sw->params[first].name, all, all / unread,
-                      sw->params[first].name);
+                      "skip_if, bytes, flops) reads parameter '%s': its %zu values make %.0f "
+                      "parameter points of which only %.0f differ; give it to the kernel "
+                      "(\"defines\": {\"NAME\": \"{%s}\"}) or drop it",
+                      sw->params[first].name, sw->params[first].name, sw->params[first].n, all,
+                      all / unread, sw->params[first].name);
 }

@@ -392,8 +392,12 @@ static void report_compiled(const run_ctx *rc, const size_t *idx, size_t n)
             continue;
         char cfg[640];
         kernel_configs(rc, k, cfg, sizeof cfg);
-        fprintf(stderr, "tune: %s: %s%s %s:\n%s\n", j->source, j->name, cfg,
-                j->status == TUNE_OK ? "compiled with warnings" : "failed to compile", log);
+        size_t len = strlen(log);
+        while (len > 0 && strchr(" \t\r\n", log[len - 1]))
+            len--;
+        fprintf(stderr, "tune: %s: %s%s %s:\n%.*s\n", j->source, j->name, cfg,
+                j->status == TUNE_OK ? "compiled with warnings" : "failed to compile", (int)len,
+                log);
     }
 }
 
