@@ -92,7 +92,7 @@ tune_status compile_unroll_rewrite(char **text, char *const *opts, size_t n_opts
         if (unroll_arg(line, &start, &end, &name, &len))
             value = macro_value(opts, n_opts, name, len);
         if (value && !is_count(value))
-            value = NULL; /* left as written: NVRTC says what it makes of it */
+            value = NULL;    /* left as written: NVRTC says what it makes of it */
         if (value && !out) { /* the first rewrite: copy what came before */
             cap += 64;
             if (!(out = malloc(cap)))

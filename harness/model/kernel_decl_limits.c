@@ -9,7 +9,8 @@
 
 #include <string.h>
 
-static const char *const why_threads = "more than 1024 threads per block (every CUDA device's limit)";
+static const char *const why_threads =
+    "more than 1024 threads per block (every CUDA device's limit)";
 static const char *const why_block = "a block dimension over its limit (x, y <= 1024, z <= 64)";
 static const char *const why_grid_x = "grid dimension x over its limit (2^31 - 1)";
 static const char *const why_grid_yz = "grid dimension y or z over its limit (65535)";
