@@ -347,35 +347,58 @@ static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir
     return c ? compile_finish(rc, c, sum) : (rc->err ? rc->err->code : TUNE_ERR_IO);
 }
 
-/* The sweep's parameters at the first configuration that needs kernel k ("tile=16 work=4"), and
- * how many configurations need it, into buf. */
-static void kernel_configs(const run_ctx *rc, size_t k, char *buf, size_t size)
+/* For every kernel, the first configuration that needs it (SIZE_MAX: none) and how many do: one
+ * pass over the plans. NULL when out of memory. */
+static size_t *kernel_users(const run_ctx *rc)
 {
-    size_t first = SIZE_MAX, uses = 0, n = space_n_configs(rc->sp);
+    size_t *first = malloc(2 * (rc->n_kernels ? rc->n_kernels : 1) * sizeof *first);
+    if (!first)
+        return NULL;
+    size_t *uses = first + rc->n_kernels, n = space_n_configs(rc->sp);
+    for (size_t k = 0; k < rc->n_kernels; k++) {
+        first[k] = SIZE_MAX;
+        uses[k] = 0;
+    }
     for (size_t i = 0; i < n; i++)
-        for (int r = 0; !rc->plans[i].skip && r < rc->plans[i].n_refs; r++)
-            if (rc->plans[i].refs[r] == k) {
-                first = first == SIZE_MAX ? i : first;
-                uses++;
-                break;
-            }
+        for (int r = 0; !rc->plans[i].skip && r < rc->plans[i].n_refs; r++) {
+            size_t k = rc->plans[i].refs[r];
+            int again = 0; /* a kernel listed twice by one configuration counts once */
+            for (int q = 0; q < r; q++)
+                again |= rc->plans[i].refs[q] == k;
+            first[k] = first[k] == SIZE_MAX ? i : first[k];
+            uses[k] += !again;
+        }
+    return first;
+}
+
+/* " (configuration tile=16 work=4, and 3 more)": the sweep's parameters at configuration ci, and
+ * how many others need the same kernel, into buf; "" when ci is SIZE_MAX. */
+static void kernel_configs(const run_ctx *rc, size_t ci, size_t uses, char *buf, size_t size)
+{
     buf[0] = '\0';
-    if (first == SIZE_MAX)
+    if (ci == SIZE_MAX)
         return;
     tune_point p, q = {0};
-    space_config_point(rc->sp, first, &p);
+    space_config_point(rc->sp, ci, &p);
     for (size_t a = 0; a < rc->sw->n_params; a++) {
         expr_value v;
         if (point_get(&p, rc->sw->params[a].name, &v) == 0)
             point_set(&q, rc->sw->params[a].name, v);
     }
-    char vals[512];
+    char vals[512], more[64] = "";
     point_format(&q, vals, sizeof vals);
     if (uses > 1)
-        snprintf(buf, size, " (configuration %s, and %zu more)", q.n ? vals : "without parameters",
-                 uses - 1);
-    else
-        snprintf(buf, size, " (configuration %s)", q.n ? vals : "without parameters");
+        snprintf(more, sizeof more, ", and %zu more", uses - 1);
+    snprintf(buf, size, " (configuration %s%s)", q.n ? vals : "without parameters", more);
+}
+
+/* Whether kernel k is printed: it failed to compile, or (--warnings) NVRTC warned. */
+static int kernel_reported(const run_ctx *rc, size_t k)
+{
+    const compile_job *j = &rc->kernels[k].job;
+    const char *log = j->log ? j->log : "";
+    int warned = log[strspn(log, " \t\r\n")] != '\0';
+    return j->status != TUNE_OK || (warned && rc->opt->warnings);
 }
 
 /* Prints the kernels idx[0..n) (idx NULL: every kernel) that failed to compile, with the
@@ -383,15 +406,21 @@ static void kernel_configs(const run_ctx *rc, size_t k, char *buf, size_t size)
  * with one. */
 static void report_compiled(const run_ctx *rc, const size_t *idx, size_t n)
 {
-    for (size_t i = 0; !rc->opt->quiet && i < n; i++) {
+    size_t i = 0;
+    while (!rc->opt->quiet && i < n && !kernel_reported(rc, idx ? idx[i] : i))
+        i++;
+    if (i == n || rc->opt->quiet)
+        return;
+    size_t *first = kernel_users(rc);
+    for (; i < n; i++) {
         size_t k = idx ? idx[i] : i;
+        if (!kernel_reported(rc, k))
+            continue;
         const compile_job *j = &rc->kernels[k].job;
         const char *log = j->log ? j->log : "";
-        int warned = j->status == TUNE_OK && log[strspn(log, " \t\r\n")] != '\0';
-        if (j->status == TUNE_OK && !(warned && rc->opt->warnings))
-            continue;
-        char cfg[640];
-        kernel_configs(rc, k, cfg, sizeof cfg);
+        char cfg[640] = "";
+        if (first)
+            kernel_configs(rc, first[k], first[rc->n_kernels + k], cfg, sizeof cfg);
         size_t len = strlen(log);
         while (len > 0 && strchr(" \t\r\n", log[len - 1]))
             len--;
@@ -399,6 +428,7 @@ static void report_compiled(const run_ctx *rc, const size_t *idx, size_t n)
                 j->status == TUNE_OK ? "compiled with warnings" : "failed to compile", (int)len,
                 log);
     }
+    free(first);
 }
 
 tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
