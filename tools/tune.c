@@ -147,6 +147,8 @@ static const opt_desc options[] = {
      "kernel sources (default: found beside the binary)"},
     {"--quiet", NULL, CMD_RUN | CMD_VALIDATE | CMD_COMPILE | CMD_REPORT | CMD_MERGE,
      "no progress, no tables"},
+    {"--warnings", NULL, CMD_RUN | CMD_COMPILE,
+     "print NVRTC's warnings of the kernels that compiled (errors are always printed)"},
     {"--json", NULL, CMD_VALIDATE,
      "one JSON object per sweep file and line, for scripts: name, file, ok, family, op,\n"
      "                        shapes, configs, pruned_skip_if, pruned_family, max_shards (the\n"
@@ -298,6 +300,8 @@ static int apply_option(const char *cmd, const char *a, const char *val, cli *c)
         c->run.cache_dir = NULL;
     } else if (strcmp(a, "--quiet") == 0) {
         c->run.quiet = 1;
+    } else if (strcmp(a, "--warnings") == 0) {
+        c->run.warnings = 1;
     } else if (strcmp(a, "--resume") == 0) {
         c->run.resume = 1;
     } else if (strcmp(a, "--compile-only") == 0) {
@@ -537,7 +541,8 @@ static int cmd_validate(cli *c)
                    sw->family_name, sw->op, space_n_shapes(sp), space_n_configs(sp),
                    space_n_pruned(sp) - by_family);
             if (sw->family_rules && sw->family->prune)
-                printf(", %zu by the family's tile rules", by_family);
+                printf(", %zu by %s", by_family,
+                       sw->declared ? "CUDA's launch limits" : "the family's tile rules");
             printf(")\n");
             for (size_t r = 0; !c->run.quiet && r < space_n_family_rules(sp); r++) {
                 size_t count = 0;

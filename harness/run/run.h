@@ -41,6 +41,7 @@ typedef struct {
     int arch;                /* compile-only target (x10); 0: 90 */
     int compile_only;
     int quiet;         /* no progress line, no tables */
+    int warnings;      /* print NVRTC's log of the kernels that compiled with warnings too */
     uint64_t seed;     /* random inputs */
     double read_bw;    /* > 0: the device's read bandwidth in B/s, not measured */
     int resume;        /* continue the latest run of the sweep (or out_dir): only what is missing */
