@@ -144,13 +144,13 @@ tune_status run_search_estimate(const sweep *sw, const space *sp, const sweep_se
 }
 
 /* The observation of a row (coordinator.c: each E line, each lost row). */
-static void search_on_row(void *ctx, size_t ci, result_status st, double median)
+static void search_on_row(void *ctx, size_t ci, result_status st, double median, double cost)
 {
     run_ctx *rc = ctx;
     double v = st == RESULT_OK && median > 0 ? median : NAN;
     if (space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
         rc->medians[ci] = v;
-    search_observe(rc->ss->s, ci, v);
+    search_observe(rc->ss->s, ci, st == RESULT_OK && cost > 0 ? cost : NAN);
 }
 
 tune_status run_search_prepare(run_ctx *rc, sweep_search *settings)
@@ -273,14 +273,15 @@ static tune_status warm_start(run_ctx *rc)
         for (size_t r = 0; st == TUNE_OK && r < n; r++) {
             const result_row *row = &rows[r];
             const family_method *m = family_find_method(rc->sw->family, row->method);
-            if (row->status != RESULT_OK || !m || !m->tuned || !(row->time.median > 0))
+            double cost = results_row_cost(row, rc->opt->objective);
+            if (!m || !m->tuned || !(cost > 0))
                 continue;
             size_t shape = shape_of_row(rc, row);
             if (shape == SIZE_MAX || search_n_candidates(ss->s, shape) == 0)
                 continue; /* not a shape of this run (or of this shard) */
             tune_point p = row->values;
             point_set_str(&p, "method", row->method);
-            if (search_observe_prior(ss->s, shape, &p, row->time.median) != 0)
+            if (search_observe_prior(ss->s, shape, &p, cost) != 0)
                 st = tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
             ss->prior_rows++;
         }
