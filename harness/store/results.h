@@ -133,8 +133,6 @@ const char *results_row_identity(const result_row *row, char *buf, size_t size);
  * not ok, not timed, or lacks what obj needs. */
 double results_row_cost(const result_row *row, tune_objective obj);
 
-/* Creates directories like mkdir -p. */
-tune_status results_mkdirs(const char *dir, tune_error *err);
 
 /* Keeps the last row of each configuration (results_row_identity) in rows[0..*n), in order; the
  * others are released and counted in *n_dropped (a row measured twice counts once). */
