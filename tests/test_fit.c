@@ -241,8 +241,8 @@ Test(fit, efficiency_arithmetic)
     fit_data *d = build(&t, &err);
     cr_assert_eq(fit_data_n_shapes(d), 2);
     cr_expect_eq(fit_data_n_unmeasured(d), 1);
-    cr_expect_float_eq(fit_data_time(d, 0, 2), 2.0, 0);
-    cr_expect(isinf(fit_data_time(d, 0, 4)));
+    cr_expect_float_eq(fit_data_cost(d, 0, 2), 2.0, 0);
+    cr_expect(isinf(fit_data_cost(d, 0, 4)));
     cr_expect_eq(fit_data_best_value(d, 1), 2);
 
     fit_eval ev;
@@ -256,7 +256,7 @@ Test(fit, efficiency_arithmetic)
     cr_assert_eq(fit_evaluate(d, "2", &ev, &err), TUNE_OK);
     cr_expect_float_eq(ev.efficiency, sqrt(0.5), 1e-12);
     cr_expect_eq(ev.worst, 0);
-    cr_expect_float_eq(ev.shapes[0].rule_time, 2.0, 0);
+    cr_expect_float_eq(ev.shapes[0].rule_cost, 2.0, 0);
     fit_eval_release(&ev);
 
     cr_assert_eq(fit_evaluate(d, "max(1, k / 64)", &ev, &err), TUNE_OK);

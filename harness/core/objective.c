@@ -27,6 +27,15 @@ const char *objective_unit(tune_objective obj)
     return (unsigned)obj <= OBJECTIVE_EDP ? objective_units[obj] : "";
 }
 
+double objective_print_scale(tune_objective obj, const char **unit)
+{
+    static const char *const units[] = {"us", "uJ", "uJ*us"};
+    int i = (unsigned)obj <= OBJECTIVE_EDP ? (int)obj : 0;
+    if (unit)
+        *unit = units[i];
+    return obj == OBJECTIVE_EDP ? 1e12 : 1e6;
+}
+
 int objective_needs_energy(tune_objective obj)
 {
     return obj == OBJECTIVE_ENERGY || obj == OBJECTIVE_EDP;

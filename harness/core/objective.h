@@ -23,6 +23,9 @@ int objective_parse(const char *s, tune_objective *out);
 const char *objective_name(tune_objective obj);
 /* The unit of objective_cost's value: "s", "J", "J*s" (static). */
 const char *objective_unit(tune_objective obj);
+/* How tables print a cost: the factor from objective_unit's to *unit's, "us", "uJ" or "uJ*us"
+ * (static; unit may be NULL). */
+double objective_print_scale(tune_objective obj, const char **unit);
 /* The cost to minimise of a call that took time_s seconds and energy_j joules (NAN when not
  * measured): NAN when the objective needs what is missing, or either is not finite and > 0. */
 double objective_cost(tune_objective obj, double time_s, double energy_j);

@@ -75,6 +75,8 @@ typedef struct {
     unsigned char *todo;        /* per configuration: measure it in this round */
     double *medians;            /* per configuration: its ok row's median (s), NAN otherwise */
     unsigned char *resumed;     /* per configuration: its row came from the resumed folder */
+    double *resumed_cost;       /* per resumed configuration: its row's cost under the run's
+                                   objective (results_row_cost), what the search observes */
     unsigned char *compiled;    /* per kernel: compiled (or read from the cache) */
     unsigned char *retime_todo; /* per shape: re-time it after the rows (the last pass) */
     unsigned char *retimed;     /* per shape: re-timed (coordinator side, from "T s") */
@@ -211,7 +213,8 @@ void run_session_free(run_ctx *rc, run_summary *sum, run_session *s);
 tune_status run_search_prepare(run_ctx *rc, sweep_search *settings);
 /* The rounds of a searched run, then the re-timing of each shape's fastest candidates. */
 tune_status run_search(run_ctx *rc, run_summary *sum);
-/* The key's text of the search settings ("random budget=10% seed=7 batch=4"), into buf. */
+/* The key's text of the search settings ("random budget=10% seed=7 batch=4", then
+ * " objective=energy" when the objective is not time), into buf. */
 const char *run_search_key(const run_ctx *rc, char *buf, size_t size);
 /* meta.json's "search" block of this run (new), NULL for an exhaustive run. */
 json_t *run_search_meta(const run_ctx *rc);

@@ -67,6 +67,7 @@ static tune_status load_done(run_ctx *rc, run_summary *sum, size_t *n_found)
                 (*n_found)++;
                 if (rc->resumed) { /* a searched run observes it first (run/search.c) */
                     rc->resumed[i] = 1;
+                    rc->resumed_cost[i] = results_row_cost(&rows[r], rc->opt->objective);
                     if (rows[r].status == RESULT_OK && rows[r].time.median > 0 &&
                         space_config_at(rc->sp, i)->param != SPACE_NO_PARAM)
                         rc->medians[i] = rows[r].time.median;
