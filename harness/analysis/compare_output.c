@@ -308,10 +308,12 @@ void compare_write_markdown(const compare *c, FILE *f)
                 k->shapes[COMPARE_REGRESSION] + k->shapes[COMPARE_BROKEN] == 1 ? "" : "s",
                 k->heuristic_regressions, k->heuristic_regressions == 1 ? "" : "s");
     fprintf(f,
-            "A change counts only when |NEW - BASE| / BASE of the median times exceeds the "
+            "A change counts only when |NEW - BASE| / BASE of the %s exceeds the "
             "noise (stdev / median) of both rows; a regression is a change that counts and is "
             "slower by more than %s, or a configuration or shape that ran ok in BASE and not "
             "in NEW (docs/compare.md).\n\n",
+            (const char *[]){"median times", "energies per call",
+                             "energy-delay products"}[c->objective],
             thr);
     if (compare_search(c, 0) || compare_search(c, 1))
         fprintf(f,
