@@ -15,6 +15,7 @@
 #include "core/outfile.h"
 #include "device/compile.h"
 #include "device/gpu.h"
+#include "families/families.h"
 #include "run/run.h"
 #include "model/shard.h"
 #include "model/search.h"
@@ -745,6 +746,12 @@ static int dispatch(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    /* the families a sweep may name (tune_test, the tests' build, adds the fault-injection one) */
+#ifdef TUNE_TEST_BUILD
+    families_register_testing();
+#else
+    families_register_builtin();
+#endif
     /* SIGINT, SIGTERM, SIGHUP: a clean stop with 128 + the signal (core/interrupt.h); first,
      * before any thread or child exists */
     if (interrupt_install() != 0)
