@@ -774,3 +774,116 @@ Test(compare_mini, a_knob_added_since_base_ran)
     cr_expect_eq(k->configs[COMPARE_ONLY_BASE], 10, "every tuned row of BASE");
     compare_free(c);
 }
+
+/* A copy of the mini run src as dir with energy per call on its rows: watts x the median time,
+ * times factor for the row of (g, chunk), none on the rows of drop_chunk (0: none dropped). */
+static void make_energy_run(const char *src, const char *dir, double watts, long g, long chunk,
+                            double factor, long drop_chunk)
+{
+    char cmd[700], path[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s && cp -r %s %s", dir, src, dir);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/raw.jsonl", dir);
+    char *text = tune_read_file(path, NULL, NULL);
+    cr_assert_not_null(text);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        json_t *row = json_loads(line, 0, NULL);
+        cr_assert_not_null(row);
+        double t = json_number_value(json_object_get(row, "time_median"));
+        long rg = (long)json_integer_value(json_object_get(row, "g"));
+        long rc = (long)json_integer_value(json_object_get(row, "chunk"));
+        double e = watts * t * (rg == g && rc == chunk ? factor : 1.0);
+        if (e > 0 && !(drop_chunk && rc == drop_chunk))
+            json_object_set_new(row, "energy_j", json_real(e));
+        char *out = json_dumps(row, JSON_PRESERVE_ORDER | JSON_COMPACT);
+        fprintf(f, "%s\n", out);
+        free(out);
+        json_decref(row);
+    }
+    fclose(f);
+    free(text);
+}
+
+/* Ranked by energy, a change is one of energy: g=1024 chunk=64 (+30 % in time, the same energy)
+ * is no regression and its shape the same, g=256 chunk=32 (faster, +20 % of energy) is one;
+ * edp multiplies both (+30 %). Time, on the same folders, keeps its verdicts. */
+Test(compare_mini, objective_energy_and_edp)
+{
+    char base[300], now[300];
+    snprintf(base, sizeof base, "%s/energy_base", tmpdir);
+    snprintf(now, sizeof now, "%s/energy_new", tmpdir);
+    make_energy_run(MINI "/base", base, 100, 0, 0, 1, 0);
+    make_energy_run(MINI "/new", now, 100, 1024, 64, 1 / 1.3, 0);
+    compare *t = load(base, now, NULL);
+    expect_verdict(t, "g=1024 custom chunk=64", COMPARE_REGRESSION);
+    cr_expect_eq(find_shape(t, "g=1024")->verdict, COMPARE_REGRESSION);
+    compare_free(t);
+    compare_options opt;
+    compare_options_init(&opt);
+    opt.objective = OBJECTIVE_ENERGY;
+    compare *e = load(base, now, &opt);
+    cr_expect_eq(compare_objective(e), OBJECTIVE_ENERGY);
+    expect_verdict(e, "g=1024 custom chunk=64", COMPARE_SAME);
+    cr_expect_eq(find_shape(e, "g=1024")->verdict, COMPARE_SAME);
+    expect_verdict(e, "g=256 slice", COMPARE_REGRESSION); /* +20 % in both */
+    char *md = markdown(e);
+    expect_contains(md, "- objective: energy (J per call)");
+    expect_contains(md, "| g=1024 | 2000.00 uJ | 2000.00 uJ | -0.0 % | same |");
+    expect_contains(md, "A change counts only when |NEW - BASE| / BASE of the energies per call "
+                        "exceeds");
+    free(md);
+    json_t *j = compare_to_json(e);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "objective")), "energy");
+    json_decref(j);
+    compare_free(e);
+
+    make_energy_run(MINI "/new", now, 100, 256, 32, 1.2 * 6.3 / 5.9, 0); /* 6.3 -> 5.9 us */
+    e = load(base, now, &opt);
+    const compare_config *cfg = find_config(e, "g=256 custom chunk=32");
+    cr_assert_not_null(cfg);
+    cr_expect_eq(cfg->verdict, COMPARE_REGRESSION);
+    cr_expect_float_eq(cfg->change, 0.2, 1e-9);
+    compare_free(e);
+    opt.objective = OBJECTIVE_EDP; /* time x 5.9 / 6.3, energy x 1.2 */
+    e = load(base, now, &opt);
+    cfg = find_config(e, "g=256 custom chunk=32");
+    cr_assert_not_null(cfg);
+    cr_expect_float_eq(cfg->change, 1.2 * 5.9 / 6.3 - 1, 1e-9);
+    cr_expect_eq(cfg->verdict, COMPARE_REGRESSION);
+    compare_free(e);
+}
+
+/* Rows without energy cannot be compared by energy: unknown and counted, said in compare.md; a
+ * side with none at all is refused, never compared by time instead. */
+Test(compare_mini, objective_energy_without_energy)
+{
+    char base[300], now[300];
+    snprintf(base, sizeof base, "%s/energy_base", tmpdir);
+    snprintf(now, sizeof now, "%s/energy_new", tmpdir);
+    make_energy_run(MINI "/base", base, 100, 0, 0, 1, 0);
+    make_energy_run(MINI "/new", now, 100, 0, 0, 1, 64); /* no energy: both chunk=64 rows */
+    compare_options opt;
+    compare_options_init(&opt);
+    opt.objective = OBJECTIVE_ENERGY;
+    compare *c = load(base, now, &opt);
+    expect_verdict(c, "g=1024 custom chunk=64", COMPARE_UNKNOWN);
+    expect_verdict(c, "g=256 custom chunk=64", COMPARE_UNKNOWN);
+    cr_expect_eq(compare_get_counts(c)->unranked_configs, 2);
+    char *md = markdown(c);
+    expect_contains(md, "2 configurations ok in both runs have no energy per call in one of "
+                        "them: they cannot be compared by energy (unknown).");
+    free(md);
+    compare_free(c);
+
+    tune_error err = {0};
+    const char *b = base, *n = MINI "/new";
+    cr_expect_null(compare_dirs(&b, 1, &n, 1, &opt, &err));
+    expect_contains(err.message, "NEW has no ok row with energy per call (energy_j), so it "
+                                 "cannot be compared by energy");
+    opt.objective = OBJECTIVE_TIME;
+    c = compare_dirs(&b, 1, &n, 1, &opt, &err);
+    cr_expect_not_null(c, "by time, energy is not needed");
+    compare_free(c);
+}

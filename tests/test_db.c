@@ -264,11 +264,14 @@ Test(db, migrates_v1)
     db_ingest_result res;
     tune_error err = {0};
     db_close(store_with_toy(dir, sizeof dir, &res));
-    /* schema 1 is schema 2 without the bests */
+    /* schema 1 is schema 2 without the bests, schema 2 schema 3 without the energy */
     sqlite3 *h;
     cr_assert_eq(sqlite3_open(store, &h), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(h, "DROP TABLE bests; UPDATE store_info SET value = '1'", NULL,
-                              NULL, NULL),
+    cr_assert_eq(sqlite3_exec(h,
+                              "DROP TABLE bests; ALTER TABLE results DROP COLUMN energy_j;"
+                              "ALTER TABLE results DROP COLUMN energy_note;"
+                              "UPDATE store_info SET value = '1'",
+                              NULL, NULL, NULL),
                  SQLITE_OK);
     sqlite3_close(h);
     tune_error_clear(&err);
@@ -281,6 +284,52 @@ Test(db, migrates_v1)
     cr_expect_eq(count("SELECT count(*) FROM bests b JOIN configs c ON c.id = b.config_id "
                        "WHERE c.params = 'chunk=16'"),
                  3);
+}
+
+static double toy_energy(int i, int j, void *ctx)
+{
+    (void)ctx;
+    return 1e-3 * (1 + i) * (3 - j);
+}
+
+Test(db, migrates_v2_energy)
+{
+    char dir[256];
+    db_ingest_result res;
+    tune_error err = {0};
+    db_close(store_with_toy(dir, sizeof dir, &res));
+    /* schema 2 is schema 3 without the energy columns */
+    sqlite3 *h;
+    cr_assert_eq(sqlite3_open(store, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(h,
+                              "ALTER TABLE results DROP COLUMN energy_j;"
+                              "ALTER TABLE results DROP COLUMN energy_note;"
+                              "UPDATE store_info SET value = '2'",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(h);
+    cr_expect_null(db_open_readonly(store, &err));
+    cr_expect(strstr(err.message, "older"), "%s", err.message);
+    db *d = open_store();
+    cr_expect_eq(count("SELECT value FROM store_info WHERE key = 'schema_version'"),
+                 DB_SCHEMA_VERSION);
+    /* the rows stored before keep their times, with no energy */
+    cr_expect_eq(count("SELECT count(*) FROM results WHERE time_median IS NOT NULL"), 12);
+    cr_expect_eq(count("SELECT count(*) FROM results WHERE energy_j IS NOT NULL"), 0);
+    /* a run whose rows carry energy keeps it */
+    char dir2[256];
+    run_dir("r2", dir2, sizeof dir2);
+    toy_run r = toy_defaults();
+    r.start = "2026-01-02T02:00:00Z";
+    r.energy = toy_energy;
+    toy_write(dir2, &r);
+    cr_assert_eq(db_ingest(d, dir2, NULL, &res, &err), TUNE_OK, "%s", err.message);
+    db_close(d);
+    cr_expect_eq(count("SELECT count(*) FROM results WHERE energy_j IS NOT NULL"), 9);
+    cr_expect_eq(count("SELECT round(energy_j * 1e6) FROM results r JOIN configs c ON "
+                       "c.id = r.config_id JOIN series s ON s.id = c.series_id WHERE "
+                       "energy_j IS NOT NULL AND c.params = 'chunk=16' AND s.shape = 'n=256'"),
+                 6000);
 }
 
 /* A child process that ingests dir into the store and exits 0, or 1 after saying why. */

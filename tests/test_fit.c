@@ -104,7 +104,7 @@ static int64_t alternating_rule(int64_t g, int64_t k_pre, int64_t k)
 
 static fit_data *build(const table *t, tune_error *err)
 {
-    fit_data *d = fit_data_build(t->rows, t->n, "chunk", "custom", err);
+    fit_data *d = fit_data_build(t->rows, t->n, "chunk", "custom", OBJECTIVE_TIME, err);
     cr_assert_not_null(d, "%s", err->message);
     return d;
 }
@@ -241,8 +241,8 @@ Test(fit, efficiency_arithmetic)
     fit_data *d = build(&t, &err);
     cr_assert_eq(fit_data_n_shapes(d), 2);
     cr_expect_eq(fit_data_n_unmeasured(d), 1);
-    cr_expect_float_eq(fit_data_time(d, 0, 2), 2.0, 0);
-    cr_expect(isinf(fit_data_time(d, 0, 4)));
+    cr_expect_float_eq(fit_data_cost(d, 0, 2), 2.0, 0);
+    cr_expect(isinf(fit_data_cost(d, 0, 4)));
     cr_expect_eq(fit_data_best_value(d, 1), 2);
 
     fit_eval ev;
@@ -256,7 +256,7 @@ Test(fit, efficiency_arithmetic)
     cr_assert_eq(fit_evaluate(d, "2", &ev, &err), TUNE_OK);
     cr_expect_float_eq(ev.efficiency, sqrt(0.5), 1e-12);
     cr_expect_eq(ev.worst, 0);
-    cr_expect_float_eq(ev.shapes[0].rule_time, 2.0, 0);
+    cr_expect_float_eq(ev.shapes[0].rule_cost, 2.0, 0);
     fit_eval_release(&ev);
 
     cr_assert_eq(fit_evaluate(d, "max(1, k / 64)", &ev, &err), TUNE_OK);
@@ -325,15 +325,15 @@ Test(fit, rule_errors)
     fit_data_free(d);
 
     tune_error_clear(&err);
-    cr_expect_null(fit_data_build(t.rows, t.n, "nope", NULL, &err));
+    cr_expect_null(fit_data_build(t.rows, t.n, "nope", NULL, OBJECTIVE_TIME, &err));
     cr_expect_eq(err.code, TUNE_ERR_INVALID);
     cr_expect_str_eq(err.message, "no ok row has the parameter 'nope'");
     tune_error_clear(&err);
-    cr_expect_null(fit_data_build(t.rows, t.n, "chunk", "gather", &err));
+    cr_expect_null(fit_data_build(t.rows, t.n, "chunk", "gather", OBJECTIVE_TIME, &err));
     cr_expect_str_eq(err.message, "no ok row has the parameter 'chunk' (method gather)");
     point_set_str(&t.rows[0].values, "chunk", "big");
     tune_error_clear(&err);
-    cr_expect_null(fit_data_build(t.rows, t.n, "chunk", NULL, &err));
+    cr_expect_null(fit_data_build(t.rows, t.n, "chunk", NULL, OBJECTIVE_TIME, &err));
     cr_expect_str_eq(err.message, "parameter 'chunk' has a value that is not an integer");
     free(t.rows);
 }
@@ -482,7 +482,7 @@ Test(fit, sparq_rule_on_fixture)
     size_t n;
     tune_error err = {0};
     cr_assert_eq(fit_read_results(dirs, 1, &rows, &n, &err), TUNE_OK, "%s", err.message);
-    fit_data *d = fit_data_build(rows, n, "chunk", NULL, &err);
+    fit_data *d = fit_data_build(rows, n, "chunk", NULL, OBJECTIVE_TIME, &err);
     cr_assert_not_null(d, "%s", err.message);
     cr_assert_eq(fit_data_n_shapes(d), 4);
     fit_eval ev;
@@ -513,7 +513,7 @@ Test(fit, merged_folders_and_infeasible_fixture)
     tune_error err = {0};
     cr_assert_eq(fit_read_results(dirs, 2, &rows, &n, &err), TUNE_OK, "%s", err.message);
     cr_expect_eq(n, 45);
-    fit_data *d = fit_data_build(rows, n, "chunk", "custom", &err);
+    fit_data *d = fit_data_build(rows, n, "chunk", "custom", OBJECTIVE_TIME, &err);
     cr_assert_not_null(d, "%s", err.message);
     cr_assert_eq(fit_data_n_shapes(d), 5);
     fit_eval ev;
@@ -606,4 +606,115 @@ Test(fit, markdown_summary)
     fit_result_release(&r);
     fit_data_free(d);
     free(t.rows);
+}
+
+/* Energy per call of the synthetic rows: lowest at chunk=32 on every shape (while the time is
+ * lowest at the sparq rule's value), 10 % more per factor 2 away from it. */
+static void set_energy(table *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        expr_value v;
+        point_get(&t->rows[i].values, "chunk", &v);
+        t->rows[i].energy_j = 1e-3 * (1.0 + 0.1 * fabs(log2((double)v.i / 32.0)));
+    }
+}
+
+/* The best and the chosen rule follow the objective: time picks min(64, 8192 / k), energy the
+ * constant 32; edp ranks by energy x time. */
+Test(fit, objective_ranks_by_energy_and_edp)
+{
+    table t = synth(sparq_rule, G, 1, KP, 1, K, 4);
+    set_energy(&t);
+    tune_error err = {0};
+    fit_data *d = fit_data_build(t.rows, t.n, "chunk", "custom", OBJECTIVE_ENERGY, &err);
+    cr_assert_not_null(d, "%s", err.message);
+    cr_expect_eq(fit_data_objective(d), OBJECTIVE_ENERGY);
+    for (size_t s = 0; s < fit_data_n_shapes(d); s++) {
+        cr_expect_eq(fit_data_best_value(d, s), 32, "shape %zu", s);
+        cr_expect_float_eq(fit_data_best_cost(d, s), 1e-3, 1e-15);
+    }
+    fit_result r;
+    fit_or_fail(d, &r);
+    cr_expect_str_eq(chosen(&r)->eval.rule, "32");
+    cr_expect_float_eq(chosen(&r)->eval.efficiency, 1.0, 1e-12);
+    fit_eval ev; /* the time's rule loses energy: 64 costs 1.1x at k=64 and k=128 */
+    cr_assert_eq(fit_evaluate(d, "min(64, 8192 / k)", &ev, &err), TUNE_OK, "%s", err.message);
+    cr_expect_float_eq(ev.shapes[0].rule_cost, 1.1e-3, 1e-15);
+    cr_expect_lt(ev.efficiency, 0.97);
+    fit_eval_release(&ev);
+    fit_result_release(&r);
+    fit_data_free(d);
+
+    d = fit_data_build(t.rows, t.n, "chunk", "custom", OBJECTIVE_EDP, &err);
+    cr_assert_not_null(d, "%s", err.message);
+    double want = INFINITY; /* shape 0 (k=64): the least energy x time over its rows */
+    for (size_t i = 0; i < t.n; i++) {
+        expr_value k;
+        point_get(&t.rows[i].values, "k", &k);
+        if (k.i == 64)
+            want = fmin(want, t.rows[i].energy_j * t.rows[i].time.median);
+    }
+    cr_expect_float_eq(fit_data_best_cost(d, 0), want, want * 1e-12);
+    fit_data_free(d);
+    free(t.rows);
+}
+
+/* Rows without energy are left out and counted under energy, never ranked by their time; none
+ * with energy: refused with a message that says so. */
+Test(fit, objective_energy_needs_energy)
+{
+    table t = synth(sparq_rule, G, 1, KP, 1, K, 4);
+    tune_error err = {0};
+    cr_expect_null(fit_data_build(t.rows, t.n, "chunk", "custom", OBJECTIVE_EDP, &err));
+    cr_expect_not_null(strstr(err.message, "no energy per call"), "%s", err.message);
+    cr_expect_not_null(strstr(err.message, "ranked by edp"), "%s", err.message);
+    set_energy(&t);
+    size_t dropped = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        expr_value v;
+        point_get(&t.rows[i].values, "chunk", &v);
+        if (v.i == 32) { /* energy's best, gone: 16 and 64 tie at 1.1 mJ, 16 first */
+            t.rows[i].energy_j = NAN;
+            dropped++;
+        }
+    }
+    fit_data *d = fit_data_build(t.rows, t.n, "chunk", "custom", OBJECTIVE_ENERGY, &err);
+    cr_assert_not_null(d, "%s", err.message);
+    cr_expect_eq(fit_data_n_unranked(d), dropped);
+    cr_expect_eq(fit_data_best_value(d, 0), 16);
+    cr_expect(isinf(fit_data_cost(d, 0, 32)));
+    char *md = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&md, &len);
+    fit_result r;
+    fit_or_fail(d, &r);
+    fit_write_markdown(d, &r, f);
+    fclose(f);
+    cr_expect_not_null(strstr(md, "Ranked by energy (J per call)"), "%s", md);
+    cr_expect_not_null(strstr(md, "| best (uJ) | rule (uJ) |"), "%s", md);
+    cr_expect_not_null(strstr(md, "8 ok rows without energy left out"), "%s", md);
+    json_t *j = fit_result_to_json(d, &r, NULL, 0);
+    cr_expect_str_eq(json_string_value(json_object_get(j, "objective")), "energy");
+    json_t *s0 = json_array_get(json_object_get(j, "shapes"), 0);
+    cr_expect_float_eq(json_real_value(json_object_get(s0, "best_energy_uj")), 1100.0, 1e-9);
+    cr_expect_null(json_object_get(s0, "best_time_us"));
+    json_decref(j);
+    free(md);
+    fit_result_release(&r);
+    fit_data_free(d);
+    free(t.rows);
+}
+
+Test(fit, cli_objective, .init = make_tmpdir, .fini = remove_tmpdir)
+{
+    fit_cli c;
+    char *argv[] = {"fit", SPARQ_DIR, "--param", "chunk", "--objective", "edp", NULL};
+    cr_assert_eq(fit_parse(6, argv, &c), 0);
+    cr_expect_eq(c.objective, OBJECTIVE_EDP);
+    char *bad[] = {"fit", SPARQ_DIR, "--param", "chunk", "--objective", "power", NULL};
+    cr_expect_eq(tune_cmd_fit(6, bad), 2);
+    /* the fixture has no energy: refused rather than fitted by time */
+    char *energy[] = {"fit", SPARQ_DIR, "--param", "chunk", "--objective", "energy", "--quiet",
+                      NULL};
+    cr_expect_eq(tune_cmd_fit(7, energy), 1);
 }

@@ -140,11 +140,11 @@ Test(report, csv_lines)
         lines += *c == '\n';
     cr_expect_eq(lines, 1 + 5);
     const char *header = "g,k_pre,k,n,dtype,method,chunk,best_time_us,bandwidth_gb_s,pct_read_bw,"
-                         "tflop_s,pct_roofline,pct_model,time_us_gather,speedup_gather,time_us_slice,speedup_slice\n";
+                         "tflop_s,pct_roofline,pct_model,energy_uj,time_us_gather,speedup_gather,time_us_slice,speedup_slice\n";
     cr_expect(strncmp(csv, header, strlen(header)) == 0, "%s", csv);
-    expect_contains(csv, "\n256,1024,64,128,float16,custom,64,8,2097.15,49.9322,,,,20,2.5,16,2\n");
-    expect_contains(csv, "\n256,1024,128,128,float16,,,,,,,,,9,,7,\n");
-    expect_contains(csv, "\n1024,4096,128,128,float16,custom,16,50,2684.35,63.9132,,,,60,1.2,,\n");
+    expect_contains(csv, "\n256,1024,64,128,float16,custom,64,8,2097.15,49.9322,,,,,20,2.5,16,2\n");
+    expect_contains(csv, "\n256,1024,128,128,float16,,,,,,,,,,9,,7,\n");
+    expect_contains(csv, "\n1024,4096,128,128,float16,custom,16,50,2684.35,63.9132,,,,,60,1.2,,\n");
     free(csv);
 }
 
@@ -489,4 +489,45 @@ Test(report, searched_run)
     free(md);
     report_free(r);
     json_decref(meta);
+}
+
+/* Each objective picks its own best: tile 32 is fastest, tile 64 uses the least energy, tile 128
+ * has the least energy x time; a row without energy never wins an energy ranking. */
+Test(report_mem, ranks_by_objective)
+{
+    result_row in[] = {
+        make_row("a", 1, "float16", 32, RESULT_OK, 2.0),  make_row("a", 1, "float16", 64, RESULT_OK, 6.0),
+        make_row("a", 1, "float16", 128, RESULT_OK, 3.0), make_row("a", 1, "float16", 256, RESULT_OK, 1.0),
+    };
+    in[0].energy_j = 4e-3; /* edp 8e-9 */
+    in[1].energy_j = 1e-3; /* edp 6e-9 */
+    in[2].energy_j = 1.5e-3; /* edp 4.5e-9 */
+    /* in[3]: the fastest of all, but no energy */
+    const char *r_axes[] = {"m"};
+    const struct {
+        tune_objective obj;
+        int64_t tile;
+        const char *line;
+    } cases[] = {
+        {OBJECTIVE_TIME, 256, NULL},
+        {OBJECTIVE_ENERGY, 64, "Ranked by energy: each shape's best is the configuration with the "
+                               "least energy per call.\n"},
+        {OBJECTIVE_EDP, 128, "Ranked by energy-delay product"},
+    };
+    for (size_t k = 0; k < 3; k++) {
+        report_spec spec = {.rows = r_axes, .n_rows = 1, .objective = cases[k].obj};
+        report *r = report_build(in, 4, &spec, NULL);
+        cr_assert_not_null(r);
+        cr_expect_eq(point_int(&report_best(r, 0)->values, "tile", 0), cases[k].tile, "%s",
+                     objective_name(cases[k].obj));
+        char *md = capture(report_write_markdown, r);
+        if (cases[k].line) {
+            expect_contains(md, cases[k].line);
+            expect_contains(md, "## Energy per call (uJ)\n");
+        } else {
+            cr_expect_null(strstr(md, "Ranked by"), "time says nothing: %s", md);
+        }
+        free(md);
+        report_free(r);
+    }
 }

@@ -420,14 +420,14 @@ Test(results, row_schema)
     cr_expect_not_null(strstr(read_text(path), want), "the writer records the row format");
     const char *texts[] = {
         GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
-             "\"time_median\":1e-6,\"schema\":2}\n",
+             "\"time_median\":1e-6,\"schema\":3}\n",
         GOOD "{\"schema\":99,\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],"
              "\"status\":\"ok\",\"time_median\":-1e-6,\"renamed\":1}\n",
         GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
              "\"time_median\":1e-6,\"schema\":\"1\"}\n",
     };
-    const char *msgs[] = {"key 'schema': row format 2 is newer than this tune reads (1)",
-                          "key 'schema': row format 99 is newer than this tune reads (1)",
+    const char *msgs[] = {"key 'schema': row format 3 is newer than this tune reads (2)",
+                          "key 'schema': row format 99 is newer than this tune reads (2)",
                           "key 'schema': expected an integer >= 1"};
     for (size_t i = 0; i < 3; i++)
         expect_refused_at_line_2("schema", i, texts[i], msgs[i]);
@@ -442,6 +442,68 @@ Test(results, row_schema)
     cr_expect_eq(results_read(path, &rows, &n, &err), TUNE_OK, "%s", err.message);
     cr_expect_eq(n, 2);
     results_rows_free(rows, n);
+}
+
+/* Format 2's energy: written when measured, or with its note when a run measured energy but the
+ * row has none; read back; absent (format 1) reads as NAN; a damaged value names the line. */
+Test(results, energy_round_trip)
+{
+    result_row in[3];
+    fill_tuned(&in[0], 256, 16);
+    in[0].energy_j = 2.5e-3;
+    fill_tuned(&in[1], 256, 32);
+    in[1].energy_note = "NVML has no energy counter on this device";
+    fill_tuned(&in[2], 256, 64);
+    write_rows(in, 3);
+    char path[128];
+    snprintf(path, sizeof path, "%s/raw.jsonl", tmpdir);
+    const char *text = read_text(path);
+    cr_expect_not_null(strstr(text, "\"energy_j\":0.0025"));
+    cr_expect_not_null(strstr(text, ",\"energy_note\":null"));
+    cr_expect_not_null(strstr(text, "\"energy_j\":null,\"energy_note\":\"NVML has no"));
+    result_row *rows;
+    size_t n;
+    tune_error err = {0};
+    cr_assert_eq(results_read(path, &rows, &n, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(n, 3);
+    cr_expect_float_eq(rows[0].energy_j, 2.5e-3, 1e-12);
+    cr_expect_null(rows[0].energy_note);
+    cr_expect(isnan(rows[1].energy_j));
+    cr_expect_str_eq(rows[1].energy_note, "NVML has no energy counter on this device");
+    cr_expect(isnan(rows[2].energy_j), "a row of a run without energy has none");
+    cr_expect_float_eq(results_row_cost(&rows[0], OBJECTIVE_EDP), 2.5e-3 * 2e-6, 1e-15);
+    cr_expect(isnan(results_row_cost(&rows[1], OBJECTIVE_ENERGY)));
+    cr_expect_float_eq(results_row_cost(&rows[1], OBJECTIVE_TIME), 2e-6, 1e-15);
+    results_rows_free(rows, n);
+    const char *bad[] = {
+        GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
+             "\"time_median\":1e-6,\"energy_j\":-1,\"schema\":2}\n",
+        GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
+             "\"time_median\":1e-6,\"energy_j\":\"1 mJ\",\"schema\":2}\n",
+    };
+    expect_refused_at_line_2("energy", 0, bad[0], "key 'energy_j': expected joules per call > 0");
+    expect_refused_at_line_2("energy", 1, bad[1], "energy_j");
+}
+
+/* The objectives' names, and what each needs of a call. */
+Test(results, objective_costs)
+{
+    tune_objective o = OBJECTIVE_TIME;
+    const char *names[] = {"time", "energy", "edp"};
+    for (int i = 0; i < 3; i++) {
+        cr_expect_eq(objective_parse(names[i], &o), 0);
+        cr_expect_eq((int)o, i);
+        cr_expect_str_eq(objective_name(o), names[i]);
+    }
+    cr_expect_eq(objective_parse("power", &o), -1);
+    cr_expect_eq(objective_parse(NULL, &o), -1);
+    cr_expect_eq(o, OBJECTIVE_EDP, "unchanged by a refused name");
+    cr_expect_float_eq(objective_cost(OBJECTIVE_TIME, 2e-6, NAN), 2e-6, 1e-18);
+    cr_expect(isnan(objective_cost(OBJECTIVE_ENERGY, 2e-6, NAN)));
+    cr_expect(isnan(objective_cost(OBJECTIVE_EDP, NAN, 1e-3)));
+    cr_expect(isnan(objective_cost(OBJECTIVE_ENERGY, 2e-6, 0)), "zero energy is not a measure");
+    cr_expect_float_eq(objective_cost(OBJECTIVE_EDP, 2e-6, 1e-3), 2e-9, 1e-21);
+    cr_expect(objective_needs_energy(OBJECTIVE_EDP) && !objective_needs_energy(OBJECTIVE_TIME));
 }
 
 /* A configuration measured twice counts once: the last row is kept. */

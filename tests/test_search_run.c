@@ -252,7 +252,7 @@ Test(search_run, crash_is_a_failed_observation, .timeout = 600)
 
 /* A searched run cut short (its rows after the third gone, half a row left, no verdicts yet) and
  * resumed measures the same configurations as the whole run, each once; a resume as another
- * search is refused. */
+ * search (or by another objective) is refused. */
 Test(search_run, resume_measures_the_same_configurations, .timeout = 600)
 {
     require_gpu_in_child();
@@ -279,6 +279,8 @@ Test(search_run, resume_measures_the_same_configurations, .timeout = 600)
     cr_expect_neq(run_tune(args), 0, "a resume with another search seed is refused");
     snprintf(args, sizeof args, "%s --out %s --resume --search exhaustive", SPARQ, dir);
     cr_expect_neq(run_tune(args), 0, "a resume as another strategy is refused");
+    snprintf(args, sizeof args, "%s --out %s --resume --objective energy", SPARQ, dir);
+    cr_expect_neq(run_tune(args), 0, "a resume by another objective is refused");
     snprintf(args, sizeof args, "%s --out %s --resume", SPARQ, dir);
     cr_assert_eq(run_tune(args), 0);
     char *resumed = test_row_identities(dir, &n_res);

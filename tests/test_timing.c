@@ -19,6 +19,7 @@
 #include "device/gpu.h"
 #include "util.h"
 #include "core/stats.h"
+#include "device/monitor.h"
 #include "device/timing.h"
 
 
@@ -298,4 +299,63 @@ Test(timing_gpu, hot_is_not_slower_than_cold)
     t_hot = measure(&st, &hot);
     cr_expect_lt(t_hot, t_cold * 0.9, "16 MiB: hot %.3f us, cold %.3f us", t_hot * 1e6,
                  t_cold * 1e6);
+}
+
+static int tt_energy_read(void *ctx, double *joules)
+{
+    return monitor_energy(ctx, joules);
+}
+
+/* The energy of one hot read of `bytes` (joules per call), with what the window measured. */
+static double tt_energy(monitor *m, double period, size_t bytes, timing_energy_info *ei)
+{
+    tt_use(TT_READ, bytes);
+    sweep_timing st = fixed(SWEEP_TIMING_MODE_HOT, 3, 20);
+    timing_info info;
+    double call_s = measure(&st, &info);
+    timing_energy_counter c = {tt_energy_read, m, period};
+    tune_error err = {0};
+    env.n_before = 0;
+    cr_assert_eq(timing_energy(env.t, &tt_family, &env, &st, call_s, &c, ei, &err), TUNE_OK, "%s",
+                 err.message);
+    cr_expect_eq(env.n_before, 0, "the energy window draws no fresh inputs");
+    return ei->joules;
+}
+
+/* Energy is measured: a read of 16x the bytes costs more energy per call, the window lasts the
+ * rule's time, and the power it implies is a GPU's. Skips when NVML has no energy counter. */
+Test(timing_gpu, energy_per_call_is_measured)
+{
+    tune_error err = {0};
+    gpu_info gi;
+    cr_assert_eq(gpu_query(0, &gi, &err), TUNE_OK, "%s", err.message);
+    monitor *m = monitor_open(gi.pci_bus_id);
+    double period = 0, j;
+    if (monitor_energy(m, &j) != 0 || monitor_energy_period(m, 2.0, &period) != 0) {
+        monitor_close(m);
+        cr_skip_test("NVML has no energy counter on this device");
+    }
+    timing_energy_info small, big;
+    double e_small = tt_energy(m, period, (size_t)4 << 20, &small);
+    double e_big = tt_energy(m, period, (size_t)64 << 20, &big);
+    fprintf(stderr,
+            "energy: counter period %.1f ms; read 4 MiB: %.3g J/call (%zu calls, %.3f s, %.0f W); "
+            "read 64 MiB: %.3g J/call (%zu calls, %.3f s, %.0f W)\n",
+            period * 1e3, e_small, small.calls, small.window_s, small.power_w, e_big, big.calls,
+            big.window_s, big.power_w);
+    double want = fmax(TIMING_ENERGY_PERIODS * period, TIMING_ENERGY_MIN_S);
+    for (int k = 0; k < 2; k++) {
+        const timing_energy_info *ei = k ? &big : &small;
+        cr_expect(ei->joules > 0 && isfinite(ei->joules), "%s", ei->note ? ei->note : "");
+        cr_expect(ei->window_s >= 0.9 * want, "window %.3f s, rule %.3f s", ei->window_s, want);
+        cr_expect(ei->power_w > 10 && ei->power_w < 2000, "%.0f W", ei->power_w);
+    }
+    cr_expect(e_big > 2 * e_small, "16x the bytes: %.3g J vs %.3g J", e_big, e_small);
+    /* no counter: not measured, and said why */
+    timing_energy_info none;
+    sweep_timing st = fixed(SWEEP_TIMING_MODE_HOT, 0, 1);
+    cr_expect_eq(timing_energy(env.t, &tt_family, &env, &st, 1e-5, NULL, &none, &err), TUNE_OK);
+    cr_expect(isnan(none.joules));
+    cr_expect_str_eq(none.note, "no NVML energy counter on this device");
+    monitor_close(m);
 }

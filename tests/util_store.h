@@ -24,12 +24,15 @@ typedef struct {
     void *ctx;
     const char *extra_meta; /* more meta.json members, ", \"shard\": {...}" */
     int skip_shape;         /* a shape whose tuned rows fail (invalid); -1: none */
+    /* the tuned energy of shape i, configuration j (joules per call, rows of format 2); NULL:
+     * rows of format 1, without energy */
+    double (*energy)(int i, int j, void *ctx);
 } toy_run;
 
 static inline toy_run toy_defaults(void)
 {
     return (toy_run){"toy", "NVIDIA H200", "580.1", "k1", "2026-01-01T02:00:00Z", 1, 3, 3,
-                     NULL, NULL, "", -1};
+                     NULL, NULL, "", -1, NULL};
 }
 
 /* Writes run r into dir (created). */
@@ -61,13 +64,17 @@ static inline void toy_write(const char *dir, const toy_run *r)
         for (int j = 0; j < r->n_configs; j++) {
             double t = r->time ? r->time(i, j, r->ctx) : 1e-5 * (1 + i) * (1 + j);
             int bad = i == r->skip_shape;
+            char energy[64] = "";
+            if (r->energy)
+                snprintf(energy, sizeof energy, "\"energy_j\":%.9g,",
+                         r->energy(i, j, r->ctx));
             fprintf(f,
                     "{\"sweep\":\"%s\",\"family\":\"fam\",\"op\":\"op\",\"method\":\"custom\","
                     "\"n\":%d,\"chunk\":%d,\"axes\":[\"n\"],\"params\":[\"chunk\"],\"status\":"
                     "\"%s\",\"reason\":%s,\"time_median\":%.9g,\"time_n\":%d,\"bytes\":1e6,"
-                    "\"schema\":1}\n",
+                    "%s\"schema\":%d}\n",
                     r->sweep, n, 16 << j, bad ? "invalid" : "ok", bad ? "\"wrong\"" : "null",
-                    t, bad ? 0 : 10);
+                    t, bad ? 0 : 10, energy, r->energy ? 2 : 1);
         }
         fprintf(f,
                 "{\"sweep\":\"%s\",\"family\":\"fam\",\"op\":\"op\",\"method\":\"base\",\"n\":%d,"

@@ -1,7 +1,7 @@
 /* tune compare: compare a run with a baseline; the exit status says whether it regressed.
  *
  *   tune compare BASE NEW [--threshold PCT] [--allow-mismatch[=KEY,...]] [--out DIR]
- *                [--param NAME]... [--quiet]
+ *                [--param NAME]... [--objective time|energy|edp] [--quiet]
  *   tune compare --base DIR... --new DIR... [options]
  *
  * Prints a Markdown summary and writes DIR/compare.md and DIR/compare.json (DIR defaults to the
@@ -23,7 +23,7 @@ int tune_cmd_compare(int argc, char **argv);
 
 static const char compare_usage[] =
     "usage: tune compare BASE NEW [--threshold PCT] [--allow-mismatch[=KEY,...]] [--out DIR]\n"
-    "                    [--param NAME]... [--quiet]\n"
+    "                    [--param NAME]... [--objective time|energy|edp] [--quiet]\n"
     "       tune compare --base DIR... --new DIR... [options]\n"
     "Compares the results folders NEW with BASE (several folders of a side are merged): every\n"
     "configuration, the best configuration of every shape, the winners and the fitted rules.\n"
@@ -38,6 +38,9 @@ static const char compare_usage[] =
     "                          timing\n"
     "  --param NAME            parameters whose fitted rules are compared (repeat, or a,b);\n"
     "                          default: heuristics.json's, else every varying integer parameter\n"
+    "  --objective OBJ         compare the median time (default), the energy per call or the\n"
+    "                          energy-delay product (edp): a regression in energy is one; rows\n"
+    "                          without energy cannot be compared by energy (docs/compare.md)\n"
     "  --out DIR               write compare.md and compare.json there (default: stdout only;\n"
     "                          the folders compared are never written)\n"
     "  --quiet                 no summary on stdout\n"
@@ -53,6 +56,7 @@ typedef struct {
     size_t n_params, n_allow, n_lists;
     const char *out;
     double threshold;
+    tune_objective objective;
     int allow_all, quiet;
 } compare_cli;
 
@@ -73,8 +77,41 @@ static int compare_split(compare_cli *c, const char *val, const char **out, size
     return 0;
 }
 
-/* The command line into c. About 85 lines: one branch per option, each with its check and
- * message; splitting it would only scatter the option table. */
+/* The value val of option a (--threshold, --param, --out, --objective) into c; -1 after saying
+ * why it is refused. */
+static int compare_option_value(compare_cli *c, const char *a, const char *val)
+{
+    if (strcmp(a, "--threshold") == 0) {
+        char pct[64]; /* "5" or "5%": the number without its sign */
+        size_t len = strlen(val);
+        len -= len && val[len - 1] == '%';
+        if (len >= sizeof pct)
+            return fprintf(stderr, "tune compare: --threshold expects a percentage, got '%s'\n",
+                           val),
+                   -1;
+        snprintf(pct, sizeof pct, "%.*s", (int)len, val);
+        return cli_double("compare", a, pct, 0, 1e6, 0, "percent", &c->threshold);
+    }
+    if (strcmp(a, "--param") == 0) {
+        if (compare_split(c, val, c->params, &c->n_params) != 0)
+            return fprintf(stderr, "tune compare: too many parameters\n"), -1;
+        return 0;
+    }
+    if (strcmp(a, "--objective") == 0) {
+        if (objective_parse(val, &c->objective) != 0)
+            return fprintf(stderr,
+                           "tune compare: --objective: expected time, energy or edp, got '%s'\n",
+                           val),
+                   -1;
+        return 0;
+    }
+    if (cli_path("compare", a, val) != 0) /* --out */
+        return -1;
+    c->out = val;
+    return 0;
+}
+
+/* The command line into c: folders, flags, then the options with a value. */
 static int compare_parse(int argc, char **argv, compare_cli *c)
 {
     const char *pos[COMPARE_CLI_MAX];
@@ -113,33 +150,15 @@ static int compare_parse(int argc, char **argv, compare_cli *c)
                 return fprintf(stderr, "tune compare: too many keys in %s\n", a), -1;
             continue;
         }
-        if (strcmp(a, "--threshold") != 0 && strcmp(a, "--param") != 0 && strcmp(a, "--out") != 0)
+        if (strcmp(a, "--threshold") != 0 && strcmp(a, "--param") != 0 &&
+            strcmp(a, "--out") != 0 && strcmp(a, "--objective") != 0)
             return fprintf(stderr, "tune compare: unknown option %s\n%s", a, compare_usage), -1;
         if (!val)
             return fprintf(stderr, "tune compare: option %s needs a value\n%s", a, compare_usage),
                    -1;
         i++;
-        if (strcmp(a, "--threshold") == 0) {
-            char pct[64]; /* "5" or "5%": the number without its sign */
-            size_t len = strlen(val);
-            len -= len && val[len - 1] == '%';
-            if (len >= sizeof pct)
-                return fprintf(stderr, "tune compare: --threshold expects a percentage, got '%s'\n",
-                               val),
-                       -1;
-            snprintf(pct, sizeof pct, "%.*s", (int)len, val);
-            if (cli_double("compare", a, pct, 0, 1e6, 0, "percent", &c->threshold) != 0)
-                return -1;
-        } else if (strcmp(a, "--param") == 0) {
-            if (compare_split(c, val, c->params, &c->n_params) != 0)
-                return fprintf(stderr, "tune compare: too many parameters\n"), -1;
-        } else if (strcmp(a, "--out") == 0) {
-            if (cli_path("compare", a, val) != 0)
-                return -1;
-            c->out = val;
-        } else {
-            return fprintf(stderr, "tune compare: unknown option %s\n%s", a, compare_usage), -1;
-        }
+        if (compare_option_value(c, a, val) != 0)
+            return -1;
         side = 0;
     }
     if (n_pos && (c->n_base || c->n_now))
@@ -187,6 +206,7 @@ int tune_cmd_compare(int argc, char **argv)
     opt.allow = c.allow;
     opt.n_allow = c.n_allow;
     opt.allow_all = c.allow_all;
+    opt.objective = c.objective;
     tune_error err = {0};
     char buf[4096];
     compare *cmp = compare_dirs(c.base, c.n_base, c.now, c.n_now, &opt, &err);

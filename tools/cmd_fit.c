@@ -1,7 +1,7 @@
 /* tune fit: fit a heuristic for one parameter over the problem axes, or evaluate a given rule.
  *
  *   tune fit RESULTS_DIR... --param chunk [--target 0.98] [--method custom] [--out DIR]
- *            [--header FILE] [--no-loo] [--quiet]
+ *            [--header FILE] [--objective time|energy|edp] [--no-loo] [--quiet]
  *   tune fit RESULTS_DIR... --param chunk --rule "min(64, 8192 / k)" [--out DIR] [--header FILE]
  *
  * Fitting prints a Markdown summary and writes DIR/heuristics.json and DIR/heuristic_<param>.h
@@ -24,19 +24,22 @@ int tune_cmd_fit(int argc, char **argv);
 
 static const char fit_usage[] =
     "usage: tune fit RESULTS_DIR... --param NAME [--target 0.98] [--method NAME] [--out DIR]\n"
-    "                [--header FILE] [--no-loo] [--quiet]\n"
+    "                [--header FILE] [--objective time|energy|edp] [--no-loo] [--quiet]\n"
     "       tune fit RESULTS_DIR... --param NAME --rule EXPR [--method NAME] [--out DIR]\n"
-    "                [--header FILE]\n"
+    "                [--header FILE] [--objective time|energy|edp]\n"
     "Fits the simplest rule for the parameter over the problem axes whose efficiency (geometric\n"
-    "mean over shapes of best time / time of the rule's value) reaches the target, or evaluates\n"
-    "the rule given with --rule. Prints the tables; writes heuristics.json and heuristic_NAME.h\n"
-    "into --out DIR when given (the results folders read are never written).\n";
+    "mean over shapes of best cost / cost of the rule's value) reaches the target, or evaluates\n"
+    "the rule given with --rule. The cost is the objective's: the median time (default), the\n"
+    "energy per call or the energy-delay product (rows without energy cannot be ranked by\n"
+    "energy). Prints the tables; writes heuristics.json and heuristic_NAME.h into --out DIR\n"
+    "when given (the results folders read are never written).\n";
 
 typedef struct {
     const char *dirs[256];
     size_t n_dirs;
     const char *param, *method, *rule, *out, *header;
     double target;
+    tune_objective objective;
     int no_loo, quiet;
 } fit_cli;
 
@@ -65,8 +68,8 @@ static int fit_parse(int argc, char **argv, fit_cli *c)
             c->dirs[c->n_dirs++] = a;
             continue;
         }
-        static const char *const with_value[] = {"--param",  "--method", "--rule",
-                                                 "--out",    "--header", "--target"};
+        static const char *const with_value[] = {"--param",  "--method", "--rule",   "--out",
+                                                 "--header", "--target", "--objective"};
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             known |= strcmp(a, with_value[k]) == 0;
@@ -85,6 +88,12 @@ static int fit_parse(int argc, char **argv, fit_cli *c)
             if (cli_path("fit", a, val) != 0)
                 return -1;
             *(a[2] == 'o' ? &c->out : &c->header) = val;
+        } else if (strcmp(a, "--objective") == 0) {
+            if (objective_parse(val, &c->objective) != 0)
+                return fprintf(stderr,
+                               "tune fit: --objective: expected time, energy or edp, got '%s'\n",
+                               val),
+                       -1;
         } else if (strcmp(a, "--target") == 0) {
             if (cli_double("fit", a, val, 0, 1, 1, NULL, &c->target) != 0)
                 return -1;
@@ -177,10 +186,12 @@ static tune_status fit_command(const fit_cli *c, const fit_data *d, tune_error *
     snprintf(loo, sizeof loo, "%.1f %%", 100.0 * ch->loo);
     snprintf(comment, sizeof comment,
              "Fitted on %s (method %s, %zu shapes), family %s.\n"
-             "Efficiency %s (geometric mean of best time / time of the rule's %s), "
+             "Efficiency %s (geometric mean of best %s / %s of the rule's %s), "
              "leave-one-shape-out %s, %zu infeasible shapes.",
              sources, fit_data_method(d) ? fit_data_method(d) : "any tuned", fit_data_n_shapes(d),
-             fit_family_str(ch->family), eff, fit_data_param(d), loo, ch->eval.n_infeasible);
+             fit_family_str(ch->family), eff, objective_name(fit_data_objective(d)),
+             objective_name(fit_data_objective(d)), fit_data_param(d), loo,
+             ch->eval.n_infeasible);
     if (st == TUNE_OK && header[0])
         st = write_header_file(d, ch->eval.rule, comment, header, set, err);
     st = finish_set(set, st, err);
@@ -214,8 +225,10 @@ static tune_status eval_command(const fit_cli *c, const fit_data *d, tune_error 
         char sources[2048], comment[4096];
         join_dirs(c, sources, sizeof sources);
         snprintf(comment, sizeof comment,
-                 "Given rule evaluated on %s: efficiency %.1f %% over %zu shapes, %zu infeasible.",
-                 sources, 100.0 * ev.efficiency, ev.n_feasible, ev.n_infeasible);
+                 "Given rule evaluated on %s: efficiency %.1f %% by %s over %zu shapes, %zu "
+                 "infeasible.",
+                 sources, 100.0 * ev.efficiency, objective_name(fit_data_objective(d)),
+                 ev.n_feasible, ev.n_infeasible);
         st = write_header_file(d, ev.rule, comment, c->header, set, err);
     }
     st = finish_set(set, st, err);
@@ -236,7 +249,7 @@ int tune_cmd_fit(int argc, char **argv)
     size_t n = 0;
     if (fit_read_results(c.dirs, c.n_dirs, &rows, &n, &err) != TUNE_OK)
         return fit_fail(&err);
-    fit_data *d = fit_data_build(rows, n, c.param, c.method, &err);
+    fit_data *d = fit_data_build(rows, n, c.param, c.method, c.objective, &err);
     tune_status st = d ? (c.rule ? eval_command(&c, d, &err) : fit_command(&c, d, &err))
                        : err.code;
     fit_data_free(d);

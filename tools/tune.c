@@ -161,6 +161,12 @@ static const opt_desc options[] = {
      "kill a configuration that makes no progress for S seconds, 0 < S <= 86400 (default 20)"},
     {"--retake-throttled", "N", CMD_RUN,
      "measure again (up to N times, 0 to 100) when NVML saw the GPU throttled"},
+    {"--energy", NULL, CMD_RUN,
+     "also measure each configuration's energy per call through NVML's energy counter,\n"
+     "                        apart from its timing (docs/timing.md#energy)"},
+    {"--objective", "time|energy|edp", CMD_RUN | CMD_REPORT,
+     "rank by time (default), energy per call or energy-delay product; a run measures\n"
+     "                        energy for energy and edp"},
     {"--shard", "I/N", CMD_RUN,
      "run only shard I of N (0-based: 0/4 .. 3/4), balanced by estimated cost"},
     {"--gpus", "all|0,1", CMD_RUN, "one coordinator per GPU, each on its shard, merged at the end"},
@@ -304,6 +310,8 @@ static int apply_option(const char *cmd, const char *a, const char *val, cli *c)
         c->run.warnings = 1;
     } else if (strcmp(a, "--resume") == 0) {
         c->run.resume = 1;
+    } else if (strcmp(a, "--energy") == 0) {
+        c->run.energy = 1;
     } else if (strcmp(a, "--compile-only") == 0) {
         c->run.compile_only = c->run.compile_rows = 1;
     } else if (strcmp(a, "--no-ingest") == 0) {
@@ -339,6 +347,11 @@ static int apply_option(const char *cmd, const char *a, const char *val, cli *c)
         if (cli_int(cmd, a, val, 0, 100, &n) != 0)
             return -1;
         c->run.retake_throttled = (int)n;
+    } else if (strcmp(a, "--objective") == 0) {
+        if (objective_parse(val, &c->run.objective) != 0)
+            return fprintf(stderr, "tune %s: --objective: expected time, energy or edp, got '%s'\n",
+                           cmd, val),
+                   -1;
     } else if (strcmp(a, "--shard") == 0) {
         shard_spec sh;
         tune_error err = {0};
@@ -690,7 +703,7 @@ static int cmd_report(cli *c)
     tune_error err = {0};
     /* rows measured before the time model get its fields from the calibration (cmd_roofline.c) */
     if (report_rebuild_filled(c->files, c->n_files, c->rows, c->cols, c->run.out_dir,
-                              c->run.quiet, tune_report_fill,
+                              c->run.quiet, c->run.objective, tune_report_fill,
                               (void *)(c->run.out_root ? c->run.out_root : "results"),
                               &err) != TUNE_OK)
         return fail(&err);

@@ -72,9 +72,22 @@ compare_verdict compare_change_verdict(double change, double noise_base, double 
     return change > threshold ? COMPARE_REGRESSION : COMPARE_SLOWER;
 }
 
-/* The verdict of a pair of rows (either may be NULL); fills change and noises. */
-static compare_verdict compare_rows(const result_row *b, const result_row *n, double threshold,
-                                    double *change, double *noise_b, double *noise_n)
+double compare_cost(const compare *c, const result_row *row)
+{
+    return row ? results_row_cost(row, c->objective) : NAN;
+}
+
+/* The relative noise of the row's cost (compare.h: Objective): its time's, sqrt(2) x under edp. */
+static double compare_cost_noise(const compare *c, const result_row *row)
+{
+    double n = compare_row_noise(row);
+    return c->objective == OBJECTIVE_EDP ? sqrt(2.0) * n : n;
+}
+
+/* The verdict of a pair of rows (either may be NULL) by their cost; fills change and noises. */
+static compare_verdict compare_rows(const compare *c, const result_row *b, const result_row *n,
+                                    double threshold, double *change, double *noise_b,
+                                    double *noise_n)
 {
     *change = *noise_b = *noise_n = NAN;
     if (!b || !n)
@@ -90,11 +103,12 @@ static compare_verdict compare_rows(const result_row *b, const result_row *n, do
         return COMPARE_SAME;
     if (b->status != n->status)
         return COMPARE_UNKNOWN; /* ok in one run, only compiled in the other */
-    *noise_b = compare_row_noise(b);
-    *noise_n = compare_row_noise(n);
-    if (!compare_timed(b) || !compare_timed(n))
-        return COMPARE_UNKNOWN;
-    *change = (n->time.median - b->time.median) / b->time.median;
+    *noise_b = compare_cost_noise(c, b);
+    *noise_n = compare_cost_noise(c, n);
+    double cb = compare_cost(c, b), cn = compare_cost(c, n);
+    if (!isfinite(cb) || !isfinite(cn))
+        return COMPARE_UNKNOWN; /* not timed, or (energy, edp) without energy */
+    *change = (cn - cb) / cb;
     return compare_change_verdict(*change, *noise_b, *noise_n, threshold);
 }
 
@@ -414,9 +428,12 @@ static void compare_judge_configs(compare *c)
     size_t n_changes = 0;
     for (size_t i = 0; i < c->n_configs; i++) {
         compare_config *cfg = &c->configs[i];
-        cfg->verdict = compare_rows(cfg->base_row, cfg->new_row, c->threshold, &cfg->change,
+        cfg->verdict = compare_rows(c, cfg->base_row, cfg->new_row, c->threshold, &cfg->change,
                                     &cfg->noise_base, &cfg->noise_new);
         c->counts.configs[cfg->verdict]++;
+        if (cfg->verdict == COMPARE_UNKNOWN && compare_timed(cfg->base_row) &&
+            compare_timed(cfg->new_row) && isnan(cfg->change))
+            c->counts.unranked_configs++; /* timed in both: the objective's energy is missing */
         if (cfg->verdict == COMPARE_FASTER && -cfg->change > c->threshold)
             c->counts.improved++;
         if (changes && !isnan(cfg->change))
@@ -445,11 +462,27 @@ int compare_is_tuned(const result_row *row)
     return row->values.n > row->n_axes;
 }
 
-static const result_row *compare_faster(const result_row *best, const result_row *row)
+/* The cheaper of best and row under c's objective (a tuned row with a cost only). */
+static const result_row *compare_cheaper(const compare *c, const result_row *best,
+                                         const result_row *row)
 {
-    if (!row || !compare_is_tuned(row) || !compare_timed(row))
+    if (!row || !compare_is_tuned(row) || !isfinite(compare_cost(c, row)))
         return best;
-    return !best || row->time.median < best->time.median ? row : best;
+    return !best || compare_cost(c, row) < compare_cost(c, best) ? row : best;
+}
+
+/* What the shape's configurations [from, to) have on each side: any row, any timed tuned row. */
+static void compare_shape_sides(const compare *c, size_t from, size_t to, int any[2],
+                                int timed[2])
+{
+    any[0] = any[1] = timed[0] = timed[1] = 0;
+    for (size_t i = from; i < to; i++) {
+        const result_row *rows[2] = {c->configs[i].base_row, c->configs[i].new_row};
+        for (int k = 0; k < 2; k++) {
+            any[k] |= rows[k] != NULL;
+            timed[k] |= rows[k] && compare_is_tuned(rows[k]) && compare_timed(rows[k]);
+        }
+    }
 }
 
 static void compare_judge_shape(compare *c, compare_shape *s, size_t from, size_t to)
@@ -457,26 +490,28 @@ static void compare_judge_shape(compare *c, compare_shape *s, size_t from, size_
     size_t best_b = (size_t)-1, best_n = (size_t)-1;
     for (size_t i = from; i < to; i++) {
         const compare_config *cfg = &c->configs[i];
-        if (compare_faster(s->best_base, cfg->base_row) != s->best_base) {
+        if (compare_cheaper(c, s->best_base, cfg->base_row) != s->best_base) {
             s->best_base = cfg->base_row;
             best_b = i;
         }
-        if (compare_faster(s->best_new, cfg->new_row) != s->best_new) {
+        if (compare_cheaper(c, s->best_new, cfg->new_row) != s->best_new) {
             s->best_new = cfg->new_row;
             best_n = i;
         }
     }
-    int any_base = 0, any_new = 0;
-    for (size_t i = from; i < to; i++) {
-        any_base |= c->configs[i].base_row != NULL;
-        any_new |= c->configs[i].new_row != NULL;
-    }
+    int any[2], timed[2];
+    compare_shape_sides(c, from, to, any, timed);
+    /* ok rows on both sides, but one side's lack the objective's energy: no best to compare */
+    s->unranked = timed[0] && timed[1] && (!s->best_base || !s->best_new);
     s->old_winner_loss = NAN;
-    if (!any_base || !any_new) {
-        s->verdict = any_base ? COMPARE_ONLY_BASE : COMPARE_ONLY_NEW;
+    if (!any[0] || !any[1]) {
+        s->verdict = any[0] ? COMPARE_ONLY_BASE : COMPARE_ONLY_NEW;
+        s->change = s->noise_base = s->noise_new = NAN;
+    } else if (s->unranked) {
+        s->verdict = COMPARE_UNKNOWN;
         s->change = s->noise_base = s->noise_new = NAN;
     } else if (s->best_base || s->best_new) {
-        s->verdict = compare_rows(s->best_base, s->best_new, c->threshold, &s->change,
+        s->verdict = compare_rows(c, s->best_base, s->best_new, c->threshold, &s->change,
                                   &s->noise_base, &s->noise_new);
         if (!s->best_new)
             s->verdict = COMPARE_BROKEN;
@@ -489,12 +524,13 @@ static void compare_judge_shape(compare *c, compare_shape *s, size_t from, size_
     if (s->best_base && s->best_new) {
         s->winner_changed = best_b != best_n;
         s->old_winner_new = c->configs[best_b].new_row;
-        if (s->winner_changed && compare_timed(s->old_winner_new)) {
-            s->old_winner_loss = s->old_winner_new->time.median / s->best_new->time.median - 1;
+        if (s->winner_changed && isfinite(compare_cost(c, s->old_winner_new))) {
+            s->old_winner_loss =
+                compare_cost(c, s->old_winner_new) / compare_cost(c, s->best_new) - 1;
             double nb, nn;
             double ch;
             compare_verdict v =
-                compare_rows(s->best_new, s->old_winner_new, INFINITY, &ch, &nb, &nn);
+                compare_rows(c, s->best_new, s->old_winner_new, INFINITY, &ch, &nb, &nn);
             s->loss_significant = v == COMPARE_SLOWER;
         } else if (!s->winner_changed) {
             s->old_winner_loss = 0;
@@ -519,12 +555,34 @@ static tune_status compare_build_shapes(compare *c, tune_error *err)
         c->counts.shapes[s->verdict]++;
         c->counts.winners_changed += (size_t)s->winner_changed;
         c->counts.winner_losses += (size_t)s->loss_significant;
+        c->counts.unranked_shapes += (size_t)s->unranked;
         from = to;
     }
     return TUNE_OK;
 }
 
 /* ---- construction ---- */
+
+/* Under energy or edp, each side must have rows with energy per call: refused, not compared by
+ * time instead, when one has none. */
+static tune_status compare_check_energy(const compare *c, tune_error *err)
+{
+    if (!objective_needs_energy(c->objective))
+        return TUNE_OK;
+    for (int side = 0; side < 2; side++) {
+        const result_row *rows = side ? c->new_rows : c->base_rows;
+        size_t n = side ? c->n_new_rows : c->n_base_rows, with = 0;
+        for (size_t i = 0; i < n; i++)
+            with += (size_t)isfinite(compare_cost(c, &rows[i]));
+        if (!with)
+            return tune_error_set(err, TUNE_ERR_INVALID, side ? c->new_dirs[0] : c->base_dirs[0],
+                                  "%s has no ok row with energy per call (energy_j), so it cannot "
+                                  "be compared by %s: measure it with --energy, or compare by "
+                                  "time",
+                                  side ? "NEW" : "BASE", objective_name(c->objective));
+    }
+    return TUNE_OK;
+}
 
 static char **compare_copy_dirs(const char *const *dirs, size_t n)
 {
@@ -555,6 +613,7 @@ compare *compare_dirs(const char *const *base_dirs, size_t n_base, const char *c
         return NULL;
     }
     c->threshold = opt->threshold >= 0 ? opt->threshold : 0.05;
+    c->objective = opt->objective;
     c->find_family = opt->find_family;
     c->base_dirs = compare_copy_dirs(base_dirs, n_base);
     c->new_dirs = compare_copy_dirs(new_dirs, n_new);
@@ -577,6 +636,8 @@ compare *compare_dirs(const char *const *base_dirs, size_t n_base, const char *c
     if (st == TUNE_OK && (!c->n_base_rows || !c->n_new_rows))
         st = tune_error_set(err, TUNE_ERR_INVALID, c->n_base_rows ? new_dirs[0] : base_dirs[0],
                             "no result rows");
+    if (st == TUNE_OK)
+        st = compare_check_energy(c, err);
     if (st == TUNE_OK) {
         compare_collect_names(c);
         st = compare_match(c, err);
@@ -667,6 +728,10 @@ const char *compare_search(const compare *c, int new_side)
 double compare_threshold(const compare *c)
 {
     return c->threshold;
+}
+tune_objective compare_objective(const compare *c)
+{
+    return c->objective;
 }
 size_t compare_env_refused(const compare *c)
 {

@@ -28,6 +28,15 @@
  * Heuristic drift: for each parameter, a rule is fitted (fit.h, default target) on BASE and on
  * NEW; the BASE rule is evaluated on NEW's data. It is a regression when the BASE rule's
  * efficiency on NEW is below its efficiency on BASE times (1 - threshold).
+ *
+ * Objective (compare_options.objective, core/objective.h): under energy or edp each "median" above
+ * is the row's cost (store/results.h: results_row_cost: energy per call, or energy x time), so
+ * "faster" and "slower" read "cheaper" and "dearer", a shape's best is its cheapest row and the
+ * rules are fitted on that cost. A row's energy is one reading over a window of many calls
+ * (docs/timing.md#energy), with no spread of its own: its noise is the row's time noise (the
+ * calls' own variation), and sqrt(2) x that under edp (two measures of that noise multiplied).
+ * Rows ok in both runs without energy in one of them cannot be compared by energy: COMPARE_UNKNOWN,
+ * counted as unranked (compare_counts); a side without any row with energy is refused.
  */
 #ifndef TUNE_COMPARE_H
 #define TUNE_COMPARE_H
@@ -35,6 +44,7 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "core/objective.h"
 #include "store/results.h"
 
 typedef enum {
@@ -78,6 +88,7 @@ typedef struct {
      * lacked a parameter its family has now is matched as if it had the parameter's default (a
      * knob added after the run: its rows ran the default). */
     const struct tune_family *(*find_family)(const char *name);
+    tune_objective objective; /* what a change is of (see the header); default time */
 } compare_options;
 
 /* threshold 0.05, nothing allowed to differ, params NULL: the parameters named by heuristics.json
@@ -90,7 +101,8 @@ typedef struct compare compare;
 /* Reads both sides (raw.jsonl required; meta.json and heuristics.json optional) and compares
  * them. New comparison or NULL with err set: TUNE_ERR_IO / TUNE_ERR_PARSE / TUNE_ERR_INVALID from
  * reading, TUNE_ERR_INVALID when no configuration of NEW matches one of BASE, an allowed key is
- * not an environment key, or a parameter named in opt->params is in neither side's rows. A
+ * not an environment key, a parameter named in opt->params is in neither side's rows, or the
+ * objective needs energy and a side has no ok row with energy per call (the message says so). A
  * differing environment is not an error: see compare_env_refused. opt may be NULL. */
 compare *compare_dirs(const char *const *base_dirs, size_t n_base, const char *const *new_dirs,
                       size_t n_new, const compare_options *opt, tune_error *err);
@@ -98,19 +110,20 @@ void compare_free(compare *c);
 
 typedef struct {
     const result_row *base_row, *new_row; /* borrowed from the comparison; NULL when absent */
-    double change;                        /* NAN unless ok with a median in both */
+    double change;                        /* of the cost; NAN unless ok with a cost in both */
     double noise_base, noise_new;         /* NAN when unknown */
     compare_verdict verdict;
 } compare_config;
 
 typedef struct {
-    const result_row *best_base, *best_new; /* fastest ok tuned rows; NULL when none */
+    const result_row *best_base, *best_new; /* cheapest ok tuned rows; NULL when none */
     const result_row *any_row;              /* a row of the shape, for its axis values */
     double change, noise_base, noise_new;   /* of the best rows, as for configurations */
     compare_verdict verdict;
     int winner_changed; /* both runs have a best, and they are different configurations */
-    /* BASE's winner as measured in NEW (NULL when NEW has no such row), and how much slower it is
-     * than NEW's winner there: time / NEW's best - 1 (NAN unless it ran ok). The loss is
+    int unranked; /* ok tuned rows on both sides, but one side has none with the objective's cost */
+    /* BASE's winner as measured in NEW (NULL when NEW has no such row), and how much dearer it is
+     * than NEW's winner there: cost / NEW's best - 1 (NAN unless it has a cost). The loss is
      * significant when it exceeds the spread of both NEW rows. */
     const result_row *old_winner_new;
     double old_winner_loss;
@@ -149,6 +162,9 @@ typedef struct {
     size_t heuristics_changed, heuristic_regressions;
     size_t duplicates_base, duplicates_new;
     size_t env_differences, env_refused;
+    /* configurations ok in both and shapes (compare_shape.unranked) that the objective cannot
+     * rank: one side lacks energy per call */
+    size_t unranked_configs, unranked_shapes;
 } compare_counts;
 
 size_t compare_n_configs(const compare *c);
@@ -161,6 +177,7 @@ size_t compare_n_env(const compare *c);
 const compare_env_item *compare_env_at(const compare *c, size_t i);
 const compare_counts *compare_get_counts(const compare *c);
 double compare_threshold(const compare *c);
+tune_objective compare_objective(const compare *c);
 
 /* A side's search settings ("random, budget 10%, seed 7, batch default"; store/meta.h), NULL
  * when that side is not searched. When either side is searched, a configuration measured in one

@@ -86,8 +86,9 @@ static void compare_fit_one(compare *c, compare_heuristic *h)
     tune_error e = {0};
     char text[2300];
     h->base_eff = h->base_eff_new = h->new_eff = NAN;
-    fit_data *db = fit_data_build(c->base_rows, c->n_base_rows, h->param, NULL, &e);
-    fit_data *dn = db ? fit_data_build(c->new_rows, c->n_new_rows, h->param, NULL, &e) : NULL;
+    tune_objective obj = c->objective;
+    fit_data *db = fit_data_build(c->base_rows, c->n_base_rows, h->param, NULL, obj, &e);
+    fit_data *dn = db ? fit_data_build(c->new_rows, c->n_new_rows, h->param, NULL, obj, &e) : NULL;
     fit_options fo = {0, 1}; /* fit's default target; leave-one-out is not needed here */
     fit_result rb, rn;
     int have_b = 0, have_n = 0;

@@ -34,6 +34,7 @@ struct compare {
     result_row *base_rows, *new_rows; /* owned */
     size_t n_base_rows, n_new_rows;
     double threshold;
+    tune_objective objective; /* compare_options' */
     const struct tune_family *(*find_family)(const char *name); /* compare_options' */
     /* problem axes (from the first row), then every parameter; varies: more than one value */
     const char *names[COMPARE_MAX_NAMES]; /* borrowed from the rows */
@@ -59,6 +60,8 @@ struct compare {
 
 /* 1 when the row was timed (ok, samples, a positive median). */
 int compare_timed(const result_row *row);
+/* The row's cost under c's objective; NAN when it has none (not ok, not timed, no energy). */
+double compare_cost(const compare *c, const result_row *row);
 /* The row of a configuration: its BASE row, else its NEW row. */
 const result_row *compare_config_row(const compare_config *cfg);
 /* 1 when the row has parameters (a tuned method). */

@@ -13,16 +13,22 @@ static const char *compare_pct(double x, int sign, char *buf, size_t size)
     return buf;
 }
 
-/* "12.34 us", or the status (with the start of the reason) when not ok, "-" when absent. */
-static const char *compare_time_text(const result_row *row, char *buf, size_t size)
+/* The row's cost: "12.34 us" (time), "5.67 uJ" (energy), "3.21 uJ*us" (edp); or the status
+ * (with the start of the reason) when not ok, "-" when absent. */
+static const char *compare_time_text(const compare *c, const result_row *row, char *buf,
+                                     size_t size)
 {
+    const char *unit;
+    double scale = objective_print_scale(c->objective, &unit);
     if (!row)
         snprintf(buf, size, "-");
     else if (row->status != RESULT_OK)
         snprintf(buf, size, "%s%s%.60s", result_status_str(row->status), row->reason ? ": " : "",
                  row->reason ? row->reason : "");
+    else if (isfinite(compare_cost(c, row)))
+        snprintf(buf, size, "%.2f %s", compare_cost(c, row) * scale, unit);
     else if (compare_timed(row))
-        snprintf(buf, size, "%.2f us", row->time.median * 1e6);
+        snprintf(buf, size, "ok, no energy");
     else
         snprintf(buf, size, "ok, not timed");
     /* a reason may hold newlines or pipes (compiler logs): keep the table intact */
@@ -36,8 +42,8 @@ static void compare_config_line(const compare *c, const compare_config *cfg, FIL
 {
     char name[1024], tb[128], tn[128], ch[32], nb[32], nn[32];
     fprintf(f, "| %s | %s | %s | %s | %s | %s |\n", compare_config_name(c, cfg, name, sizeof name),
-            compare_time_text(cfg->base_row, tb, sizeof tb),
-            compare_time_text(cfg->new_row, tn, sizeof tn),
+            compare_time_text(c, cfg->base_row, tb, sizeof tb),
+            compare_time_text(c, cfg->new_row, tn, sizeof tn),
             compare_pct(cfg->change, 1, ch, sizeof ch),
             compare_pct(cfg->noise_base, 0, nb, sizeof nb),
             compare_pct(cfg->noise_new, 0, nn, sizeof nn));
@@ -166,13 +172,20 @@ static void compare_write_configs(const compare *c, FILE *f)
             k->configs[COMPARE_REGRESSION], k->configs[COMPARE_UNKNOWN], k->configs[COMPARE_BROKEN],
             k->configs[COMPARE_FIXED], k->configs[COMPARE_FAILING], k->configs[COMPARE_ONLY_BASE],
             k->configs[COMPARE_ONLY_NEW]);
+    if (k->unranked_configs)
+        fprintf(f,
+                "%zu configurations ok in both runs have no energy per call in one of them: they "
+                "cannot be compared by %s (unknown).\n\n",
+                k->unranked_configs, objective_name(c->objective));
     if (!isnan(c->change_median))
         fprintf(f,
-                "Change of the median times, configurations ok in both: median %s, from %s to "
-                "%s; %zu significantly faster by more than the threshold.\n",
+                "Change of the %s, configurations ok in both: median %s, from %s to "
+                "%s; %zu significantly %s by more than the threshold.\n",
+                c->objective == OBJECTIVE_TIME ? "median times" : objective_name(c->objective),
                 compare_pct(c->change_median, 1, m, sizeof m),
                 compare_pct(c->change_min, 1, a, sizeof a),
-                compare_pct(c->change_max, 1, b, sizeof b), k->improved);
+                compare_pct(c->change_max, 1, b, sizeof b), k->improved,
+                c->objective == OBJECTIVE_TIME ? "faster" : "cheaper");
     if (k->duplicates_base || k->duplicates_new)
         fprintf(f, "\nMeasured more than once (the last row kept): %zu in BASE, %zu in NEW.\n",
                 k->duplicates_base, k->duplicates_new);
@@ -193,6 +206,11 @@ static void compare_write_shapes(const compare *c, FILE *f)
             c->n_shapes, k->shapes[COMPARE_SAME], k->shapes[COMPARE_FASTER],
             k->shapes[COMPARE_SLOWER], k->shapes[COMPARE_REGRESSION], k->shapes[COMPARE_BROKEN],
             k->shapes[COMPARE_FIXED], k->winners_changed, k->winner_losses);
+    if (k->unranked_shapes)
+        fprintf(f,
+                "%zu shapes have ok rows in both runs but no energy per call in one of them: "
+                "their best cannot be chosen by %s (unknown).\n\n",
+                k->unranked_shapes, objective_name(c->objective));
     fprintf(f, "| shape | BASE best | NEW best | change | verdict | BASE winner | NEW winner | "
                "BASE winner in NEW |\n|:--|--:|--:|--:|:--|:--|:--|--:|\n");
     for (size_t i = 0; i < c->n_shapes; i++) {
@@ -204,17 +222,17 @@ static void compare_write_shapes(const compare *c, FILE *f)
             compare_params_text(c, s->best_new, wn, sizeof wn);
         else if (s->best_new)
             snprintf(wn, sizeof wn, "same");
-        if (s->winner_changed && compare_timed(s->old_winner_new)) {
+        if (s->winner_changed && isfinite(compare_cost(c, s->old_winner_new))) {
             char p[32];
             snprintf(loss, sizeof loss, "%s%s", compare_pct(s->old_winner_loss, 1, p, sizeof p),
                      s->loss_significant ? "" : " (within noise)");
         } else if (s->winner_changed) {
-            compare_time_text(s->old_winner_new, loss, sizeof loss);
+            compare_time_text(c, s->old_winner_new, loss, sizeof loss);
         }
         fprintf(f, "| %s | %s | %s | %s | %s | %s | %s | %s |\n",
                 compare_shape_name(c, s, name, sizeof name),
-                s->best_base ? compare_time_text(s->best_base, tb, sizeof tb) : "-",
-                s->best_new ? compare_time_text(s->best_new, tn, sizeof tn) : "-",
+                s->best_base ? compare_time_text(c, s->best_base, tb, sizeof tb) : "-",
+                s->best_new ? compare_time_text(c, s->best_new, tn, sizeof tn) : "-",
                 compare_pct(s->change, 1, ch, sizeof ch), compare_verdict_str(s->verdict), wb, wn,
                 loss);
     }
@@ -271,7 +289,12 @@ void compare_write_markdown(const compare *c, FILE *f)
     fprintf(f, "# Comparison of two runs\n\n");
     compare_write_dirs("BASE", c->base_dirs, c->n_base_dirs, f);
     compare_write_dirs("NEW", c->new_dirs, c->n_new_dirs, f);
-    fprintf(f, "- threshold: %s\n\n", thr);
+    fprintf(f, "- threshold: %s\n", thr);
+    if (c->objective != OBJECTIVE_TIME)
+        fprintf(f, "- objective: %s (%s per call): each change below is of that cost, \"faster\" "
+                   "is cheaper and \"slower\" dearer\n",
+                objective_name(c->objective), objective_unit(c->objective));
+    fprintf(f, "\n");
     size_t n = compare_n_regressions(c);
     if (!n)
         fprintf(f, "**No regression beyond %s.**\n\n", thr);
@@ -285,10 +308,12 @@ void compare_write_markdown(const compare *c, FILE *f)
                 k->shapes[COMPARE_REGRESSION] + k->shapes[COMPARE_BROKEN] == 1 ? "" : "s",
                 k->heuristic_regressions, k->heuristic_regressions == 1 ? "" : "s");
     fprintf(f,
-            "A change counts only when |NEW - BASE| / BASE of the median times exceeds the "
+            "A change counts only when |NEW - BASE| / BASE of the %s exceeds the "
             "noise (stdev / median) of both rows; a regression is a change that counts and is "
             "slower by more than %s, or a configuration or shape that ran ok in BASE and not "
             "in NEW (docs/compare.md).\n\n",
+            (const char *[]){"median times", "energies per call",
+                             "energy-delay products"}[c->objective],
             thr);
     if (compare_search(c, 0) || compare_search(c, 1))
         fprintf(f,
@@ -343,7 +368,13 @@ static json_t *compare_status_json(const result_row *row)
     return row ? json_string(result_status_str(row->status)) : json_null();
 }
 
-static json_t *compare_config_json(const compare_config *cfg)
+/* The row's cost in the objective's unit (objective_unit), null without one. */
+static json_t *compare_cost_json(const compare *c, const result_row *row)
+{
+    return outfile_json_number(compare_cost(c, row));
+}
+
+static json_t *compare_config_json(const compare *c, const compare_config *cfg)
 {
     const result_row *row = compare_config_row(cfg);
     json_t *o = json_object();
@@ -356,6 +387,8 @@ static json_t *compare_config_json(const compare_config *cfg)
     json_object_set_new(o, "status_new", compare_status_json(cfg->new_row));
     json_object_set_new(o, "time_base_us", compare_us(cfg->base_row));
     json_object_set_new(o, "time_new_us", compare_us(cfg->new_row));
+    json_object_set_new(o, "cost_base", compare_cost_json(c, cfg->base_row));
+    json_object_set_new(o, "cost_new", compare_cost_json(c, cfg->new_row));
     json_object_set_new(o, "change", outfile_json_number(cfg->change));
     json_object_set_new(o, "noise_base", outfile_json_number(cfg->noise_base));
     json_object_set_new(o, "noise_new", outfile_json_number(cfg->noise_new));
@@ -364,24 +397,26 @@ static json_t *compare_config_json(const compare_config *cfg)
     return o;
 }
 
-static json_t *compare_best_json(const result_row *row)
+static json_t *compare_best_json(const compare *c, const result_row *row)
 {
     if (!row)
         return json_null();
-    return json_pack("{s:s, s:o, s:o, s:o}", "method", row->method, "params",
-                     compare_values_json(row, 1), "time_us", compare_us(row), "noise",
+    return json_pack("{s:s, s:o, s:o, s:o, s:o}", "method", row->method, "params",
+                     compare_values_json(row, 1), "time_us", compare_us(row), "cost",
+                     compare_cost_json(c, row), "noise",
                      outfile_json_number(compare_row_noise(row)));
 }
 
-static json_t *compare_shape_json(const compare_shape *s)
+static json_t *compare_shape_json(const compare *c, const compare_shape *s)
 {
     json_t *o = json_object();
     const result_row *row = s->any_row;
     json_object_set_new(o, "op", row->op ? json_string(row->op) : json_null());
     json_object_set_new(o, "shape", compare_values_json(row, 0));
     json_object_set_new(o, "verdict", json_string(compare_verdict_str(s->verdict)));
-    json_object_set_new(o, "best_base", compare_best_json(s->best_base));
-    json_object_set_new(o, "best_new", compare_best_json(s->best_new));
+    json_object_set_new(o, "best_base", compare_best_json(c, s->best_base));
+    json_object_set_new(o, "best_new", compare_best_json(c, s->best_new));
+    json_object_set_new(o, "unranked", json_boolean(s->unranked));
     json_object_set_new(o, "change", outfile_json_number(s->change));
     json_object_set_new(o, "noise_base", outfile_json_number(s->noise_base));
     json_object_set_new(o, "noise_new", outfile_json_number(s->noise_new));
@@ -438,6 +473,8 @@ json_t *compare_to_json(const compare *c)
     json_object_set_new(o, "base", compare_dirs_json(c->base_dirs, c->n_base_dirs));
     json_object_set_new(o, "new", compare_dirs_json(c->new_dirs, c->n_new_dirs));
     json_object_set_new(o, "threshold", json_real(c->threshold));
+    json_object_set_new(o, "objective", json_string(objective_name(c->objective)));
+    json_object_set_new(o, "cost_unit", json_string(objective_unit(c->objective)));
     json_object_set_new(o, "search",
                         json_pack("{s:s?, s:s?}", "base", compare_search(c, 0), "new",
                                   compare_search(c, 1)));
@@ -459,6 +496,8 @@ json_t *compare_to_json(const compare *c)
                         json_integer((json_int_t)k->heuristic_regressions));
     json_object_set_new(counts, "duplicates_base", json_integer((json_int_t)k->duplicates_base));
     json_object_set_new(counts, "duplicates_new", json_integer((json_int_t)k->duplicates_new));
+    json_object_set_new(counts, "unranked_configs", json_integer((json_int_t)k->unranked_configs));
+    json_object_set_new(counts, "unranked_shapes", json_integer((json_int_t)k->unranked_shapes));
     json_object_set_new(counts, "change_median", outfile_json_number(c->change_median));
     json_object_set_new(counts, "change_min", outfile_json_number(c->change_min));
     json_object_set_new(counts, "change_max", outfile_json_number(c->change_max));
@@ -477,9 +516,9 @@ json_t *compare_to_json(const compare *c)
     json_object_set_new(o, "environment", env);
     json_t *configs = json_array(), *shapes = json_array(), *heur = json_array();
     for (size_t i = 0; i < c->n_configs; i++)
-        json_array_append_new(configs, compare_config_json(&c->configs[i]));
+        json_array_append_new(configs, compare_config_json(c, &c->configs[i]));
     for (size_t i = 0; i < c->n_shapes; i++)
-        json_array_append_new(shapes, compare_shape_json(&c->shapes[i]));
+        json_array_append_new(shapes, compare_shape_json(c, &c->shapes[i]));
     for (size_t i = 0; i < c->n_heuristics; i++)
         json_array_append_new(heur, compare_heuristic_json(&c->heuristics[i]));
     json_object_set_new(o, "configs", configs);

@@ -400,8 +400,8 @@ tune_status fit_evaluate(const fit_data *d, const char *text, fit_eval *out, tun
     for (size_t s = 0; s < d->n_shapes; s++) {
         fit_shape_eval *se = &out->shapes[s];
         se->best_value = d->best_value[s];
-        se->best_time = d->best_time[s];
-        se->rule_time = se->efficiency = NAN;
+        se->best_cost = d->best_cost[s];
+        se->rule_cost = se->efficiency = NAN;
         expr_value v;
         if (expr_eval(e, point_lookup, (void *)&d->shapes[s], &v, NULL) == TUNE_OK) {
             if (v.type == EXPR_STR) {
@@ -420,10 +420,10 @@ tune_status fit_evaluate(const fit_data *d, const char *text, fit_eval *out, tun
             }
         }
         size_t j = se->evaluated ? fit_value_index(d, se->rule_value) : FIT_NONE;
-        if (j != FIT_NONE && isfinite(d->time[s * d->n_values + j])) {
+        if (j != FIT_NONE && isfinite(d->cost[s * d->n_values + j])) {
             se->feasible = 1;
-            se->rule_time = d->time[s * d->n_values + j];
-            se->efficiency = se->best_time / se->rule_time;
+            se->rule_cost = d->cost[s * d->n_values + j];
+            se->efficiency = se->best_cost / se->rule_cost;
             logsum += log(se->efficiency);
             out->n_feasible++;
             if (out->worst == FIT_NONE || se->efficiency < out->worst_efficiency) {

@@ -1,6 +1,6 @@
 /* fit.h - heuristics for one tuning parameter over the problem axes, fitted on result rows.
  *
- *   fit_data *d = fit_data_build(rows, n, "chunk", "custom", &err);  // rows must outlive d
+ *   fit_data *d = fit_data_build(rows, n, "chunk", "custom", OBJECTIVE_TIME, &err);  // rows outlive d
  *   fit_result r;
  *   fit_run(d, NULL, &r, &err);                  // every family's best rule, the chosen one
  *   fit_write_markdown(d, &r, stdout);
@@ -16,15 +16,19 @@
  *
  * Definitions (docs/heuristics.md has the whole method):
  *   - a shape is one combination of problem-axis values; the tuned rows are the rows that have the
- *     parameter (of `method` when given); only tuned rows with status ok and a median time count.
- *   - best(s) = the smallest median time of shape s; time(s, v) = the smallest median time of the
- *     rows of s whose parameter is v (the other parameters at their best for v). A value v is
- *     measured on s when such a row exists.
+ *     parameter (of `method` when given); only tuned rows with status ok and a cost count.
+ *   - a row's cost is what the objective minimises (core/objective.h, store/results.h:
+ *     results_row_cost): its median time (OBJECTIVE_TIME), its energy per call or the
+ *     energy-delay product. Under energy and edp an ok row without energy_j has no cost: it is
+ *     left out and counted (fit_data_n_unranked), never ranked by its time instead.
+ *   - best(s) = the smallest cost of shape s; cost(s, v) = the smallest cost of the rows of s
+ *     whose parameter is v (the other parameters at their best for v). A value v is measured on s
+ *     when such a row exists.
  *   - a rule is an integer expression of the sweep expression language over the problem axes; on
  *     shape s it picks rule(s). It is infeasible on s when rule(s) was not measured there (or the
  *     expression fails there: division by zero, floor_pow2 of 0). Infeasible shapes are counted
  *     and listed, never scored: efficiencies are over the feasible shapes.
- *   - efficiency = geometric mean over feasible shapes of best(s) / time(s, rule(s)), in (0, 1].
+ *   - efficiency = geometric mean over feasible shapes of best(s) / cost(s, rule(s)), in (0, 1].
  *   - leave-one-shape-out (LOO) efficiency of a family: for each shape s, fit the family on the
  *     other shapes and score the fitted rule on s; geometric mean over the left-out shapes where it
  *     is feasible (the others are counted).
@@ -39,6 +43,7 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "core/objective.h"
 #include "store/results.h"
 
 #define FIT_NONE ((size_t)-1)
@@ -60,18 +65,22 @@ const char *fit_family_str(fit_family f);
 
 typedef struct fit_data fit_data;
 
-/* New table of the tuned rows of param: shapes, measured values, times. method NULL means every
- * method whose rows have the parameter. rows are borrowed and must outlive the table. NULL with
- * err set (TUNE_ERR_INVALID) when no ok row has the parameter, a value of the parameter is not an
- * integer, or rows disagree on the problem axes. */
+/* New table of the tuned rows of param: shapes, measured values, their costs under obj. method
+ * NULL means every method whose rows have the parameter. rows are borrowed and must outlive the
+ * table. NULL with err set (TUNE_ERR_INVALID) when no ok row has the parameter (or none has the
+ * energy obj needs: the message says so), a value of the parameter is not an integer, or rows
+ * disagree on the problem axes. */
 fit_data *fit_data_build(const result_row *rows, size_t n, const char *param, const char *method,
-                         tune_error *err);
+                         tune_objective obj, tune_error *err);
 void fit_data_free(fit_data *d);
 
 const char *fit_data_param(const fit_data *d);
 const char *fit_data_method(const fit_data *d);    /* NULL when not restricted */
 size_t fit_data_n_shapes(const fit_data *d);       /* shapes with at least one ok tuned row */
 size_t fit_data_n_unmeasured(const fit_data *d);   /* shapes whose tuned rows all failed */
+/* ok tuned rows left out because they lack what the objective needs (energy_j) */
+size_t fit_data_n_unranked(const fit_data *d);
+tune_objective fit_data_objective(const fit_data *d);
 size_t fit_data_n_axes(const fit_data *d);
 const char *fit_data_axis(const fit_data *d, size_t i);
 /* Shape i's problem-axis values (borrowed), sorted like report.h sorts shapes. */
@@ -79,18 +88,19 @@ const tune_point *fit_data_shape(const fit_data *d, size_t i);
 /* "g=256 k=64": the axes that vary across shapes (all axes when none does) into buf. */
 const char *fit_data_shape_name(const fit_data *d, size_t i, char *buf, size_t size);
 int64_t fit_data_best_value(const fit_data *d, size_t shape);
-double fit_data_best_time(const fit_data *d, size_t shape);
-/* time(shape, value) in seconds; INFINITY when value was not measured on the shape. */
-double fit_data_time(const fit_data *d, size_t shape, int64_t value);
+/* best(shape) and cost(shape, value) in the objective's unit (objective_unit: s, J, J*s);
+ * INFINITY when value was not measured on the shape. */
+double fit_data_best_cost(const fit_data *d, size_t shape);
+double fit_data_cost(const fit_data *d, size_t shape, int64_t value);
 
 typedef struct {
     int64_t best_value;
-    double best_time;   /* seconds */
+    double best_cost;   /* in the objective's unit (s, J or J*s) */
     int evaluated;      /* 0 when the expression failed on this shape (then infeasible) */
     int64_t rule_value; /* when evaluated */
     int feasible;       /* rule_value was measured on this shape */
-    double rule_time;   /* seconds; NAN when infeasible */
-    double efficiency;  /* best_time / rule_time; NAN when infeasible */
+    double rule_cost;   /* likewise; NAN when infeasible */
+    double efficiency;  /* best_cost / rule_cost; NAN when infeasible */
 } fit_shape_eval;
 
 typedef struct {
@@ -138,9 +148,12 @@ void fit_write_markdown(const fit_data *d, const fit_result *r, FILE *f);
 /* Markdown: the rule's summary, its infeasible shapes and per-shape table. */
 void fit_eval_write_markdown(const fit_data *d, const fit_eval *ev, FILE *f);
 
-/* heuristics.json's object (new reference): param, method, target, sources, axes, n_shapes, the
- * chosen rule with its family, efficiency, worst shape, LOO, "candidates" and "shapes" (per shape:
- * its axes, best value, rule value, times in us, efficiency). sources may be NULL. */
+/* heuristics.json's object (new reference): param, method, objective, target, sources, axes,
+ * n_shapes, the chosen rule with its family, efficiency, worst shape, LOO, "candidates" and
+ * "shapes" (per shape: its axes, best value, rule value, the two costs, efficiency). The costs'
+ * keys say the objective and unit: "best_time_us" and "rule_time_us" (time), "best_energy_uj"
+ * and "rule_energy_uj" (energy), "best_edp_uj_us" and "rule_edp_uj_us" (edp). sources may be
+ * NULL. */
 struct json_t *fit_result_to_json(const fit_data *d, const fit_result *r,
                                   const char *const *sources, size_t n_sources);
 /* The same for one evaluated rule: param, rule, efficiency, worst, infeasible, shapes. */

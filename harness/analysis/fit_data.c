@@ -79,10 +79,15 @@ size_t fit_value_index(const fit_data *d, int64_t v)
     return lo < d->n_values && d->values[lo] == v ? lo : FIT_NONE;
 }
 
-static int row_counts(const result_row *r)
+/* The row's cost under d's objective (fit.h); NAN when the row does not count. */
+static double row_cost(const fit_data *d, const result_row *r)
 {
-    return r->status == RESULT_OK && r->time.n > 0 && isfinite(r->time.median) &&
-           r->time.median > 0;
+    return results_row_cost(r, d->objective);
+}
+
+static int row_counts(const fit_data *d, const result_row *r)
+{
+    return isfinite(row_cost(d, r));
 }
 
 void fit_data_free(fit_data *d)
@@ -94,9 +99,9 @@ void fit_data_free(fit_data *d)
     free(d->shapes);
     free(d->ax);
     free(d->values);
-    free(d->time);
+    free(d->cost);
     free(d->lr);
-    free(d->best_time);
+    free(d->best_cost);
     free(d->best_value);
     for (size_t f = 0; f < d->n_feat; f++)
         free(d->feat_vals[f]);
@@ -113,7 +118,8 @@ static fit_data *build_fail(fit_data *d, row_ref *refs, tune_error *err, tune_st
 }
 
 /* The rows of the method (all when NULL) with an integer value of param into refs, sorted by
- * shape; *n_ok counts those that are ok and timed. Sets the problem axes from the first. */
+ * shape; *n_ok counts those that have a cost, d->n_unranked those ok and timed without one (no
+ * energy under energy or edp). Sets the problem axes from the first. */
 static tune_status collect_rows(fit_data *d, const result_row *rows, size_t n, const char *param,
                                 const char *method, row_ref *refs, size_t *n_refs, size_t *n_ok,
                                 tune_error *err)
@@ -144,8 +150,16 @@ static tune_status collect_rows(fit_data *d, const result_row *rows, size_t n, c
                 return tune_error_set(err, TUNE_ERR_INVALID, "fit",
                                       "a row lacks the problem axis '%s'", d->axes[a]);
         refs[(*n_refs)++] = (row_ref){r, d};
-        *n_ok += (size_t)row_counts(r);
+        *n_ok += (size_t)row_counts(d, r);
+        if (!row_counts(d, r) && isfinite(results_row_cost(r, OBJECTIVE_TIME)))
+            d->n_unranked++;
     }
+    if (*n_ok == 0 && d->n_unranked)
+        return tune_error_set(err, TUNE_ERR_INVALID, "fit",
+                              "no row with the parameter '%s' can be ranked by %s: its %zu ok "
+                              "rows have no energy per call (energy_j); measure it with --energy, "
+                              "or fit by time",
+                              param, objective_name(d->objective), d->n_unranked);
     if (*n_ok == 0)
         return tune_error_set(err, TUNE_ERR_INVALID, "fit",
                               "no ok row has the parameter '%s'%s%s%s", param,
@@ -154,23 +168,23 @@ static tune_status collect_rows(fit_data *d, const result_row *rows, size_t n, c
     return TUNE_OK;
 }
 
-/* The shape of refs[i..end) (one run of equal axis values): its best time per value, the best
- * value, the log-ratios; counted as unmeasured when none of its rows is ok. */
+/* The shape of refs[i..end) (one run of equal axis values): its best cost per value, the best
+ * value, the log-ratios; counted as unmeasured when none of its rows has a cost. */
 static void add_shape(fit_data *d, const row_ref *refs, size_t i, size_t end, const char *param)
 {
     size_t V = d->n_values, s = d->n_shapes;
-    double *t = &d->time[s * V];
+    double *t = &d->cost[s * V];
     for (size_t j = 0; j < V; j++)
         t[j] = INFINITY;
     size_t ok = 0;
     for (size_t k = i; k < end; k++) {
         const result_row *r = refs[k].row;
         int64_t v;
-        if (!row_counts(r) || param_value(r, param, &v) != 0)
+        if (!row_counts(d, r) || param_value(r, param, &v) != 0)
             continue;
         size_t j = fit_value_index(d, v);
-        if (r->time.median < t[j])
-            t[j] = r->time.median;
+        if (row_cost(d, r) < t[j])
+            t[j] = row_cost(d, r);
         ok++;
     }
     if (!ok) {
@@ -188,7 +202,7 @@ static void add_shape(fit_data *d, const row_ref *refs, size_t i, size_t end, co
     for (size_t j = 1; j < V; j++)
         if (t[j] < t[bj])
             bj = j;
-    d->best_time[s] = t[bj];
+    d->best_cost[s] = t[bj];
     d->best_value[s] = d->values[bj];
     for (size_t j = 0; j < V; j++)
         d->lr[s * V + j] = isfinite(t[j]) ? log(t[bj] / t[j]) : NAN;
@@ -223,12 +237,13 @@ static tune_status find_features(fit_data *d, tune_error *err)
 }
 
 fit_data *fit_data_build(const result_row *rows, size_t n, const char *param, const char *method,
-                         tune_error *err)
+                         tune_objective obj, tune_error *err)
 {
     fit_data *d = calloc(1, sizeof *d);
     row_ref *refs = calloc(n + 1, sizeof *refs);
     if (!d || !refs || !(d->param = strdup(param)) || (method && !(d->method = strdup(method))))
         return build_fail(d, refs, err, TUNE_ERR_NOMEM, "out of memory%s", "");
+    d->objective = obj;
     size_t n_refs = 0, n_ok = 0;
     if (collect_rows(d, rows, n, param, method, refs, &n_refs, &n_ok, err) != TUNE_OK) {
         free(refs);
@@ -240,7 +255,7 @@ fit_data *fit_data_build(const result_row *rows, size_t n, const char *param, co
     if (!d->values)
         return build_fail(d, refs, err, TUNE_ERR_NOMEM, "out of memory%s", "");
     for (size_t i = 0; i < n_refs; i++)
-        if (row_counts(refs[i].row))
+        if (row_counts(d, refs[i].row))
             param_value(refs[i].row, param, &d->values[d->n_values++]);
     d->n_values = fit_unique_i64(d->values, d->n_values);
 
@@ -252,11 +267,11 @@ fit_data *fit_data_build(const result_row *rows, size_t n, const char *param, co
     size_t V = d->n_values;
     d->shapes = calloc(n_groups, sizeof *d->shapes);
     d->ax = calloc(n_groups * d->n_axes + 1, sizeof *d->ax);
-    d->time = malloc(n_groups * V * sizeof *d->time);
+    d->cost = malloc(n_groups * V * sizeof *d->cost);
     d->lr = malloc(n_groups * V * sizeof *d->lr);
-    d->best_time = malloc(n_groups * sizeof *d->best_time);
+    d->best_cost = malloc(n_groups * sizeof *d->best_cost);
     d->best_value = malloc(n_groups * sizeof *d->best_value);
-    if (!d->shapes || !d->ax || !d->time || !d->lr || !d->best_time || !d->best_value)
+    if (!d->shapes || !d->ax || !d->cost || !d->lr || !d->best_cost || !d->best_value)
         return build_fail(d, refs, err, TUNE_ERR_NOMEM, "out of memory%s", "");
     for (size_t i = 0, end; i < n_refs; i = end) {
         for (end = i + 1; end < n_refs && compare_shapes(&refs[i], &refs[end]) == 0; end++)
@@ -275,16 +290,18 @@ const char *fit_data_param(const fit_data *d) { return d->param; }
 const char *fit_data_method(const fit_data *d) { return d->method; }
 size_t fit_data_n_shapes(const fit_data *d) { return d->n_shapes; }
 size_t fit_data_n_unmeasured(const fit_data *d) { return d->n_unmeasured; }
+size_t fit_data_n_unranked(const fit_data *d) { return d->n_unranked; }
+tune_objective fit_data_objective(const fit_data *d) { return d->objective; }
 size_t fit_data_n_axes(const fit_data *d) { return d->n_axes; }
 const char *fit_data_axis(const fit_data *d, size_t i) { return i < d->n_axes ? d->axes[i] : NULL; }
 const tune_point *fit_data_shape(const fit_data *d, size_t i) { return &d->shapes[i]; }
 int64_t fit_data_best_value(const fit_data *d, size_t s) { return d->best_value[s]; }
-double fit_data_best_time(const fit_data *d, size_t s) { return d->best_time[s]; }
+double fit_data_best_cost(const fit_data *d, size_t s) { return d->best_cost[s]; }
 
-double fit_data_time(const fit_data *d, size_t s, int64_t value)
+double fit_data_cost(const fit_data *d, size_t s, int64_t value)
 {
     size_t j = fit_value_index(d, value);
-    return j == FIT_NONE ? INFINITY : d->time[s * d->n_values + j];
+    return j == FIT_NONE ? INFINITY : d->cost[s * d->n_values + j];
 }
 
 const char *fit_data_shape_name(const fit_data *d, size_t s, char *buf, size_t size)

@@ -3,6 +3,16 @@
 #include "store/meta.h"
 #include "core/outfile.h"
 
+fit_cost_unit fit_cost_unit_of(tune_objective obj)
+{
+    static const char *const keys[] = {"time_us", "energy_uj", "edp_uj_us"};
+    fit_cost_unit u = {NULL, 0, keys[0]};
+    u.scale = objective_print_scale(obj, &u.unit);
+    if ((unsigned)obj <= OBJECTIVE_EDP)
+        u.key = keys[obj];
+    return u;
+}
+
 /* ---- Markdown ---- */
 
 static const char *pct(double x, char *buf, size_t size)
@@ -16,8 +26,9 @@ static const char *pct(double x, char *buf, size_t size)
 
 static void write_shape_table(const fit_data *d, const fit_eval *ev, FILE *f)
 {
-    fprintf(f, "| shape | best %s | rule %s | best (us) | rule (us) | efficiency |\n", d->param,
-            d->param);
+    fit_cost_unit u = fit_cost_unit_of(d->objective);
+    fprintf(f, "| shape | best %s | rule %s | best (%s) | rule (%s) | efficiency |\n", d->param,
+            d->param, u.unit, u.unit);
     fprintf(f, "|:--|--:|--:|--:|--:|--:|\n");
     for (size_t s = 0; s < ev->n_shapes; s++) {
         const fit_shape_eval *se = &ev->shapes[s];
@@ -27,12 +38,12 @@ static void write_shape_table(const fit_data *d, const fit_eval *ev, FILE *f)
         else
             snprintf(rv, sizeof rv, "error");
         if (se->feasible)
-            snprintf(rt, sizeof rt, "%.2f", se->rule_time * 1e6);
+            snprintf(rt, sizeof rt, "%.2f", se->rule_cost * u.scale);
         else
             snprintf(rt, sizeof rt, "not measured");
         fprintf(f, "| %s | %" PRId64 " | %s | %.2f | %s | %s |\n",
                 fit_data_shape_name(d, s, name, sizeof name), se->best_value, rv,
-                se->best_time * 1e6, rt, pct(se->efficiency, p, sizeof p));
+                se->best_cost * u.scale, rt, pct(se->efficiency, p, sizeof p));
     }
 }
 
@@ -64,9 +75,18 @@ static void write_summary(const fit_data *d, const fit_eval *ev, FILE *f)
 
 static void write_data_line(const fit_data *d, FILE *f)
 {
+    if (d->objective != OBJECTIVE_TIME)
+        fprintf(f, "Ranked by %s (%s per call): best and efficiency compare that cost.%s\n\n",
+                objective_name(d->objective), objective_unit(d->objective),
+                d->n_unranked ? " Rows without energy per call cannot be ranked so and are left "
+                                "out." : "");
     fprintf(f, "%zu shapes", d->n_shapes);
     if (d->n_unmeasured)
-        fprintf(f, " (and %zu without an ok row, left out)", d->n_unmeasured);
+        fprintf(f, " (and %zu without an ok row%s, left out)", d->n_unmeasured,
+                d->objective == OBJECTIVE_TIME ? "" : " with energy");
+    if (d->n_unranked)
+        fprintf(f, ", %zu ok row%s without energy left out", d->n_unranked,
+                d->n_unranked == 1 ? "" : "s");
     fprintf(f, ", %zu measured values of %s:", d->n_values, d->param);
     for (size_t j = 0; j < d->n_values; j++)
         fprintf(f, " %" PRId64, d->values[j]);
@@ -167,6 +187,7 @@ static json_t *eval_fields(const fit_data *d, const fit_eval *ev, json_t *o, int
     }
     if (!with_shapes)
         return o;
+    fit_cost_unit u = fit_cost_unit_of(d->objective);
     json_t *shapes = json_array();
     for (size_t s = 0; s < ev->n_shapes; s++) {
         const fit_shape_eval *se = &ev->shapes[s];
@@ -177,8 +198,11 @@ static json_t *eval_fields(const fit_data *d, const fit_eval *ev, json_t *o, int
         json_object_set_new(sh, "rule_value",
                             se->evaluated ? json_integer(se->rule_value) : json_null());
         json_object_set_new(sh, "feasible", json_boolean(se->feasible));
-        json_object_set_new(sh, "best_time_us", outfile_json_number(se->best_time * 1e6));
-        json_object_set_new(sh, "rule_time_us", outfile_json_number(se->rule_time * 1e6));
+        char key[32];
+        snprintf(key, sizeof key, "best_%s", u.key);
+        json_object_set_new(sh, key, outfile_json_number(se->best_cost * u.scale));
+        snprintf(key, sizeof key, "rule_%s", u.key);
+        json_object_set_new(sh, key, outfile_json_number(se->rule_cost * u.scale));
         json_object_set_new(sh, "efficiency", outfile_json_number(se->efficiency));
         json_array_append_new(shapes, sh);
     }
@@ -191,6 +215,7 @@ static json_t *head_json(const fit_data *d, const char *const *sources, size_t n
     json_t *o = json_object();
     json_object_set_new(o, "param", json_string(d->param));
     json_object_set_new(o, "method", d->method ? json_string(d->method) : json_null());
+    json_object_set_new(o, "objective", json_string(objective_name(d->objective)));
     json_t *src = json_array();
     for (size_t i = 0; sources && i < n_sources; i++)
         json_array_append_new(src, json_string(sources[i]));
@@ -201,6 +226,7 @@ static json_t *head_json(const fit_data *d, const char *const *sources, size_t n
     json_object_set_new(o, "axes", axes);
     json_object_set_new(o, "n_shapes", json_integer((json_int_t)d->n_shapes));
     json_object_set_new(o, "n_unmeasured_shapes", json_integer((json_int_t)d->n_unmeasured));
+    json_object_set_new(o, "n_unranked_rows", json_integer((json_int_t)d->n_unranked));
     json_t *vals = json_array();
     for (size_t j = 0; j < d->n_values; j++)
         json_array_append_new(vals, json_integer(d->values[j]));

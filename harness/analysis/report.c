@@ -207,10 +207,11 @@ static size_t report_baseline_index(const report *r, const char *method)
     return r->n_baselines;
 }
 
-/* Keeps in *slot the faster of *slot and row. */
-static void report_keep_faster(const result_row **slot, const result_row *row)
+/* Keeps in *slot the better of *slot and row under obj; a row without obj's measure never wins. */
+static void report_keep_better(tune_objective obj, const result_row **slot, const result_row *row)
 {
-    if (report_time_ok(row) && (!*slot || row->time.median < (*slot)->time.median))
+    double c = results_row_cost(row, obj);
+    if (report_time_ok(row) && isfinite(c) && (!*slot || c < results_row_cost(*slot, obj)))
         *slot = row;
 }
 
@@ -227,12 +228,12 @@ static tune_status report_pick_best(report *r, const result_row *rows, size_t n)
         report_row_key(r, &rows[i], i, &key, NULL);
         report_shape *s = bsearch(&key, r->shapes, r->n_shapes, sizeof key, report_cmp_shape);
         if (report_is_tuned_row(r, &rows[i])) {
-            report_keep_faster(&s->best, &rows[i]);
+            report_keep_better(r->objective, &s->best, &rows[i]);
             continue;
         }
         size_t b = report_baseline_index(r, rows[i].method ? rows[i].method : "?");
         if (b < r->n_baselines)
-            report_keep_faster(&s->base[b], &rows[i]);
+            report_keep_better(OBJECTIVE_TIME, &s->base[b], &rows[i]); /* speedups: time */
     }
     return TUNE_OK;
 }
@@ -242,7 +243,7 @@ static tune_status report_pick_best(report *r, const result_row *rows, size_t n)
 static void report_apply_retime(report *r, const result_row *rows, size_t n,
                                 const report_spec *spec)
 {
-    if (!spec || !spec->n_retime)
+    if (!spec || !spec->n_retime || r->objective != OBJECTIVE_TIME) /* a verdict on time */
         return;
     r->has_retime = 1;
     for (size_t i = 0; i < n; i++) {
@@ -324,8 +325,9 @@ static tune_status report_layout(report *r, const report_spec *spec, tune_error 
 /* ---- fields (CSV / JSON columns) and tables ---- */
 
 /* Field layout: axes, "method", parameters, best_time_us, bandwidth_gb_s, pct_read_bw, tflop_s,
- * pct_roofline, pct_model, then time_us_<baseline> and speedup_<baseline> for every baseline. */
-#define REPORT_N_BEST_FIELDS 6
+ * pct_roofline, pct_model, energy_uj, then time_us_<baseline> and speedup_<baseline> for every
+ * baseline. */
+#define REPORT_N_BEST_FIELDS 7
 static size_t report_field_method(const report *r)
 {
     return r->n_axes;
@@ -363,7 +365,7 @@ static tune_status report_make_fields(report *r)
         else if (f < t + REPORT_N_BEST_FIELDS)
             snprintf(buf, sizeof buf, "%s",
                      (const char *[]){"best_time_us", "bandwidth_gb_s", "pct_read_bw", "tflop_s",
-                                      "pct_roofline", "pct_model"}[f - t]);
+                                      "pct_roofline", "pct_model", "energy_uj"}[f - t]);
         else
             snprintf(buf, sizeof buf, "%s_%s",
                      (f - t - REPORT_N_BEST_FIELDS) % 2 ? "speedup" : "time_us",
@@ -413,7 +415,8 @@ report_cell report_field(const report *r, const report_shape *s, size_t f)
     } else {
         double d[] = {s->best->time.median * 1e6, s->best->bandwidth / 1e9, s->best->pct_read_bw,
                       s->best->flop_rate / 1e12, 100.0 * s->best->roofline_fraction,
-                      100.0 * s->best->model_time / s->best->time.median};
+                      100.0 * s->best->model_time / s->best->time.median,
+                      s->best->energy_j * 1e6};
         c = report_num_cell(d[f - t]);
     }
     return c;
@@ -458,7 +461,7 @@ static int report_param_varies(const result_row *rows, size_t n, const char *nam
 
 static tune_status report_make_tables(report *r, const result_row *rows, size_t n)
 {
-    r->tables = calloc(r->n_params + r->n_baselines + 7, sizeof *r->tables);
+    r->tables = calloc(r->n_params + r->n_baselines + 8, sizeof *r->tables);
     if (!r->tables)
         return TUNE_ERR_NOMEM;
     for (size_t j = 0; j < r->n_params; j++)
@@ -478,6 +481,8 @@ static tune_status report_make_tables(report *r, const result_row *rows, size_t 
     if (report_any_finite(r, t + 5))
         report_add_table(r, t + 5, REPORT_F1, "%s", "% of model (model time / time)");
     report_add_table(r, t, REPORT_F2, "%s", "Best time (us)");
+    if (report_any_finite(r, t + 6))
+        report_add_table(r, t + 6, REPORT_F2, "%s", "Energy per call (uJ)");
     for (size_t b = 0; b < r->n_baselines; b++)
         report_add_table(r, report_field_baseline(r, b) + 1, REPORT_SPEEDUP, "Speedup over %s",
                          r->methods[r->baselines[b]].name);
@@ -497,6 +502,7 @@ static tune_status report_build_parts(report *r, const result_row *rows, size_t 
     tune_status st = report_collect_shapes(r, rows, n, err);
     if (st != TUNE_OK)
         return st;
+    r->objective = spec ? spec->objective : OBJECTIVE_TIME;
     if (report_pick_best(r, rows, n) == TUNE_OK)
         report_apply_retime(r, rows, n, spec);
     if (!r->base_store || report_make_fields(r) != TUNE_OK ||

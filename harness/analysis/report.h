@@ -9,7 +9,7 @@
  *
  * A shape is one combination of problem-axis values. For each shape the best configuration is the
  * row of a tuned method (one whose row has parameters) with status ok and the smallest median
- * time; rows of other statuses never win. Baselines are the methods whose rows have no parameter.
+ * time (or energy, or energy-delay product: spec->objective); rows of other statuses never win. Baselines are the methods whose rows have no parameter.
  * Tables (each a pivot: one line per combination of `rows` values, one column per combination of
  * `cols` values; axes with a single value in the data may be left out of both):
  *   - "Best <param>" for every parameter of the tuned method;
@@ -18,7 +18,7 @@
  *     the row has it, docs/roofline.md);
  *   - "% of roofline" and "% of model" (the additive time model's time / time) when rows have
  *     them;
- *   - "Best time (us)";
+ *   - "Best time (us)", and "Energy per call (uJ)" when rows have it;
  *   - "Speedup over <baseline>" (baseline median time / best median time) for every baseline;
  *   - a count of rows by status and method.
  * When spec->rows and spec->cols are both empty: rows = the first problem axis with more than one
@@ -31,7 +31,7 @@
  * ("All shapes have n=128."). Units: GB/s without decimals, % with one, us with two, "2.31x".
  * CSV and JSON share their columns: every problem axis, "method" (of the best row), every
  * parameter, "best_time_us", "bandwidth_gb_s", "pct_read_bw", "tflop_s", "pct_roofline",
- * "pct_model", then "time_us_<baseline>" and
+ * "pct_model", "energy_uj", then "time_us_<baseline>" and
  * "speedup_<baseline>" per baseline; empty (CSV) or null (JSON) without data. JSON:
  * {"axes": [...], "params": [...], "baselines": [...], "shapes": [{...}, ...],
  *  "status_counts": {"<method>": {"<status>": count, ...}, ...}}.
@@ -68,6 +68,11 @@ typedef struct {
      * ("searched: random, budget 10 %: 632 of 6 725 configurations measured") and ends with the
      * candidates measured per shape; best.json gets its "search" block with that "line". */
     const struct json_t *meta;
+    /* What each shape's best minimises (core/objective.h; default time): a row without the
+     * objective's measure (no energy) never wins; baselines stay the fastest of their method,
+     * the re-timing's verdicts (on time) apply to time only, and best.md says the objective
+     * under the title when it is not time. */
+    tune_objective objective;
 } report_spec;
 
 typedef struct report report;
@@ -102,9 +107,10 @@ tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_
  * cols: comma-separated problem axes of the pivots. */
 tune_status report_rebuild(const char *const *dirs, size_t n_dirs, const char *rows,
                            const char *cols, const char *out_dir, int quiet, tune_error *err);
-/* report_rebuild with spec's fill hook (report_spec.fill). */
+/* report_rebuild with spec's fill hook (report_spec.fill), ranked by objective. */
 tune_status report_rebuild_filled(const char *const *dirs, size_t n_dirs, const char *rows,
                                   const char *cols, const char *out_dir, int quiet,
+                                  tune_objective objective,
                                   void (*fill)(void *ctx, result_row *rows, size_t n),
                                   void *fill_ctx, tune_error *err);
 

@@ -162,12 +162,13 @@ static size_t split_names(char *buf, const char **names, size_t max)
 tune_status report_rebuild(const char *const *dirs, size_t n_dirs, const char *rows_csv,
                            const char *cols_csv, const char *out_dir, int quiet, tune_error *err)
 {
-    return report_rebuild_filled(dirs, n_dirs, rows_csv, cols_csv, out_dir, quiet, NULL, NULL,
-                                 err);
+    return report_rebuild_filled(dirs, n_dirs, rows_csv, cols_csv, out_dir, quiet,
+                                 OBJECTIVE_TIME, NULL, NULL, err);
 }
 
 tune_status report_rebuild_filled(const char *const *dirs, size_t n_dirs, const char *rows_csv,
                                   const char *cols_csv, const char *out_dir, int quiet,
+                                  tune_objective objective,
                                   void (*fill)(void *ctx, result_row *rows, size_t n),
                                   void *fill_ctx, tune_error *err)
 {
@@ -176,7 +177,8 @@ tune_status report_rebuild_filled(const char *const *dirs, size_t n_dirs, const 
     if (cst != TUNE_OK)
         return cst;
     const char *rows[TUNE_MAX_AXES], *cols[TUNE_MAX_AXES];
-    report_spec spec = {.rows = rows, .cols = cols, .fill = fill, .fill_ctx = fill_ctx};
+    report_spec spec = {
+        .rows = rows, .cols = cols, .fill = fill, .fill_ctx = fill_ctx, .objective = objective};
     meta_report_axes(meta, rows, &spec.n_rows, cols, &spec.n_cols, TUNE_MAX_AXES, &spec.title);
     char rows_buf[1024], cols_buf[1024];
     if (rows_csv || cols_csv) {

@@ -78,6 +78,7 @@ struct report {
     size_t n_skips;
     json_t *search;        /* a searched run's meta.json block (a copy with its "line"); NULL */
     char search_line[256]; /* "searched: random, budget 10 %: ..." or "" */
+    tune_objective objective; /* what each shape's best is ranked by */
 };
 /* report_markdown.c: a searched run's candidates measured per shape. */
 void report_write_search(const report *r, FILE *f);

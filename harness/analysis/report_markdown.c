@@ -341,6 +341,12 @@ void report_write_markdown(const report *r, FILE *f)
         report_write_heading(f, 1, r->title);
     if (r->search_line[0])
         fprintf(f, "%c%s.\n\n", r->search_line[0] - 32, r->search_line + 1);
+    if (r->objective == OBJECTIVE_ENERGY)
+        fprintf(f, "Ranked by energy: each shape's best is the configuration with the least "
+                   "energy per call.\n\n");
+    else if (r->objective == OBJECTIVE_EDP)
+        fprintf(f, "Ranked by energy-delay product: each shape's best is the configuration with "
+                   "the least energy per call x time.\n\n");
     if (r->n_shapes == 0)
         fputs("No results.\n\n", f);
     if (r->n_fixed_axes && r->n_shapes) {

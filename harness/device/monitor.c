@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/clock.h"
+
 /* The few NVML entry points used, with their C types (nvml.h is not needed to build). */
 typedef int nvml_ret;
 typedef void *nvml_device;
@@ -18,6 +20,7 @@ struct monitor {
     nvml_ret (*power)(nvml_device, unsigned *);
     nvml_ret (*throttle)(nvml_device, unsigned long long *);
     nvml_ret (*driver)(char *, unsigned);
+    nvml_ret (*energy)(nvml_device, unsigned long long *);
 };
 
 monitor *monitor_open(const char *pci_bus_id)
@@ -50,6 +53,8 @@ monitor *monitor_open(const char *pci_bus_id)
         m->throttle = (nvml_ret(*)(nvml_device, unsigned long long *))dlsym(
             lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
     m->driver = (nvml_ret(*)(char *, unsigned))dlsym(lib, "nvmlSystemGetDriverVersion");
+    m->energy = (nvml_ret(*)(nvml_device, unsigned long long *))dlsym(
+        lib, "nvmlDeviceGetTotalEnergyConsumption");
     return m;
 }
 
@@ -95,4 +100,35 @@ int monitor_throttled(const monitor_sample *a, const monitor_sample *b)
 {
     return (a->throttle_reasons > 0 && (a->throttle_reasons & MONITOR_SLOWDOWN_MASK)) ||
            (b->throttle_reasons > 0 && (b->throttle_reasons & MONITOR_SLOWDOWN_MASK));
+}
+
+int monitor_energy(monitor *m, double *joules)
+{
+    unsigned long long mj;
+    if (!m || !m->energy || m->energy(m->dev, &mj) != NVML_OK)
+        return -1;
+    *joules = (double)mj * 1e-3;
+    return 0;
+}
+
+int monitor_energy_period(monitor *m, double max_s, double *period_s)
+{
+    double e0, e, t0 = clock_now(), first = 0, last = 0;
+    int changes = 0;
+    if (monitor_energy(m, &e0) != 0)
+        return -1;
+    while (changes < 3 && clock_now() - t0 < max_s) {
+        if (monitor_energy(m, &e) != 0)
+            return -1;
+        if (e != e0) {
+            last = clock_now();
+            if (changes++ == 0)
+                first = last;
+            e0 = e;
+        }
+    }
+    if (changes < 3)
+        return -1;
+    *period_s = (last - first) / 2;
+    return 0;
 }

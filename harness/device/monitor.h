@@ -34,6 +34,15 @@ int monitor_read(monitor *m, monitor_sample *out);
 /* 1 when either sample shows a slowdown reason. */
 int monitor_throttled(const monitor_sample *a, const monitor_sample *b);
 
+/* NVML's total energy counter of the device (nvmlDeviceGetTotalEnergyConsumption: joules since
+ * the driver loaded, counted in mJ, Volta and newer) into *joules: 0, or -1 when m is NULL or the
+ * device has no counter. */
+int monitor_energy(monitor *m, double *joules);
+/* The counter's update period: the host polls it until it has changed three times (at most
+ * max_s seconds) and returns the mean time between changes, in seconds, into *period_s: 0, or -1
+ * when it has no counter or the counter did not change three times. */
+int monitor_energy_period(monitor *m, double max_s, double *period_s);
+
 /* The driver version NVML reports ("580.159.04"), or NULL. */
 const char *monitor_driver_version(monitor *m, char *buf, size_t size);
 

@@ -18,6 +18,9 @@
 #define TIMING_GRAPH_MAX_BATCH 1000
 #define TIMING_HOLD_LIMIT_S 0.5 /* a hold never lasts longer, whatever the host does */
 #define TIMING_CUBLAS_WORKSPACE ((size_t)32 << 20) /* cuBLAS's recommendation for Hopper */
+#define TIMING_ENERGY_GROUP_S 2e-3   /* an energy window's reps are enqueued this much at a time */
+#define TIMING_ENERGY_MAX_GROUP 100000
+#define TIMING_ENERGY_EDGE_PERIODS 4 /* a counter that does not change in 4 periods is stuck */
 
 /* A host function that keeps the stream waiting until the host has enqueued a group of reps. */
 typedef struct {
@@ -604,4 +607,103 @@ tune_status timing_interleaved(timing *t, const tune_family *fam, void *state,
             samples[c * (size_t)rounds + r] = by_rep[r * n + c];
     free(by_rep);
     return st;
+}
+
+/* ---- energy ---- */
+
+/* Polls the counter until it changes, at most limit_s: 0 with the new value and the host time
+ * of the change, -1 when it cannot be read or does not change. */
+static int energy_edge(const timing_energy_counter *c, double limit_s, double *joules,
+                       double *when)
+{
+    double first, now, t0 = clock_now();
+    if (c->read(c->ctx, &first) != 0)
+        return -1;
+    do {
+        if (c->read(c->ctx, &now) != 0)
+            return -1;
+        if (now != first) {
+            *joules = now;
+            *when = clock_now();
+            return 0;
+        }
+    } while (clock_now() - t0 < limit_s);
+    return -1;
+}
+
+/* Groups of `group` reps back to back from one counter change to the first change after the
+ * window and the stream's end. */
+static tune_status energy_window(timing_engine *e, const timing_energy_counter *c, double window,
+                                 int group, timing_energy_info *info, tune_error *err)
+{
+    timing *t = e->t;
+    double e0, e1, h0, h1, limit = TIMING_ENERGY_EDGE_PERIODS * c->period_s;
+    size_t reps = 0;
+    float ms = 0;
+    tune_status s = TUNE_OK;
+    if (energy_edge(c, limit, &e0, &h0) != 0) {
+        info->note = "the NVML energy counter did not change";
+        return TUNE_OK;
+    }
+    GPU_CHECK(cudaEventRecord(t->start[0], t->stream), err, s, done);
+    for (int k = 0;; k++) {
+        if ((s = engine_group(e, -1, group, &t->holds[k & 1], err)) != TUNE_OK)
+            goto done;
+        reps += (size_t)group;
+        GPU_CHECK(cudaEventRecord(t->stop[k & 1], t->stream), err, s, done);
+        if (k > 0) /* one group runs while the next is enqueued */
+            GPU_CHECK(cudaEventSynchronize(t->stop[(k - 1) & 1]), err, s, done);
+        if (clock_now() - h0 >= window)
+            break;
+    }
+    GPU_CHECK(cudaEventRecord(t->start[1], t->stream), err, s, done);
+    GPU_CHECK(cudaStreamSynchronize(t->stream), err, s, done);
+    GPU_CHECK(cudaEventElapsedTime(&ms, t->start[0], t->start[1]), err, s, done);
+    if (energy_edge(c, limit, &e1, &h1) != 0) {
+        info->note = "the NVML energy counter did not change";
+        return TUNE_OK;
+    }
+    info->calls = reps * (size_t)e->batch;
+    info->window_s = (double)ms * 1e-3;
+    info->joules = (e1 - e0) / (double)info->calls;
+    info->power_w = (e1 - e0) / (h1 - h0);
+done:
+    return s;
+}
+
+tune_status timing_energy(timing *t, const tune_family *fam, void *state, const sweep_timing *st,
+                          double call_s, const timing_energy_counter *c, timing_energy_info *info,
+                          tune_error *err)
+{
+    *info = (timing_energy_info){NAN, NAN, 0, 0, NULL};
+    if (!c || !c->read || !(c->period_s > 0)) {
+        info->note = "no NVML energy counter on this device";
+        return TUNE_OK;
+    }
+    double window = TIMING_ENERGY_PERIODS * c->period_s;
+    if (window < TIMING_ENERGY_MIN_S)
+        window = TIMING_ENERGY_MIN_S;
+    family_call fc = {fam, state, NULL, 0};
+    timing_work work = {NULL, family_launch, &fc};
+    const timing_mode_i *mode = st->mode == SWEEP_TIMING_MODE_GRAPH ? &mode_graph : &mode_hot;
+    timing_engine e = {t, &work, mode, 1, NULL, st->batch, 1, 0};
+    t->note[0] = '\0';
+    tune_status s = ensure_events(t, 2, err);
+    if (s == TUNE_OK) /* not held: see engine_run */
+        s = engine_rep(&e, -1, 1, err);
+    if (s == TUNE_OK)
+        GPU_CHECK(cudaStreamSynchronize(t->stream), err, s, done);
+    if (s == TUNE_OK && mode->setup)
+        e.mode = mode->setup(&e, &s, err);
+    double per = (call_s > 0 && isfinite(call_s) ? call_s : 1e-6) * e.batch;
+    double g = ceil(TIMING_ENERGY_GROUP_S / per);
+    int group = g < 1 ? 1 : g > TIMING_ENERGY_MAX_GROUP ? TIMING_ENERGY_MAX_GROUP : (int)g;
+    if (s == TUNE_OK)
+        s = energy_window(&e, c, window, group, info, err);
+done:
+    if (s != TUNE_OK && cudaStreamSynchronize(t->stream) != cudaSuccess)
+        (void)cudaGetLastError();
+    if (e.exec)
+        cudaGraphExecDestroy(e.exec);
+    return s;
 }

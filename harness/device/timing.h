@@ -89,4 +89,37 @@ tune_status timing_interleaved(timing *t, const tune_family *fam, void *state,
                                const tune_point *const *cfgs, size_t n, int rounds, int flush,
                                double *samples, tune_error *err);
 
+/* A counter of the energy the device has used, read by the host (device/monitor.h:
+ * monitor_energy), and its update period (monitor_energy_period). */
+typedef struct {
+    int (*read)(void *ctx, double *joules); /* 0, or -1 when it cannot be read */
+    void *ctx;
+    double period_s; /* > 0; otherwise the device has no usable counter */
+} timing_energy_counter;
+
+/* What one energy measurement found. */
+typedef struct {
+    double joules;    /* per call; NAN when not measured, and then note says why */
+    double power_w;   /* the counter's mean power over the window; NAN when not measured */
+    double window_s;  /* GPU time of the window's calls (CUDA events) */
+    size_t calls;     /* calls in the window */
+    const char *note; /* static, or NULL */
+} timing_energy_info;
+
+/* Reps of the window: at least TIMING_ENERGY_PERIODS updates of the counter, and at least
+ * TIMING_ENERGY_MIN_S, so that the counter's resolution costs under a few percent. */
+#define TIMING_ENERGY_PERIODS 20
+#define TIMING_ENERGY_MIN_S 0.1
+
+/* The energy of one call of the prepared configuration (docs/timing.md#energy), measured apart
+ * from timing_measure's reps, which it leaves untouched: the host waits for the counter to
+ * change, launches the work back to back (hot mode; graph mode replays the sweep's batch) for a
+ * window of max(TIMING_ENERGY_PERIODS x c->period_s, TIMING_ENERGY_MIN_S) seconds, waits for
+ * the stream and for the counter's next change, and divides the energy counted between the two
+ * changes by the calls made. call_s (the measured time of a call, s) sizes the groups of reps. A
+ * counter that is absent or does not change is not an error: info->joules NAN with a note. */
+tune_status timing_energy(timing *t, const tune_family *fam, void *state, const sweep_timing *st,
+                          double call_s, const timing_energy_counter *c, timing_energy_info *info,
+                          tune_error *err);
+
 #endif

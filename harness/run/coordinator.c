@@ -82,7 +82,7 @@ static void read_worker(run_ctx *rc, worker *w, run_progress *pr, double watchdo
         size_t i = 0;
         int code = 0, off = 0;
         size_t shape = 0;
-        double median = NAN;
+        double median = NAN, cost = NAN;
         if (line[0] == 'T') {
             o->retiming = 1;
             if (rc->retimed && sscanf(line, "T %zu", &shape) == 1 && shape < space_n_shapes(rc->sp))
@@ -91,14 +91,14 @@ static void read_worker(run_ctx *rc, worker *w, run_progress *pr, double watchdo
             o->current = i;
             o->retiming = 0;
             timeout = watchdog;
-        } else if (line[0] == 'E' && sscanf(line, "E %zu %d %lg", &i, &code, &median) >= 2 &&
-                   i < n) {
+        } else if (line[0] == 'E' &&
+                   sscanf(line, "E %zu %d %lg %lg", &i, &code, &median, &cost) >= 2 && i < n) {
             rc->done[i] = 1;
             (*left)--;
             progress_count(pr, (result_status)code);
             o->current = SIZE_MAX;
             if (rc->on_row)
-                rc->on_row(rc->on_row_ctx, i, (result_status)code, median);
+                rc->on_row(rc->on_row_ctx, i, (result_status)code, median, cost);
         } else if (line[0] == 'C' && sscanf(line, "C %zu %n", &i, &off) == 1) {
             snprintf(o->crash, sizeof o->crash, "%s", line + off);
         } else if (line[0] == 'R') {
@@ -164,7 +164,7 @@ tune_status run_coordinate(run_ctx *rc, run_summary *sum)
             left--;
             progress_count(&pr, rs);
             if (rc->on_row) /* a failed observation */
-                rc->on_row(rc->on_row_ctx, o.current, rs, NAN);
+                rc->on_row(rc->on_row_ctx, o.current, rs, NAN, NAN);
             if (!rc->opt->quiet)
                 fprintf(stderr, "%stune: configuration %zu %s: %s\n", pr.tty ? "\n" : "", o.current,
                         result_status_str(rs), reason);

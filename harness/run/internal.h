@@ -59,6 +59,7 @@ typedef struct {
     tune_error *err;
     double t0;              /* start of the run (monotonic seconds) */
     monitor *mon;           /* NVML, NULL when absent */
+    double energy_period_s; /* the energy counter's update period; 0: energy not measured */
     roofline_ceilings ceil; /* for every row's roofline time */
     int have_ceil;
     char ceil_source[512];
@@ -74,6 +75,8 @@ typedef struct {
     unsigned char *todo;        /* per configuration: measure it in this round */
     double *medians;            /* per configuration: its ok row's median (s), NAN otherwise */
     unsigned char *resumed;     /* per configuration: its row came from the resumed folder */
+    double *resumed_cost;       /* per resumed configuration: its row's cost under the run's
+                                   objective (results_row_cost), what the search observes */
     unsigned char *compiled;    /* per kernel: compiled (or read from the cache) */
     unsigned char *retime_todo; /* per shape: re-time it after the rows (the last pass) */
     unsigned char *retimed;     /* per shape: re-timed (coordinator side, from "T s") */
@@ -82,7 +85,8 @@ typedef struct {
                                    worker of the round, which re-times it */
     double deadline;            /* > 0: workers stop between configurations once past it */
     const char *cache_dir;      /* the searched run's kernel cache (private under --no-cache) */
-    void (*on_row)(void *ctx, size_t ci, result_status st, double median);
+    /* the row's median (s) and its cost under the run's objective (NAN unless ok) */
+    void (*on_row)(void *ctx, size_t ci, result_status st, double median, double cost);
     void *on_row_ctx;
     struct run_search_state *ss; /* search.c's state, for meta.json */
     size_t worker_starts;        /* measuring workers started (run_coordinate, searched runs) */
@@ -147,6 +151,11 @@ void run_row_measure(run_ctx *rc, void *state, timing *tm, const tune_point *p, 
                      char *reason, size_t reason_size);
 /* The rows' roofline ceilings: the device's calibration file, else the specs table. */
 void run_load_ceilings(run_ctx *rc, double read_bw);
+/* With --energy (or an objective that needs energy): the energy counter's update period into
+ * rc->energy_period_s (-1 when the device has none); 0 otherwise. */
+void run_energy_probe(run_ctx *rc);
+/* Whether this run measures energy. */
+int run_measures_energy(const run_ctx *rc);
 /* rc->ceil_source alone (the coordinator: meta.json says which ceilings the rows use). */
 void run_note_ceilings(run_ctx *rc);
 
@@ -204,7 +213,8 @@ void run_session_free(run_ctx *rc, run_summary *sum, run_session *s);
 tune_status run_search_prepare(run_ctx *rc, sweep_search *settings);
 /* The rounds of a searched run, then the re-timing of each shape's fastest candidates. */
 tune_status run_search(run_ctx *rc, run_summary *sum);
-/* The key's text of the search settings ("random budget=10% seed=7 batch=4"), into buf. */
+/* The key's text of the search settings ("random budget=10% seed=7 batch=4", then
+ * " objective=energy" when the objective is not time), into buf. */
 const char *run_search_key(const run_ctx *rc, char *buf, size_t size);
 /* meta.json's "search" block of this run (new), NULL for an exhaustive run. */
 json_t *run_search_meta(const run_ctx *rc);

@@ -96,6 +96,40 @@ static void row_measured(run_ctx *rc, const double *samples, const timing_info *
     }
 }
 
+int run_measures_energy(const run_ctx *rc)
+{
+    return rc->opt->energy || objective_needs_energy(rc->opt->objective);
+}
+
+void run_energy_probe(run_ctx *rc)
+{
+    double period = 0;
+    rc->energy_period_s = 0;
+    if (run_measures_energy(rc))
+        rc->energy_period_s = monitor_energy_period(rc->mon, 2.0, &period) == 0 ? period : -1;
+}
+
+static int row_energy_read(void *ctx, double *joules)
+{
+    return monitor_energy(ctx, joules);
+}
+
+/* The energy of an ok row's call, measured after its timing (timing.h: timing_energy); a CUDA
+ * error here fails the row as its timing would. */
+static tune_status row_energy(run_ctx *rc, void *state, timing *tm, result_row *row,
+                              tune_error *e)
+{
+    timing_energy_counter c = {row_energy_read, rc->mon, rc->energy_period_s};
+    timing_energy_info ei;
+    tune_status st = timing_energy(tm, rc->sw->family, state, &rc->sw->timing, row->time.median,
+                                   &c, &ei, e);
+    if (st == TUNE_OK) {
+        row->energy_j = ei.joules;
+        row->energy_note = (char *)ei.note; /* static */
+    }
+    return st;
+}
+
 void run_row_measure(run_ctx *rc, void *state, timing *tm, const tune_point *p, result_row *row,
                      char *reason, size_t reason_size)
 {
@@ -144,6 +178,10 @@ void run_row_measure(run_ctx *rc, void *state, timing *tm, const tune_point *p, 
         row->reason = (char *)tune_error_text(&e, reason, reason_size);
     } else {
         row_measured(rc, samples, &ti, row, reason, reason_size);
+        if (run_measures_energy(rc) && row_energy(rc, state, tm, row, &e) != TUNE_OK) {
+            row->status = RESULT_LAUNCH_ERROR;
+            row->reason = (char *)tune_error_text(&e, reason, reason_size);
+        }
     }
     free(samples);
 }

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/objective.h"
 #include "model/space.h"
 #include "model/sweep.h"
 #include "store/merge.h"
@@ -47,6 +48,9 @@ typedef struct {
     int resume;        /* continue the latest run of the sweep (or out_dir): only what is missing */
     double watchdog_s; /* a configuration making no progress this long is killed; 0: 20 s (run_watchdog_s) */
     int retake_throttled; /* re-measure a configuration NVML saw throttled, up to this many times */
+    int energy;           /* --energy: each ok row's energy per call (timing.h: timing_energy) */
+    /* --objective: what the search and the tables rank by; energy and edp measure energy */
+    tune_objective objective;
     size_t shard_index, shard_count; /* shard_count > 0: only shard shard_index (0-based) of n */
     int compile_rows; /* with compile_only: write a results folder, a row per configuration */
     const char *gpus; /* "all" or a list "0,1,3": one coordinator per GPU, then merge */

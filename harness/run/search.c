@@ -144,13 +144,13 @@ tune_status run_search_estimate(const sweep *sw, const space *sp, const sweep_se
 }
 
 /* The observation of a row (coordinator.c: each E line, each lost row). */
-static void search_on_row(void *ctx, size_t ci, result_status st, double median)
+static void search_on_row(void *ctx, size_t ci, result_status st, double median, double cost)
 {
     run_ctx *rc = ctx;
     double v = st == RESULT_OK && median > 0 ? median : NAN;
     if (space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
         rc->medians[ci] = v;
-    search_observe(rc->ss->s, ci, v);
+    search_observe(rc->ss->s, ci, st == RESULT_OK && cost > 0 ? cost : NAN);
 }
 
 tune_status run_search_prepare(run_ctx *rc, sweep_search *settings)
@@ -172,14 +172,15 @@ tune_status run_search_prepare(run_ctx *rc, sweep_search *settings)
     rc->todo = calloc(n ? n : 1, 1);
     rc->medians = malloc((n ? n : 1) * sizeof *rc->medians);
     rc->resumed = calloc(n ? n : 1, 1);
+    rc->resumed_cost = malloc((n ? n : 1) * sizeof *rc->resumed_cost);
     rc->compiled = calloc(rc->n_kernels ? rc->n_kernels : 1, 1);
     rc->retime_todo = calloc(ns ? ns : 1, 1);
     rc->retimed = calloc(ns ? ns : 1, 1);
-    if (!rc->todo || !rc->medians || !rc->resumed || !rc->compiled || !rc->retime_todo ||
-        !rc->retimed)
+    if (!rc->todo || !rc->medians || !rc->resumed || !rc->resumed_cost || !rc->compiled ||
+        !rc->retime_todo || !rc->retimed)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     for (size_t ci = 0; ci < n; ci++) {
-        rc->medians[ci] = NAN;
+        rc->medians[ci] = rc->resumed_cost[ci] = NAN;
         if (rc->plan && shard_plan_owner(rc->plan, ci) != rc->opt->shard_index)
             continue; /* another shard's */
         if (search_add_config(ss->s, rc->sp, ci, rc->plans[ci].skip) < 0)
@@ -208,6 +209,10 @@ const char *run_search_key(const run_ctx *rc, char *buf, size_t size)
                                 i ? ";" : " features=", set->feature_names[i], e ? e : "?");
         free(e);
     }
+    /* what the search observed (time, written only when not, as before objectives): a resume by
+     * another objective is refused, its rows' costs would mean something else */
+    if (rc->opt->objective != OBJECTIVE_TIME && len < size)
+        snprintf(buf + len, size - len, " objective=%s", objective_name(rc->opt->objective));
     return buf;
 }
 
@@ -224,6 +229,7 @@ void run_search_free(run_ctx *rc)
     free(rc->todo);
     free(rc->medians);
     free(rc->resumed);
+    free(rc->resumed_cost);
     free(rc->compiled);
     free(rc->retime_todo);
     free(rc->retimed);
@@ -273,14 +279,15 @@ static tune_status warm_start(run_ctx *rc)
         for (size_t r = 0; st == TUNE_OK && r < n; r++) {
             const result_row *row = &rows[r];
             const family_method *m = family_find_method(rc->sw->family, row->method);
-            if (row->status != RESULT_OK || !m || !m->tuned || !(row->time.median > 0))
+            double cost = results_row_cost(row, rc->opt->objective);
+            if (!m || !m->tuned || !(cost > 0))
                 continue;
             size_t shape = shape_of_row(rc, row);
             if (shape == SIZE_MAX || search_n_candidates(ss->s, shape) == 0)
                 continue; /* not a shape of this run (or of this shard) */
             tune_point p = row->values;
             point_set_str(&p, "method", row->method);
-            if (search_observe_prior(ss->s, shape, &p, row->time.median) != 0)
+            if (search_observe_prior(ss->s, shape, &p, cost) != 0)
                 st = tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
             ss->prior_rows++;
         }
@@ -451,12 +458,14 @@ static tune_status round_run(run_ctx *rc, run_summary *sum, int last)
     return st;
 }
 
-/* The rows of a resumed folder observed (run/session.c read them into rc->medians). */
+/* The rows of a resumed folder observed by their cost under the run's objective, as the run's
+ * own rows are (run/session.c read them into rc->resumed_cost; rc->medians keeps their times for
+ * the re-timing). */
 static void observe_resumed(run_ctx *rc)
 {
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
         if (rc->resumed[ci])
-            search_observe(rc->ss->s, ci, rc->medians[ci]);
+            search_observe(rc->ss->s, ci, rc->resumed_cost[ci] > 0 ? rc->resumed_cost[ci] : NAN);
 }
 
 /* The shapes not re-timed yet with at least two ok candidates, re-timed by one worker. A failure

@@ -163,7 +163,7 @@ static tune_status session_lost_row(run_ctx *rc, run_summary *sum, size_t ci, re
     meta_count_status(sum, status);
     rc->done[ci] = 1;
     if (rc->on_row)
-        rc->on_row(rc->on_row_ctx, ci, status, NAN);
+        rc->on_row(rc->on_row_ctx, ci, status, NAN, NAN);
     if (!rc->opt->quiet)
         fprintf(stderr, "tune: configuration %zu %s: %s\n", ci, result_status_str(status), reason);
     return st;
@@ -211,7 +211,7 @@ static void session_line(run_ctx *rc, run_summary *sum, run_session *s, const ch
 {
     size_t n = space_n_configs(rc->sp), i = 0, shape = 0;
     int code = 0, off = 0;
-    double median = NAN;
+    double median = NAN, cost = NAN;
     s->last_line = clock_now();
     if (line[0] == 'T') {
         s->retiming = 1;
@@ -222,12 +222,13 @@ static void session_line(run_ctx *rc, run_summary *sum, run_session *s, const ch
         s->current = i;
         s->retiming = 0;
         s->fresh = 0;
-    } else if (line[0] == 'E' && sscanf(line, "E %zu %d %lg", &i, &code, &median) >= 2 && i < n) {
+    } else if (line[0] == 'E' &&
+               sscanf(line, "E %zu %d %lg %lg", &i, &code, &median, &cost) >= 2 && i < n) {
         rc->done[i] = 1;
         meta_count_status(sum, (result_status)code);
         s->current = SIZE_MAX;
         if (rc->on_row)
-            rc->on_row(rc->on_row_ctx, i, (result_status)code, median);
+            rc->on_row(rc->on_row_ctx, i, (result_status)code, median, cost);
     } else if (line[0] == 'D') {
         s->busy = 0;
         s->retiming = 0;

@@ -67,6 +67,7 @@ static tune_status load_done(run_ctx *rc, run_summary *sum, size_t *n_found)
                 (*n_found)++;
                 if (rc->resumed) { /* a searched run observes it first (run/search.c) */
                     rc->resumed[i] = 1;
+                    rc->resumed_cost[i] = results_row_cost(&rows[r], rc->opt->objective);
                     if (rows[r].status == RESULT_OK && rows[r].time.median > 0 &&
                         space_config_at(rc->sp, i)->param != SPACE_NO_PARAM)
                         rc->medians[i] = rows[r].time.median;
@@ -312,6 +313,7 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
         goto done;
     if (!opt->compile_only)
         rc.mon = monitor_open(rc.gi.pci_bus_id);
+    run_energy_probe(&rc);
     st = run_rows(&rc, sum);
     monitor_close(rc.mon);
     /* a compile-only run's tables hold only the status counts: written, not printed; a shard
@@ -321,7 +323,8 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
                             .n_rows = sw->n_report_rows,
                             .cols = (const char *const *)sw->report_cols,
                             .n_cols = sw->n_report_cols,
-                            .title = sw->name};
+                            .title = sw->name,
+                            .objective = opt->objective};
         const char *dir = sum->out_dir;
         st = report_folders(&dir, 1, &spec, dir, opt->quiet || opt->compile_only, err);
     } else if (st == TUNE_OK && !opt->quiet) {

@@ -4,7 +4,8 @@
  * Messages to the coordinator, one per line:
  *   R <bytes/s>          the read bandwidth it measured
  *   B <i>                configuration i begins (the watchdog starts)
- *   E <i> <status> <s>   configuration i's row is written; its median in seconds (nan unless ok)
+ *   E <i> <status> <s> <c>  configuration i's row is written: its median in seconds and its
+ *                        cost under the run's objective (core/objective.h), nan unless ok
  *   T <shape>            the shape's fastest configurations are being re-timed
  *   C <i> <text>         configuration i broke the CUDA context (sticky error); the worker exits
  *   F <code> <text>      the worker cannot start (no GPU, out of memory for its buffers, ...)
@@ -89,6 +90,7 @@ static tune_status worker_setup_timing(run_ctx *rc, worker_gpu *g, int fd, tune_
     }
     run_load_ceilings(rc, rc->read_bw);
     rc->mon = monitor_open(rc->gi.pci_bus_id);
+    run_energy_probe(rc);
     if (!(g->w = results_open(rc->out_dir, e)))
         return e->code;
     return st;
@@ -186,7 +188,9 @@ static int worker_row(run_ctx *rc, int fd, void *state, const tune_error *shape_
     if (results_write_row(w, &row, e) != TUNE_OK)
         return -1;
     *median = row.status == RESULT_OK ? row.time.median : NAN;
-    worker_send(fd, "E %zu %d %.17g", ci, (int)row.status, *median);
+    /* the search observes the row's cost under the run's objective */
+    worker_send(fd, "E %zu %d %.17g %.17g", ci, (int)row.status, *median,
+                results_row_cost(&row, rc->opt->objective));
     return 0;
 }
 

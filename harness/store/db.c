@@ -77,7 +77,10 @@ static const char *const migrations[DB_SCHEMA_VERSION] = {
     " CASE WHEN t.winner_id = r.config_id THEN 0 ELSE 1 END, r.time_median, r.config_id) AS k"
     " FROM results r JOIN configs c ON c.id = r.config_id"
     " LEFT JOIN retimes t ON t.run_id = r.run_id AND t.series_id = c.series_id"
-    " WHERE r.status = 'ok' AND r.time_median IS NOT NULL) b WHERE k = 1;"};
+    " WHERE r.status = 'ok' AND r.time_median IS NOT NULL) b WHERE k = 1;",
+    /* 2 -> 3: the energy of a call (rows of format 2 from runs with --energy); NULL elsewhere */
+    "ALTER TABLE results ADD COLUMN energy_j REAL;"
+    "ALTER TABLE results ADD COLUMN energy_note TEXT;"};
 
 /* The bests of one run (the migration's rule: the re-timing's winner, else the fastest ok row). */
 static const char sql_bests[] =
@@ -403,9 +406,9 @@ static int stmts_prepare(db *d, stmts *s)
                " time_min, time_max, time_stdev, time_stderr, time_p10, time_p90, time_n, bytes,"
                " flops, error, tolerance, dram_bytes, model_time, roofline_time, clock_sm_mhz,"
                " clock_mem_mhz, temperature_c, power_w, throttle_reasons, throttled, timing_mode,"
-               " stop_reason, batch) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
-               " ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28,"
-               " ?29)",
+               " stop_reason, batch, energy_j, energy_note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
+               " ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23,"
+               " ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
                -1, &s->row_ins, NULL) != SQLITE_OK ||
            sqlite3_prepare_v2(d->h,
                               "INSERT INTO retimes (run_id, series_id, winner_id, runner_up,"
@@ -504,6 +507,8 @@ static tune_status insert_rows(db *d, long long run_id, const char *sweep, resul
         bind_text(q, 27, r->timing_mode);
         bind_text(q, 28, r->stop_reason);
         bind_int(q, 29, r->batch, r->batch > 0);
+        bind_real(q, 30, r->energy_j);
+        bind_text(q, 31, r->energy_note);
         if (!ids[i].id)
             st = tune_error_set(err, TUNE_ERR_NOMEM, d->path, "out of memory");
         else if (sqlite3_step(q) != SQLITE_DONE)

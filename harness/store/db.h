@@ -17,7 +17,7 @@
  * Tables (schema DB_SCHEMA_VERSION; the SQL is kept to what PostgreSQL also has): store_info
  * (key, value: schema_version), runs (one per run: identity, everything meta.json says, the
  * night it belongs to, the folder it came from), series (sweep, shape, method), configs (a
- * series' parameter set), rows (run x config: status and measurements), retimes (the re-timing
+ * series' parameter set), rows (run x config: status and measurements, energy_j included), retimes (the re-timing
  * verdicts), bests (run x series: the best ok time and its configuration).
  */
 #ifndef TUNE_DB_H
@@ -27,8 +27,8 @@
 
 #include "core/error.h"
 
-/* The newest store schema this tune reads and writes. 2: the bests table. */
-#define DB_SCHEMA_VERSION 2
+/* The newest store schema this tune reads and writes. 2: the bests table; 3: the rows' energy. */
+#define DB_SCHEMA_VERSION 3
 /* How long a writer waits for another's lock before failing (ms). */
 #define DB_BUSY_TIMEOUT_MS 600000
 

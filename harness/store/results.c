@@ -35,7 +35,7 @@ static const char *const results_reserved[] = {
     "flop_rate",   "pct_read_bw", "read_bw",     "error",     "tolerance", "device",   "timestamp",
     "clock_sm_mhz", "clock_mem_mhz", "temperature_c", "power_w", "throttle_reasons",
     "roofline_time", "roofline_fraction", "timing_mode", "stop_reason", "batch", "throttled",
-    "schema", "dram_bytes", "model_time",
+    "schema", "dram_bytes", "model_time", "energy_j", "energy_note",
 };
 
 const char *result_status_str(result_status s)
@@ -62,8 +62,15 @@ void result_row_init(result_row *row)
     row->pct_read_bw = row->read_bw = row->error = row->tolerance = NAN;
     row->clock_sm_mhz = row->clock_mem_mhz = row->temperature_c = row->power_w = NAN;
     row->roofline_time = row->roofline_fraction = NAN;
-    row->dram_bytes = row->model_time = NAN;
+    row->dram_bytes = row->model_time = row->energy_j = NAN;
     row->throttle_reasons = -1;
+}
+
+double results_row_cost(const result_row *row, tune_objective obj)
+{
+    if (row->status != RESULT_OK || row->time.n == 0)
+        return NAN;
+    return objective_cost(obj, row->time.median, row->energy_j);
 }
 
 /* ---- row -> JSON ---- */
@@ -205,6 +212,10 @@ static void results_put_measures(json_t *o, const result_row *row, int *failed)
                 row->throttle_reasons >= 0 ? json_integer(row->throttle_reasons) : json_null(),
                 failed);
     results_put(o, "throttled", json_boolean(row->throttled), failed);
+    if (isfinite(row->energy_j) || row->energy_note) {
+        results_put(o, "energy_j", outfile_json_number(row->energy_j), failed);
+        results_put(o, "energy_note", results_json_str(row->energy_note), failed);
+    }
     results_put(o, "timing_mode", results_json_str(row->timing_mode), failed);
     results_put(o, "stop_reason", results_json_str(row->stop_reason), failed);
     results_put(o, "batch", row->batch > 0 ? json_integer(row->batch) : json_null(), failed);
@@ -495,10 +506,15 @@ static tune_status results_get_measures(const json_t *o, result_row *row, const 
         {"clock_mem_mhz", &row->clock_mem_mhz},
         {"temperature_c", &row->temperature_c},
         {"power_w", &row->power_w},
+        {"energy_j", &row->energy_j},
     };
     tune_status st = TUNE_OK;
     for (size_t i = 0; st == TUNE_OK && i < sizeof nums / sizeof *nums; i++)
         st = results_get_num(o, nums[i].key, nums[i].dst, where, err);
+    if (st == TUNE_OK && !isnan(row->energy_j) && !(row->energy_j > 0 && isfinite(row->energy_j)))
+        st = tune_error_set(err, TUNE_ERR_INVALID, where,
+                            "key 'energy_j': expected joules per call > 0 or null, got %g",
+                            row->energy_j);
     double batch;
     if (st == TUNE_OK && (st = results_get_num(o, "batch", &batch, where, err)) == TUNE_OK)
         row->batch = isnan(batch) ? 0 : (int)batch;
@@ -520,6 +536,7 @@ static tune_status results_get_strings(const json_t *o, result_row *row, const c
         {"method", &row->method}, {"reason", &row->reason},       {"kernel", &row->kernel},
         {"device", &row->device}, {"timestamp", &row->timestamp},
         {"timing_mode", &row->timing_mode}, {"stop_reason", &row->stop_reason},
+        {"energy_note", &row->energy_note},
     };
     tune_status st = TUNE_OK;
     for (size_t i = 0; st == TUNE_OK && i < sizeof strs / sizeof *strs; i++)
@@ -634,7 +651,8 @@ tune_status results_locate(const char *dir, char *path, size_t size, tune_error 
 static void results_row_release(result_row *row)
 {
     char *strs[] = {row->sweep,  row->family, row->op,          row->method,     row->reason,
-                    row->kernel, row->device, row->timestamp, row->timing_mode, row->stop_reason};
+                    row->kernel, row->device, row->timestamp, row->timing_mode, row->stop_reason,
+                    row->energy_note};
     for (size_t i = 0; i < sizeof strs / sizeof *strs; i++)
         free(strs[i]);
     for (size_t i = 0; i < row->values.n; i++) {

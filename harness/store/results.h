@@ -25,7 +25,10 @@
  * "throttle_reasons" (NVML, read right after the timed reps), "throttled" (a slowdown reason was
  * seen before or after the timed reps), "device", "timestamp" (ISO 8601
  * UTC), "schema" (the row format, RESULTS_ROW_SCHEMA; rows written before it was recorded have
- * none and are format 1). Absent measurements are null.
+ * none and are format 1). Absent measurements are null. Format 2 adds "energy_j" (joules per
+ * call, NVML's energy counter, timing.h: timing_energy) and "energy_note" (why a run that measured
+ * energy has none for the row), written only when the run measured energy (--energy): rows of
+ * format 1 read with energy_j NAN.
  * Keys come in that order; an axis or parameter named like one of the other keys is an error.
  * Reading requires "method", "status", "axes", "params" and every listed axis; other keys may be
  * missing (read as NULL / NAN). A row whose "schema" is newer than RESULTS_ROW_SCHEMA is refused
@@ -37,12 +40,13 @@
 #include <stddef.h>
 
 #include "core/error.h"
+#include "core/objective.h"
 #include "core/point.h"
 #include "core/stats.h"
 
 /* The row format this tune writes and the newest it reads. A change that older readers would
  * misread (a key renamed, a unit changed) bumps it. */
-#define RESULTS_ROW_SCHEMA 1
+#define RESULTS_ROW_SCHEMA 2
 
 typedef enum {
     RESULT_OK = 0,
@@ -87,6 +91,10 @@ typedef struct {
     double clock_sm_mhz, clock_mem_mhz, temperature_c, power_w;
     long long throttle_reasons;
     int throttled; /* NVML saw a slowdown reason before or after the timed reps (monitor.h) */
+    /* joules per call, measured apart from the timed reps (timing.h: timing_energy); NAN when not
+     * measured, and then energy_note says why when the run measured energy (else NULL) */
+    double energy_j;
+    char *energy_note;
     char *device;
     char *timestamp;
     int owns; /* 1 when read by results_read: results_rows_free frees names and strings */
@@ -120,6 +128,10 @@ tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, result_row
 /* The identity of the row's configuration (core/point.h: point_identity): equal for a row read back and for
  * the configuration of the space it measured. Returns buf. */
 const char *results_row_identity(const result_row *row, char *buf, size_t size);
+
+/* The row's cost under obj (core/objective.h) from its median time and energy: NAN when the row is
+ * not ok, not timed, or lacks what obj needs. */
+double results_row_cost(const result_row *row, tune_objective obj);
 
 
 /* Keeps the last row of each configuration (results_row_identity) in rows[0..*n), in order; the
