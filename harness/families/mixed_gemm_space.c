@@ -51,8 +51,9 @@ const family_op mg_ops[MG_N_OPS] = {
 
 const family_axis mg_params[MG_N_PARAMS] = {
     {"bm", FAMILY_AXIS_INT, 8, 256, NULL, "16",
-     "block tile rows (m): a multiple of 16 (fused), of 8 up to 64 (decode) or 32 (gemv), 8, 16, "
-     "32, 64, 128 or 256 (wgmma)"},
+     "block tile rows (m): a multiple of 16 (fused), of 8 up to 64 (decode) or 32 (gemv); wgmma: "
+     "the most rows per block, a multiple of 8 up to 256 (m spread evenly over ceil(m / bm) row "
+     "blocks, rounded up to 8)"},
     {"bn", FAMILY_AXIS_INT, 64, 1024, NULL, "128", "block tile columns (n)"},
     {"bk", FAMILY_AXIS_INT, 64, 1024, NULL, "128", "block tile depth (k) per pipeline stage"},
     {"wm", FAMILY_AXIS_INT, 1, 16, NULL, "1", "warps along m"},
@@ -93,8 +94,8 @@ const family_method mg_methods[MG_N_METHODS] = {
      FAMILY_ROLE_AUXILIARY},
     {"wgmma", 1,
      "tune's warpgroup-MMA kernel (sm_90a): weight as the A operand from registers, dequantized "
-     "once per block, X from shared memory through the tensor memory accelerator (bm = the MMA's "
-     "N: 8, 16, 32, 64, 128, 256; bn = 64 or 128 x wn warpgroups; bk = 16 x steps per stage, a "
+     "once per block, X from shared memory through the tensor memory accelerator (bm: the most "
+     "rows per block; the MMA's N is m spread evenly over ceil(m / bm) blocks, rounded up to 8; bn = 64 or 128 x wn warpgroups; bk = 16 x steps per stage, a "
      "multiple of 64)",
      FAMILY_ROLE_TUNED},
     {"wgmma_ws", 1,
@@ -371,14 +372,14 @@ static int64_t mg_ws_consumer_regs(int64_t wn)
     return c > 240 ? 240 : c;
 }
 
-/* The wgmma kernels' geometry: bm = the MMA's N, bn = 64 or 128 columns per warpgroup (wn of them),
+/* The wgmma kernels' geometry: bm = the most rows per block (the MMA's N is mg_wgmma_rows), bn = 64 or 128 columns per warpgroup (wn of them),
  * bk = 16 KS in whole 64-column swizzle atoms; the warp-specialized one adds a producer
  * warpgroup to wn = 1 or 2 consumers. */
 static const char *mg_wgmma_shape(const mg_desc *d)
 {
     const int ws = d->method == MG_WGMMA_WS;
-    if (d->bm != 8 && d->bm != 16 && d->bm != 32 && d->bm != 64 && d->bm != 128 && d->bm != 256)
-        return "tile shape: the wgmma kernel takes bm = 8, 16, 32, 64, 128 or 256";
+    if (d->bm < 8 || d->bm > 256 || d->bm % 8 != 0)
+        return "tile shape: the wgmma kernel takes bm a multiple of 8 up to 256";
     if (d->wn < 1 || (d->bn != 64 * d->wn && d->bn != 128 * d->wn && !(ws && d->bn == 256 * d->wn)))
         return "tile shape: the wgmma kernel takes bn = 64 x wn or 128 x wn (warp-specialized: "
                "also 256 x wn)";
@@ -393,9 +394,18 @@ static const char *mg_wgmma_shape(const mg_desc *d)
     return NULL;
 }
 
+int64_t mg_wgmma_rows(int64_t m, int64_t bm)
+{
+    int64_t blocks = (m + bm - 1) / bm;
+    return ((m + blocks - 1) / blocks + 7) / 8 * 8;
+}
+
+/* The wgmma kernels' description: the row tile follows m (mg_wgmma_rows; d->bm becomes the
+ * kernel's), then registers, shared memory and the grid. */
 static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
 {
     const int ws = d->method == MG_WGMMA_WS;
+    d->bm = mg_wgmma_rows(d->m, d->bm);
     int64_t threads = 128 * (d->wn + ws);
     if (mg_check_blocking(d, threads, why, why_size) != 0)
         return -1;
