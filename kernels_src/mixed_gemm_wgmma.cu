@@ -17,7 +17,8 @@
 // have 128 registers, but was slower at every m: one step of MMAs in flight is too shallow.)
 //
 // Template parameters (the tile space):
-//   BM       rows of m per block: the wgmma's N (8, 16, 32, 64, 128 or 256)
+//   BM       rows of m per block: the wgmma's N, a multiple of 8 up to 256 (the host spreads m
+//            evenly over its row blocks, so that m = 300 takes 2 blocks of 152 rows)
 //   WN       warpgroups along n
 //   MT       64-column tiles per warpgroup (BN = 64 MT WN)
 //   KS       k16 steps per stage (BK = 16 KS, a multiple of 64: whole swizzle atoms)
@@ -418,6 +419,7 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
     constexpr int NC = 4 * WN; // warps
     constexpr int BN = LY::BN, BK = 16 * KS, R = BM / 2;
     static_assert(KS % 4 == 0, "BK: whole 64-column swizzle atoms");
+    static_assert(BM % 8 == 0 && BM <= 256, "BM: wgmma's N, 8-row core matrices");
     extern __shared__ uint4 mg_smem[];
     unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
     smem += (1024 - (mg_saddr(smem) & 1023)) & 1023;
@@ -731,6 +733,7 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     using LY = mg_ws_layout<BM, WN, MT, KS, SX, SW, ZP, CL>;
     constexpr int BN = LY::BN, BK = 16 * KS, R = BM / 2;
     static_assert(KS % 4 == 0, "BK: whole 64-column swizzle atoms");
+    static_assert(BM % 8 == 0 && BM <= 256, "BM: wgmma's N, 8-row core matrices");
     static_assert(WN == 1 || WN == 2, "1 or 2 consumer warpgroups");
     extern __shared__ uint4 mg_smem[];
     unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
