@@ -501,7 +501,7 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 
 // ---- The warp-specialized variant (method wgmma_ws) ----
 //
-// mg_wgmma_ws<T, BM, WN, MT, KS, SX, SW, ZP, CL>: mg_wgmma's tiles, MMAs and ends, with one more
+// mg_wgmma_ws<T, BM, WN, MT, KS, SX, SW, ZP, CL, SK>: mg_wgmma's tiles, MMAs and ends, with one more
 // warpgroup, the producer, in front of the WN consumer warpgroups, and two rings instead of one:
 // SX stages of X, and SW stages of packed weight with its scales (and zero points). Thread 0 of
 // the producer streams X by TMA, thread 32 the weight by TMA too (one box per stage of the
@@ -532,22 +532,50 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 #define MG_WS_STMA_ROWS 4
 #endif
 
-// The block's tiles: tile t = (row block t % MB, column block t / MB), MB = ceil(m / BM), so that
-// the row blocks that share a weight slice run together. A grid of (MB, n / BN, splits) gives every
-// block one tile, (blockIdx.x, blockIdx.y); a persistent grid of fewer blocks (x only, one split,
-// no cluster: the host's choice) gives block b the tiles b, b + gridDim.x, ... in turn, so that
-// its producer loads the next tile while its consumers store the last one. A cluster's blocks
-// (CL > 1) take one tile each.
-template <int BM, int BN, int CL> struct mg_ws_tiles {
-    int mb, count;
-    __device__ __forceinline__ mg_ws_tiles(int m, int n)
-        : mb((m + BM - 1) / BM), count(CL > 1 ? first() + 1 : mb * (n / BN))
+// The block's work, in segments: k iterations it0 .. it1 - 1 of a tile's L. Tile t = (row block
+// t % MB, column block t / MB), MB = ceil(m / BM), so that the row blocks that share a weight
+// slice run together. Without SK, whole tiles: a grid of (MB, n / BN, splits) gives every block one
+// tile, (blockIdx.x, blockIdx.y); a persistent grid of fewer blocks (x only, one split, no cluster:
+// the host's choice) gives block b the tiles b, b + gridDim.x, ... in turn, so that its producer
+// loads the next tile while its consumers store the last one; a cluster's blocks (CL > 1) take one
+// tile each. With SK (stream-K: Osama et al., "Stream-K: Work-centric Parallel Decomposition for
+// Dense Matrix-Matrix Multiplication on the GPU", PPoPP 2023), the persistent grid's blocks share
+// the k iterations of all tiles, in tile order, in equal ranges: block b takes iterations
+// begin(b) .. begin(b + 1) - 1, so no block idles in a last partial wave; a range starts and ends
+// inside tiles, so a block takes at most a partial tile at each end (mg_ws_streamk adds them up).
+template <int BM, int BN, int CL, int SK> struct mg_ws_tiles {
+    int mb, count, L, tile;
+    long long pos, end; // SK: the next iteration of the block's range, and the range's end
+    __device__ __forceinline__ mg_ws_tiles(int m, int n, int iters)
+        : mb((m + BM - 1) / BM), count(CL > 1 ? first() + 1 : mb * (n / BN)), L(iters),
+          tile(first()), pos(SK ? begin(blockIdx.x) : 0), end(SK ? begin(blockIdx.x + 1) : 0)
     {
     }
     __device__ __forceinline__ int first() const { return blockIdx.x + blockIdx.y * gridDim.x; }
     __device__ __forceinline__ int stride() const { return CL > 1 ? 1 : gridDim.x * gridDim.y; }
+    __device__ __forceinline__ long long begin(unsigned b) const
+    {
+        return (long long)count * L * b / gridDim.x;
+    }
     __device__ __forceinline__ int m0(int t) const { return t % mb * BM; }
     __device__ __forceinline__ int n0(int t) const { return t / mb * BN; }
+    // The next segment (tile t, iterations it0 .. it1 - 1); false when the block is done.
+    __device__ __forceinline__ bool next(int &t, int &it0, int &it1)
+    {
+        if (SK) {
+            if (pos >= end)
+                return false;
+            t = (int)(pos / L), it0 = (int)(pos % L);
+            it1 = end - pos < L - it0 ? it0 + (int)(end - pos) : L;
+            pos += it1 - it0;
+            return true;
+        }
+        if (tile >= count)
+            return false;
+        t = tile, it0 = 0, it1 = L;
+        tile += stride();
+        return true;
+    }
 };
 
 template <int WN> struct mg_ws_regs {
@@ -585,9 +613,9 @@ template <int N> __device__ __forceinline__ void mg_setmaxnreg_inc()
 }
 
 // The producer warpgroup: thread 0 fills the X ring, thread 32 the weight ring, for every
-// iteration it of the block once the consumers have released the slot's previous use; then the
-// warpgroup joins the cluster finish's three barriers (CL > 1) and leaves.
-template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL>
+// iteration it of the block's segments (mg_ws_tiles) once the consumers have released the slot's
+// previous use; then the warpgroup joins the cluster finish's three barriers (CL > 1) and leaves.
+template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL, int SK>
 __device__ __forceinline__ void
 mg_ws_produce(const mg_tmap *xmap, const mg_tmap *wmap, const mg_tmap *smap, const mg_tmap *zmap,
               const uint4 *__restrict__ Wp, const T *__restrict__ S, const T *__restrict__ Z,
@@ -600,10 +628,11 @@ mg_ws_produce(const mg_tmap *xmap, const mg_tmap *wmap, const mg_tmap *smap, con
                        *emptyw = bars + 2 * SX + SW;
     if (WN > 1)
         mg_setmaxnreg_dec<mg_ws_regs<WN>::PRODUCER>();
-    mg_ws_tiles<BM, BN, CL> tl(m, n);
+    mg_ws_tiles<BM, BN, CL, SK> tl(m, n, L);
+    int tile, it0, it1;
     if (threadIdx.x == 0)
-        for (int g = 0, tile = tl.first(); tile < tl.count; tile += tl.stride())
-            for (int it = 0, m0 = tl.m0(tile); it < L; it++, g++) {
+        for (int g = 0; tl.next(tile, it0, it1);)
+            for (int it = it0, m0 = tl.m0(tile); it < it1; it++, g++) {
                 const int s = g % SX, kb = kb0 + it;
                 if (g >= SX)
                     mg_mbar_wait(emptyx + s, (g / SX - 1) & 1);
@@ -614,8 +643,8 @@ mg_ws_produce(const mg_tmap *xmap, const mg_tmap *wmap, const mg_tmap *smap, con
                               fullx + s);
             }
     else if (threadIdx.x == 32)
-        for (int g = 0, tile = tl.first(); tile < tl.count; tile += tl.stride())
-            for (int it = 0, n0 = tl.n0(tile); it < L; it++, g++) {
+        for (int g = 0; tl.next(tile, it0, it1);)
+            for (int it = it0, n0 = tl.n0(tile); it < it1; it++, g++) {
                 const int s = g % SW, kb = kb0 + it;
                 if (g >= SW)
                     mg_mbar_wait(emptyw + s, (g / SW - 1) & 1);
@@ -722,7 +751,64 @@ __device__ __forceinline__ void mg_ws_epilogue(const float (&acc)[MT][BM / 2], f
     });
 }
 
-template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL>
+// The stream-K fix-up of a segment (iterations it0 .. it1 - 1 of tile's tl.L), run by the NT
+// consumer threads (from thread 128). A segment that does not start its tile (the first of its
+// block's range) stores its fp32 partial in the block's slot of ws (BM x BN floats, in the
+// accumulators' register order: each thread's values NT apart, so every store is coalesced) and
+// raises the block's flag in counters. The segment that starts the tile (the last of its block's
+// range, so the blocks after it, which took the rest of the tile first, are mostly done) waits for
+// the flags of those blocks, the ones whose range starts inside the tile, and adds their partials
+// in block order (the sum does not depend on timing), then resets the flags for the next launch.
+// The blocks of a persistent grid are all resident, and a flag's block never waits before raising
+// it, so every wait ends. Returns whether the block stores the tile (to Y, as without SK).
+template <int BM, int MT, int NT, typename TL>
+__device__ __forceinline__ bool mg_ws_streamk(float (&acc)[MT][BM / 2], float *__restrict__ ws,
+                                              int *__restrict__ flags, const TL &tl, int tile,
+                                              int it0, int it1)
+{
+    constexpr int R = BM / 2, SLOT = MT * R * NT;
+    const int tid = (int)threadIdx.x - 128;
+    if (it0 > 0) {
+        float *slot = ws + (long long)blockIdx.x * SLOT + tid;
+#pragma unroll
+        for (int t = 0; t < MT; t++)
+#pragma unroll
+            for (int i = 0; i < R; i++)
+                __stcg(slot + (t * R + i) * NT, acc[t][i]);
+        __threadfence();
+        mg_bar_sync<NT, 128>();
+        if (tid == 0)
+            atomicExch(flags + blockIdx.x, 1);
+        return false;
+    }
+    if (it1 == tl.L)
+        return true;
+    const long long tile_end = (long long)(tile + 1) * tl.L;
+    unsigned c = blockIdx.x + 1;
+    for (; c < gridDim.x && tl.begin(c) < tile_end; c++) {
+        if (tl.begin(c + 1) == tl.begin(c))
+            continue; // an empty range (fewer iterations than blocks): no partial, no flag
+        if (tid == 0)
+            while (atomicAdd(flags + c, 0) == 0)
+                ;
+        mg_bar_sync<NT, 128>();
+        __threadfence();
+        const float *slot = ws + (long long)c * SLOT + tid;
+#pragma unroll
+        for (int t = 0; t < MT; t++)
+#pragma unroll
+            for (int i = 0; i < R; i++)
+                acc[t][i] += __ldcg(slot + (t * R + i) * NT);
+    }
+    mg_bar_sync<NT, 128>(); // every partial is read: the flags may fall
+    if (tid == 0)
+        for (unsigned b = blockIdx.x + 1; b < c; b++)
+            if (tl.begin(b + 1) != tl.begin(b))
+                flags[b] = 0;
+    return true;
+}
+
+template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL, int SK>
 __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     mg_wgmma_ws(const __grid_constant__ mg_tmap xmap, const __grid_constant__ mg_tmap wmap,
                 const __grid_constant__ mg_tmap smap, const __grid_constant__ mg_tmap zmap,
@@ -744,6 +830,7 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     int kb0, L;
     mg_split_range(k / BK, kb0, L);
+    static_assert(!SK || CL == 1, "stream-K: no cluster");
     if (tid == 0) {
         mg_require_smem(LY::TOTAL);
         for (int s = 0; s < 2 * SX + 2 * SW; s++) // full X, empty X, full W, empty W
@@ -767,7 +854,7 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     }
     __syncthreads();
     if (warp < 4) {
-        mg_ws_produce<T, BM, WN, MT, KS, SX, SW, ZP, CL>(&xmap, &wmap, &smap, &zmap, Wp, S, Z,
+        mg_ws_produce<T, BM, WN, MT, KS, SX, SW, ZP, CL, SK>(&xmap, &wmap, &smap, &zmap, Wp, S, Z,
                                                          xring, wring, bars, L, kb0, m, n, group,
                                                          gsh >= 0 ? BK >> gsh : 1);
         return;
@@ -777,14 +864,15 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     const int cw = warp - 4, wg = cw >> 2, w = cw & 3;
     float acc[MT][R];
     unsigned a[2][KS][MT][4];
-    const mg_ws_tiles<BM, BN, CL> tl(m, n);
-    for (int g = 0, tile = tl.first(); tile < tl.count; tile += tl.stride(), g += L) {
+    mg_ws_tiles<BM, BN, CL, SK> tl(m, n, L);
+    for (int g = 0, tile, it0, it1; tl.next(tile, it0, it1); g += it1 - it0) {
         const int m0 = tl.m0(tile), n0 = tl.n0(tile), rows = m - m0 < BM ? m - m0 : BM;
+        const int len = it1 - it0;
         mg_wg_zero_acc(acc);
-        for (int it = 0; it < L; it += 2) {
+        for (int it = 0; it < len; it += 2) {
             mg_ws_stage<T, BM, WN, MT, KS, SX, SW, ZP, 0>(acc, a, xring, wring, bars, wg, w, lane,
                                                           g + it, it == 0, gsh);
-            if (it + 1 < L)
+            if (it + 1 < len)
                 mg_ws_stage<T, BM, WN, MT, KS, SX, SW, ZP, 1>(acc, a, xring, wring, bars, wg, w,
                                                               lane, g + it + 1, false, gsh);
         }
@@ -792,8 +880,10 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
 #pragma unroll
         for (int t = 0; t < MT; t++)
             mg_wg_fence_acc(acc[t]);
-        if (lane == 0) // the tile's last X slot (the next tile's first stage does not release it)
-            mg_mbar_arrive(bars + SX + (g + L - 1) % SX);
+        if (lane == 0) // the segment's last X slot (the next one's first stage does not release it)
+            mg_mbar_arrive(bars + SX + (g + len - 1) % SX);
+        if (SK && !mg_ws_streamk<BM, MT, 128 * WN>(acc, ws, counters, tl, tile, it0, it1))
+            continue;
         mg_ws_epilogue<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(xring), Y, ws, counters,
                                           m, n, m0, n0, rows, cw, lane);
     }

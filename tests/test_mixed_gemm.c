@@ -271,7 +271,7 @@ Test(mixed_gemm, ws_ring_leaves_room_for_static_shared_memory)
     tune_point p;
     mg_point(&p, "wgmma_ws", 8, 4096, 4096, 128, 1, "float16");
     mg_tile(&p, 8, 512, 64, 1, 2, 1, 5, 1, 0, 1024);
-    expect_kernel(&p, "mixed_gemm_wgmma.cu", "mg_wgmma_ws<half_t, 8, 2, 4, 4, 5, 10, 1, 1>");
+    expect_kernel(&p, "mixed_gemm_wgmma.cu", "mg_wgmma_ws<half_t, 8, 2, 4, 4, 5, 10, 1, 1, 0>");
 }
 
 /* The wgmma kernels' row tile follows m: bm is the most rows per block, and m is spread evenly

@@ -64,6 +64,9 @@ static const int64_t mg_dequant_point[P_N] = {128, 128, 64, 2, 2, 1, 3, 1, 0, -1
 #define R_SPLIT_WAVES                                                                              \
     "split-K: deeper than 2 where half as many splits already give two waves of blocks"
 #define R_SPLIT_DEPTH "split-K: fewer than 2 k tiles (bk) per split"
+#define R_STREAMK                                                                                  \
+    "split-K: stream-K (0) only where the tile grid ends in a partial wave of 132 blocks (whole "  \
+    "waves leave no multiprocessor idle, and stream-K would only add partial tiles)"
 #define R_GEMV_WARPS                                                                               \
     "gemv: 4 to 8 warps per block (fewer keep too few loads in flight, more measured slower)"
 #define R_GEMV_BATCH                                                                               \
@@ -133,12 +136,14 @@ static const char *mg_rule_rows_wgmma(const mg_desc *d, const int64_t *tiles, si
     return NULL;
 }
 
-/* The split-K rules: a split only where the tile grid leaves multiprocessors idle (under one wave,
+/* The split-K rules: stream-K where the grid ends in a partial wave; a split only where the tile grid leaves multiprocessors idle (under one wave,
  * or a last wave under half full), none where it leaves most of them idle, no deeper than two
  * waves need, and never so deep that a split has almost no k left. */
 static const char *mg_rule_split(const mg_desc *d)
 {
     int64_t grid = (d->m + d->bm - 1) / d->bm * (d->n / d->bn);
+    if (d->splitk == 0)
+        return grid % MG_SMS == 0 ? R_STREAMK : NULL;
     if (d->splitk == 1)
         return grid < MG_SMS / 2 ? R_SPLIT_NONE : NULL;
     if (!mg_underfilled(grid))

@@ -63,7 +63,9 @@ const family_axis mg_params[MG_N_PARAMS] = {
     {"stages", FAMILY_AXIS_INT, 1, 16, NULL, "4",
      "pipeline stages (>= 2; gemv: batches in flight per warp, 1 or 2 in registers, 3 to 8 in "
      "shared memory)"},
-    {"splitk", FAMILY_AXIS_INT, 1, 64, NULL, "1", "blocks along k (reduced in the kernel)"},
+    {"splitk", FAMILY_AXIS_INT, 0, 64, NULL, "1",
+     "blocks along k (reduced in the kernel); 0: stream-K (wgmma_ws: one block per "
+     "multiprocessor, each taking an equal range of all tiles' k iterations)"},
     {"unroll", FAMILY_AXIS_INT, 0, 32, NULL, "0",
      "0: the staged kernel (cp.async pipeline); N >= 1: the direct kernel (bm = 16, bn = 64 wn, "
      "N weight loads in flight per lane; bk and stages unused)"},
@@ -199,7 +201,7 @@ static int mg_check_blocking(const mg_desc *d, int64_t threads, char *why, size_
     if (d->g_eff <= d->bk ? d->bk % d->g_eff != 0 : d->g_eff % d->bk != 0)
         return family_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
                            (long long)d->g_eff, (long long)d->bk);
-    if (d->splitk < 1 || d->splitk > d->k / d->bk)
+    if (d->splitk < 0 || d->splitk > d->k / d->bk)
         return family_fail(why, why_size,
                            "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
                            (long long)d->splitk, (long long)(d->k / d->bk));
@@ -233,7 +235,7 @@ static int mg_grid_m_n_k(mg_desc *d, char *why, size_t why_size)
 {
     d->grid[0] = (unsigned)((d->m + d->bm - 1) / d->bm);
     d->grid[1] = (unsigned)(d->n / d->bn);
-    d->grid[2] = (unsigned)d->splitk;
+    d->grid[2] = d->splitk == 0 ? 1u : (unsigned)d->splitk; /* 0: stream-K, mg_launch_grid */
     if (d->grid[1] > 65535)
         return family_fail(why, why_size, "tile shape: n / bn = %u blocks exceeds the grid limit",
                            d->grid[1]);
@@ -431,6 +433,8 @@ static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
 
 const char *mg_tile_shape(const mg_desc *d)
 {
+    if (d->splitk == 0 && d->method != MG_WGMMA_WS)
+        return "tile shape: splitk = 0 (stream-K) is the warp-specialized wgmma kernel's";
     switch (d->method) {
     case MG_DECODE:
         return mg_decode_shape(d);
@@ -556,15 +560,19 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
 static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
 {
     if (MG_IS_WGMMA(d->method)) {
-        char st[48];
+        /* the stages (wgmma_ws: X and weight), ZP, CL (2 splits: a cluster) and, for wgmma_ws,
+         * SK (splitk 0: stream-K) */
+        char st[64];
+        const int cl = d->splitk == 2 ? 2 : 1;
         if (d->method == MG_WGMMA_WS)
-            snprintf(st, sizeof st, "%lld, %lld", (long long)d->stages, (long long)d->wstages);
+            snprintf(st, sizeof st, "%lld, %lld, %d, %d, %d", (long long)d->stages,
+                     (long long)d->wstages, d->zp, cl, d->splitk == 0);
         else
-            snprintf(st, sizeof st, "%lld", (long long)d->stages);
-        snprintf(buf, size, "%s<%s, %lld, %lld, %lld, %lld, %s, %d, %lld>",
+            snprintf(st, sizeof st, "%lld, %d, %d", (long long)d->stages, d->zp, cl);
+        snprintf(buf, size, "%s<%s, %lld, %lld, %lld, %lld, %s>",
                  d->method == MG_WGMMA_WS ? "mg_wgmma_ws" : "mg_wgmma", d->tname,
                  (long long)d->bm, (long long)d->wn, (long long)(d->bn / (64 * d->wn)),
-                 (long long)(d->bk / 16), st, d->zp, d->splitk == 2 ? 2LL : 1LL);
+                 (long long)(d->bk / 16), st);
         return;
     }
     if (d->method == MG_GEMV) {
