@@ -540,22 +540,31 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 // loads the next tile while its consumers store the last one; a cluster's blocks (CL > 1) take one
 // tile each. With SK (stream-K: Osama et al., "Stream-K: Work-centric Parallel Decomposition for
 // Dense Matrix-Matrix Multiplication on the GPU", PPoPP 2023), the persistent grid's blocks share
-// the k iterations of all tiles, in tile order, in equal ranges: block b takes iterations
-// begin(b) .. begin(b + 1) - 1, so no block idles in a last partial wave; a range starts and ends
-// inside tiles, so a block takes at most a partial tile at each end (mg_ws_streamk adds them up).
+// the k iterations of all tiles in equal ranges, so that no block idles in a last partial wave:
+// block b works on row block r = b % MB, as group q = b / MB of the G = gridDim.x / MB groups
+// (the blocks past MB G idle), and takes iterations begin(q) .. begin(q + 1) - 1 of that row's
+// (n / BN) L, column block by column block. The MB blocks of a group take the same weight
+// slices at the same k, as the row blocks of a grid without SK do, so the weight is read from
+// DRAM once (in plain tile order each row block read it again, at another k, on other blocks). A
+// range starts and ends inside tiles: a block takes at most a partial tile at each end, which
+// mg_ws_streamk adds up.
 template <int BM, int BN, int CL, int SK> struct mg_ws_tiles {
-    int mb, count, L, tile;
-    long long pos, end; // SK: the next iteration of the block's range, and the range's end
+    int mb, count, L, tile, groups;
+    long long pos, end; // SK: the next iteration of the block's range in its row, and its end
     __device__ __forceinline__ mg_ws_tiles(int m, int n, int iters)
         : mb((m + BM - 1) / BM), count(CL > 1 ? first() + 1 : mb * (n / BN)), L(iters),
-          tile(first()), pos(SK ? begin(blockIdx.x) : 0), end(SK ? begin(blockIdx.x + 1) : 0)
+          tile(first()), groups((int)gridDim.x / mb),
+          pos(SK && group() < groups ? begin(group()) : 0),
+          end(SK && group() < groups ? begin(group() + 1) : 0)
     {
     }
     __device__ __forceinline__ int first() const { return blockIdx.x + blockIdx.y * gridDim.x; }
     __device__ __forceinline__ int stride() const { return CL > 1 ? 1 : gridDim.x * gridDim.y; }
-    __device__ __forceinline__ long long begin(unsigned b) const
+    __device__ __forceinline__ int group() const { return (int)blockIdx.x / mb; }
+    // SK: the first iteration of group q's range in each row (count / mb column blocks of L)
+    __device__ __forceinline__ long long begin(int q) const
     {
-        return (long long)count * L * b / gridDim.x;
+        return (long long)(count / mb) * L * q / groups;
     }
     __device__ __forceinline__ int m0(int t) const { return t % mb * BM; }
     __device__ __forceinline__ int n0(int t) const { return t / mb * BN; }
@@ -565,7 +574,7 @@ template <int BM, int BN, int CL, int SK> struct mg_ws_tiles {
         if (SK) {
             if (pos >= end)
                 return false;
-            t = (int)(pos / L), it0 = (int)(pos % L);
+            t = (int)(pos / L) * mb + (int)blockIdx.x % mb, it0 = (int)(pos % L);
             it1 = end - pos < L - it0 ? it0 + (int)(end - pos) : L;
             pos += it1 - it0;
             return true;
@@ -757,8 +766,8 @@ __device__ __forceinline__ void mg_ws_epilogue(const float (&acc)[MT][BM / 2], f
 // accumulators' register order: each thread's values NT apart, so every store is coalesced) and
 // raises the block's flag in counters. The segment that starts the tile (the last of its block's
 // range, so the blocks after it, which took the rest of the tile first, are mostly done) waits for
-// the flags of those blocks, the ones whose range starts inside the tile, and adds their partials
-// in block order (the sum does not depend on timing), then resets the flags for the next launch.
+// the flags of those blocks, the ones of its row whose range starts inside the tile
+// (mg_ws_tiles), and adds their partials in block order (the sum does not depend on timing), then resets the flags for the next launch.
 // The blocks of a persistent grid are all resident, and a flag's block never waits before raising
 // it, so every wait ends. Returns whether the block stores the tile (to Y, as without SK).
 template <int BM, int MT, int NT, typename TL>
@@ -783,11 +792,15 @@ __device__ __forceinline__ bool mg_ws_streamk(float (&acc)[MT][BM / 2], float *_
     }
     if (it1 == tl.L)
         return true;
-    const long long tile_end = (long long)(tile + 1) * tl.L;
-    unsigned c = blockIdx.x + 1;
-    for (; c < gridDim.x && tl.begin(c) < tile_end; c++) {
-        if (tl.begin(c + 1) == tl.begin(c))
-            continue; // an empty range (fewer iterations than blocks): no partial, no flag
+    // the groups after this block's whose range (in the same row) starts inside the tile; block
+    // q mb + r of group q
+    const long long tile_end = (long long)(tile / tl.mb + 1) * tl.L;
+    const int r = (int)blockIdx.x % tl.mb;
+    int q = tl.group() + 1;
+    for (; q < tl.groups && tl.begin(q) < tile_end; q++) {
+        if (tl.begin(q + 1) == tl.begin(q))
+            continue; // an empty range (fewer iterations than groups): no partial, no flag
+        const int c = q * tl.mb + r;
         if (tid == 0)
             while (atomicAdd(flags + c, 0) == 0)
                 ;
@@ -802,9 +815,9 @@ __device__ __forceinline__ bool mg_ws_streamk(float (&acc)[MT][BM / 2], float *_
     }
     mg_bar_sync<NT, 128>(); // every partial is read: the flags may fall
     if (tid == 0)
-        for (unsigned b = blockIdx.x + 1; b < c; b++)
-            if (tl.begin(b + 1) != tl.begin(b))
-                flags[b] = 0;
+        for (int p = tl.group() + 1; p < q; p++)
+            if (tl.begin(p + 1) != tl.begin(p))
+                flags[p * tl.mb + r] = 0;
     return true;
 }
 

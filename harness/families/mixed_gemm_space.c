@@ -408,6 +408,11 @@ static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
 {
     const int ws = d->method == MG_WGMMA_WS;
     d->bm = mg_wgmma_rows(d->m, d->bm);
+    if (d->splitk == 0 && (d->m + d->bm - 1) / d->bm > 64)
+        return family_fail(why, why_size,
+                           "tile shape: stream-K takes at most 64 row blocks (each group of the "
+                           "persistent grid holds a block per row block), not %lld",
+                           (long long)((d->m + d->bm - 1) / d->bm));
     int64_t threads = 128 * (d->wn + ws);
     if (mg_check_blocking(d, threads, why, why_size) != 0)
         return -1;
