@@ -306,6 +306,26 @@ Test(mixed_gemm, wgmma_row_tile_follows_m)
     expect_refused(&p, "tile shape");
 }
 
+/* Stream-K (splitk 0) is the warp-specialized wgmma kernel's (SK = 1 in its name), with at most 64
+ * row blocks (a group of the persistent grid holds a block per row block); other methods refuse
+ * it. */
+Test(mixed_gemm, stream_k_is_wgmma_ws_only)
+{
+    tune_point p;
+    mg_point(&p, "wgmma_ws", 600, 4096, 4096, 128, 0, "float16");
+    mg_tile(&p, 256, 128, 128, 1, 2, 1, 3, 0, 0, 1024);
+    expect_kernel(&p, "mixed_gemm_wgmma.cu", "mg_wgmma_ws<half_t, 200, 2, 1, 8, 3, 8, 0, 1, 1>");
+    mg_point(&p, "wgmma_ws", 8200, 4096, 4096, 128, 0, "float16");
+    mg_tile(&p, 128, 128, 128, 1, 2, 1, 3, 0, 0, 1024);
+    expect_refused(&p, "tile shape: stream-K takes at most 64 row blocks");
+    mg_point(&p, "wgmma", 600, 4096, 4096, 128, 0, "float16");
+    mg_tile(&p, 128, 256, 128, 1, 2, 1, 3, 0, 0, 1024);
+    expect_refused(&p, "tile shape: splitk = 0 (stream-K)");
+    mg_point(&p, "fused", 600, 4096, 4096, 128, 0, "float16");
+    mg_tile(&p, 64, 128, 64, 2, 2, 1, 3, 0, 0, 1024);
+    expect_refused(&p, "tile shape: splitk = 0 (stream-K)");
+}
+
 /* ---- the family's tile rules (mixed_gemm_rules.c; docs/mixed_gemm.md, "Which tiles are tried") ---- */
 
 /* sweeps/w4a16.json's tile axes and methods over other shapes, the family's rules on (or off). */
