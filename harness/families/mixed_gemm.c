@@ -512,11 +512,12 @@ static tune_status mg_gemm_t(mg_state *s, const void *w, tune_error *err)
 }
 
 /* The grid a tiled kernel is launched with: the configuration's, except that wgmma_ws with
- * stream-K (splitk 0) gets one block per multiprocessor, and wgmma_ws without splits a persistent grid when its tiles outnumber the multiprocessors (it holds one block
- * per multiprocessor): one block per multiprocessor, each taking the tiles b, b + grid, ... in
- * turn, so that a block's producer loads its next tile while its consumers store the last one
- * instead of a new block starting cold after each wave. MG_WS_PERSISTENT 0 (a build flag, for A/B
- * measurements) keeps one block per tile. */
+ * stream-K (splitk 0) gets one block per multiprocessor, and wgmma_ws without splits a persistent
+ * grid when its tiles outnumber the multiprocessors (it holds one block per multiprocessor): one
+ * block per multiprocessor, each taking the tiles b, b + grid, ... in turn, so that a block's
+ * producer loads its next tile while its consumers store the last one instead of a new block
+ * starting cold after each wave. MG_WS_PERSISTENT 0 (a build flag, for A/B measurements) keeps one
+ * block per tile. */
 #ifndef MG_WS_PERSISTENT
 #define MG_WS_PERSISTENT 1
 #endif

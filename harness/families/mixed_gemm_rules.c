@@ -50,10 +50,10 @@ static const int64_t mg_dequant_point[P_N] = {128, 128, 64, 2, 2, 1, 3, 1, 0, -1
     "row tile: m is above the largest tile, and a larger tile pads no more rows or this one "      \
     "needs more than twice its row blocks (each one dequantizes the whole weight again)"
 #define R_ROWS_SAME                                                                                \
-    "row tile: a smaller bm gives the same row blocks, hence the same kernel (m is spread evenly "  \
+    "row tile: a smaller bm gives the same row blocks, hence the same kernel (m is spread evenly " \
     "over them)"
 #define R_ROWS_MORE                                                                                \
-    "row tile: more row blocks than the largest bm gives (each dequantizes the weight again), "     \
+    "row tile: more row blocks than the largest bm gives (each dequantizes the weight again), "    \
     "tried only from m = 128 (the tensor pipe, not the weight stream, is the limit), at most "     \
     "twice as many, and where the fewest leave the last wave of 132 blocks under half full"
 #define R_SPLIT_NONE                                                                               \
@@ -136,9 +136,10 @@ static const char *mg_rule_rows_wgmma(const mg_desc *d, const int64_t *tiles, si
     return NULL;
 }
 
-/* The split-K rules: stream-K where the grid ends in a partial wave; a split only where the tile grid leaves multiprocessors idle (under one wave,
- * or a last wave under half full), none where it leaves most of them idle, no deeper than two
- * waves need, and never so deep that a split has almost no k left. */
+/* The split-K rules: stream-K where the grid ends in a partial wave; a split only where the tile
+ * grid leaves multiprocessors idle (under one wave, or a last wave under half full), none where it
+ * leaves most of them idle, no deeper than two waves need, and never so deep that a split has
+ * almost no k left. */
 static const char *mg_rule_split(const mg_desc *d)
 {
     int64_t grid = (d->m + d->bm - 1) / d->bm * (d->n / d->bn);
