@@ -501,10 +501,10 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 
 // ---- The warp-specialized variant (method wgmma_ws) ----
 //
-// mg_wgmma_ws<T, BM, WN, MT, KS, SX, SW, ZP, CL, SK>: mg_wgmma's tiles, MMAs and ends, with one more
-// warpgroup, the producer, in front of the WN consumer warpgroups, and two rings instead of one:
-// SX stages of X, and SW stages of packed weight with its scales (and zero points). Thread 0 of
-// the producer streams X by TMA, thread 32 the weight by TMA too (one box per stage of the
+// mg_wgmma_ws<T, BM, WN, MT, KS, SX, SW, ZP, CL, SK>: mg_wgmma's tiles, MMAs and ends, with one
+// more warpgroup, the producer, in front of the WN consumer warpgroups, and two rings instead of
+// one: SX stages of X, and SW stages of packed weight with its scales (and zero points). Thread 0
+// of the producer streams X by TMA, thread 32 the weight by TMA too (one box per stage of the
 // weight's tensor map; the scales as boxes from 4 rows per stage, else bulk copies), each
 // waiting only on its ring's "empty" mbarriers, so no consumer warp issues a load or waits for
 // another warpgroup's release (in mg_wgmma thread 0 does both, and its warpgroup waits for it at
@@ -767,9 +767,10 @@ __device__ __forceinline__ void mg_ws_epilogue(const float (&acc)[MT][BM / 2], f
 // raises the block's flag in counters. The segment that starts the tile (the last of its block's
 // range, so the blocks after it, which took the rest of the tile first, are mostly done) waits for
 // the flags of those blocks, the ones of its row whose range starts inside the tile
-// (mg_ws_tiles), and adds their partials in block order (the sum does not depend on timing), then resets the flags for the next launch.
-// The blocks of a persistent grid are all resident, and a flag's block never waits before raising
-// it, so every wait ends. Returns whether the block stores the tile (to Y, as without SK).
+// (mg_ws_tiles), and adds their partials in block order (the sum does not depend on timing), then
+// resets the flags for the next launch. The blocks of a persistent grid are all resident, and a
+// flag's block never waits before raising it, so every wait ends. Returns whether the block stores
+// the tile (to Y, as without SK).
 template <int BM, int MT, int NT, typename TL>
 __device__ __forceinline__ bool mg_ws_streamk(float (&acc)[MT][BM / 2], float *__restrict__ ws,
                                               int *__restrict__ flags, const TL &tl, int tile,
@@ -868,8 +869,8 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     __syncthreads();
     if (warp < 4) {
         mg_ws_produce<T, BM, WN, MT, KS, SX, SW, ZP, CL, SK>(&xmap, &wmap, &smap, &zmap, Wp, S, Z,
-                                                         xring, wring, bars, L, kb0, m, n, group,
-                                                         gsh >= 0 ? BK >> gsh : 1);
+                                                             xring, wring, bars, L, kb0, m, n,
+                                                             group, gsh >= 0 ? BK >> gsh : 1);
         return;
     }
     if (WN > 1)

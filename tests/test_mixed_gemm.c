@@ -276,12 +276,12 @@ Test(mixed_gemm, ws_ring_leaves_room_for_static_shared_memory)
 
 /* The wgmma kernels' row tile follows m: bm is the most rows per block, and m is spread evenly
  * over ceil(m / bm) row blocks, rounded up to 8 (the MMA's N step). Odd m gets tiles that are not
- * powers of two; the shipped powers of two keep theirs; a bm that is no multiple of 8 is refused. */
+ * powers of two, the shipped powers of two keep theirs, a bm that is no multiple of 8 is refused. */
 Test(mixed_gemm, wgmma_row_tile_follows_m)
 {
     static const struct {
         int64_t m, bm, rows;
-    } cases[] = {{300, 256, 152}, {300, 128, 104}, {600, 256, 200}, {2000, 256, 256},
+    } cases[] = {{300, 256, 152},  {300, 128, 104},  {600, 256, 200}, {2000, 256, 256},
                  {3000, 256, 256}, {2050, 256, 232}, {256, 256, 256}, {256, 128, 128},
                  {33, 64, 40},     {37, 64, 40},     {130, 256, 136}, {16, 16, 16},
                  {9, 152, 16},     {1, 8, 8}};
@@ -297,8 +297,9 @@ Test(mixed_gemm, wgmma_row_tile_follows_m)
         cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS,
                                                why, sizeof why),
                      0, "%s", why);
-        cr_expect(strncmp(refs[0].name, want, strlen(want)) == 0, "m = %lld, bm = %lld: %s, want %s...",
-                  (long long)cases[i].m, (long long)cases[i].bm, refs[0].name, want);
+        cr_expect(strncmp(refs[0].name, want, strlen(want)) == 0,
+                  "m = %lld, bm = %lld: %s, want %s...", (long long)cases[i].m,
+                  (long long)cases[i].bm, refs[0].name, want);
     }
     tune_point p;
     mg_point(&p, "wgmma_ws", 300, 4096, 4096, 128, 0, "float16");

@@ -97,8 +97,8 @@ const family_method mg_methods[MG_N_METHODS] = {
     {"wgmma", 1,
      "tune's warpgroup-MMA kernel (sm_90a): weight as the A operand from registers, dequantized "
      "once per block, X from shared memory through the tensor memory accelerator (bm: the most "
-     "rows per block; the MMA's N is m spread evenly over ceil(m / bm) blocks, rounded up to 8; bn = 64 or 128 x wn warpgroups; bk = 16 x steps per stage, a "
-     "multiple of 64)",
+     "rows per block; the MMA's N is m spread evenly over ceil(m / bm) blocks, rounded up to 8; "
+     "bn = 64 or 128 x wn warpgroups; bk = 16 x steps per stage, a multiple of 64)",
      FAMILY_ROLE_TUNED},
     {"wgmma_ws", 1,
      "the warpgroup-MMA kernel, warp-specialized (sm_90a): a producer warpgroup streams the rings "
@@ -374,9 +374,9 @@ static int64_t mg_ws_consumer_regs(int64_t wn)
     return c > 240 ? 240 : c;
 }
 
-/* The wgmma kernels' geometry: bm = the most rows per block (the MMA's N is mg_wgmma_rows), bn = 64 or 128 columns per warpgroup (wn of them),
- * bk = 16 KS in whole 64-column swizzle atoms; the warp-specialized one adds a producer
- * warpgroup to wn = 1 or 2 consumers. */
+/* The wgmma kernels' geometry: bm = the most rows per block (the MMA's N is mg_wgmma_rows), bn = 64
+ * or 128 columns per warpgroup (wn of them), bk = 16 KS in whole 64-column swizzle atoms; the
+ * warp-specialized one adds a producer warpgroup to wn = 1 or 2 consumers. */
 static const char *mg_wgmma_shape(const mg_desc *d)
 {
     const int ws = d->method == MG_WGMMA_WS;
@@ -575,9 +575,8 @@ static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
         else
             snprintf(st, sizeof st, "%lld, %d, %d", (long long)d->stages, d->zp, cl);
         snprintf(buf, size, "%s<%s, %lld, %lld, %lld, %lld, %s>",
-                 d->method == MG_WGMMA_WS ? "mg_wgmma_ws" : "mg_wgmma", d->tname,
-                 (long long)d->bm, (long long)d->wn, (long long)(d->bn / (64 * d->wn)),
-                 (long long)(d->bk / 16), st);
+                 d->method == MG_WGMMA_WS ? "mg_wgmma_ws" : "mg_wgmma", d->tname, (long long)d->bm,
+                 (long long)d->wn, (long long)(d->bn / (64 * d->wn)), (long long)(d->bk / 16), st);
         return;
     }
     if (d->method == MG_GEMV) {
