@@ -12,6 +12,7 @@
 #include "analysis/report.h"
 #include "core/infile.h"
 #include "core/interrupt.h"
+#include "core/outfile.h"
 #include "device/compile.h"
 #include "device/gpu.h"
 #include "run/run.h"
@@ -654,7 +655,7 @@ static int cmd_merge(cli *c)
     run_summary sum;
     merge_options mo = {c->run.quiet, c->run.argc, c->run.argv};
     /* OUT is locked like a run's folder while the merge writes it */
-    int lock = results_mkdirs(c->files[0], &err) == TUNE_OK ? folder_lock(c->files[0], &err) : -1;
+    int lock = outfile_mkdirs(c->files[0], &err) == TUNE_OK ? folder_lock(c->files[0], &err) : -1;
     if (lock < 0)
         return fail(&err);
     tune_status st = run_merge(c->files[0], c->files + 1, c->n_files - 1, &mo, &sum, &err);
