@@ -17,7 +17,8 @@
 // have 128 registers, but was slower at every m: one step of MMAs in flight is too shallow.)
 //
 // Template parameters (the tile space):
-//   BM       rows of m per block: the wgmma's N (8, 16, 32, 64, 128 or 256)
+//   BM       rows of m per block: the wgmma's N, a multiple of 8 up to 256 (the host spreads m
+//            evenly over its row blocks, so that m = 300 takes 2 blocks of 152 rows)
 //   WN       warpgroups along n
 //   MT       64-column tiles per warpgroup (BN = 64 MT WN)
 //   KS       k16 steps per stage (BK = 16 KS, a multiple of 64: whole swizzle atoms)
@@ -418,6 +419,7 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
     constexpr int NC = 4 * WN; // warps
     constexpr int BN = LY::BN, BK = 16 * KS, R = BM / 2;
     static_assert(KS % 4 == 0, "BK: whole 64-column swizzle atoms");
+    static_assert(BM % 8 == 0 && BM <= 256, "BM: wgmma's N, 8-row core matrices");
     extern __shared__ uint4 mg_smem[];
     unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
     smem += (1024 - (mg_saddr(smem) & 1023)) & 1023;
@@ -499,10 +501,10 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 
 // ---- The warp-specialized variant (method wgmma_ws) ----
 //
-// mg_wgmma_ws<T, BM, WN, MT, KS, SX, SW, ZP, CL>: mg_wgmma's tiles, MMAs and ends, with one more
-// warpgroup, the producer, in front of the WN consumer warpgroups, and two rings instead of one:
-// SX stages of X, and SW stages of packed weight with its scales (and zero points). Thread 0 of
-// the producer streams X by TMA, thread 32 the weight by TMA too (one box per stage of the
+// mg_wgmma_ws<T, BM, WN, MT, KS, SX, SW, ZP, CL, SK>: mg_wgmma's tiles, MMAs and ends, with one
+// more warpgroup, the producer, in front of the WN consumer warpgroups, and two rings instead of
+// one: SX stages of X, and SW stages of packed weight with its scales (and zero points). Thread 0
+// of the producer streams X by TMA, thread 32 the weight by TMA too (one box per stage of the
 // weight's tensor map; the scales as boxes from 4 rows per stage, else bulk copies), each
 // waiting only on its ring's "empty" mbarriers, so no consumer warp issues a load or waits for
 // another warpgroup's release (in mg_wgmma thread 0 does both, and its warpgroup waits for it at
@@ -530,22 +532,59 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
 #define MG_WS_STMA_ROWS 4
 #endif
 
-// The block's tiles: tile t = (row block t % MB, column block t / MB), MB = ceil(m / BM), so that
-// the row blocks that share a weight slice run together. A grid of (MB, n / BN, splits) gives every
-// block one tile, (blockIdx.x, blockIdx.y); a persistent grid of fewer blocks (x only, one split,
-// no cluster: the host's choice) gives block b the tiles b, b + gridDim.x, ... in turn, so that
-// its producer loads the next tile while its consumers store the last one. A cluster's blocks
-// (CL > 1) take one tile each.
-template <int BM, int BN, int CL> struct mg_ws_tiles {
-    int mb, count;
-    __device__ __forceinline__ mg_ws_tiles(int m, int n)
-        : mb((m + BM - 1) / BM), count(CL > 1 ? first() + 1 : mb * (n / BN))
+// The block's work, in segments: k iterations it0 .. it1 - 1 of a tile's L. Tile t = (row block
+// t % MB, column block t / MB), MB = ceil(m / BM), so that the row blocks that share a weight
+// slice run together. Without SK, whole tiles: a grid of (MB, n / BN, splits) gives every block one
+// tile, (blockIdx.x, blockIdx.y); a persistent grid of fewer blocks (x only, one split, no cluster:
+// the host's choice) gives block b the tiles b, b + gridDim.x, ... in turn, so that its producer
+// loads the next tile while its consumers store the last one; a cluster's blocks (CL > 1) take one
+// tile each. With SK (stream-K: Osama et al., "Stream-K: Work-centric Parallel Decomposition for
+// Dense Matrix-Matrix Multiplication on the GPU", PPoPP 2023), the persistent grid's blocks share
+// the k iterations of all tiles in equal ranges, so that no block idles in a last partial wave:
+// block b works on row block r = b % MB, as group q = b / MB of the G = gridDim.x / MB groups
+// (the blocks past MB G idle), and takes iterations begin(q) .. begin(q + 1) - 1 of that row's
+// (n / BN) L, column block by column block. The MB blocks of a group take the same weight
+// slices at the same k, as the row blocks of a grid without SK do, so the weight is read from
+// DRAM once (in plain tile order each row block read it again, at another k, on other blocks). A
+// range starts and ends inside tiles: a block takes at most a partial tile at each end, which
+// mg_ws_streamk adds up.
+template <int BM, int BN, int CL, int SK> struct mg_ws_tiles {
+    int mb, count, L, tile, groups;
+    long long pos, end; // SK: the next iteration of the block's range in its row, and its end
+    __device__ __forceinline__ mg_ws_tiles(int m, int n, int iters)
+        : mb((m + BM - 1) / BM), count(CL > 1 ? first() + 1 : mb * (n / BN)), L(iters),
+          tile(first()), groups((int)gridDim.x / mb),
+          pos(SK && group() < groups ? begin(group()) : 0),
+          end(SK && group() < groups ? begin(group() + 1) : 0)
     {
     }
     __device__ __forceinline__ int first() const { return blockIdx.x + blockIdx.y * gridDim.x; }
     __device__ __forceinline__ int stride() const { return CL > 1 ? 1 : gridDim.x * gridDim.y; }
+    __device__ __forceinline__ int group() const { return (int)blockIdx.x / mb; }
+    // SK: the first iteration of group q's range in each row (count / mb column blocks of L)
+    __device__ __forceinline__ long long begin(int q) const
+    {
+        return (long long)(count / mb) * L * q / groups;
+    }
     __device__ __forceinline__ int m0(int t) const { return t % mb * BM; }
     __device__ __forceinline__ int n0(int t) const { return t / mb * BN; }
+    // The next segment (tile t, iterations it0 .. it1 - 1); false when the block is done.
+    __device__ __forceinline__ bool next(int &t, int &it0, int &it1)
+    {
+        if (SK) {
+            if (pos >= end)
+                return false;
+            t = (int)(pos / L) * mb + (int)blockIdx.x % mb, it0 = (int)(pos % L);
+            it1 = end - pos < L - it0 ? it0 + (int)(end - pos) : L;
+            pos += it1 - it0;
+            return true;
+        }
+        if (tile >= count)
+            return false;
+        t = tile, it0 = 0, it1 = L;
+        tile += stride();
+        return true;
+    }
 };
 
 template <int WN> struct mg_ws_regs {
@@ -583,9 +622,9 @@ template <int N> __device__ __forceinline__ void mg_setmaxnreg_inc()
 }
 
 // The producer warpgroup: thread 0 fills the X ring, thread 32 the weight ring, for every
-// iteration it of the block once the consumers have released the slot's previous use; then the
-// warpgroup joins the cluster finish's three barriers (CL > 1) and leaves.
-template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL>
+// iteration it of the block's segments (mg_ws_tiles) once the consumers have released the slot's
+// previous use; then the warpgroup joins the cluster finish's three barriers (CL > 1) and leaves.
+template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL, int SK>
 __device__ __forceinline__ void
 mg_ws_produce(const mg_tmap *xmap, const mg_tmap *wmap, const mg_tmap *smap, const mg_tmap *zmap,
               const uint4 *__restrict__ Wp, const T *__restrict__ S, const T *__restrict__ Z,
@@ -598,10 +637,11 @@ mg_ws_produce(const mg_tmap *xmap, const mg_tmap *wmap, const mg_tmap *smap, con
                        *emptyw = bars + 2 * SX + SW;
     if (WN > 1)
         mg_setmaxnreg_dec<mg_ws_regs<WN>::PRODUCER>();
-    mg_ws_tiles<BM, BN, CL> tl(m, n);
+    mg_ws_tiles<BM, BN, CL, SK> tl(m, n, L);
+    int tile, it0, it1;
     if (threadIdx.x == 0)
-        for (int g = 0, tile = tl.first(); tile < tl.count; tile += tl.stride())
-            for (int it = 0, m0 = tl.m0(tile); it < L; it++, g++) {
+        for (int g = 0; tl.next(tile, it0, it1);)
+            for (int it = it0, m0 = tl.m0(tile); it < it1; it++, g++) {
                 const int s = g % SX, kb = kb0 + it;
                 if (g >= SX)
                     mg_mbar_wait(emptyx + s, (g / SX - 1) & 1);
@@ -612,8 +652,8 @@ mg_ws_produce(const mg_tmap *xmap, const mg_tmap *wmap, const mg_tmap *smap, con
                               fullx + s);
             }
     else if (threadIdx.x == 32)
-        for (int g = 0, tile = tl.first(); tile < tl.count; tile += tl.stride())
-            for (int it = 0, n0 = tl.n0(tile); it < L; it++, g++) {
+        for (int g = 0; tl.next(tile, it0, it1);)
+            for (int it = it0, n0 = tl.n0(tile); it < it1; it++, g++) {
                 const int s = g % SW, kb = kb0 + it;
                 if (g >= SW)
                     mg_mbar_wait(emptyw + s, (g / SW - 1) & 1);
@@ -720,7 +760,69 @@ __device__ __forceinline__ void mg_ws_epilogue(const float (&acc)[MT][BM / 2], f
     });
 }
 
-template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL>
+// The stream-K fix-up of a segment (iterations it0 .. it1 - 1 of tile's tl.L), run by the NT
+// consumer threads (from thread 128). A segment that does not start its tile (the first of its
+// block's range) stores its fp32 partial in the block's slot of ws (BM x BN floats, in the
+// accumulators' register order: each thread's values NT apart, so every store is coalesced) and
+// raises the block's flag in counters. The segment that starts the tile (the last of its block's
+// range, so the blocks after it, which took the rest of the tile first, are mostly done) waits for
+// the flags of those blocks, the ones of its row whose range starts inside the tile
+// (mg_ws_tiles), and adds their partials in block order (the sum does not depend on timing), then
+// resets the flags for the next launch. The blocks of a persistent grid are all resident, and a
+// flag's block never waits before raising it, so every wait ends. Returns whether the block stores
+// the tile (to Y, as without SK).
+template <int BM, int MT, int NT, typename TL>
+__device__ __forceinline__ bool mg_ws_streamk(float (&acc)[MT][BM / 2], float *__restrict__ ws,
+                                              int *__restrict__ flags, const TL &tl, int tile,
+                                              int it0, int it1)
+{
+    constexpr int R = BM / 2, SLOT = MT * R * NT;
+    const int tid = (int)threadIdx.x - 128;
+    if (it0 > 0) {
+        float *slot = ws + (long long)blockIdx.x * SLOT + tid;
+#pragma unroll
+        for (int t = 0; t < MT; t++)
+#pragma unroll
+            for (int i = 0; i < R; i++)
+                __stcg(slot + (t * R + i) * NT, acc[t][i]);
+        __threadfence();
+        mg_bar_sync<NT, 128>();
+        if (tid == 0)
+            atomicExch(flags + blockIdx.x, 1);
+        return false;
+    }
+    if (it1 == tl.L)
+        return true;
+    // the groups after this block's whose range (in the same row) starts inside the tile; block
+    // q mb + r of group q
+    const long long tile_end = (long long)(tile / tl.mb + 1) * tl.L;
+    const int r = (int)blockIdx.x % tl.mb;
+    int q = tl.group() + 1;
+    for (; q < tl.groups && tl.begin(q) < tile_end; q++) {
+        if (tl.begin(q + 1) == tl.begin(q))
+            continue; // an empty range (fewer iterations than groups): no partial, no flag
+        const int c = q * tl.mb + r;
+        if (tid == 0)
+            while (atomicAdd(flags + c, 0) == 0)
+                ;
+        mg_bar_sync<NT, 128>();
+        __threadfence();
+        const float *slot = ws + (long long)c * SLOT + tid;
+#pragma unroll
+        for (int t = 0; t < MT; t++)
+#pragma unroll
+            for (int i = 0; i < R; i++)
+                acc[t][i] += __ldcg(slot + (t * R + i) * NT);
+    }
+    mg_bar_sync<NT, 128>(); // every partial is read: the flags may fall
+    if (tid == 0)
+        for (int p = tl.group() + 1; p < q; p++)
+            if (tl.begin(p + 1) != tl.begin(p))
+                flags[p * tl.mb + r] = 0;
+    return true;
+}
+
+template <typename T, int BM, int WN, int MT, int KS, int SX, int SW, int ZP, int CL, int SK>
 __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     mg_wgmma_ws(const __grid_constant__ mg_tmap xmap, const __grid_constant__ mg_tmap wmap,
                 const __grid_constant__ mg_tmap smap, const __grid_constant__ mg_tmap zmap,
@@ -731,6 +833,7 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     using LY = mg_ws_layout<BM, WN, MT, KS, SX, SW, ZP, CL>;
     constexpr int BN = LY::BN, BK = 16 * KS, R = BM / 2;
     static_assert(KS % 4 == 0, "BK: whole 64-column swizzle atoms");
+    static_assert(BM % 8 == 0 && BM <= 256, "BM: wgmma's N, 8-row core matrices");
     static_assert(WN == 1 || WN == 2, "1 or 2 consumer warpgroups");
     extern __shared__ uint4 mg_smem[];
     unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
@@ -741,6 +844,7 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     int kb0, L;
     mg_split_range(k / BK, kb0, L);
+    static_assert(!SK || CL == 1, "stream-K: no cluster");
     if (tid == 0) {
         mg_require_smem(LY::TOTAL);
         for (int s = 0; s < 2 * SX + 2 * SW; s++) // full X, empty X, full W, empty W
@@ -764,9 +868,9 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     }
     __syncthreads();
     if (warp < 4) {
-        mg_ws_produce<T, BM, WN, MT, KS, SX, SW, ZP, CL>(&xmap, &wmap, &smap, &zmap, Wp, S, Z,
-                                                         xring, wring, bars, L, kb0, m, n, group,
-                                                         gsh >= 0 ? BK >> gsh : 1);
+        mg_ws_produce<T, BM, WN, MT, KS, SX, SW, ZP, CL, SK>(&xmap, &wmap, &smap, &zmap, Wp, S, Z,
+                                                             xring, wring, bars, L, kb0, m, n,
+                                                             group, gsh >= 0 ? BK >> gsh : 1);
         return;
     }
     if (WN > 1)
@@ -774,14 +878,15 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     const int cw = warp - 4, wg = cw >> 2, w = cw & 3;
     float acc[MT][R];
     unsigned a[2][KS][MT][4];
-    const mg_ws_tiles<BM, BN, CL> tl(m, n);
-    for (int g = 0, tile = tl.first(); tile < tl.count; tile += tl.stride(), g += L) {
+    mg_ws_tiles<BM, BN, CL, SK> tl(m, n, L);
+    for (int g = 0, tile, it0, it1; tl.next(tile, it0, it1); g += it1 - it0) {
         const int m0 = tl.m0(tile), n0 = tl.n0(tile), rows = m - m0 < BM ? m - m0 : BM;
+        const int len = it1 - it0;
         mg_wg_zero_acc(acc);
-        for (int it = 0; it < L; it += 2) {
+        for (int it = 0; it < len; it += 2) {
             mg_ws_stage<T, BM, WN, MT, KS, SX, SW, ZP, 0>(acc, a, xring, wring, bars, wg, w, lane,
                                                           g + it, it == 0, gsh);
-            if (it + 1 < L)
+            if (it + 1 < len)
                 mg_ws_stage<T, BM, WN, MT, KS, SX, SW, ZP, 1>(acc, a, xring, wring, bars, wg, w,
                                                               lane, g + it + 1, false, gsh);
         }
@@ -789,8 +894,10 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
 #pragma unroll
         for (int t = 0; t < MT; t++)
             mg_wg_fence_acc(acc[t]);
-        if (lane == 0) // the tile's last X slot (the next tile's first stage does not release it)
-            mg_mbar_arrive(bars + SX + (g + L - 1) % SX);
+        if (lane == 0) // the segment's last X slot (the next one's first stage does not release it)
+            mg_mbar_arrive(bars + SX + (g + len - 1) % SX);
+        if (SK && !mg_ws_streamk<BM, MT, 128 * WN>(acc, ws, counters, tl, tile, it0, it1))
+            continue;
         mg_ws_epilogue<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(xring), Y, ws, counters,
                                           m, n, m0, n0, rows, cw, lane);
     }

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Writes kernels_src/mixed_gemm_wgmma_ops.cuh: the wgmma.mma_async wrappers of the mixed-input
-GEMM's sm_90a kernel (A from registers, B from a shared-memory descriptor, fp32 accumulators), one
-per element type and N. An instruction with N columns takes N/2 accumulator operands, too many to
-write by hand. Run from the repository root: python3 scripts/gen_wgmma_ops.py"""
+GEMM's sm_90a kernels (A from registers, B from a shared-memory descriptor, fp32 accumulators), one
+per element type and N: every N the instruction takes for 16-bit inputs, the multiples of 8 up to
+256 (PTX ISA, "Matrix shape" of wgmma.mma_async), since the kernels' N is their row tile, which
+follows m. An instruction with N columns takes N/2 accumulator operands, too many to write by
+hand. Run from the repository root: python3 scripts/gen_wgmma_ops.py"""
 import os
 
-NS = [8, 16, 32, 64, 128, 256]
+NS = range(8, 257, 8)
 TYPES = [("half_t", "f16"), ("bf16_t", "bf16")]
 
 out = [

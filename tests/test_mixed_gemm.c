@@ -271,7 +271,60 @@ Test(mixed_gemm, ws_ring_leaves_room_for_static_shared_memory)
     tune_point p;
     mg_point(&p, "wgmma_ws", 8, 4096, 4096, 128, 1, "float16");
     mg_tile(&p, 8, 512, 64, 1, 2, 1, 5, 1, 0, 1024);
-    expect_kernel(&p, "mixed_gemm_wgmma.cu", "mg_wgmma_ws<half_t, 8, 2, 4, 4, 5, 10, 1, 1>");
+    expect_kernel(&p, "mixed_gemm_wgmma.cu", "mg_wgmma_ws<half_t, 8, 2, 4, 4, 5, 10, 1, 1, 0>");
+}
+
+/* The wgmma kernels' row tile follows m: bm is the most rows per block, and m is spread evenly
+ * over ceil(m / bm) row blocks, rounded up to 8 (the MMA's N step). Odd m gets tiles that are not
+ * powers of two, the shipped powers of two keep theirs, a bm that is no multiple of 8 is refused. */
+Test(mixed_gemm, wgmma_row_tile_follows_m)
+{
+    static const struct {
+        int64_t m, bm, rows;
+    } cases[] = {{300, 256, 152},  {300, 128, 104},  {600, 256, 200}, {2000, 256, 256},
+                 {3000, 256, 256}, {2050, 256, 232}, {256, 256, 256}, {256, 128, 128},
+                 {33, 64, 40},     {37, 64, 40},     {130, 256, 136}, {16, 16, 16},
+                 {9, 152, 16},     {1, 8, 8}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tune_point p;
+        char want[128];
+        mg_point(&p, "wgmma_ws", cases[i].m, 4096, 4096, 128, 0, "float16");
+        mg_tile(&p, cases[i].bm, 128, 128, 1, 2, 1, 3, 1, 0, 1024);
+        snprintf(want, sizeof want, "mg_wgmma_ws<half_t, %lld, 2, 1, 8, 3, ",
+                 (long long)cases[i].rows);
+        family_kernel_ref refs[FAMILY_MAX_KERNELS];
+        char why[256] = "";
+        cr_assert_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS,
+                                               why, sizeof why),
+                     0, "%s", why);
+        cr_expect(strncmp(refs[0].name, want, strlen(want)) == 0,
+                  "m = %lld, bm = %lld: %s, want %s...", (long long)cases[i].m,
+                  (long long)cases[i].bm, refs[0].name, want);
+    }
+    tune_point p;
+    mg_point(&p, "wgmma_ws", 300, 4096, 4096, 128, 0, "float16");
+    mg_tile(&p, 100, 128, 128, 1, 2, 1, 3, 1, 0, 1024);
+    expect_refused(&p, "tile shape");
+}
+
+/* Stream-K (splitk 0) is the warp-specialized wgmma kernel's (SK = 1 in its name), with at most 64
+ * row blocks (a group of the persistent grid holds a block per row block); other methods refuse
+ * it. */
+Test(mixed_gemm, stream_k_is_wgmma_ws_only)
+{
+    tune_point p;
+    mg_point(&p, "wgmma_ws", 600, 4096, 4096, 128, 0, "float16");
+    mg_tile(&p, 256, 128, 128, 1, 2, 1, 3, 0, 0, 1024);
+    expect_kernel(&p, "mixed_gemm_wgmma.cu", "mg_wgmma_ws<half_t, 200, 2, 1, 8, 3, 8, 0, 1, 1>");
+    mg_point(&p, "wgmma_ws", 8200, 4096, 4096, 128, 0, "float16");
+    mg_tile(&p, 128, 128, 128, 1, 2, 1, 3, 0, 0, 1024);
+    expect_refused(&p, "tile shape: stream-K takes at most 64 row blocks");
+    mg_point(&p, "wgmma", 600, 4096, 4096, 128, 0, "float16");
+    mg_tile(&p, 128, 256, 128, 1, 2, 1, 3, 0, 0, 1024);
+    expect_refused(&p, "tile shape: splitk = 0 (stream-K)");
+    mg_point(&p, "fused", 600, 4096, 4096, 128, 0, "float16");
+    mg_tile(&p, 64, 128, 64, 2, 2, 1, 3, 0, 0, 1024);
+    expect_refused(&p, "tile shape: splitk = 0 (stream-K)");
 }
 
 /* ---- the family's tile rules (mixed_gemm_rules.c; docs/mixed_gemm.md, "Which tiles are tried") ---- */
@@ -308,7 +361,8 @@ static space *rules_space(const sweep *sw)
  * 13824) that no sweep shipped: each method that should run there has candidates, and one of
  * them runs (kernels() accepts it); gemv only for m <= 16, the wgmma kernels above m = 8,
  * dequant (one point) from m = 128; no row tile above twice m rounded up to 8, the one tile that
- * covers m where one does, and above the largest tile, 256 (and 128 where it pads fewer rows). */
+ * covers m where one does (below m = 128), and above the largest tile, 256 (and 128 where the
+ * grid of 256-row tiles leaves the last wave under half full). */
 Test(mixed_gemm_rules, odd_m_and_a_new_shape_get_candidates)
 {
     sweep *sw = rules_sweep("{\"m\": [1, 12, 33, 300, 2000], \"k\": 5120, \"n\": 13824}", 1);
@@ -369,7 +423,9 @@ Test(mixed_gemm_rules, odd_m_and_a_new_shape_get_candidates)
     cr_expect_eq(bms[2][2], 1 << 3, "m = 33, wgmma_ws: bm 64 alone");
     cr_expect_eq(bms[3][1], (1 << 4) | (1 << 5), "m = 300, wgmma: bm 128 and 256");
     cr_expect_eq(bms[3][2], (1 << 4) | (1 << 5), "m = 300, wgmma_ws: bm 128 and 256");
-    cr_expect_eq(bms[4][2], 1 << 5, "m = 2000, wgmma_ws: bm 256 alone");
+    /* 8 row blocks of 250 rows; 16 of 125 only with bn = 256, where 8 x 54 tiles leave the last
+     * wave of 132 blocks a quarter full */
+    cr_expect_eq(bms[4][2], (1 << 4) | (1 << 5), "m = 2000, wgmma_ws: bm 128 and 256");
     space_free(sp);
     sweep_free(sw);
 }

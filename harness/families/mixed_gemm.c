@@ -300,12 +300,19 @@ fail:
     return mg_cublas_fail(err, call, rc);
 }
 
-/* The split-K workspace (splitk fp32 partial tiles of Y) and one zeroed counter per tile. */
+/* The split-K workspace (splitk fp32 partial tiles of Y) and one zeroed counter per tile; for
+ * stream-K (splitk 0) one fp32 tile per block of the persistent grid (one per multiprocessor) and
+ * a zeroed flag per block. */
 static tune_status mg_prepare_split(mg_state *s, const mg_desc *d, tune_error *err)
 {
     tune_status st = TUNE_OK;
     size_t tiles = (size_t)d->grid[0] * d->grid[1];
-    if ((st = mg_grow((void **)&s->ws, &s->ws_bytes, (size_t)d->splitk * s->n_y * 4, err)))
+    size_t bytes = (size_t)d->splitk * s->n_y * 4;
+    if (d->splitk == 0) {
+        tiles = (size_t)s->sms;
+        bytes = (size_t)s->sms * (size_t)(d->bm * d->bn) * 4;
+    }
+    if ((st = mg_grow((void **)&s->ws, &s->ws_bytes, bytes, err)))
         return st;
     if (tiles > s->n_counters) {
         gpu_free(s->counters);
@@ -452,7 +459,7 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
         /* the wgmma kernels' 2 splits add up in a cluster, without the workspace */
         if (MG_IS_WGMMA(d->method) && d->splitk == 2)
             return TUNE_OK;
-        return d->splitk > 1 ? mg_prepare_split(s, d, err) : TUNE_OK;
+        return d->splitk != 1 ? mg_prepare_split(s, d, err) : TUNE_OK;
     }
     switch (d->method) {
     case MG_DEQUANT:
@@ -504,18 +511,23 @@ static tune_status mg_gemm_t(mg_state *s, const void *w, tune_error *err)
     return rc == CUBLAS_STATUS_SUCCESS ? TUNE_OK : mg_cublas_fail(err, "cublasGemmEx", rc);
 }
 
-/* The grid a tiled kernel is launched with: the configuration's, except that wgmma_ws without
- * splits gets a persistent grid when its tiles outnumber the multiprocessors (it holds one block
- * per multiprocessor): one block per multiprocessor, each taking the tiles b, b + grid, ... in
- * turn, so that a block's producer loads its next tile while its consumers store the last one
- * instead of a new block starting cold after each wave. MG_WS_PERSISTENT 0 (a build flag, for A/B
- * measurements) keeps one block per tile. */
+/* The grid a tiled kernel is launched with: the configuration's, except that wgmma_ws with
+ * stream-K (splitk 0) gets one block per multiprocessor, and wgmma_ws without splits a persistent
+ * grid when its tiles outnumber the multiprocessors (it holds one block per multiprocessor): one
+ * block per multiprocessor, each taking the tiles b, b + grid, ... in turn, so that a block's
+ * producer loads its next tile while its consumers store the last one instead of a new block
+ * starting cold after each wave. MG_WS_PERSISTENT 0 (a build flag, for A/B measurements) keeps one
+ * block per tile. */
 #ifndef MG_WS_PERSISTENT
 #define MG_WS_PERSISTENT 1
 #endif
 static const unsigned *mg_launch_grid(const mg_state *s, const mg_desc *d, unsigned grid[3])
 {
     unsigned long long tiles = (unsigned long long)d->grid[0] * d->grid[1];
+    if (d->method == MG_WGMMA_WS && d->splitk == 0) { /* stream-K: one block per multiprocessor */
+        grid[0] = (unsigned)s->sms, grid[1] = 1, grid[2] = 1;
+        return grid;
+    }
     if (!MG_WS_PERSISTENT || d->method != MG_WGMMA_WS || d->grid[2] != 1 || s->sms <= 0 ||
         tiles <= (unsigned long long)s->sms)
         return d->grid;

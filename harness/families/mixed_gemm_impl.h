@@ -53,7 +53,7 @@ typedef struct {
     int zp;
     int64_t m, n, k, group, g_eff; /* g_eff: rows per scale (k when group == 0) */
     /* fused kernel geometry */
-    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa;
+    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa; /* wgmma: bm = mg_wgmma_rows */
     int64_t wstages; /* wgmma_ws: depth of the weight ring (the host's choice) */
     int64_t srw;     /* gemv: group rows per batch of bk rows */
     int gsh;
@@ -69,6 +69,10 @@ extern const family_method mg_methods[MG_N_METHODS];
 /* Helper kernels every shape needs (inputs, packing, reference, error), as name formats. */
 extern const char *const mg_shape_kernels[MG_N_SHAPE_KERNELS];
 
+/* The row tile of the wgmma kernels for m rows and a sweep's bm (the most rows per block): m spread
+ * evenly over ceil(m / bm) row blocks, rounded up to 8 (wgmma's N step), so that a partial row
+ * block does not cost a whole one (m = 300, bm = 256: 2 blocks of 152 rows). */
+int64_t mg_wgmma_rows(int64_t m, int64_t bm);
 /* Describes cfg into d; -1 with `why` (a category, a colon, the details) when it cannot run. */
 int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size);
 /* The index of a method's name in mg_methods (MG_FUSED ...), -1 when unknown. */

@@ -49,6 +49,13 @@ static const int64_t mg_dequant_point[P_N] = {128, 128, 64, 2, 2, 1, 3, 1, 0, -1
 #define R_ROW_BLOCKS                                                                               \
     "row tile: m is above the largest tile, and a larger tile pads no more rows or this one "      \
     "needs more than twice its row blocks (each one dequantizes the whole weight again)"
+#define R_ROWS_SAME                                                                                \
+    "row tile: a smaller bm gives the same row blocks, hence the same kernel (m is spread evenly " \
+    "over them)"
+#define R_ROWS_MORE                                                                                \
+    "row tile: more row blocks than the largest bm gives (each dequantizes the weight again), "    \
+    "tried only from m = 128 (the tensor pipe, not the weight stream, is the limit), at most "     \
+    "twice as many, and where the fewest leave the last wave of 132 blocks under half full"
 #define R_SPLIT_NONE                                                                               \
     "split-K: none, while the tile grid fills fewer than half of the 132 multiprocessors"
 #define R_SPLIT_FULL                                                                               \
@@ -57,6 +64,9 @@ static const int64_t mg_dequant_point[P_N] = {128, 128, 64, 2, 2, 1, 3, 1, 0, -1
 #define R_SPLIT_WAVES                                                                              \
     "split-K: deeper than 2 where half as many splits already give two waves of blocks"
 #define R_SPLIT_DEPTH "split-K: fewer than 2 k tiles (bk) per split"
+#define R_STREAMK                                                                                  \
+    "split-K: stream-K (0) only where the tile grid ends in a partial wave of 132 blocks (whole "  \
+    "waves leave no multiprocessor idle, and stream-K would only add partial tiles)"
 #define R_GEMV_WARPS                                                                               \
     "gemv: 4 to 8 warps per block (fewer keep too few loads in flight, more measured slower)"
 #define R_GEMV_BATCH                                                                               \
@@ -99,15 +109,45 @@ static const char *mg_rule_rows(int64_t m, int64_t bm, const int64_t *tiles, siz
     return NULL;
 }
 
-/* The split-K rules: a split only where the tile grid leaves multiprocessors idle (under one wave,
- * or a last wave under half full), none where it leaves most of them idle, no deeper than two
- * waves need, and never so deep that a split has almost no k left. */
+/* Whether a grid of this many blocks leaves multiprocessors idle: under one wave, or a last wave
+ * under half full. */
+static int mg_underfilled(int64_t grid)
+{
+    return grid < MG_SMS || (grid % MG_SMS != 0 && grid % MG_SMS < MG_SMS / 2);
+}
+
+/* The wgmma kernels' row-tile rule. Their row tile follows m (mg_wgmma_rows: m spread evenly over
+ * ceil(m / bm) blocks), so bm chooses a number of row blocks and pads at most 7 rows per block:
+ * the fewest row blocks (the largest bm) stream and dequantize the weight the fewest times; more,
+ * up to twice as many, only where the MMAs rather than the weight stream set the time (m >= 128)
+ * and the fewest leave multiprocessors idle. One bm per number of row blocks. NULL: kept. */
+static const char *mg_rule_rows_wgmma(const mg_desc *d, const int64_t *tiles, size_t n)
+{
+    if (n == 0)
+        return NULL;
+    int64_t blocks = (d->m + d->bm - 1) / d->bm, fewest = (d->m + tiles[n - 1] - 1) / tiles[n - 1];
+    for (size_t i = 0; i < n && tiles[i] < d->bm; i++)
+        if ((d->m + tiles[i] - 1) / tiles[i] == blocks)
+            return R_ROWS_SAME;
+    if (blocks == fewest)
+        return NULL;
+    if (d->m < 128 || blocks > 2 * fewest || !mg_underfilled(fewest * (d->n / d->bn)))
+        return R_ROWS_MORE;
+    return NULL;
+}
+
+/* The split-K rules: stream-K where the grid ends in a partial wave; a split only where the tile
+ * grid leaves multiprocessors idle (under one wave, or a last wave under half full), none where it
+ * leaves most of them idle, no deeper than two waves need, and never so deep that a split has
+ * almost no k left. */
 static const char *mg_rule_split(const mg_desc *d)
 {
-    int64_t grid = (d->m + d->bm - 1) / d->bm * (d->n / d->bn), rem = grid % MG_SMS;
+    int64_t grid = (d->m + d->bm - 1) / d->bm * (d->n / d->bn);
+    if (d->splitk == 0)
+        return grid % MG_SMS == 0 ? R_STREAMK : NULL;
     if (d->splitk == 1)
         return grid < MG_SMS / 2 ? R_SPLIT_NONE : NULL;
-    if (grid >= MG_SMS && (rem == 0 || rem >= MG_SMS / 2))
+    if (!mg_underfilled(grid))
         return R_SPLIT_FULL;
     if (d->splitk > 2 && grid * (d->splitk / 2) >= 2 * MG_SMS)
         return R_SPLIT_WAVES;
@@ -151,7 +191,11 @@ static const char *mg_rule(const mg_desc *d, int64_t kc0, const int64_t *tiles, 
     default:
         break;
     }
-    if (d->unroll == 0 && (r = mg_rule_rows(d->m, d->bm, tiles, n_tiles)) != NULL)
+    if (MG_IS_WGMMA(d->method))
+        r = mg_rule_rows_wgmma(d, tiles, n_tiles);
+    else if (d->unroll == 0)
+        r = mg_rule_rows(d->m, d->bm, tiles, n_tiles);
+    if (r)
         return r;
     return mg_rule_split(d);
 }
@@ -166,7 +210,7 @@ static int mg_row_tile(int method, int64_t bm)
         return bm % 8 == 0 && bm <= 64;
     case MG_WGMMA:
     case MG_WGMMA_WS:
-        return bm >= 8 && bm <= 256 && (bm & (bm - 1)) == 0;
+        return bm % 8 == 0 && bm >= 8 && bm <= 256;
     default:
         return bm % 16 == 0;
     }

@@ -51,8 +51,9 @@ const family_op mg_ops[MG_N_OPS] = {
 
 const family_axis mg_params[MG_N_PARAMS] = {
     {"bm", FAMILY_AXIS_INT, 8, 256, NULL, "16",
-     "block tile rows (m): a multiple of 16 (fused), of 8 up to 64 (decode) or 32 (gemv), 8, 16, "
-     "32, 64, 128 or 256 (wgmma)"},
+     "block tile rows (m): a multiple of 16 (fused), of 8 up to 64 (decode) or 32 (gemv); wgmma: "
+     "the most rows per block, a multiple of 8 up to 256 (m spread evenly over ceil(m / bm) row "
+     "blocks, rounded up to 8)"},
     {"bn", FAMILY_AXIS_INT, 64, 1024, NULL, "128", "block tile columns (n)"},
     {"bk", FAMILY_AXIS_INT, 64, 1024, NULL, "128", "block tile depth (k) per pipeline stage"},
     {"wm", FAMILY_AXIS_INT, 1, 16, NULL, "1", "warps along m"},
@@ -62,7 +63,9 @@ const family_axis mg_params[MG_N_PARAMS] = {
     {"stages", FAMILY_AXIS_INT, 1, 16, NULL, "4",
      "pipeline stages (>= 2; gemv: batches in flight per warp, 1 or 2 in registers, 3 to 8 in "
      "shared memory)"},
-    {"splitk", FAMILY_AXIS_INT, 1, 64, NULL, "1", "blocks along k (reduced in the kernel)"},
+    {"splitk", FAMILY_AXIS_INT, 0, 64, NULL, "1",
+     "blocks along k (reduced in the kernel); 0: stream-K (wgmma_ws: one block per "
+     "multiprocessor, each taking an equal range of all tiles' k iterations)"},
     {"unroll", FAMILY_AXIS_INT, 0, 32, NULL, "0",
      "0: the staged kernel (cp.async pipeline); N >= 1: the direct kernel (bm = 16, bn = 64 wn, "
      "N weight loads in flight per lane; bk and stages unused)"},
@@ -93,9 +96,9 @@ const family_method mg_methods[MG_N_METHODS] = {
      FAMILY_ROLE_AUXILIARY},
     {"wgmma", 1,
      "tune's warpgroup-MMA kernel (sm_90a): weight as the A operand from registers, dequantized "
-     "once per block, X from shared memory through the tensor memory accelerator (bm = the MMA's "
-     "N: 8, 16, 32, 64, 128, 256; bn = 64 or 128 x wn warpgroups; bk = 16 x steps per stage, a "
-     "multiple of 64)",
+     "once per block, X from shared memory through the tensor memory accelerator (bm: the most "
+     "rows per block; the MMA's N is m spread evenly over ceil(m / bm) blocks, rounded up to 8; "
+     "bn = 64 or 128 x wn warpgroups; bk = 16 x steps per stage, a multiple of 64)",
      FAMILY_ROLE_TUNED},
     {"wgmma_ws", 1,
      "the warpgroup-MMA kernel, warp-specialized (sm_90a): a producer warpgroup streams the rings "
@@ -198,7 +201,7 @@ static int mg_check_blocking(const mg_desc *d, int64_t threads, char *why, size_
     if (d->g_eff <= d->bk ? d->bk % d->g_eff != 0 : d->g_eff % d->bk != 0)
         return family_fail(why, why_size, "group and bk do not nest: group %lld, bk %lld",
                            (long long)d->g_eff, (long long)d->bk);
-    if (d->splitk < 1 || d->splitk > d->k / d->bk)
+    if (d->splitk < 0 || d->splitk > d->k / d->bk)
         return family_fail(why, why_size,
                            "split-K deeper than the k tiles: splitk %lld > k / bk = %lld",
                            (long long)d->splitk, (long long)(d->k / d->bk));
@@ -232,7 +235,7 @@ static int mg_grid_m_n_k(mg_desc *d, char *why, size_t why_size)
 {
     d->grid[0] = (unsigned)((d->m + d->bm - 1) / d->bm);
     d->grid[1] = (unsigned)(d->n / d->bn);
-    d->grid[2] = (unsigned)d->splitk;
+    d->grid[2] = d->splitk == 0 ? 1u : (unsigned)d->splitk; /* 0: stream-K, mg_launch_grid */
     if (d->grid[1] > 65535)
         return family_fail(why, why_size, "tile shape: n / bn = %u blocks exceeds the grid limit",
                            d->grid[1]);
@@ -371,14 +374,14 @@ static int64_t mg_ws_consumer_regs(int64_t wn)
     return c > 240 ? 240 : c;
 }
 
-/* The wgmma kernels' geometry: bm = the MMA's N, bn = 64 or 128 columns per warpgroup (wn of them),
- * bk = 16 KS in whole 64-column swizzle atoms; the warp-specialized one adds a producer
- * warpgroup to wn = 1 or 2 consumers. */
+/* The wgmma kernels' geometry: bm = the most rows per block (the MMA's N is mg_wgmma_rows), bn = 64
+ * or 128 columns per warpgroup (wn of them), bk = 16 KS in whole 64-column swizzle atoms; the
+ * warp-specialized one adds a producer warpgroup to wn = 1 or 2 consumers. */
 static const char *mg_wgmma_shape(const mg_desc *d)
 {
     const int ws = d->method == MG_WGMMA_WS;
-    if (d->bm != 8 && d->bm != 16 && d->bm != 32 && d->bm != 64 && d->bm != 128 && d->bm != 256)
-        return "tile shape: the wgmma kernel takes bm = 8, 16, 32, 64, 128 or 256";
+    if (d->bm < 8 || d->bm > 256 || d->bm % 8 != 0)
+        return "tile shape: the wgmma kernel takes bm a multiple of 8 up to 256";
     if (d->wn < 1 || (d->bn != 64 * d->wn && d->bn != 128 * d->wn && !(ws && d->bn == 256 * d->wn)))
         return "tile shape: the wgmma kernel takes bn = 64 x wn or 128 x wn (warp-specialized: "
                "also 256 x wn)";
@@ -393,9 +396,23 @@ static const char *mg_wgmma_shape(const mg_desc *d)
     return NULL;
 }
 
+int64_t mg_wgmma_rows(int64_t m, int64_t bm)
+{
+    int64_t blocks = (m + bm - 1) / bm;
+    return ((m + blocks - 1) / blocks + 7) / 8 * 8;
+}
+
+/* The wgmma kernels' description: the row tile follows m (mg_wgmma_rows; d->bm becomes the
+ * kernel's), then registers, shared memory and the grid. */
 static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
 {
     const int ws = d->method == MG_WGMMA_WS;
+    d->bm = mg_wgmma_rows(d->m, d->bm);
+    if (d->splitk == 0 && (d->m + d->bm - 1) / d->bm > 64)
+        return family_fail(why, why_size,
+                           "tile shape: stream-K takes at most 64 row blocks (each group of the "
+                           "persistent grid holds a block per row block), not %lld",
+                           (long long)((d->m + d->bm - 1) / d->bm));
     int64_t threads = 128 * (d->wn + ws);
     if (mg_check_blocking(d, threads, why, why_size) != 0)
         return -1;
@@ -421,6 +438,8 @@ static int mg_describe_wgmma(mg_desc *d, char *why, size_t why_size)
 
 const char *mg_tile_shape(const mg_desc *d)
 {
+    if (d->splitk == 0 && d->method != MG_WGMMA_WS)
+        return "tile shape: splitk = 0 (stream-K) is the warp-specialized wgmma kernel's";
     switch (d->method) {
     case MG_DECODE:
         return mg_decode_shape(d);
@@ -546,15 +565,18 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
 static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
 {
     if (MG_IS_WGMMA(d->method)) {
-        char st[48];
+        /* the stages (wgmma_ws: X and weight), ZP, CL (2 splits: a cluster) and, for wgmma_ws,
+         * SK (splitk 0: stream-K) */
+        char st[64];
+        const int cl = d->splitk == 2 ? 2 : 1;
         if (d->method == MG_WGMMA_WS)
-            snprintf(st, sizeof st, "%lld, %lld", (long long)d->stages, (long long)d->wstages);
+            snprintf(st, sizeof st, "%lld, %lld, %d, %d, %d", (long long)d->stages,
+                     (long long)d->wstages, d->zp, cl, d->splitk == 0);
         else
-            snprintf(st, sizeof st, "%lld", (long long)d->stages);
-        snprintf(buf, size, "%s<%s, %lld, %lld, %lld, %lld, %s, %d, %lld>",
-                 d->method == MG_WGMMA_WS ? "mg_wgmma_ws" : "mg_wgmma", d->tname,
-                 (long long)d->bm, (long long)d->wn, (long long)(d->bn / (64 * d->wn)),
-                 (long long)(d->bk / 16), st, d->zp, d->splitk == 2 ? 2LL : 1LL);
+            snprintf(st, sizeof st, "%lld, %d, %d", (long long)d->stages, d->zp, cl);
+        snprintf(buf, size, "%s<%s, %lld, %lld, %lld, %lld, %s>",
+                 d->method == MG_WGMMA_WS ? "mg_wgmma_ws" : "mg_wgmma", d->tname, (long long)d->bm,
+                 (long long)d->wn, (long long)(d->bn / (64 * d->wn)), (long long)(d->bk / 16), st);
         return;
     }
     if (d->method == MG_GEMV) {
