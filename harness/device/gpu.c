@@ -139,6 +139,21 @@ static _Thread_local struct {
     size_t smem;
 } gpu_smem_ready;
 
+int gpu_library_global(gpu_library *lib, const char *name, void **ptr, size_t *bytes,
+                       tune_error *err)
+{
+    cudaError_t rc = cudaLibraryGetGlobal(ptr, bytes, lib->lib, name);
+    if (rc == cudaErrorSymbolNotFound || rc == cudaErrorInvalidSymbol) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (rc != cudaSuccess) {
+        gpu_fail(err, (int)rc, "cudaLibraryGetGlobal", __FILE__, __LINE__);
+        return -1;
+    }
+    return 1;
+}
+
 void gpu_library_free(gpu_library *lib)
 {
     if (!lib)
