@@ -183,7 +183,7 @@ Test(declared, constant_bytes)
     cr_expect_eq(kdecl_const_bytes(&d->consts[0], &p, &err), 7 * 7 * 4);
     point_set_int(&p, "fw", 129); /* 129^2 floats: 66564 bytes */
     cr_expect_eq(kdecl_const_bytes(&d->consts[0], &p, &err), -1);
-    cr_expect(strstr(err.message, "expected 1 to 16384 elements of float32") != NULL, "%s",
+    cr_expect(strstr(err.message, "has 16641 elements of float32; expected 1 to 16384") != NULL, "%s",
               err.message);
     sweep_free(sw);
 }

@@ -125,13 +125,17 @@ long long kdecl_const_bytes(const kdecl_arg *c, const tune_point *p, tune_error 
     if (expr_eval(c->count, point_lookup, (void *)p, &v, err) != TUNE_OK)
         return -1;
     long long size = (long long)kdecl_type_size(c->type);
-    if (v.type != EXPR_INT || v.i < 1 || v.i > KDECL_CONSTANT_BYTES / size) {
+    if (v.type != EXPR_INT) {
         tune_error_set(err, TUNE_ERR_UNSUPPORTED, c->name,
-                       "constant '%s': its count is %s; expected 1 to %lld elements of %s "
-                       "(%d bytes of constant memory)",
-                       c->name, v.type == EXPR_INT ? "out of range" : "not an integer",
-                       KDECL_CONSTANT_BYTES / size, kdecl_type_name(c->type),
-                       KDECL_CONSTANT_BYTES);
+                       "constant '%s': its count is not an integer", c->name);
+        return -1;
+    }
+    if (v.i < 1 || v.i > KDECL_CONSTANT_BYTES / size) {
+        tune_error_set(err, TUNE_ERR_UNSUPPORTED, c->name,
+                       "constant '%s' has %lld elements of %s; expected 1 to %lld (%d bytes of "
+                       "constant memory)",
+                       c->name, (long long)v.i, kdecl_type_name(c->type),
+                       KDECL_CONSTANT_BYTES / size, KDECL_CONSTANT_BYTES);
         return -1;
     }
     return v.i * size;

@@ -44,7 +44,8 @@ static int kd_check_names(const sweep_kd_scope *sc, const expr *e, int with_para
                 continue;
             return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
                               "'%s' is a parameter: the reference and the baselines run once "
-                              "per shape and may read only problem axes",
+                              "per shape and may read only problem axes (a reference with "
+                              "\"per_config\": true may: it then runs per configuration)",
                               used[i]);
         }
         char list[SWEEP_LIST_SIZE];
