@@ -24,7 +24,8 @@
  * ...] instead of the tuned kernel's entry, defines, grid, block and shared; each launch names
  * the arguments it receives; buffers with "role": "scratch" carry values between them.
  * Methods: "kernel" (tuned: the parameters apply), "reference" (when the reference is a kernel)
- * and one per baseline; the reference and the baselines read problem axes only.
+ * and one per baseline; the reference and the baselines read problem axes only, unless the
+ * reference has "per_config": true (it then runs per configuration and is no method).
  */
 #ifndef TUNE_KERNEL_DECL_H
 #define TUNE_KERNEL_DECL_H
