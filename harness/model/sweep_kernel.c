@@ -767,8 +767,9 @@ static int kd_param_arg(const kdecl_family *kf, const char *m)
 }
 
 /* "methods" omitted: every method the section declares (kernel, the reference when it is a
- * kernel, the baselines, in that order) but those that could not run without parameters: a
- * reference with "per_config", and one that receives an argument reading a parameter. */
+ * kernel, the baselines, in that order) but those that could not run: one that receives an
+ * argument reading a parameter; and with a reference that has "per_config", all but kernel (the
+ * reference needs a configuration to check against). */
 int sweep_default_declared_methods(const sweep_ctx *cx, sweep *sw)
 {
     const kdecl_family *kf = sw->declared;
@@ -776,8 +777,7 @@ int sweep_default_declared_methods(const sweep_ctx *cx, sweep *sw)
         return sweep_nomem(cx);
     for (size_t m = 0; m < kf->fam.n_methods; m++) {
         const char *name = kf->fam.methods[m].name;
-        if (m > 0 && (kd_param_arg(kf, name) >= 0 ||
-                      (kf->decl.ref_per_config && strcmp(name, KDECL_REFERENCE) == 0)))
+        if (m > 0 && (kd_param_arg(kf, name) >= 0 || kf->decl.ref_per_config))
             continue;
         if (!(sw->methods[sw->n_methods] = sweep_strdup(cx, name)))
             return -1;
@@ -787,8 +787,8 @@ int sweep_default_declared_methods(const sweep_ctx *cx, sweep *sw)
 }
 
 /* After the methods: arguments that read parameters cannot be sized for the methods that run
- * without them (nor can a reference that reads parameters be one); a sweep whose buffers read
- * parameters gives its own "bytes" (scratch buffers aside). */
+ * without them, nor can those be checked against a reference that reads parameters; a sweep
+ * whose buffers read parameters gives its own "bytes" (scratch buffers aside). */
 int sweep_check_declared(const sweep_ctx *cx, json_t *root, const sweep *sw)
 {
     const kdecl_family *kf = sw->declared;
@@ -797,12 +797,12 @@ int sweep_check_declared(const sweep_ctx *cx, json_t *root, const sweep *sw)
     for (size_t m = 0; m < sw->n_methods; m++) {
         if (strcmp(sw->methods[m], KDECL_TUNED) == 0)
             continue;
-        if (d->ref_per_config && strcmp(sw->methods[m], KDECL_REFERENCE) == 0)
+        if (d->ref_per_config)
             return sweep_fail(cx, TUNE_ERR_INVALID, "$.kernel.reference.per_config",
                               JSONLOC_VALUE,
-                              "the reference reads parameters, so it cannot be a method (it has "
-                              "no configuration of its own): drop \"reference\" from "
-                              "\"methods\"");
+                              "the reference reads parameters, so only \"kernel\" has a "
+                              "configuration to check against it: drop '%s' from \"methods\"",
+                              sw->methods[m]);
         int i = kd_param_arg(kf, sw->methods[m]);
         if (i < 0)
             continue;
