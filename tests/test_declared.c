@@ -3,7 +3,9 @@
  * on a GPU the examples run, a wrong kernel an invalid row, an out-of-bounds one a crashed row,
  * a block beyond the device's limit a skipped row, an in-place kernel restored per rep, buffers
  * with "redraw" drawn again before every timed rep (the check sees the first draw), inputs and
- * a reference from .npy files, and --resume of a run cut short. */
+ * a reference from .npy files, --resume of a run cut short, __constant__ symbols filled from the
+ * host, methods of several launches (timed as one call, in graph mode too) and a reference that
+ * reads parameters. */
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <sys/wait.h>
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "families/declared_impl.h"
 #include "model/kernel_decl.h"
 #include "model/space.h"
 #include "model/sweep.h"
@@ -187,6 +190,137 @@ Test(declared, methods_default_to_what_the_section_declares)
     tune_error err = {0};
     cr_expect_null(sweep_load("tests/data/invalid/missing_methods.json", &err));
     cr_expect(strstr(err.message, "missing required key 'methods'") != NULL, "%s", err.message);
+}
+
+/* A method of several launches: its kernels listed in order (the first is the row's), then the
+ * reference, then the fills; each launch receives the arguments it names; the reference
+ * receives its own. The derived byte model leaves the scratch buffer out. */
+Test(declared, launch_sequence_plan)
+{
+    sweep *sw = test_load_sweep("sweeps/examples/reduce2/reduce2.json");
+    const kernel_decl *d = sw->family->data;
+    tune_point p = {0};
+    point_set_str(&p, "method", "kernel");
+    point_set_int(&p, "n", 1000);
+    point_set_int(&p, "threads", 256);
+    point_set_int(&p, "blocks", 1056);
+    point_set_int(&p, "final", 128);
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[512];
+    cr_assert_eq(kernels_at(sw, &p, refs, why), 4, "%s", why);
+    cr_expect_str_eq(refs[0].name, "partial_sums<256>");
+    cr_expect_eq(refs[0].row, 1);
+    cr_expect_str_eq(refs[1].name, "final_sum<128>");
+    cr_expect_eq(refs[1].row, 0);
+    cr_expect_str_eq(refs[2].name, "sum_ref");
+    cr_expect_str_eq(refs[3].name, "tune_fill_random<float>");
+    cr_expect_eq(kdecl_method_n_launches(d, "kernel"), 2);
+    cr_expect_eq(kdecl_method_n_launches(d, "reference"), 1);
+    cr_expect_eq(kdecl_method_n_launches(d, "nope"), 0);
+    const kdecl_kernel *second = kdecl_method_launch(d, "kernel", 1);
+    cr_assert_not_null(second);
+    cr_expect_null(kdecl_method_launch(d, "kernel", 2));
+    cr_assert_eq(second->argc, 3); /* partial, total, blocks */
+    cr_expect_eq(second->argv[0], 1);
+    cr_expect_eq(second->argv[1], 2);
+    cr_expect_eq(second->argv[2], 4);
+    cr_expect_eq(d->ref.argc, 3);
+    cr_expect_eq(d->args[1].role, KDECL_SCRATCH);
+    cr_expect_str_eq(sw->bytes_src, "4 * (n) + 4 * (1)");
+    /* the reference receives no argument that reads a parameter, so it is a default method */
+    cr_assert_eq(sw->n_methods, 2);
+    cr_expect_str_eq(sw->methods[1], "reference");
+    point_set_str(&p, "method", "reference");
+    cr_assert_eq(kernels_at(sw, &p, refs, why), 3, "%s", why);
+    cr_expect_str_eq(refs[0].name, "sum_ref");
+    /* a later launch over a limit every device has prunes the configuration before compiling */
+    tune_point shape = {0}, par = {0};
+    point_set_str(&shape, "method", "kernel");
+    point_set_int(&shape, "n", 1000);
+    point_set_int(&par, "threads", 256);
+    point_set_int(&par, "blocks", 264);
+    point_set_int(&par, "final", 2048);
+    const char *pruned[1] = {NULL};
+    sw->family->prune(sw->family, &shape, &par, 1, pruned);
+    cr_expect(pruned[0] && strstr(pruned[0], "a block dimension over its limit"), "%s",
+              pruned[0] ? pruned[0] : "(kept)");
+    point_set_int(&par, "final", 1024);
+    sw->family->prune(sw->family, &shape, &par, 1, pruned);
+    cr_expect_null(pruned[0], "%s", pruned[0]);
+    sweep_free(sw);
+}
+
+/* A reference with "per_config" reads parameters (here its macro): rendered per configuration,
+ * and never a default method. */
+Test(declared, reference_per_config_reads_parameters)
+{
+    sweep *sw = test_load_sweep("sweeps/examples/reduce2/partials.json");
+    const kernel_decl *d = sw->family->data;
+    cr_expect_eq(d->ref_per_config, 1);
+    tune_point p = {0};
+    point_set_str(&p, "method", "kernel");
+    point_set_int(&p, "n", 1000);
+    point_set_int(&p, "threads", 512);
+    point_set_int(&p, "blocks", 264);
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[512];
+    cr_assert_geq(kernels_at(sw, &p, refs, why), 2, "%s", why);
+    cr_expect_str_eq(refs[1].name, "partial_sums_ref");
+    cr_expect_str_eq(refs[1].options, "-DREF_THREADS=512");
+    sweep_free(sw);
+}
+
+/* A constant's bytes: count x element size, within the 64 KiB of constant memory. */
+Test(declared, constant_bytes)
+{
+    sweep *sw = test_load_sweep("sweeps/examples/convolution/convolution.json");
+    const kernel_decl *d = sw->family->data;
+    cr_assert_eq(d->n_consts, 1);
+    cr_expect_str_eq(d->consts[0].name, "d_filter");
+    tune_point p = {0};
+    point_set_int(&p, "fw", 7);
+    tune_error err = {0};
+    cr_expect_eq(kdecl_const_bytes(&d->consts[0], &p, &err), 7 * 7 * 4);
+    point_set_int(&p, "fw", 129); /* 129^2 floats: 66564 bytes */
+    cr_expect_eq(kdecl_const_bytes(&d->consts[0], &p, &err), -1);
+    cr_expect(strstr(err.message, "has 16641 elements of float32; expected 1 to 16384") != NULL, "%s",
+              err.message);
+    sweep_free(sw);
+}
+
+/* A constant's values are made on the host: seeded (the same at the same seed, others at
+ * another), within the init's bounds; a constant init gives its value. */
+Test(declared, constant_values_on_the_host)
+{
+    sweep *sw = test_load_sweep("sweeps/examples/convolution/convolution.json");
+    const kernel_decl *d = sw->family->data;
+    tune_point p = {0};
+    point_set_int(&p, "n", 1000);
+    point_set_int(&p, "fw", 3);
+    kd_consts a = {0}, b = {0}, c = {0};
+    tune_error err = {0};
+    cr_assert_eq(kd_consts_make(d, &p, 1, &a, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(kd_consts_make(d, &p, 1, &b, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(kd_consts_make(d, &p, 2, &c, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(a.bytes[0], 36);
+    cr_expect_eq(memcmp(a.host[0], b.host[0], 36), 0);
+    cr_expect_neq(memcmp(a.host[0], c.host[0], 36), 0);
+    for (size_t i = 0; i < 9; i++) {
+        double v = kd_load(KDECL_F32, a.host[0], i);
+        cr_expect(v >= -1 && v < 1, "element %zu: %g", i, v);
+    }
+    kd_consts_clear(&a);
+    kd_consts_clear(&b);
+    kd_consts_clear(&c);
+    sweep_free(sw);
+    sw = test_load_sweep("tests/data/declared/constants.json");
+    d = sw->family->data;
+    point_set_int(&p, "k", 4);
+    cr_assert_eq(kd_consts_make(d, &p, 1, &a, &err), TUNE_OK, "%s", err.message);
+    for (size_t i = 0; i < 4; i++)
+        cr_expect_eq(kd_load(KDECL_F32, a.host[0], i), 3.0);
+    kd_consts_clear(&a);
+    sweep_free(sw);
 }
 
 /* Every example and test sweep of declared kernels compiles (toolkit headers included). */
@@ -394,4 +528,87 @@ Test(declared, resume_measures_only_the_missing_rows)
     free(text);
     free(full);
     free(resumed);
+}
+
+/* The rows of a run of path on the GPU (run_gpu), into *rows; their number. */
+static size_t run_rows(const char *path, result_row **rows)
+{
+    size_t n = 0;
+    *rows = run_gpu(path, &n);
+    return n;
+}
+
+/* "constants": the symbol filled in the kernel's and the baseline's modules (ok rows, error 0:
+ * the reference multiplies by the literal 3), and a declaration larger than the symbol skipped
+ * naming both sizes; a symbol no kernel of the method holds skipped with the reason. */
+Test(declared, constants_fill_the_symbol_and_check_its_size)
+{
+    require_gpu_in_child();
+    result_row *rows = NULL;
+    size_t n = run_rows("tests/data/declared/constants.json", &rows);
+    cr_assert_eq(n, 6, "%zu rows", n);
+    for (size_t i = 0; i < n; i++) {
+        const char *why = rows[i].reason ? rows[i].reason : "";
+        if (point_int(&rows[i].values, "k", 0) == 4) {
+            cr_expect_eq(rows[i].status, RESULT_OK, "%s: %s", rows[i].method, why);
+            cr_expect_eq(rows[i].error, 0.0);
+        } else {
+            cr_expect_eq(rows[i].status, RESULT_SKIPPED, "%s", result_status_str(rows[i].status));
+            cr_expect(strstr(why, "constant 'coef' is declared as 32 bytes (8 of float32), but "
+                                  "the kernel's __constant__ symbol 'coef' holds 16 bytes"),
+                      "%s", why);
+        }
+    }
+    results_rows_free(rows, n);
+    n = run_rows("tests/data/declared/constants_missing.json", &rows);
+    cr_assert_eq(n, 1, "%zu rows", n);
+    cr_expect_eq(rows[0].status, RESULT_SKIPPED);
+    cr_expect(rows[0].reason && strstr(rows[0].reason, "constant 'coeff': no kernel of the method "
+                                                       "holds a __constant__ symbol"),
+              "%s", rows[0].reason ? rows[0].reason : "");
+    results_rows_free(rows, n);
+}
+
+/* "launches": both launches run in order for the check (ok rows) and are timed as one call, in
+ * cold and graph modes: the kernel's rows take the second launch's spin, the reference's do
+ * not. */
+Test(declared, launches_are_checked_and_timed_as_one_call)
+{
+    require_gpu_in_child();
+    static const char *const paths[] = {"tests/data/declared/sequence.json",
+                                        "tests/data/declared/sequence_graph.json"};
+    for (int i = 0; i < 2; i++) {
+        result_row *rows = NULL;
+        size_t n = run_rows(paths[i], &rows);
+        cr_assert_eq(n, 3, "%s: %zu rows", paths[i], n);
+        for (size_t r = 0; r < n; r++) {
+            cr_expect_eq(rows[r].status, RESULT_OK, "%s %s: %s", paths[i], rows[r].method,
+                         rows[r].reason ? rows[r].reason : "");
+            double t = rows[r].time.median;
+            if (strcmp(rows[r].method, "kernel") == 0)
+                cr_expect_gt(t, 80e-6, "%s: the kernel took %.1f us", paths[i], t * 1e6);
+            else
+                cr_expect_lt(t, 50e-6, "%s: the reference took %.1f us", paths[i], t * 1e6);
+        }
+        results_rows_free(rows, n);
+    }
+}
+
+/* The examples of constants, launches and a per-configuration reference: every row is ok (each
+ * reference is right for every configuration it checks; no launch exceeds a limit). */
+Test(declared, examples_of_constants_launches_and_per_config_references)
+{
+    require_gpu_in_child();
+    static const char *const paths[] = {"sweeps/examples/convolution/convolution.json",
+                                        "sweeps/examples/reduce2/reduce2.json",
+                                        "sweeps/examples/reduce2/partials.json"};
+    for (int i = 0; i < 3; i++) {
+        result_row *rows = NULL;
+        size_t n = run_rows(paths[i], &rows);
+        cr_expect_gt(n, 0, "%s: no rows", paths[i]);
+        for (size_t r = 0; r < n; r++)
+            cr_expect_eq(rows[r].status, RESULT_OK, "%s: %s %s: %s", paths[i], rows[r].method,
+                         result_status_str(rows[r].status), rows[r].reason ? rows[r].reason : "");
+        results_rows_free(rows, n);
+    }
 }

@@ -172,7 +172,8 @@ static inline void test_family_env_init(test_family_env *t)
     cr_assert_eq(cudaStreamCreate(&t->stream), cudaSuccess);
     cr_assert_eq(cublasCreate(&t->cublas), CUBLAS_STATUS_SUCCESS);
     cublasSetStream(t->cublas, t->stream);
-    family_env env = {0, t->stream, t->cublas, 50u << 20, 42, test_get_kernel_ref, NULL, NULL};
+    family_env env = {0, t->stream, t->cublas, 50u << 20, 42, test_get_kernel_ref, NULL, NULL,
+                      NULL};
     t->env = env;
 }
 

@@ -131,13 +131,38 @@ done:
     return (void *)k;
 }
 
-/* The kernel (and dynamic shared memory) whose shared-memory opt-in gpu_launch_dims settled
- * last: the timing loop launches one kernel many times. Forgotten when a library is unloaded, so
- * that a new kernel at a reused address is asked again. */
+/* The kernels (and dynamic shared memory) whose shared-memory opt-in gpu_launch_dims settled
+ * last: the timing loop launches one kernel, or a sequence of a few, many times. Forgotten when a
+ * library is unloaded, so that a new kernel at a reused address is asked again. */
+#define GPU_SMEM_READY 8
 static _Thread_local struct {
     const void *kernel;
     size_t smem;
-} gpu_smem_ready;
+} gpu_smem_ready[GPU_SMEM_READY];
+static _Thread_local unsigned gpu_smem_next; /* the entry the next kernel replaces */
+
+static int gpu_smem_settled(const void *kernel, size_t smem)
+{
+    for (int i = 0; i < GPU_SMEM_READY; i++)
+        if (gpu_smem_ready[i].kernel == kernel && gpu_smem_ready[i].smem == smem)
+            return 1;
+    return 0;
+}
+
+int gpu_library_global(gpu_library *lib, const char *name, void **ptr, size_t *bytes,
+                       tune_error *err)
+{
+    cudaError_t rc = cudaLibraryGetGlobal(ptr, bytes, lib->lib, name);
+    if (rc == cudaErrorSymbolNotFound || rc == cudaErrorInvalidSymbol) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (rc != cudaSuccess) {
+        gpu_fail(err, (int)rc, "cudaLibraryGetGlobal", __FILE__, __LINE__);
+        return -1;
+    }
+    return 1;
+}
 
 void gpu_library_free(gpu_library *lib)
 {
@@ -145,7 +170,7 @@ void gpu_library_free(gpu_library *lib)
         return;
     if (cudaLibraryUnload(lib->lib) != cudaSuccess)
         (void)cudaGetLastError();
-    gpu_smem_ready.kernel = NULL;
+    memset(gpu_smem_ready, 0, sizeof gpu_smem_ready);
     free(lib);
 }
 
@@ -177,15 +202,19 @@ tune_status gpu_launch_dims(void *kernel, const unsigned grid[3], const unsigned
      * memory counts too: a kernel with 48 KiB of dynamic and 4 bytes of static shared memory is
      * refused without it (an "invalid argument" at launch). Asked once per kernel and size, not
      * at every launch of the timing loop (gpu_smem_ready). */
-    if (smem > 0 && (kernel != gpu_smem_ready.kernel || smem != gpu_smem_ready.smem)) {
+    if (smem > 0 && !gpu_smem_settled(kernel, smem)) {
         struct cudaFuncAttributes fa;
         GPU_CHECK(cudaFuncGetAttributes(&fa, (const void *)kernel), err, st, done);
         if (smem + fa.sharedSizeBytes > 48 * 1024)
             GPU_CHECK(cudaFuncSetAttribute((const void *)kernel,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem),
                       err, st, done);
-        gpu_smem_ready.kernel = kernel;
-        gpu_smem_ready.smem = smem;
+        for (int i = 0; i < GPU_SMEM_READY; i++) /* the attribute now holds this size only */
+            if (gpu_smem_ready[i].kernel == kernel)
+                gpu_smem_ready[i].kernel = NULL;
+        gpu_smem_ready[gpu_smem_next].kernel = kernel;
+        gpu_smem_ready[gpu_smem_next].smem = smem;
+        gpu_smem_next = (gpu_smem_next + 1) % GPU_SMEM_READY;
     }
     GPU_CHECK(cudaLaunchKernel((const void *)kernel, g, b, args, smem, (cudaStream_t)stream), err,
               st, done);

@@ -30,6 +30,10 @@ gpu_library *gpu_library_load(const void *cubin, tune_error *err);
 /* Borrowed kernel handle (a cudaKernel_t) for a lowered name. */
 void *gpu_library_kernel(gpu_library *lib, const char *lowered, tune_error *err);
 void gpu_library_free(gpu_library *lib);
+/* The device address and size of the module-scope symbol name (a __constant__ or __device__
+ * variable) of lib: 1, or 0 when lib has none of that name, or -1 with err. */
+int gpu_library_global(gpu_library *lib, const char *name, void **ptr, size_t *bytes,
+                       tune_error *err);
 
 /* Launches kernel with a 1-D grid; checks the launch. */
 tune_status gpu_launch(void *kernel, unsigned grid, unsigned block, size_t smem, void *stream,

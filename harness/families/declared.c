@@ -1,8 +1,11 @@
 /* declared.c - the GPU side of a kernel family declared in a sweep file (model/kernel_decl.h):
  * buffers allocated and filled per shape (again when a configuration's sizes differ), inout
- * buffers restored before every rep and every check, launches with the declared geometry
- * (a launch the device cannot make is a skipped row), and the check against the reference
- * kernel or .npy files. The sweep copies this family and fills in its op, axes and methods. */
+ * buffers restored before every rep and every check, the launches of a method (one, or a
+ * sequence timed as one call) with the declared geometry (a launch the device cannot make is a
+ * skipped row), __constant__ symbols filled after their modules load (declared_const.c), and the
+ * check against the reference kernel (once per shape, or per configuration when it reads
+ * parameters) or .npy files. The sweep copies this family and fills in its op, axes and
+ * methods. */
 #include "families/declared_impl.h"
 
 #include <math.h>
@@ -28,11 +31,12 @@ typedef struct {
     uint64_t scalar; /* scalars: the value, as the kernel's type */
 } kd_buf;
 
-/* One launch: a kernel with its geometry at a configuration. */
+/* One launch: a kernel with its geometry and arguments at a configuration. */
 typedef struct {
     void *kernel;
     unsigned grid[3], block[3];
     size_t smem;
+    void *argp[64]; /* what the kernel receives: the addresses of its arguments' values */
 } kd_launch_t;
 
 typedef struct {
@@ -42,7 +46,9 @@ typedef struct {
     int allocated, ref_done;
     int smem_optin; /* the device's shared memory per block, opted in */
     void **args;
-    kd_launch_t cur; /* the prepared configuration's launch */
+    kd_launch_t cur[KDECL_MAX_LAUNCHES]; /* the prepared configuration's launches, in order */
+    size_t n_cur;
+    kd_consts consts; /* the __constant__ symbols' values of the shape */
     tune_point cfg;
 } kd_state;
 
@@ -70,6 +76,7 @@ static void kd_shape_free(void *state)
     if (!s)
         return;
     kd_free_buffers(s);
+    kd_consts_clear(&s->consts);
     free(s->bufs);
     free(s->args);
     free(s);
@@ -158,7 +165,7 @@ static tune_status kd_alloc_one(kd_state *s, size_t i, const tune_point *p, size
     if (kdecl_arg_uses_fill(a) && !(b->fill = family_kernel_named(&s->env, KDECL_FILL_SOURCE,
                                                                   kdecl_fill_kernel(a->type), err)))
         return err ? err->code : TUNE_ERR_CUDA;
-    if (a->role == KDECL_OUT)
+    if (a->role == KDECL_OUT || a->role == KDECL_SCRATCH)
         return cudaMemset(b->ptr, 0, b->bytes) == cudaSuccess
                    ? TUNE_OK
                    : tune_error_set(err, TUNE_ERR_CUDA, a->name, "cudaMemset failed");
@@ -279,10 +286,13 @@ static tune_status kd_dim(const expr *e, const tune_point *p, const char *what, 
     return TUNE_OK;
 }
 
-/* k's launch at p (kernel already set in l), checked against the device and the kernel. */
+/* k's launch at p (kernel already set in l), checked against the device and the kernel; the
+ * addresses of the arguments it receives. */
 static tune_status kd_geometry(const kd_state *s, const kdecl_kernel *k, const tune_point *p,
                                kd_launch_t *l, tune_error *err)
 {
+    for (size_t j = 0; j < (k->argv ? k->argc : s->d->n_args) && j < 64; j++)
+        l->argp[j] = s->args[k->argv ? k->argv[j] : j];
     static const int64_t gmax[3] = {2147483647, 65535, 65535}, bmax[3] = {1024, 1024, 64};
     int64_t v = 0, threads = 1;
     tune_status st;
@@ -314,22 +324,64 @@ static tune_status kd_geometry(const kd_state *s, const kdecl_kernel *k, const t
     return TUNE_OK;
 }
 
+/* Launch i of a sequence failed: its index and entry named in the reason. */
+static tune_status kd_launch_failed(const kdecl_kernel *k, size_t i, size_t n, const tune_point *p,
+                                    tune_status st, tune_error *err)
+{
+    char entry[256], msg[sizeof err->message + 320];
+    if (!err || n < 2)
+        return st;
+    if (kdecl_render(&k->entry, p, entry, sizeof entry, NULL) != 0)
+        snprintf(entry, sizeof entry, "?");
+    snprintf(msg, sizeof msg, "launch %zu of %zu (%s): %s", i + 1, n, entry, err->message);
+    snprintf(err->message, sizeof err->message, "%.*s", (int)sizeof err->message - 1, msg);
+    return st;
+}
+
+/* The constants' values copied into the modules of the method's launches, each of which must
+ * find a module that holds its symbol. */
+static tune_status kd_constants(kd_state *s, const tune_point *cfg, size_t n, tune_error *err)
+{
+    unsigned char found[KDECL_MAX_CONSTANTS] = {0};
+    tune_status st = kd_consts_make(s->d, cfg, s->env.seed, &s->consts, err);
+    for (size_t i = 0; st == TUNE_OK && i < n; i++)
+        st = kd_consts_copy(s->d, &s->env, cfg, i, &s->consts, found, err);
+    for (size_t c = 0; st == TUNE_OK && c < s->d->n_consts; c++)
+        if (!found[c] && strcmp(point_str(cfg, "method", ""), KDECL_TUNED) == 0)
+            st = tune_error_set(err, TUNE_ERR_UNSUPPORTED, s->d->consts[c].name,
+                                "constant '%s': no kernel of the method holds a __constant__ "
+                                "symbol of that name (declared at namespace scope, not static)",
+                                s->d->consts[c].name);
+    return st;
+}
+
 static tune_status kd_prepare(void *state, const tune_point *cfg, tune_error *err)
 {
     kd_state *s = state;
-    const kdecl_kernel *k = kdecl_method_kernel(s->d, point_str(cfg, "method", ""));
+    const char *method = point_str(cfg, "method", "");
+    size_t n = kdecl_method_n_launches(s->d, method);
     tune_status st;
-    if (!k)
+    if (n == 0)
         return tune_error_set(err, TUNE_ERR_INVALID, "kernel", "unknown method");
     if ((st = kd_buffers(s, cfg, err)) != TUNE_OK || (st = kd_scalars(s, cfg, err)) != TUNE_OK)
         return st;
     for (size_t i = 0; i < s->d->n_args; i++) /* the redraws' bounds may read parameters */
         if (s->d->args[i].redraw && (st = kd_draw_setup(s, i, cfg, err)) != TUNE_OK)
             return st;
-    if (!(s->cur.kernel = family_kernel_at(s->env.family, &s->env, cfg, 0, err)))
-        return err ? err->code : TUNE_ERR_CUDA;
+    s->n_cur = 0;
+    for (size_t i = 0; i < n; i++) {
+        const kdecl_kernel *k = kdecl_method_launch(s->d, method, i);
+        kd_launch_t *l = &s->cur[i];
+        if (!(l->kernel = family_kernel_at(s->env.family, &s->env, cfg, i, err)))
+            return kd_launch_failed(k, i, n, cfg, err ? err->code : TUNE_ERR_CUDA, err);
+        if ((st = kd_geometry(s, k, cfg, l, err)) != TUNE_OK)
+            return kd_launch_failed(k, i, n, cfg, st, err);
+    }
+    s->n_cur = n;
     s->cfg = *cfg;
-    return kd_geometry(s, k, cfg, &s->cur, err);
+    if (s->d->ref_per_config)
+        s->ref_done = 0; /* the reference reads parameters: it runs for every configuration */
+    return s->d->n_consts ? kd_constants(s, cfg, n, err) : TUNE_OK;
 }
 
 /* Buffer i back to its initial values, when it keeps a pristine copy (enqueued only). */
@@ -366,19 +418,24 @@ static tune_status kd_before_rep(void *state, unsigned rep, tune_error *err)
     return st;
 }
 
-static tune_status kd_launch_one(kd_state *s, const kd_launch_t *l, tune_error *err)
+/* Enqueues launches l[0..n) in order: a method of several launches is one call. */
+static tune_status kd_launch_all(kd_state *s, kd_launch_t *l, size_t n, tune_error *err)
 {
-    return gpu_launch_dims(l->kernel, l->grid, l->block, l->smem, s->env.stream, s->args, err);
+    tune_status st = TUNE_OK;
+    for (size_t i = 0; st == TUNE_OK && i < n; i++)
+        st = gpu_launch_dims(l[i].kernel, l[i].grid, l[i].block, l[i].smem, s->env.stream,
+                             l[i].argp, err);
+    return st;
 }
 
 static tune_status kd_launch(void *state, tune_error *err)
 {
     kd_state *s = state;
-    return kd_launch_one(s, &s->cur, err);
+    return kd_launch_all(s, s->cur, s->n_cur, err);
 }
 
-/* Restores the inputs, poisons the checked outputs, launches l, waits. */
-static tune_status kd_run_once(kd_state *s, const kd_launch_t *l, tune_error *err)
+/* Restores the inputs, poisons the checked outputs, launches l[0..n), waits. */
+static tune_status kd_run_once(kd_state *s, kd_launch_t *l, size_t n, tune_error *err)
 {
     tune_status st = kd_restore(s, err);
     for (size_t j = 0; st == TUNE_OK && j < s->d->n_outputs; j++) {
@@ -388,7 +445,7 @@ static tune_status kd_run_once(kd_state *s, const kd_launch_t *l, tune_error *er
             st = tune_error_set(err, TUNE_ERR_CUDA, "check", "cannot poison the outputs");
     }
     if (st == TUNE_OK)
-        st = kd_launch_one(s, l, err);
+        st = kd_launch_all(s, l, n, err);
     if (st == TUNE_OK && cudaStreamSynchronize((cudaStream_t)s->env.stream) != cudaSuccess)
         st = gpu_fail(err, (int)cudaGetLastError(), "kernel", __FILE__, __LINE__);
     return st;
@@ -412,10 +469,13 @@ static tune_status kd_reference(kd_state *s, tune_error *err)
     }
     if (d->ref_is_kernel) {
         kd_launch_t ref = {0};
-        if (!(ref.kernel = family_kernel_at(s->env.family, &s->env, &s->cfg, 1, err)))
+        unsigned char found[KDECL_MAX_CONSTANTS] = {0};
+        if (!(ref.kernel = family_kernel_at(s->env.family, &s->env, &s->cfg, s->n_cur, err)))
             return err ? err->code : TUNE_ERR_CUDA;
         if ((st = kd_geometry(s, &d->ref, &s->cfg, &ref, err)) != TUNE_OK ||
-            (st = kd_run_once(s, &ref, err)) != TUNE_OK)
+            (d->n_consts && (st = kd_consts_copy(d, &s->env, &s->cfg, s->n_cur, &s->consts, found,
+                                                 err)) != TUNE_OK) ||
+            (st = kd_run_once(s, &ref, 1, err)) != TUNE_OK)
             return st;
         for (size_t j = 0; j < d->n_outputs; j++) {
             kd_buf *b = &s->bufs[d->outputs[j]];
@@ -436,7 +496,7 @@ static tune_status kd_check(void *state, double *error, double *tolerance, tune_
     *tolerance = d->use_atol ? 1.0 : d->tolerance;
     if (!s->ref_done && (st = kd_reference(s, err)) != TUNE_OK)
         return st;
-    if ((st = kd_run_once(s, &s->cur, err)) != TUNE_OK)
+    if ((st = kd_run_once(s, s->cur, s->n_cur, err)) != TUNE_OK)
         return st;
     kd_error acc = {0, 0, 0};
     for (size_t j = 0; st == TUNE_OK && j < d->n_outputs; j++) {

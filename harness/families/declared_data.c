@@ -162,10 +162,38 @@ static tune_status kd_permutation(const kdecl_arg *a, const tune_point *p, size_
     return TUNE_OK;
 }
 
+/* Random values of a on the host (constants: at most 64 KiB; buffers draw theirs on the device):
+ * uniform in [low, high), normal (Box-Muller), integers in [low, high]. */
+static tune_status kd_random_host(const kdecl_arg *a, const tune_point *p, size_t count,
+                                  uint64_t *rng, void *dst, tune_error *err)
+{
+    double lo = a->init.a, hi = a->init.b;
+    tune_status st =
+        a->init.kind == KDECL_INIT_INTEGERS ? kd_init_bounds(a, p, &lo, &hi, err) : TUNE_OK;
+    for (size_t i = 0; st == TUNE_OK && i < count; i++) {
+        double u = (double)(kd_next(rng) >> 11) * 0x1p-53, v;
+        if (a->init.kind == KDECL_INIT_UNIFORM) {
+            v = lo + (hi - lo) * u;
+        } else if (a->init.kind == KDECL_INIT_NORMAL) {
+            double u2 = (double)(kd_next(rng) >> 11) * 0x1p-53;
+            v = lo + hi * sqrt(-2.0 * log(1.0 - u)) * cos(6.283185307179586 * u2);
+        } else {
+            v = lo + (double)(kd_next(rng) % (uint64_t)(hi - lo + 1));
+        }
+        kd_store(a->type, dst, i, v);
+    }
+    return st;
+}
+
 tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, size_t count,
                          uint64_t seed, void *dst, tune_error *err)
 {
-    const kdecl_arg *a = &d->args[ai];
+    return kd_fill_host_arg(d, &d->args[ai], p, count, seed, dst, err);
+}
+
+tune_status kd_fill_host_arg(const kernel_decl *d, const kdecl_arg *a, const tune_point *p,
+                             size_t count, uint64_t seed, void *dst, tune_error *err)
+{
     uint64_t rng = seed;
     switch (a->init.kind) {
     case KDECL_INIT_CONSTANT:
@@ -175,8 +203,11 @@ tune_status kd_fill_host(const kernel_decl *d, size_t ai, const tune_point *p, s
     case KDECL_INIT_PERMUTATION: return kd_permutation(a, p, count, &rng, dst, err);
     case KDECL_INIT_NPY:
         return kd_read_npy(d, &a->init.npy, p, a->type, count, a->name, dst, err);
-    default: /* outputs are zeroed, random values drawn on the device (declared.c) */
-        return tune_error_set(err, TUNE_ERR_INVALID, a->name, "internal: not a host-side init");
+    case KDECL_INIT_NORMAL:
+    case KDECL_INIT_UNIFORM:
+    case KDECL_INIT_INTEGERS: return kd_random_host(a, p, count, &rng, dst, err);
+    default: /* outputs are zeroed (declared.c) */
+        return tune_error_set(err, TUNE_ERR_INVALID, a->name, "internal: not an init");
     }
 }
 

@@ -92,3 +92,18 @@ void *family_kernel_at(const tune_family *fam, const family_env *env, const tune
     }
     return family_kernel(env, &refs[i], err);
 }
+
+int family_global_at(const tune_family *fam, const family_env *env, const tune_point *cfg,
+                     size_t i, const char *name, void **ptr, size_t *bytes, tune_error *err)
+{
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[512] = "";
+    memset(refs, 0, sizeof refs);
+    int n = fam->kernels(fam, cfg, refs, FAMILY_MAX_KERNELS, why, sizeof why);
+    if (n < 0 || i >= (size_t)n || !env->global) {
+        tune_error_set(err, TUNE_ERR_INVALID, fam->name, "no kernel %zu to look up '%s' in%s%s", i,
+                       name, why[0] ? ": " : "", why);
+        return -1;
+    }
+    return env->global(env->kctx, &refs[i], name, ptr, bytes, err);
+}

@@ -148,6 +148,11 @@ typedef struct {
     void *(*kernel)(void *kctx, const family_kernel_ref *ref);
     void *kctx;
     const struct tune_family *family; /* the family itself (a declared family reads its data) */
+    /* Looks up the module-scope symbol name (a __constant__ variable) in the module of a ref the
+     * family listed: 1 with its device address and bytes, 0 when that module has none, -1 when
+     * the kernel is not loaded (err set). */
+    int (*global)(void *kctx, const family_kernel_ref *ref, const char *name, void **ptr,
+                  size_t *bytes, tune_error *err);
 } family_env;
 
 typedef struct tune_family {
@@ -225,6 +230,11 @@ void *family_kernel_named(const family_env *env, const char *source, const char 
  * kernels() lists it. NULL with err set. */
 void *family_kernel_at(const tune_family *fam, const family_env *env, const tune_point *cfg,
                        size_t i, tune_error *err);
+
+/* The symbol name in the module of the i-th kernel of fam->kernels(cfg) (through env->global):
+ * 1 with its address and bytes, 0 when that module has none, -1 with err. */
+int family_global_at(const tune_family *fam, const family_env *env, const tune_point *cfg,
+                     size_t i, const char *name, void **ptr, size_t *bytes, tune_error *err);
 
 /* The registry (as ggml's backends register themselves): a program registers each family it
  * offers before it reads a sweep, and before it starts threads (the registry takes no lock).

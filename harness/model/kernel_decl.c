@@ -132,6 +132,42 @@ const kdecl_kernel *kdecl_method_kernel(const kernel_decl *d, const char *method
     return NULL;
 }
 
+const kdecl_kernel *kdecl_method_launch(const kernel_decl *d, const char *method, size_t i)
+{
+    const kdecl_kernel *k = kdecl_method_kernel(d, method);
+    if (!k || i == 0)
+        return k;
+    return k == &d->main && i <= d->n_after ? &d->after[i - 1] : NULL;
+}
+
+size_t kdecl_method_n_launches(const kernel_decl *d, const char *method)
+{
+    const kdecl_kernel *k = kdecl_method_kernel(d, method);
+    return !k ? 0 : k == &d->main ? 1 + d->n_after : 1;
+}
+
+long long kdecl_const_bytes(const kdecl_arg *c, const tune_point *p, tune_error *err)
+{
+    expr_value v;
+    if (expr_eval(c->count, point_lookup, (void *)p, &v, err) != TUNE_OK)
+        return -1;
+    long long size = (long long)kdecl_type_size(c->type);
+    if (v.type != EXPR_INT) {
+        tune_error_set(err, TUNE_ERR_UNSUPPORTED, c->name,
+                       "constant '%s': its count is not an integer", c->name);
+        return -1;
+    }
+    if (v.i < 1 || v.i > KDECL_CONSTANT_BYTES / size) {
+        tune_error_set(err, TUNE_ERR_UNSUPPORTED, c->name,
+                       "constant '%s' has %lld elements of %s; expected 1 to %lld (%d bytes of "
+                       "constant memory)",
+                       c->name, (long long)v.i, kdecl_type_name(c->type),
+                       KDECL_CONSTANT_BYTES / size, KDECL_CONSTANT_BYTES);
+        return -1;
+    }
+    return v.i * size;
+}
+
 int kdecl_kernel_ref(const kernel_decl *d, const kdecl_kernel *k, const tune_point *p,
                      family_kernel_ref *ref, char *why, size_t why_size)
 {
@@ -207,19 +243,21 @@ int kdecl_family_kernels(const tune_family *fam, const tune_point *cfg, family_k
 {
     const kernel_decl *d = fam->data;
     const char *method = point_str(cfg, "method", "");
-    const kdecl_kernel *k = kdecl_method_kernel(d, method);
-    if (!k)
+    size_t n = kdecl_method_n_launches(d, method);
+    if (n == 0)
         return family_fail(why, why_size, "unknown method '%s'", method);
-    if (max < 2)
+    if (max < n + 1)
         return family_fail(why, why_size, "too few kernel slots");
-    if (kdecl_kernel_ref(d, k, cfg, &refs[0], why, why_size) != 0)
-        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (kdecl_kernel_ref(d, kdecl_method_launch(d, method, i), cfg, &refs[i], why,
+                             why_size) != 0)
+            return -1;
     refs[0].row = 1;
     if (!d->ref_is_kernel)
-        return kd_fill_refs(d, refs, 1, max, why, why_size);
-    if (kdecl_kernel_ref(d, &d->ref, cfg, &refs[1], why, why_size) != 0)
+        return kd_fill_refs(d, refs, (int)n, max, why, why_size);
+    if (kdecl_kernel_ref(d, &d->ref, cfg, &refs[n], why, why_size) != 0)
         return -1;
-    return kd_fill_refs(d, refs, 2, max, why, why_size);
+    return kd_fill_refs(d, refs, (int)n + 1, max, why, why_size);
 }
 
 static void kd_template_free(kdecl_template *t)
@@ -247,6 +285,17 @@ static void kd_kernel_free(kdecl_kernel *k)
         expr_free(k->block[i]);
     }
     expr_free(k->shared);
+    free(k->argv);
+}
+
+static void kd_arg_free(kdecl_arg *a)
+{
+    free(a->name);
+    expr_free(a->count);
+    expr_free(a->value);
+    expr_free(a->init.lo);
+    expr_free(a->init.hi);
+    kd_template_free(&a->init.npy);
 }
 
 static void kd_decl_free(kernel_decl *d)
@@ -254,17 +303,16 @@ static void kd_decl_free(kernel_decl *d)
     free(d->dir);
     free(d->options);
     kd_kernel_free(&d->main);
+    for (size_t i = 0; i < d->n_after; i++)
+        kd_kernel_free(&d->after[i]);
+    free(d->after);
     kd_kernel_free(&d->ref);
-    for (size_t i = 0; i < d->n_args; i++) {
-        kdecl_arg *a = &d->args[i];
-        free(a->name);
-        expr_free(a->count);
-        expr_free(a->value);
-        expr_free(a->init.lo);
-        expr_free(a->init.hi);
-        kd_template_free(&a->init.npy);
-    }
+    for (size_t i = 0; i < d->n_args; i++)
+        kd_arg_free(&d->args[i]);
     free(d->args);
+    for (size_t i = 0; i < d->n_consts; i++)
+        kd_arg_free(&d->consts[i]);
+    free(d->consts);
     for (size_t j = 0; d->ref_npy && j < d->n_outputs; j++)
         kd_template_free(&d->ref_npy[j]);
     free(d->ref_npy);

@@ -16,10 +16,16 @@
  *     "grid": ["n / tile", "m / tile"], "block": ["tile", "tile"], "shared": "0",
  *     "reference": {"entry": "matmul_naive", "grid": ..., "block": ...} | {"npy": {"C": "c.npy"}},
  *     "check": {"outputs": ["C"], "tolerance": 1e-5} | {"atol": 1e-3, "rtol": 1e-3},
- *     "baselines": {"naive": {"entry": "matmul_naive", "grid": ..., "block": ...}}
+ *     "baselines": {"naive": {"entry": "matmul_naive", "grid": ..., "block": ...}},
+ *     "constants": [{"name": "d_filter", "type": "float32", "count": "fw * fh",
+ *                    "init": {"uniform": [0, 1]}}]       __constant__ symbols filled from the host
  *   }
+ * A method of several launches: "launches": [{"entry", "grid", "block", "args": ["x", "part"]},
+ * ...] instead of the tuned kernel's entry, defines, grid, block and shared; each launch names
+ * the arguments it receives; buffers with "role": "scratch" carry values between them.
  * Methods: "kernel" (tuned: the parameters apply), "reference" (when the reference is a kernel)
- * and one per baseline; the reference and the baselines read problem axes only.
+ * and one per baseline; the reference and the baselines read problem axes only, unless the
+ * reference has "per_config": true (it then runs per configuration and is no method).
  */
 #ifndef TUNE_KERNEL_DECL_H
 #define TUNE_KERNEL_DECL_H
@@ -85,7 +91,9 @@ typedef struct {
     kdecl_template npy;
 } kdecl_init;
 
-typedef enum { KDECL_IN, KDECL_OUT, KDECL_INOUT } kdecl_role;
+/* scratch: a buffer the launches of a method pass between them: zeros at allocation, never
+ * restored, poisoned or checked, and left out of the default byte model. */
+typedef enum { KDECL_IN, KDECL_OUT, KDECL_INOUT, KDECL_SCRATCH } kdecl_role;
 
 typedef struct {
     char *name;
@@ -108,15 +116,26 @@ typedef struct {
     int grid_dims, block_dims;
     expr *grid[3], *block[3];
     expr *shared; /* bytes of dynamic shared memory */
+    size_t *argv; /* the arguments it receives (indices into kernel_decl.args); NULL: all */
+    size_t argc;
 } kdecl_kernel;
+
+#define KDECL_MAX_LAUNCHES 8    /* launches of one method ("launches") */
+#define KDECL_MAX_CONSTANTS 16  /* __constant__ symbols filled from the host ("constants") */
+#define KDECL_CONSTANT_BYTES 65536 /* the constant memory a kernel can address */
 
 typedef struct {
     char *dir;     /* the sweep file's folder (absolute) */
     char *options; /* "-I<dir>\n...\n<option>": include folders and options, shared by all */
-    kdecl_kernel main;
+    kdecl_kernel main;           /* the tuned method's (first) launch */
+    kdecl_kernel *after;         /* "launches": the tuned method's launches after main, in order */
+    size_t n_after;
     kdecl_arg *args;
     size_t n_args;
+    kdecl_arg *consts;           /* "constants": __constant__ symbols (count, type, init) */
+    size_t n_consts;
     int ref_is_kernel;
+    int ref_per_config;          /* the reference reads parameters: it runs per configuration */
     kdecl_kernel ref;            /* when ref_is_kernel */
     kdecl_template *ref_npy;     /* otherwise: per compared output (n_outputs) */
     size_t *outputs;             /* indices into args of the compared buffers */
@@ -150,8 +169,9 @@ int kdecl_init_on_device(const kdecl_init *in);
  * ("redraw"). */
 int kdecl_arg_uses_fill(const kdecl_arg *a);
 
-/* tune_family.kernels of a declared family: the method's kernel first, then the reference
- * kernel (when there is one), then the fill kernels of the random inputs. */
+/* tune_family.kernels of a declared family: the method's launches first, in order (the first is
+ * the row's), then the reference kernel (when there is one), then the fill kernels of the random
+ * inputs. */
 int kdecl_family_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
                          size_t max, char *why, size_t why_size);
 void kdecl_family_free(kdecl_family *kf);
@@ -165,8 +185,15 @@ void kdecl_family_prune(const tune_family *fam, const tune_point *shape, const t
  * relative to d->dir, the sweep file's folder. New (free it); NULL when out of memory. */
 char *kdecl_path(const kernel_decl *d, const char *rel);
 
-/* The kernel a method launches: main, the reference or a baseline; NULL when unknown. */
+/* The kernel a method launches (first): main, the reference or a baseline; NULL when unknown. */
 const kdecl_kernel *kdecl_method_kernel(const kernel_decl *d, const char *method);
+/* Launch i of a method's sequence (0: kdecl_method_kernel's), NULL past its end; and their
+ * number (the tuned method: 1 + n_after; the others: 1; 0 for an unknown method). */
+const kdecl_kernel *kdecl_method_launch(const kernel_decl *d, const char *method, size_t i);
+size_t kdecl_method_n_launches(const kernel_decl *d, const char *method);
+/* The bytes constant c takes at p (count x element size), or -1 with err when its count cannot
+ * be evaluated or exceeds KDECL_CONSTANT_BYTES. */
+long long kdecl_const_bytes(const kdecl_arg *c, const tune_point *p, tune_error *err);
 /* The instantiation k needs at p: source, rendered entry, options (shared ones and -D macros). */
 int kdecl_kernel_ref(const kernel_decl *d, const kdecl_kernel *k, const tune_point *p,
                      family_kernel_ref *ref, char *why, size_t why_size);

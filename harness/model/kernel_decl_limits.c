@@ -54,14 +54,17 @@ void kdecl_family_prune(const tune_family *fam, const tune_point *shape, const t
                         size_t n, const char **why)
 {
     const kernel_decl *d = fam->data;
-    const kdecl_kernel *k = kdecl_method_kernel(d, point_str(shape, "method", ""));
-    for (size_t j = 0; k && j < n; j++) {
+    const char *method = point_str(shape, "method", "");
+    size_t nl = kdecl_method_n_launches(d, method);
+    for (size_t j = 0; j < n; j++) {
         tune_point p = *shape; /* parameters and problem axes have distinct names */
         if (p.n + params[j].n > TUNE_MAX_AXES)
             continue;
         memcpy(p.names + p.n, params[j].names, params[j].n * sizeof *p.names);
         memcpy(p.vals + p.n, params[j].vals, params[j].n * sizeof *p.vals);
         p.n += params[j].n;
-        why[j] = kl_check(k, &p);
+        why[j] = NULL;
+        for (size_t i = 0; i < nl && !why[j]; i++) /* every launch of a sequence */
+            why[j] = kl_check(kdecl_method_launch(d, method, i), &p);
     }
 }

@@ -9,11 +9,14 @@
 #include "core/infile.h"
 #include "model/sweep_kernel_impl.h"
 
-static const char *const kernel_keys[] = {"source", "entry", "defines", "include_dirs",
-                                          "options", "args", "grid", "block", "shared",
-                                          "reference", "check", "baselines", NULL};
+static const char *const kernel_keys[] = {"source",    "entry",     "defines", "include_dirs",
+                                          "options",   "args",      "grid",    "block",
+                                          "shared",    "reference", "check",   "baselines",
+                                          "constants", "launches",  NULL};
 static const char *const launch_keys[] = {"source", "entry", "defines", "grid", "block",
-                                          "shared", NULL};
+                                          "shared", "args",  NULL};
+static const char *const reference_keys[] = {"source", "entry", "defines",    "grid", "block",
+                                             "shared", "args",  "per_config", NULL};
 static const char *const check_keys[] = {"outputs", "tolerance", "atol", "rtol", NULL};
 
 int sweep_kd_ident_ok(const char *s)
@@ -41,7 +44,8 @@ static int kd_check_names(const sweep_kd_scope *sc, const expr *e, int with_para
                 continue;
             return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
                               "'%s' is a parameter: the reference and the baselines run once "
-                              "per shape and may read only problem axes",
+                              "per shape and may read only problem axes (a reference with "
+                              "\"per_config\": true may: it then runs per configuration)",
                               used[i]);
         }
         char list[SWEEP_LIST_SIZE];
@@ -253,37 +257,80 @@ static int kd_defines(const sweep_kd_scope *sc, json_t *v, int with_params, cons
     return 0;
 }
 
-/* A kernel to launch (the tuned one, the reference, a baseline): its own source (default: the
- * tuned kernel's), entry, defines and launch geometry. */
-static int kd_kernel(const sweep_kd_scope *sc, kernel_decl *d, json_t *obj, int with_params,
-                     const char *path, const char *const *keys, kdecl_kernel *k)
+/* The index of the argument named name, -1 when none. */
+static int kd_find_arg(const kernel_decl *d, const char *name)
+{
+    for (size_t i = 0; i < d->n_args; i++)
+        if (strcmp(d->args[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* A kernel's "args" (v at path): the names of the declared arguments it receives, in its order. */
+static int kd_kernel_args(const sweep_kd_scope *sc, const kernel_decl *d, json_t *v,
+                          const char *path, kdecl_kernel *k)
+{
+    char pi[SWEEP_PATH_SIZE];
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > 64)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "expected an array of 1 to 64 argument names (of \"args\" of the "
+                          "kernel section), in the kernel's order");
+    if (!(k->argv = calloc(json_array_size(v), sizeof *k->argv)))
+        return sweep_nomem(sc->cx);
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        json_t *n = json_array_get(v, i);
+        int a = json_is_string(n) ? kd_find_arg(d, json_string_value(n)) : -1;
+        if (a < 0)
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_index(pi, path, i),
+                              JSONLOC_VALUE, "expected the name of an argument of $.kernel.args");
+        k->argv[k->argc++] = (size_t)a;
+    }
+    return 0;
+}
+
+/* The "source" of obj (at path) as an absolute path into *out (new), readable and a regular file;
+ * dflt_source when obj has none. */
+static int kd_source(const sweep_kd_scope *sc, const kernel_decl *d, json_t *obj, const char *path,
+                     const char *dflt_source, char **out)
 {
     char p[SWEEP_PATH_SIZE];
-    if (sweep_expect_object(sc->cx, obj, path) != 0 || sweep_check_keys(sc->cx, obj, path, keys))
-        return -1;
     json_t *src = json_object_get(obj, "source");
     if (src && !json_is_string(src))
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, "source"),
                           JSONLOC_VALUE, "expected a file name, got %s", sweep_json_kind(src));
-    if (!src && !d->main.source)
+    if (!src && !dflt_source)
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
                           "missing required key 'source' (the .cu file, relative to the sweep "
                           "file)");
-    k->source = src ? kdecl_path(d, json_string_value(src)) : strdup(d->main.source);
-    if (!k->source)
+    char *source = *out = src ? kdecl_path(d, json_string_value(src)) : strdup(dflt_source);
+    if (!source)
         return sweep_nomem(sc->cx);
     sweep_path_key(p, path, "source");
-    if (src && sc->cx->check_files && access(k->source, R_OK) != 0)
+    if (src && sc->cx->check_files && access(source, R_OK) != 0)
         return kd_unreadable(sc, p, json_string_value(src), "");
-    if (src && sc->cx->check_files && !infile_is_file(k->source))
+    if (src && sc->cx->check_files && !infile_is_file(source))
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
                           "expected a kernel source file, and %s (relative to the sweep "
                           "file's folder) is %s",
                           json_string_value(src),
-                          infile_is_dir(k->source) ? "a folder" : "not a regular file");
-    if (strlen(k->source) >= KDECL_MAX_PATH)
+                          infile_is_dir(source) ? "a folder" : "not a regular file");
+    if (strlen(source) >= KDECL_MAX_PATH)
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
-                          "the path %s is too long", k->source);
+                          "the path %s is too long", source);
+    return 0;
+}
+
+/* A kernel to launch (the tuned one or one of its launches, the reference, a baseline): its own
+ * source (default: dflt_source), entry, defines, launch geometry and arguments (default: all). */
+static int kd_kernel(const sweep_kd_scope *sc, kernel_decl *d, json_t *obj, int with_params,
+                     const char *path, const char *const *keys, const char *dflt_source,
+                     kdecl_kernel *k)
+{
+    char p[SWEEP_PATH_SIZE];
+    if (sweep_expect_object(sc->cx, obj, path) != 0 ||
+        sweep_check_keys(sc->cx, obj, path, keys) != 0 ||
+        kd_source(sc, d, obj, path, dflt_source, &k->source) != 0)
+        return -1;
     json_t *entry = json_object_get(obj, "entry");
     if (!entry)
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
@@ -301,19 +348,50 @@ static int kd_kernel(const sweep_kd_scope *sc, kernel_decl *d, json_t *obj, int 
     json_t *zero = json_integer(0);
     k->shared = sweep_kd_expr(sc, sh ? sh : zero, with_params, sweep_path_key(p, path, "shared"));
     json_decref(zero);
-    return k->shared ? 0 : -1;
+    if (!k->shared)
+        return -1;
+    json_t *args = keys != kernel_keys ? json_object_get(obj, "args") : NULL;
+    return args ? kd_kernel_args(sc, d, args, sweep_path_key(p, path, "args"), k) : 0;
+}
+
+/* The tuned method: the section's own entry, defines, grid, block and shared, or "launches",
+ * the kernels of a sequence timed as one call (each with its own of those and its "args"). */
+static int kd_main(const sweep_kd_scope *sc, kernel_decl *d, json_t *k)
+{
+    static const char *const own[] = {"entry", "defines", "grid", "block", "shared", NULL};
+    char p[SWEEP_PATH_SIZE], pi[SWEEP_PATH_SIZE];
+    json_t *v = json_object_get(k, "launches");
+    if (!v)
+        return kd_kernel(sc, d, k, 1, "$.kernel", kernel_keys, NULL, &d->main);
+    for (size_t i = 0; own[i]; i++)
+        if (json_object_get(k, own[i]))
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, "$.kernel", own[i]),
+                              JSONLOC_KEY,
+                              "with \"launches\", each launch gives its own entry, defines, "
+                              "grid, block and shared");
+    sweep_path_key(p, "$.kernel", "launches");
+    if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > KDECL_MAX_LAUNCHES)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                          "expected an array of 1 to %d launches (each with entry, grid, block "
+                          "and args)",
+                          KDECL_MAX_LAUNCHES);
+    char *top = NULL;
+    if (kd_source(sc, d, k, "$.kernel", NULL, &top) != 0) {
+        free(top);
+        return -1;
+    }
+    size_t n = json_array_size(v);
+    int rc = (d->after = calloc(n, sizeof *d->after)) ? 0 : sweep_nomem(sc->cx);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        kdecl_kernel *l = i == 0 ? &d->main : &d->after[d->n_after++];
+        rc = kd_kernel(sc, d, json_array_get(v, i), 1, sweep_path_index(pi, p, i), launch_keys,
+                       top, l);
+    }
+    free(top);
+    return rc;
 }
 
 /* ---- reference, check, baselines ---- */
-
-/* The index of the argument named name, -1 when none. */
-static int kd_find_arg(const kernel_decl *d, const char *name)
-{
-    for (size_t i = 0; i < d->n_args; i++)
-        if (strcmp(d->args[i].name, name) == 0)
-            return (int)i;
-    return -1;
-}
 
 /* The default bound on the normalised error for outputs of type t. */
 static double kd_default_tolerance(kdecl_type t)
@@ -343,7 +421,8 @@ static int kd_check(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const c
     for (size_t i = 0; outs && i < json_array_size(outs); i++) {
         json_t *o = json_array_get(outs, i);
         int a = json_is_string(o) ? kd_find_arg(d, json_string_value(o)) : -1;
-        if (a < 0 || !d->args[a].is_buffer || d->args[a].role == KDECL_IN)
+        if (a < 0 || !d->args[a].is_buffer || d->args[a].role == KDECL_IN ||
+            d->args[a].role == KDECL_SCRATCH)
             return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_index(pi, p, i), JSONLOC_VALUE,
                               "expected the name of an \"out\" or \"inout\" buffer");
         for (size_t j = 0; j < d->n_outputs; j++)
@@ -353,7 +432,8 @@ static int kd_check(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const c
         d->outputs[d->n_outputs++] = (size_t)a;
     }
     for (size_t a = 0; !outs && a < d->n_args; a++)
-        if (d->args[a].is_buffer && d->args[a].role != KDECL_IN)
+        if (d->args[a].is_buffer &&
+            (d->args[a].role == KDECL_OUT || d->args[a].role == KDECL_INOUT))
             d->outputs[d->n_outputs++] = a;
     if (d->n_outputs == 0)
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, "$.kernel.args", JSONLOC_VALUE,
@@ -395,8 +475,14 @@ static int kd_reference(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, con
                           "'invalid' means");
     json_t *npy = json_is_object(v) ? json_object_get(v, "npy") : NULL;
     if (!npy) {
+        json_t *pc = json_object_get(v, "per_config");
+        if (pc && !json_is_boolean(pc))
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, "per_config"),
+                              JSONLOC_VALUE, "expected true or false, got %s", sweep_json_kind(pc));
         d->ref_is_kernel = 1;
-        return kd_kernel(sc, d, v, 0, path, launch_keys, &d->ref);
+        d->ref_per_config = json_is_true(pc);
+        return kd_kernel(sc, d, v, d->ref_per_config, path, reference_keys, d->main.source,
+                         &d->ref);
     }
     static const char *const npy_keys[] = {"npy", NULL};
     sweep_path_key(p, path, "npy");
@@ -446,7 +532,8 @@ static int kd_baselines(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, con
                               "'%s', got '%s'",
                               KDECL_TUNED, KDECL_REFERENCE, key);
         if (!(d->baseline_names[d->n_baselines] = sweep_strdup(sc->cx, key)) ||
-            kd_kernel(sc, d, b, 0, p, launch_keys, &d->baselines[d->n_baselines++]) != 0)
+            kd_kernel(sc, d, b, 0, p, launch_keys, d->main.source,
+                      &d->baselines[d->n_baselines++]) != 0)
             return -1;
     }
     return 0;
@@ -562,7 +649,7 @@ static char *kd_bytes_model(const kernel_decl *d, const sweep_kd_scope *sc)
     char *s = malloc(cap);
     for (size_t i = 0; s && i < d->n_args; i++) {
         const kdecl_arg *a = &d->args[i];
-        if (!a->is_buffer)
+        if (!a->is_buffer || a->role == KDECL_SCRATCH)
             continue;
         if (kd_param_read(a->count, sc->params, sc->n_params)) {
             free(s);
@@ -673,8 +760,9 @@ int sweep_parse_declared(const sweep_ctx *cx, json_t *root, sweep *sw)
         return sweep_nomem(cx);
     if (sweep_expect_object(cx, k, "$.kernel") != 0 ||
         sweep_check_keys(cx, k, "$.kernel", kernel_keys) != 0 || kd_options(&sc, d, k) != 0 ||
-        kd_kernel(&sc, d, k, 1, "$.kernel", kernel_keys, &d->main) != 0 ||
         sweep_kd_args(&sc, d, json_object_get(k, "args"), "$.kernel.args") != 0 ||
+        kd_main(&sc, d, k) != 0 ||
+        sweep_kd_constants(&sc, d, json_object_get(k, "constants"), "$.kernel.constants") != 0 ||
         kd_check(&sc, d, json_object_get(k, "check"), sweep_path_key(p, "$.kernel", "check")) ||
         kd_reference(&sc, d, json_object_get(k, "reference"), "$.kernel.reference") != 0 ||
         kd_baselines(&sc, d, json_object_get(k, "baselines"), "$.kernel.baselines") != 0)
@@ -682,22 +770,34 @@ int sweep_parse_declared(const sweep_ctx *cx, json_t *root, sweep *sw)
     return kd_family(cx, sw, kf, &sc);
 }
 
+/* The first argument that reads a parameter among those method m (not the tuned one) receives,
+ * or -1: such a method, which runs without parameters, could not size or set it. */
+static int kd_param_arg(const kdecl_family *kf, const char *m)
+{
+    const kernel_decl *d = &kf->decl;
+    const kdecl_kernel *k = kdecl_method_kernel(d, m);
+    for (size_t j = 0; k && j < (k->argv ? k->argc : d->n_args); j++) {
+        const kdecl_arg *a = &d->args[k->argv ? k->argv[j] : j];
+        if (kd_param_read(a->is_buffer ? a->count : a->value, kf->params, kf->n_params))
+            return (int)(k->argv ? k->argv[j] : j);
+    }
+    return -1;
+}
+
 /* "methods" omitted: every method the section declares (kernel, the reference when it is a
- * kernel, the baselines, in that order), or kernel alone when an argument reads a parameter
- * (the others could not size it). */
+ * kernel, the baselines, in that order) but those that could not run: one that receives an
+ * argument reading a parameter; and with a reference that has "per_config", all but kernel (the
+ * reference needs a configuration to check against). */
 int sweep_default_declared_methods(const sweep_ctx *cx, sweep *sw)
 {
     const kdecl_family *kf = sw->declared;
-    const kernel_decl *d = &kf->decl;
-    size_t n = kf->fam.n_methods;
-    for (size_t i = 0; i < d->n_args; i++)
-        if (kd_param_read(d->args[i].is_buffer ? d->args[i].count : d->args[i].value, kf->params,
-                          kf->n_params))
-            n = 1; /* kernel is the family's first method */
-    if (!(sw->methods = calloc(n, sizeof *sw->methods)))
+    if (!(sw->methods = calloc(kf->fam.n_methods, sizeof *sw->methods)))
         return sweep_nomem(cx);
-    for (size_t m = 0; m < n; m++) {
-        if (!(sw->methods[m] = sweep_strdup(cx, kf->fam.methods[m].name)))
+    for (size_t m = 0; m < kf->fam.n_methods; m++) {
+        const char *name = kf->fam.methods[m].name;
+        if (m > 0 && (kd_param_arg(kf, name) >= 0 || kf->decl.ref_per_config))
+            continue;
+        if (!(sw->methods[sw->n_methods] = sweep_strdup(cx, name)))
             return -1;
         sw->n_methods++;
     }
@@ -705,33 +805,48 @@ int sweep_default_declared_methods(const sweep_ctx *cx, sweep *sw)
 }
 
 /* After the methods: arguments that read parameters cannot be sized for the methods that run
- * without them; a sweep whose buffers read parameters gives its own "bytes". */
+ * without them, nor can those be checked against a reference that reads parameters; a sweep
+ * whose buffers read parameters gives its own "bytes" (scratch buffers aside). */
 int sweep_check_declared(const sweep_ctx *cx, json_t *root, const sweep *sw)
 {
     const kdecl_family *kf = sw->declared;
     const kernel_decl *d = &kf->decl;
+    char p[SWEEP_PATH_SIZE], pa[SWEEP_PATH_SIZE];
+    for (size_t m = 0; m < sw->n_methods; m++) {
+        if (strcmp(sw->methods[m], KDECL_TUNED) == 0)
+            continue;
+        if (d->ref_per_config)
+            return sweep_fail(cx, TUNE_ERR_INVALID, "$.kernel.reference.per_config",
+                              JSONLOC_VALUE,
+                              "the reference reads parameters, so only \"kernel\" has a "
+                              "configuration to check against it: drop '%s' from \"methods\"",
+                              sw->methods[m]);
+        int i = kd_param_arg(kf, sw->methods[m]);
+        if (i < 0)
+            continue;
+        const kdecl_arg *a = &d->args[i];
+        sweep_path_key(p, sweep_path_index(pa, "$.kernel.args", (size_t)i),
+                       a->is_buffer ? "count" : "value");
+        return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                          "reads parameter '%s', but method '%s' runs without parameters: with "
+                          "baselines or the reference as methods, arguments may read only "
+                          "problem axes",
+                          kd_param_read(a->is_buffer ? a->count : a->value, kf->params,
+                                        kf->n_params),
+                          sw->methods[m]);
+    }
     for (size_t i = 0; i < d->n_args; i++) {
         const kdecl_arg *a = &d->args[i];
-        const char *param =
-            kd_param_read(a->is_buffer ? a->count : a->value, kf->params, kf->n_params);
-        if (param) {
-            char p[SWEEP_PATH_SIZE], pa[SWEEP_PATH_SIZE];
-            sweep_path_key(p, sweep_path_index(pa, "$.kernel.args", i),
-                           a->is_buffer ? "count" : "value");
-            for (size_t m = 0; m < sw->n_methods; m++)
-                if (strcmp(sw->methods[m], KDECL_TUNED) != 0)
-                    return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
-                                      "reads parameter '%s', but method '%s' runs without "
-                                      "parameters: with baselines or the reference as methods, "
-                                      "arguments may read only problem axes",
-                                      param, sw->methods[m]);
-            if (a->is_buffer && !json_object_get(root, "bytes"))
-                return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
-                                  "reads parameter '%s': give \"bytes\" (the bytes one launch "
-                                  "moves, over problem axes), which tune cannot derive from "
-                                  "the buffers",
-                                  param);
-        }
+        const char *param = a->is_buffer && a->role != KDECL_SCRATCH
+                                ? kd_param_read(a->count, kf->params, kf->n_params)
+                                : NULL;
+        sweep_path_key(p, sweep_path_index(pa, "$.kernel.args", i), "count");
+        if (param && !json_object_get(root, "bytes"))
+            return sweep_fail(cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE,
+                              "reads parameter '%s': give \"bytes\" (the bytes one launch "
+                              "moves, over problem axes), which tune cannot derive from "
+                              "the buffers",
+                              param);
     }
     return 0;
 }

@@ -1,10 +1,12 @@
 /* sweep_kernel_args.c - part of the sweep module (model/sweep.h): the "args" array of a declared
  * kernel's "kernel" section (model/kernel_decl.h): buffers (type, count, role, init, redraw) and
- * scalars, in the kernel's order. */
+ * scalars, in the kernel's order; and the "constants" array: __constant__ symbols filled from
+ * the host (type, count, init, as a buffer's). */
 #include "model/sweep_kernel_impl.h"
 
 static const char *const buffer_keys[] = {"name", "type", "count", "role", "init", "redraw", NULL};
 static const char *const scalar_keys[] = {"name", "type", "value", NULL};
+static const char *const constant_keys[] = {"name", "type", "count", "init", NULL};
 static const char *const init_keys[] = {"normal",   "uniform", "integers", "permutation",
                                         "constant", "npy",     NULL};
 
@@ -84,9 +86,11 @@ static int kd_role(const sweep_kd_scope *sc, json_t *v, const char *path, kdecl_
         *out = KDECL_OUT;
     else if (strcmp(s, "inout") == 0)
         *out = KDECL_INOUT;
+    else if (strcmp(s, "scratch") == 0)
+        *out = KDECL_SCRATCH;
     else
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
-                          "expected \"in\", \"out\" or \"inout\"");
+                          "expected \"in\", \"out\", \"inout\" or \"scratch\"");
     return 0;
 }
 
@@ -100,11 +104,11 @@ static int kd_redraw(const sweep_kd_scope *sc, json_t *v, kdecl_arg *a, const ch
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
                           "expected true or false, got %s", sweep_json_kind(v));
     a->redraw = json_is_true(v);
-    if (a->redraw && a->role == KDECL_OUT)
+    if (a->redraw && (a->role == KDECL_OUT || a->role == KDECL_SCRATCH))
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_KEY,
-                          "output buffer '%s' is written by the kernel, not drawn: \"redraw\" "
+                          "%s buffer '%s' is written by the kernel, not drawn: \"redraw\" "
                           "applies to \"in\" and \"inout\" buffers with a random init",
-                          a->name);
+                          a->role == KDECL_OUT ? "output" : "scratch", a->name);
     if (a->redraw && (a->init.kind == KDECL_INIT_CONSTANT || a->init.kind == KDECL_INIT_NPY))
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_KEY,
                           "buffer '%s' is %s: \"redraw\" needs a random init (normal, "
@@ -189,7 +193,11 @@ static int kd_arg(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const cha
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, "init"), JSONLOC_KEY,
                           "an output buffer has no initial values (it is poisoned before each "
                           "check): make it \"inout\" or drop \"init\"");
-    if (!init && a->role != KDECL_OUT)
+    if (init && a->role == KDECL_SCRATCH)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, "init"), JSONLOC_KEY,
+                          "a scratch buffer has no initial values (zeros when allocated, then "
+                          "whatever the launches leave): make it \"inout\" or drop \"init\"");
+    if (!init && a->role != KDECL_OUT && a->role != KDECL_SCRATCH)
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
                           "input buffer '%s' needs \"init\" (normal, uniform, integers, "
                           "permutation, constant or npy)",
@@ -214,6 +222,93 @@ int sweep_kd_args(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const cha
         char p[SWEEP_PATH_SIZE];
         kdecl_arg *a = &d->args[d->n_args++]; /* counted first: freed if it fails half-parsed */
         if (kd_arg(sc, d, json_array_get(v, i), sweep_path_index(p, path, i), a) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Checks that x (at path), part of constant c, reads no parameter: a constant is filled once
+ * per shape. */
+static int kd_const_axes_only(const sweep_kd_scope *sc, const expr *x, const kdecl_arg *c,
+                              const char *path)
+{
+    const char *names[SWEEP_MAX_EXPR_NAMES];
+    size_t n = x ? expr_names(x, names, SWEEP_MAX_EXPR_NAMES) : 0;
+    for (size_t i = 0; i < n && i < SWEEP_MAX_EXPR_NAMES; i++)
+        if (sweep_find_axis(sc->params, sc->n_params, names[i]))
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                              "'%s' is a parameter: constant '%s' is filled once per shape and "
+                              "may read only problem axes",
+                              names[i], c->name);
+    return 0;
+}
+
+/* One constant: name, type, count (elements; problem axes only), init (as a buffer's). */
+static int kd_constant(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const char *path,
+                       kdecl_arg *c)
+{
+    char p[SWEEP_PATH_SIZE], pi[SWEEP_PATH_SIZE];
+    if (sweep_expect_object(sc->cx, v, path) != 0 ||
+        sweep_check_keys(sc->cx, v, path, constant_keys) != 0)
+        return -1;
+    json_t *name = json_object_get(v, "name"), *type = json_object_get(v, "type");
+    json_t *count = json_object_get(v, "count"), *init = json_object_get(v, "init");
+    if (!name || !json_is_string(name) || !sweep_kd_ident_ok(json_string_value(name)))
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, name ? sweep_path_key(p, path, "name") : path,
+                          JSONLOC_VALUE,
+                          "expected \"name\": the __constant__ symbol, an identifier "
+                          "[A-Za-z_][A-Za-z0-9_]*");
+    if (!(c->name = sweep_strdup(sc->cx, json_string_value(name))))
+        return -1;
+    for (size_t i = 0; i + 1 < d->n_consts; i++) /* c is the last one */
+        if (strcmp(d->consts[i].name, c->name) == 0)
+            return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, "name"),
+                              JSONLOC_VALUE, "duplicate constant '%s'", c->name);
+    int t = type && json_is_string(type) ? kdecl_type_parse(json_string_value(type)) : -1;
+    if (t < 0)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, type ? sweep_path_key(p, path, "type") : path,
+                          JSONLOC_VALUE, "expected \"type\": one of %s", kdecl_type_list());
+    c->type = (kdecl_type)t;
+    c->is_buffer = 1;
+    if (!count || !init)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "constant '%s' needs \"%s\"", c->name, count ? "init" : "count");
+    sweep_path_key(p, path, "count");
+    if (!(c->count = sweep_kd_expr(sc, count, 1, p)) || kd_const_axes_only(sc, c->count, c, p) ||
+        sweep_kd_number(sc, c->count, 1, "an element count", p) != 0)
+        return -1;
+    const char *names[1];
+    tune_error e = {0};
+    if (expr_names(c->count, names, 1) == 0 && kdecl_const_bytes(c, NULL, &e) < 0)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_VALUE, "%s", e.message);
+    sweep_path_key(p, path, "init");
+    if (kd_init(sc, init, c, p, &c->init) != 0)
+        return -1;
+    if (kd_const_axes_only(sc, c->init.lo, c, sweep_path_index(pi, p, 0)) != 0 ||
+        kd_const_axes_only(sc, c->init.hi, c,
+                           c->init.kind == KDECL_INIT_PERMUTATION ? p
+                                                                  : sweep_path_index(pi, p, 1)))
+        return -1;
+    for (size_t i = 0; i < c->init.npy.n; i++)
+        if (kd_const_axes_only(sc, c->init.npy.exprs[i], c, p) != 0)
+            return -1;
+    return 0;
+}
+
+int sweep_kd_constants(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const char *path)
+{
+    if (!v)
+        return 0;
+    if (!json_is_array(v) || json_array_size(v) == 0 ||
+        json_array_size(v) > KDECL_MAX_CONSTANTS)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                          "expected an array of 1 to %d constants", KDECL_MAX_CONSTANTS);
+    if (!(d->consts = calloc(json_array_size(v), sizeof *d->consts)))
+        return sweep_nomem(sc->cx);
+    for (size_t i = 0; i < json_array_size(v); i++) {
+        char p[SWEEP_PATH_SIZE];
+        kdecl_arg *c = &d->consts[d->n_consts++]; /* counted first: freed if it fails */
+        if (kd_constant(sc, d, json_array_get(v, i), sweep_path_index(p, path, i), c) != 0)
             return -1;
     }
     return 0;

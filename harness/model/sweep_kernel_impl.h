@@ -29,5 +29,7 @@ int sweep_kd_template(const sweep_kd_scope *sc, json_t *v, int with_params, cons
                 kdecl_template *t);
 /* The "args" array (v, at path) into d->args; -1 with the error recorded. */
 int sweep_kd_args(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const char *path);
+/* The "constants" array (v, at path; NULL: none) into d->consts; -1 with the error recorded. */
+int sweep_kd_constants(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const char *path);
 
 #endif

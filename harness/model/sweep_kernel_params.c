@@ -21,12 +21,9 @@ static void kp_mark_template(const sweep *sw, const kdecl_template *t, unsigned 
         kp_mark(sw, t->exprs[i], read);
 }
 
-/* The tuned kernel's entry, defines, launch geometry and arguments; the sweep's skip_if, bytes,
- * flops and search features. */
-static void kp_mark_all(const sweep *sw, unsigned char *read)
+/* A kernel's entry, defines and launch geometry. */
+static void kp_mark_kernel(const sweep *sw, const kdecl_kernel *k, unsigned char *read)
 {
-    const kernel_decl *d = &sw->declared->decl;
-    const kdecl_kernel *k = &d->main;
     kp_mark_template(sw, &k->entry, read);
     for (size_t i = 0; i < k->n_defines; i++)
         kp_mark_template(sw, &k->define_values[i], read);
@@ -35,6 +32,19 @@ static void kp_mark_all(const sweep *sw, unsigned char *read)
     for (int i = 0; i < k->block_dims; i++)
         kp_mark(sw, k->block[i], read);
     kp_mark(sw, k->shared, read);
+}
+
+/* The tuned kernel's (every launch of its sequence) and a per-configuration reference's entry,
+ * defines and launch geometry, the arguments; the sweep's skip_if, bytes, flops and search
+ * features. */
+static void kp_mark_all(const sweep *sw, unsigned char *read)
+{
+    const kernel_decl *d = &sw->declared->decl;
+    const kdecl_kernel *k;
+    for (size_t i = 0; (k = kdecl_method_launch(d, KDECL_TUNED, i)) != NULL; i++)
+        kp_mark_kernel(sw, k, read);
+    if (d->ref_per_config)
+        kp_mark_kernel(sw, &d->ref, read);
     for (size_t i = 0; i < d->n_args; i++) {
         const kdecl_arg *a = &d->args[i];
         kp_mark(sw, a->is_buffer ? a->count : a->value, read);

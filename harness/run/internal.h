@@ -103,6 +103,9 @@ tune_status run_plan_configs(run_ctx *rc);
 tune_status run_compile(run_ctx *rc, int arch, run_summary *sum);
 /* family_env.kernel: the loaded kernel of (source, name), or NULL. */
 void *run_lookup_kernel(void *kctx, const family_kernel_ref *ref);
+/* family_env.global: a symbol of the module of a kernel of the table (loaded first). */
+int run_lookup_global(void *kctx, const family_kernel_ref *ref, const char *name, void **ptr,
+                      size_t *bytes, tune_error *err);
 /* Compiles the kernels idx[0..n) (a searched run's round) in a child process into cache_dir,
  * then reads their cubins; adds the counts to sum. */
 tune_status run_compile_subset(run_ctx *rc, const size_t *idx, size_t n, const char *cache_dir,

@@ -543,6 +543,20 @@ void *run_lookup_kernel(void *kctx, const family_kernel_ref *ref)
     return NULL;
 }
 
+int run_lookup_global(void *kctx, const family_kernel_ref *ref, const char *name, void **ptr,
+                      size_t *bytes, tune_error *err)
+{
+    run_ctx *rc = kctx;
+    run_kernel *k = NULL;
+    for (size_t i = 0; i < rc->n_kernels && !k; i++)
+        k = run_kernel_is(&rc->kernels[i], ref) ? &rc->kernels[i] : NULL;
+    if (!k || !run_lookup_kernel(kctx, ref) || !k->lib) {
+        tune_error_set(err, TUNE_ERR_CUDA, ref->source, "kernel %s is not loaded", ref->name);
+        return -1;
+    }
+    return gpu_library_global(k->lib, name, ptr, bytes, err);
+}
+
 uint64_t run_kernels_hash(const run_ctx *rc)
 {
     uint64_t h = HASH_FNV_OFFSET;

@@ -317,7 +317,8 @@ int run_session_body(void *ctx, int fd, worker_inbox *in)
             if ((st = worker_setup_timing(rc, &g, fd, &e)) != TUNE_OK)
                 goto fatal;
             env = (family_env){rc->gi.ordinal, g.stream,          g.cublas, rc->gi.l2_bytes,
-                               rc->opt->seed,  run_lookup_kernel, rc,       rc->sw->family};
+                               rc->opt->seed,  run_lookup_kernel, rc,       rc->sw->family,
+                               run_lookup_global};
             ready = 1;
         }
         size_t shape = SIZE_MAX;
@@ -402,7 +403,8 @@ int run_worker_body(void *ctx, int fd)
     if (st != TUNE_OK)
         goto fatal;
     family_env env = {rc->gi.ordinal, g.stream,          g.cublas, rc->gi.l2_bytes,
-                      rc->opt->seed,  run_lookup_kernel, rc,       rc->sw->family};
+                      rc->opt->seed,  run_lookup_kernel, rc,       rc->sw->family,
+                      run_lookup_global};
     const tune_family *fam = rc->sw->family;
     void *state = NULL;
     size_t shape = SIZE_MAX, n_cand = 0;
