@@ -188,14 +188,15 @@ static tune_status kd_alloc_one(kd_state *s, size_t i, const tune_point *p, size
 static tune_status kd_buffers(kd_state *s, const tune_point *p, tune_error *err)
 {
     const kernel_decl *d = s->d;
+    const char *method = point_str(p, "method", "");
     size_t counts[64];
     int same = s->allocated;
     if (d->n_args > 64)
         return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "kernel", "more than 64 arguments");
     for (size_t i = 0; i < d->n_args; i++) {
-        int64_t c = 0;
+        int64_t c = 0; /* a buffer the method does not receive: none */
         tune_status st;
-        if (d->args[i].is_buffer &&
+        if (d->args[i].is_buffer && kdecl_method_receives(d, method, i) &&
             (st = kd_eval_int(d->args[i].count, p, d->args[i].name, 1, &c, err)) != TUNE_OK)
             return st;
         counts[i] = (size_t)c;
@@ -251,7 +252,7 @@ static tune_status kd_scalars(kd_state *s, const tune_point *p, tune_error *err)
 {
     for (size_t i = 0; i < s->d->n_args; i++) {
         const kdecl_arg *a = &s->d->args[i];
-        if (a->is_buffer)
+        if (a->is_buffer || !kdecl_method_receives(s->d, point_str(p, "method", ""), i))
             continue;
         expr_value v;
         if (expr_eval(a->value, point_lookup, (void *)p, &v, err) != TUNE_OK)

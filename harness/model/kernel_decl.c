@@ -146,6 +146,19 @@ size_t kdecl_method_n_launches(const kernel_decl *d, const char *method)
     return !k ? 0 : k == &d->main ? 1 + d->n_after : 1;
 }
 
+int kdecl_method_receives(const kernel_decl *d, const char *method, size_t arg)
+{
+    for (size_t i = 0, n = kdecl_method_n_launches(d, method); i < n; i++) {
+        const kdecl_kernel *k = kdecl_method_launch(d, method, i);
+        if (!k->argv)
+            return 1;
+        for (size_t j = 0; j < k->argc; j++)
+            if (k->argv[j] == arg)
+                return 1;
+    }
+    return 0;
+}
+
 long long kdecl_const_bytes(const kdecl_arg *c, const tune_point *p, tune_error *err)
 {
     expr_value v;

@@ -191,6 +191,10 @@ const kdecl_kernel *kdecl_method_kernel(const kernel_decl *d, const char *method
  * number (the tuned method: 1 + n_after; the others: 1; 0 for an unknown method). */
 const kdecl_kernel *kdecl_method_launch(const kernel_decl *d, const char *method, size_t i);
 size_t kdecl_method_n_launches(const kernel_decl *d, const char *method);
+/* 1 when a launch of method receives args[arg] (a launch without "args" receives them all): the
+ * buffers and scalars a method does not receive are neither sized nor evaluated for it, so that a
+ * scratch buffer sized by a parameter does not stop the reference. */
+int kdecl_method_receives(const kernel_decl *d, const char *method, size_t arg);
 /* The bytes constant c takes at p (count x element size), or -1 with err when its count cannot
  * be evaluated or exceeds KDECL_CONSTANT_BYTES. */
 long long kdecl_const_bytes(const kdecl_arg *c, const tune_point *p, tune_error *err);
