@@ -56,6 +56,7 @@ typedef struct {
     run_plan *plans;
     run_kernel *kernels;
     size_t n_kernels, cap_kernels;
+    size_t *kernel_slots, cap_kernel_slots; /* the table's index (run_kernel_index) */
     tune_error *err;
     double t0;              /* start of the run (monotonic seconds) */
     monitor *mon;           /* NVML, NULL when absent */
@@ -97,6 +98,8 @@ tune_status run_plan_configs(run_ctx *rc);
 /* Compiles every kernel (GPU runs: in a child process that fills the cache); prints the counts
  * unless quiet. */
 tune_status run_compile(run_ctx *rc, int arch, run_summary *sum);
+/* The same for the kernels idx[0..n) alone (idx NULL: the first n). */
+tune_status run_compile_some(run_ctx *rc, int arch, const size_t *idx, size_t n, run_summary *sum);
 /* family_env.kernel: the loaded kernel of (source, name), or NULL. */
 void *run_lookup_kernel(void *kctx, const family_kernel_ref *ref);
 /* Compiles the kernels idx[0..n) (a searched run's round) in a child process into cache_dir,
@@ -198,6 +201,11 @@ void run_session_free(run_ctx *rc, run_summary *sum, run_session *s);
 /* search.c */
 /* Whether the run is searched, and its search state set up (the settings merged, arrays). */
 tune_status run_search_prepare(run_ctx *rc, sweep_search *settings);
+/* A compile-only run of a searched sweep: what the search proposes before any measurement (the
+ * whole budget for random and exhaustive, the first round for the model, whose later rounds
+ * follow the measurements) marked in rc->todo with the baselines, and only their kernels
+ * compiled. */
+tune_status run_search_compile_first(run_ctx *rc, int arch, run_summary *sum);
 /* The rounds of a searched run, then the re-timing of each shape's fastest candidates. */
 tune_status run_search(run_ctx *rc, run_summary *sum);
 /* The key's text of the search settings ("random budget=10% seed=7 batch=4"), into buf. */

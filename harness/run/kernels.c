@@ -20,11 +20,42 @@ static int run_kernel_is(const run_kernel *k, const family_kernel_ref *ref)
            strcmp(k->job.options, ref->options) == 0;
 }
 
+static uint64_t run_kernel_hash(const char *source, const char *name, const char *options)
+{
+    return hash_fnv1a_str(hash_fnv1a_str(hash_fnv1a_str(HASH_FNV_OFFSET, source), name), options);
+}
+
+/* Rebuilds the open-addressed index of the kernel table (slot: kernel index + 1) at cap slots, a
+ * power of two. 0, or -1 when out of memory (the old index kept). */
+static int run_kernel_rehash(run_ctx *rc, size_t cap)
+{
+    size_t *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < rc->n_kernels; i++) {
+        const compile_job *job = &rc->kernels[i].job;
+        size_t j = (size_t)run_kernel_hash(job->source, job->name, job->options) & (cap - 1);
+        while (slots[j])
+            j = (j + 1) & (cap - 1);
+        slots[j] = i + 1;
+    }
+    free(rc->kernel_slots);
+    rc->kernel_slots = slots;
+    rc->cap_kernel_slots = cap;
+    return 0;
+}
+
+/* The index of the kernel ref names, added when new: a hash lookup, so that a space whose every
+ * configuration is its own kernel (a million of them) is listed in linear time. */
 size_t run_kernel_index(run_ctx *rc, const family_kernel_ref *ref)
 {
-    for (size_t i = 0; i < rc->n_kernels; i++)
-        if (run_kernel_is(&rc->kernels[i], ref))
-            return i;
+    if (2 * (rc->n_kernels + 1) > rc->cap_kernel_slots &&
+        run_kernel_rehash(rc, rc->cap_kernel_slots ? 2 * rc->cap_kernel_slots : 128) != 0)
+        return SIZE_MAX;
+    size_t mask = rc->cap_kernel_slots - 1, j = (size_t)run_kernel_hash(ref->source, ref->name, ref->options) & mask;
+    for (; rc->kernel_slots[j]; j = (j + 1) & mask)
+        if (run_kernel_is(&rc->kernels[rc->kernel_slots[j] - 1], ref))
+            return rc->kernel_slots[j] - 1;
     if (rc->n_kernels == rc->cap_kernels) {
         size_t cap = rc->cap_kernels ? 2 * rc->cap_kernels : 64;
         run_kernel *nk = realloc(rc->kernels, cap * sizeof *nk);
@@ -39,6 +70,7 @@ size_t run_kernel_index(run_ctx *rc, const family_kernel_ref *ref)
     snprintf(k->job.name, sizeof k->job.name, "%s", ref->name);
     snprintf(k->job.options, sizeof k->job.options, "%s", ref->options);
     k->job.arch_specific = ref->arch != 0;
+    rc->kernel_slots[j] = rc->n_kernels + 1;
     return rc->n_kernels++;
 }
 
@@ -349,6 +381,11 @@ static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir
 
 tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
 {
+    return run_compile_some(rc, arch, NULL, rc->n_kernels, sum);
+}
+
+tune_status run_compile_some(run_ctx *rc, int arch, const size_t *idx, size_t n, run_summary *sum)
+{
     const run_options *opt = rc->opt;
     /* a GPU run needs the cache to carry the child's cubins: a private one under --no-cache */
     char tmp_cache[] = "/tmp/tune-kcache-XXXXXX";
@@ -358,8 +395,8 @@ tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
     if (cache == tmp_cache) /* removed at a stop (SIGTERM) too */
         interrupt_cleanup_push(run_remove_cache_dir, tmp_cache);
     tune_status st = opt->compile_only
-                         ? compile_all(rc, arch, cache, NULL, rc->n_kernels, 0, sum)
-                         : compile_isolated(rc, arch, cache, NULL, rc->n_kernels, sum);
+                         ? compile_all(rc, arch, cache, idx, n, 0, sum)
+                         : compile_isolated(rc, arch, cache, idx, n, sum);
     if (cache == tmp_cache) {
         interrupt_cleanup_remove(run_remove_cache_dir, tmp_cache);
         run_remove_cache_dir(tmp_cache);
@@ -372,10 +409,12 @@ tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
                 "compile errors, %.1f s\n",
                 rc->sw->name, space_n_configs(rc->sp), sum->n_pruned, sum->n_kernels, arch,
                 sum->n_cached, sum->n_kernel_errors, sum->compile_seconds);
-    for (size_t i = 0; !opt->quiet && i < rc->n_kernels; i++)
-        if (rc->kernels[i].job.status != TUNE_OK)
-            fprintf(stderr, "tune: %s: %s failed to compile:\n%s\n", rc->kernels[i].job.source,
-                    rc->kernels[i].job.name, rc->kernels[i].job.log ? rc->kernels[i].job.log : "");
+    for (size_t i = 0; !opt->quiet && i < n; i++) {
+        const compile_job *j = &rc->kernels[idx ? idx[i] : i].job;
+        if (j->status != TUNE_OK)
+            fprintf(stderr, "tune: %s: %s failed to compile:\n%s\n", j->source, j->name,
+                    j->log ? j->log : "");
+    }
     return TUNE_OK;
 }
 
@@ -491,6 +530,7 @@ void run_ctx_free(run_ctx *rc)
         compile_job_clear(&rc->kernels[i].job);
     }
     free(rc->kernels);
+    free(rc->kernel_slots);
     if (!rc->sp_borrowed)
         space_free(rc->sp);
 }

@@ -309,7 +309,7 @@ static size_t round_mark(run_ctx *rc, const size_t *ids, size_t n, int first)
             !(rc->plan && shard_plan_owner(rc->plan, ci) != rc->opt->shard_index))
             rc->todo[ci] = 1;
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
-        k += rc->todo[ci] && !rc->done[ci];
+        k += rc->todo[ci] && !(rc->done && rc->done[ci]); /* no done yet: compile-only */
     return k;
 }
 
@@ -533,6 +533,34 @@ static int session_on(void)
 {
     const char *e = getenv("TUNE_SEARCH_SESSION");
     return !(e && strcmp(e, "0") == 0);
+}
+
+tune_status run_search_compile_first(run_ctx *rc, int arch, run_summary *sum)
+{
+    run_search_state *ss = rc->ss;
+    size_t nc = space_n_configs(rc->sp), *ids = malloc((nc ? nc : 1) * sizeof *ids);
+    size_t *idx = malloc((rc->n_kernels ? rc->n_kernels : 1) * sizeof *idx);
+    tune_status st = ids && idx ? warm_start(rc)
+                                : tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    if (st == TUNE_OK) {
+        size_t n = search_next(ss->s, ids, nc), todo = round_mark(rc, ids, n, 1);
+        int all = search_round_is_last(ss->s);
+        size_t nk = kernels_wanted(rc, rc->todo, 0, idx);
+        ss->rounds = n > 0;
+        if (!rc->opt->quiet)
+            fprintf(stderr,
+                    "tune: %s: searched (%s): %zu configurations (baselines included) of %zu, "
+                    "%zu of %zu candidates: %s; %zu kernels to compile\n",
+                    rc->sw->name, search_strategy_name(ss->set.opt.strategy), todo, nc, n,
+                    search_n_candidates_total(ss->s),
+                    all ? "the whole budget"
+                        : "the first round (the next rounds choose from its measurements)",
+                    nk);
+        st = run_compile_some(rc, arch, idx, nk, sum);
+        ss->kernels_compiled = nk;
+    }
+    free(ids), free(idx);
+    return st;
 }
 
 tune_status run_search(run_ctx *rc, run_summary *sum)

@@ -208,6 +208,8 @@ static tune_status run_rows(run_ctx *rc, run_summary *sum)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     for (size_t i = 0; rc->plan && i < n; i++) /* other shards' configurations: not ours to run */
         rc->done[i] = shard_plan_owner(rc->plan, i) != rc->opt->shard_index;
+    for (size_t i = 0; rc->opt->compile_only && rc->todo && i < n; i++)
+        rc->done[i] |= !rc->todo[i]; /* a searched compile-only run: its first round's rows */
     if ((st = open_folder(rc, rc->opt, &rc->lock_fd)) != TUNE_OK)
         return st;
     snprintf(sum->out_dir, sizeof sum->out_dir, "%s", rc->out_dir);
@@ -302,10 +304,13 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
     sweep_search set;
     if ((st = run_search_settings(sw, opt, &set, err)) != TUNE_OK)
         goto done;
-    if (!opt->compile_only && sweep_search_on(&set)) /* compiles round by round (search.c) */
+    if (sweep_search_on(&set)) { /* compiles round by round (search.c) */
         st = run_search_prepare(&rc, &set);
-    else
+        if (st == TUNE_OK && opt->compile_only)
+            st = run_search_compile_first(&rc, arch, sum);
+    } else {
         st = run_compile(&rc, arch, sum);
+    }
     if (st != TUNE_OK)
         goto done;
     if (opt->compile_only && !opt->compile_rows)
