@@ -696,3 +696,35 @@ Test(compile, a_fifo_header_is_refused_not_waited_on, .timeout = 60)
         compile_job_clear(&j);
     }
 }
+
+/* A space far too large to compile (1 203 200 configurations, each its own kernel): a searched
+ * compile-only run compiles what its budget proposes before measuring, never the space. */
+static size_t compile_searched(const char *strategy, const char *budget, run_summary *sum)
+{
+    tune_error err = {0};
+    sweep *sw = sweep_load("tests/data/search/convolution.json", &err);
+    cr_assert_not_null(sw, "%s: %s", err.where, err.message);
+    run_options opt;
+    run_options_init(&opt);
+    opt.compile_only = 1;
+    opt.quiet = 1;
+    opt.arch = 90;
+    opt.cache_dir = cache_dir;
+    opt.kernels_dir = kernels_dir;
+    opt.search = strategy;
+    opt.budget = budget;
+    cr_assert_eq(run_sweep(sw, &opt, sum, &err), TUNE_OK, "%s", err.message);
+    sweep_free(sw);
+    return sum->n_kernels;
+}
+
+Test(compile, a_searched_sweep_compiles_at_most_its_budget)
+{
+    /* per configuration its kernel and its shape's reference; once, the input fill and the read
+     * probe */
+    run_summary sum;
+    size_t n = compile_searched("model", "4", &sum);
+    cr_expect_eq(sum.n_configs, 1203200, "the space: %zu configurations", sum.n_configs);
+    cr_expect(n >= 1 && n <= 2 * 4 + 2, "model, budget 4: %zu kernels compiled", n);
+    cr_expect_eq(sum.n_kernel_errors, 0, "%zu kernels failed", sum.n_kernel_errors);
+}
