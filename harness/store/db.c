@@ -104,6 +104,21 @@ static int exec(db *d, const char *sql, tune_error *err)
     return -1;
 }
 
+/* sql run until it is not refused as busy or locked, for at most DB_BUSY_TIMEOUT_MS: SQLite does
+ * not call the busy handler for every lock it meets while opening (switching a new file to WAL
+ * takes an exclusive lock; so does recovering another process's WAL), so writers that open one
+ * store at once would otherwise fail with "database is locked". Returns SQLite's result code. */
+static int exec_busy(db *d, const char *sql)
+{
+    for (long waited_ms = 0;; waited_ms += 5) {
+        int rc = sqlite3_exec(d->h, sql, NULL, NULL, NULL);
+        if (((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) ||
+            waited_ms >= DB_BUSY_TIMEOUT_MS)
+            return rc;
+        sqlite3_sleep(5);
+    }
+}
+
 /* The store's schema version: 0 for an empty file; -1 (err set) for a file that holds tables
  * but no store_info, or a version that is not a number. */
 static long long schema_version(db *d, tune_error *err)
@@ -147,8 +162,8 @@ static long long schema_version(db *d, tune_error *err)
  * creating one store wait for each other; the second finds it made). */
 static tune_status migrate(db *d, tune_error *err)
 {
-    if (exec(d, "BEGIN IMMEDIATE", err))
-        return TUNE_ERR_IO;
+    if (exec_busy(d, "BEGIN IMMEDIATE") != SQLITE_OK)
+        return db_fail(d, err, "starting the migration's transaction");
     long long v = schema_version(d, err);
     tune_status st = TUNE_OK;
     if (v < 0)
@@ -207,10 +222,16 @@ static db *open_store(const char *path, int readonly, tune_error *err)
     sqlite3_busy_timeout(d->h, DB_BUSY_TIMEOUT_MS);
     sqlite3_extended_result_codes(d->h, 1);
     /* the first statements read the file: one that is not SQLite fails here */
-    if (exec(d, "PRAGMA foreign_keys = ON", NULL) ||
-        (!readonly && (exec(d, "PRAGMA journal_mode = WAL", NULL) ||
-                       exec(d, "PRAGMA synchronous = FULL", NULL)))) {
-        db_fail(d, err, "not a tune results store (it cannot be opened as SQLite)");
+    int rc = exec_busy(d, "PRAGMA foreign_keys = ON");
+    if (rc == SQLITE_OK && !readonly)
+        rc = exec_busy(d, "PRAGMA journal_mode = WAL");
+    if (rc == SQLITE_OK && !readonly)
+        rc = exec_busy(d, "PRAGMA synchronous = FULL");
+    if (rc != SQLITE_OK) {
+        db_fail(d, err,
+                (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED
+                    ? "the store stayed locked by another process for the whole busy timeout"
+                    : "not a tune results store (it cannot be opened as SQLite)");
         db_close(d);
         return NULL;
     }
@@ -621,8 +642,8 @@ tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_resul
     hash_hex(uid, uid_hex);
     hash_hex(dig, dig_hex);
 
-    if (exec(d, "BEGIN IMMEDIATE", err)) {
-        st = TUNE_ERR_IO;
+    if (exec_busy(d, "BEGIN IMMEDIATE") != SQLITE_OK) {
+        st = db_fail(d, err, "starting the run's transaction");
         goto done;
     }
     sqlite3_stmt *q = NULL;
