@@ -52,7 +52,8 @@ size_t run_kernel_index(run_ctx *rc, const family_kernel_ref *ref)
     if (2 * (rc->n_kernels + 1) > rc->cap_kernel_slots &&
         run_kernel_rehash(rc, rc->cap_kernel_slots ? 2 * rc->cap_kernel_slots : 128) != 0)
         return SIZE_MAX;
-    size_t mask = rc->cap_kernel_slots - 1, j = (size_t)run_kernel_hash(ref->source, ref->name, ref->options) & mask;
+    size_t mask = rc->cap_kernel_slots - 1,
+           j = (size_t)run_kernel_hash(ref->source, ref->name, ref->options) & mask;
     for (; rc->kernel_slots[j]; j = (j + 1) & mask)
         if (run_kernel_is(&rc->kernels[rc->kernel_slots[j] - 1], ref))
             return rc->kernel_slots[j] - 1;
@@ -394,9 +395,8 @@ tune_status run_compile_some(run_ctx *rc, int arch, const size_t *idx, size_t n,
         return tune_error_set(rc->err, TUNE_ERR_IO, "/tmp", "cannot create a kernel cache folder");
     if (cache == tmp_cache) /* removed at a stop (SIGTERM) too */
         interrupt_cleanup_push(run_remove_cache_dir, tmp_cache);
-    tune_status st = opt->compile_only
-                         ? compile_all(rc, arch, cache, idx, n, 0, sum)
-                         : compile_isolated(rc, arch, cache, idx, n, sum);
+    tune_status st = opt->compile_only ? compile_all(rc, arch, cache, idx, n, 0, sum)
+                                       : compile_isolated(rc, arch, cache, idx, n, sum);
     if (cache == tmp_cache) {
         interrupt_cleanup_remove(run_remove_cache_dir, tmp_cache);
         run_remove_cache_dir(tmp_cache);

@@ -254,7 +254,6 @@ static size_t shape_of_row(const run_ctx *rc, const result_row *row)
     return SIZE_MAX;
 }
 
-
 /* The ok rows of tuned methods of each warm-start folder (read only), as priors of the shapes
  * of this run that have candidates. */
 static tune_status warm_start(run_ctx *rc)
