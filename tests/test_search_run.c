@@ -344,16 +344,24 @@ static int stand_in_body(void *ctx, int fd, worker_inbox *in)
     run_ctx *rc = ctx;
     size_t nc = space_n_configs(rc->sp), batches = 0;
     unsigned char *todo = calloc(nc + 1, 1);
-    size_t *idx = calloc(rc->n_kernels + 1, sizeof *idx);
+    size_t *idx = NULL;
     char line[8192], *end;
-    while (todo && idx && worker_recv(in, line, sizeof line) == 1) {
+    while (todo && worker_recv(in, line, sizeof line) == 1) {
         const char *p = line + 1;
         size_t n = 0;
         if (line[0] == 'Q')
             break;
+        if (line[0] == 'P' && run_session_plans(rc, line) != TUNE_OK) {
+            worker_send(fd, "F %d %s", (int)rc->err->code, rc->err->message);
+            return 4;
+        }
         if (line[0] == 'K') {
+            free(idx);
+            if (!(idx = calloc(rc->n_kernels + 1, sizeof *idx)))
+                break;
             for (unsigned long long k; (k = strtoull(p, &end, 10), end != p); p = end)
-                idx[n++] = (size_t)k;
+                if (k < rc->n_kernels)
+                    idx[n++] = (size_t)k;
             run_read_cached_kernels(rc, idx, n);
         } else if (line[0] == 'C') {
             for (unsigned long long ci; (ci = strtoull(p, &end, 10), end != p); p = end)
@@ -370,8 +378,14 @@ static int stand_in_body(void *ctx, int fd, worker_inbox *in)
             for (size_t ci = 0; ci < nc; ci++) {
                 if (!todo[ci])
                     continue;
-                for (int r = 0; r < rc->plans[ci].n_refs; r++) {
-                    const compile_job *j = &rc->kernels[rc->plans[ci].refs[r]].job;
+                const run_plan *pl = run_plan_find(rc, ci);
+                if (!pl) {
+                    worker_send(fd, "F %d configuration %zu told before its plan",
+                                (int)TUNE_ERR_INVALID, ci);
+                    return 4;
+                }
+                for (int r = 0; r < pl->n_refs; r++) {
+                    const compile_job *j = &rc->kernels[pl->refs[r]].job;
                     if (!j->cubin && j->status == TUNE_OK) {
                         worker_send(fd, "F %d configuration %zu told before its kernel %s",
                                     (int)TUNE_ERR_INVALID, ci, j->name);
@@ -421,8 +435,7 @@ static size_t stand_in_run(const char *out, const char *cache, size_t *done, siz
     rc.session_body = stand_in_body;
     snprintf(rc.out_dir, sizeof rc.out_dir, "%s", out);
     snprintf(rc.gi.name, sizeof rc.gi.name, "stand-in");
-    cr_assert_eq(run_plan_configs(&rc), TUNE_OK, "%s", err.message);
-    sweep_search set;
+    sweep_search set; /* planned as the rounds propose (plan.c), the worker told ("P") */
     cr_assert_eq(run_search_settings(sw, &opt, &set, &err), TUNE_OK, "%s", err.message);
     cr_assert_eq(run_search_prepare(&rc, &set), TUNE_OK, "%s", err.message);
     rc.done = calloc(space_n_configs(rc.sp) + 1, 1);

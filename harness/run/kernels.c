@@ -1,5 +1,5 @@
-/* kernels.c - the run's kernel table: the distinct instantiations its configurations need,
- * compiled once (cached on disk), loaded on first use. */
+/* kernels.c - the run's kernels (the table is plan.c's): compiled once (cached on disk), loaded
+ * on first use. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,109 +12,6 @@
 #include "core/outfile.h"
 #include "core/progress.h"
 #include "run/internal.h"
-
-/* Whether k is the instantiation ref names: source, name and options. */
-static int run_kernel_is(const run_kernel *k, const family_kernel_ref *ref)
-{
-    return strcmp(k->job.source, ref->source) == 0 && strcmp(k->job.name, ref->name) == 0 &&
-           strcmp(k->job.options, ref->options) == 0;
-}
-
-static uint64_t run_kernel_hash(const char *source, const char *name, const char *options)
-{
-    return hash_fnv1a_str(hash_fnv1a_str(hash_fnv1a_str(HASH_FNV_OFFSET, source), name), options);
-}
-
-/* Rebuilds the open-addressed index of the kernel table (slot: kernel index + 1) at cap slots, a
- * power of two. 0, or -1 when out of memory (the old index kept). */
-static int run_kernel_rehash(run_ctx *rc, size_t cap)
-{
-    size_t *slots = calloc(cap, sizeof *slots);
-    if (!slots)
-        return -1;
-    for (size_t i = 0; i < rc->n_kernels; i++) {
-        const compile_job *job = &rc->kernels[i].job;
-        size_t j = (size_t)run_kernel_hash(job->source, job->name, job->options) & (cap - 1);
-        while (slots[j])
-            j = (j + 1) & (cap - 1);
-        slots[j] = i + 1;
-    }
-    free(rc->kernel_slots);
-    rc->kernel_slots = slots;
-    rc->cap_kernel_slots = cap;
-    return 0;
-}
-
-/* The index of the kernel ref names, added when new: a hash lookup, so that a space whose every
- * configuration is its own kernel (a million of them) is listed in linear time. */
-size_t run_kernel_index(run_ctx *rc, const family_kernel_ref *ref)
-{
-    if (2 * (rc->n_kernels + 1) > rc->cap_kernel_slots &&
-        run_kernel_rehash(rc, rc->cap_kernel_slots ? 2 * rc->cap_kernel_slots : 128) != 0)
-        return SIZE_MAX;
-    size_t mask = rc->cap_kernel_slots - 1,
-           j = (size_t)run_kernel_hash(ref->source, ref->name, ref->options) & mask;
-    for (; rc->kernel_slots[j]; j = (j + 1) & mask)
-        if (run_kernel_is(&rc->kernels[rc->kernel_slots[j] - 1], ref))
-            return rc->kernel_slots[j] - 1;
-    if (rc->n_kernels == rc->cap_kernels) {
-        size_t cap = rc->cap_kernels ? 2 * rc->cap_kernels : 64;
-        run_kernel *nk = realloc(rc->kernels, cap * sizeof *nk);
-        if (!nk)
-            return SIZE_MAX;
-        rc->kernels = nk;
-        rc->cap_kernels = cap;
-    }
-    run_kernel *k = &rc->kernels[rc->n_kernels];
-    memset(k, 0, sizeof *k);
-    snprintf(k->job.source, sizeof k->job.source, "%s", ref->source);
-    snprintf(k->job.name, sizeof k->job.name, "%s", ref->name);
-    snprintf(k->job.options, sizeof k->job.options, "%s", ref->options);
-    k->job.arch_specific = ref->arch != 0;
-    rc->kernel_slots[j] = rc->n_kernels + 1;
-    return rc->n_kernels++;
-}
-
-/* Asks the family which kernels each configuration needs. */
-tune_status run_plan_configs(run_ctx *rc)
-{
-    size_t n = space_n_configs(rc->sp);
-    rc->plans = calloc(n ? n : 1, sizeof *rc->plans);
-    if (!rc->plans)
-        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-    for (size_t i = 0; i < n; i++) {
-        tune_point p;
-        space_config_point(rc->sp, i, &p);
-        family_kernel_ref refs[FAMILY_MAX_KERNELS];
-        memset(refs, 0, sizeof refs);
-        char why[512] = "";
-        int nr =
-            rc->sw->family->kernels(rc->sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
-        if (nr < 0) {
-            rc->plans[i].skip = strdup(why);
-            continue;
-        }
-        for (int r = 0; r < nr && !rc->plans[i].skip; r++)
-            if (refs[r].arch && refs[r].arch != rc->arch) {
-                snprintf(why, sizeof why, "architecture: %s needs sm_%da, the target is sm_%d",
-                         refs[r].name, refs[r].arch, rc->arch);
-                rc->plans[i].skip = strdup(why);
-            }
-        if (rc->plans[i].skip)
-            continue;
-        rc->plans[i].n_refs = nr;
-        rc->plans[i].row_ref = -1;
-        for (int r = 0; r < nr; r++) {
-            if (refs[r].row && rc->plans[i].row_ref < 0)
-                rc->plans[i].row_ref = r;
-            size_t ki = run_kernel_index(rc, &refs[r]);
-            if (ki == SIZE_MAX)
-                return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-            rc->plans[i].refs[r] = ki;
-        }
-    }
-    return TUNE_OK;
-}
 
 /* What compile_all's callbacks see: the progress line, and (a compile child that streams) the
  * pipe to tell the coordinator of each kernel finished, with the kernels' indices. */
@@ -463,45 +360,21 @@ tune_status run_compile_subset(run_ctx *rc, const size_t *idx, size_t n, const c
     return c ? run_compile_finish(rc, c, sum) : (rc->err ? rc->err->code : TUNE_ERR_IO);
 }
 
-tune_status run_kernels_key_hash(run_ctx *rc, uint64_t *hash)
-{
-    char kdir[4096];
-    const char *kernels_dir = rc->opt->kernels_dir;
-    if (!kernels_dir && !(kernels_dir = compile_find_kernels_dir(kdir, sizeof kdir)))
-        return tune_error_set(rc->err, TUNE_ERR_IO, "kernels_src",
-                              "cannot find the kernel sources (set TUNE_KERNELS_DIR)");
-    compile_job *jobs = calloc(rc->n_kernels ? rc->n_kernels : 1, sizeof *jobs);
-    if (!jobs)
-        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-    for (size_t i = 0; i < rc->n_kernels; i++) { /* the requests only: no result is copied */
-        snprintf(jobs[i].source, sizeof jobs[i].source, "%s", rc->kernels[i].job.source);
-        snprintf(jobs[i].name, sizeof jobs[i].name, "%s", rc->kernels[i].job.name);
-        snprintf(jobs[i].options, sizeof jobs[i].options, "%s", rc->kernels[i].job.options);
-        jobs[i].arch_specific = rc->kernels[i].job.arch_specific;
-    }
-    compile_options copt = {.kernels_dir = kernels_dir, .arch = rc->arch};
-    tune_status st = compile_hash_keys(jobs, rc->n_kernels, &copt, hash, rc->err);
-    free(jobs);
-    return st;
-}
-
 void *run_lookup_kernel(void *kctx, const family_kernel_ref *ref)
 {
     run_ctx *rc = kctx;
-    for (size_t i = 0; i < rc->n_kernels; i++) {
-        run_kernel *k = &rc->kernels[i];
-        if (!run_kernel_is(k, ref))
-            continue;
-        if (k->job.status != TUNE_OK || !k->job.cubin) /* failed, or not compiled (searched) */
-            return NULL;
-        if (!k->lib) {
-            k->lib = gpu_library_load(k->job.cubin, rc->err);
-            if (k->lib)
-                k->kernel = gpu_library_kernel(k->lib, k->job.lowered, rc->err);
-        }
-        return k->kernel;
+    size_t i = run_kernel_find(rc, ref);
+    if (i == SIZE_MAX)
+        return NULL;
+    run_kernel *k = &rc->kernels[i];
+    if (k->job.status != TUNE_OK || !k->job.cubin) /* failed, or not compiled (searched) */
+        return NULL;
+    if (!k->lib) {
+        k->lib = gpu_library_load(k->job.cubin, rc->err);
+        if (k->lib)
+            k->kernel = gpu_library_kernel(k->lib, k->job.lowered, rc->err);
     }
-    return NULL;
+    return k->kernel;
 }
 
 uint64_t run_kernels_hash(const run_ctx *rc)
@@ -522,15 +395,12 @@ void run_ctx_free(run_ctx *rc)
     run_search_free(rc);
     shard_plan_free(rc->plan);
     free(rc->done);
-    for (size_t i = 0; rc->plans && i < space_n_configs(rc->sp); i++)
-        free(rc->plans[i].skip);
-    free(rc->plans);
+    run_plans_free(rc);
     for (size_t i = 0; i < rc->n_kernels; i++) {
         gpu_library_free(rc->kernels[i].lib);
         compile_job_clear(&rc->kernels[i].job);
     }
     free(rc->kernels);
-    free(rc->kernel_slots);
     if (!rc->sp_borrowed)
         space_free(rc->sp);
 }

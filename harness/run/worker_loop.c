@@ -263,6 +263,29 @@ static void session_kernels(run_ctx *rc, const char *line)
     free(idx);
 }
 
+tune_status run_session_plans(run_ctx *rc, const char *line)
+{
+    const char *p = line + 1;
+    char *end;
+    unsigned long long n = strtoull(p, &end, 10);
+    if (end == p)
+        return tune_error_set(rc->err, TUNE_ERR_INVALID, "worker", "a P line without a count");
+    for (p = end;; p = end) {
+        unsigned long long ci = strtoull(p, &end, 10);
+        if (end == p)
+            break;
+        if (ci >= space_n_configs(rc->sp) || !run_plan_config(rc, (size_t)ci))
+            return tune_error_set(rc->err, TUNE_ERR_INVALID, "worker",
+                                  "configuration %llu cannot be planned", ci);
+    }
+    if (rc->n_kernels != n)
+        return tune_error_set(rc->err, TUNE_ERR_INVALID, "worker",
+                              "the kernel table differs from the coordinator's (%zu kernels, "
+                              "%llu expected)",
+                              rc->n_kernels, n);
+    return TUNE_OK;
+}
+
 /* "C ci ci ...": configurations added to the batch (marked in todo). */
 static void session_configs(run_ctx *rc, const char *line)
 {
@@ -299,6 +322,11 @@ int run_session_body(void *ctx, int fd, worker_inbox *in)
     while (worker_recv(in, line, sizeof line) == 1) {
         if (line[0] == 'Q')
             break;
+        if (line[0] == 'P') {
+            if ((st = run_session_plans(rc, line)) != TUNE_OK)
+                goto fatal;
+            continue;
+        }
         if (line[0] == 'K') {
             session_kernels(rc, line);
             continue;
