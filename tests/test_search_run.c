@@ -446,6 +446,9 @@ static size_t stand_in_run(const char *out, const char *cache, size_t *done, siz
     *done = 0;
     for (size_t ci = 0; ci < space_n_configs(rc.sp); ci++)
         *done += rc.done[ci];
+    /* planned lazily: the configurations measured (the baselines, the proposals) alone */
+    cr_expect_eq(rc.n_plans, *done, "%zu configurations planned, %zu measured", rc.n_plans, *done);
+    cr_expect_lt(rc.n_plans, space_n_configs(rc.sp));
     for (size_t s = 0; s < space_n_shapes(rc.sp); s++)
         cr_expect(rc.retimed[s], "shape %zu re-timed", s);
     *lost = sum.n_crashed;
