@@ -4,7 +4,8 @@
 # a tarball of the new results folders go to $OUT (default /tmp/tune-out); printed last, per
 # sweep: exit status, wall time, rows by status, and the best-method, best-time and speedup tables.
 #   scripts/device_check.sh [SWEEP.json ...]
-#   TESTS="build/test_mixed_gemm" to run only those test binaries (default: every build/test_*),
+#   TESTS="build/test_mixed_gemm" to run only those test binaries (default: the tests labelled gpu,
+#   listed in build/gpu_tests.txt by CMake, as `ctest -L gpu` selects them; TESTS=all: every one),
 #   SKIP_TESTS=1 to run none, SKIP_CALIBRATE=1 to skip `tune calibrate`; TUNE_CACHE_DIR is
 #   honoured (default: a cold cache of its own).
 set -u
@@ -18,9 +19,10 @@ build/tune devices 2>&1 | tee "$OUT/devices.txt"
 # the ceilings first, so that the sweeps' rows get roofline times from measured values
 [ -n "${SKIP_CALIBRATE:-}" ] || build/tune calibrate 2>&1 | tee "$OUT/calibrate.txt"
 if [ -z "${SKIP_TESTS:-}" ]; then
-  for t in ${TESTS:-build/test_*}; do
-    # the tests use the fault-injection family (docs/fault-tolerance.md)
-    TUNE_TEST_FAMILIES=fault_test "$t" --verbose=0 -j4 >"$OUT/tests.log" 2>&1
+  tests=${TESTS:-$(sed 's|^|build/|' build/gpu_tests.txt 2>/dev/null)}
+  [ "$tests" != all ] || tests=$(ls build/test_*)
+  for t in $tests; do
+    "$t" --verbose=0 -j4 >"$OUT/tests.log" 2>&1
     echo "$(basename "$t"): exit $? $(grep -h Synthesis "$OUT/tests.log" | tail -1)" | tee -a "$OUT/tests-summary.txt"
     cat "$OUT/tests.log" >>"$OUT/tests-all.log"
   done

@@ -2,11 +2,14 @@
 # The command line of every command (no GPU needed): numeric options parsed whole and range-checked,
 # empty paths refused, unknown options named, `CMD --help` for every command, `tune help` listing
 # every command's options, `tune --version`, usage errors exiting 2, a broken sweep refused before
-# the GPU is looked for, --compile-only exiting as `tune compile` does, and validate --json.
-# usage: tests/test_cli.sh path/to/tune. Exit 0 pass, 1 fail.
+# the GPU is looked for, --compile-only exiting as `tune compile` does, a compile error naming its
+# configuration, NVRTC's warnings on request (--warnings), and validate --json.
+# usage: tests/test_cli.sh path/to/tune path/to/tune_test (tune with the fault-injection family).
+# Exit 0 pass, 1 fail.
 set -u
 cd "$(dirname "$0")/.."
-tune=$(realpath "${1:?usage: tests/test_cli.sh path/to/tune}")
+tune=$(realpath "${1:?usage: tests/test_cli.sh path/to/tune path/to/tune_test}")
+tune_test=$(realpath "${2:?usage: tests/test_cli.sh path/to/tune path/to/tune_test}")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export TUNE_CACHE_DIR=$tmp/cache
@@ -257,8 +260,40 @@ s["problem"]["n"] = [1048576]
 s["params"] = {"fault": ["none", "compile_error"], "block": [128]}
 json.dump(s, open(sys.argv[2], "w"), indent=2)
 PY
-TUNE_TEST_FAMILIES=fault_test expect 1 "tune compile: .* [1-9][0-9]* compile errors" compile "$tmp/compile_error.json"
-TUNE_TEST_FAMILIES=fault_test expect 1 "1 compile errors" "$tmp/compile_error.json" --compile-only --out "$tmp/co" --quiet
+# the fault-injection family is the test build's alone (tune_test): tune does not know it
+expect 1 "unknown family 'fault_test'" validate "$tmp/compile_error.json"
+tune=$tune_test expect 1 "tune compile: .* [1-9][0-9]* compile errors" compile "$tmp/compile_error.json"
+tune=$tune_test expect 1 "1 compile errors" "$tmp/compile_error.json" --compile-only --out "$tmp/co" --quiet
+# the kernel that does not compile is named with the configuration that needs it
+tune=$tune_test expect 1 "\(configuration fault=compile_error block=128\) failed to compile" \
+    compile "$tmp/compile_error.json" --no-cache
+
+# ---- NVRTC's warnings of kernels that compiled: shown with --warnings only ----
+cat >"$tmp/warn.cu" <<'CU'
+extern "C" __global__ void fill(float *y, int n)
+{
+#if LOUD
+    int unused_here = 1;
+#endif
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        y[i] = 1.0f;
+}
+CU
+cat >"$tmp/warn.json" <<'JSON'
+{"name": "warn", "family": "kernel", "op": "fill",
+ "kernel": {"source": "warn.cu", "entry": "fill", "defines": {"LOUD": "{loud}"},
+   "args": [{"name": "y", "type": "float32", "count": "n", "role": "out"},
+            {"name": "n", "type": "int32", "value": "n"}],
+   "grid": "(n + 127) / 128", "block": 128,
+   "reference": {"entry": "fill", "defines": {"LOUD": "0"}, "grid": "(n + 127) / 128", "block": 128}},
+ "problem": {"n": [1000]}, "params": {"loud": [0, 1]}, "methods": ["kernel"]}
+JSON
+expect 0 "fill \(configuration loud=1\) compiled with warnings:" compile "$tmp/warn.json" --warnings
+grep -q "unused_here" "$tmp/err" || { echo "FAIL: --warnings did not print NVRTC's log"; fail=1; }
+grep -q "loud=0" "$tmp/err" && { echo "FAIL: --warnings named a kernel without warnings"; fail=1; }
+expect 0 "0 compile errors" compile "$tmp/warn.json"
+grep -q "warning" "$tmp/err" && { echo "FAIL: a warning printed without --warnings"; fail=1; }
 
 # the run's meta.json says what each method is for (plots read it)
 python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["sweep"]["methods"]; assert m == {"custom": "tuned"}, m' \
@@ -295,7 +330,7 @@ done
 mkdir -p "$tmp/evil/kernels_src" "$tmp/bin"
 for f in kernels_src/*.cu kernels_src/*.cuh; do echo '#error not the shipped kernel' >"$tmp/evil/$f"; done
 cp "$tune" "$tmp/bin/tune"
-(cd "$tmp/evil" && TUNE_TEST_FAMILIES=fault_test "$tmp/bin/tune" compile "$SWEEP" --no-cache \
+(cd "$tmp/evil" && "$tmp/bin/tune" compile "$SWEEP" --no-cache \
     >"$tmp/out" 2>"$tmp/err")
 rc=$?
 [ $rc -eq 0 ] && ! grep -q "not the shipped kernel" "$tmp/err" ||

@@ -8,6 +8,7 @@
 
 #include "analysis/compare.h"
 #include "core/infile.h"
+#include "core/outfile.h"
 #include "model/family.h"
 #include "store/folder.h"
 #include "store/meta.h"
@@ -565,7 +566,7 @@ static int row_is(const json_t *row, long g, long k_pre, long k, long chunk, lon
 static void make_injected(char *dir, size_t size)
 {
     snprintf(dir, size, "%s/injected", tmpdir);
-    cr_assert_eq(results_mkdirs(dir, NULL), TUNE_OK);
+    cr_assert_eq(outfile_mkdirs(dir, NULL), TUNE_OK);
     char path[512];
     snprintf(path, sizeof path, "%s/meta.json", dir);
     json_t *meta = json_load_file(SPARQ "/meta.json", 0, NULL);
@@ -718,7 +719,7 @@ static const tune_family *find_gained(const char *name)
 static void make_gained_new(char *dir, size_t size)
 {
     snprintf(dir, size, "%s/gained", tmpdir);
-    cr_assert_eq(results_mkdirs(dir, NULL), TUNE_OK);
+    cr_assert_eq(outfile_mkdirs(dir, NULL), TUNE_OK);
     char path[512];
     snprintf(path, sizeof path, "%s/meta.json", dir);
     json_t *meta = json_load_file(MINI "/new/meta.json", 0, NULL);

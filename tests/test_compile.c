@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "device/compile.h"
+#include "device/compile_src.h"
 #include "run/run.h"
 #include "model/sweep.h"
 
@@ -784,4 +785,65 @@ Test(compile, a_searched_sweep_compiles_at_most_its_budget)
     cr_expect_str_neq(meta_str(m[0], "key", "search"), meta_str(m[1], "key", "search"));
     json_decref(m[0]);
     json_decref(m[1]);
+}
+
+/* `#pragma unroll NAME` with NAME a -D macro: the text NVRTC gets carries the value (a macro does
+ * not expand inside a pragma); 0 removes the pragma; a comment after it stays; another macro
+ * value, another name or another pragma are left as written. */
+Test(compile, unroll_pragma_takes_the_macro_value)
+{
+    char *opts[] = {"-DTILE=8", "-D UNROLL=4", "-DOFF=0", "-DEXPR=(2*2)", NULL};
+    char *text = strdup("#pragma unroll UNROLL\n"
+                        "  #  pragma   unroll (UNROLL) // four\n"
+                        "#pragma unroll OFF /* none */\n"
+                        "#pragma unroll EXPR\n"
+                        "#pragma unroll OTHER\n"
+                        "#pragma unrolled UNROLL\n"
+                        "#pragma unroll UNROLL + 1\n"
+                        "int x = UNROLL;");
+    cr_assert_not_null(text);
+    cr_assert_eq(compile_unroll_rewrite(&text, opts, 4), TUNE_OK);
+    cr_expect_str_eq(text, "#pragma unroll 4\n"
+                           "  #  pragma   unroll 4 // four\n"
+                           "/* none */\n"
+                           "#pragma unroll EXPR\n"
+                           "#pragma unroll OTHER\n"
+                           "#pragma unrolled UNROLL\n"
+                           "#pragma unroll UNROLL + 1\n"
+                           "int x = UNROLL;");
+    free(text);
+}
+
+static const char *const UNROLL_KERNEL =
+    "extern \"C\" __global__ void unrolled(float *x, int n)\n"
+    "{\n"
+    "    float acc = 0.0f;\n"
+    "#pragma unroll UNROLL\n"
+    "    for (int i = 0; i < n; i++)\n"
+    "        acc = acc * x[i] + 1.0f;\n"
+    "    x[threadIdx.x] = acc;\n"
+    "}\n";
+
+/* NVRTC compiles each factor to other code (1: no unrolling; 8; 0: the compiler's choice), each
+ * with its own cache entry; 0 without the warning NVRTC gives for `#pragma unroll 0` (its log
+ * quotes the pragma's line). */
+Test(compile, unroll_factor_from_a_macro_compiles)
+{
+    char path[512];
+    put_file("unroll/unroll.cu", UNROLL_KERNEL, path, sizeof path);
+    compile_job jobs[3] = {abs_job(path, "unrolled", "-DUNROLL=1"),
+                           abs_job(path, "unrolled", "-DUNROLL=8"),
+                           abs_job(path, "unrolled", "-DUNROLL=0")};
+    run_jobs(jobs, 3);
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_eq(jobs[i].status, TUNE_OK, "job %zu: %s", i, jobs[i].log);
+        cr_expect(!jobs[i].log || !strstr(jobs[i].log, "UNROLL"), "job %zu: %s", i,
+                  jobs[i].log);
+    }
+    cr_expect(jobs[0].cubin_size != jobs[1].cubin_size ||
+                  memcmp(jobs[0].cubin, jobs[1].cubin, jobs[0].cubin_size) != 0,
+              "UNROLL=1 and UNROLL=8 gave the same cubin");
+    cr_expect_eq(cache_entries(), 3, "three keys: %zu cache entries", cache_entries());
+    for (size_t i = 0; i < 3; i++)
+        compile_job_clear(&jobs[i]);
 }

@@ -60,6 +60,92 @@ Test(declared, kernels_render_entry_and_macros)
     sweep_free(sw);
 }
 
+/* A declared kernel parsed from text (the source file is not read). */
+static sweep *parse_declared(const char *text)
+{
+    tune_error err = {0};
+    sweep *sw = sweep_parse(text, "tests/data/declared/inline.json", &err);
+    cr_assert_not_null(sw, "%s: %s", err.where, err.message);
+    return sw;
+}
+
+#define LIMITS_SWEEP                                                                              \
+    "{\"name\": \"limits\", \"family\": \"kernel\", \"op\": \"fill\",\n"                             \
+    " \"kernel\": {\"source\": \"faults.cu\", \"entry\": \"twice\",\n"                               \
+    "  \"defines\": {\"BX\": \"{bx}\", \"BY\": \"{by}\", \"GY\": \"{gy}\"},\n"                       \
+    "  \"args\": [{\"name\": \"y\", \"type\": \"float32\", \"count\": \"n\", \"role\": \"out\"}],\n"  \
+    "  \"grid\": [\"n / bx\", \"gy\"], \"block\": [\"bx\", \"by\"],\n"                               \
+    "  \"reference\": {\"entry\": \"twice_ref\", \"grid\": \"n / 256\", \"block\": 256}},\n"         \
+    " \"problem\": {\"n\": [4096]},\n"                                                             \
+    " \"params\": {\"bx\": [32, 64, 2048], \"by\": [16, 32], \"gy\": [1, 70000]},\n"               \
+    " \"methods\": [\"kernel\", \"reference\"]}"
+
+/* The count of configurations the launch limits left out for the reason that contains word. */
+static size_t pruned_for(const space *sp, const char *word)
+{
+    for (size_t i = 0; i < space_n_family_rules(sp); i++) {
+        size_t count = 0;
+        const char *rule = space_family_rule(sp, i, &count);
+        if (strstr(rule, word))
+            return count;
+    }
+    return 0;
+}
+
+/* Launches no CUDA device can make are left out before compiling, each with its limit: a block
+ * dimension (bx = 2048: 4), threads per block (64 x 32: 2), grid y (70000: the other 3); the
+ * reference is not a tuned method. "family_rules": false leaves them to the run's check. */
+Test(declared, launch_limits_are_pruned_before_compiling)
+{
+    sweep *sw = parse_declared(LIMITS_SWEEP);
+    tune_error err = {0};
+    space *sp = space_build(sw, &err);
+    cr_assert_not_null(sp, "%s", err.message);
+    cr_expect_eq(space_n_configs(sp), 3 + 1);
+    cr_expect_eq(space_n_pruned_family(sp), 9);
+    cr_expect_eq(pruned_for(sp, "a block dimension over its limit"), 4);
+    cr_expect_eq(pruned_for(sp, "more than 1024 threads per block"), 2);
+    cr_expect_eq(pruned_for(sp, "grid dimension y or z over its limit (65535)"), 3);
+    space_free(sp);
+    sw->family_rules = 0;
+    cr_assert_not_null(sp = space_build(sw, &err), "%s", err.message);
+    cr_expect_eq(space_n_configs(sp), 12 + 1);
+    space_free(sp);
+    sweep_free(sw);
+}
+
+/* A buffer of a CUDA vector type is count * lanes elements of its lane type: the fills, the check
+ * and the byte model count lanes; a scalar argument cannot have one. */
+Test(declared, vector_buffers_count_their_lanes)
+{
+    sweep *sw = parse_declared(
+        "{\"name\": \"vec\", \"family\": \"kernel\", \"op\": \"v\",\n"
+        " \"kernel\": {\"source\": \"faults.cu\", \"entry\": \"twice\",\n"
+        "  \"args\": [{\"name\": \"x\", \"type\": \"float4\", \"count\": \"n + 1\",\n"
+        "            \"init\": {\"normal\": [0, 1]}},\n"
+        "           {\"name\": \"y\", \"type\": \"half2\", \"count\": \"n\", \"role\": \"out\"},\n"
+        "           {\"name\": \"k\", \"type\": \"uint4\", \"count\": 3, \"role\": \"inout\",\n"
+        "            \"init\": {\"integers\": [0, 9]}}],\n"
+        "  \"grid\": 1, \"block\": 32,\n"
+        "  \"reference\": {\"entry\": \"twice_ref\", \"grid\": 1, \"block\": 32}},\n"
+        " \"problem\": {\"n\": [10]}, \"methods\": [\"kernel\"]}");
+    const kernel_decl *d = &sw->declared->decl;
+    tune_point p = {0};
+    point_set_int(&p, "n", 10);
+    expr_value v;
+    cr_assert_eq(expr_eval(d->args[0].count, point_lookup, &p, &v, NULL), TUNE_OK);
+    cr_expect_eq(v.i, 44);
+    cr_expect_eq(d->args[0].type, KDECL_F32);
+    cr_assert_eq(expr_eval(d->args[1].count, point_lookup, &p, &v, NULL), TUNE_OK);
+    cr_expect_eq(v.i, 20);
+    cr_expect_eq(d->args[1].type, KDECL_F16);
+    cr_expect_eq(d->args[2].type, KDECL_U32);
+    /* 4 * 44 (x) + 2 * 20 (y) + 2 * 4 * 12 (k, inout: read and written) */
+    cr_assert_eq(expr_eval(sw->bytes, point_lookup, &p, &v, NULL), TUNE_OK);
+    cr_expect_eq(expr_value_as_double(v), 4 * 44 + 2 * 20 + 2 * 4 * 12);
+    sweep_free(sw);
+}
+
 /* A permutation is drawn on the host, but drawn again on the device when it has "redraw": the
  * configuration then needs the fill kernel of its type too. */
 Test(declared, redraw_of_a_permutation_needs_the_device_fill)
@@ -167,6 +253,8 @@ static result_row *run_gpu(const char *path, size_t *n)
     return rows;
 }
 
+/* faults.json says "family_rules": false, so its block of 2048 reaches the run's own check (a
+ * skipped row) instead of being pruned before compiling. */
 Test(declared, faults_are_rows_and_the_sweep_goes_on)
 {
     require_gpu_in_child();

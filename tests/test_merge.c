@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/outfile.h"
 #include "device/compile.h"
 #include "model/sweep.h"
 #include "run/run.h"
@@ -561,7 +562,7 @@ Test(shard_run, out_onto_a_run_is_refused)
     /* a folder with only other files (a log) is fine, and --resume continues the run */
     char l[512];
     path_in(l, sizeof l, "logged");
-    cr_assert_eq(results_mkdirs(l, NULL), TUNE_OK);
+    cr_assert_eq(outfile_mkdirs(l, NULL), TUNE_OK);
     char logf[600];
     snprintf(logf, sizeof logf, "%s/nightly.log", l);
     FILE *f = fopen(logf, "w");

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/outfile.h"
 #include "store/results.h"
 #include "util_cpu.h"
 
@@ -246,7 +247,7 @@ Test(results, bad_lines_name_the_line)
 static void fixture_folder(const char *name, int gz, char *dir, size_t size)
 {
     snprintf(dir, size, "%s/%s", tmpdir, name);
-    cr_assert_eq(results_mkdirs(dir, NULL), TUNE_OK);
+    cr_assert_eq(outfile_mkdirs(dir, NULL), TUNE_OK);
     char file[256], path[512];
     snprintf(file, sizeof file, "%s/raw.jsonl%s", name, gz ? ".gz" : "");
     if (gz)
@@ -345,17 +346,17 @@ Test(results, mkdirs)
 {
     char dir[200], file[160];
     snprintf(dir, sizeof dir, "%s/a//b/c/", tmpdir);
-    cr_expect_eq(results_mkdirs(dir, NULL), TUNE_OK);
-    cr_expect_eq(results_mkdirs(dir, NULL), TUNE_OK, "existing directories are fine");
+    cr_expect_eq(outfile_mkdirs(dir, NULL), TUNE_OK);
+    cr_expect_eq(outfile_mkdirs(dir, NULL), TUNE_OK, "existing directories are fine");
     snprintf(dir, sizeof dir, "%s/a/b/c", tmpdir);
     struct stat st;
     cr_expect(stat(dir, &st) == 0 && S_ISDIR(st.st_mode));
     write_file("f", "x", file, sizeof file);
     snprintf(dir, sizeof dir, "%s/d", file);
     tune_error err = {0};
-    cr_expect_eq(results_mkdirs(dir, &err), TUNE_ERR_IO);
-    cr_expect_eq(results_mkdirs(file, NULL), TUNE_ERR_IO, "a file is not a directory");
-    cr_expect_eq(results_mkdirs("", NULL), TUNE_ERR_INVALID);
+    cr_expect_eq(outfile_mkdirs(dir, &err), TUNE_ERR_IO);
+    cr_expect_eq(outfile_mkdirs(file, NULL), TUNE_ERR_IO, "a file is not a directory");
+    cr_expect_eq(outfile_mkdirs("", NULL), TUNE_ERR_INVALID);
 }
 
 Test(results, status_names)

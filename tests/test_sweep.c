@@ -319,20 +319,25 @@ Test(corpus, invalid_cases_are_complete)
     cr_expect_geq(count_matches("tests/data/valid/*.json"), 1);
 }
 
-/* Every sweep shipped under sweeps/ loads (the folder may have none yet). */
+/* Every sweep file the repository carries loads: the shipped sweeps, the examples and the
+ * correctness and A/B sweeps of sweeps/testing/. */
 Test(corpus, shipped_sweeps_load)
 {
-    glob_t g;
-    if (glob("sweeps/*.json", 0, NULL, &g) != 0)
-        return;
-    for (size_t i = 0; i < g.gl_pathc; i++) {
-        tune_error err = {0};
-        char buf[4096];
-        sweep *sw = sweep_load(g.gl_pathv[i], &err);
-        cr_expect_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
-        sweep_free(sw);
+    static const char *const patterns[] = {"sweeps/*.json", "sweeps/examples/*/*.json",
+                                           "sweeps/testing/*.json"};
+    for (size_t p = 0; p < sizeof patterns / sizeof *patterns; p++) {
+        glob_t g;
+        cr_assert_eq(glob(patterns[p], 0, NULL, &g), 0, "no %s (run from the repo root)",
+                     patterns[p]);
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            tune_error err = {0};
+            char buf[4096];
+            sweep *sw = sweep_load(g.gl_pathv[i], &err);
+            cr_expect_not_null(sw, "%s", tune_error_text(&err, buf, sizeof buf));
+            sweep_free(sw);
+        }
+        globfree(&g);
     }
-    globfree(&g);
 }
 
 /* ---- timing keys ---- */

@@ -21,8 +21,6 @@
 
 int tune_cmd_compare(int argc, char **argv);
 
-enum { COMPARE_EXIT_REGRESSION = 1, COMPARE_EXIT_USAGE = 2 };
-
 static const char compare_usage[] =
     "usage: tune compare BASE NEW [--threshold PCT] [--allow-mismatch[=KEY,...]] [--out DIR]\n"
     "                    [--param NAME]... [--quiet]\n"
@@ -178,7 +176,7 @@ int tune_cmd_compare(int argc, char **argv)
     if (rc) {
         for (size_t i = 0; i < c.n_lists; i++)
             free(c.lists[i]);
-        return rc > 0 ? EXIT_SUCCESS : COMPARE_EXIT_USAGE;
+        return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     }
     compare_options opt;
     compare_options_init(&opt);
@@ -194,19 +192,19 @@ int tune_cmd_compare(int argc, char **argv)
     compare *cmp = compare_dirs(c.base, c.n_base, c.now, c.n_now, &opt, &err);
     if (!cmp) {
         fprintf(stderr, "tune compare: %s\n", tune_error_text(&err, buf, sizeof buf));
-        rc = COMPARE_EXIT_USAGE;
+        rc = CLI_EXIT_USAGE;
     } else if (compare_env_refused(cmp)) {
         fprintf(stderr,
                 "tune compare: not compared: BASE and NEW differ in %s; --allow-mismatch compares "
                 "them anyway\n",
                 compare_env_text(cmp, 1, buf, sizeof buf));
-        rc = COMPARE_EXIT_USAGE;
+        rc = CLI_EXIT_USAGE;
     } else {
         /* the files first: a reader that closes stdout early (| head) costs no file */
         const char *dir = c.out;
         if (dir && compare_write_files(cmp, dir, &err) != TUNE_OK) {
             fprintf(stderr, "tune compare: %s\n", tune_error_text(&err, buf, sizeof buf));
-            rc = COMPARE_EXIT_USAGE;
+            rc = CLI_EXIT_USAGE;
         } else {
             if (!c.quiet)
                 compare_write_markdown(cmp, stdout);
@@ -217,7 +215,7 @@ int tune_cmd_compare(int argc, char **argv)
                          dir);
             fprintf(stderr, "tune compare: %zu regression%s beyond %g %%%s\n", n,
                     n == 1 ? "" : "s", c.threshold, wrote);
-            rc = n ? COMPARE_EXIT_REGRESSION : EXIT_SUCCESS;
+            rc = n ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
         }
     }
     compare_free(cmp);

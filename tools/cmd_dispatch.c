@@ -164,7 +164,7 @@ static tune_status write_files(const dispatch_cli *c, const dispatch *d, tune_er
     for (size_t i = 0; i < c->n_dirs && len < sizeof comment; i++)
         len += (size_t)snprintf(comment + len, sizeof comment - len, "%s %s", i ? "," : "",
                                 c->dirs[i]);
-    tune_status st = results_mkdirs(c->out, err);
+    tune_status st = outfile_mkdirs(c->out, err);
     json_t *j = st == TUNE_OK ? dispatch_to_json(d, c->dirs, c->n_dirs) : NULL;
     if (st == TUNE_OK && !j)
         st = tune_error_set(err, TUNE_ERR_NOMEM, "dispatch", "out of memory");

@@ -147,7 +147,7 @@ static tune_status fit_command(const fit_cli *c, const fit_data *d, tune_error *
     const char *dir = c->out;
     char path[PATH_MAX] = "", header[PATH_MAX] = "", sources[2048], comment[4096];
     join_dirs(c, sources, sizeof sources);
-    tune_status st = dir ? results_mkdirs(dir, err) : TUNE_OK;
+    tune_status st = dir ? outfile_mkdirs(dir, err) : TUNE_OK;
     if (st != TUNE_OK)
         return st;
     fit_options opt = {c->target, c->no_loo};
@@ -206,7 +206,7 @@ static tune_status eval_command(const fit_cli *c, const fit_data *d, tune_error 
     if (st == TUNE_OK && c->out) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/heuristic_eval_%s.json", c->out, fit_data_param(d));
-        st = results_mkdirs(c->out, err);
+        st = outfile_mkdirs(c->out, err);
         if (st == TUNE_OK)
             st = write_json(fit_eval_to_json(d, &ev, c->dirs, c->n_dirs), path, set, err);
     }

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "core/outfile.h"
 #include "device/compile.h"
 #include "device/gpu.h"
 #include "model/family.h"
@@ -23,8 +24,6 @@
 int tune_cmd_calibrate(int argc, char **argv);
 int tune_cmd_roofline(int argc, char **argv);
 void tune_report_fill(void *ctx, result_row *rows, size_t n);
-
-enum { EXIT_USAGE = 2, EXIT_NO_GPU = 3 };
 
 static const char calibrate_usage[] =
     "usage: tune calibrate [--device N] [--out FILE] [options]\n"
@@ -55,7 +54,7 @@ static int fail(const char *verb, const tune_error *err)
 {
     char buf[4096];
     fprintf(stderr, "tune %s: %s\n", verb, tune_error_text(err, buf, sizeof buf));
-    return err->code == TUNE_ERR_NO_GPU ? EXIT_NO_GPU : EXIT_FAILURE;
+    return err->code == TUNE_ERR_NO_GPU ? CLI_EXIT_NO_GPU : CLI_EXIT_FAILURE;
 }
 
 /* Value of option argv[*i] (advancing *i), or NULL after printing the usage. */
@@ -107,16 +106,16 @@ int tune_cmd_calibrate(int argc, char **argv)
             quiet = 1;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs(calibrate_usage, stdout);
-            return EXIT_SUCCESS;
+            return CLI_EXIT_OK;
         } else if (strcmp(a, "--device") == 0 || strcmp(a, "--out") == 0 ||
                    strcmp(a, "--results") == 0 || strcmp(a, "--cache") == 0 ||
                    strcmp(a, "--kernels") == 0 || strcmp(a, "--specs") == 0) {
             if (!(v = option_value(argc, argv, &i, calibrate_usage)))
-                return EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             long long d;
             if (strcmp(a, "--device") == 0 ? cli_int("calibrate", a, v, 0, CLI_MAX_DEVICE, &d) != 0
                                            : cli_path("calibrate", a, v) != 0)
-                return EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             if (strcmp(a, "--device") == 0) {
                 opt.device = (int)d;
             } else if (strcmp(a, "--out") == 0) {
@@ -133,7 +132,7 @@ int tune_cmd_calibrate(int argc, char **argv)
         } else {
             fprintf(stderr, "tune calibrate: unknown %s %s\n%s", a[0] == '-' ? "option" : "argument",
                     a, calibrate_usage);
-            return EXIT_USAGE;
+            return CLI_EXIT_USAGE;
         }
     }
     tune_error err = {0};
@@ -164,7 +163,7 @@ int tune_cmd_calibrate(int argc, char **argv)
         roofline_specs_free(specs);
     }
     printf("%swrote %s\n", quiet ? "" : "\n", out);
-    return EXIT_SUCCESS;
+    return CLI_EXIT_OK;
 }
 
 /* ---- tune report: the time model's fields of older rows ---- */
@@ -461,12 +460,12 @@ int tune_cmd_roofline(int argc, char **argv)
             c.quiet = 1;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs(roofline_usage, stdout);
-            return EXIT_SUCCESS;
+            return CLI_EXIT_OK;
         } else if (strcmp(a, "--calibration") == 0 || strcmp(a, "--results") == 0 ||
                    strcmp(a, "--specs") == 0 || strcmp(a, "--out") == 0) {
             if (!(v = option_value(argc, argv, &i, roofline_usage)) ||
                 cli_path("roofline", a, v) != 0)
-                return EXIT_USAGE;
+                return CLI_EXIT_USAGE;
             if (strcmp(a, "--out") == 0)
                 c.out = v;
             else if (strcmp(a, "--calibration") == 0)
@@ -477,20 +476,20 @@ int tune_cmd_roofline(int argc, char **argv)
                 c.specs = v;
         } else if (a[0] == '-') {
             fprintf(stderr, "tune roofline: unknown option %s\n%s", a, roofline_usage);
-            return EXIT_USAGE;
+            return CLI_EXIT_USAGE;
         } else if (c.n_dirs == sizeof c.dirs / sizeof c.dirs[0]) {
             fprintf(stderr, "tune roofline: too many folders\n");
-            return EXIT_USAGE;
+            return CLI_EXIT_USAGE;
         } else {
             c.dirs[c.n_dirs++] = a;
         }
     }
     if (!c.n_dirs) {
         fprintf(stderr, "tune roofline: name at least one results folder\n%s", roofline_usage);
-        return EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     }
     if (c.out && cli_out_apart("roofline", "--out", c.out, c.dirs, c.n_dirs, 0) != 0)
-        return EXIT_USAGE;
+        return CLI_EXIT_USAGE;
     tune_error err = {0};
     roofline_specs *specs = roofline_specs_load(c.specs, &err);
     if (!specs)
@@ -539,7 +538,7 @@ int tune_cmd_roofline(int argc, char **argv)
         /* the file first: a reader that closes stdout early (| head) costs no file */
         if (!text)
             st = tune_error_set(&err, TUNE_ERR_NOMEM, "roofline", "out of memory");
-        else if (c.out && (st = results_mkdirs(c.out, &err)) == TUNE_OK)
+        else if (c.out && (st = outfile_mkdirs(c.out, &err)) == TUNE_OK)
             st = roofline_report_write_json(rep, path, text, &err);
         free(text);
         if (st == TUNE_OK && !c.quiet) {
@@ -553,5 +552,5 @@ int tune_cmd_roofline(int argc, char **argv)
     json_decref(extra);
     roofline_report_free(rep);
     roofline_specs_free(specs);
-    return st == TUNE_OK ? EXIT_SUCCESS : fail("roofline", &err);
+    return st == TUNE_OK ? CLI_EXIT_OK : fail("roofline", &err);
 }

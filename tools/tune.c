@@ -12,8 +12,10 @@
 #include "analysis/report.h"
 #include "core/infile.h"
 #include "core/interrupt.h"
+#include "core/outfile.h"
 #include "device/compile.h"
 #include "device/gpu.h"
+#include "families/families.h"
 #include "run/run.h"
 #include "model/shard.h"
 #include "model/search.h"
@@ -147,6 +149,8 @@ static const opt_desc options[] = {
      "kernel sources (default: found beside the binary)"},
     {"--quiet", NULL, CMD_RUN | CMD_VALIDATE | CMD_COMPILE | CMD_REPORT | CMD_MERGE,
      "no progress, no tables"},
+    {"--warnings", NULL, CMD_RUN | CMD_COMPILE,
+     "print NVRTC's warnings of the kernels that compiled (errors are always printed)"},
     {"--json", NULL, CMD_VALIDATE,
      "one JSON object per sweep file and line, for scripts: name, file, ok, family, op,\n"
      "                        shapes, configs, pruned_skip_if, pruned_family, max_shards (the\n"
@@ -298,6 +302,8 @@ static int apply_option(const char *cmd, const char *a, const char *val, cli *c)
         c->run.cache_dir = NULL;
     } else if (strcmp(a, "--quiet") == 0) {
         c->run.quiet = 1;
+    } else if (strcmp(a, "--warnings") == 0) {
+        c->run.warnings = 1;
     } else if (strcmp(a, "--resume") == 0) {
         c->run.resume = 1;
     } else if (strcmp(a, "--compile-only") == 0) {
@@ -544,7 +550,8 @@ static int cmd_validate(cli *c)
                    sw->family_name, sw->op, space_n_shapes(sp), space_n_configs(sp),
                    space_n_pruned(sp) - by_family);
             if (sw->family_rules && sw->family->prune)
-                printf(", %zu by the family's tile rules", by_family);
+                printf(", %zu by %s", by_family,
+                       sw->declared ? "CUDA's launch limits" : "the family's tile rules");
             printf(")\n");
             for (size_t r = 0; !c->run.quiet && r < space_n_family_rules(sp); r++) {
                 size_t count = 0;
@@ -663,7 +670,7 @@ static int cmd_merge(cli *c)
     run_summary sum;
     merge_options mo = {c->run.quiet, c->run.argc, c->run.argv};
     /* OUT is locked like a run's folder while the merge writes it */
-    int lock = results_mkdirs(c->files[0], &err) == TUNE_OK ? folder_lock(c->files[0], &err) : -1;
+    int lock = outfile_mkdirs(c->files[0], &err) == TUNE_OK ? folder_lock(c->files[0], &err) : -1;
     if (lock < 0)
         return fail(&err);
     tune_status st = run_merge(c->files[0], c->files + 1, c->n_files - 1, &mo, &sum, &err);
@@ -740,6 +747,12 @@ static int dispatch(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
+    /* the families a sweep may name (tune_test, the tests' build, adds the fault-injection one) */
+#ifdef TUNE_TEST_BUILD
+    families_register_testing();
+#else
+    families_register_builtin();
+#endif
     /* SIGINT, SIGTERM, SIGHUP: a clean stop with 128 + the signal (core/interrupt.h); first,
      * before any thread or child exists */
     if (interrupt_install() != 0)

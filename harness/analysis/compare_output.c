@@ -308,18 +308,13 @@ void compare_write_markdown(const compare *c, FILE *f)
 
 /* ---- JSON ---- */
 
-static json_t *compare_num(double x)
-{
-    return isfinite(x) ? json_real(x) : json_null();
-}
-
 static json_t *compare_value_json(expr_value v)
 {
     switch (v.type) {
     case EXPR_INT:
         return json_integer(v.i);
     case EXPR_FLOAT:
-        return compare_num(v.f);
+        return outfile_json_number(v.f);
     case EXPR_STR:
         return json_string(v.s ? v.s : "");
     }
@@ -361,9 +356,9 @@ static json_t *compare_config_json(const compare_config *cfg)
     json_object_set_new(o, "status_new", compare_status_json(cfg->new_row));
     json_object_set_new(o, "time_base_us", compare_us(cfg->base_row));
     json_object_set_new(o, "time_new_us", compare_us(cfg->new_row));
-    json_object_set_new(o, "change", compare_num(cfg->change));
-    json_object_set_new(o, "noise_base", compare_num(cfg->noise_base));
-    json_object_set_new(o, "noise_new", compare_num(cfg->noise_new));
+    json_object_set_new(o, "change", outfile_json_number(cfg->change));
+    json_object_set_new(o, "noise_base", outfile_json_number(cfg->noise_base));
+    json_object_set_new(o, "noise_new", outfile_json_number(cfg->noise_new));
     const char *reason = cfg->new_row && cfg->new_row->reason ? cfg->new_row->reason : NULL;
     json_object_set_new(o, "reason_new", reason ? json_string(reason) : json_null());
     return o;
@@ -375,7 +370,7 @@ static json_t *compare_best_json(const result_row *row)
         return json_null();
     return json_pack("{s:s, s:o, s:o, s:o}", "method", row->method, "params",
                      compare_values_json(row, 1), "time_us", compare_us(row), "noise",
-                     compare_num(compare_row_noise(row)));
+                     outfile_json_number(compare_row_noise(row)));
 }
 
 static json_t *compare_shape_json(const compare_shape *s)
@@ -387,13 +382,13 @@ static json_t *compare_shape_json(const compare_shape *s)
     json_object_set_new(o, "verdict", json_string(compare_verdict_str(s->verdict)));
     json_object_set_new(o, "best_base", compare_best_json(s->best_base));
     json_object_set_new(o, "best_new", compare_best_json(s->best_new));
-    json_object_set_new(o, "change", compare_num(s->change));
-    json_object_set_new(o, "noise_base", compare_num(s->noise_base));
-    json_object_set_new(o, "noise_new", compare_num(s->noise_new));
+    json_object_set_new(o, "change", outfile_json_number(s->change));
+    json_object_set_new(o, "noise_base", outfile_json_number(s->noise_base));
+    json_object_set_new(o, "noise_new", outfile_json_number(s->noise_new));
     json_object_set_new(o, "winner_changed", json_boolean(s->winner_changed));
     json_object_set_new(o, "old_winner_status_new", compare_status_json(s->old_winner_new));
     json_object_set_new(o, "old_winner_time_new_us", compare_us(s->old_winner_new));
-    json_object_set_new(o, "old_winner_loss", compare_num(s->old_winner_loss));
+    json_object_set_new(o, "old_winner_loss", outfile_json_number(s->old_winner_loss));
     json_object_set_new(o, "loss_significant", json_boolean(s->loss_significant));
     return o;
 }
@@ -409,9 +404,9 @@ static json_t *compare_heuristic_json(const compare_heuristic *h)
     json_object_set_new(o, "param", json_string(h->param));
     json_object_set_new(o, "base_rule", compare_str_or_null(h->base_rule));
     json_object_set_new(o, "new_rule", compare_str_or_null(h->new_rule));
-    json_object_set_new(o, "base_efficiency", compare_num(h->base_eff));
-    json_object_set_new(o, "base_efficiency_on_new", compare_num(h->base_eff_new));
-    json_object_set_new(o, "new_efficiency", compare_num(h->new_eff));
+    json_object_set_new(o, "base_efficiency", outfile_json_number(h->base_eff));
+    json_object_set_new(o, "base_efficiency_on_new", outfile_json_number(h->base_eff_new));
+    json_object_set_new(o, "new_efficiency", outfile_json_number(h->new_eff));
     json_object_set_new(o, "base_infeasible_on_new",
                         json_integer((json_int_t)h->base_infeasible_new));
     json_object_set_new(o, "changed", json_boolean(h->changed));
@@ -464,9 +459,9 @@ json_t *compare_to_json(const compare *c)
                         json_integer((json_int_t)k->heuristic_regressions));
     json_object_set_new(counts, "duplicates_base", json_integer((json_int_t)k->duplicates_base));
     json_object_set_new(counts, "duplicates_new", json_integer((json_int_t)k->duplicates_new));
-    json_object_set_new(counts, "change_median", compare_num(c->change_median));
-    json_object_set_new(counts, "change_min", compare_num(c->change_min));
-    json_object_set_new(counts, "change_max", compare_num(c->change_max));
+    json_object_set_new(counts, "change_median", outfile_json_number(c->change_median));
+    json_object_set_new(counts, "change_min", outfile_json_number(c->change_min));
+    json_object_set_new(counts, "change_max", outfile_json_number(c->change_max));
     json_object_set_new(o, "counts", counts);
     json_t *env = json_object(), *items = json_array();
     json_object_set_new(env, "differences", json_integer((json_int_t)k->env_differences));
@@ -496,7 +491,7 @@ json_t *compare_to_json(const compare *c)
 tune_status compare_write_files(const compare *c, const char *dir, tune_error *err)
 {
     char path[PATH_MAX + 32];
-    tune_status st = results_mkdirs(dir, err);
+    tune_status st = outfile_mkdirs(dir, err);
     if (st != TUNE_OK)
         return st;
     outfile_set *set = outfile_set_new(); /* both files or neither */

@@ -8,6 +8,7 @@
 
 #include "analysis/dispatch_impl.h"
 #include "store/meta.h"
+#include "core/outfile.h"
 
 #define T(d, s, c) ((d)->time[(s) * (d)->n_configs + (c)])
 
@@ -97,11 +98,6 @@ static const char *loo_label(const dispatch *d, dispatch_eval w, char *buf, size
 
 /* ---- JSON ---- */
 
-static json_t *number_or_null(double x)
-{
-    return isfinite(x) ? json_real(x) : json_null();
-}
-
 static json_t *value_json(expr_value v)
 {
     return v.type == EXPR_INT     ? json_integer((json_int_t)v.i)
@@ -129,7 +125,7 @@ static json_t *config_json(const dispatch *d, size_t c)
 static json_t *score_json(const dispatch_score *sc)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "efficiency", number_or_null(sc->efficiency));
+    json_object_set_new(o, "efficiency", outfile_json_number(sc->efficiency));
     json_object_set_new(o, "n", json_integer((json_int_t)sc->n));
     json_object_set_new(o, "misses", json_integer((json_int_t)sc->misses));
     if (sc->target > 0) {
@@ -146,8 +142,8 @@ static json_t *choice_json(const dispatch *d, size_t s, size_t c)
         return json_null();
     json_t *o = config_json(d, c);
     double t = T(d, s, c);
-    json_object_set_new(o, "time_us", number_or_null(t * 1e6));
-    json_object_set_new(o, "efficiency", number_or_null(d->best[s] / t));
+    json_object_set_new(o, "time_us", outfile_json_number(t * 1e6));
+    json_object_set_new(o, "efficiency", outfile_json_number(d->best[s] / t));
     json_object_set_new(o, "miss", json_boolean(!isfinite(t)));
     return o;
 }
@@ -229,8 +225,8 @@ json_t *dispatch_to_json(const dispatch *d, const char *const *sources, size_t n
         json_object_set_new(o, "config", json_integer((json_int_t)num[c]));
         json_object_set_new(o, "best", config_json(d, d->best_config[s]));
         json_object_set_new(o, "best_time_us", json_real(d->best[s] * 1e6));
-        json_object_set_new(o, "time_us", number_or_null(T(d, s, c) * 1e6));
-        json_object_set_new(o, "efficiency", number_or_null(d->best[s] / T(d, s, c)));
+        json_object_set_new(o, "time_us", outfile_json_number(T(d, s, c) * 1e6));
+        json_object_set_new(o, "efficiency", outfile_json_number(d->best[s] / T(d, s, c)));
         json_object_set_new(o, "loo_axis", choice_json(d, s, d->choice[DISPATCH_LOO_AXIS][s]));
         json_object_set_new(o, "loo_outer", choice_json(d, s, d->choice[DISPATCH_LOO_OUTER][s]));
         json_array_append_new(a, o);

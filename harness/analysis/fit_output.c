@@ -1,6 +1,7 @@
 /* fit_output.c - part of the fit module (analysis/fit.h). */
 #include "analysis/fit_impl.h"
 #include "store/meta.h"
+#include "core/outfile.h"
 
 /* ---- Markdown ---- */
 
@@ -123,18 +124,13 @@ void fit_write_markdown(const fit_data *d, const fit_result *r, FILE *f)
 
 /* ---- JSON ---- */
 
-static json_t *num_or_null(double x)
-{
-    return isfinite(x) ? json_real(x) : json_null();
-}
-
 static json_t *value_json(expr_value v)
 {
     switch (v.type) {
     case EXPR_INT:
         return json_integer(v.i);
     case EXPR_FLOAT:
-        return num_or_null(v.f);
+        return outfile_json_number(v.f);
     case EXPR_STR:
         return json_string(v.s ? v.s : "");
     }
@@ -153,7 +149,7 @@ static json_t *eval_fields(const fit_data *d, const fit_eval *ev, json_t *o, int
 {
     char name[512];
     json_object_set_new(o, "rule", json_string(ev->rule));
-    json_object_set_new(o, "efficiency", num_or_null(ev->efficiency));
+    json_object_set_new(o, "efficiency", outfile_json_number(ev->efficiency));
     json_object_set_new(o, "n_feasible", json_integer((json_int_t)ev->n_feasible));
     json_object_set_new(o, "n_infeasible", json_integer((json_int_t)ev->n_infeasible));
     json_t *inf = json_array();
@@ -164,7 +160,7 @@ static json_t *eval_fields(const fit_data *d, const fit_eval *ev, json_t *o, int
     if (ev->worst != FIT_NONE) {
         json_object_set_new(o, "worst_shape",
                             json_string(fit_data_shape_name(d, ev->worst, name, sizeof name)));
-        json_object_set_new(o, "worst_efficiency", num_or_null(ev->worst_efficiency));
+        json_object_set_new(o, "worst_efficiency", outfile_json_number(ev->worst_efficiency));
     } else {
         json_object_set_new(o, "worst_shape", json_null());
         json_object_set_new(o, "worst_efficiency", json_null());
@@ -181,9 +177,9 @@ static json_t *eval_fields(const fit_data *d, const fit_eval *ev, json_t *o, int
         json_object_set_new(sh, "rule_value",
                             se->evaluated ? json_integer(se->rule_value) : json_null());
         json_object_set_new(sh, "feasible", json_boolean(se->feasible));
-        json_object_set_new(sh, "best_time_us", num_or_null(se->best_time * 1e6));
-        json_object_set_new(sh, "rule_time_us", num_or_null(se->rule_time * 1e6));
-        json_object_set_new(sh, "efficiency", num_or_null(se->efficiency));
+        json_object_set_new(sh, "best_time_us", outfile_json_number(se->best_time * 1e6));
+        json_object_set_new(sh, "rule_time_us", outfile_json_number(se->rule_time * 1e6));
+        json_object_set_new(sh, "efficiency", outfile_json_number(se->efficiency));
         json_array_append_new(shapes, sh);
     }
     json_object_set_new(o, "shapes", shapes);
@@ -220,7 +216,7 @@ json_t *fit_eval_to_json(const fit_data *d, const fit_eval *ev, const char *cons
 
 static void loo_fields(const fit_candidate *c, json_t *o)
 {
-    json_object_set_new(o, "loo", num_or_null(c->loo));
+    json_object_set_new(o, "loo", outfile_json_number(c->loo));
     json_object_set_new(o, "loo_n", json_integer((json_int_t)c->loo_n));
     json_object_set_new(o, "loo_infeasible", json_integer((json_int_t)c->loo_infeasible));
     json_object_set_new(o, "meets_target", json_boolean(c->meets_target));

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "store/db.h"
+#include "core/outfile.h"
 
 static const char *const verdict_names[HISTORY_N_VERDICTS] = {
     "same", "regression", "improvement", "unstable", "insufficient", "missing"};
@@ -173,8 +174,6 @@ static json_t *seg_changes(const db_run *a, const db_run *b, unsigned on)
     return ch;
 }
 
-static json_t *num(double v) { return isfinite(v) ? json_real(v) : json_null(); }
-
 static int same_group(const db_run *a, const db_run *b)
 {
     return strcmp(a->sweep, b->sweep) == 0 && strcmp(a->device, b->device) == 0;
@@ -230,10 +229,10 @@ static json_t *series_json(group_ctx *g, const db_series *s, const db_best *b, s
         json_t *p = json_pack("{s:I, s:f, s:s, s:s}", "run", (json_int_t)b[i].run_id, "time",
                               x[i], "winner", b[i].winner, "verdict",
                               history_verdict_str(js[i].verdict));
-        json_object_set_new(p, "baseline", num(js[i].baseline));
-        json_object_set_new(p, "lo", num(js[i].lo));
-        json_object_set_new(p, "hi", num(js[i].hi));
-        json_object_set_new(p, "change_pct", num(js[i].change_pct));
+        json_object_set_new(p, "baseline", outfile_json_number(js[i].baseline));
+        json_object_set_new(p, "lo", outfile_json_number(js[i].lo));
+        json_object_set_new(p, "hi", outfile_json_number(js[i].hi));
+        json_object_set_new(p, "change_pct", outfile_json_number(js[i].change_pct));
         json_array_append_new(points, p);
     }
     history_judgement j = nb ? js[nb - 1] : (history_judgement){.verdict = HISTORY_INSUFFICIENT};
@@ -282,7 +281,7 @@ static json_t *series_json(group_ctx *g, const db_series *s, const db_best *b, s
     g->counts[v]++;
     out = json_pack("{s:s, s:s, s:o, s:{s:s, s:o, s:o, s:s}}", "shape", s->shape, "method",
                     s->method, "points", points, "verdict", "status", history_verdict_str(v),
-                    "change_pct", num(change), "baseline", num(base), "reason", reason);
+                    "change_pct", outfile_json_number(change), "baseline", outfile_json_number(base), "reason", reason);
     points = NULL;
 done:
     json_decref(points);

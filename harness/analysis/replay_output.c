@@ -11,6 +11,7 @@
 #include "core/clock.h"
 #include "core/outfile.h"
 #include "store/folder.h"
+#include "store/meta.h"
 #include "tune_git_rev.h"
 
 static int cmp_double(const void *pa, const void *pb)
@@ -361,16 +362,11 @@ static tune_status write_csv(const replay *r, const char *path, outfile_set *set
     return TUNE_OK;
 }
 
-static json_t *num_or_null(double x)
-{
-    return isfinite(x) ? json_real(x) : json_null();
-}
-
 static json_t *budgets_json(const replay *r, const double *v)
 {
     json_t *a = json_array();
     for (size_t b = 0; b < r->opt.n_budgets; b++)
-        json_array_append_new(a, num_or_null(v[b]));
+        json_array_append_new(a, outfile_json_number(v[b]));
     return a;
 }
 
@@ -392,10 +388,10 @@ static json_t *summary_json(const replay *r, size_t i, size_t k)
                      "shapes_within_3pct_median_seed", budgets_json(r, med),
                      "shapes_within_3pct_worst_seed", budgets_json(r, worst),
                      "evaluated_fraction_max", budgets_json(r, sm.evaluated), "rounds_at_budget",
-                     budgets_json(r, rounds), "evals_1pct", num_or_null(sm.evals_1pct),
-                     "evals_3pct", num_or_null(sm.evals_3pct), "evals_1pct_fraction",
-                     num_or_null(sm.evals_1pct_frac), "evals_3pct_fraction",
-                     num_or_null(sm.evals_3pct_frac), "best_at_budget",
+                     budgets_json(r, rounds), "evals_1pct", outfile_json_number(sm.evals_1pct),
+                     "evals_3pct", outfile_json_number(sm.evals_3pct), "evals_1pct_fraction",
+                     outfile_json_number(sm.evals_1pct_frac), "evals_3pct_fraction",
+                     outfile_json_number(sm.evals_3pct_frac), "best_at_budget",
                      budgets_json(r, sm.at_budget), "at_least_random_share",
                      budgets_json(r, sm.vs_random));
 }
@@ -408,13 +404,13 @@ static json_t *shape_json(const replay *r, const replay_folder *F, size_t s)
         double e1, e3, med[REPLAY_MAX_BUDGETS], mean[REPLAY_MAX_BUDGETS];
         replay_shape_figures(r, F, s, k, &e1, &e3, med, mean);
         json_object_set_new(strat, sname(r, k),
-                            json_pack("{s:o, s:o, s:o, s:o}", "evals_1pct", num_or_null(e1),
-                                      "evals_3pct", num_or_null(e3), "best_at_budget_median",
+                            json_pack("{s:o, s:o, s:o, s:o}", "evals_1pct", outfile_json_number(e1),
+                                      "evals_3pct", outfile_json_number(e3), "best_at_budget_median",
                                       budgets_json(r, med), "best_at_budget_mean",
                                       budgets_json(r, mean)));
     }
     return json_pack("{s:s, s:I, s:o, s:o}", "shape", sh->name, "candidates",
-                     (json_int_t)sh->n_cands, "best_s", num_or_null(sh->best), "strategies",
+                     (json_int_t)sh->n_cands, "best_s", outfile_json_number(sh->best), "strategies",
                      strat);
 }
 
@@ -480,9 +476,8 @@ static json_t *meta_json(const replay *r, int argc, char **argv)
     double pct[REPLAY_MAX_BUDGETS];
     for (size_t b = 0; b < r->opt.n_budgets; b++)
         pct[b] = 100 * r->opt.budgets[b];
-    return json_pack("{s:{s:s, s:s, s:s}, s:s, s:o, s:o, s:o, s:[I, I], s:o, s:o, s:o}", "tool",
-                     "name", "tune", "version", TUNE_VERSION, "git_rev", TUNE_GIT_REV, "created",
-                     now, "argv", args, "replayed", folders, "strategies", strategies, "seeds",
+    return json_pack("{s:o, s:s, s:o, s:o, s:o, s:[I, I], s:o, s:o, s:o}", "tool",
+                     meta_tool_json(), "created", now, "argv", args, "replayed", folders, "strategies", strategies, "seeds",
                      (json_int_t)1, (json_int_t)r->opt.seeds, "budgets_pct", budgets_json(r, pct),
                      "priors", priors, "rules", rules);
 }
@@ -497,7 +492,7 @@ tune_status replay_write_files(const replay *r, const char *out, int argc, char 
                                   "is inside %s, a folder replayed (read-only): choose another "
                                   "--out", r->folders[i].dir);
     }
-    tune_status st = results_mkdirs(out, err);
+    tune_status st = outfile_mkdirs(out, err);
     outfile_set *set = st == TUNE_OK ? outfile_set_new() : NULL; /* the four files or none */
     if (st == TUNE_OK && !set)
         st = tune_error_set(err, TUNE_ERR_NOMEM, out, "out of host memory");

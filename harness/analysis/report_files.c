@@ -77,7 +77,7 @@ static tune_status report_write_one(const report *r, const char *dir, report_for
 static tune_status report_write_all(const report *r, const char *dir, const report_retime *retime,
                                     tune_error *err)
 {
-    tune_status st = results_mkdirs(dir, err);
+    tune_status st = outfile_mkdirs(dir, err);
     outfile_set *set = st == TUNE_OK ? outfile_set_new() : NULL;
     if (st == TUNE_OK && !set)
         st = tune_error_set(err, TUNE_ERR_NOMEM, dir, "out of host memory");

@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "core/infile.h"
+#include "core/outfile.h"
 #include "store/folder.h"
 #include "store/results.h"
 #include "tune_git_rev.h"
@@ -89,7 +90,7 @@ tune_status roofline_calibration_save(const char *path, const roofline_calibrati
     char *slash = strrchr(dir, '/');
     if (slash) {
         *slash = '\0';
-        tune_status st = results_mkdirs(dir, err);
+        tune_status st = outfile_mkdirs(dir, err);
         if (st != TUNE_OK)
             return st;
     }

@@ -597,6 +597,35 @@ void expr_free(expr *e)
     free(e);
 }
 
+/* Python's `and`, `or` or `not` as a word of text (outside string literals), where a parse failed:
+ * the hint that names the operator meant, appended to err's message. */
+static void python_hint(const char *text, tune_error *err)
+{
+    static const char *const words[][2] = {{"and", "&&"}, {"or", "||"}, {"not", "!"}};
+    char quote = 0;
+    for (const char *s = text; err && *s; s++) {
+        if (quote) {
+            quote = *s == quote ? 0 : quote;
+            continue;
+        }
+        if (*s == '"' || *s == '\'') {
+            quote = *s;
+            continue;
+        }
+        if (s > text && (is_alpha(s[-1]) || is_digit(s[-1])))
+            continue;
+        for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+            size_t n = strlen(words[w][0]);
+            if (strncmp(s, words[w][0], n) == 0 && !is_alpha(s[n]) && !is_digit(s[n])) {
+                size_t used = strlen(err->message);
+                snprintf(err->message + used, sizeof err->message - used,
+                         " (Python's '%s' is written %s here)", words[w][0], words[w][1]);
+                return;
+            }
+        }
+    }
+}
+
 expr *expr_parse(const char *text, tune_error *err)
 {
     if (!text) {
@@ -614,10 +643,14 @@ expr *expr_parse(const char *text, tune_error *err)
                        "expected an operator or end of expression, got %s",
                        tok_describe(&ps, got, sizeof got));
         node_free(root);
+        python_hint(text, err);
         return NULL;
     }
-    if (!root)
+    if (!root) {
+        if (err && err->code == TUNE_ERR_PARSE)
+            python_hint(text, err);
         return NULL;
+    }
     expr *e = calloc(1, sizeof *e);
     if (e)
         e->root = root;

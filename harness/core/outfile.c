@@ -385,3 +385,41 @@ void outfile_remove_stale_temps(const char *dir)
     if (d)
         closedir(d);
 }
+
+/* ---- folders ---- */
+
+static int mkdir_one(const char *path)
+{
+    struct stat st;
+    if (mkdir(path, 0777) == 0)
+        return 0;
+    if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return 0;
+    if (errno == EEXIST)
+        errno = ENOTDIR;
+    return -1;
+}
+
+tune_status outfile_mkdirs(const char *dir, tune_error *err)
+{
+    if (!dir || !dir[0])
+        return tune_error_set(err, TUNE_ERR_INVALID, "", "empty directory name");
+    char *p = strdup(dir);
+    if (!p)
+        return tune_error_set(err, TUNE_ERR_NOMEM, dir, "out of memory");
+    int rc = 0;
+    for (char *s = p + 1; *s && rc == 0; s++) {
+        if (*s != '/' || s[-1] == '/')
+            continue;
+        *s = '\0';
+        rc = mkdir_one(p);
+        *s = '/';
+    }
+    if (rc == 0)
+        rc = mkdir_one(p);
+    tune_status st = TUNE_OK;
+    if (rc != 0)
+        st = tune_error_set(err, TUNE_ERR_IO, dir, "cannot create directory: %s", strerror(errno));
+    free(p);
+    return st;
+}

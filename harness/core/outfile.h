@@ -18,6 +18,7 @@
 #ifndef TUNE_OUTFILE_H
 #define TUNE_OUTFILE_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -74,6 +75,16 @@ void outfile_set_abort(outfile_set *s);
  * outfile_open gives them, "<name>.tmp.<pid>.<n>" (digits), whose process no longer exists.
  * Nothing else is touched (another name, a live writer's file, a folder). */
 void outfile_remove_stale_temps(const char *dir);
+
+/* x as a JSON real, or null where it is not finite (JSON has no NaN or infinity). */
+static inline json_t *outfile_json_number(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* Creates dir and the folders above it that do not exist (mkdir -p); a file in the way is an
+ * error (ENOTDIR). */
+tune_status outfile_mkdirs(const char *dir, tune_error *err);
 
 /* 1 when the folder out is dir, or a folder inside it, once made (mkdir -p): out's existing part
  * resolved through links (realpath), the rest by name, then out and each folder above it

@@ -289,19 +289,6 @@ static tune_status load_units(const compile_job *jobs, size_t n, const compile_e
     return st;
 }
 
-static void make_dirs(const char *dir)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(path, 0755);
-            *p = '/';
-        }
-    mkdir(path, 0755);
-}
-
 /* The cache key of job (of unit u): the unit's key, the name expression, and the sm_NNa
  * target for an architecture-specific job. */
 static hash128 job_key(const compile_unit *u, const compile_job *job, const char *arch_a)
@@ -384,7 +371,8 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
     const size_t *job_unit = cp.job_unit;
     const compile_env *penv = &cp.env;
     if (st == TUNE_OK && opt->cache_dir) {
-        make_dirs(opt->cache_dir);
+        /* the cache is a convenience: a folder that cannot be made only leaves it unwritten */
+        (void)outfile_mkdirs(opt->cache_dir, NULL);
         outfile_remove_stale_temps(opt->cache_dir); /* what a killed compile left half-written */
     }
     size_t done = 0, cached = 0;

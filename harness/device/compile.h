@@ -22,7 +22,10 @@
  * lines name, recursively, found beside the including file or in the source's folder or the
  * options' -I folders (a header in none of them is the toolkit's: the NVRTC version and the
  * toolkit folder's path stand for it); the options; the NVRTC version; the architecture; the name
- * expression. Editing any of those headers recompiles.
+ * expression. Editing any of those headers recompiles. A `#pragma unroll NAME` line of the source
+ * whose NAME is a -D macro of the job with an integer value gets the value in NAME's place (0
+ * removes the pragma: the compiler chooses), since macros do not expand inside a pragma; the key
+ * hashes the text so rewritten.
  *
  * A kernel that fails to compile is not an error of compile_run: its job has status
  * TUNE_ERR_NVRTC and the log; an absolute-path source that cannot be read is the job's

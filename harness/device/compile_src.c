@@ -642,6 +642,8 @@ static tune_status unit_load(compile_unit *u, const compile_unit *prev, size_t n
     tune_status st = parse_options(u, env, dirs, n_dirs);
     if (st == TUNE_OK && u->status == TUNE_OK)
         st = load_text(u, env->kernels_dir, err);
+    if (st == TUNE_OK && u->status == TUNE_OK) /* before the key: it hashes the text NVRTC gets */
+        st = compile_unroll_rewrite(&u->text, u->opts, u->n_opts);
     if (st != TUNE_OK || u->status != TUNE_OK)
         return st;
     if ((st = join_dirs(u, *dirs, *n_dirs)) != TUNE_OK)

@@ -1,8 +1,6 @@
-/* registry.c - the registered families (model/family.h: family_all). A new family adds one line
- * here. Test-only families (fault injection) are registered only when TUNE_TEST_FAMILIES names
- * them (docs/fault-tolerance.md). */
-#include <stdlib.h>
-#include <string.h>
+/* registry.c - the families this build offers (families.h). A new family adds one line to
+ * families_register_builtin. */
+#include "families/families.h"
 
 #include "model/family.h"
 
@@ -12,26 +10,17 @@ extern const tune_family fault_test_family;
 extern const tune_family declared_family;
 
 /* declared_family ("kernel") is the GPU side of the families sweep files declare; a sweep copies
- * it with its own ops, parameters and methods (model/kernel_decl.h). */
-static const tune_family *const families[] = {&gather_matmul_family, &mixed_gemm_family,
-                                              &declared_family, NULL};
-static const tune_family *const with_tests[] = {&gather_matmul_family, &mixed_gemm_family,
-                                                &declared_family, &fault_test_family, NULL};
-
-/* TUNE_TEST_FAMILIES: a comma-separated list of test families to register ("fault_test"). */
-static int test_families_enabled(void)
+ * it with its own ops, parameters and methods (model/kernel_decl.h). The registry holds
+ * FAMILY_MAX families and these have distinct names, so registering cannot fail. */
+void families_register_builtin(void)
 {
-    const char *v = getenv("TUNE_TEST_FAMILIES");
-    if (!v)
-        return 0;
-    size_t n = strlen("fault_test");
-    for (const char *p = strstr(v, "fault_test"); p; p = strstr(p + 1, "fault_test"))
-        if ((p == v || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
-            return 1;
-    return 0;
+    family_register(&gather_matmul_family);
+    family_register(&mixed_gemm_family);
+    family_register(&declared_family);
 }
 
-const tune_family *const *family_all(void)
+void families_register_testing(void)
 {
-    return test_families_enabled() ? with_tests : families;
+    families_register_builtin();
+    family_register(&fault_test_family);
 }

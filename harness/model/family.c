@@ -4,6 +4,25 @@
 #include <stdio.h>
 #include <string.h>
 
+static const tune_family *registered[FAMILY_MAX + 1];
+static size_t n_registered;
+
+int family_register(const tune_family *fam)
+{
+    for (size_t i = 0; i < n_registered; i++) {
+        if (registered[i] == fam)
+            return 0;
+        if (strcmp(registered[i]->name, fam->name) == 0)
+            return -1;
+    }
+    if (n_registered == FAMILY_MAX)
+        return -1;
+    registered[n_registered++] = fam;
+    return 0;
+}
+
+const tune_family *const *family_all(void) { return registered; }
+
 const tune_family *family_find(const char *name)
 {
     const tune_family *const *families = family_all();

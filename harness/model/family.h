@@ -18,8 +18,9 @@
  * The contract, besides the signatures below: kernels() lists every instantiation a
  * configuration needs, and marks (row = 1) the one its row names; the harness compiles the union
  * of the lists and loads them on first use (env->kernel). The harness creates a cuBLAS handle only
- * for families with needs_cublas. A test-only family (fault injection) is registered only when
- * TUNE_TEST_FAMILIES names it (families/registry.c).
+ * for families with needs_cublas. A program registers the families it offers (family_register)
+ * before it reads a sweep: tune's main the built-in ones, the tests those and the fault-injection
+ * family (families/families.h).
  */
 #ifndef TUNE_FAMILY_H
 #define TUNE_FAMILY_H
@@ -225,8 +226,13 @@ void *family_kernel_named(const family_env *env, const char *source, const char 
 void *family_kernel_at(const tune_family *fam, const family_env *env, const tune_point *cfg,
                        size_t i, tune_error *err);
 
-/* Registered families, NULL-terminated. Defined by the families layer (families/registry.c):
- * a program that looks families up links it. */
+/* The registry (as ggml's backends register themselves): a program registers each family it
+ * offers before it reads a sweep, and before it starts threads (the registry takes no lock).
+ * Returns 0; registering a family again is a no-op; -1 when FAMILY_MAX are registered or another
+ * family has its name. */
+#define FAMILY_MAX 16
+int family_register(const tune_family *fam);
+/* The registered families in the order registered, NULL-terminated. */
 const tune_family *const *family_all(void);
 const tune_family *family_find(const char *name);
 const family_op *family_find_op(const tune_family *fam, const char *op);

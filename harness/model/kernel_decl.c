@@ -55,7 +55,34 @@ int kdecl_type_parse(const char *s)
 const char *kdecl_type_list(void)
 {
     return "float32, float64, float16, bfloat16, int8, uint8, int16, uint16, int32, uint32, "
-           "int64, uint64";
+           "int64, uint64, or a CUDA vector type of them (float2, float4, half2, int4, uint4...)";
+}
+
+/* CUDA's vector types (the CUDA C++ Programming Guide, "Built-in Vector Types"; cuda_fp16.h's
+ * half2, cuda_bf16.h's nv_bfloat162): lanes of one element type, laid out one after another. */
+static const struct {
+    const char *name;
+    kdecl_type lane;
+    int lanes;
+} kd_vectors[] = {
+    {"float2", KDECL_F32, 2},     {"float3", KDECL_F32, 3},      {"float4", KDECL_F32, 4},
+    {"double2", KDECL_F64, 2},    {"half2", KDECL_F16, 2},       {"bfloat162", KDECL_BF16, 2},
+    {"nv_bfloat162", KDECL_BF16, 2}, {"char2", KDECL_I8, 2},     {"char4", KDECL_I8, 4},
+    {"uchar2", KDECL_U8, 2},      {"uchar4", KDECL_U8, 4},       {"short2", KDECL_I16, 2},
+    {"short4", KDECL_I16, 4},     {"ushort2", KDECL_U16, 2},     {"ushort4", KDECL_U16, 4},
+    {"int2", KDECL_I32, 2},       {"int3", KDECL_I32, 3},        {"int4", KDECL_I32, 4},
+    {"uint2", KDECL_U32, 2},      {"uint3", KDECL_U32, 3},       {"uint4", KDECL_U32, 4},
+    {"longlong2", KDECL_I64, 2},  {"ulonglong2", KDECL_U64, 2},
+};
+
+int kdecl_vector_parse(const char *s, int *lanes)
+{
+    for (size_t i = 0; i < sizeof kd_vectors / sizeof kd_vectors[0]; i++)
+        if (strcmp(s, kd_vectors[i].name) == 0) {
+            *lanes = kd_vectors[i].lanes;
+            return (int)kd_vectors[i].lane;
+        }
+    return -1;
 }
 
 /* Appends n bytes of s to buf (*used bytes of size, NUL-terminated): 0, or -1 when they do not

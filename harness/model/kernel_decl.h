@@ -50,6 +50,10 @@ int kdecl_type_is_float(kdecl_type t);
 int kdecl_type_parse(const char *s);
 /* "float32, float64, ..." for messages. */
 const char *kdecl_type_list(void);
+/* A CUDA vector type ("float4", "half2", "int2"...): its lane type, and *lanes; -1 when s is none.
+ * A buffer of count vectors is declared as count * lanes elements of the lane type: random inits
+ * fill every lane, the check compares lane by lane, a .npy file holds count * lanes values. */
+int kdecl_vector_parse(const char *s, int *lanes);
 /* The .npy descr of t after its byte-order character ("f4"; bfloat16: "V2"). */
 const char *kdecl_type_npy(kdecl_type t);
 
@@ -151,6 +155,11 @@ int kdecl_arg_uses_fill(const kdecl_arg *a);
 int kdecl_family_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
                          size_t max, char *why, size_t why_size);
 void kdecl_family_free(kdecl_family *kf);
+/* tune_family.prune of a declared family: leaves out the configurations whose launch breaks a
+ * limit every CUDA device has (threads per block, block and grid dimensions), with the limit as
+ * the reason, before they are compiled. */
+void kdecl_family_prune(const tune_family *fam, const tune_point *shape, const tune_point *params,
+                        size_t n, const char **why);
 
 /* A file the sweep names (rel) as an absolute path: rel itself when it starts with '/', else
  * relative to d->dir, the sweep file's folder. New (free it); NULL when out of memory. */

@@ -459,7 +459,9 @@ static int sweep_parse_root(const sweep_ctx *cx, json_t *root, sweep *sw)
         sweep_parse_model(cx, root, sw, "flops", sw->fop->flops, &sw->flops, &sw->flops_src) != 0 ||
         sweep_parse_timing(cx, root, sw) != 0 || sweep_parse_report(cx, root, sw) != 0)
         return -1;
-    return sweep_parse_search(cx, root, sw);
+    if (sweep_parse_search(cx, root, sw) != 0)
+        return -1;
+    return sw->declared ? sweep_check_declared_params(cx, sw) : 0;
 }
 
 /* A key given twice in one object is an error at the second one: Jansson would keep the last

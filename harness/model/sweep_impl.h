@@ -60,6 +60,9 @@ int sweep_parse_search(const sweep_ctx *cx, json_t *root, sweep *sw);
  * axes are parsed; and the checks that need the methods, after them. */
 int sweep_parse_declared(const sweep_ctx *cx, json_t *root, sweep *sw);
 int sweep_check_declared(const sweep_ctx *cx, json_t *root, const sweep *sw);
+/* sweep_kernel_params.c: after the whole sweep, every parameter of more than one value is read
+ * by the tuned kernel or an expression; -1 with the error at $.params.NAME. */
+int sweep_check_declared_params(const sweep_ctx *cx, const sweep *sw);
 /* sweep_kernel.c: the methods of a declared sweep that gives none (sw->methods, new). */
 int sweep_default_declared_methods(const sweep_ctx *cx, sweep *sw);
 

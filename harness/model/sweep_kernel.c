@@ -207,6 +207,21 @@ static int kd_dims(const sweep_kd_scope *sc, json_t *obj, const char *key, int w
     return 0;
 }
 
+/* A define's value is text, "{expr}" holes aside: "TILE": "tile" with tile a parameter or a
+ * problem axis gives the macro the word tile, not its value, which compiles (if at all) to
+ * something else than meant. Refused, with the spelling that was meant. */
+static int kd_define_is_a_name(const sweep_kd_scope *sc, json_t *val, const char *path)
+{
+    const char *s = json_is_string(val) ? json_string_value(val) : "";
+    int param = sweep_find_axis(sc->params, sc->n_params, s) != NULL;
+    if (!param && !sweep_find_axis(sc->axes, sc->n_axes, s))
+        return 0;
+    return sweep_fail(sc->cx, TUNE_ERR_INVALID, path, JSONLOC_VALUE,
+                      "\"%s\" is the macro's text, the word %s, not the %s's value: write "
+                      "\"{%s}\" for its value",
+                      s, s, param ? "parameter" : "problem axis", s);
+}
+
 static int kd_defines(const sweep_kd_scope *sc, json_t *v, int with_params, const char *path,
                       kdecl_kernel *k)
 {
@@ -225,6 +240,8 @@ static int kd_defines(const sweep_kd_scope *sc, json_t *v, int with_params, cons
         if (!sweep_kd_ident_ok(key))
             return sweep_fail(sc->cx, TUNE_ERR_INVALID, p, JSONLOC_KEY,
                               "expected a macro name [A-Za-z_][A-Za-z0-9_]*, got '%s'", key);
+        if (kd_define_is_a_name(sc, val, p) != 0)
+            return -1;
         json_t *str = json_is_integer(val) ? json_sprintf("%" JSON_INTEGER_FORMAT,
                                                           json_integer_value(val))
                                            : json_incref(val);
@@ -599,6 +616,7 @@ static int kd_family(const sweep_ctx *cx, sweep *sw, kdecl_family *kf, const swe
     kf->fam.n_methods = nm;
     kf->fam.data = d;
     kf->fam.kernels = kdecl_family_kernels;
+    kf->fam.prune = kdecl_family_prune;
     sw->family = &kf->fam;
     sw->fop = &kf->op;
     return 0;

@@ -113,6 +113,29 @@ static int kd_redraw(const sweep_kd_scope *sc, json_t *v, kdecl_arg *a, const ch
     return 0;
 }
 
+/* A buffer of vectors: count vectors of `lanes` lanes are count * lanes elements of the lane type
+ * (kdecl_vector_parse), which the fills, the check, .npy files and the byte model then count. */
+static int kd_lanes(const sweep_kd_scope *sc, kdecl_arg *a, int lanes, const char *path)
+{
+    char *c = expr_to_string(a->count);
+    char *text = c ? malloc(strlen(c) + 32) : NULL;
+    if (!text) {
+        free(c);
+        return sweep_nomem(sc->cx);
+    }
+    sprintf(text, "(%s) * %d", c, lanes);
+    free(c);
+    json_t *s = json_string(text);
+    free(text);
+    expr *x = s ? sweep_kd_expr(sc, s, 1, path) : NULL;
+    json_decref(s);
+    if (!x)
+        return s ? -1 : sweep_nomem(sc->cx);
+    expr_free(a->count);
+    a->count = x;
+    return 0;
+}
+
 /* One argument: a buffer (has "count") or a scalar (has "value"). */
 static int kd_arg(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const char *path,
                   kdecl_arg *a)
@@ -134,10 +157,18 @@ static int kd_arg(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const cha
             return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, "name"),
                               JSONLOC_VALUE, "duplicate argument '%s'", a->name);
     int t = type && json_is_string(type) ? kdecl_type_parse(json_string_value(type)) : -1;
+    int lanes = 1;
+    if (t < 0 && type && json_is_string(type))
+        t = kdecl_vector_parse(json_string_value(type), &lanes);
     if (t < 0)
         return sweep_fail(sc->cx, TUNE_ERR_INVALID, type ? sweep_path_key(p, path, "type") : path,
                           JSONLOC_VALUE, "expected \"type\": one of %s", kdecl_type_list());
     a->type = (kdecl_type)t;
+    if (!a->is_buffer && lanes > 1)
+        return sweep_fail(sc->cx, TUNE_ERR_INVALID, sweep_path_key(p, path, "type"), JSONLOC_VALUE,
+                          "%s is a vector type, which buffers may hold: pass a scalar argument "
+                          "lane by lane",
+                          json_string_value(type));
     if (!a->is_buffer) {
         json_t *val = json_object_get(v, "value");
         if (!val)
@@ -147,7 +178,8 @@ static int kd_arg(const sweep_kd_scope *sc, kernel_decl *d, json_t *v, const cha
     }
     if (!(a->count = sweep_kd_expr(sc, json_object_get(v, "count"), 1,
                                    sweep_path_key(p, path, "count"))) ||
-        sweep_kd_number(sc, a->count, 0, "an element count", p) != 0)
+        sweep_kd_number(sc, a->count, 0, "an element count", p) != 0 ||
+        (lanes > 1 && kd_lanes(sc, a, lanes, p) != 0))
         return -1;
     json_t *role = json_object_get(v, "role"), *init = json_object_get(v, "init");
     a->role = KDECL_IN;

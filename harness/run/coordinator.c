@@ -109,13 +109,18 @@ static void read_worker(run_ctx *rc, worker *w, run_progress *pr, double watchdo
     }
 }
 
+double run_watchdog_s(const run_options *opt)
+{
+    return opt->watchdog_s > 0 ? opt->watchdog_s : RUN_WATCHDOG_DEFAULT_S;
+}
+
 tune_status run_coordinate(run_ctx *rc, run_summary *sum)
 {
     size_t n = space_n_configs(rc->sp), left = 0;
     for (size_t i = 0; i < n; i++)
         left += !rc->done[i] && (!rc->todo || rc->todo[i]);
     run_progress pr = {rc, sum, clock_now(), 0, left, 0, 0, isatty(2)};
-    const double watchdog = rc->opt->watchdog_s > 0 ? rc->opt->watchdog_s : 20.0;
+    const double watchdog = run_watchdog_s(rc->opt);
     tune_status st = TUNE_OK;
     while (left > 0 && st == TUNE_OK) {
         worker *w = worker_start(run_worker_body, rc, rc->err);

@@ -209,6 +209,10 @@ int run_session_body(void *ctx, int fd, worker_inbox *in);
 tune_status run_session_plans(run_ctx *rc, const char *line);
 
 /* coordinator.c */
+/* The seconds without progress after which a worker's configuration is killed: the option's,
+ * else RUN_WATCHDOG_DEFAULT_S. */
+#define RUN_WATCHDOG_DEFAULT_S 20.0
+double run_watchdog_s(const run_options *opt);
 tune_status run_coordinate(run_ctx *rc, run_summary *sum);
 tune_status run_write_compile_rows(run_ctx *rc, run_summary *sum);
 

@@ -277,6 +277,93 @@ static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir
     return c ? compile_finish(rc, c, sum) : (rc->err ? rc->err->code : TUNE_ERR_IO);
 }
 
+/* For every kernel, the first configuration planned that needs it (SIZE_MAX: none) and how many
+ * do: one pass over the plans (a searched run's: the configurations it proposed). NULL when out
+ * of memory. */
+static size_t *kernel_users(const run_ctx *rc)
+{
+    size_t *first = malloc(2 * (rc->n_kernels ? rc->n_kernels : 1) * sizeof *first);
+    if (!first)
+        return NULL;
+    size_t *uses = first + rc->n_kernels;
+    for (size_t k = 0; k < rc->n_kernels; k++) {
+        first[k] = SIZE_MAX;
+        uses[k] = 0;
+    }
+    for (size_t i = 0; i < rc->n_plans; i++) { /* the configurations planned (plan.c) */
+        const run_plan *pl = &rc->plans[i];
+        for (int r = 0; !pl->skip && r < pl->n_refs; r++) {
+            size_t k = pl->refs[r];
+            int again = 0; /* a kernel listed twice by one configuration counts once */
+            for (int q = 0; q < r; q++)
+                again |= pl->refs[q] == k;
+            first[k] = first[k] == SIZE_MAX || pl->ci < first[k] ? pl->ci : first[k];
+            uses[k] += !again;
+        }
+    }
+    return first;
+}
+
+/* " (configuration tile=16 work=4, and 3 more)": the sweep's parameters at configuration ci, and
+ * how many others need the same kernel, into buf; "" when ci is SIZE_MAX. */
+static void kernel_configs(const run_ctx *rc, size_t ci, size_t uses, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (ci == SIZE_MAX)
+        return;
+    tune_point p, q = {0};
+    space_config_point(rc->sp, ci, &p);
+    for (size_t a = 0; a < rc->sw->n_params; a++) {
+        expr_value v;
+        if (point_get(&p, rc->sw->params[a].name, &v) == 0)
+            point_set(&q, rc->sw->params[a].name, v);
+    }
+    char vals[512], more[64] = "";
+    point_format(&q, vals, sizeof vals);
+    if (uses > 1)
+        snprintf(more, sizeof more, ", and %zu more", uses - 1);
+    snprintf(buf, size, " (configuration %s%s)", q.n ? vals : "without parameters", more);
+}
+
+/* Whether kernel k is printed: it failed to compile, or (--warnings) NVRTC warned. */
+static int kernel_reported(const run_ctx *rc, size_t k)
+{
+    const compile_job *j = &rc->kernels[k].job;
+    const char *log = j->log ? j->log : "";
+    int warned = log[strspn(log, " \t\r\n")] != '\0';
+    return j->status != TUNE_OK || (warned && rc->opt->warnings);
+}
+
+/* Prints the kernels idx[0..n) (idx NULL: every kernel) that failed to compile, with the
+ * configuration that needs them and NVRTC's log; with --warnings, the log of those that compiled
+ * with one. */
+static void report_compiled(const run_ctx *rc, const size_t *idx, size_t n)
+{
+    size_t i = 0;
+    while (!rc->opt->quiet && i < n && !kernel_reported(rc, idx ? idx[i] : i))
+        i++;
+    if (i == n || rc->opt->quiet)
+        return;
+    size_t *first = kernel_users(rc);
+    for (; i < n; i++) {
+        size_t k = idx ? idx[i] : i;
+        if (!kernel_reported(rc, k))
+            continue;
+        const compile_job *j = &rc->kernels[k].job;
+        const char *log = j->log ? j->log : "";
+        char cfg[640] = "";
+        if (first)
+            kernel_configs(rc, first[k], first[rc->n_kernels + k], cfg, sizeof cfg);
+        size_t len = strlen(log);
+        while (len > 0 && strchr(" \t\r\n", log[len - 1]))
+            len--;
+        fprintf(stderr, "tune: %s: %s%s %s:\n%.*s\n", j->source, j->name, cfg,
+                j->status == TUNE_OK ? "compiled with warnings" : "failed to compile", (int)len,
+                log);
+    }
+    free(first);
+}
+
 tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
 {
     return run_compile_some(rc, arch, NULL, rc->n_kernels, sum);
@@ -306,12 +393,7 @@ tune_status run_compile_some(run_ctx *rc, int arch, const size_t *idx, size_t n,
                 "compile errors, %.1f s\n",
                 rc->sw->name, space_n_configs(rc->sp), sum->n_pruned, sum->n_kernels, arch,
                 sum->n_cached, sum->n_kernel_errors, sum->compile_seconds);
-    for (size_t i = 0; !opt->quiet && i < n; i++) {
-        const compile_job *j = &rc->kernels[idx ? idx[i] : i].job;
-        if (j->status != TUNE_OK)
-            fprintf(stderr, "tune: %s: %s failed to compile:\n%s\n", j->source, j->name,
-                    j->log ? j->log : "");
-    }
+    report_compiled(rc, idx, n);
     return TUNE_OK;
 }
 
@@ -340,13 +422,10 @@ tune_status run_compile_finish(run_ctx *rc, run_compile_async *c, run_summary *s
     sum->n_cached += part.n_cached;
     sum->n_kernel_errors += part.n_kernel_errors;
     sum->compile_seconds += part.compile_seconds;
-    for (size_t i = 0; st == TUNE_OK && i < n; i++) {
+    for (size_t i = 0; st == TUNE_OK && i < n; i++)
         rc->compiled[idx[i]] = 1;
-        const compile_job *j = &rc->kernels[idx[i]].job;
-        if (j->status != TUNE_OK && !rc->opt->quiet)
-            fprintf(stderr, "tune: %s: %s failed to compile:\n%s\n", j->source, j->name,
-                    j->log ? j->log : "");
-    }
+    if (st == TUNE_OK)
+        report_compiled(rc, idx, n);
     free(idx);
     return st;
 }

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/outfile.h"
 #include "run/internal.h"
 #include "store/folder.h"
 #include "store/merge.h"
@@ -87,7 +88,7 @@ static tune_status shards_setup(const run_ctx *rc, const int *devs, size_t n, gp
         char meta[PATH_MAX + 16];
         snprintf(g[i].dir, sizeof g[i].dir, "%.4000s/shards/%zu", rc->out_dir, i);
         snprintf(meta, sizeof meta, "%s/meta.json", g[i].dir);
-        tune_status st = results_mkdirs(g[i].dir, err);
+        tune_status st = outfile_mkdirs(g[i].dir, err);
         if (st != TUNE_OK)
             return st;
         g[i].sw = rc->sw;

@@ -41,10 +41,11 @@ typedef struct {
     int arch;                /* compile-only target (x10); 0: 90 */
     int compile_only;
     int quiet;         /* no progress line, no tables */
+    int warnings;      /* print NVRTC's log of the kernels that compiled with warnings too */
     uint64_t seed;     /* random inputs */
     double read_bw;    /* > 0: the device's read bandwidth in B/s, not measured */
     int resume;        /* continue the latest run of the sweep (or out_dir): only what is missing */
-    double watchdog_s; /* a configuration making no progress this long is killed; 0: 20 s */
+    double watchdog_s; /* a configuration making no progress this long is killed; 0: 20 s (run_watchdog_s) */
     int retake_throttled; /* re-measure a configuration NVML saw throttled, up to this many times */
     size_t shard_index, shard_count; /* shard_count > 0: only shard shard_index (0-based) of n */
     int compile_rows; /* with compile_only: write a results folder, a row per configuration */

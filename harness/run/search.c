@@ -508,7 +508,7 @@ static tune_status retime_pass(run_ctx *rc, run_summary *sum)
         return rc->err ? rc->err->code : TUNE_ERR_IO;
     rc->worker_starts++;
     char line[4096], how[256], fatal[4096] = "";
-    double watchdog = rc->opt->watchdog_s > 0 ? rc->opt->watchdog_s : 20.0;
+    double watchdog = run_watchdog_s(rc->opt);
     int r;
     size_t s = 0;
     while ((r = worker_read_line(w, line, sizeof line, watchdog + 60)) == 1)

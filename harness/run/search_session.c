@@ -290,7 +290,7 @@ static void session_line(run_ctx *rc, run_summary *sum, run_session *s, const ch
 static tune_status session_wait(run_ctx *rc, run_summary *sum, run_session *s, run_compile_async *c,
                                 double timeout_s)
 {
-    double watchdog = rc->opt->watchdog_s > 0 ? rc->opt->watchdog_s : 20.0;
+    double watchdog = run_watchdog_s(rc->opt);
     double limit = s->fresh ? watchdog + 60 : watchdog; /* start-up: context, read bandwidth */
     if (s->w && s->busy) {
         double left = s->last_line + limit - clock_now();

@@ -25,12 +25,12 @@ tune_status folder_make(const char *out_dir, const char *root, const char *sweep
     if (out_dir) {
         if ((size_t)snprintf(dir, size, "%s", out_dir) >= size)
             return tune_error_set(err, TUNE_ERR_IO, out_dir, "path too long");
-        return results_mkdirs(dir, err);
+        return outfile_mkdirs(dir, err);
     }
     char parent[PATH_MAX], stamp[32];
     if ((size_t)snprintf(parent, sizeof parent, "%s/%s", root, sweep) >= sizeof parent)
         return tune_error_set(err, TUNE_ERR_IO, root, "path too long");
-    tune_status st = results_mkdirs(parent, err);
+    tune_status st = outfile_mkdirs(parent, err);
     if (st != TUNE_OK)
         return st;
     clock_utc(stamp, sizeof stamp, CLOCK_UTC_DIR);

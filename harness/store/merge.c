@@ -420,7 +420,7 @@ static tune_status write_merged(const char *out_dir, merge_part *parts, size_t n
             meta_count_status(sum, parts[i].rows[r].status);
     snprintf(sum->out_dir, sizeof sum->out_dir, "%s", out_dir);
     tune_status st;
-    if ((st = results_mkdirs(out_dir, err)) != TUNE_OK ||
+    if ((st = outfile_mkdirs(out_dir, err)) != TUNE_OK ||
         (st = merge_file(out_dir, parts, n, "raw.jsonl", err)) != TUNE_OK ||
         (st = merge_file(out_dir, parts, n, "retime.jsonl", err)) != TUNE_OK)
         return st;

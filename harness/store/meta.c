@@ -136,14 +136,18 @@ const char *meta_sweep_hash(const json_t *meta)
     return json_string_value(json_object_get(json_object_get(meta, "sweep"), "hash"));
 }
 
+json_t *meta_tool_json(void)
+{
+    return json_pack("{s:s, s:s, s:s}", "name", "tune", "version", TUNE_VERSION, "git_rev",
+                     TUNE_GIT_REV);
+}
+
 json_t *meta_build(const meta_info *mi, const run_summary *sum)
 {
     const sweep *sw = mi->sw;
     json_t *m = json_object();
     json_object_set_new(m, "schema_version", json_integer(META_SCHEMA_VERSION));
-    json_object_set_new(m, "tool",
-                        json_pack("{s:s, s:s, s:s}", "name", "tune", "version", TUNE_VERSION,
-                                  "git_rev", TUNE_GIT_REV));
+    json_object_set_new(m, "tool", meta_tool_json());
     json_object_set_new(m, "argv", argv_json(mi->argc, mi->argv));
     json_t *host = host_json();
     if (host)

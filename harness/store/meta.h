@@ -130,6 +130,10 @@ typedef struct {
 
 /* New meta.json tree. */
 json_t *meta_build(const meta_info *mi, const run_summary *sum);
+
+/* The "tool" object every file tune writes carries: {"name": "tune", "version", "git_rev"} of this
+ * build (a new reference). */
+json_t *meta_tool_json(void);
 /* Writes dir/meta.json (through dir/meta.json.tmp, renamed). */
 tune_status meta_write(const char *dir, const json_t *meta, tune_error *err);
 /* New tree of dir/meta.json, or NULL (je, may be NULL, says why). */

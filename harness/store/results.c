@@ -1,5 +1,6 @@
 #include "store/results.h"
 
+#include "core/outfile.h"
 #include "core/infile.h"
 #include "store/folder.h"
 
@@ -65,44 +66,6 @@ void result_row_init(result_row *row)
     row->throttle_reasons = -1;
 }
 
-/* ---- directories ---- */
-
-static int results_mkdir_one(const char *path)
-{
-    struct stat st;
-    if (mkdir(path, 0777) == 0)
-        return 0;
-    if (errno == EEXIST && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return 0;
-    if (errno == EEXIST)
-        errno = ENOTDIR;
-    return -1;
-}
-
-tune_status results_mkdirs(const char *dir, tune_error *err)
-{
-    if (!dir || !dir[0])
-        return tune_error_set(err, TUNE_ERR_INVALID, "", "empty directory name");
-    char *p = strdup(dir);
-    if (!p)
-        return tune_error_set(err, TUNE_ERR_NOMEM, dir, "out of memory");
-    int rc = 0;
-    for (char *s = p + 1; *s && rc == 0; s++) {
-        if (*s != '/' || s[-1] == '/')
-            continue;
-        *s = '\0';
-        rc = results_mkdir_one(p);
-        *s = '/';
-    }
-    if (rc == 0)
-        rc = results_mkdir_one(p);
-    tune_status st = TUNE_OK;
-    if (rc != 0)
-        st = tune_error_set(err, TUNE_ERR_IO, dir, "cannot create directory: %s", strerror(errno));
-    free(p);
-    return st;
-}
-
 /* ---- row -> JSON ---- */
 
 /* Adds v (a new reference, may be NULL after a failed allocation) to o; counts failures. */
@@ -110,11 +73,6 @@ static void results_put(json_t *o, const char *key, json_t *v, int *failed)
 {
     if (!v || json_object_set_new(o, key, v) != 0)
         *failed = 1;
-}
-
-static json_t *results_json_num(double d)
-{
-    return isfinite(d) ? json_real(d) : json_null();
 }
 
 /* A JSON string; bytes that are not valid UTF-8 (a compiler log may hold some) become '?'. */
@@ -142,7 +100,7 @@ static json_t *results_json_value(expr_value v)
     case EXPR_INT:
         return json_integer((json_int_t)v.i);
     case EXPR_FLOAT:
-        return results_json_num(v.f);
+        return outfile_json_number(v.f);
     case EXPR_STR:
         return results_json_str(v.s);
     }
@@ -212,37 +170,37 @@ static void results_put_values(json_t *o, const result_row *row, int *failed)
 static void results_put_time(json_t *o, const stats_summary *t, int *failed)
 {
     int m = t->n > 0;
-    results_put(o, "time_median", results_json_num(m ? t->median : NAN), failed);
-    results_put(o, "time_mean", results_json_num(m ? t->mean : NAN), failed);
-    results_put(o, "time_min", results_json_num(m ? t->min : NAN), failed);
-    results_put(o, "time_max", results_json_num(m ? t->max : NAN), failed);
-    results_put(o, "time_stdev", results_json_num(m ? t->stdev : NAN), failed);
-    results_put(o, "time_stderr", results_json_num(m ? t->std_err : NAN), failed);
-    results_put(o, "time_p10", results_json_num(m ? t->p10 : NAN), failed);
-    results_put(o, "time_p90", results_json_num(m ? t->p90 : NAN), failed);
+    results_put(o, "time_median", outfile_json_number(m ? t->median : NAN), failed);
+    results_put(o, "time_mean", outfile_json_number(m ? t->mean : NAN), failed);
+    results_put(o, "time_min", outfile_json_number(m ? t->min : NAN), failed);
+    results_put(o, "time_max", outfile_json_number(m ? t->max : NAN), failed);
+    results_put(o, "time_stdev", outfile_json_number(m ? t->stdev : NAN), failed);
+    results_put(o, "time_stderr", outfile_json_number(m ? t->std_err : NAN), failed);
+    results_put(o, "time_p10", outfile_json_number(m ? t->p10 : NAN), failed);
+    results_put(o, "time_p90", outfile_json_number(m ? t->p90 : NAN), failed);
     results_put(o, "time_n", json_integer((json_int_t)t->n), failed);
 }
 
 static void results_put_measures(json_t *o, const result_row *row, int *failed)
 {
-    results_put(o, "bytes", results_json_num(row->bytes), failed);
-    results_put(o, "flops", results_json_num(row->flops), failed);
-    results_put(o, "bandwidth", results_json_num(row->bandwidth), failed);
-    results_put(o, "flop_rate", results_json_num(row->flop_rate), failed);
-    results_put(o, "pct_read_bw", results_json_num(row->pct_read_bw), failed);
-    results_put(o, "read_bw", results_json_num(row->read_bw), failed);
-    results_put(o, "error", results_json_num(row->error), failed);
-    results_put(o, "tolerance", results_json_num(row->tolerance), failed);
-    results_put(o, "roofline_time", results_json_num(row->roofline_time), failed);
-    results_put(o, "roofline_fraction", results_json_num(row->roofline_fraction), failed);
+    results_put(o, "bytes", outfile_json_number(row->bytes), failed);
+    results_put(o, "flops", outfile_json_number(row->flops), failed);
+    results_put(o, "bandwidth", outfile_json_number(row->bandwidth), failed);
+    results_put(o, "flop_rate", outfile_json_number(row->flop_rate), failed);
+    results_put(o, "pct_read_bw", outfile_json_number(row->pct_read_bw), failed);
+    results_put(o, "read_bw", outfile_json_number(row->read_bw), failed);
+    results_put(o, "error", outfile_json_number(row->error), failed);
+    results_put(o, "tolerance", outfile_json_number(row->tolerance), failed);
+    results_put(o, "roofline_time", outfile_json_number(row->roofline_time), failed);
+    results_put(o, "roofline_fraction", outfile_json_number(row->roofline_fraction), failed);
     if (isfinite(row->dram_bytes) || isfinite(row->model_time)) {
-        results_put(o, "dram_bytes", results_json_num(row->dram_bytes), failed);
-        results_put(o, "model_time", results_json_num(row->model_time), failed);
+        results_put(o, "dram_bytes", outfile_json_number(row->dram_bytes), failed);
+        results_put(o, "model_time", outfile_json_number(row->model_time), failed);
     }
-    results_put(o, "clock_sm_mhz", results_json_num(row->clock_sm_mhz), failed);
-    results_put(o, "clock_mem_mhz", results_json_num(row->clock_mem_mhz), failed);
-    results_put(o, "temperature_c", results_json_num(row->temperature_c), failed);
-    results_put(o, "power_w", results_json_num(row->power_w), failed);
+    results_put(o, "clock_sm_mhz", outfile_json_number(row->clock_sm_mhz), failed);
+    results_put(o, "clock_mem_mhz", outfile_json_number(row->clock_mem_mhz), failed);
+    results_put(o, "temperature_c", outfile_json_number(row->temperature_c), failed);
+    results_put(o, "power_w", outfile_json_number(row->power_w), failed);
     results_put(o, "throttle_reasons",
                 row->throttle_reasons >= 0 ? json_integer(row->throttle_reasons) : json_null(),
                 failed);
@@ -293,7 +251,7 @@ struct results_writer {
 
 results_writer *results_open(const char *dir, tune_error *err)
 {
-    if (results_mkdirs(dir, err) != TUNE_OK)
+    if (outfile_mkdirs(dir, err) != TUNE_OK)
         return NULL;
     results_writer *w = calloc(1, sizeof *w);
     size_t len = strlen(dir) + sizeof "/raw.jsonl";

@@ -121,8 +121,6 @@ tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, result_row
  * the configuration of the space it measured. Returns buf. */
 const char *results_row_identity(const result_row *row, char *buf, size_t size);
 
-/* Creates directories like mkdir -p. */
-tune_status results_mkdirs(const char *dir, tune_error *err);
 
 /* Keeps the last row of each configuration (results_row_identity) in rows[0..*n), in order; the
  * others are released and counted in *n_dropped (a row measured twice counts once). */

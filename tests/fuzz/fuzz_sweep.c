@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "families/families.h"
 #include "model/space.h"
 #include "model/sweep.h"
 
@@ -45,6 +46,14 @@ static size_t sweep_configs(const sweep *sw)
     if (shapes && per_shape > FUZZ_MAX_CONFIGS / shapes)
         return SIZE_MAX;
     return shapes * per_shape;
+}
+
+/* the families a sweep may name, registered once as tune's main does */
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc, (void)argv;
+    families_register_builtin();
+    return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
