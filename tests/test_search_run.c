@@ -498,3 +498,58 @@ Test(search_run, session_protocol_with_a_stand_in_worker, .timeout = 900)
     cr_expect_eq(lost, 1, "the crashed configuration's row");
     unlink(stand_in_marker);
 }
+
+/* A context of SPARQ as run_search_prepare starts it (the read probe first), planning nothing. */
+static void plan_ctx(run_ctx *rc, const sweep *sw, const run_options *opt, tune_error *err)
+{
+    *rc = (run_ctx){.sw = sw, .opt = opt, .err = err, .lock_fd = -1, .arch = 90};
+    rc->sp = space_build(sw, err);
+    cr_assert_not_null(rc->sp, "%s", err->message);
+    family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
+    cr_assert_eq(run_kernel_index(rc, &probe), 0);
+}
+
+/* The session worker follows the coordinator's plans ("P n ci ..."): planned in the same order,
+ * its kernel indices name the same kernels; a table of another size, a configuration out of the
+ * space or a line without its count is refused. */
+Test(search_run, a_worker_plans_what_the_coordinator_planned)
+{
+    sweep *sw = test_load_sweep(SPARQ);
+    tune_error err = {0}, werr = {0};
+    run_options opt;
+    run_options_init(&opt);
+    run_ctx rc, w;
+    plan_ctx(&rc, sw, &opt, &err);
+    size_t nc = space_n_configs(rc.sp), a = nc - 1, b = nc / 2;
+    cr_assert_not_null(run_plan_config(&rc, a));
+    const run_plan *pb = run_plan_config(&rc, b);
+    cr_assert_not_null(pb);
+    cr_expect_eq(rc.n_plans, 2);
+    cr_expect_eq(run_plan_config(&rc, a), &rc.plans[0], "planned once");
+    char line[128];
+    snprintf(line, sizeof line, "P %zu %zu %zu", pb->kernels_after, a, b);
+    plan_ctx(&w, sw, &opt, &werr);
+    cr_assert_eq(run_session_plans(&w, line), TUNE_OK, "%s", werr.message);
+    cr_assert_eq(w.n_kernels, rc.n_kernels);
+    for (size_t k = 0; k < rc.n_kernels; k++)
+        cr_expect(strcmp(w.kernels[k].job.name, rc.kernels[k].job.name) == 0 &&
+                      strcmp(w.kernels[k].job.options, rc.kernels[k].job.options) == 0,
+                  "kernel %zu: %s here, %s in the coordinator", k, w.kernels[k].job.name,
+                  rc.kernels[k].job.name);
+    run_ctx_free(&w);
+    /* a worker whose table would not have the coordinator's size is refused */
+    plan_ctx(&w, sw, &opt, &werr);
+    snprintf(line, sizeof line, "P %zu %zu", pb->kernels_after + 1, a);
+    cr_expect_eq(run_session_plans(&w, line), TUNE_ERR_INVALID);
+    cr_expect(strstr(werr.message, "differs from the coordinator's") != NULL, "%s", werr.message);
+    run_ctx_free(&w);
+    const char *bad[] = {"P", "P 3 999999999"};
+    for (size_t i = 0; i < 2; i++) {
+        tune_error e = {0};
+        plan_ctx(&w, sw, &opt, &e);
+        cr_expect_eq(run_session_plans(&w, bad[i]), TUNE_ERR_INVALID, "%s", bad[i]);
+        run_ctx_free(&w);
+    }
+    run_ctx_free(&rc);
+    sweep_free(sw);
+}
