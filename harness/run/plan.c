@@ -301,11 +301,12 @@ static int key_unit_add(run_ctx *rc, const family_kernel_ref *ref)
 
 int run_key_add(run_ctx *rc, const family_kernel_ref *refs, int n)
 {
-    if (!rc->key_scan && !(rc->key_scan = calloc(1, sizeof *rc->key_scan)))
-        return -1;
+    if (!rc->key_scan) {
+        if (!(rc->key_scan = calloc(1, sizeof *rc->key_scan)))
+            return -1;
+        rc->key_scan->refs = HASH_FNV_OFFSET;
+    }
     struct run_key_scan *ks = rc->key_scan;
-    if (!ks->refs)
-        ks->refs = HASH_FNV_OFFSET;
     for (int r = 0; r < n; r++) {
         uint64_t h = ref_hash(refs[r].source, refs[r].name, refs[r].options);
         unsigned char arch = refs[r].arch != 0;
