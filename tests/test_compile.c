@@ -706,7 +706,7 @@ Test(compile, options_files_drop_macro_definitions_only)
     static const char *const cases[][2] = {
         {"-DA=1\n-Ifoo\n-DB=2", "-Ifoo"},
         {" -DA=1 \n--define-macro=X\n--pre-include=h.cuh", "--pre-include=h.cuh"},
-        {"-I\n-DX", "-I\n-DX"},       /* a bare -I takes the next line: a folder named -DX */
+        {"-I\n-DX", "-I\n-DX"},      /* a bare -I takes the next line: a folder named -DX */
         {"-D\nA=1\n-DB", "-D\nA=1"}, /* a bare -D keeps its argument */
         {"-use_fast_math\n\n-DT=4", "-use_fast_math"},
         {"", ""},

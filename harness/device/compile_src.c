@@ -232,8 +232,8 @@ static int defines_macro(const char *line, size_t len)
 /* 1 when line (one option) is a bare option whose argument is the next line. */
 static int takes_next_line(const char *line, size_t len)
 {
-    static const char *const bare[] = {"-I", "--include-path", "-include", "--pre-include", "-D",
-                                       "--define-macro"};
+    static const char *const bare[] = {"-I", "--include-path", "-include", "--pre-include",
+                                       "-D", "--define-macro"};
     for (size_t i = 0; i < sizeof bare / sizeof bare[0]; i++)
         if (len == strlen(bare[i]) && strncmp(line, bare[i], len) == 0)
             return 1;

@@ -67,8 +67,8 @@ typedef struct {
     run_index plan_index; /* by configuration */
     run_kernel *kernels;
     size_t n_kernels, cap_kernels;
-    run_index kernel_index;          /* by source, name and options */
-    struct run_key_scan *key_scan;   /* a searched run's key, hashed by run_search_prepare */
+    run_index kernel_index;        /* by source, name and options */
+    struct run_key_scan *key_scan; /* a searched run's key, hashed by run_search_prepare */
     tune_error *err;
     double t0;              /* start of the run (monotonic seconds) */
     monitor *mon;           /* NVML, NULL when absent */

@@ -219,11 +219,11 @@ typedef struct {
 } key_unit;
 
 struct run_key_scan {
-    uint64_t refs;          /* every kernel's source, name, options, architecture, in order */
-    key_unit *units;        /* distinct (source, compile_options_files) */
+    uint64_t refs;   /* every kernel's source, name, options, architecture, in order */
+    key_unit *units; /* distinct (source, compile_options_files) */
     size_t n_units, cap_units;
     run_index unit_index;
-    uint64_t *prints;       /* the distinct kernels' fingerprints (64-bit), to count them */
+    uint64_t *prints; /* the distinct kernels' fingerprints (64-bit), to count them */
     size_t n_prints, cap_prints;
 };
 
@@ -273,8 +273,8 @@ static int key_unit_add(run_ctx *rc, const family_kernel_ref *ref)
 {
     struct run_key_scan *ks = rc->key_scan;
     char files[sizeof ref->options];
-    key_unit k = {(char *)ref->source, (char *)compile_options_files(ref->options, files,
-                                                                     sizeof files)};
+    key_unit k = {(char *)ref->source,
+                  (char *)compile_options_files(ref->options, files, sizeof files)};
     if (index_reserve(&ks->unit_index, ks->n_units, unit_hash, rc) != 0)
         return -1;
     size_t *slot = index_slot(&ks->unit_index, ref_hash(k.source, "", k.options), unit_is, rc, &k);

@@ -331,7 +331,8 @@ static size_t kernels_wanted(run_ctx *rc, const unsigned char *mask, int skip_do
     if (k < rc->n_kernels && !want[k])
         want[k] = 2;
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++) {
-        const run_plan *pl = mask[ci] && !(skip_done && rc->done[ci]) ? run_plan_find(rc, ci) : NULL;
+        const run_plan *pl =
+            mask[ci] && !(skip_done && rc->done[ci]) ? run_plan_find(rc, ci) : NULL;
         for (int r = 0; pl && r < pl->n_refs; r++)
             if (!want[pl->refs[r]])
                 want[pl->refs[r]] = 2;
@@ -550,8 +551,8 @@ tune_status run_search_compile_first(run_ctx *rc, int arch, run_summary *sum)
 {
     run_search_state *ss = rc->ss;
     size_t nc = space_n_configs(rc->sp), *ids = malloc((nc ? nc : 1) * sizeof *ids), *idx = NULL;
-    tune_status st = ids ? warm_start(rc)
-                         : tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    tune_status st =
+        ids ? warm_start(rc) : tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     size_t n = 0, todo = 0;
     if (st == TUNE_OK) {
         n = search_next(ss->s, ids, nc);
