@@ -238,7 +238,7 @@ for bad in 0 -1 nan abc ''; do
 done
 expect 2 "tune run: --search-seed expects an unsigned 64-bit integer" "$SWEEP" --search-seed -3
 expect 2 "tune run: --warm-start expects a path, got an empty one" "$SWEEP" --warm-start ''
-expect 2 "unknown option --budget \(an option of tune run, tune validate\)" report "$RESULTS" --budget 3
+expect 2 "unknown option --budget \(an option of tune run, tune validate, tune compile\)" report "$RESULTS" --budget 3
 SEARCH=$PWD/tests/data/search/sparq_small.json
 expect 0 "searched: random, budget 3/shape: 10 of 20 configurations measured \(4 baselines, 6 of 16 candidates\)" validate "$SEARCH"
 expect 0 "searched: random, budget 50%: 12 of 20 configurations measured" validate "$SEARCH" --budget 50%

@@ -4,8 +4,10 @@
  * -I folders, the toolkit's headers with no setting, a refused -arch, and a key that changes when
  * a header they include does. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <sys/stat.h>
 #include <glob.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -696,6 +698,93 @@ Test(compile, a_fifo_header_is_refused_not_waited_on, .timeout = 60)
                   j.log ? j.log : "");
         compile_job_clear(&j);
     }
+}
+
+/* The options without their macro definitions: what decides the files a job reads. */
+Test(compile, options_files_drop_macro_definitions_only)
+{
+    static const char *const cases[][2] = {
+        {"-DA=1\n-Ifoo\n-DB=2", "-Ifoo"},
+        {" -DA=1 \n--define-macro=X\n--pre-include=h.cuh", "--pre-include=h.cuh"},
+        {"-I\n-DX", "-I\n-DX"},      /* a bare -I takes the next line: a folder named -DX */
+        {"-D\nA=1\n-DB", "-D\nA=1"}, /* a bare -D keeps its argument */
+        {"-use_fast_math\n\n-DT=4", "-use_fast_math"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[1024];
+        cr_expect_str_eq(compile_options_files(cases[i][0], out, sizeof out), cases[i][1],
+                         "case %zu", i);
+    }
+}
+
+/* A searched compile-only run, with rows, of tests/data/search/convolution_small.json (18 800
+ * configurations in 4 shapes, each its own kernel, with the model's three-round rule): the
+ * first round's configurations (seed) alone are planned and compiled; meta.json of dir. */
+static json_t *compile_searched(const char *dir, const char *seed, run_summary *sum)
+{
+    tune_error err = {0};
+    sweep *sw = sweep_load("tests/data/search/convolution_small.json", &err);
+    cr_assert_not_null(sw, "%s: %s", err.where, err.message);
+    run_options opt;
+    run_options_init(&opt);
+    opt.compile_only = opt.compile_rows = 1;
+    opt.quiet = 1;
+    opt.arch = 90;
+    opt.cache_dir = cache_dir;
+    opt.kernels_dir = kernels_dir;
+    opt.out_dir = dir;
+    opt.search = "model";
+    opt.budget = "4";
+    opt.search_seed_set = 1;
+    opt.search_seed = strtoull(seed, NULL, 10);
+    cr_assert_eq(run_sweep(sw, &opt, sum, &err), TUNE_OK, "%s", err.message);
+    sweep_free(sw);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/meta.json", dir);
+    json_t *m = json_load_file(path, 0, NULL);
+    cr_assert_not_null(m, "%s", path);
+    return m;
+}
+
+static const char *meta_str(const json_t *m, const char *a, const char *b)
+{
+    const char *s = json_string_value(json_object_get(json_object_get(m, a), b));
+    return s ? s : "";
+}
+
+static json_int_t search_kernels(const json_t *m, const char *what)
+{
+    return json_integer_value(
+        json_object_get(json_object_get(json_object_get(m, "search"), "kernels"), what));
+}
+
+Test(compile, a_searched_sweep_compiles_at_most_its_budget)
+{
+    /* per configuration its kernel and its shape's reference; once, the input fill and the read
+     * probe */
+    char dir[2][300];
+    json_t *m[2];
+    run_summary sum[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(dir[i], sizeof dir[i], "%s/searched-%d", cache_dir, i);
+        m[i] = compile_searched(dir[i], i ? "2" : "1", &sum[i]);
+        cr_expect_eq(sum[i].n_configs, 18800, "the space: %zu configurations", sum[i].n_configs);
+        cr_expect(sum[i].n_kernels >= 3 && sum[i].n_kernels <= 2 * 4 + 2,
+                  "model, budget 4: %zu kernels compiled", sum[i].n_kernels);
+        cr_expect_eq(sum[i].n_kernel_errors, 0, "%zu kernels failed", sum[i].n_kernel_errors);
+        size_t rows = sum[i].n_compiled + sum[i].n_compile_error + sum[i].n_skipped;
+        cr_expect(rows >= 1 && rows <= 4, "rows for the first round alone: %zu", rows);
+        /* the space's kernels counted, not planned: one per configuration, 4 references, the
+         * fill and the probe */
+        cr_expect_eq(search_kernels(m[i], "space"), 18800 + 4 + 2);
+        cr_expect_eq(search_kernels(m[i], "compiled"), (json_int_t)sum[i].n_kernels);
+    }
+    /* the key: of the sources, options and space, not of what a seed proposed */
+    cr_expect_str_eq(meta_str(m[0], "key", "kernels_hash"), meta_str(m[1], "key", "kernels_hash"));
+    cr_expect_str_neq(meta_str(m[0], "key", "search"), meta_str(m[1], "key", "search"));
+    json_decref(m[0]);
+    json_decref(m[1]);
 }
 
 /* `#pragma unroll NAME` with NAME a -D macro: the text NVRTC gets carries the value (a macro does

@@ -346,16 +346,24 @@ static int stand_in_body(void *ctx, int fd, worker_inbox *in)
     run_ctx *rc = ctx;
     size_t nc = space_n_configs(rc->sp), batches = 0;
     unsigned char *todo = calloc(nc + 1, 1);
-    size_t *idx = calloc(rc->n_kernels + 1, sizeof *idx);
+    size_t *idx = NULL;
     char line[8192], *end;
-    while (todo && idx && worker_recv(in, line, sizeof line) == 1) {
+    while (todo && worker_recv(in, line, sizeof line) == 1) {
         const char *p = line + 1;
         size_t n = 0;
         if (line[0] == 'Q')
             break;
+        if (line[0] == 'P' && run_session_plans(rc, line) != TUNE_OK) {
+            worker_send(fd, "F %d %s", (int)rc->err->code, rc->err->message);
+            return 4;
+        }
         if (line[0] == 'K') {
+            free(idx);
+            if (!(idx = calloc(rc->n_kernels + 1, sizeof *idx)))
+                break;
             for (unsigned long long k; (k = strtoull(p, &end, 10), end != p); p = end)
-                idx[n++] = (size_t)k;
+                if (k < rc->n_kernels)
+                    idx[n++] = (size_t)k;
             run_read_cached_kernels(rc, idx, n);
         } else if (line[0] == 'C') {
             for (unsigned long long ci; (ci = strtoull(p, &end, 10), end != p); p = end)
@@ -372,8 +380,14 @@ static int stand_in_body(void *ctx, int fd, worker_inbox *in)
             for (size_t ci = 0; ci < nc; ci++) {
                 if (!todo[ci])
                     continue;
-                for (int r = 0; r < rc->plans[ci].n_refs; r++) {
-                    const compile_job *j = &rc->kernels[rc->plans[ci].refs[r]].job;
+                const run_plan *pl = run_plan_find(rc, ci);
+                if (!pl) {
+                    worker_send(fd, "F %d configuration %zu told before its plan",
+                                (int)TUNE_ERR_INVALID, ci);
+                    return 4;
+                }
+                for (int r = 0; r < pl->n_refs; r++) {
+                    const compile_job *j = &rc->kernels[pl->refs[r]].job;
                     if (!j->cubin && j->status == TUNE_OK) {
                         worker_send(fd, "F %d configuration %zu told before its kernel %s",
                                     (int)TUNE_ERR_INVALID, ci, j->name);
@@ -423,8 +437,7 @@ static size_t stand_in_run(const char *out, const char *cache, size_t *done, siz
     rc.session_body = stand_in_body;
     snprintf(rc.out_dir, sizeof rc.out_dir, "%s", out);
     snprintf(rc.gi.name, sizeof rc.gi.name, "stand-in");
-    cr_assert_eq(run_plan_configs(&rc), TUNE_OK, "%s", err.message);
-    sweep_search set;
+    sweep_search set; /* planned as the rounds propose (plan.c), the worker told ("P") */
     cr_assert_eq(run_search_settings(sw, &opt, &set, &err), TUNE_OK, "%s", err.message);
     cr_assert_eq(run_search_prepare(&rc, &set), TUNE_OK, "%s", err.message);
     rc.done = calloc(space_n_configs(rc.sp) + 1, 1);
@@ -435,6 +448,9 @@ static size_t stand_in_run(const char *out, const char *cache, size_t *done, siz
     *done = 0;
     for (size_t ci = 0; ci < space_n_configs(rc.sp); ci++)
         *done += rc.done[ci];
+    /* planned lazily: the configurations measured (the baselines, the proposals) alone */
+    cr_expect_eq(rc.n_plans, *done, "%zu configurations planned, %zu measured", rc.n_plans, *done);
+    cr_expect_lt(rc.n_plans, space_n_configs(rc.sp));
     for (size_t s = 0; s < space_n_shapes(rc.sp); s++)
         cr_expect(rc.retimed[s], "shape %zu re-timed", s);
     *lost = sum.n_crashed;
@@ -483,4 +499,59 @@ Test(search_run, session_protocol_with_a_stand_in_worker, .timeout = 900)
     cr_expect_eq(done, n_exp);
     cr_expect_eq(lost, 1, "the crashed configuration's row");
     unlink(stand_in_marker);
+}
+
+/* A context of SPARQ as run_search_prepare starts it (the read probe first), planning nothing. */
+static void plan_ctx(run_ctx *rc, const sweep *sw, const run_options *opt, tune_error *err)
+{
+    *rc = (run_ctx){.sw = sw, .opt = opt, .err = err, .lock_fd = -1, .arch = 90};
+    rc->sp = space_build(sw, err);
+    cr_assert_not_null(rc->sp, "%s", err->message);
+    family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
+    cr_assert_eq(run_kernel_index(rc, &probe), 0);
+}
+
+/* The session worker follows the coordinator's plans ("P n ci ..."): planned in the same order,
+ * its kernel indices name the same kernels; a table of another size, a configuration out of the
+ * space or a line without its count is refused. */
+Test(search_run, a_worker_plans_what_the_coordinator_planned)
+{
+    sweep *sw = test_load_sweep(SPARQ);
+    tune_error err = {0}, werr = {0};
+    run_options opt;
+    run_options_init(&opt);
+    run_ctx rc, w;
+    plan_ctx(&rc, sw, &opt, &err);
+    size_t nc = space_n_configs(rc.sp), a = nc - 1, b = nc / 2;
+    cr_assert_not_null(run_plan_config(&rc, a));
+    const run_plan *pb = run_plan_config(&rc, b);
+    cr_assert_not_null(pb);
+    cr_expect_eq(rc.n_plans, 2);
+    cr_expect_eq(run_plan_config(&rc, a), &rc.plans[0], "planned once");
+    char line[128];
+    snprintf(line, sizeof line, "P %zu %zu %zu", pb->kernels_after, a, b);
+    plan_ctx(&w, sw, &opt, &werr);
+    cr_assert_eq(run_session_plans(&w, line), TUNE_OK, "%s", werr.message);
+    cr_assert_eq(w.n_kernels, rc.n_kernels);
+    for (size_t k = 0; k < rc.n_kernels; k++)
+        cr_expect(strcmp(w.kernels[k].job.name, rc.kernels[k].job.name) == 0 &&
+                      strcmp(w.kernels[k].job.options, rc.kernels[k].job.options) == 0,
+                  "kernel %zu: %s here, %s in the coordinator", k, w.kernels[k].job.name,
+                  rc.kernels[k].job.name);
+    run_ctx_free(&w);
+    /* a worker whose table would not have the coordinator's size is refused */
+    plan_ctx(&w, sw, &opt, &werr);
+    snprintf(line, sizeof line, "P %zu %zu", pb->kernels_after + 1, a);
+    cr_expect_eq(run_session_plans(&w, line), TUNE_ERR_INVALID);
+    cr_expect(strstr(werr.message, "differs from the coordinator's") != NULL, "%s", werr.message);
+    run_ctx_free(&w);
+    const char *bad[] = {"P", "P 3 999999999"};
+    for (size_t i = 0; i < 2; i++) {
+        tune_error e = {0};
+        plan_ctx(&w, sw, &opt, &e);
+        cr_expect_eq(run_session_plans(&w, bad[i]), TUNE_ERR_INVALID, "%s", bad[i]);
+        run_ctx_free(&w);
+    }
+    run_ctx_free(&rc);
+    sweep_free(sw);
 }

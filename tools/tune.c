@@ -111,6 +111,8 @@ static const cmd_desc commands[] = {
     {"compile", CMD_COMPILE,
      "usage: tune compile [SWEEP.json|DIR]... [options]\n"
      "Compiles every kernel of the sweeps (default: sweeps/) into the cache; no GPU needed.\n"
+     "A searched sweep (--search, --budget, or the sweep's \"search\") compiles only what the\n"
+     "search proposes before measuring: the budget (random), the first round (model).\n"
      "Exit 1 when a kernel does not compile.\n"},
     {"report", CMD_REPORT,
      "usage: tune report RESULTS_DIR... [--rows A,B] [--cols C,D] [--quiet]\n"
@@ -170,18 +172,18 @@ static const opt_desc options[] = {
     {"--shard", "I/N", CMD_RUN,
      "run only shard I of N (0-based: 0/4 .. 3/4), balanced by estimated cost"},
     {"--gpus", "all|0,1", CMD_RUN, "one coordinator per GPU, each on its shard, merged at the end"},
-    {"--search", "STRATEGY", CMD_RUN | CMD_VALIDATE,
+    {"--search", "STRATEGY", CMD_RUN | CMD_VALIDATE | CMD_COMPILE,
      "exhaustive (every configuration), random or model: which configurations to measure\n"
      "                        (default: the sweep's \"search\", else exhaustive)"},
-    {"--budget", "B", CMD_RUN | CMD_VALIDATE,
+    {"--budget", "B", CMD_RUN | CMD_VALIDATE | CMD_COMPILE,
      "the candidates measured, a count (400) or a percentage (10%) of the run's in all,\n"
      "                        shared out by the strategy; with /shape (4/shape, 10%/shape) each\n"
      "                        shape's"},
     {"--time-limit", "S", CMD_RUN | CMD_VALIDATE,
      "a searched run starts no round (and stops between configurations) after S seconds"},
-    {"--search-seed", "N", CMD_RUN | CMD_VALIDATE,
+    {"--search-seed", "N", CMD_RUN | CMD_VALIDATE | CMD_COMPILE,
      "seed of the search's proposals, an unsigned 64-bit integer (default 1)"},
-    {"--warm-start", "DIR", CMD_RUN | CMD_VALIDATE,
+    {"--warm-start", "DIR", CMD_RUN | CMD_VALIDATE | CMD_COMPILE,
      "an earlier results folder of the sweep (or its family and op) whose rows inform the\n"
      "                        search; repeatable; read only"},
     {"--compile-only", NULL, CMD_RUN,
@@ -458,15 +460,22 @@ static size_t expand_sweeps(const cli *c, char **out, size_t max)
     return n;
 }
 
-/* The warning of an unusually large sweep (SPACE_LARGE_CONFIGS). */
-static void warn_if_large(const char *file, const space *sp)
+/* The warning of an unusually large sweep (SPACE_LARGE_CONFIGS), unless a budget bounds what the
+ * run compiles and measures. */
+static void warn_if_large(const cli *c, const sweep *sw, const space *sp)
 {
     size_t n = space_n_configs(sp);
-    if (n > SPACE_LARGE_CONFIGS)
-        fprintf(stderr,
-                "tune: warning: %s enumerates %zu configurations (more than %d): at 0.1 to 1 s "
-                "each that is hours; narrow the axes or add skip_if, or split it (--shard)\n",
-                file, n, SPACE_LARGE_CONFIGS);
+    sweep_search set;
+    tune_error err = {0};
+    if (n <= SPACE_LARGE_CONFIGS ||
+        (run_search_settings(sw, &c->run, &set, &err) == TUNE_OK &&
+         (set.opt.budget_count > 0 || set.opt.budget_fraction > 0)))
+        return;
+    fprintf(stderr,
+            "tune: warning: %s enumerates %zu configurations (more than %d): at 0.1 to 1 s each "
+            "that is hours; search it under a budget (--search model --budget 2000), narrow the "
+            "axes or add skip_if, or split it (--shard)\n",
+            sw->file, n, SPACE_LARGE_CONFIGS);
 }
 
 /* `tune validate`: what a searched run of the sweep measures (into o under --json, else printed;
@@ -548,7 +557,7 @@ static int cmd_validate(cli *c)
             }
             print_json_line(o);
         } else {
-            warn_if_large(c->files[i], sp);
+            warn_if_large(c, sw, sp);
             size_t by_family = space_n_pruned_family(sp);
             printf("%s: ok: %s/%s, %zu shapes, %zu configs (%zu pruned by skip_if", c->files[i],
                    sw->family_name, sw->op, space_n_shapes(sp), space_n_configs(sp),
@@ -642,7 +651,7 @@ static int cmd_run(cli *c)
         return fail(&err);
     }
     if (!c->run.quiet)
-        warn_if_large(c->files[0], sp);
+        warn_if_large(c, sw, sp);
     c->run.space = sp; /* enumerated once */
     tune_status st = run_sweep(sw, &c->run, &sum, &err);
     space_free(sp);

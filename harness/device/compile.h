@@ -84,6 +84,14 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
  * as compile_run does when a shipped source cannot be read or NVRTC cannot be loaded. */
 tune_status compile_hash_keys(const compile_job *jobs, size_t n, const compile_options *opt,
                               uint64_t *hash, tune_error *err);
+/* options (one per line, as compile_job.options) without their macro definitions ("-DNAME=1",
+ * "--define-macro=NAME"): what the files a job reads depend on (its include folders and
+ * --pre-include files), and so the part of its cache key beside the source's and headers' text
+ * that no macro's value changes (the header scan reads every #include line, whatever #if says,
+ * and one that names a macro makes it cover whole folders). A line that a bare "-I" or
+ * "--pre-include" takes as its argument is kept. Into out (size bytes, truncated); returns out.
+ * A searched run's key hashes the units of these (run/plan.c), not one per kernel. */
+const char *compile_options_files(const char *options, char *out, size_t size);
 /* Frees a job's results (not the job itself). */
 void compile_job_clear(compile_job *job);
 

@@ -222,6 +222,45 @@ static const char *include_dir_of(const char *opt, const char *next, int *takes_
     return len == 2 ? rest : NULL; /* "-Idir"; "--include-pathX" is another option */
 }
 
+/* 1 when line (one option) is a macro definition with its name attached. */
+static int defines_macro(const char *line, size_t len)
+{
+    return (len > 2 && strncmp(line, "-D", 2) == 0) ||
+           (len > 15 && strncmp(line, "--define-macro=", 15) == 0);
+}
+
+/* 1 when line (one option) is a bare option whose argument is the next line. */
+static int takes_next_line(const char *line, size_t len)
+{
+    static const char *const bare[] = {"-I", "--include-path", "-include", "--pre-include",
+                                       "-D", "--define-macro"};
+    for (size_t i = 0; i < sizeof bare / sizeof bare[0]; i++)
+        if (len == strlen(bare[i]) && strncmp(line, bare[i], len) == 0)
+            return 1;
+    return 0;
+}
+
+const char *compile_options_files(const char *options, char *out, size_t size)
+{
+    size_t used = 0;
+    int argument = 0; /* this line is the previous one's argument */
+    out[0] = '\0';
+    for (const char *p = options; *p;) {
+        size_t len = strcspn(p, "\n");
+        const char *s = p + strspn(p, " \t\r");
+        size_t n = s < p + len ? (size_t)(p + len - s) : 0;
+        while (n > 0 && strchr(" \t\r", s[n - 1]))
+            n--;
+        if (n > 0 && (argument || !defines_macro(s, n))) {
+            int w = snprintf(out + used, size - used, "%s%.*s", used ? "\n" : "", (int)n, s);
+            used = w < 0 || (size_t)w >= size - used ? size - 1 : used + (size_t)w;
+        }
+        argument = n > 0 && !argument && takes_next_line(s, n);
+        p += len + (p[len] == '\n');
+    }
+    return out;
+}
+
 /* 1 when opt sets the target architecture, which is the harness's to choose. */
 static int sets_architecture(const char *opt)
 {

@@ -2,6 +2,7 @@
  * rendered at a configuration, the instantiation a method needs, and the declaration freed. */
 #include "model/kernel_decl.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,44 @@ int kdecl_vector_parse(const char *s, int *lanes)
     return -1;
 }
 
+/* Appends n bytes of s to buf (*used bytes of size, NUL-terminated): 0, or -1 when they do not
+ * fit (buf unchanged). Rendering runs once per configuration of a searched run's space (a
+ * million of them), so it copies instead of formatting. */
+static int kd_append(char *buf, size_t size, size_t *used, const char *s, size_t n)
+{
+    if (n >= size - *used)
+        return -1;
+    memcpy(buf + *used, s, n);
+    *used += n;
+    buf[*used] = '\0';
+    return 0;
+}
+
+/* v as a template writes it into val (size >= 24): an integer in decimal, a float as %.17g, a
+ * string as it is. */
+static const char *kd_value_text(expr_value v, char *val, size_t size)
+{
+    if (v.type == EXPR_INT) {
+        char digits[24];
+        size_t n = 0, k = 0;
+        uint64_t u = v.i < 0 ? (uint64_t)0 - (uint64_t)v.i : (uint64_t)v.i;
+        do {
+            digits[n++] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        if (v.i < 0)
+            val[k++] = '-';
+        while (n)
+            val[k++] = digits[--n];
+        val[k] = '\0';
+    } else if (v.type == EXPR_FLOAT) {
+        snprintf(val, size, "%.17g", v.f);
+    } else {
+        expr_value_format(v, val, size);
+    }
+    return val;
+}
+
 int kdecl_render(const kdecl_template *t, const tune_point *p, char *buf, size_t size,
                  tune_error *err)
 {
@@ -95,18 +134,14 @@ int kdecl_render(const kdecl_template *t, const tune_point *p, char *buf, size_t
             expr_value v;
             if (expr_eval(t->exprs[i], point_lookup, (void *)p, &v, err) != TUNE_OK)
                 return -1;
-            if (v.type == EXPR_FLOAT)
-                snprintf(val, sizeof val, "%.17g", v.f);
-            else
-                expr_value_format(v, val, sizeof val);
+            kd_value_text(v, val, sizeof val);
         }
-        int w = snprintf(buf + used, size - used, "%s%s", t->text[i], val);
-        if (w < 0 || (size_t)w >= size - used) {
+        if (kd_append(buf, size, &used, t->text[i], strlen(t->text[i])) != 0 ||
+            kd_append(buf, size, &used, val, strlen(val)) != 0) {
             tune_error_set(err, TUNE_ERR_INVALID, "kernel", "the text is longer than %zu bytes",
                            size - 1);
             return -1;
         }
-        used += (size_t)w;
     }
     return 0;
 }
@@ -197,12 +232,19 @@ int kdecl_kernel_ref(const kernel_decl *d, const kdecl_kernel *k, const tune_poi
         if (strchr(val, '\n'))
             return family_fail(why, why_size, "define %s: a newline in its value",
                                k->define_names[i]);
-        int w = snprintf(ref->options + used, sizeof ref->options - used, "%s-D%s=%s",
-                         used ? "\n" : "", k->define_names[i], val);
-        if (w < 0 || (size_t)w >= sizeof ref->options - used)
+        /* "\n-DNAME=value" (no newline first), whole or not at all */
+        const char *name = k->define_names[i];
+        size_t n_name = strlen(name), n_val = strlen(val), start = used;
+        if ((used ? 1 : 0) + 2 + n_name + 1 + n_val >= sizeof ref->options - used ||
+            (used && kd_append(ref->options, sizeof ref->options, &used, "\n", 1) != 0) ||
+            kd_append(ref->options, sizeof ref->options, &used, "-D", 2) != 0 ||
+            kd_append(ref->options, sizeof ref->options, &used, name, n_name) != 0 ||
+            kd_append(ref->options, sizeof ref->options, &used, "=", 1) != 0 ||
+            kd_append(ref->options, sizeof ref->options, &used, val, n_val) != 0) {
+            ref->options[start] = '\0';
             return family_fail(why, why_size, "the options are longer than %zu bytes",
                                sizeof ref->options - 1);
-        used += (size_t)w;
+        }
     }
     return 0;
 }

@@ -107,6 +107,10 @@ static size_t pool_round_size(const search *s, int blind)
     size_t rounds = (left + per - 1) / per;
     if (blind && rounds < 2 && left >= 2)
         rounds = 2;
+    /* a space far larger than its budget (one round of batches would spend it all): three rounds,
+     * so that at most POOL_BLIND_SHARE of the budget is spent blind */
+    if (blind && per >= left && left >= 3)
+        rounds = 3;
     size_t size = (left + rounds - 1) / rounds;
     if (blind && size > (size_t)ceil(POOL_BLIND_SHARE * (double)total) && rounds > 2)
         size = (size_t)ceil(POOL_BLIND_SHARE * (double)total);

@@ -1,8 +1,10 @@
 /* internal.h - what the files of the run layer share (not for other layers): the context of one
  * sweep run and the functions of its parts.
  *
- *   kernels.c      the kernel table: which instantiations each configuration needs, compiling
- *                  them (in a child process for GPU runs), loading them on first use
+ *   plan.c         which instantiations each configuration needs (planned on first use), the
+ *                  kernel table, a searched run's key
+ *   kernels.c      compiling the kernels (in a child process for GPU runs), loading them on
+ *                  first use
  *   rows.c         a configuration's row: filled, validated and timed, or why it was not
  *   retime.c       the interleaved re-timing of a shape's fastest configurations
  *   worker_loop.c  the worker: a child process that owns the GPU and writes rows
@@ -40,22 +42,33 @@ typedef struct {
     void *kernel;
 } run_kernel;
 
-/* What the CPU side knows of each configuration before the GPU sees it. */
+/* What the CPU side knows of a configuration before the GPU sees it (plan.c). */
 typedef struct {
+    size_t ci;            /* the configuration */
+    size_t kernels_after; /* the kernel table's size once it was planned */
     int n_refs;
     size_t refs[FAMILY_MAX_KERNELS]; /* indices into kernels */
     int row_ref;                     /* the refs index of the kernel its row names, or -1 */
     char *skip;                      /* family says it cannot run: reason */
 } run_plan;
 
+/* An open-addressed hash index of a table: slot = item index + 1, 0 empty; cap a power of two. */
+typedef struct {
+    size_t *slots, cap;
+} run_index;
+
 typedef struct {
     const sweep *sw;
     const run_options *opt;
     space *sp;
     int sp_borrowed; /* sp is run_options.space: not freed here */
-    run_plan *plans;
+    run_plan *plans; /* the configurations planned, in the order they were (plan.c) */
+    size_t n_plans, cap_plans;
+    run_index plan_index; /* by configuration */
     run_kernel *kernels;
     size_t n_kernels, cap_kernels;
+    run_index kernel_index;        /* by source, name and options */
+    struct run_key_scan *key_scan; /* a searched run's key, hashed by run_search_prepare */
     tune_error *err;
     double t0;              /* start of the run (monotonic seconds) */
     monitor *mon;           /* NVML, NULL when absent */
@@ -77,7 +90,7 @@ typedef struct {
     unsigned char *resumed;     /* per configuration: its row came from the resumed folder */
     double *resumed_cost;       /* per resumed configuration: its row's cost under the run's
                                    objective (results_row_cost), what the search observes */
-    unsigned char *compiled;    /* per kernel: compiled (or read from the cache) */
+    unsigned char *compiled;    /* per kernel (cap_kernels): compiled (or read from the cache) */
     unsigned char *retime_todo; /* per shape: re-time it after the rows (the last pass) */
     unsigned char *retimed;     /* per shape: re-timed (coordinator side, from "T s") */
     int retime_at_end;          /* workers re-time a shape after its last row of the round */
@@ -95,12 +108,41 @@ typedef struct {
     worker_duplex_fn session_body;
 } run_ctx;
 
+/* plan.c */
+/* The index of the kernel ref names, added when new; SIZE_MAX: out of memory. */
+size_t run_kernel_index(run_ctx *rc, const family_kernel_ref *ref);
+/* The index of the kernel ref names, SIZE_MAX when the table has none. */
+size_t run_kernel_find(const run_ctx *rc, const family_kernel_ref *ref);
+/* The family's kernels for configuration ci into refs (FAMILY_MAX_KERNELS, zeroed first) and
+ * their number, or -1 with why: the family refuses it, or a kernel needs another architecture. */
+int run_config_refs(const run_ctx *rc, size_t ci, family_kernel_ref *refs, char *why,
+                    size_t why_size);
+/* The plan of configuration ci, made on first use (its kernels added to the table); NULL: out of
+ * memory. Borrowed until the next plan is made. */
+const run_plan *run_plan_config(run_ctx *rc, size_t ci);
+/* The plan of ci if it is planned, else NULL. */
+const run_plan *run_plan_find(const run_ctx *rc, size_t ci);
+/* Plans the configurations of mask (NULL: every one), in their order. */
+tune_status run_plan_configs(run_ctx *rc, const unsigned char *mask);
+/* A searched run's key: one configuration's kernels refs[0..n) (n < 0: none) added. 0, or -1
+ * out of memory. */
+int run_key_add(run_ctx *rc, const family_kernel_ref *refs, int n);
+/* The distinct kernels of the space: counted by run_key_add (by 64-bit fingerprint) in a
+ * searched run, the table's size otherwise. */
+size_t run_key_kernels(const run_ctx *rc);
+/* A searched run's kernels_hash: what run_key_add saw (each kernel's source, name, options and
+ * architecture) and the compile cache key of each distinct unit (source, options that decide the
+ * files read), which need no cubin. */
+tune_status run_kernels_key_hash(run_ctx *rc, uint64_t *hash);
+/* Frees the plans, the indices and the key's state. */
+void run_plans_free(run_ctx *rc);
+
 /* kernels.c */
-size_t run_kernel_index(run_ctx *rc, const family_kernel_ref *ref); /* SIZE_MAX: out of memory */
-tune_status run_plan_configs(run_ctx *rc);
 /* Compiles every kernel (GPU runs: in a child process that fills the cache); prints the counts
  * unless quiet. */
 tune_status run_compile(run_ctx *rc, int arch, run_summary *sum);
+/* The same for the kernels idx[0..n) alone (idx NULL: the first n). */
+tune_status run_compile_some(run_ctx *rc, int arch, const size_t *idx, size_t n, run_summary *sum);
 /* family_env.kernel: the loaded kernel of (source, name), or NULL. */
 void *run_lookup_kernel(void *kctx, const family_kernel_ref *ref);
 /* family_env.global: a symbol of the module of a kernel of the table (loaded first). */
@@ -133,9 +175,6 @@ void run_read_cached_kernels(run_ctx *rc, const size_t *idx, size_t n);
 void run_remove_cache_dir(const char *dir);
 /* FNV-1a over the kernels' sources, names and cubins: the run key's kernels_hash. */
 uint64_t run_kernels_hash(const run_ctx *rc);
-/* A searched run's kernels_hash: over the kernels' sources, names, options and compile cache
- * keys (device/compile.h: compile_hash_keys), which need no cubin. */
-tune_status run_kernels_key_hash(run_ctx *rc, uint64_t *hash);
 void run_ctx_free(run_ctx *rc);
 /* Writes the row of a configuration whose worker died (crashed) or hung (timeout) (coordinator.c).
  */
@@ -175,6 +214,11 @@ tune_status run_retime_shape(run_ctx *rc, void *state, timing *tm, run_candidate
 int run_worker_body(void *ctx, int fd);
 /* The measuring worker of a searched run's session (search_session.c: its commands). */
 int run_session_body(void *ctx, int fd, worker_inbox *in);
+/* The session worker's "P n ci ci ...": the configurations the coordinator planned since this
+ * worker was forked, planned here in the same order, so that the kernel indices of its "K" lines
+ * name the same kernels here (plan.c); n, the coordinator's kernel count after them, checked.
+ * TUNE_ERR_INVALID when the line is malformed or the tables differ. */
+tune_status run_session_plans(run_ctx *rc, const char *line);
 
 /* coordinator.c */
 /* The seconds without progress after which a worker's configuration is killed: the option's,
@@ -214,6 +258,11 @@ void run_session_free(run_ctx *rc, run_summary *sum, run_session *s);
 /* search.c */
 /* Whether the run is searched, and its search state set up (the settings merged, arrays). */
 tune_status run_search_prepare(run_ctx *rc, sweep_search *settings);
+/* A compile-only run of a searched sweep: what the search proposes before any measurement (the
+ * whole budget for random and exhaustive, the first round for the model, whose later rounds
+ * follow the measurements) marked in rc->todo with the baselines, and only their kernels
+ * compiled. */
+tune_status run_search_compile_first(run_ctx *rc, int arch, run_summary *sum);
 /* The rounds of a searched run, then the re-timing of each shape's fastest candidates. */
 tune_status run_search(run_ctx *rc, run_summary *sum);
 /* The key's text of the search settings ("random budget=10% seed=7 batch=4", then

@@ -1,5 +1,5 @@
-/* kernels.c - the run's kernel table: the distinct instantiations its configurations need,
- * compiled once (cached on disk), loaded on first use. */
+/* kernels.c - the run's kernels (the table is plan.c's): compiled once (cached on disk), loaded
+ * on first use. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,76 +12,6 @@
 #include "core/outfile.h"
 #include "core/progress.h"
 #include "run/internal.h"
-
-/* Whether k is the instantiation ref names: source, name and options. */
-static int run_kernel_is(const run_kernel *k, const family_kernel_ref *ref)
-{
-    return strcmp(k->job.source, ref->source) == 0 && strcmp(k->job.name, ref->name) == 0 &&
-           strcmp(k->job.options, ref->options) == 0;
-}
-
-size_t run_kernel_index(run_ctx *rc, const family_kernel_ref *ref)
-{
-    for (size_t i = 0; i < rc->n_kernels; i++)
-        if (run_kernel_is(&rc->kernels[i], ref))
-            return i;
-    if (rc->n_kernels == rc->cap_kernels) {
-        size_t cap = rc->cap_kernels ? 2 * rc->cap_kernels : 64;
-        run_kernel *nk = realloc(rc->kernels, cap * sizeof *nk);
-        if (!nk)
-            return SIZE_MAX;
-        rc->kernels = nk;
-        rc->cap_kernels = cap;
-    }
-    run_kernel *k = &rc->kernels[rc->n_kernels];
-    memset(k, 0, sizeof *k);
-    snprintf(k->job.source, sizeof k->job.source, "%s", ref->source);
-    snprintf(k->job.name, sizeof k->job.name, "%s", ref->name);
-    snprintf(k->job.options, sizeof k->job.options, "%s", ref->options);
-    k->job.arch_specific = ref->arch != 0;
-    return rc->n_kernels++;
-}
-
-/* Asks the family which kernels each configuration needs. */
-tune_status run_plan_configs(run_ctx *rc)
-{
-    size_t n = space_n_configs(rc->sp);
-    rc->plans = calloc(n ? n : 1, sizeof *rc->plans);
-    if (!rc->plans)
-        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-    for (size_t i = 0; i < n; i++) {
-        tune_point p;
-        space_config_point(rc->sp, i, &p);
-        family_kernel_ref refs[FAMILY_MAX_KERNELS];
-        memset(refs, 0, sizeof refs);
-        char why[512] = "";
-        int nr =
-            rc->sw->family->kernels(rc->sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
-        if (nr < 0) {
-            rc->plans[i].skip = strdup(why);
-            continue;
-        }
-        for (int r = 0; r < nr && !rc->plans[i].skip; r++)
-            if (refs[r].arch && refs[r].arch != rc->arch) {
-                snprintf(why, sizeof why, "architecture: %s needs sm_%da, the target is sm_%d",
-                         refs[r].name, refs[r].arch, rc->arch);
-                rc->plans[i].skip = strdup(why);
-            }
-        if (rc->plans[i].skip)
-            continue;
-        rc->plans[i].n_refs = nr;
-        rc->plans[i].row_ref = -1;
-        for (int r = 0; r < nr; r++) {
-            if (refs[r].row && rc->plans[i].row_ref < 0)
-                rc->plans[i].row_ref = r;
-            size_t ki = run_kernel_index(rc, &refs[r]);
-            if (ki == SIZE_MAX)
-                return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-            rc->plans[i].refs[r] = ki;
-        }
-    }
-    return TUNE_OK;
-}
 
 /* What compile_all's callbacks see: the progress line, and (a compile child that streams) the
  * pipe to tell the coordinator of each kernel finished, with the kernels' indices. */
@@ -347,27 +277,30 @@ static tune_status compile_isolated(run_ctx *rc, int arch, const char *cache_dir
     return c ? compile_finish(rc, c, sum) : (rc->err ? rc->err->code : TUNE_ERR_IO);
 }
 
-/* For every kernel, the first configuration that needs it (SIZE_MAX: none) and how many do: one
- * pass over the plans. NULL when out of memory. */
+/* For every kernel, the first configuration planned that needs it (SIZE_MAX: none) and how many
+ * do: one pass over the plans (a searched run's: the configurations it proposed). NULL when out
+ * of memory. */
 static size_t *kernel_users(const run_ctx *rc)
 {
     size_t *first = malloc(2 * (rc->n_kernels ? rc->n_kernels : 1) * sizeof *first);
     if (!first)
         return NULL;
-    size_t *uses = first + rc->n_kernels, n = space_n_configs(rc->sp);
+    size_t *uses = first + rc->n_kernels;
     for (size_t k = 0; k < rc->n_kernels; k++) {
         first[k] = SIZE_MAX;
         uses[k] = 0;
     }
-    for (size_t i = 0; i < n; i++)
-        for (int r = 0; !rc->plans[i].skip && r < rc->plans[i].n_refs; r++) {
-            size_t k = rc->plans[i].refs[r];
+    for (size_t i = 0; i < rc->n_plans; i++) { /* the configurations planned (plan.c) */
+        const run_plan *pl = &rc->plans[i];
+        for (int r = 0; !pl->skip && r < pl->n_refs; r++) {
+            size_t k = pl->refs[r];
             int again = 0; /* a kernel listed twice by one configuration counts once */
             for (int q = 0; q < r; q++)
-                again |= rc->plans[i].refs[q] == k;
-            first[k] = first[k] == SIZE_MAX ? i : first[k];
+                again |= pl->refs[q] == k;
+            first[k] = first[k] == SIZE_MAX || pl->ci < first[k] ? pl->ci : first[k];
             uses[k] += !again;
         }
+    }
     return first;
 }
 
@@ -433,6 +366,11 @@ static void report_compiled(const run_ctx *rc, const size_t *idx, size_t n)
 
 tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
 {
+    return run_compile_some(rc, arch, NULL, rc->n_kernels, sum);
+}
+
+tune_status run_compile_some(run_ctx *rc, int arch, const size_t *idx, size_t n, run_summary *sum)
+{
     const run_options *opt = rc->opt;
     /* a GPU run needs the cache to carry the child's cubins: a private one under --no-cache */
     char tmp_cache[] = "/tmp/tune-kcache-XXXXXX";
@@ -441,9 +379,8 @@ tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
         return tune_error_set(rc->err, TUNE_ERR_IO, "/tmp", "cannot create a kernel cache folder");
     if (cache == tmp_cache) /* removed at a stop (SIGTERM) too */
         interrupt_cleanup_push(run_remove_cache_dir, tmp_cache);
-    tune_status st = opt->compile_only
-                         ? compile_all(rc, arch, cache, NULL, rc->n_kernels, 0, sum)
-                         : compile_isolated(rc, arch, cache, NULL, rc->n_kernels, sum);
+    tune_status st = opt->compile_only ? compile_all(rc, arch, cache, idx, n, 0, sum)
+                                       : compile_isolated(rc, arch, cache, idx, n, sum);
     if (cache == tmp_cache) {
         interrupt_cleanup_remove(run_remove_cache_dir, tmp_cache);
         run_remove_cache_dir(tmp_cache);
@@ -456,7 +393,7 @@ tune_status run_compile(run_ctx *rc, int arch, run_summary *sum)
                 "compile errors, %.1f s\n",
                 rc->sw->name, space_n_configs(rc->sp), sum->n_pruned, sum->n_kernels, arch,
                 sum->n_cached, sum->n_kernel_errors, sum->compile_seconds);
-    report_compiled(rc, NULL, rc->n_kernels);
+    report_compiled(rc, idx, n);
     return TUNE_OK;
 }
 
@@ -502,54 +439,29 @@ tune_status run_compile_subset(run_ctx *rc, const size_t *idx, size_t n, const c
     return c ? run_compile_finish(rc, c, sum) : (rc->err ? rc->err->code : TUNE_ERR_IO);
 }
 
-tune_status run_kernels_key_hash(run_ctx *rc, uint64_t *hash)
-{
-    char kdir[4096];
-    const char *kernels_dir = rc->opt->kernels_dir;
-    if (!kernels_dir && !(kernels_dir = compile_find_kernels_dir(kdir, sizeof kdir)))
-        return tune_error_set(rc->err, TUNE_ERR_IO, "kernels_src",
-                              "cannot find the kernel sources (set TUNE_KERNELS_DIR)");
-    compile_job *jobs = calloc(rc->n_kernels ? rc->n_kernels : 1, sizeof *jobs);
-    if (!jobs)
-        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-    for (size_t i = 0; i < rc->n_kernels; i++) { /* the requests only: no result is copied */
-        snprintf(jobs[i].source, sizeof jobs[i].source, "%s", rc->kernels[i].job.source);
-        snprintf(jobs[i].name, sizeof jobs[i].name, "%s", rc->kernels[i].job.name);
-        snprintf(jobs[i].options, sizeof jobs[i].options, "%s", rc->kernels[i].job.options);
-        jobs[i].arch_specific = rc->kernels[i].job.arch_specific;
-    }
-    compile_options copt = {.kernels_dir = kernels_dir, .arch = rc->arch};
-    tune_status st = compile_hash_keys(jobs, rc->n_kernels, &copt, hash, rc->err);
-    free(jobs);
-    return st;
-}
-
 void *run_lookup_kernel(void *kctx, const family_kernel_ref *ref)
 {
     run_ctx *rc = kctx;
-    for (size_t i = 0; i < rc->n_kernels; i++) {
-        run_kernel *k = &rc->kernels[i];
-        if (!run_kernel_is(k, ref))
-            continue;
-        if (k->job.status != TUNE_OK || !k->job.cubin) /* failed, or not compiled (searched) */
-            return NULL;
-        if (!k->lib) {
-            k->lib = gpu_library_load(k->job.cubin, rc->err);
-            if (k->lib)
-                k->kernel = gpu_library_kernel(k->lib, k->job.lowered, rc->err);
-        }
-        return k->kernel;
+    size_t i = run_kernel_find(rc, ref);
+    if (i == SIZE_MAX)
+        return NULL;
+    run_kernel *k = &rc->kernels[i];
+    if (k->job.status != TUNE_OK || !k->job.cubin) /* failed, or not compiled (searched) */
+        return NULL;
+    if (!k->lib) {
+        k->lib = gpu_library_load(k->job.cubin, rc->err);
+        if (k->lib)
+            k->kernel = gpu_library_kernel(k->lib, k->job.lowered, rc->err);
     }
-    return NULL;
+    return k->kernel;
 }
 
 int run_lookup_global(void *kctx, const family_kernel_ref *ref, const char *name, void **ptr,
                       size_t *bytes, tune_error *err)
 {
     run_ctx *rc = kctx;
-    run_kernel *k = NULL;
-    for (size_t i = 0; i < rc->n_kernels && !k; i++)
-        k = run_kernel_is(&rc->kernels[i], ref) ? &rc->kernels[i] : NULL;
+    size_t i = run_kernel_find(rc, ref);
+    run_kernel *k = i == SIZE_MAX ? NULL : &rc->kernels[i];
     if (!k || !run_lookup_kernel(kctx, ref) || !k->lib) {
         tune_error_set(err, TUNE_ERR_CUDA, ref->source, "kernel %s is not loaded", ref->name);
         return -1;
@@ -575,9 +487,7 @@ void run_ctx_free(run_ctx *rc)
     run_search_free(rc);
     shard_plan_free(rc->plan);
     free(rc->done);
-    for (size_t i = 0; rc->plans && i < space_n_configs(rc->sp); i++)
-        free(rc->plans[i].skip);
-    free(rc->plans);
+    run_plans_free(rc);
     for (size_t i = 0; i < rc->n_kernels; i++) {
         gpu_library_free(rc->kernels[i].lib);
         compile_job_clear(&rc->kernels[i].job);

@@ -39,14 +39,19 @@ void run_row_fill(const run_ctx *rc, size_t ci, const tune_point *p, result_row 
         row->bytes = expr_value_as_double(v);
     if (expr_eval(sw->flops, point_lookup, (void *)p, &v, NULL) == TUNE_OK)
         row->flops = expr_value_as_double(v);
-    const run_plan *pl = &rc->plans[ci];
-    if (pl->n_refs > 0 && pl->row_ref >= 0 && c->param != SPACE_NO_PARAM)
+    const run_plan *pl = run_plan_find(rc, ci);
+    if (pl && pl->n_refs > 0 && pl->row_ref >= 0 && c->param != SPACE_NO_PARAM)
         row->kernel = rc->kernels[pl->refs[pl->row_ref]].job.name;
 }
 
 int run_row_unrunnable(const run_ctx *rc, size_t ci, result_row *row)
 {
-    const run_plan *pl = &rc->plans[ci];
+    const run_plan *pl = run_plan_find(rc, ci);
+    if (!pl) { /* every configuration measured or written is planned first: never expected */
+        row->status = RESULT_SKIPPED;
+        row->reason = "not planned (an internal error of tune)";
+        return 1;
+    }
     if (pl->skip) {
         row->status = RESULT_SKIPPED;
         row->reason = pl->skip;

@@ -164,26 +164,33 @@ tune_status run_search_prepare(run_ctx *rc, sweep_search *settings)
     rc->search = &ss->set;
     if (!(ss->s = search_open(rc->sw, &ss->set, rc->err)))
         return rc->err ? rc->err->code : TUNE_ERR_INVALID;
-    /* the read probe every worker measures with, listed before the kernels' flags are sized (as
-     * run_sweep lists it; found, not added, when it did) */
+    /* the read probe every worker measures with: the table's first kernel */
     family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
-    if (run_kernel_index(rc, &probe) == SIZE_MAX)
+    if (run_kernel_index(rc, &probe) == SIZE_MAX || run_key_add(rc, &probe, 1) != 0)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     rc->todo = calloc(n ? n : 1, 1);
     rc->medians = malloc((n ? n : 1) * sizeof *rc->medians);
     rc->resumed = calloc(n ? n : 1, 1);
     rc->resumed_cost = malloc((n ? n : 1) * sizeof *rc->resumed_cost);
-    rc->compiled = calloc(rc->n_kernels ? rc->n_kernels : 1, 1);
+    rc->compiled = calloc(rc->cap_kernels ? rc->cap_kernels : 1, 1);
     rc->retime_todo = calloc(ns ? ns : 1, 1);
     rc->retimed = calloc(ns ? ns : 1, 1);
     if (!rc->todo || !rc->medians || !rc->resumed || !rc->resumed_cost || !rc->compiled ||
         !rc->retime_todo || !rc->retimed)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    /* one pass over the space: the candidates (the family's refusals are none), and the run key
+     * of every configuration's kernels (other shards' too: the shards of a run share it); the
+     * kernels themselves are planned when a round proposes them */
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[512];
     for (size_t ci = 0; ci < n; ci++) {
         rc->medians[ci] = rc->resumed_cost[ci] = NAN;
+        int nr = run_config_refs(rc, ci, refs, why, sizeof why);
+        if (run_key_add(rc, refs, nr) != 0)
+            return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
         if (rc->plan && shard_plan_owner(rc->plan, ci) != rc->opt->shard_index)
             continue; /* another shard's */
-        if (search_add_config(ss->s, rc->sp, ci, rc->plans[ci].skip) < 0)
+        if (search_add_config(ss->s, rc->sp, ci, nr < 0 ? why : NULL) < 0)
             return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     }
     rc->on_row = search_on_row;
@@ -260,7 +267,6 @@ static size_t shape_of_row(const run_ctx *rc, const result_row *row)
     return SIZE_MAX;
 }
 
-
 /* The ok rows of tuned methods of each warm-start folder (read only), as priors of the shapes
  * of this run that have candidates. */
 static tune_status warm_start(run_ctx *rc)
@@ -316,25 +322,28 @@ static size_t round_mark(run_ctx *rc, const size_t *ids, size_t n, int first)
             !(rc->plan && shard_plan_owner(rc->plan, ci) != rc->opt->shard_index))
             rc->todo[ci] = 1;
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
-        k += rc->todo[ci] && !rc->done[ci];
+        k += rc->todo[ci] && !(rc->done && rc->done[ci]); /* no done yet: compile-only */
     return k;
 }
 
-/* The kernels that the configurations of mask need (with skip_done, only those without a row)
- * and that are not compiled yet, and the read probe's (every worker measures with it), into idx
- * (rc->n_kernels entries); their number. */
+/* The kernels that the configurations of mask need (with skip_done, only those without a row;
+ * planned: run_plan_configs) and that are not compiled yet, and the read probe's (every worker
+ * measures with it), into idx (rc->n_kernels entries); their number. */
 static size_t kernels_wanted(run_ctx *rc, const unsigned char *mask, int skip_done, size_t *idx)
 {
     unsigned char *want = rc->compiled; /* 2: wanted now, reset below */
     size_t n = 0;
     family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
-    size_t k = run_kernel_index(rc, &probe); /* listed by run_sweep: found, not added */
+    size_t k = run_kernel_index(rc, &probe); /* listed by run_search_prepare: found, not added */
     if (k < rc->n_kernels && !want[k])
         want[k] = 2;
-    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
-        for (int r = 0; mask[ci] && !(skip_done && rc->done[ci]) && r < rc->plans[ci].n_refs; r++)
-            if (!want[rc->plans[ci].refs[r]])
-                want[rc->plans[ci].refs[r]] = 2;
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++) {
+        const run_plan *pl =
+            mask[ci] && !(skip_done && rc->done[ci]) ? run_plan_find(rc, ci) : NULL;
+        for (int r = 0; pl && r < pl->n_refs; r++)
+            if (!want[pl->refs[r]])
+                want[pl->refs[r]] = 2;
+    }
     for (k = 0; k < rc->n_kernels; k++)
         if (want[k] == 2) {
             want[k] = 0;
@@ -360,8 +369,9 @@ static tune_status compile_for(run_ctx *rc, run_summary *sum, const unsigned cha
 /* 1 when every kernel configuration ci needs is compiled. */
 static int config_ready(const run_ctx *rc, size_t ci)
 {
-    for (int r = 0; r < rc->plans[ci].n_refs; r++)
-        if (!rc->compiled[rc->plans[ci].refs[r]])
+    const run_plan *pl = run_plan_find(rc, ci);
+    for (int r = 0; pl && r < pl->n_refs; r++)
+        if (!rc->compiled[pl->refs[r]])
             return 0;
     return 1;
 }
@@ -490,7 +500,9 @@ static tune_status retime_prepare(run_ctx *rc, run_summary *sum, size_t *want)
         return TUNE_OK;
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
         rc->todo[ci] = rc->medians[ci] > 0 && rc->retime_todo[space_config_at(rc->sp, ci)->shape];
-    tune_status st = compile_for(rc, sum, rc->todo, 0);
+    tune_status st = run_plan_configs(rc, rc->todo); /* a resumed row's may not be yet */
+    if (st == TUNE_OK)
+        st = compile_for(rc, sum, rc->todo, 0);
     memset(rc->todo, 0, space_n_configs(rc->sp));
     return st;
 }
@@ -544,6 +556,40 @@ static int session_on(void)
     return !(e && strcmp(e, "0") == 0);
 }
 
+tune_status run_search_compile_first(run_ctx *rc, int arch, run_summary *sum)
+{
+    run_search_state *ss = rc->ss;
+    size_t nc = space_n_configs(rc->sp), *ids = malloc((nc ? nc : 1) * sizeof *ids), *idx = NULL;
+    tune_status st =
+        ids ? warm_start(rc) : tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    size_t n = 0, todo = 0;
+    if (st == TUNE_OK) {
+        n = search_next(ss->s, ids, nc);
+        todo = round_mark(rc, ids, n, 1);
+        st = run_plan_configs(rc, rc->todo);
+    }
+    if (st == TUNE_OK && !(idx = malloc((rc->n_kernels ? rc->n_kernels : 1) * sizeof *idx)))
+        st = tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
+    if (st == TUNE_OK) {
+        int all = search_round_is_last(ss->s);
+        size_t nk = kernels_wanted(rc, rc->todo, 0, idx);
+        ss->rounds = n > 0;
+        if (!rc->opt->quiet)
+            fprintf(stderr,
+                    "tune: %s: searched (%s): %zu configurations (baselines included) of %zu, "
+                    "%zu of %zu candidates: %s; %zu kernels to compile\n",
+                    rc->sw->name, search_strategy_name(ss->set.opt.strategy), todo, nc, n,
+                    search_n_candidates_total(ss->s),
+                    all ? "the whole budget"
+                        : "the first round (the next rounds choose from its measurements)",
+                    nk);
+        st = run_compile_some(rc, arch, idx, nk, sum);
+        ss->kernels_compiled = nk;
+    }
+    free(ids), free(idx);
+    return st;
+}
+
 tune_status run_search(run_ctx *rc, run_summary *sum)
 {
     run_search_state *ss = rc->ss;
@@ -585,6 +631,8 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
             ss->finished = 1;
             break;
         }
+        if ((st = run_plan_configs(rc, rc->todo)) != TUNE_OK) /* the round's kernels listed */
+            break;
         ss->rounds++;
         int last = search_round_is_last(ss->s);
         run_session_stats rs = {0};
@@ -670,7 +718,7 @@ json_t *run_search_meta(const run_ctx *rc)
     ms.prior_rows = ss->prior_rows;
     ms.space = space;
     ms.baselines = baselines;
-    ms.kernels = rc->n_kernels;
+    ms.kernels = run_key_kernels(rc);
     ms.kernels_compiled = ss->kernels_compiled;
     ms.n_shapes = shapes && counts && axes ? k : 0;
     ms.shapes = shapes;

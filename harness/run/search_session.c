@@ -24,6 +24,8 @@ struct run_session {
     worker *w;            /* the measuring worker; NULL: none running */
     size_t probe;         /* the read probe's kernel: every worker times with it */
     unsigned char *known; /* per kernel: the worker has its cubin */
+    size_t n_known;       /* known's entries */
+    size_t plans_told;    /* the coordinator's plans that the worker has (session_tell_plans) */
     unsigned char *sent;  /* per configuration: told to the worker running */
     int busy;             /* a batch or a re-timing is running */
     int fresh;            /* the worker has not begun a configuration yet (start-up timeout) */
@@ -41,8 +43,9 @@ run_session *run_session_new(run_ctx *rc)
     if (!s)
         return NULL;
     family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
-    s->probe = run_kernel_index(rc, &probe); /* listed by run_sweep: found, not added */
+    s->probe = run_kernel_index(rc, &probe); /* listed by run_search_prepare: found, not added */
     s->known = calloc(rc->n_kernels + 1, 1);
+    s->n_known = rc->n_kernels + 1;
     s->sent = calloc(space_n_configs(rc->sp) + 1, 1);
     if (!s->known || !s->sent) {
         free(s->known), free(s->sent), free(s);
@@ -57,14 +60,31 @@ size_t run_session_starts(const run_session *s)
     return s ? s->starts : 0;
 }
 
-/* Starts the worker: it has every kernel read so far (forked with them). */
+/* known as large as the kernel table (new entries 0). 0, or -1 out of memory. */
+static int session_known_fit(const run_ctx *rc, run_session *s)
+{
+    if (s->n_known > rc->n_kernels)
+        return 0;
+    unsigned char *k = realloc(s->known, rc->n_kernels + 1);
+    if (!k)
+        return -1;
+    memset(k + s->n_known, 0, rc->n_kernels + 1 - s->n_known);
+    s->known = k;
+    s->n_known = rc->n_kernels + 1;
+    return 0;
+}
+
+/* Starts the worker: it has every plan made and kernel read so far (forked with them). */
 static tune_status session_start(run_ctx *rc, run_session *s)
 {
+    if (session_known_fit(rc, s) != 0)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     s->w = worker_start_duplex(rc->session_body ? rc->session_body : run_session_body, rc, rc->err);
     if (!s->w)
         return rc->err ? rc->err->code : TUNE_ERR_IO;
     s->starts++;
     rc->worker_starts++;
+    s->plans_told = rc->n_plans;
     for (size_t k = 0; k < rc->n_kernels; k++)
         s->known[k] = rc->kernels[k].job.cubin != NULL || rc->kernels[k].job.status != TUNE_OK;
     memset(s->sent, 0, space_n_configs(rc->sp));
@@ -75,11 +95,33 @@ static tune_status session_start(run_ctx *rc, run_session *s)
     return TUNE_OK;
 }
 
-/* Tells the worker the kernels compiled since it started. 0 or -1 (it has ended). */
+/* Tells the worker the configurations planned since it started, in their order ("P <kernels
+ * after them> ci ..."): it plans them too, so that its kernel table has the same indices (plan.c).
+ * 0 or -1 (it has ended). */
+static int session_tell_plans(run_ctx *rc, run_session *s)
+{
+    char line[4096];
+    size_t len = 0;
+    for (size_t i = s->plans_told; i < rc->n_plans; i++) {
+        len += (size_t)snprintf(line + len, sizeof line - len, " %zu", rc->plans[i].ci);
+        if (i + 1 == rc->n_plans || len > sizeof line - 64) {
+            if (worker_tell(s->w, "P %zu%s", rc->plans[i].kernels_after, line) != 0)
+                return -1;
+            len = 0;
+        }
+    }
+    s->plans_told = rc->n_plans;
+    return 0;
+}
+
+/* Tells the worker the plans made and the kernels compiled since it started. 0 or -1 (it has
+ * ended). */
 static int session_tell_kernels(run_ctx *rc, run_session *s)
 {
     char line[4096];
     size_t len = 0;
+    if (session_known_fit(rc, s) != 0 || session_tell_plans(rc, s) != 0)
+        return -1;
     for (size_t k = 0; k <= rc->n_kernels; k++) {
         int add = k < rc->n_kernels && !s->known[k] && rc->compiled[k] == 1;
         if (add) {
@@ -99,8 +141,9 @@ static int session_tell_kernels(run_ctx *rc, run_session *s)
  * failed: its row says so). */
 static int session_ready(const run_ctx *rc, size_t ci)
 {
-    for (int r = 0; r < rc->plans[ci].n_refs; r++)
-        if (rc->compiled[rc->plans[ci].refs[r]] != 1)
+    const run_plan *pl = run_plan_find(rc, ci);
+    for (int r = 0; pl && r < pl->n_refs; r++)
+        if (rc->compiled[pl->refs[r]] != 1)
             return 0;
     return 1;
 }
@@ -285,19 +328,21 @@ static size_t session_kernels(run_ctx *rc, const unsigned char *mask, size_t *id
     if (!want)
         return 0;
     family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
-    size_t k = run_kernel_index(rc, &probe); /* listed by run_sweep: found, not added */
+    size_t k = run_kernel_index(rc, &probe); /* listed by run_search_prepare: found, not added */
     if (k < rc->n_kernels && !rc->compiled[k]) {
         want[k] = 1;
         idx[n++] = k;
     }
-    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
-        for (int r = 0; mask[ci] && !rc->done[ci] && r < rc->plans[ci].n_refs; r++) {
-            size_t ki = rc->plans[ci].refs[r];
+    for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++) {
+        const run_plan *pl = mask[ci] && !rc->done[ci] ? run_plan_find(rc, ci) : NULL;
+        for (int r = 0; pl && r < pl->n_refs; r++) {
+            size_t ki = pl->refs[r];
             if (!rc->compiled[ki] && !want[ki]) {
                 want[ki] = 1;
                 idx[n++] = ki;
             }
         }
+    }
     free(want);
     return n;
 }

@@ -209,6 +209,8 @@ static tune_status run_rows(run_ctx *rc, run_summary *sum)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     for (size_t i = 0; rc->plan && i < n; i++) /* other shards' configurations: not ours to run */
         rc->done[i] = shard_plan_owner(rc->plan, i) != rc->opt->shard_index;
+    for (size_t i = 0; rc->opt->compile_only && rc->todo && i < n; i++)
+        rc->done[i] |= !rc->todo[i]; /* a searched compile-only run: its first round's rows */
     if ((st = open_folder(rc, rc->opt, &rc->lock_fd)) != TUNE_OK)
         return st;
     snprintf(sum->out_dir, sizeof sum->out_dir, "%s", rc->out_dir);
@@ -296,17 +298,21 @@ tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
     rc.arch = arch;
     if (opt->shard_count > 0 && (st = plan_shard(&rc, sum)) != TUNE_OK)
         goto done;
-    family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
-    if ((st = run_plan_configs(&rc)) != TUNE_OK ||
-        (!opt->compile_only && run_kernel_index(&rc, &probe) == SIZE_MAX))
-        goto done;
     sweep_search set;
     if ((st = run_search_settings(sw, opt, &set, err)) != TUNE_OK)
         goto done;
-    if (!opt->compile_only && sweep_search_on(&set)) /* compiles round by round (search.c) */
+    if (sweep_search_on(&set)) { /* plans and compiles round by round (search.c) */
         st = run_search_prepare(&rc, &set);
-    else
-        st = run_compile(&rc, arch, sum);
+        if (st == TUNE_OK && opt->compile_only)
+            st = run_search_compile_first(&rc, arch, sum);
+    } else { /* every configuration planned and compiled now */
+        family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
+        st = run_plan_configs(&rc, NULL);
+        if (st == TUNE_OK && !opt->compile_only && run_kernel_index(&rc, &probe) == SIZE_MAX)
+            st = tune_error_set(err, TUNE_ERR_NOMEM, "run", "out of memory");
+        if (st == TUNE_OK)
+            st = run_compile(&rc, arch, sum);
+    }
     if (st != TUNE_OK)
         goto done;
     if (opt->compile_only && !opt->compile_rows)

@@ -267,6 +267,29 @@ static void session_kernels(run_ctx *rc, const char *line)
     free(idx);
 }
 
+tune_status run_session_plans(run_ctx *rc, const char *line)
+{
+    const char *p = line + 1;
+    char *end;
+    unsigned long long n = strtoull(p, &end, 10);
+    if (end == p)
+        return tune_error_set(rc->err, TUNE_ERR_INVALID, "worker", "a P line without a count");
+    for (p = end;; p = end) {
+        unsigned long long ci = strtoull(p, &end, 10);
+        if (end == p)
+            break;
+        if (ci >= space_n_configs(rc->sp) || !run_plan_config(rc, (size_t)ci))
+            return tune_error_set(rc->err, TUNE_ERR_INVALID, "worker",
+                                  "configuration %llu cannot be planned", ci);
+    }
+    if (rc->n_kernels != n)
+        return tune_error_set(rc->err, TUNE_ERR_INVALID, "worker",
+                              "the kernel table differs from the coordinator's (%zu kernels, "
+                              "%llu expected)",
+                              rc->n_kernels, n);
+    return TUNE_OK;
+}
+
 /* "C ci ci ...": configurations added to the batch (marked in todo). */
 static void session_configs(run_ctx *rc, const char *line)
 {
@@ -277,6 +300,53 @@ static void session_configs(run_ctx *rc, const char *line)
             rc->todo[ci] = 1;
 }
 
+/* The lines that only inform the worker: P (plans), K (kernels), C (configurations). 1 when
+ * line is one of them (*st: a P line's status), 0 otherwise. */
+static int session_note(run_ctx *rc, const char *line, tune_status *st)
+{
+    if (line[0] == 'P')
+        *st = run_session_plans(rc, line);
+    else if (line[0] == 'K')
+        session_kernels(rc, line);
+    else if (line[0] == 'C')
+        session_configs(rc, line);
+    else
+        return 0;
+    return 1;
+}
+
+/* "T s": shape s's candidates re-timed (when it has two), then "D". */
+static tune_status session_retime(run_ctx *rc, int fd, size_t shape, session_states *ss,
+                                  family_env *env, timing *tm, run_candidate *cands, tune_error *e)
+{
+    size_t n = searched_candidates(rc, shape, cands);
+    tune_error shape_err = {0};
+    void *state = n >= 2 ? states_get(ss, rc, env, shape, &shape_err) : NULL;
+    tune_status st = worker_shape_end(rc, fd, shape, state, tm, cands, n, e);
+    if (st == TUNE_OK)
+        worker_send(fd, "D");
+    return st;
+}
+
+/* The session's shapes freed, then its timing (ready: set up), cuBLAS and stream. */
+static void session_end(run_ctx *rc, session_states *ss, worker_gpu *g, int ready)
+{
+    for (size_t s = 0; s < ss->n; s++)
+        if (ss->used[s])
+            rc->sw->family->shape_free(ss->state[s]);
+    free(ss->state);
+    free(ss->used);
+    if (ready) {
+        results_close(g->w);
+        monitor_close(rc->mon);
+        timing_free(g->tm);
+    }
+    if (g->cublas)
+        cublasDestroy(g->cublas);
+    if (g->stream)
+        cudaStreamDestroy(g->stream);
+}
+
 int run_session_body(void *ctx, int fd, worker_inbox *in)
 {
     run_ctx *rc = ctx;
@@ -285,7 +355,6 @@ int run_session_body(void *ctx, int fd, worker_inbox *in)
     session_states ss = {0};
     int ready = 0, stopped = 0;
     rc->err = &e; /* the child's own error record */
-    const tune_family *fam = rc->sw->family;
     size_t ns = space_n_shapes(rc->sp), nc = space_n_configs(rc->sp);
     run_candidate *cands = calloc(nc + 1, sizeof *cands);
     ss.n = ns;
@@ -303,12 +372,9 @@ int run_session_body(void *ctx, int fd, worker_inbox *in)
     while (worker_recv(in, line, sizeof line) == 1) {
         if (line[0] == 'Q')
             break;
-        if (line[0] == 'K') {
-            session_kernels(rc, line);
-            continue;
-        }
-        if (line[0] == 'C') {
-            session_configs(rc, line);
+        if (session_note(rc, line, &st)) {
+            if (st != TUNE_OK)
+                goto fatal;
             continue;
         }
         if (line[0] != 'G' && line[0] != 'T')
@@ -323,12 +389,8 @@ int run_session_body(void *ctx, int fd, worker_inbox *in)
         }
         size_t shape = SIZE_MAX;
         if (line[0] == 'T' && sscanf(line, "T %zu", &shape) == 1 && shape < ns) {
-            size_t n = searched_candidates(rc, shape, cands);
-            tune_error shape_err = {0};
-            void *state = n >= 2 ? states_get(&ss, rc, &env, shape, &shape_err) : NULL;
-            if ((st = worker_shape_end(rc, fd, shape, state, g.tm, cands, n, &e)) != TUNE_OK)
+            if ((st = session_retime(rc, fd, shape, &ss, &env, g.tm, cands, &e)) != TUNE_OK)
                 goto fatal;
-            worker_send(fd, "D");
             continue;
         }
         int retime = line[0] == 'G' && line[1] == ' ' && line[2] == '1';
@@ -372,21 +434,8 @@ int run_session_body(void *ctx, int fd, worker_inbox *in)
         memset(rc->todo, 0, nc);
         worker_send(fd, stopped ? "D stop" : "D");
     }
-    for (size_t s = 0; s < ns; s++)
-        if (ss.used[s])
-            fam->shape_free(ss.state[s]);
-    free(ss.state);
-    free(ss.used);
+    session_end(rc, &ss, &g, ready);
     free(cands);
-    if (ready) {
-        results_close(g.w);
-        monitor_close(rc->mon);
-        timing_free(g.tm);
-    }
-    if (g.cublas)
-        cublasDestroy(g.cublas);
-    if (g.stream)
-        cudaStreamDestroy(g.stream);
     return 0;
 fatal:
     worker_send(fd, "F %d %s%s%s", (int)st, e.where, e.where[0] ? ": " : "", e.message);
