@@ -1,0 +1,166 @@
+/* search_gain.c - the model's informed rounds under the run's budget (docs/search.md): each
+ * evaluation of the round goes where it is most likely to bring a shape within GAIN_MARGIN of
+ * its best, per second of measuring.
+ *
+ * A candidate's chance is the probability of improvement (Kushner 1964; Jones 2001) with a
+ * margin: that its time is below the shape's best success / (1 + GAIN_MARGIN), its log time
+ * taken as normal around the shape's level plus the forest's mean, with the trees' spread and
+ * GAIN_SIGMA0 (what the trees cannot see: noise, the forest's own error) as its deviation. The
+ * shape's level is the mean over its successes of log time less the forest's mean, so that a
+ * shape with one success is placed as well as one with many. The round is filled greedily: the
+ * next evaluation is the open candidate of highest chance x (the chance that the shape's picks
+ * so far all miss) / the shape's relative cost (search_pool_costs), as in expected improvement
+ * per second (Snoek, Larochelle and Adams, "Practical Bayesian Optimization of Machine Learning
+ * Algorithms", NIPS 2012).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "model/search_impl.h"
+
+#define GAIN_MARGIN 0.03 /* what counts as found: within 3 % of the best */
+#define GAIN_SIGMA0 0.05 /* log time: the deviation the trees' spread does not show */
+
+#define GAIN_SIGMA_NEW 0.2 /* log time: more where the shape has no success of the method */
+/* A chance is divided by the cost to this power: 1 starves the costly shapes (their unmeasured
+ * methods), 0 ignores what a shape costs (docs/search.md). */
+#define GAIN_COST_POWER 0.85
+enum { GAIN_METHODS = 32 };
+
+static int gain_has(const double *seen, size_t n, double m)
+{
+    if (n == SIZE_MAX)
+        return 1;
+    for (size_t k = 0; k < n; k++)
+        if (seen[k] == m || (isnan(seen[k]) && isnan(m)))
+            return 1;
+    return 0;
+}
+
+typedef struct {
+    double chance, tie, cost;
+    size_t cand;
+} gain_pick;
+
+static int cmp_gain(const void *pa, const void *pb)
+{
+    const gain_pick *a = pa, *b = pb;
+    if (a->chance != b->chance)
+        return a->chance > b->chance ? -1 : 1;
+    return (a->tie > b->tie) - (a->tie < b->tie);
+}
+
+/* Per shape its best success's log time (INFINITY: none) and its level (0: none). */
+static void gain_levels(const search *s, const double *mean, double *best, double *level)
+{
+    for (size_t i = 0; i < s->n_shapes; i++) {
+        const search_shape *sh = &s->shapes[i];
+        double sum = 0, lo = INFINITY;
+        size_t n = 0;
+        for (size_t k = 0; k < sh->n_cands; k++) {
+            const search_cand *c = &s->cands[sh->cands[k]];
+            if (!c->evaluated || !(c->value > 0))
+                continue;
+            double y = log(c->value);
+            lo = y < lo ? y : lo;
+            sum += y - mean[sh->cands[k]];
+            n++;
+        }
+        best[i] = lo;
+        level[i] = n ? sum / (double)n : 0;
+    }
+}
+
+/* The methods (values of feature fm) of shape i's successes into seen (at most GAIN_METHODS:
+ * beyond, every method counts as seen); how many. */
+static size_t gain_seen(const search *s, size_t i, size_t fm, double *seen)
+{
+    const search_shape *sh = &s->shapes[i];
+    size_t n = 0;
+    for (size_t k = 0; fm < s->n_features && k < sh->n_cands; k++) {
+        const search_cand *c = &s->cands[sh->cands[k]];
+        if (!c->evaluated || !(c->value > 0) || gain_has(seen, n, c->x[fm]))
+            continue;
+        if (n == GAIN_METHODS)
+            return SIZE_MAX;
+        seen[n++] = c->x[fm];
+    }
+    return n;
+}
+
+/* The open candidates of every shape into g, each shape's from head[i] to end[i], by chance. */
+static size_t gain_chances(const search *s, const double *mean, const double *sd,
+                           const uint8_t *matches, const double *cost, double t_med, gain_pick *g,
+                           size_t *head, size_t *end)
+{
+    size_t n = 0, ns = s->n_shapes;
+    double *best = malloc((ns + 1) * sizeof *best), *level = malloc((ns + 1) * sizeof *level);
+    if (!best || !level) {
+        free(best), free(level);
+        return 0;
+    }
+    gain_levels(s, mean, best, level);
+    size_t fm = search_feature_index(s, "method");
+    for (size_t i = 0; i < ns; i++) {
+        const search_shape *sh = &s->shapes[i];
+        int first = sh->n_evaluated + sh->n_pending == 0;
+        double seen[GAIN_METHODS];
+        size_t n_seen = gain_seen(s, i, fm, seen);
+        head[i] = n;
+        for (size_t k = 0; k < sh->n_cands; k++) {
+            size_t ci = sh->cands[k];
+            const search_cand *c = &s->cands[ci];
+            if (c->evaluated || c->proposed)
+                continue;
+            double extra = fm < s->n_features && !gain_has(seen, n_seen, c->x[fm]) ? GAIN_SIGMA_NEW : 0;
+            double dev = sqrt(sd[ci] * sd[ci] + GAIN_SIGMA0 * GAIN_SIGMA0 + extra * extra);
+            double z = (best[i] - log1p(GAIN_MARGIN) - level[i] - mean[ci]) / dev;
+            uint64_t h = s->opt.seed ^ (0xd1b54a32d192ed03ull * (uint64_t)(c->id + 1));
+            g[n].chance = isfinite(best[i]) ? 0.5 * erfc(-z / sqrt(2.0)) : 1;
+            g[n].chance += first ? matches[ci] : 0; /* a rule's candidates first */
+            g[n].tie = search_rng_uniform(&h);
+            double t = exp(level[i] + mean[ci]); /* the candidate's predicted time */
+            g[n].cost = isfinite(best[i]) && t_med > 0
+                            ? (t + t_med) / (2 * t_med)
+                            : cost[i];
+            g[n++].cand = ci;
+        }
+        end[i] = n;
+        qsort(g + head[i], n - head[i], sizeof *g, cmp_gain);
+    }
+    free(best), free(level);
+    return n;
+}
+
+size_t search_gain_pick(search *s, size_t *ids, size_t size, const double *mean, const double *sd,
+                        const uint8_t *matches, const double *cost, double t_med)
+{
+    size_t ns = s->n_shapes, out = 0;
+    gain_pick *g = malloc((s->n_cands ? s->n_cands : 1) * sizeof *g);
+    size_t *head = malloc((ns + 1) * sizeof *head), *end = malloc((ns + 1) * sizeof *end);
+    double *miss = malloc((ns + 1) * sizeof *miss);
+    if (g && head && end && miss)
+        gain_chances(s, mean, sd, matches, cost, t_med, g, head, end);
+    for (size_t i = 0; g && head && end && miss && i < ns; i++)
+        miss[i] = 1;
+    while (g && head && end && miss && out < size) {
+        size_t top = ns;
+        double q = -1;
+        for (size_t i = 0; i < ns; i++) {
+            double v = head[i] < end[i]
+                           ? g[head[i]].chance * miss[i] / pow(g[head[i]].cost, GAIN_COST_POWER)
+                           : -1;
+            if (v > q)
+                q = v, top = i;
+        }
+        if (top == ns)
+            break;
+        const gain_pick *p = &g[head[top]++];
+        miss[top] *= 1 - (p->chance < 1 ? p->chance : 1);
+        s->cands[p->cand].proposed = 1;
+        ids[out++] = s->cands[p->cand].id;
+    }
+    free(g), free(head), free(end), free(miss);
+    return out;
+}
