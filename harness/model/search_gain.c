@@ -7,9 +7,11 @@
  * taken as normal around the shape's level plus the forest's mean, with the trees' spread and
  * GAIN_SIGMA0 (what the trees cannot see: noise, the forest's own error) as its deviation. The
  * shape's level is the mean over its successes of log time less the forest's mean, so that a
- * shape with one success is placed as well as one with many. The round is filled greedily: the
+ * shape with one success is placed as well as one with many (a shape with no success yet: the
+ * bar is its best predicted mean). Chances are kept as logs, so that far below 1e-300 they
+ * still rank. The round is filled greedily: the
  * next evaluation is the open candidate of highest chance x (the chance that the shape's picks
- * so far all miss) / the shape's relative cost (search_pool_costs), as in expected improvement
+ * so far all miss) / the candidate's relative cost (search_pool_costs), as in expected improvement
  * per second (Snoek, Larochelle and Adams, "Practical Bayesian Optimization of Machine Learning
  * Algorithms", NIPS 2012).
  */
@@ -38,8 +40,16 @@ static int gain_has(const double *seen, size_t n, double m)
     return 0;
 }
 
+/* log Phi(z), the standard normal's distribution function, without underflow. */
+static double gain_log_phi(double z)
+{
+    if (z > -30)
+        return log(0.5 * erfc(-z / sqrt(2.0)));
+    return -0.5 * z * z - log(-z) - 0.5 * log(2 * M_PI); /* the tail's first term */
+}
+
 typedef struct {
-    double chance, tie, cost;
+    double chance, tie, cost; /* chance: its log */
     size_t cand;
 } gain_pick;
 
@@ -107,6 +117,14 @@ static size_t gain_chances(const search *s, const double *mean, const double *sd
         int first = sh->n_evaluated + sh->n_pending == 0;
         double seen[GAIN_METHODS];
         size_t n_seen = gain_seen(s, i, fm, seen);
+        /* the bar: the best success less the margin, at the shape's level; with no success yet,
+         * the best predicted mean (its candidate's chance is one half) */
+        double bar = INFINITY;
+        for (size_t k = 0; !isfinite(best[i]) && k < sh->n_cands; k++)
+            if (!s->cands[sh->cands[k]].evaluated && mean[sh->cands[k]] < bar)
+                bar = mean[sh->cands[k]];
+        if (isfinite(best[i]))
+            bar = best[i] - log1p(GAIN_MARGIN) - level[i];
         head[i] = n;
         for (size_t k = 0; k < sh->n_cands; k++) {
             size_t ci = sh->cands[k];
@@ -115,10 +133,9 @@ static size_t gain_chances(const search *s, const double *mean, const double *sd
                 continue;
             double extra = fm < s->n_features && !gain_has(seen, n_seen, c->x[fm]) ? GAIN_SIGMA_NEW : 0;
             double dev = sqrt(sd[ci] * sd[ci] + GAIN_SIGMA0 * GAIN_SIGMA0 + extra * extra);
-            double z = (best[i] - log1p(GAIN_MARGIN) - level[i] - mean[ci]) / dev;
+            double z = (bar - mean[ci]) / dev;
             uint64_t h = s->opt.seed ^ (0xd1b54a32d192ed03ull * (uint64_t)(c->id + 1));
-            g[n].chance = isfinite(best[i]) ? 0.5 * erfc(-z / sqrt(2.0)) : 1;
-            g[n].chance += first ? matches[ci] : 0; /* a rule's candidates first */
+            g[n].chance = gain_log_phi(z) + (first ? matches[ci] : 0); /* a rule's first */
             g[n].tie = search_rng_uniform(&h);
             double t = exp(level[i] + mean[ci]); /* the candidate's predicted time */
             g[n].cost = isfinite(best[i]) && t_med > 0
@@ -143,21 +160,21 @@ size_t search_gain_pick(search *s, size_t *ids, size_t size, const double *mean,
     if (g && head && end && miss)
         gain_chances(s, mean, sd, matches, cost, t_med, g, head, end);
     for (size_t i = 0; g && head && end && miss && i < ns; i++)
-        miss[i] = 1;
+        miss[i] = 0; /* the log of the chance that the shape's picks so far all miss */
     while (g && head && end && miss && out < size) {
         size_t top = ns;
-        double q = -1;
+        double q = -INFINITY;
         for (size_t i = 0; i < ns; i++) {
-            double v = head[i] < end[i]
-                           ? g[head[i]].chance * miss[i] / pow(g[head[i]].cost, GAIN_COST_POWER)
-                           : -1;
-            if (v > q)
+            if (head[i] == end[i])
+                continue;
+            double v = g[head[i]].chance + miss[i] - GAIN_COST_POWER * log(g[head[i]].cost);
+            if (top == ns || v > q)
                 q = v, top = i;
         }
         if (top == ns)
             break;
         const gain_pick *p = &g[head[top]++];
-        miss[top] *= 1 - (p->chance < 1 ? p->chance : 1);
+        miss[top] += p->chance < 0 ? log1p(-exp(p->chance)) : -INFINITY;
         s->cands[p->cand].proposed = 1;
         ids[out++] = s->cands[p->cand].id;
     }
