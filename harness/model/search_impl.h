@@ -92,7 +92,7 @@ int search_pool_costs(const search *s, double *r, double *t_med);
 
 /* search_gain.c */
 /* An informed round under the run's budget: up to size open candidates, those most likely to
- * bring a shape within 3 % of its best per unit of cost[] (per shape), marked proposed, into
+ * beat their shape's best by 1 % per unit of cost[] (per shape), marked proposed, into
  * ids; mean, sd and matches as search_model_view gives them. Returns how many. */
 size_t search_gain_pick(search *s, size_t *ids, size_t size, const double *mean, const double *sd,
                         const uint8_t *matches, const double *cost, double t_med);

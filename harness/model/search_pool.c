@@ -10,7 +10,7 @@
  *   - with nothing known (no forest yet), one candidate of each shape (pool_blind), so that at
  *     most a few per cent of the time goes to measuring blind;
  *   - then informed rounds (search_gain.c): the round's evaluations go, over all the shapes, to
- *     the candidates most likely to bring their shape within 3 % of its best per unit of cost
+ *     the candidates most likely to beat their shape's best by 1 % per unit of cost
  *     (search_pool_costs: a shape that costs more gets fewer).
  */
 #include <math.h>
