@@ -278,9 +278,10 @@ Test(search, model_rounds_and_batches)
     for (size_t i = 0; i < 4; i++)
         cr_expect_eq(search_n_evaluated(s, i), 32);
     search_free(s);
-    /* the whole budget: every candidate exactly once */
+    /* the whole budget under the run's: every candidate exactly once (a round's evaluations go
+     * to the shapes where they are likeliest to help, so a shape may take more than its batch) */
     s = synth_search(SEARCH_MODEL, 0, 3, 2);
-    synth_drive(s, 2, best, &fails, &rounds, 11);
+    synth_drive(s, 2, best, &fails, &rounds, 0);
     cr_expect_eq(search_n_evaluated(s, 0), PER_SHAPE);
     cr_expect_eq(search_n_evaluated(s, 1), PER_SHAPE);
     search_free(s);
@@ -430,8 +431,9 @@ Test(search, run_budget_is_the_runs_total)
             sum += search_n_evaluated(s, i);
         }
         cr_expect_eq(sum, 128);
-        /* the model keeps its rounds: 128 at 4 x 11 a round is 3 rounds; the others one */
-        cr_expect_eq(rounds, st == SEARCH_MODEL ? 3 : 1, "%s: %zu rounds",
+        /* the model: a blind round of one evaluation per shape, then 124 at 4 x 11 a round is 3
+         * rounds; the others one */
+        cr_expect_eq(rounds, st == SEARCH_MODEL ? 4 : 1, "%s: %zu rounds",
                      search_strategy_name(st), rounds);
         search_free(s);
     }
@@ -620,19 +622,19 @@ Test(search, run_budget_plan_is_aware_of_cost)
         double t;
         within += cost_run(seed, &t, costly);
         seconds += t;
-        /* the costly shapes get one evaluation per method (x, y, z) and no more: z, their best,
-         * is measured; a count-based plan gives them 3 + 2 */
+        /* a costly shape's evaluation costs 1000 cheap ones: it gets the blind round's one and
+         * at most one more, where a count-based plan gave it 3 + 2 and the plan with a floor of
+         * one per method 3 */
         for (size_t i = 0; i < COST_COSTLY; i++)
-            cr_expect_eq(costly[i], 3, "seed %llu: costly shape %zu got %zu evaluations",
-                         (unsigned long long)seed, i, costly[i]);
+            cr_expect_leq(costly[i], 2, "seed %llu: costly shape %zu got %zu evaluations",
+                          (unsigned long long)seed, i, costly[i]);
     }
     cr_log_info("cost: %zu shapes within 3 %%, %.4f s", within, seconds);
-    /* as many shapes within 3 % as the count-based plan finds (25 of 40 over the 5 seeds, in 1.12
-     * s; the cost-aware plan: 26 in 0.64 s) */
-    cr_expect_geq(within, 25, "shapes within 3 %% over 5 seeds: %zu", within);
-    /* the count-based plan measures at least 5 candidates of each costly shape: the simulated time
-     * of the cost-aware one is below that floor alone */
-    cr_expect_lt(seconds, 5.0 * 5 * COST_COSTLY * floor, "simulated time %.4f s", seconds);
+    /* more shapes within 3 % than the plans before (count-based: 25 of 40 over the 5 seeds, in
+     * 1.12 s; a floor of one per method: 26 in 0.64 s; chance per cost: 27 in 0.21 s) */
+    cr_expect_geq(within, 27, "shapes within 3 %% over 5 seeds: %zu", within);
+    /* at most 2 evaluations of each costly shape per seed: the simulated time is below that */
+    cr_expect_lt(seconds, 5.0 * 2 * COST_COSTLY * 1.5 * floor, "simulated time %.4f s", seconds);
     double a, b;
     size_t c2[COST_COSTLY];
     cr_expect_eq(cost_run(3, &a, c2), cost_run(3, &b, c2));

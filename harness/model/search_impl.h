@@ -1,6 +1,7 @@
 /* search_impl.h - what the files of the search module share (model/search.h is the interface):
  *   search.c        candidates, budgets, rounds; the exhaustive and random orders
  *   search_pool.c   the run's budget (SEARCH_SCOPE_RUN): rounds and the shares of the shapes
+ *   search_gain.c   the model's informed rounds under the run's budget: chance per cost
  *   search_model.c  the model-guided strategy: the training set, the acquisition rule, rules
  *   search_forest.c the surrogate: a random forest of regression trees over binned features
  */
@@ -84,6 +85,18 @@ void search_mark_pending(search *s, const size_t *ids, size_t n);
 /* A round under the run's budget: its proposals into ids (at most cap), marked proposed. */
 size_t search_pool_next(search *s, size_t *ids, size_t cap);
 
+/* Per shape into r[] the relative cost of an evaluation (1: the median shape's; 1 for all while
+ * nothing is known), and into *t_med (when not NULL) the median shape's time (0: none known).
+ * -1: out of memory. */
+int search_pool_costs(const search *s, double *r, double *t_med);
+
+/* search_gain.c */
+/* An informed round under the run's budget: up to size open candidates, those most likely to
+ * beat their shape's best by 1 % per unit of cost[] (per shape), marked proposed, into
+ * ids; mean, sd and matches as search_model_view gives them. Returns how many. */
+size_t search_gain_pick(search *s, size_t *ids, size_t size, const double *mean, const double *sd,
+                        const uint8_t *matches, const double *cost, double t_med);
+
 /* search_model.c */
 /* The default proposals per round of the model-guided strategy for the shape. */
 size_t search_model_batch(const search *s, size_t shape);
@@ -92,7 +105,7 @@ size_t search_model_batch(const search *s, size_t shape);
 size_t search_model_pick(search *s, size_t shape, size_t want, size_t *ids);
 void search_model_free(search_model *m);
 /* The model's view for a round under the run's budget (search_pool.c), refreshed: per candidate
- * the forest's mean and spread (valid for those not evaluated) and the rules it agrees with; 0
+ * the forest's mean and spread and the rules it agrees with; 0
  * with *has_forest 0 when nothing is known yet, -1 when out of memory. */
 int search_model_view(search *s, const double **mean, const double **sd, const uint8_t **matches,
                       int *has_forest);

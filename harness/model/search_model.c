@@ -240,7 +240,7 @@ static int model_targets(const search *s, const size_t *rows, size_t n, double *
     return rc;
 }
 
-/* Fits the forest on every observation and prior, and predicts every candidate not evaluated. */
+/* Fits the forest on every observation and prior, and predicts every candidate. */
 static int model_fit(search *s, search_model *m)
 {
     size_t nf = s->n_features, n = 0;
@@ -271,9 +271,8 @@ static int model_fit(search *s, search_model *m)
         rc = search_forest_fit(&m->forest, codes, y, n, MODEL_TREES, seed);
         m->has_forest = rc == 0;
     }
-    for (size_t i = 0; m->has_forest && i < s->n_cands; i++)
-        if (!s->cands[i].evaluated)
-            search_forest_predict(&m->forest, m->codes + i * nf, &m->mean[i], &m->sd[i]);
+    for (size_t i = 0; m->has_forest && i < s->n_cands; i++) /* the evaluated too: a shape's level */
+        search_forest_predict(&m->forest, m->codes + i * nf, &m->mean[i], &m->sd[i]);
     free(rows);
     free(y);
     free(codes);
