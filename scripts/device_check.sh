@@ -11,6 +11,8 @@
 set -u
 source "$(dirname "$0")/device_env.sh"
 export TUNE_CACHE_DIR=${TUNE_CACHE_DIR:-/tmp/tune-cache-$$}
+# the runs the tests and the sweeps finish go to a store of this check's, not results/history.sqlite
+export TUNE_DB=${TUNE_DB:-/tmp/tune-history-$$.sqlite}
 sweeps=("$@")
 [ ${#sweeps[@]} -gt 0 ] || sweeps=(sweeps/sparq.json sweeps/sparq_step1.json sweeps/sparq_step2.json)
 
@@ -35,7 +37,9 @@ for s in "${sweeps[@]}"; do
   build/tune "$s" --results results >"$OUT/$name.md" 2>"$OUT/$name.log"
   rc=$?
   end=$(date +%s.%N)
-  dir=$(ls -d results/"$name"/*/ 2>/dev/null | tail -1)
+  # the folder the run names (a sweep's "name" need not be its file's)
+  dir=$(sed -n 's/.*results in \(.*\)$/\1/p' "$OUT/$name.log" | tail -1)
+  [ -z "$dir" ] || dir=${dir%/}/
   [ -z "$dir" ] || new+=("$dir")
   {
     echo "== $name: exit $rc, wall $(awk "BEGIN{printf \"%.1f\", $end - $start}") s (cold kernel cache unless TUNE_CACHE_DIR was set), $dir"
