@@ -258,25 +258,27 @@ Test(db, stores_refused)
     cr_expect_str_eq(text, "precious\n");
 }
 
+/* The store made an older schema by sql, which a reader then refuses as older. */
+#define DROP_ENERGY                                                                                \
+    "ALTER TABLE results DROP COLUMN energy_j; ALTER TABLE results DROP COLUMN energy_note; "
+static void downgrade(const char *sql)
+{
+    sqlite3 *h;
+    tune_error err = {0};
+    cr_assert_eq(sqlite3_open(store, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(h));
+    sqlite3_close(h);
+    cr_expect_null(db_open_readonly(store, &err));
+    cr_expect(strstr(err.message, "older"), "%s", err.message);
+}
+
 Test(db, migrates_v1)
 {
     char dir[256];
     db_ingest_result res;
-    tune_error err = {0};
     db_close(store_with_toy(dir, sizeof dir, &res));
     /* schema 1 is schema 2 without the bests, schema 2 schema 3 without the energy */
-    sqlite3 *h;
-    cr_assert_eq(sqlite3_open(store, &h), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(h,
-                              "DROP TABLE bests; ALTER TABLE results DROP COLUMN energy_j;"
-                              "ALTER TABLE results DROP COLUMN energy_note;"
-                              "UPDATE store_info SET value = '1'",
-                              NULL, NULL, NULL),
-                 SQLITE_OK);
-    sqlite3_close(h);
-    tune_error_clear(&err);
-    cr_expect_null(db_open_readonly(store, &err));
-    cr_expect(strstr(err.message, "older"), "%s", err.message);
+    downgrade("DROP TABLE bests; " DROP_ENERGY "UPDATE store_info SET value = '1'");
     db_close(open_store());
     cr_expect_eq(count("SELECT value FROM store_info WHERE key = 'schema_version'"),
                  DB_SCHEMA_VERSION);
@@ -299,17 +301,7 @@ Test(db, migrates_v2_energy)
     tune_error err = {0};
     db_close(store_with_toy(dir, sizeof dir, &res));
     /* schema 2 is schema 3 without the energy columns */
-    sqlite3 *h;
-    cr_assert_eq(sqlite3_open(store, &h), SQLITE_OK);
-    cr_assert_eq(sqlite3_exec(h,
-                              "ALTER TABLE results DROP COLUMN energy_j;"
-                              "ALTER TABLE results DROP COLUMN energy_note;"
-                              "UPDATE store_info SET value = '2'",
-                              NULL, NULL, NULL),
-                 SQLITE_OK);
-    sqlite3_close(h);
-    cr_expect_null(db_open_readonly(store, &err));
-    cr_expect(strstr(err.message, "older"), "%s", err.message);
+    downgrade(DROP_ENERGY "UPDATE store_info SET value = '2'");
     db *d = open_store();
     cr_expect_eq(count("SELECT value FROM store_info WHERE key = 'schema_version'"),
                  DB_SCHEMA_VERSION);

@@ -84,6 +84,19 @@ int cli_double(const char *cmd, const char *opt, const char *val, double lo, dou
     return 0;
 }
 
+int cli_percent(const char *cmd, const char *opt, const char *val, double *out)
+{
+    char pct[64]; /* the number without its sign */
+    size_t len = strlen(val);
+    len -= len && val[len - 1] == '%';
+    if (len >= sizeof pct) {
+        fprintf(stderr, "tune %s: %s expects a percentage, got '%s'\n", cmd, opt, val);
+        return -1;
+    }
+    snprintf(pct, sizeof pct, "%.*s", (int)len, val);
+    return cli_double(cmd, opt, pct, 0, 1e6, 0, "percent", out);
+}
+
 int cli_path(const char *cmd, const char *opt, const char *val)
 {
     if (val && *val)

@@ -35,6 +35,8 @@ int cli_u64(const char *cmd, const char *opt, const char *val, uint64_t *out);
  * NULL, names the unit in the message ("seconds", "GB/s"). */
 int cli_double(const char *cmd, const char *opt, const char *val, double lo, double hi,
                int lo_open, const char *what, double *out);
+/* A percentage, "5" or "5%", in [0, 1e6] into *out (the number of percent); as cli_double. */
+int cli_percent(const char *cmd, const char *opt, const char *val, double *out);
 /* A path that is not empty (an empty path would resolve to the current folder's parent or to
  * "/" once a name is appended to it). */
 int cli_path(const char *cmd, const char *opt, const char *val);

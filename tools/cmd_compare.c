@@ -81,17 +81,8 @@ static int compare_split(compare_cli *c, const char *val, const char **out, size
  * why it is refused. */
 static int compare_option_value(compare_cli *c, const char *a, const char *val)
 {
-    if (strcmp(a, "--threshold") == 0) {
-        char pct[64]; /* "5" or "5%": the number without its sign */
-        size_t len = strlen(val);
-        len -= len && val[len - 1] == '%';
-        if (len >= sizeof pct)
-            return fprintf(stderr, "tune compare: --threshold expects a percentage, got '%s'\n",
-                           val),
-                   -1;
-        snprintf(pct, sizeof pct, "%.*s", (int)len, val);
-        return cli_double("compare", a, pct, 0, 1e6, 0, "percent", &c->threshold);
-    }
+    if (strcmp(a, "--threshold") == 0)
+        return cli_percent("compare", a, val, &c->threshold);
     if (strcmp(a, "--param") == 0) {
         if (compare_split(c, val, c->params, &c->n_params) != 0)
             return fprintf(stderr, "tune compare: too many parameters\n"), -1;

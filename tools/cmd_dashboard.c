@@ -82,17 +82,8 @@ static int dashboard_option(dashboard_cli *c, const char *a, const char *val)
         c->opt.window = (int)n;
         return 0;
     }
-    if (strcmp(a, "--threshold") == 0) {
-        char pct[64]; /* "3" or "3%" */
-        size_t len = strlen(val);
-        len -= len && val[len - 1] == '%';
-        if (len >= sizeof pct)
-            return fprintf(stderr, "tune dashboard: --threshold expects a percentage, got '%s'\n",
-                           val),
-                   -1;
-        snprintf(pct, sizeof pct, "%.*s", (int)len, val);
-        return cli_double("dashboard", a, pct, 0, 1e6, 0, "percent", &c->opt.threshold_pct);
-    }
+    if (strcmp(a, "--threshold") == 0)
+        return cli_percent("dashboard", a, val, &c->opt.threshold_pct);
     fprintf(stderr, "tune dashboard: unknown option %s\n%s", a, dashboard_usage);
     return -1;
 }
