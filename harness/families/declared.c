@@ -250,9 +250,10 @@ static void *kd_shape_init(const family_env *env, const tune_point *shape, tune_
  * reads a parameter) makes the reference outputs stale: they are computed again. */
 static tune_status kd_scalars(kd_state *s, const tune_point *p, tune_error *err)
 {
+    const char *method = point_str(p, "method", "");
     for (size_t i = 0; i < s->d->n_args; i++) {
         const kdecl_arg *a = &s->d->args[i];
-        if (a->is_buffer || !kdecl_method_receives(s->d, point_str(p, "method", ""), i))
+        if (a->is_buffer || !kdecl_method_receives(s->d, method, i))
             continue;
         expr_value v;
         if (expr_eval(a->value, point_lookup, (void *)p, &v, err) != TUNE_OK)
