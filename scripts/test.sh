@@ -16,7 +16,7 @@ need chromium command -v chromium
 install_missing
 configure_and_build -DTUNE_BUILD_TESTS=ON -DTUNE_WERROR=ON
 rc=0
-ctest --test-dir build --output-on-failure || rc=$?
+ctest --test-dir build --output-on-failure -j "$(nproc)" || rc=$?
 # ctest hides the output of passing tests: show which tests skipped themselves, and why
 skips=$(grep -h '^\[SKIP\]' build/Testing/Temporary/LastTest.log 2>/dev/null || true)
 if [ -n "$skips" ]; then
