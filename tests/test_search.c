@@ -446,6 +446,25 @@ Test(search, run_budget_is_the_runs_total)
     search_free(s);
 }
 
+/* A budget far smaller than one round of batches (16 shapes of 320 at 1.5 %: 76 evaluations,
+ * where one round of the model's batches is 16 x 11): the model does not spend what the blind
+ * rounds leave in one informed round, but in six rounds in all; random stays at one. */
+Test(search, far_larger_space_takes_several_informed_rounds)
+{
+    for (int st = SEARCH_RANDOM; st <= SEARCH_MODEL; st++) {
+        double best[16];
+        size_t fails, rounds;
+        search *s = synth_search((search_strategy)st, 0.015, 3, 16);
+        size_t total = search_budget_total(s);
+        cr_assert_lt(total, 16 * 11, "the budget is below one round of batches");
+        synth_drive(s, 16, best, &fails, &rounds, 0);
+        cr_expect_eq(search_n_evaluated_total(s), total);
+        cr_expect_eq(rounds, st == SEARCH_MODEL ? 6 : 1, "%s: %zu rounds", search_strategy_name(st),
+                     rounds);
+        search_free(s);
+    }
+}
+
 Test(search, run_budget_last_round_and_determinism)
 {
     size_t cap = 4 * PER_SHAPE, *a = malloc(cap * sizeof *a), *b = malloc(cap * sizeof *b);

@@ -11,7 +11,9 @@
  *     most a few per cent of the time goes to measuring blind;
  *   - then informed rounds (search_gain.c): the round's evaluations go, over all the shapes, to
  *     the candidates most likely to beat their shape's best by 1 % per unit of cost
- *     (search_pool_costs: a shape that costs more gets fewer).
+ *     (search_pool_costs: a shape that costs more gets fewer). When one round of batches would
+ *     spend the whole budget (a space far larger than its budget), the budget takes
+ *     POOL_FAR_ROUNDS rounds in all, so that each chooses from what the one before measured.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 #include "model/search_impl.h"
 
 #define POOL_BLIND_SHARE 0.34 /* of the budget spent with nothing known, at most */
+#define POOL_FAR_ROUNDS 6     /* rounds of a budget far smaller than one round of batches */
 
 size_t search_budget_total(const search *s)
 {
@@ -92,6 +95,13 @@ static size_t pool_round_size(const search *s, int blind)
      * so that at most POOL_BLIND_SHARE of the budget is spent blind */
     if (blind && per >= left && left >= 3)
         rounds = 3;
+    /* and once the model has data, the rest in POOL_FAR_ROUNDS rounds in all rather than one: each
+     * round then chooses from the measurements of the one before (1 744 of 2 000 evaluations in
+     * a single informed round of a 1.2 M-configuration space left 98 of its 256 shapes more than
+     * 5 % apart between two seeds, H200) */
+    if (!blind && s->opt.strategy == SEARCH_MODEL && per >= total && s->round < POOL_FAR_ROUNDS &&
+        rounds < POOL_FAR_ROUNDS - s->round)
+        rounds = POOL_FAR_ROUNDS - s->round;
     size_t size = (left + rounds - 1) / rounds;
     if (blind && size > (size_t)ceil(POOL_BLIND_SHARE * (double)total) && rounds > 2)
         size = (size_t)ceil(POOL_BLIND_SHARE * (double)total);
