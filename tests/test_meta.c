@@ -40,7 +40,7 @@ static void write_meta(const json_t *key, int merged)
 
 Test(meta, key_and_resume)
 {
-    meta_key_info ki = {0x1234, 12080, "sm_90", NULL, NULL, 7, NULL, NULL};
+    meta_key_info ki = {0x1234, 12080, "sm_90", NULL, NULL, 7, NULL, NULL, 0};
     json_t *key = meta_key_build(&ki);
     cr_assert_not_null(key);
     cr_expect_str_eq(json_string_value(json_object_get(key, "kernels_hash")), "0000000000001234");
@@ -63,6 +63,30 @@ Test(meta, key_and_resume)
     cr_expect(strstr(e2.message, "merged shards") != NULL, "%s", e2.message);
     json_decref(key);
     json_decref(other);
+}
+
+/* A run that measures energy has "energy": true in its key: resumed without it, or a time run
+ * resumed with it, is refused (its rows would be mixed: some with energy, some without). */
+Test(meta, energy_in_the_key)
+{
+    meta_key_info ki = {0x1234, 12080, "sm_90", NULL, NULL, 7, NULL, NULL, 0};
+    json_t *plain = meta_key_build(&ki);
+    cr_expect_null(json_object_get(plain, "energy"), "a time run's key is as before");
+    ki.energy = 1;
+    json_t *energy = meta_key_build(&ki);
+    cr_expect(json_is_true(json_object_get(energy, "energy")));
+    write_meta(plain, 0);
+    tune_error err = {0};
+    cr_expect_eq(meta_check_resume(tmpdir, energy, 0, &err), TUNE_ERR_INVALID);
+    cr_expect(strstr(err.message, "energy was absent, now true") != NULL, "%s", err.message);
+    write_meta(energy, 0);
+    tune_error e2 = {0};
+    cr_expect_eq(meta_check_resume(tmpdir, plain, 0, &e2), TUNE_ERR_INVALID);
+    cr_expect(strstr(e2.message, "energy was true, now absent") != NULL, "%s", e2.message);
+    tune_error e3 = {0};
+    cr_expect_eq(meta_check_resume(tmpdir, energy, 0, &e3), TUNE_OK, "%s", e3.message);
+    json_decref(plain);
+    json_decref(energy);
 }
 
 Test(meta, readers)
@@ -142,7 +166,7 @@ Test(meta, check_names_the_json_path)
 Test(meta, searched_key_and_resume)
 {
     meta_key_info ki = {0x1234, 12080, "sm_90", NULL, NULL, 7, NULL,
-                        "random budget=10% seed=7 batch=0"};
+                        "random budget=10% seed=7 batch=0", 0};
     json_t *key = meta_key_build(&ki);
     cr_assert_not_null(key);
     cr_expect_str_eq(json_string_value(json_object_get(key, "search")),

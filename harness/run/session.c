@@ -115,7 +115,8 @@ static json_t *run_key(run_ctx *rc)
                         drv,
                         rc->opt->seed,
                         rc->plan ? &sh : NULL,
-                        rc->search ? run_search_key(rc, search, sizeof search) : NULL};
+                        rc->search ? run_search_key(rc, search, sizeof search) : NULL,
+                        run_measures_energy(rc)};
     return meta_key_build(&ki);
 }
 

@@ -251,6 +251,8 @@ json_t *meta_key_build(const meta_key_info *ki)
     }
     if (key && ki->search)
         json_object_set_new(key, "search", json_string(ki->search));
+    if (key && ki->energy) /* absent when not: the keys of time runs are as before energy */
+        json_object_set_new(key, "energy", json_true());
     if (key && ki->shard) { /* a shard resumes only as the same shard of the same plan */
         char sh[64];
         snprintf(sh, sizeof sh, "%zu/%zu %s", ki->shard->index, ki->shard->count, ki->shard->plan);

@@ -150,6 +150,8 @@ typedef struct {
     const meta_shard *shard; /* NULL: not a shard */
     const char *search;      /* a searched run's settings ("random budget=10% seed=7 batch=4");
                                 NULL: exhaustive (the key has no "search") */
+    int energy; /* 1: the rows carry energy per call (the key has "energy": true; a resume that
+                   measures it, or not, unlike the run is refused: its rows would be mixed) */
 } meta_key_info;
 
 /* New run key. */
