@@ -108,7 +108,7 @@ check "the piped runs leave the inputs as they were" unchanged
 d=$tmp/damaged
 bad() { # bad NAME EXPECTED-TEXT FOLDER...: tune report refuses with status 1 and the text
     local name=$1 want=$2; shift 2
-    timeout 20 "$tune" report "$@" --quiet >"$tmp/stdout" 2>"$tmp/stderr"
+    timeout 60 "$tune" report "$@" --quiet >"$tmp/stdout" 2>"$tmp/stderr"
     local rc=$?
     check "$name: exit 1 (got $rc)" test "$rc" -eq 1
     check "$name: says '$want'" grep -qF -- "$want" "$tmp/stderr"
