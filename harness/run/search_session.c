@@ -35,7 +35,6 @@ struct run_session {
     int retiming;         /* after "T", before the next "B" or "D" */
     char crash[4096], fatal[4096];
     double last_line; /* when it last said something (the watchdog's start) */
-    size_t starts;    /* workers started */
 };
 
 run_session *run_session_new(run_ctx *rc)
@@ -54,11 +53,6 @@ run_session *run_session_new(run_ctx *rc)
     }
     s->current = SIZE_MAX;
     return s;
-}
-
-size_t run_session_starts(const run_session *s)
-{
-    return s ? s->starts : 0;
 }
 
 /* known as large as the kernel table (new entries 0). 0, or -1 out of memory. */
@@ -84,7 +78,6 @@ static tune_status session_start(run_ctx *rc, run_session *s)
     s->w = worker_start_duplex(body, rc, rc->err);
     if (!s->w)
         return rc->err ? rc->err->code : TUNE_ERR_IO;
-    s->starts++;
     rc->worker_starts++;
     s->plans_told = rc->n_plans;
     for (size_t k = 0; k < rc->n_kernels; k++)
