@@ -21,6 +21,7 @@
 #include "model/sweep.h"
 #include "run/internal.h"
 #include "run/run.h"
+#include "run/search_ctx.h"
 #include "store/meta.h"
 #include "store/results.h"
 #include "store/retime.h"
@@ -434,12 +435,12 @@ static size_t stand_in_run(const char *out, const char *cache, size_t *done, siz
     run_ctx rc = {.sw = sw, .opt = &opt, .err = &err, .lock_fd = -1, .arch = 90};
     rc.sp = space_build(sw, &err);
     cr_assert_not_null(rc.sp, "%s", err.message);
-    rc.session_body = stand_in_body;
     snprintf(rc.out_dir, sizeof rc.out_dir, "%s", out);
     snprintf(rc.gi.name, sizeof rc.gi.name, "stand-in");
     sweep_search set; /* planned as the rounds propose (plan.c), the worker told ("P") */
     cr_assert_eq(run_search_settings(sw, &opt, &set, &err), TUNE_OK, "%s", err.message);
     cr_assert_eq(run_search_prepare(&rc, &set), TUNE_OK, "%s", err.message);
+    rc.search->session_body = stand_in_body;
     rc.done = calloc(space_n_configs(rc.sp) + 1, 1);
     rc.t0 = clock_now();
     run_summary sum;
@@ -452,7 +453,7 @@ static size_t stand_in_run(const char *out, const char *cache, size_t *done, siz
     cr_expect_eq(rc.n_plans, *done, "%zu configurations planned, %zu measured", rc.n_plans, *done);
     cr_expect_lt(rc.n_plans, space_n_configs(rc.sp));
     for (size_t s = 0; s < space_n_shapes(rc.sp); s++)
-        cr_expect(rc.retimed[s], "shape %zu re-timed", s);
+        cr_expect(rc.search->retimed[s], "shape %zu re-timed", s);
     *lost = sum.n_crashed;
     json_t *m = run_search_meta(&rc);
     const json_t *tl = json_object_get(m, "timeline");

@@ -16,6 +16,9 @@
  *   probe.c        the device queried and counted in child processes
  *   session.c      one run end to end: folder, lock, resume, meta.json, report (run_sweep)
  *   multi.c        one coordinator per GPU (--gpus), merged at the end
+ *
+ * What only a searched run has (its per-configuration, per-kernel and per-shape state, its key,
+ * its deadline) and the functions of search.c and search_session.c are in run/search_ctx.h.
  */
 #ifndef TUNE_RUN_INTERNAL_H
 #define TUNE_RUN_INTERNAL_H
@@ -57,55 +60,43 @@ typedef struct {
     size_t *slots, cap;
 } run_index;
 
+/* A searched run's part of the context (run/search_ctx.h); NULL in an exhaustive run. */
+typedef struct run_search_ctx run_search_ctx;
+
+/* The context of one sweep run: the coordinator's, and each worker's copy (a forked child). */
 typedef struct {
+    /* what is run: the sweep and the options, its space and this shard of it */
     const sweep *sw;
     const run_options *opt;
     space *sp;
-    int sp_borrowed; /* sp is run_options.space: not freed here */
+    int sp_borrowed;  /* sp is run_options.space: not freed here */
+    shard_plan *plan; /* --shard: the sweep's shards; NULL: the whole sweep */
+    int arch;         /* what the kernels were compiled for, x10 (90: sm_90) */
+    tune_error *err;  /* the run's error record (a child process points it at its own) */
+    /* the configurations planned and their kernels (plan.c, kernels.c) */
     run_plan *plans; /* the configurations planned, in the order they were (plan.c) */
     size_t n_plans, cap_plans;
     run_index plan_index; /* by configuration */
     run_kernel *kernels;
     size_t n_kernels, cap_kernels;
-    run_index kernel_index;        /* by source, name and options */
-    struct run_key_scan *key_scan; /* a searched run's key, hashed by run_search_prepare */
-    tune_error *err;
-    double t0;              /* start of the run (monotonic seconds) */
+    run_index kernel_index; /* by source, name and options */
+    /* the device and what the rows are measured against */
+    gpu_info gi;            /* the device (queried in a child process) */
     monitor *mon;           /* NVML, NULL when absent */
     double energy_period_s; /* the energy counter's update period; 0: energy not measured */
+    double read_bw;         /* B/s: given, or measured by the first worker */
     roofline_ceilings ceil; /* for every row's roofline time */
     int have_ceil;
     char ceil_source[512];
-    gpu_info gi;            /* the device (queried in a child process) */
-    double read_bw;         /* B/s: given, or measured by the first worker */
-    unsigned char *done;    /* per configuration: a row exists (this run or a resumed one) */
+    /* the output */
     char out_dir[PATH_MAX]; /* the run's folder */
     int lock_fd;            /* its lock, held until the tables are written; -1: none */
-    shard_plan *plan;       /* --shard: the sweep's shards; NULL: the whole sweep */
-    int arch;               /* what the kernels were compiled for, x10 (90: sm_90) */
-    /* A searched run (search.c); all NULL / 0 in an exhaustive one. */
-    const sweep_search *search; /* the settings in force (the sweep's, the command line's) */
-    unsigned char *todo;        /* per configuration: measure it in this round */
-    double *medians;            /* per configuration: its ok row's median (s), NAN otherwise */
-    unsigned char *resumed;     /* per configuration: its row came from the resumed folder */
-    double *resumed_cost;       /* per resumed configuration: its row's cost under the run's
-                                   objective (results_row_cost), what the search observes */
-    unsigned char *compiled;    /* per kernel (cap_kernels): compiled (or read from the cache) */
-    unsigned char *retime_todo; /* per shape: re-time it after the rows (the last pass) */
-    unsigned char *retimed;     /* per shape: re-timed (coordinator side, from "T s") */
-    int retime_at_end;          /* workers re-time a shape after its last row of the round */
-    unsigned char *retime_hold; /* per shape (NULL: none): more of its rows come in a later
-                                   worker of the round, which re-times it */
-    double deadline;            /* > 0: workers stop between configurations once past it */
-    const char *cache_dir;      /* the searched run's kernel cache (private under --no-cache) */
-    /* the row's median (s) and its cost under the run's objective (NAN unless ok) */
-    void (*on_row)(void *ctx, size_t ci, result_status st, double median, double cost);
-    void *on_row_ctx;
-    struct run_search_state *ss; /* search.c's state, for meta.json */
-    size_t worker_starts;        /* measuring workers started (run_coordinate, searched runs) */
-    /* the session's worker (search_session.c); NULL: run_session_body. A test's stand-in that
-     * speaks its protocol without a GPU */
-    worker_duplex_fn session_body;
+    /* progress */
+    double t0;            /* start of the run (monotonic seconds) */
+    unsigned char *done;  /* per configuration: a row exists (this run or a resumed one) */
+    size_t worker_starts; /* measuring workers started (meta.json's search timeline) */
+    /* a searched run's part (run/search_ctx.h); NULL: an exhaustive run */
+    run_search_ctx *search;
 } run_ctx;
 
 /* plan.c */
@@ -124,8 +115,8 @@ const run_plan *run_plan_config(run_ctx *rc, size_t ci);
 const run_plan *run_plan_find(const run_ctx *rc, size_t ci);
 /* Plans the configurations of mask (NULL: every one), in their order. */
 tune_status run_plan_configs(run_ctx *rc, const unsigned char *mask);
-/* A searched run's key: one configuration's kernels refs[0..n) (n < 0: none) added. 0, or -1
- * out of memory. */
+/* A searched run's key (rc->search's): one configuration's kernels refs[0..n) (n < 0: none)
+ * added. 0, or -1 out of memory. */
 int run_key_add(run_ctx *rc, const family_kernel_ref *refs, int n);
 /* The distinct kernels of the space: counted by run_key_add (by 64-bit fingerprint) in a
  * searched run, the table's size otherwise. */
@@ -134,7 +125,9 @@ size_t run_key_kernels(const run_ctx *rc);
  * architecture) and the compile cache key of each distinct unit (source, options that decide the
  * files read), which need no cubin. */
 tune_status run_kernels_key_hash(run_ctx *rc, uint64_t *hash);
-/* Frees the plans, the indices and the key's state. */
+/* Frees a searched run's key state (run_key_add's). */
+void run_key_free(run_ctx *rc);
+/* Frees the plans and the indices. */
 void run_plans_free(run_ctx *rc);
 
 /* kernels.c */
@@ -234,43 +227,6 @@ tune_status run_probe_count(int *n, tune_error *err);
 /* The driver's version: NVML's (mon may be NULL), else /proc/driver/nvidia/version's first
  * line; "" when neither. */
 void run_driver_version(monitor *mon, char *buf, size_t size);
-
-/* search_session.c: a searched run's measuring session (one worker for every round) */
-typedef struct run_session run_session;
-typedef struct {
-    size_t configs, kernels;  /* the round's configurations, the kernels it compiled */
-    double compile_s, wall_s; /* the compile child's seconds, the round's */
-} run_session_stats;
-run_session *run_session_new(run_ctx *rc); /* NULL: out of memory */
-/* Measures the configurations of rc->todo (those without a row), compiling the kernels they need
- * meanwhile; last: each shape re-timed after its rows. stats (optional) filled. */
-tune_status run_session_round(run_ctx *rc, run_summary *sum, run_session *s, int last,
-                              run_session_stats *stats);
-/* Re-times the shapes marked in shapes[] (their kernels compiled), one at a time. A worker that
- * the re-timing ends ends the pass: the winners stand on their first measurement. */
-tune_status run_session_retime(run_ctx *rc, run_summary *sum, run_session *s,
-                               const unsigned char *shapes);
-/* Workers started so far. */
-size_t run_session_starts(const run_session *s);
-/* Ends the worker (what it still says is read) and frees s. */
-void run_session_free(run_ctx *rc, run_summary *sum, run_session *s);
-
-/* search.c */
-/* Whether the run is searched, and its search state set up (the settings merged, arrays). */
-tune_status run_search_prepare(run_ctx *rc, sweep_search *settings);
-/* A compile-only run of a searched sweep: what the search proposes before any measurement (the
- * whole budget for random and exhaustive, the first round for the model, whose later rounds
- * follow the measurements) marked in rc->todo with the baselines, and only their kernels
- * compiled. */
-tune_status run_search_compile_first(run_ctx *rc, int arch, run_summary *sum);
-/* The rounds of a searched run, then the re-timing of each shape's fastest candidates. */
-tune_status run_search(run_ctx *rc, run_summary *sum);
-/* The key's text of the search settings ("random budget=10% seed=7 batch=4", then
- * " objective=energy" when the objective is not time), into buf. */
-const char *run_search_key(const run_ctx *rc, char *buf, size_t size);
-/* meta.json's "search" block of this run (new), NULL for an exhaustive run. */
-json_t *run_search_meta(const run_ctx *rc);
-void run_search_free(run_ctx *rc);
 
 /* multi.c */
 tune_status run_gpus(const sweep *sw, const run_options *opt, run_summary *sum, tune_error *err);

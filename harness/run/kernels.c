@@ -12,6 +12,7 @@
 #include "core/outfile.h"
 #include "core/progress.h"
 #include "run/internal.h"
+#include "run/search_ctx.h"
 
 /* What compile_all's callbacks see: the progress line, and (a compile child that streams) the
  * pipe to tell the coordinator of each kernel finished, with the kernels' indices. */
@@ -193,7 +194,7 @@ static tune_status read_cached(run_ctx *rc, int arch, const char *cache_dir, con
 
 void run_read_cached_kernels(run_ctx *rc, const size_t *idx, size_t n)
 {
-    read_cached(rc, rc->arch, rc->cache_dir, idx, n); /* a kernel not read keeps no cubin */
+    read_cached(rc, rc->arch, rc->search->cache_dir, idx, n); /* a kernel not read: no cubin */
 }
 
 int run_compile_pump(run_ctx *rc, run_compile_async *c, double timeout_s)
@@ -423,7 +424,7 @@ tune_status run_compile_finish(run_ctx *rc, run_compile_async *c, run_summary *s
     sum->n_kernel_errors += part.n_kernel_errors;
     sum->compile_seconds += part.compile_seconds;
     for (size_t i = 0; st == TUNE_OK && i < n; i++)
-        rc->compiled[idx[i]] = 1;
+        rc->search->compiled[idx[i]] = 1;
     if (st == TUNE_OK)
         report_compiled(rc, idx, n);
     free(idx);

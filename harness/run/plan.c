@@ -19,6 +19,7 @@
 
 #include "core/hash.h"
 #include "run/internal.h"
+#include "run/search_ctx.h"
 
 typedef uint64_t (*index_hash_fn)(const run_ctx *rc, size_t item);
 typedef int (*index_eq_fn)(const run_ctx *rc, size_t item, const void *key);
@@ -95,12 +96,12 @@ static int kernels_grow(run_ctx *rc)
     if (!nk)
         return -1;
     rc->kernels = nk;
-    if (rc->compiled) {
-        unsigned char *c = realloc(rc->compiled, cap);
+    if (rc->search && rc->search->compiled) {
+        unsigned char *c = realloc(rc->search->compiled, cap);
         if (!c)
             return -1;
         memset(c + rc->cap_kernels, 0, cap - rc->cap_kernels);
-        rc->compiled = c;
+        rc->search->compiled = c;
     }
     rc->cap_kernels = cap;
     return 0;
@@ -229,13 +230,13 @@ struct run_key_scan {
 
 static uint64_t unit_hash(const run_ctx *rc, size_t i)
 {
-    const key_unit *u = &rc->key_scan->units[i];
+    const key_unit *u = &rc->search->key_scan->units[i];
     return ref_hash(u->source, "", u->options);
 }
 
 static int unit_is(const run_ctx *rc, size_t i, const void *key)
 {
-    const key_unit *u = &rc->key_scan->units[i], *k = key;
+    const key_unit *u = &rc->search->key_scan->units[i], *k = key;
     return strcmp(u->source, k->source) == 0 && strcmp(u->options, k->options) == 0;
 }
 
@@ -271,7 +272,7 @@ static int key_count(struct run_key_scan *ks, uint64_t h)
 /* The unit of ref (its source and the options that decide the files read) in the key's units. */
 static int key_unit_add(run_ctx *rc, const family_kernel_ref *ref)
 {
-    struct run_key_scan *ks = rc->key_scan;
+    struct run_key_scan *ks = rc->search->key_scan;
     char files[sizeof ref->options];
     key_unit k = {(char *)ref->source,
                   (char *)compile_options_files(ref->options, files, sizeof files)};
@@ -301,12 +302,13 @@ static int key_unit_add(run_ctx *rc, const family_kernel_ref *ref)
 
 int run_key_add(run_ctx *rc, const family_kernel_ref *refs, int n)
 {
-    if (!rc->key_scan) {
-        if (!(rc->key_scan = calloc(1, sizeof *rc->key_scan)))
+    run_search_ctx *sx = rc->search;
+    if (!sx->key_scan) {
+        if (!(sx->key_scan = calloc(1, sizeof *sx->key_scan)))
             return -1;
-        rc->key_scan->refs = HASH_FNV_OFFSET;
+        sx->key_scan->refs = HASH_FNV_OFFSET;
     }
-    struct run_key_scan *ks = rc->key_scan;
+    struct run_key_scan *ks = sx->key_scan;
     for (int r = 0; r < n; r++) {
         uint64_t h = ref_hash(refs[r].source, refs[r].name, refs[r].options);
         unsigned char arch = refs[r].arch != 0;
@@ -319,14 +321,14 @@ int run_key_add(run_ctx *rc, const family_kernel_ref *refs, int n)
 
 size_t run_key_kernels(const run_ctx *rc)
 {
-    return rc->key_scan ? rc->key_scan->n_prints : rc->n_kernels;
+    return rc->search && rc->search->key_scan ? rc->search->key_scan->n_prints : rc->n_kernels;
 }
 
 tune_status run_kernels_key_hash(run_ctx *rc, uint64_t *hash)
 {
     char kdir[4096];
     const char *kernels_dir = rc->opt->kernels_dir;
-    const struct run_key_scan *ks = rc->key_scan;
+    const struct run_key_scan *ks = rc->search ? rc->search->key_scan : NULL;
     if (!kernels_dir && !(kernels_dir = compile_find_kernels_dir(kdir, sizeof kdir)))
         return tune_error_set(rc->err, TUNE_ERR_IO, "kernels_src",
                               "cannot find the kernel sources (set TUNE_KERNELS_DIR)");
@@ -347,14 +349,9 @@ tune_status run_kernels_key_hash(run_ctx *rc, uint64_t *hash)
     return st;
 }
 
-void run_plans_free(run_ctx *rc)
+void run_key_free(run_ctx *rc)
 {
-    for (size_t i = 0; i < rc->n_plans; i++)
-        free(rc->plans[i].skip);
-    free(rc->plans);
-    free(rc->plan_index.slots);
-    free(rc->kernel_index.slots);
-    struct run_key_scan *ks = rc->key_scan;
+    struct run_key_scan *ks = rc->search->key_scan;
     for (size_t i = 0; ks && i < ks->n_units; i++)
         free(ks->units[i].source), free(ks->units[i].options);
     if (ks) {
@@ -363,6 +360,15 @@ void run_plans_free(run_ctx *rc)
         free(ks->prints);
         free(ks);
     }
+    rc->search->key_scan = NULL;
+}
+
+void run_plans_free(run_ctx *rc)
+{
+    for (size_t i = 0; i < rc->n_plans; i++)
+        free(rc->plans[i].skip);
+    free(rc->plans);
+    free(rc->plan_index.slots);
+    free(rc->kernel_index.slots);
     rc->plans = NULL;
-    rc->key_scan = NULL;
 }

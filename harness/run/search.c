@@ -14,9 +14,11 @@
 #include "core/clock.h"
 #include "core/interrupt.h"
 #include "run/internal.h"
+#include "run/search_ctx.h"
 
 #define RUN_SEARCH_MAX_ROUNDS 64 /* rounds whose figures meta.json keeps (the first ones) */
 
+/* run_search_ctx.state: what only this file reads. */
 typedef struct run_search_state {
     sweep_search set; /* the settings in force (warm_start borrowed) */
     search *s;
@@ -143,40 +145,41 @@ tune_status run_search_estimate(const sweep *sw, const space *sp, const sweep_se
     return st;
 }
 
-/* The observation of a row (coordinator.c: each E line, each lost row). */
-static void search_on_row(void *ctx, size_t ci, result_status st, double median, double cost)
+void run_search_observe(run_ctx *rc, size_t ci, result_status st, double median, double cost)
 {
-    run_ctx *rc = ctx;
     double v = st == RESULT_OK && median > 0 ? median : NAN;
     if (space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
-        rc->medians[ci] = v;
-    search_observe(rc->ss->s, ci, st == RESULT_OK && cost > 0 ? cost : NAN);
+        rc->search->medians[ci] = v;
+    search_observe(rc->search->state->s, ci, st == RESULT_OK && cost > 0 ? cost : NAN);
 }
 
 tune_status run_search_prepare(run_ctx *rc, sweep_search *settings)
 {
     size_t n = space_n_configs(rc->sp), ns = space_n_shapes(rc->sp);
-    run_search_state *ss = calloc(1, sizeof *ss);
-    if (!ss)
+    run_search_ctx *sx = calloc(1, sizeof *sx);
+    run_search_state *ss = sx ? calloc(1, sizeof *ss) : NULL;
+    if (!ss) {
+        free(sx);
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-    rc->ss = ss;
+    }
+    rc->search = sx;
+    sx->state = ss;
     ss->set = *settings;
-    rc->search = &ss->set;
     if (!(ss->s = search_open(rc->sw, &ss->set, rc->err)))
         return rc->err ? rc->err->code : TUNE_ERR_INVALID;
     /* the read probe every worker measures with: the table's first kernel */
     family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
     if (run_kernel_index(rc, &probe) == SIZE_MAX || run_key_add(rc, &probe, 1) != 0)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-    rc->todo = calloc(n ? n : 1, 1);
-    rc->medians = malloc((n ? n : 1) * sizeof *rc->medians);
-    rc->resumed = calloc(n ? n : 1, 1);
-    rc->resumed_cost = malloc((n ? n : 1) * sizeof *rc->resumed_cost);
-    rc->compiled = calloc(rc->cap_kernels ? rc->cap_kernels : 1, 1);
-    rc->retime_todo = calloc(ns ? ns : 1, 1);
-    rc->retimed = calloc(ns ? ns : 1, 1);
-    if (!rc->todo || !rc->medians || !rc->resumed || !rc->resumed_cost || !rc->compiled ||
-        !rc->retime_todo || !rc->retimed)
+    sx->todo = calloc(n ? n : 1, 1);
+    sx->medians = malloc((n ? n : 1) * sizeof *sx->medians);
+    sx->resumed = calloc(n ? n : 1, 1);
+    sx->resumed_cost = malloc((n ? n : 1) * sizeof *sx->resumed_cost);
+    sx->compiled = calloc(rc->cap_kernels ? rc->cap_kernels : 1, 1);
+    sx->retime_todo = calloc(ns ? ns : 1, 1);
+    sx->retimed = calloc(ns ? ns : 1, 1);
+    if (!sx->todo || !sx->medians || !sx->resumed || !sx->resumed_cost || !sx->compiled ||
+        !sx->retime_todo || !sx->retimed)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     /* one pass over the space: the candidates (the family's refusals are none), and the run key
      * of every configuration's kernels (other shards' too: the shards of a run share it); the
@@ -184,7 +187,7 @@ tune_status run_search_prepare(run_ctx *rc, sweep_search *settings)
     family_kernel_ref refs[FAMILY_MAX_KERNELS];
     char why[512];
     for (size_t ci = 0; ci < n; ci++) {
-        rc->medians[ci] = rc->resumed_cost[ci] = NAN;
+        sx->medians[ci] = sx->resumed_cost[ci] = NAN;
         int nr = run_config_refs(rc, ci, refs, why, sizeof why);
         if (run_key_add(rc, refs, nr) != 0)
             return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
@@ -193,15 +196,13 @@ tune_status run_search_prepare(run_ctx *rc, sweep_search *settings)
         if (search_add_config(ss->s, rc->sp, ci, nr < 0 ? why : NULL) < 0)
             return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     }
-    rc->on_row = search_on_row;
-    rc->on_row_ctx = rc;
     return TUNE_OK;
 }
 
 const char *run_search_key(const run_ctx *rc, char *buf, size_t size)
 {
     char budget[64];
-    const sweep_search *set = rc->search;
+    const sweep_search *set = &rc->search->state->set;
     size_t len = (size_t)snprintf(buf, size, "%s budget=%s seed=%llu batch=%zu",
                                   search_strategy_name(set->opt.strategy),
                                   search_budget_format(&set->opt, budget, sizeof budget),
@@ -223,24 +224,34 @@ const char *run_search_key(const run_ctx *rc, char *buf, size_t size)
     return buf;
 }
 
+int run_search_past_deadline(const run_ctx *rc)
+{
+    return rc->search && rc->search->deadline > 0 && clock_now() > rc->search->deadline;
+}
+
 void run_search_free(run_ctx *rc)
 {
-    if (rc->ss) {
-        search_free(rc->ss->s);
-        if (rc->ss->tmp_cache[0]) {
-            interrupt_cleanup_remove(run_remove_cache_dir, rc->ss->tmp_cache);
-            run_remove_cache_dir(rc->ss->tmp_cache);
+    run_search_ctx *sx = rc->search;
+    if (!sx)
+        return;
+    if (sx->state) {
+        search_free(sx->state->s);
+        if (sx->state->tmp_cache[0]) {
+            interrupt_cleanup_remove(run_remove_cache_dir, sx->state->tmp_cache);
+            run_remove_cache_dir(sx->state->tmp_cache);
         }
     }
-    free(rc->ss);
-    free(rc->todo);
-    free(rc->medians);
-    free(rc->resumed);
-    free(rc->resumed_cost);
-    free(rc->compiled);
-    free(rc->retime_todo);
-    free(rc->retimed);
-    rc->ss = NULL;
+    free(sx->state);
+    free(sx->todo);
+    free(sx->medians);
+    free(sx->resumed);
+    free(sx->resumed_cost);
+    free(sx->compiled);
+    free(sx->retime_todo);
+    free(sx->retimed);
+    run_key_free(rc);
+    free(sx);
+    rc->search = NULL;
 }
 
 /* ---- warm starts ---- */
@@ -271,7 +282,7 @@ static size_t shape_of_row(const run_ctx *rc, const result_row *row)
  * of this run that have candidates. */
 static tune_status warm_start(run_ctx *rc)
 {
-    run_search_state *ss = rc->ss;
+    run_search_state *ss = rc->search->state;
     for (size_t d = 0; d < ss->set.n_warm_start; d++) {
         const char *dir = ss->set.warm_start[d];
         char path[PATH_MAX + 16];
@@ -309,20 +320,20 @@ static tune_status warm_start(run_ctx *rc)
 
 /* ---- rounds ---- */
 
-/* Marks the round's configurations (ids, and the baselines in the first round) in rc->todo;
- * returns how many have no row yet. */
+/* Marks the round's configurations (ids, and the baselines in the first round) in
+ * rc->search->todo; returns how many have no row yet. */
 static size_t round_mark(run_ctx *rc, const size_t *ids, size_t n, int first)
 {
     size_t k = 0;
-    memset(rc->todo, 0, space_n_configs(rc->sp));
+    memset(rc->search->todo, 0, space_n_configs(rc->sp));
     for (size_t i = 0; i < n; i++)
-        rc->todo[ids[i]] = 1;
+        rc->search->todo[ids[i]] = 1;
     for (size_t ci = 0; first && ci < space_n_configs(rc->sp); ci++)
         if (space_config_at(rc->sp, ci)->param == SPACE_NO_PARAM &&
             !(rc->plan && shard_plan_owner(rc->plan, ci) != rc->opt->shard_index))
-            rc->todo[ci] = 1;
+            rc->search->todo[ci] = 1;
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
-        k += rc->todo[ci] && !(rc->done && rc->done[ci]); /* no done yet: compile-only */
+        k += rc->search->todo[ci] && !(rc->done && rc->done[ci]); /* no done yet: compile-only */
     return k;
 }
 
@@ -331,7 +342,7 @@ static size_t round_mark(run_ctx *rc, const size_t *ids, size_t n, int first)
  * measures with it), into idx (rc->n_kernels entries); their number. */
 static size_t kernels_wanted(run_ctx *rc, const unsigned char *mask, int skip_done, size_t *idx)
 {
-    unsigned char *want = rc->compiled; /* 2: wanted now, reset below */
+    unsigned char *want = rc->search->compiled; /* 2: wanted now, reset below */
     size_t n = 0;
     family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
     size_t k = run_kernel_index(rc, &probe); /* listed by run_search_prepare: found, not added */
@@ -360,8 +371,8 @@ static tune_status compile_for(run_ctx *rc, run_summary *sum, const unsigned cha
     if (!idx)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     size_t n = kernels_wanted(rc, mask, skip_done, idx);
-    tune_status st = run_compile_subset(rc, idx, n, rc->cache_dir, sum);
-    rc->ss->kernels_compiled += n;
+    tune_status st = run_compile_subset(rc, idx, n, rc->search->cache_dir, sum);
+    rc->search->state->kernels_compiled += n;
     free(idx);
     return st;
 }
@@ -371,16 +382,16 @@ static int config_ready(const run_ctx *rc, size_t ci)
 {
     const run_plan *pl = run_plan_find(rc, ci);
     for (int r = 0; pl && r < pl->n_refs; r++)
-        if (!rc->compiled[pl->refs[r]])
+        if (!rc->search->compiled[pl->refs[r]])
             return 0;
     return 1;
 }
 
-/* Measures the configurations of rc->todo (those without a row) with workers; last: the round
- * spends every budget, so each shape is re-timed after its rows. */
+/* Measures the configurations of rc->search->todo (those without a row) with workers; last: the
+ * round spends every budget, so each shape is re-timed after its rows. */
 static tune_status measure(run_ctx *rc, run_summary *sum, int last)
 {
-    rc->retime_at_end = last;
+    rc->search->retime_at_end = last;
     return run_coordinate(rc, sum);
 }
 
@@ -395,15 +406,15 @@ static size_t round_split(run_ctx *rc, const unsigned char *all, unsigned char *
         early[ci] = all[ci] && space_config_at(rc->sp, ci)->param == SPACE_NO_PARAM;
     *nb = kernels_wanted(rc, early, 1, idx_b);
     for (size_t i = 0; i < *nb; i++)
-        rc->compiled[idx_b[i]] = 3; /* about to be compiled: ready for config_ready */
+        rc->search->compiled[idx_b[i]] = 3; /* about to be compiled: ready for config_ready */
     for (size_t ci = 0; ci < nc; ci++) {
         early[ci] = all[ci] && !rc->done[ci] && config_ready(rc, ci);
         n_early += early[ci];
-        rc->todo[ci] = all[ci] && !early[ci];
+        rc->search->todo[ci] = all[ci] && !early[ci];
     }
-    *nr = kernels_wanted(rc, rc->todo, 1, idx_r);
+    *nr = kernels_wanted(rc, rc->search->todo, 1, idx_r);
     for (size_t i = 0; i < *nb; i++)
-        rc->compiled[idx_b[i]] = 0;
+        rc->search->compiled[idx_b[i]] = 0;
     return n_early;
 }
 
@@ -414,10 +425,10 @@ static size_t round_split(run_ctx *rc, const unsigned char *all, unsigned char *
  * measured configuration on the H200 (3 912 ok rows in 38 s of its exhaustive run). */
 #define RUN_SEARCH_EARLY_MIN 50
 
-/* One round (rc->todo). The compile child of the kernels that only tuned configurations need
- * starts first (on all processors but two: a worker's timing thread keeps one); the baselines'
- * kernels are compiled beside it, and the configurations ready then (the baselines, candidates
- * whose kernels earlier rounds compiled) are measured while it runs; then the others. */
+/* One round (rc->search->todo). The compile child of the kernels that only tuned configurations
+ * need starts first (on all processors but two: a worker's timing thread keeps one); the
+ * baselines' kernels are compiled beside it, and the configurations ready then (the baselines,
+ * candidates whose kernels earlier rounds compiled) are measured while it runs; then the others. */
 static tune_status round_run(run_ctx *rc, run_summary *sum, int last)
 {
     size_t nc = space_n_configs(rc->sp), nb = 0, nr = 0, nk = rc->n_kernels ? rc->n_kernels : 1;
@@ -427,37 +438,37 @@ static tune_status round_run(run_ctx *rc, run_summary *sum, int last)
         free(all), free(early), free(idx_b), free(idx_r);
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     }
-    memcpy(all, rc->todo, nc);
+    memcpy(all, rc->search->todo, nc);
     size_t n_early = round_split(rc, all, early, idx_b, &nb, idx_r, &nr);
     tune_status st = TUNE_OK;
     if (nr == 0 || n_early < RUN_SEARCH_EARLY_MIN) {
-        memcpy(rc->todo, all, nc);
-        if ((st = compile_for(rc, sum, rc->todo, 1)) == TUNE_OK)
+        memcpy(rc->search->todo, all, nc);
+        if ((st = compile_for(rc, sum, rc->search->todo, 1)) == TUNE_OK)
             st = measure(rc, sum, last);
     } else {
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         run_compile_async *c =
-            run_compile_start(rc, idx_r, nr, rc->cache_dir, cpus > 3 ? (int)cpus - 2 : 1);
-        st = c ? run_compile_subset(rc, idx_b, nb, rc->cache_dir, sum)
+            run_compile_start(rc, idx_r, nr, rc->search->cache_dir, cpus > 3 ? (int)cpus - 2 : 1);
+        st = c ? run_compile_subset(rc, idx_b, nb, rc->search->cache_dir, sum)
                : (rc->err ? rc->err->code : TUNE_ERR_IO);
-        rc->ss->kernels_compiled += nb;
-        memcpy(all, rc->todo, nc); /* what waits for the compile child */
-        memcpy(rc->todo, early, nc);
+        rc->search->state->kernels_compiled += nb;
+        memcpy(all, rc->search->todo, nc); /* what waits for the compile child */
+        memcpy(rc->search->todo, early, nc);
         /* in the last round, a shape with no row left for the second worker is re-timed by
          * the first (no pass of its own at the end) */
         unsigned char *hold = last ? calloc(space_n_shapes(rc->sp) + 1, 1) : NULL;
         for (size_t ci = 0; hold && ci < nc; ci++)
             if (all[ci] && !rc->done[ci])
                 hold[space_config_at(rc->sp, ci)->shape] = 1;
-        rc->retime_hold = hold;
+        rc->search->retime_hold = hold;
         if (st == TUNE_OK)
             st = measure(rc, sum, hold != NULL);
-        rc->retime_hold = NULL;
+        rc->search->retime_hold = NULL;
         free(hold);
         tune_status cst = c ? run_compile_finish(rc, c, sum) : TUNE_OK;
-        rc->ss->kernels_compiled += c ? nr : 0;
+        rc->search->state->kernels_compiled += c ? nr : 0;
         st = st == TUNE_OK ? cst : st;
-        memcpy(rc->todo, all, nc);
+        memcpy(rc->search->todo, all, nc);
         if (st == TUNE_OK)
             st = measure(rc, sum, last);
     }
@@ -469,41 +480,43 @@ static tune_status round_run(run_ctx *rc, run_summary *sum, int last)
 }
 
 /* The rows of a resumed folder observed by their cost under the run's objective, as the run's
- * own rows are (run/session.c read them into rc->resumed_cost; rc->medians keeps their times for
- * the re-timing). */
+ * own rows are (run/session.c read them into resumed_cost; medians keeps their times for the
+ * re-timing). */
 static void observe_resumed(run_ctx *rc)
 {
+    const run_search_ctx *sx = rc->search;
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
-        if (rc->resumed[ci])
-            search_observe(rc->ss->s, ci, rc->resumed_cost[ci] > 0 ? rc->resumed_cost[ci] : NAN);
+        if (sx->resumed[ci])
+            search_observe(sx->state->s, ci, sx->resumed_cost[ci] > 0 ? sx->resumed_cost[ci] : NAN);
 }
 
 /* The shapes not re-timed yet with at least two ok candidates, re-timed by one worker. A failure
  * of that worker costs nothing measured: it is reported and the run goes on. */
-/* Marks in rc->retime_todo the shapes not re-timed yet with at least two ok candidates and
- * compiles their candidates' kernels (a resumed run may not have compiled them); *want: how many.
- */
+/* Marks in rc->search->retime_todo the shapes not re-timed yet with at least two ok candidates
+ * and compiles their candidates' kernels (a resumed run may not have compiled them); *want: how
+ * many. */
 static tune_status retime_prepare(run_ctx *rc, run_summary *sum, size_t *want)
 {
+    run_search_ctx *sx = rc->search;
     size_t ns = space_n_shapes(rc->sp);
     size_t *ok = calloc(ns ? ns : 1, sizeof *ok);
     *want = 0;
     if (!ok)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
-        if (rc->medians[ci] > 0)
+        if (sx->medians[ci] > 0)
             ok[space_config_at(rc->sp, ci)->shape]++;
     for (size_t s = 0; s < ns; s++)
-        *want += rc->retime_todo[s] = !rc->retimed[s] && ok[s] >= 2;
+        *want += sx->retime_todo[s] = !sx->retimed[s] && ok[s] >= 2;
     free(ok);
     if (!*want)
         return TUNE_OK;
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++)
-        rc->todo[ci] = rc->medians[ci] > 0 && rc->retime_todo[space_config_at(rc->sp, ci)->shape];
-    tune_status st = run_plan_configs(rc, rc->todo); /* a resumed row's may not be yet */
+        sx->todo[ci] = sx->medians[ci] > 0 && sx->retime_todo[space_config_at(rc->sp, ci)->shape];
+    tune_status st = run_plan_configs(rc, sx->todo); /* a resumed row's may not be yet */
     if (st == TUNE_OK)
-        st = compile_for(rc, sum, rc->todo, 0);
-    memset(rc->todo, 0, space_n_configs(rc->sp));
+        st = compile_for(rc, sum, sx->todo, 0);
+    memset(sx->todo, 0, space_n_configs(rc->sp));
     return st;
 }
 
@@ -523,7 +536,7 @@ static tune_status retime_pass(run_ctx *rc, run_summary *sum)
     size_t s = 0;
     while ((r = worker_read_line(w, line, sizeof line, watchdog + 60)) == 1)
         if (line[0] == 'T' && sscanf(line, "T %zu", &s) == 1 && s < ns)
-            rc->retimed[s] = 1;
+            rc->search->retimed[s] = 1;
         else if (line[0] == 'F')
             snprintf(fatal, sizeof fatal, "%s", line + 2);
     if (r < 0)
@@ -532,7 +545,7 @@ static tune_status retime_pass(run_ctx *rc, run_summary *sum)
     if ((code != 0 || fatal[0]) && !rc->opt->quiet)
         fprintf(stderr, "tune: the interleaved re-timing ended early (%s): %s\n", how,
                 fatal[0] ? fatal : "the winners stand on their first measurement");
-    memset(rc->retime_todo, 0, ns);
+    memset(rc->search->retime_todo, 0, ns);
     return TUNE_OK;
 }
 
@@ -542,8 +555,8 @@ static tune_status retime_session(run_ctx *rc, run_summary *sum, run_session *se
     size_t ns = space_n_shapes(rc->sp), want;
     tune_status st = retime_prepare(rc, sum, &want);
     if (st == TUNE_OK && want)
-        st = run_session_retime(rc, sum, session, rc->retime_todo);
-    memset(rc->retime_todo, 0, ns);
+        st = run_session_retime(rc, sum, session, rc->search->retime_todo);
+    memset(rc->search->retime_todo, 0, ns);
     return st;
 }
 
@@ -558,7 +571,7 @@ static int session_on(void)
 
 tune_status run_search_compile_first(run_ctx *rc, int arch, run_summary *sum)
 {
-    run_search_state *ss = rc->ss;
+    run_search_state *ss = rc->search->state;
     size_t nc = space_n_configs(rc->sp), *ids = malloc((nc ? nc : 1) * sizeof *ids), *idx = NULL;
     tune_status st =
         ids ? warm_start(rc) : tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
@@ -566,13 +579,13 @@ tune_status run_search_compile_first(run_ctx *rc, int arch, run_summary *sum)
     if (st == TUNE_OK) {
         n = search_next(ss->s, ids, nc);
         todo = round_mark(rc, ids, n, 1);
-        st = run_plan_configs(rc, rc->todo);
+        st = run_plan_configs(rc, rc->search->todo);
     }
     if (st == TUNE_OK && !(idx = malloc((rc->n_kernels ? rc->n_kernels : 1) * sizeof *idx)))
         st = tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     if (st == TUNE_OK) {
         int all = search_round_is_last(ss->s);
-        size_t nk = kernels_wanted(rc, rc->todo, 0, idx);
+        size_t nk = kernels_wanted(rc, rc->search->todo, 0, idx);
         ss->rounds = n > 0;
         if (!rc->opt->quiet)
             fprintf(stderr,
@@ -592,21 +605,21 @@ tune_status run_search_compile_first(run_ctx *rc, int arch, run_summary *sum)
 
 tune_status run_search(run_ctx *rc, run_summary *sum)
 {
-    run_search_state *ss = rc->ss;
+    run_search_state *ss = rc->search->state;
     const run_options *opt = rc->opt;
     run_session *session = NULL;
     size_t cap = space_n_configs(rc->sp);
     size_t *ids = malloc((cap ? cap : 1) * sizeof *ids);
-    rc->cache_dir = opt->cache_dir;
+    rc->search->cache_dir = opt->cache_dir;
     if (!opt->cache_dir) { /* the compile child hands its cubins over through a cache */
         snprintf(ss->tmp_cache, sizeof ss->tmp_cache, "/tmp/tune-kcache-XXXXXX");
         if (!mkdtemp(ss->tmp_cache))
             ss->tmp_cache[0] = '\0';
         else /* removed at a stop (SIGTERM) too */
             interrupt_cleanup_push(run_remove_cache_dir, ss->tmp_cache);
-        rc->cache_dir = ss->tmp_cache[0] ? ss->tmp_cache : NULL;
+        rc->search->cache_dir = ss->tmp_cache[0] ? ss->tmp_cache : NULL;
     }
-    if (!ids || !rc->cache_dir) {
+    if (!ids || !rc->search->cache_dir) {
         free(ids);
         return tune_error_set(rc->err, ids ? TUNE_ERR_IO : TUNE_ERR_NOMEM, "run",
                               ids ? "cannot create a kernel cache folder" : "out of memory");
@@ -617,9 +630,9 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
     if (st == TUNE_OK && ss->session && !(session = run_session_new(rc)))
         st = tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     if (ss->set.time_limit_s > 0)
-        rc->deadline = rc->t0 + ss->set.time_limit_s;
+        rc->search->deadline = rc->t0 + ss->set.time_limit_s;
     for (int first = 1; st == TUNE_OK; first = 0) {
-        if (rc->deadline > 0 && clock_now() > rc->deadline) {
+        if (run_search_past_deadline(rc)) {
             ss->time_limit_hit = 1;
             break;
         }
@@ -631,19 +644,19 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
             ss->finished = 1;
             break;
         }
-        if ((st = run_plan_configs(rc, rc->todo)) != TUNE_OK) /* the round's kernels listed */
+        if ((st = run_plan_configs(rc, rc->search->todo)) != TUNE_OK) /* its kernels listed */
             break;
         ss->rounds++;
         int last = search_round_is_last(ss->s);
         run_session_stats rs = {0};
         if (session) {
             st = run_session_round(rc, sum, session, last, &rs);
-            rc->ss->kernels_compiled += rs.kernels;
+            ss->kernels_compiled += rs.kernels;
         } else {
-            size_t k0 = rc->ss->kernels_compiled;
+            size_t k0 = ss->kernels_compiled;
             double c0 = sum->compile_seconds;
             st = round_run(rc, sum, last);
-            rs = (run_session_stats){todo, rc->ss->kernels_compiled - k0, sum->compile_seconds - c0,
+            rs = (run_session_stats){todo, ss->kernels_compiled - k0, sum->compile_seconds - c0,
                                      clock_now() - t0};
         }
         if (ss->rounds <= RUN_SEARCH_MAX_ROUNDS)
@@ -654,10 +667,10 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
                     "of compile), %.1f s\n",
                     ss->rounds, todo, first ? " (baselines included)" : "", rs.kernels,
                     rs.compile_s, clock_now() - t0);
-        if (rc->deadline > 0 && clock_now() > rc->deadline && st == TUNE_OK)
+        if (run_search_past_deadline(rc) && st == TUNE_OK)
             ss->time_limit_hit = 1; /* a worker may have stopped between configurations */
     }
-    memset(rc->todo, 0, space_n_configs(rc->sp));
+    memset(rc->search->todo, 0, space_n_configs(rc->sp));
     double t_retime = clock_now();
     if (st == TUNE_OK)
         st = session ? retime_session(rc, sum, session) : retime_pass(rc, sum);
@@ -672,9 +685,9 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
 
 json_t *run_search_meta(const run_ctx *rc)
 {
-    const run_search_state *ss = rc->ss;
-    if (!ss)
+    if (!rc->search)
         return NULL;
+    const run_search_state *ss = rc->search->state;
     size_t ns = space_n_shapes(rc->sp), k = 0, baselines = 0, space = 0;
     const tune_point **shapes = calloc(ns ? ns : 1, sizeof *shapes);
     tune_point *axes = calloc(ns ? ns : 1, sizeof *axes); /* the sweep's problem axes only */

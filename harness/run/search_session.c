@@ -19,6 +19,7 @@
 
 #include "core/clock.h"
 #include "run/internal.h"
+#include "run/search_ctx.h"
 
 struct run_session {
     worker *w;            /* the measuring worker; NULL: none running */
@@ -34,7 +35,6 @@ struct run_session {
     int retiming;         /* after "T", before the next "B" or "D" */
     char crash[4096], fatal[4096];
     double last_line; /* when it last said something (the watchdog's start) */
-    size_t starts;    /* workers started */
 };
 
 run_session *run_session_new(run_ctx *rc)
@@ -53,11 +53,6 @@ run_session *run_session_new(run_ctx *rc)
     }
     s->current = SIZE_MAX;
     return s;
-}
-
-size_t run_session_starts(const run_session *s)
-{
-    return s ? s->starts : 0;
 }
 
 /* known as large as the kernel table (new entries 0). 0, or -1 out of memory. */
@@ -79,10 +74,10 @@ static tune_status session_start(run_ctx *rc, run_session *s)
 {
     if (session_known_fit(rc, s) != 0)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-    s->w = worker_start_duplex(rc->session_body ? rc->session_body : run_session_body, rc, rc->err);
+    worker_duplex_fn body = rc->search->session_body ? rc->search->session_body : run_session_body;
+    s->w = worker_start_duplex(body, rc, rc->err);
     if (!s->w)
         return rc->err ? rc->err->code : TUNE_ERR_IO;
-    s->starts++;
     rc->worker_starts++;
     s->plans_told = rc->n_plans;
     for (size_t k = 0; k < rc->n_kernels; k++)
@@ -123,7 +118,7 @@ static int session_tell_kernels(run_ctx *rc, run_session *s)
     if (session_known_fit(rc, s) != 0 || session_tell_plans(rc, s) != 0)
         return -1;
     for (size_t k = 0; k <= rc->n_kernels; k++) {
-        int add = k < rc->n_kernels && !s->known[k] && rc->compiled[k] == 1;
+        int add = k < rc->n_kernels && !s->known[k] && rc->search->compiled[k] == 1;
         if (add) {
             len += (size_t)snprintf(line + len, sizeof line - len, "%s%zu", len ? " " : "K ", k);
             s->known[k] = 1;
@@ -143,7 +138,7 @@ static int session_ready(const run_ctx *rc, size_t ci)
 {
     const run_plan *pl = run_plan_find(rc, ci);
     for (int r = 0; pl && r < pl->n_refs; r++)
-        if (rc->compiled[pl->refs[r]] != 1)
+        if (rc->search->compiled[pl->refs[r]] != 1)
             return 0;
     return 1;
 }
@@ -153,7 +148,8 @@ static int session_ready(const run_ctx *rc, size_t ci)
 static int session_dispatch(run_ctx *rc, run_session *s, const unsigned char *all, int last)
 {
     size_t nc = space_n_configs(rc->sp), ns = space_n_shapes(rc->sp);
-    if (s->probe < rc->n_kernels && rc->compiled[s->probe] != 1 && !rc->kernels[s->probe].job.cubin)
+    if (s->probe < rc->n_kernels && rc->search->compiled[s->probe] != 1 &&
+        !rc->kernels[s->probe].job.cubin)
         return 0; /* the worker's timing needs it first */
     unsigned char *blocked = calloc(ns + 1, 1), *want = calloc(ns + 1, 1);
     if (!blocked || !want) {
@@ -205,8 +201,7 @@ static tune_status session_lost_row(run_ctx *rc, run_summary *sum, size_t ci, re
     tune_status st = run_write_lost_row(rc, ci, status, reason);
     meta_count_status(sum, status);
     rc->done[ci] = 1;
-    if (rc->on_row)
-        rc->on_row(rc->on_row_ctx, ci, status, NAN, NAN);
+    run_search_observe(rc, ci, status, NAN, NAN);
     if (!rc->opt->quiet)
         fprintf(stderr, "tune: configuration %zu %s: %s\n", ci, result_status_str(status), reason);
     return st;
@@ -260,7 +255,7 @@ static void session_line(run_ctx *rc, run_summary *sum, run_session *s, const ch
         s->retiming = 1;
         s->fresh = 0;
         if (sscanf(line, "T %zu", &shape) == 1 && shape < space_n_shapes(rc->sp))
-            rc->retimed[shape] = 1;
+            rc->search->retimed[shape] = 1;
     } else if (line[0] == 'B' && sscanf(line, "B %zu", &i) == 1 && i < n) {
         s->current = i;
         s->retiming = 0;
@@ -270,8 +265,7 @@ static void session_line(run_ctx *rc, run_summary *sum, run_session *s, const ch
         rc->done[i] = 1;
         meta_count_status(sum, (result_status)code);
         s->current = SIZE_MAX;
-        if (rc->on_row)
-            rc->on_row(rc->on_row_ctx, i, (result_status)code, median, cost);
+        run_search_observe(rc, i, (result_status)code, median, cost);
     } else if (line[0] == 'D') {
         s->busy = 0;
         s->retiming = 0;
@@ -329,7 +323,7 @@ static size_t session_kernels(run_ctx *rc, const unsigned char *mask, size_t *id
         return 0;
     family_kernel_ref probe = {.source = "common.cu", .name = "tune_read_probe"};
     size_t k = run_kernel_index(rc, &probe); /* listed by run_search_prepare: found, not added */
-    if (k < rc->n_kernels && !rc->compiled[k]) {
+    if (k < rc->n_kernels && !rc->search->compiled[k]) {
         want[k] = 1;
         idx[n++] = k;
     }
@@ -337,7 +331,7 @@ static size_t session_kernels(run_ctx *rc, const unsigned char *mask, size_t *id
         const run_plan *pl = mask[ci] && !rc->done[ci] ? run_plan_find(rc, ci) : NULL;
         for (int r = 0; pl && r < pl->n_refs; r++) {
             size_t ki = pl->refs[r];
-            if (!rc->compiled[ki] && !want[ki]) {
+            if (!rc->search->compiled[ki] && !want[ki]) {
                 want[ki] = 1;
                 idx[n++] = ki;
             }
@@ -358,14 +352,15 @@ tune_status run_session_round(run_ctx *rc, run_summary *sum, run_session *s, int
         free(all), free(idx);
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     }
-    memcpy(all, rc->todo, nc);
+    memcpy(all, rc->search->todo, nc);
     size_t n = session_kernels(rc, all, idx), measured = 0;
     for (size_t ci = 0; ci < nc; ci++)
         measured += all[ci] && !rc->done[ci];
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     run_compile_async *c = NULL;
     tune_status st = TUNE_OK;
-    if (n > 0 && !(c = run_compile_stream(rc, idx, n, rc->cache_dir, cpus > 3 ? (int)cpus - 2 : 1)))
+    if (n > 0 &&
+        !(c = run_compile_stream(rc, idx, n, rc->search->cache_dir, cpus > 3 ? (int)cpus - 2 : 1)))
         st = rc->err ? rc->err->code : TUNE_ERR_IO;
     run_summary part;
     memset(&part, 0, sizeof part);
@@ -373,8 +368,8 @@ tune_status run_session_round(run_ctx *rc, run_summary *sum, run_session *s, int
         if (st != TUNE_OK)
             break;
         for (size_t i = 0; c && i < n; i++) /* what the compile child has told so far */
-            if (!rc->compiled[idx[i]] && run_compile_is_read(c, idx[i]))
-                rc->compiled[idx[i]] = 1;
+            if (!rc->search->compiled[idx[i]] && run_compile_is_read(c, idx[i]))
+                rc->search->compiled[idx[i]] = 1;
         if (c && !run_compile_worker(c)) { /* it has ended: the rest read, c freed */
             st = run_compile_finish(rc, c, &part);
             c = NULL;
@@ -383,7 +378,7 @@ tune_status run_session_round(run_ctx *rc, run_summary *sum, run_session *s, int
         size_t left = 0;
         for (size_t ci = 0; ci < nc; ci++)
             left += all[ci] && !rc->done[ci];
-        int past = rc->deadline > 0 && clock_now() > rc->deadline;
+        int past = run_search_past_deadline(rc);
         if (!s->busy && (left == 0 || past || s->stop))
             break;
         if (!s->busy && !s->w && (st = session_start(rc, s)) != TUNE_OK)

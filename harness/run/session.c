@@ -8,6 +8,7 @@
 #include "analysis/report.h"
 #include "core/clock.h"
 #include "run/internal.h"
+#include "run/search_ctx.h"
 #include "store/folder.h"
 #include "store/merge.h"
 #include "store/retime.h"
@@ -29,7 +30,7 @@ static tune_status mark_retimed(run_ctx *rc, const char *const *ids)
     for (size_t k = 0; st == TUNE_OK && k < nv; k++)
         for (size_t i = 0; i < space_n_configs(rc->sp); i++)
             if (ids[i] && strcmp(ids[i], v[k].winner_id) == 0) {
-                rc->retimed[space_config_at(rc->sp, i)->shape] = 1;
+                rc->search->retimed[space_config_at(rc->sp, i)->shape] = 1;
                 break;
             }
     free(v);
@@ -65,17 +66,17 @@ static tune_status load_done(run_ctx *rc, run_summary *sum, size_t *n_found)
                 rc->done[i] = 1;
                 meta_count_status(sum, rows[r].status);
                 (*n_found)++;
-                if (rc->resumed) { /* a searched run observes it first (run/search.c) */
-                    rc->resumed[i] = 1;
-                    rc->resumed_cost[i] = results_row_cost(&rows[r], rc->opt->objective);
+                if (rc->search) { /* a searched run observes it first (run/search.c) */
+                    rc->search->resumed[i] = 1;
+                    rc->search->resumed_cost[i] = results_row_cost(&rows[r], rc->opt->objective);
                     if (rows[r].status == RESULT_OK && rows[r].time.median > 0 &&
                         space_config_at(rc->sp, i)->param != SPACE_NO_PARAM)
-                        rc->medians[i] = rows[r].time.median;
+                        rc->search->medians[i] = rows[r].time.median;
                 }
                 break;
             }
     }
-    if (ids && rc->retimed)
+    if (ids && rc->search)
         st = mark_retimed(rc, (const char *const *)ids);
     for (size_t i = 0; ids && i < n; i++)
         free(ids[i]);
@@ -210,8 +211,9 @@ static tune_status run_rows(run_ctx *rc, run_summary *sum)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     for (size_t i = 0; rc->plan && i < n; i++) /* other shards' configurations: not ours to run */
         rc->done[i] = shard_plan_owner(rc->plan, i) != rc->opt->shard_index;
-    for (size_t i = 0; rc->opt->compile_only && rc->todo && i < n; i++)
-        rc->done[i] |= !rc->todo[i]; /* a searched compile-only run: its first round's rows */
+    /* a searched compile-only run: its first round's rows */
+    for (size_t i = 0; rc->opt->compile_only && rc->search && i < n; i++)
+        rc->done[i] |= !rc->search->todo[i];
     if ((st = open_folder(rc, rc->opt, &rc->lock_fd)) != TUNE_OK)
         return st;
     snprintf(sum->out_dir, sizeof sum->out_dir, "%s", rc->out_dir);

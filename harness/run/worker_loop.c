@@ -21,6 +21,7 @@
 #include "core/clock.h"
 #include "device/calibrate.h"
 #include "run/internal.h"
+#include "run/search_ctx.h"
 
 enum { WORKER_EXIT_STICKY = 3, WORKER_EXIT_FATAL = 4 };
 
@@ -114,35 +115,36 @@ static tune_status worker_shape_end(run_ctx *rc, int fd, size_t shape, void *sta
 }
 
 /* A searched run's candidates of a shape: its tuned configurations with an ok row, this round's
- * and the earlier ones' (rc->medians). */
+ * and the earlier ones' (rc->search->medians). */
 static size_t searched_candidates(const run_ctx *rc, size_t shape, run_candidate *cands)
 {
     size_t n = 0;
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++) {
         const space_config *c = space_config_at(rc->sp, ci);
-        if (c->shape == shape && c->param != SPACE_NO_PARAM && rc->medians[ci] > 0)
-            cands[n++] = (run_candidate){ci, rc->medians[ci]};
+        if (c->shape == shape && c->param != SPACE_NO_PARAM && rc->search->medians[ci] > 0)
+            cands[n++] = (run_candidate){ci, rc->search->medians[ci]};
     }
     return n;
 }
 
-/* A searched run's shape done: re-timed now when this is its last round (rc->retime_at_end). */
+/* A searched run's shape done: re-timed now when this is its last round (retime_at_end). */
 static tune_status worker_searched_end(run_ctx *rc, int fd, size_t shape, void *state, timing *tm,
                                        run_candidate *cands, tune_error *e)
 {
-    if (shape == SIZE_MAX || !rc->retime_at_end || (rc->retime_hold && rc->retime_hold[shape]))
+    const run_search_ctx *sx = rc->search;
+    if (shape == SIZE_MAX || !sx->retime_at_end || (sx->retime_hold && sx->retime_hold[shape]))
         return TUNE_OK;
     return worker_shape_end(rc, fd, shape, state, tm, cands, searched_candidates(rc, shape, cands),
                             e);
 }
 
-/* A searched run's last pass: the shapes of rc->retime_todo set up again and re-timed. */
+/* A searched run's last pass: the shapes of rc->search->retime_todo set up again and re-timed. */
 static tune_status worker_retime_pass(run_ctx *rc, int fd, family_env *env, timing *tm,
                                       run_candidate *cands, tune_error *e)
 {
     const tune_family *fam = rc->sw->family;
-    for (size_t s = 0; rc->retime_todo && s < space_n_shapes(rc->sp); s++) {
-        size_t n = rc->retime_todo[s] ? searched_candidates(rc, s, cands) : 0;
+    for (size_t s = 0; rc->search && s < space_n_shapes(rc->sp); s++) {
+        size_t n = rc->search->retime_todo[s] ? searched_candidates(rc, s, cands) : 0;
         if (n < 2)
             continue;
         tune_error shape_err = {0};
@@ -159,7 +161,7 @@ static tune_status worker_retime_pass(run_ctx *rc, int fd, family_env *env, timi
  * the round's. */
 static int worker_wants(const run_ctx *rc, size_t ci)
 {
-    return !rc->done[ci] && (!rc->todo || rc->todo[ci]);
+    return !rc->done[ci] && (!rc->search || rc->search->todo[ci]);
 }
 
 /* The end of a shape's rows in this worker: an exhaustive run re-times the shape's candidates
@@ -167,7 +169,7 @@ static int worker_wants(const run_ctx *rc, size_t ci)
 static tune_status worker_end_shape(run_ctx *rc, int fd, size_t shape, void *state, timing *tm,
                                     run_candidate *cands, size_t n_cand, tune_error *e)
 {
-    if (rc->medians)
+    if (rc->search)
         return worker_searched_end(rc, fd, shape, state, tm, cands, e);
     return worker_shape_end(rc, fd, shape, state, tm, cands, n_cand, e);
 }
@@ -297,7 +299,7 @@ static void session_configs(run_ctx *rc, const char *line)
     char *end;
     for (unsigned long long ci; (ci = strtoull(p, &end, 10), end != p); p = end)
         if (ci < space_n_configs(rc->sp))
-            rc->todo[ci] = 1;
+            rc->search->todo[ci] = 1;
 }
 
 /* The lines that only inform the worker: P (plans), K (kernels), C (configurations). 1 when
@@ -366,7 +368,7 @@ int run_session_body(void *ctx, int fd, worker_inbox *in)
                          : tune_error_set(&e, TUNE_ERR_NOMEM, "worker", "out of memory");
     if (st != TUNE_OK)
         goto fatal;
-    memset(rc->todo, 0, nc);
+    memset(rc->search->todo, 0, nc);
     family_env env = {0};
     char line[8192];
     while (worker_recv(in, line, sizeof line) == 1) {
@@ -398,9 +400,9 @@ int run_session_body(void *ctx, int fd, worker_inbox *in)
         tune_error shape_err = {0};
         stopped = 0;
         for (size_t ci = 0; ci < nc; ci++) {
-            if (!rc->todo[ci] || rc->done[ci])
+            if (!rc->search->todo[ci] || rc->done[ci])
                 continue;
-            if (rc->deadline > 0 && clock_now() > rc->deadline) {
+            if (run_search_past_deadline(rc)) {
                 stopped = 1; /* the run's time limit: between configurations */
                 break;
             }
@@ -425,13 +427,13 @@ int run_session_body(void *ctx, int fd, worker_inbox *in)
             }
             rc->done[ci] = 1;
             if (median > 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
-                rc->medians[ci] = median; /* this child's copy: its own re-timing reads it */
+                rc->search->medians[ci] = median; /* this child's copy: its re-timing reads it */
         }
         if (!stopped && retime && shape != SIZE_MAX && state &&
             (st = worker_shape_end(rc, fd, shape, state, g.tm, cands,
                                    searched_candidates(rc, shape, cands), &e)) != TUNE_OK)
             goto fatal;
-        memset(rc->todo, 0, nc);
+        memset(rc->search->todo, 0, nc);
         worker_send(fd, stopped ? "D stop" : "D");
     }
     session_end(rc, &ss, &g, ready);
@@ -467,7 +469,7 @@ int run_worker_body(void *ctx, int fd)
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++) {
         if (!worker_wants(rc, ci))
             continue;
-        if (rc->deadline > 0 && clock_now() > rc->deadline) {
+        if (run_search_past_deadline(rc)) {
             stopped = 1; /* a searched run's time limit: between configurations */
             break;
         }
@@ -492,8 +494,8 @@ int run_worker_body(void *ctx, int fd)
         }
         if (median > 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM) {
             cands[n_cand++] = (run_candidate){ci, median};
-            if (rc->medians)
-                rc->medians[ci] = median; /* this child's copy: its own re-timing reads it */
+            if (rc->search)
+                rc->search->medians[ci] = median; /* this child's copy: its re-timing reads it */
         }
     }
     if (!stopped &&
