@@ -277,6 +277,41 @@ Test(roofline, ceilings_from_specs_and_calibration)
     roofline_specs_free(s);
 }
 
+/* A device's ceilings by name: its calibration file under the results root (gaps from the
+ * table), else the table's, else none; each with where they came from. */
+Test(roofline, ceilings_found_by_device_name)
+{
+    roofline_calibration cal;
+    roofline_calibration_init(&cal);
+    snprintf(cal.device, sizeof cal.device, "NVIDIA H200");
+    snprintf(cal.date, sizeof cal.date, "2026-11-22T05:00:00Z");
+    cal.read_bw = 4.5e12;
+    char path[512], source[512], want[1024];
+    roofline_calibration_path(tmpdir, cal.device, path, sizeof path);
+    tune_error err = {0};
+    cr_assert_eq(roofline_calibration_save(path, &cal, &err), TUNE_OK, "%s", err.message);
+    roofline_ceilings c;
+    cr_assert_eq(roofline_ceilings_find(tmpdir, "NVIDIA H200", &c, source, sizeof source), 1);
+    cr_expect_eq(c.origin, ROOFLINE_FROM_CALIBRATION);
+    cr_expect(close_to(c.read_bw, 4.5e12));
+    cr_expect_eq(c.sm_count, 132, "the gaps from the specs table");
+    snprintf(want, sizeof want, "calibration %s (2026-11-22T05:00:00Z)", path);
+    cr_expect_str_eq(source, want);
+    cr_assert_eq(roofline_ceilings_find(tmpdir, "NVIDIA H100 80GB HBM3", &c, NULL, 0), 1,
+                 "no calibration: the specs table's");
+    cr_expect_eq(c.origin, ROOFLINE_FROM_SPECS);
+    cr_assert_eq(roofline_ceilings_find(tmpdir, "NVIDIA H100 80GB HBM3", &c, source, sizeof source),
+                 1);
+    cr_expect(strncmp(source, "specs table: ", 13) == 0 &&
+                  strstr(source, ", peak x achievable") != NULL,
+              "%s", source);
+    cr_expect_eq(roofline_ceilings_find(tmpdir, "Some GPU 9000", &c, source, sizeof source), 0);
+    cr_expect_str_eq(source, "none: device not in the specs table");
+    write_file("calibration/nvidia-l4.json", "{not json", path, sizeof path);
+    cr_expect_eq(roofline_ceilings_find(tmpdir, "NVIDIA L4", &c, NULL, 0), 1);
+    cr_expect_eq(c.origin, ROOFLINE_FROM_SPECS, "an unreadable calibration file counts as none");
+}
+
 /* ---- calibration files ---- */
 
 Test(roofline, slug_and_path)

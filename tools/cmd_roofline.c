@@ -171,25 +171,21 @@ int tune_cmd_calibrate(int argc, char **argv)
 /* tune_report_fill's context: the results root of the calibration files (ctx: a const char *). */
 typedef struct {
     char device[256];
-    int have; /* ceilings loaded for device */
+    int looked; /* device looked up */
+    int have;   /* device has a calibration file: c holds its ceilings */
     roofline_ceilings c;
 } fill_ceilings;
 
+/* The ceilings of a device's calibration file (gaps from the specs table), looked up once per
+ * device in a row; a device without a calibration file: 0. */
 static int ceilings_for(const char *root, const char *device, fill_ceilings *fc)
 {
-    if (fc->have && strcmp(fc->device, device) == 0)
-        return 1;
+    if (fc->looked && strcmp(fc->device, device) == 0)
+        return fc->have;
     snprintf(fc->device, sizeof fc->device, "%s", device);
-    fc->have = 0;
-    char path[PATH_MAX + 64];
-    roofline_calibration cal;
-    roofline_calibration_path(root, device, path, sizeof path);
-    if (roofline_calibration_load(path, &cal, NULL) == TUNE_OK) {
-        roofline_specs *specs = roofline_specs_load(NULL, NULL);
-        roofline_ceilings_from_calibration(&cal, roofline_specs_match(specs, device), &fc->c);
-        roofline_specs_free(specs);
-        fc->have = 1;
-    }
+    fc->looked = 1;
+    fc->have = roofline_ceilings_find(root, device, &fc->c, NULL, 0) &&
+               fc->c.origin == ROOFLINE_FROM_CALIBRATION;
     return fc->have;
 }
 
@@ -199,7 +195,7 @@ static int ceilings_for(const char *root, const char *device, fill_ceilings *fc)
  * and rows of a device without a calibration, are left as they are. */
 void tune_report_fill(void *ctx, result_row *rows, size_t n)
 {
-    fill_ceilings fc = {.have = 0};
+    fill_ceilings fc = {.looked = 0};
     for (size_t i = 0; i < n; i++) {
         result_row *r = &rows[i];
         if (r->status != RESULT_OK || isfinite(r->model_time) || !r->device ||

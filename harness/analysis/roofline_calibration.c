@@ -1,6 +1,8 @@
 #include "analysis/roofline_calibration.h"
 
+#include <limits.h>
 #include <math.h>
+#include <stdio.h>
 
 void roofline_ceilings_from_calibration(const roofline_calibration *cal, const roofline_gpu *g,
                                         roofline_ceilings *c)
@@ -36,3 +38,29 @@ void roofline_ceilings_from_calibration(const roofline_calibration *cal, const r
     c->origin = ROOFLINE_FROM_CALIBRATION;
 }
 
+int roofline_ceilings_find(const char *results_root, const char *device, roofline_ceilings *c,
+                           char *source, size_t source_size)
+{
+    tune_error e = {0};
+    roofline_specs *specs = roofline_specs_load(NULL, &e);
+    const roofline_gpu *g = specs ? roofline_specs_match(specs, device) : NULL;
+    char path[PATH_MAX + 64], where[512];
+    roofline_calibration cal;
+    roofline_calibration_path(results_root, device, path, sizeof path);
+    int found = 1;
+    if (roofline_calibration_load(path, &cal, NULL) == TUNE_OK) {
+        roofline_ceilings_from_calibration(&cal, g, c);
+        snprintf(where, sizeof where, "calibration %.400s (%.30s)", path, cal.date);
+    } else if (g) {
+        roofline_ceilings_from_gpu(g, c);
+        snprintf(where, sizeof where, "specs table: %s, peak x achievable", g->name);
+    } else {
+        found = 0;
+        snprintf(where, sizeof where, "none: %.400s",
+                 specs ? "device not in the specs table" : e.message);
+    }
+    if (source)
+        snprintf(source, source_size, "%s", where);
+    roofline_specs_free(specs);
+    return found;
+}
