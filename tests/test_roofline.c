@@ -696,3 +696,35 @@ Test(roofline, calibrate_without_gpu_says_so)
     cr_expect_null(strchr(err.message, '\n'), "one sentence: %s", err.message);
     cr_expect(isnan(cal.read_bw));
 }
+
+/* ---- calibrate on a GPU ---- */
+
+/* Every probe runs and gives a ceiling of the right sign, on small buffers (the gather probes
+ * keep their fixed sizes, 1.5 GiB at most). */
+Test(roofline, calibrate_measures_every_ceiling)
+{
+    require_gpu();
+    calibrate_options opt = {.cache_dir = "/tmp/tune-test-cache",
+                             .read_bytes = (size_t)64 << 20,
+                             .copy_bytes = (size_t)64 << 20,
+                             .gemm_n = 512,
+                             .reps = 3};
+    roofline_calibration cal;
+    tune_error err = {0};
+    cr_assert_eq(calibrate_device(&opt, &cal, &err), TUNE_OK, "%s", err.message);
+    cr_expect_gt(strlen(cal.device), 0);
+    cr_expect(cal.read_bw > 0 && cal.copy_bw > 0, "%g %g", cal.read_bw, cal.copy_bw);
+    for (int p = ROOFLINE_FP32; p <= ROOFLINE_BF16; p++)
+        cr_expect_gt(cal.gemm_rate[p], 0, "%s", roofline_precision_str((roofline_precision)p));
+    cr_expect(isnan(cal.gemm_rate[ROOFLINE_FP8]) && isnan(cal.gemm_rate[ROOFLINE_INT8]),
+              "not measured");
+    cr_expect(cal.launch_s > 0 && cal.latency_s > 0, "%g %g", cal.launch_s, cal.latency_s);
+    cr_expect(isfinite(cal.floor_s));
+    cr_expect(cal.gather_elem_s > 0 && cal.gather_elem_t_s > 0 && cal.gather_elem_t_dram_s > 0);
+    cr_expect_gt(cal.sector_bw, 0);
+    cr_expect(cal.fetch_bytes == 32 || cal.fetch_bytes == 64 || cal.fetch_bytes == 128, "%g",
+              cal.fetch_bytes);
+    for (int i = 0; i < 4; i++)
+        cr_expect_gt(cal.fetch_times[i], 0, "stride %d", 32 << i);
+    cr_expect(cal.reps == 3 && cal.read_bytes == (size_t)64 << 20 && cal.gemm_n == 512);
+}
