@@ -277,6 +277,41 @@ Test(roofline, ceilings_from_specs_and_calibration)
     roofline_specs_free(s);
 }
 
+/* A device's ceilings by name: its calibration file under the results root (gaps from the
+ * table), else the table's, else none; each with where they came from. */
+Test(roofline, ceilings_found_by_device_name)
+{
+    roofline_calibration cal;
+    roofline_calibration_init(&cal);
+    snprintf(cal.device, sizeof cal.device, "NVIDIA H200");
+    snprintf(cal.date, sizeof cal.date, "2026-11-22T05:00:00Z");
+    cal.read_bw = 4.5e12;
+    char path[512], source[512], want[1024];
+    roofline_calibration_path(tmpdir, cal.device, path, sizeof path);
+    tune_error err = {0};
+    cr_assert_eq(roofline_calibration_save(path, &cal, &err), TUNE_OK, "%s", err.message);
+    roofline_ceilings c;
+    cr_assert_eq(roofline_ceilings_find(tmpdir, "NVIDIA H200", &c, source, sizeof source), 1);
+    cr_expect_eq(c.origin, ROOFLINE_FROM_CALIBRATION);
+    cr_expect(close_to(c.read_bw, 4.5e12));
+    cr_expect_eq(c.sm_count, 132, "the gaps from the specs table");
+    snprintf(want, sizeof want, "calibration %s (2026-11-22T05:00:00Z)", path);
+    cr_expect_str_eq(source, want);
+    cr_assert_eq(roofline_ceilings_find(tmpdir, "NVIDIA H100 80GB HBM3", &c, NULL, 0), 1,
+                 "no calibration: the specs table's");
+    cr_expect_eq(c.origin, ROOFLINE_FROM_SPECS);
+    cr_assert_eq(roofline_ceilings_find(tmpdir, "NVIDIA H100 80GB HBM3", &c, source, sizeof source),
+                 1);
+    cr_expect(strncmp(source, "specs table: ", 13) == 0 &&
+                  strstr(source, ", peak x achievable") != NULL,
+              "%s", source);
+    cr_expect_eq(roofline_ceilings_find(tmpdir, "Some GPU 9000", &c, source, sizeof source), 0);
+    cr_expect_str_eq(source, "none: device not in the specs table");
+    write_file("calibration/nvidia-l4.json", "{not json", path, sizeof path);
+    cr_expect_eq(roofline_ceilings_find(tmpdir, "NVIDIA L4", &c, NULL, 0), 1);
+    cr_expect_eq(c.origin, ROOFLINE_FROM_SPECS, "an unreadable calibration file counts as none");
+}
+
 /* ---- calibration files ---- */
 
 Test(roofline, slug_and_path)
@@ -660,4 +695,36 @@ Test(roofline, calibrate_without_gpu_says_so)
     cr_expect_gt(strlen(err.message), 10);
     cr_expect_null(strchr(err.message, '\n'), "one sentence: %s", err.message);
     cr_expect(isnan(cal.read_bw));
+}
+
+/* ---- calibrate on a GPU ---- */
+
+/* Every probe runs and gives a ceiling of the right sign, on small buffers (the gather probes
+ * keep their fixed sizes, 1.5 GiB at most). */
+Test(roofline, calibrate_measures_every_ceiling)
+{
+    require_gpu();
+    calibrate_options opt = {.cache_dir = "/tmp/tune-test-cache",
+                             .read_bytes = (size_t)64 << 20,
+                             .copy_bytes = (size_t)64 << 20,
+                             .gemm_n = 512,
+                             .reps = 3};
+    roofline_calibration cal;
+    tune_error err = {0};
+    cr_assert_eq(calibrate_device(&opt, &cal, &err), TUNE_OK, "%s", err.message);
+    cr_expect_gt(strlen(cal.device), 0);
+    cr_expect(cal.read_bw > 0 && cal.copy_bw > 0, "%g %g", cal.read_bw, cal.copy_bw);
+    for (int p = ROOFLINE_FP32; p <= ROOFLINE_BF16; p++)
+        cr_expect_gt(cal.gemm_rate[p], 0, "%s", roofline_precision_str((roofline_precision)p));
+    cr_expect(isnan(cal.gemm_rate[ROOFLINE_FP8]) && isnan(cal.gemm_rate[ROOFLINE_INT8]),
+              "not measured");
+    cr_expect(cal.launch_s > 0 && cal.latency_s > 0, "%g %g", cal.launch_s, cal.latency_s);
+    cr_expect(isfinite(cal.floor_s));
+    cr_expect(cal.gather_elem_s > 0 && cal.gather_elem_t_s > 0 && cal.gather_elem_t_dram_s > 0);
+    cr_expect_gt(cal.sector_bw, 0);
+    cr_expect(cal.fetch_bytes == 32 || cal.fetch_bytes == 64 || cal.fetch_bytes == 128, "%g",
+              cal.fetch_bytes);
+    for (int i = 0; i < 4; i++)
+        cr_expect_gt(cal.fetch_times[i], 0, "stride %d", 32 << i);
+    cr_expect(cal.reps == 3 && cal.read_bytes == (size_t)64 << 20 && cal.gemm_n == 512);
 }

@@ -130,6 +130,60 @@ int tune_cmd_ingest(int argc, char **argv)
     return rc;
 }
 
+/* One valued option of tune history (a known name a, its value v) checked and stored into o, or
+ * *dbp; CLI_EXIT_OK, or CLI_EXIT_USAGE after the message. */
+static int history_value(const char *a, const char *v, history_options *o, const char **dbp)
+{
+    long long n;
+    double x;
+    if (!strcmp(a, "--db")) {
+        if (cli_path("history", a, v) != 0)
+            return CLI_EXIT_USAGE;
+        *dbp = v;
+    } else if (!strcmp(a, "--run")) {
+        if (cli_path("history", a, v) != 0)
+            return CLI_EXIT_USAGE;
+        o->run = v;
+    } else if (!strcmp(a, "--sweep")) {
+        if (!*v)
+            return usage_error("history", history_usage, "--sweep expects a name%s", "");
+        o->sweep = v;
+    } else if (!strcmp(a, "--since")) {
+        if (!db_valid_night(v)) {
+            fprintf(stderr, "tune history: --since expects a date YYYY-MM-DD, got '%s'\n", v);
+            return CLI_EXIT_USAGE;
+        }
+        o->since = v;
+    } else if (!strcmp(a, "--window")) {
+        if (cli_int("history", a, v, 1, 64, &n) != 0)
+            return CLI_EXIT_USAGE;
+        o->window = (size_t)n;
+    } else if (!strcmp(a, "--min-runs")) {
+        if (cli_int("history", a, v, 1, 64, &n) != 0)
+            return CLI_EXIT_USAGE;
+        o->min_runs = (size_t)n;
+    } else if (!strcmp(a, "--consecutive")) {
+        if (cli_int("history", a, v, 1, 64, &n) != 0)
+            return CLI_EXIT_USAGE;
+        o->consecutive = (size_t)n;
+    } else if (!strcmp(a, "--threshold")) {
+        if (cli_double("history", a, v, 0, 1000, 1, "percent", &x) != 0)
+            return CLI_EXIT_USAGE;
+        o->threshold_pct = x;
+    } else if (!strcmp(a, "--mads")) {
+        if (cli_double("history", a, v, 0, 1000, 0, NULL, &x) != 0)
+            return CLI_EXIT_USAGE;
+        o->k_mad = x;
+    } else if (history_parse_segment_on(v, &o->segment_on) != 0) {
+        fprintf(stderr,
+                "tune history: --segment-on expects keys of sweep, driver, runtime, tool, "
+                "kernels (comma-separated) or none, got '%s'\n",
+                v);
+        return CLI_EXIT_USAGE;
+    }
+    return CLI_EXIT_OK;
+}
+
 int tune_cmd_history(int argc, char **argv)
 {
     history_options o;
@@ -138,8 +192,6 @@ int tune_cmd_history(int argc, char **argv)
     int json = 0, all = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        long long n;
-        double x;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             fputs(history_usage, stdout);
             return CLI_EXIT_OK;
@@ -166,52 +218,9 @@ int tune_cmd_history(int argc, char **argv)
             return usage_error("history", history_usage, "unknown option %s", a);
         if (i + 1 >= argc)
             return usage_error("history", history_usage, "option %s needs a value", a);
-        const char *v = argv[++i];
-        if (!strcmp(a, "--db")) {
-            if (cli_path("history", a, v) != 0)
-                return CLI_EXIT_USAGE;
-            dbp = v;
-        } else if (!strcmp(a, "--run")) {
-            if (cli_path("history", a, v) != 0)
-                return CLI_EXIT_USAGE;
-            o.run = v;
-        } else if (!strcmp(a, "--sweep")) {
-            if (!*v)
-                return usage_error("history", history_usage, "--sweep expects a name%s", "");
-            o.sweep = v;
-        } else if (!strcmp(a, "--since")) {
-            if (!db_valid_night(v)) {
-                fprintf(stderr, "tune history: --since expects a date YYYY-MM-DD, got '%s'\n", v);
-                return CLI_EXIT_USAGE;
-            }
-            o.since = v;
-        } else if (!strcmp(a, "--window")) {
-            if (cli_int("history", a, v, 1, 64, &n) != 0)
-                return CLI_EXIT_USAGE;
-            o.window = (size_t)n;
-        } else if (!strcmp(a, "--min-runs")) {
-            if (cli_int("history", a, v, 1, 64, &n) != 0)
-                return CLI_EXIT_USAGE;
-            o.min_runs = (size_t)n;
-        } else if (!strcmp(a, "--consecutive")) {
-            if (cli_int("history", a, v, 1, 64, &n) != 0)
-                return CLI_EXIT_USAGE;
-            o.consecutive = (size_t)n;
-        } else if (!strcmp(a, "--threshold")) {
-            if (cli_double("history", a, v, 0, 1000, 1, "percent", &x) != 0)
-                return CLI_EXIT_USAGE;
-            o.threshold_pct = x;
-        } else if (!strcmp(a, "--mads")) {
-            if (cli_double("history", a, v, 0, 1000, 0, NULL, &x) != 0)
-                return CLI_EXIT_USAGE;
-            o.k_mad = x;
-        } else if (history_parse_segment_on(v, &o.segment_on) != 0) {
-            fprintf(stderr,
-                    "tune history: --segment-on expects keys of sweep, driver, runtime, tool, "
-                    "kernels (comma-separated) or none, got '%s'\n",
-                    v);
-            return CLI_EXIT_USAGE;
-        }
+        int rc = history_value(a, argv[++i], &o, &dbp);
+        if (rc != CLI_EXIT_OK)
+            return rc;
     }
     if (o.min_runs > o.window) {
         fprintf(stderr, "tune history: --min-runs (%zu) must not exceed --window (%zu)\n",

@@ -171,25 +171,21 @@ int tune_cmd_calibrate(int argc, char **argv)
 /* tune_report_fill's context: the results root of the calibration files (ctx: a const char *). */
 typedef struct {
     char device[256];
-    int have; /* ceilings loaded for device */
+    int looked; /* device looked up */
+    int have;   /* device has a calibration file: c holds its ceilings */
     roofline_ceilings c;
 } fill_ceilings;
 
+/* The ceilings of a device's calibration file (gaps from the specs table), looked up once per
+ * device in a row; a device without a calibration file: 0. */
 static int ceilings_for(const char *root, const char *device, fill_ceilings *fc)
 {
-    if (fc->have && strcmp(fc->device, device) == 0)
-        return 1;
+    if (fc->looked && strcmp(fc->device, device) == 0)
+        return fc->have;
     snprintf(fc->device, sizeof fc->device, "%s", device);
-    fc->have = 0;
-    char path[PATH_MAX + 64];
-    roofline_calibration cal;
-    roofline_calibration_path(root, device, path, sizeof path);
-    if (roofline_calibration_load(path, &cal, NULL) == TUNE_OK) {
-        roofline_specs *specs = roofline_specs_load(NULL, NULL);
-        roofline_ceilings_from_calibration(&cal, roofline_specs_match(specs, device), &fc->c);
-        roofline_specs_free(specs);
-        fc->have = 1;
-    }
+    fc->looked = 1;
+    fc->have = roofline_ceilings_find(root, device, &fc->c, NULL, 0) &&
+               fc->c.origin == ROOFLINE_FROM_CALIBRATION;
     return fc->have;
 }
 
@@ -199,7 +195,7 @@ static int ceilings_for(const char *root, const char *device, fill_ceilings *fc)
  * and rows of a device without a calibration, are left as they are. */
 void tune_report_fill(void *ctx, result_row *rows, size_t n)
 {
-    fill_ceilings fc = {.have = 0};
+    fill_ceilings fc = {.looked = 0};
     for (size_t i = 0; i < n; i++) {
         result_row *r = &rows[i];
         if (r->status != RESULT_OK || isfinite(r->model_time) || !r->device ||
@@ -449,8 +445,53 @@ done:
     return st;
 }
 
-/* `tune roofline`: options, then every folder's rows against the model, then the report. About
- * 85 lines, most of them the option loop, one branch per option. */
+/* roofline.json into --out (argv, the definitions, the inputs: stolen; the report's groups) and,
+ * unless --quiet, the report's tables. */
+static tune_status write_report(const roofline_cli *c, int argc, char **argv,
+                                const roofline_report *rep, json_t *inputs, tune_error *err)
+{
+    tune_status st = TUNE_OK;
+    json_t *extra = json_object();
+    json_t *av = json_array();
+    for (int i = 0; i < argc; i++)
+        json_array_append_new(av, json_string(argv[i]));
+    json_object_set_new(extra, "schema_version", json_integer(1));
+    json_object_set_new(extra, "tool",
+                        json_pack("{s:s, s:s}", "name", "tune", "version", TUNE_VERSION));
+    json_object_set_new(extra, "argv", av);
+    json_object_set_new(extra, "definitions",
+                        json_pack("{s:s, s:s, s:s, s:s}", "roofline_time",
+                                  "max(bytes / max(read_bw, copy_bw), flops / rate[dtype], "
+                                  "launch_overhead_s)",
+                                  "model_time",
+                                  "launches * launch_overhead_s + chain * dram_latency_s + "
+                                  "max(dram / read_bw, flops / rate[precision]) (the op's "
+                                  "traffic model for the row's method)",
+                                  "error",
+                                  "max(roofline_time / time_median, time_median / "
+                                  "roofline_time); gmean and worst over the group's rows",
+                                  "best", "the fastest ok row of each shape, per method"));
+    json_object_set_new(extra, "inputs", inputs);
+    char *text = json_dumps(extra, JSON_PRESERVE_ORDER);
+    char path[PATH_MAX + 16];
+    snprintf(path, sizeof path, "%s/roofline.json", c->out ? c->out : "");
+    /* the file first: a reader that closes stdout early (| head) costs no file */
+    if (!text)
+        st = tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+    else if (c->out && (st = outfile_mkdirs(c->out, err)) == TUNE_OK)
+        st = roofline_report_write_json(rep, path, text, err);
+    free(text);
+    if (st == TUNE_OK && !c->quiet) {
+        printf("\n");
+        roofline_report_write_markdown(rep, stdout);
+        if (c->out)
+            printf("\nwrote %s\n", path);
+    }
+    json_decref(extra);
+    return st;
+}
+
+/* `tune roofline`: options, then every folder's rows against the model, then the report. */
 int tune_cmd_roofline(int argc, char **argv)
 {
     roofline_cli c = {.root = "results"};
@@ -495,7 +536,6 @@ int tune_cmd_roofline(int argc, char **argv)
     if (!specs)
         return fail("roofline", &err);
     roofline_report *rep = roofline_report_new();
-    json_t *extra = json_object();
     json_t *inputs = json_array();
     tune_status st =
         rep ? TUNE_OK : tune_error_set(&err, TUNE_ERR_NOMEM, "roofline", "out of memory");
@@ -511,45 +551,10 @@ int tune_cmd_roofline(int argc, char **argv)
     for (size_t d = 0; d < c.n_dirs && st == TUNE_OK; d++)
         st = add_folder(&c, specs, c.dirs[d], rep, inputs, &err);
     if (st == TUNE_OK) {
-        json_t *av = json_array();
-        for (int i = 0; i < argc; i++)
-            json_array_append_new(av, json_string(argv[i]));
-        json_object_set_new(extra, "schema_version", json_integer(1));
-        json_object_set_new(extra, "tool",
-                            json_pack("{s:s, s:s}", "name", "tune", "version", TUNE_VERSION));
-        json_object_set_new(extra, "argv", av);
-        json_object_set_new(extra, "definitions",
-                            json_pack("{s:s, s:s, s:s, s:s}", "roofline_time",
-                                      "max(bytes / max(read_bw, copy_bw), flops / rate[dtype], "
-                                      "launch_overhead_s)",
-                                      "model_time",
-                                      "launches * launch_overhead_s + chain * dram_latency_s + "
-                                      "max(dram / read_bw, flops / rate[precision]) (the op's "
-                                      "traffic model for the row's method)",
-                                      "error",
-                                      "max(roofline_time / time_median, time_median / "
-                                      "roofline_time); gmean and worst over the group's rows",
-                                      "best", "the fastest ok row of each shape, per method"));
-        json_object_set_new(extra, "inputs", inputs);
+        st = write_report(&c, argc, argv, rep, inputs, &err);
         inputs = NULL;
-        char *text = json_dumps(extra, JSON_PRESERVE_ORDER);
-        char path[PATH_MAX + 16];
-        snprintf(path, sizeof path, "%s/roofline.json", c.out ? c.out : "");
-        /* the file first: a reader that closes stdout early (| head) costs no file */
-        if (!text)
-            st = tune_error_set(&err, TUNE_ERR_NOMEM, "roofline", "out of memory");
-        else if (c.out && (st = outfile_mkdirs(c.out, &err)) == TUNE_OK)
-            st = roofline_report_write_json(rep, path, text, &err);
-        free(text);
-        if (st == TUNE_OK && !c.quiet) {
-            printf("\n");
-            roofline_report_write_markdown(rep, stdout);
-            if (c.out)
-                printf("\nwrote %s\n", path);
-        }
     }
     json_decref(inputs);
-    json_decref(extra);
     roofline_report_free(rep);
     roofline_specs_free(specs);
     return st == TUNE_OK ? CLI_EXIT_OK : fail("roofline", &err);

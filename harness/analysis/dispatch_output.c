@@ -392,34 +392,13 @@ static void write_distance_term(const dispatch *d, size_t a, FILE *f)
             an, cast, an, an, cast, an, an, an);
 }
 
-tune_status dispatch_write_header(const dispatch *d, const char *comment, FILE *f,
-                                  tune_error *err)
+/* The header's opening comment: what it is, comment (the caller's provenance), the
+ * efficiencies, how an outer shape finds its table. */
+static void write_header_comment(const dispatch *d, const char *comment, FILE *f)
 {
-    size_t *num, *order, n_used = numbered_configs(d, &num, &order);
-    if (!num)
-        return tune_error_set(err, TUNE_ERR_NOMEM, "dispatch", "out of memory");
-    for (size_t i = 0; i < n_used; i++)
-        for (size_t p = 0; p < d->configs[order[i]].params.n; p++) {
-            int64_t v = d->configs[order[i]].params.vals[p].i;
-            if (v < INT_MIN || v > INT_MAX) {
-                free(num);
-                free(order);
-                return tune_error_set(err, TUNE_ERR_INVALID, "dispatch",
-                                      "parameter '%s' = %" PRId64 " does not fit an int",
-                                      d->configs[order[i]].params.names[p], v);
-            }
-        }
-    char up[160], an[128], mn[128], lab[256];
-    const char *nm = d->name;
-    c_name(nm, 1, up, sizeof up);
-    int strings = 0, numeric = 0;
-    for (size_t a = 0; a < d->n_axes; a++)
-        if (d->varies[a] && a != d->bp) {
-            strings |= d->shapes[0].vals[a].type == EXPR_STR;
-            numeric |= d->shapes[0].vals[a].type != EXPR_STR;
-        }
+    char an[128], lab[256];
     fprintf(f, "/* tune_dispatch_%s: the configuration (method and parameters) for a problem shape,"
-               "\n * from `tune dispatch`.\n", nm);
+               "\n * from `tune dispatch`.\n", d->name);
     for (const char *p = comment; p && *p;) {
         const char *nl = strchr(p, '\n');
         int len = nl ? (int)(nl - p) : (int)strlen(p);
@@ -435,6 +414,18 @@ tune_status dispatch_write_header(const dispatch *d, const char *comment, FILE *
     fprintf(f, " * Per measured outer shape, segments over %s; an outer shape never measured takes"
                " the\n * table of the nearest measured one (squared distance of log2 of each axis)."
                " Uses log2: link with -lm.\n */\n", d->axes[d->bp]);
+}
+
+/* The include guard and includes, the method enum, the configuration struct, and the function's
+ * signature (up: the name upper-cased). */
+static void write_header_declarations(const dispatch *d, const char *up, FILE *f)
+{
+    char an[128], mn[128];
+    const char *nm = d->name;
+    int strings = 0;
+    for (size_t a = 0; a < d->n_axes; a++)
+        if (d->varies[a] && a != d->bp)
+            strings |= d->shapes[0].vals[a].type == EXPR_STR;
     fprintf(f, "#ifndef TUNE_DISPATCH_%s_H\n#define TUNE_DISPATCH_%s_H\n#include <math.h>\n", up,
             up);
     if (strings)
@@ -458,7 +449,15 @@ tune_status dispatch_write_header(const dispatch *d, const char *comment, FILE *
                                                               : "const char *",
                     c_name(d->axes[a], 0, an, sizeof an));
     fprintf(f, "%stune_dispatch_%s_config *td_out)\n{\n", any ? ", " : "", nm);
-    fprintf(f, "    static const tune_dispatch_%s_config td_configs[%zu] = {\n", nm, n_used);
+}
+
+/* The function's tables: the configurations in use (n_used, numbered by num in the order
+ * order), the measured outer shapes, each one's segments and their configurations. */
+static void write_header_tables(const dispatch *d, const char *up, const size_t *num,
+                                const size_t *order, size_t n_used, FILE *f)
+{
+    char an[128], mn[128];
+    fprintf(f, "    static const tune_dispatch_%s_config td_configs[%zu] = {\n", d->name, n_used);
     for (size_t i = 0; i < n_used; i++) {
         const dispatch_cfg *cf = &d->configs[order[i]];
         const char *m = d->methods[cf->method];
@@ -492,7 +491,19 @@ tune_status dispatch_write_header(const dispatch *d, const char *comment, FILE *
     fprintf(f, "};\n    static const int td_config[%zu] = {", d->rule.n_seg);
     for (size_t k = 0; k < d->rule.n_seg; k++)
         fprintf(f, "%s%zu", k ? ", " : "", num[d->rule.config[k]]);
-    fprintf(f, "};\n    int td_o = 0, td_s;\n    double td_best = HUGE_VAL;\n"
+    fprintf(f, "};\n");
+}
+
+/* The function's lookup: the measured outer shape equal to the call's, else the nearest; its
+ * segment that holds the breakpoint axis's value; that segment's configuration. */
+static void write_header_lookup(const dispatch *d, FILE *f)
+{
+    char an[128];
+    int numeric = 0;
+    for (size_t a = 0; a < d->n_axes; a++)
+        if (d->varies[a] && a != d->bp)
+            numeric |= d->shapes[0].vals[a].type != EXPR_STR;
+    fprintf(f, "    int td_o = 0, td_s;\n    double td_best = HUGE_VAL;\n"
                "    for (int td_i = 0; td_i < %zu; td_i++) {\n        double td_d = 0;\n"
                "        int td_exact = 1;\n", d->n_outers);
     if (numeric)
@@ -508,6 +519,31 @@ tune_status dispatch_write_header(const dispatch *d, const char *comment, FILE *
                "        td_s++;\n    *td_out = td_configs[td_config[td_s]];\n"
                "    return (int)td_out->method_id;\n}\n\n#endif\n",
             c_name(d->axes[d->bp], 0, an, sizeof an));
+}
+
+tune_status dispatch_write_header(const dispatch *d, const char *comment, FILE *f,
+                                  tune_error *err)
+{
+    size_t *num, *order, n_used = numbered_configs(d, &num, &order);
+    if (!num)
+        return tune_error_set(err, TUNE_ERR_NOMEM, "dispatch", "out of memory");
+    for (size_t i = 0; i < n_used; i++)
+        for (size_t p = 0; p < d->configs[order[i]].params.n; p++) {
+            int64_t v = d->configs[order[i]].params.vals[p].i;
+            if (v < INT_MIN || v > INT_MAX) {
+                free(num);
+                free(order);
+                return tune_error_set(err, TUNE_ERR_INVALID, "dispatch",
+                                      "parameter '%s' = %" PRId64 " does not fit an int",
+                                      d->configs[order[i]].params.names[p], v);
+            }
+        }
+    char up[160];
+    c_name(d->name, 1, up, sizeof up);
+    write_header_comment(d, comment, f);
+    write_header_declarations(d, up, f);
+    write_header_tables(d, up, num, order, n_used, f);
+    write_header_lookup(d, f);
     free(num);
     free(order);
     return TUNE_OK;

@@ -1,7 +1,7 @@
 /* roofline.h - the roofline model: the time no kernel can beat, from a row's bytes and FLOPs and
  * the device's ceilings, and how far measured times are from it (docs/roofline.md). The ceilings
- * come from the specs table (roofline_specs.h) or a calibration file (roofline_calibration.h,
- * measured by device/calibrate.h); roofline_report.h is `tune roofline`'s report.
+ * come from the specs table (roofline_specs.h) or a calibration file (store/calibration.h, measured
+ * by device/calibrate.h; roofline_calibration.h); roofline_report.h is `tune roofline`'s report.
  *
  *   roofline_specs *specs = roofline_specs_load(NULL, &err);            // data/gpus.json
  *   const roofline_gpu *g = roofline_specs_match(specs, "NVIDIA H200");  // NULL: not in the table
@@ -27,23 +27,8 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "core/precision.h"
 #include "store/results.h"
-
-typedef enum {
-    ROOFLINE_FP32 = 0, /* CUDA cores (cuBLAS SGEMM without TF32) */
-    ROOFLINE_TF32,
-    ROOFLINE_FP16, /* tensor cores; the fp16 and bf16 rates are with fp32 accumulation */
-    ROOFLINE_BF16,
-    ROOFLINE_FP8,
-    ROOFLINE_INT8,
-    ROOFLINE_N_PRECISIONS
-} roofline_precision;
-
-/* "fp32", "tf32", "fp16", "bf16", "fp8", "int8". */
-const char *roofline_precision_str(roofline_precision p);
-/* Those names and dtype names: "float32", "float16", "half", "bfloat16", "float8_e4m3fn", ...
- * 0 and *out, or -1 when unknown. */
-int roofline_precision_parse(const char *s, roofline_precision *out);
 
 typedef enum {
     ROOFLINE_BOUND_MEMORY,

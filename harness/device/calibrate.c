@@ -16,87 +16,118 @@
 #include "device/gpu.h"
 #include "tune_git_rev.h"
 
-typedef struct {
-    void *kernel, *buf, *sink;
-    unsigned long long words;
-    unsigned grid;
+enum { PROBE_MAX_BUFFERS = 3 };
+
+/* One calibration probe, as nvbench's l2flush is one helper that every measurement reuses: the
+ * device buffers it needs, how they are filled, and the launch that is timed. probe_run does the
+ * rest. A probe's own parameters are in ctx; its launch receives the probe. */
+typedef struct probe probe;
+struct probe {
+    size_t bytes[PROBE_MAX_BUFFERS]; /* each buffer's size; 0: none */
+    int fill[PROBE_MAX_BUFFERS];     /* the byte each buffer is set to; 0: left as allocated */
+    /* Optional: what fills the buffers further (a fill kernel), after the bytes above. */
+    tune_status (*setup)(const probe *p, tune_error *err);
+    tune_status (*launch)(void *p, tune_error *err); /* one rep (p: this probe) */
+    void *kernel;                                    /* the launch's kernel; NULL: none */
+    unsigned grid;                                   /* its blocks */
+    void *ctx;                                       /* the probe's own parameters */
     void *stream;
-} probe_ctx;
+    int warmup;
+    void *buf[PROBE_MAX_BUFFERS]; /* set by probe_run while it runs */
+    int variant;                  /* set by probe_run: the variant being timed */
+};
 
-static tune_status probe_launch(void *ctx, tune_error *err)
+/* Runs a probe, every ceiling's measurement: its buffers allocated in order and filled (the
+ * bytes, then setup); then, for each of `variants` variants (p->variant = 0, 1, ...: the launch
+ * reads the variant's parameters), reps runs of p->launch timed with the L2 flushed after
+ * p->warmup runs, their median seconds into medians[variant]; the buffers freed on every path. */
+static tune_status probe_run(timing *tm, probe *p, int variants, int reps, double *medians,
+                             tune_error *err)
 {
-    probe_ctx *p = ctx;
-    void *args[] = {&p->buf, &p->words, &p->sink};
-    return gpu_launch(p->kernel, p->grid, 512, 0, p->stream, args, err);
-}
-
-/* The median seconds of reps runs of fn(ctx) timed with the L2 flushed, after warmup runs: every
- * ceiling's measurement. */
-static tune_status timed_median(timing *tm, tune_status (*fn)(void *ctx, tune_error *err),
-                                void *ctx, int warmup, int reps, double *median, tune_error *err)
-{
-    *median = 0.0; /* set on every path: callers read it only on TUNE_OK */
-    double *samples = malloc((size_t)reps * sizeof *samples);
-    if (!samples)
-        return tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
-    tune_status st = timing_run_fn(tm, fn, ctx, warmup, reps, 1, samples, err);
-    if (st == TUNE_OK) {
+    tune_status st = TUNE_OK;
+    double *samples = NULL;
+    memset(p->buf, 0, sizeof p->buf);
+    for (int v = 0; v < variants; v++)
+        medians[v] = 0.0; /* set on every path: callers read them only on TUNE_OK */
+    for (int i = 0; i < PROBE_MAX_BUFFERS; i++)
+        if (p->bytes[i] && (st = gpu_malloc(&p->buf[i], p->bytes[i], err)) != TUNE_OK)
+            goto done;
+    for (int i = 0; i < PROBE_MAX_BUFFERS; i++)
+        if (p->fill[i])
+            GPU_CHECK(cudaMemsetAsync(p->buf[i], p->fill[i], p->bytes[i], (cudaStream_t)p->stream),
+                      err, st, done);
+    if (p->setup && (st = p->setup(p, err)) != TUNE_OK)
+        goto done;
+    if (!(samples = malloc((size_t)reps * sizeof *samples))) {
+        st = tune_error_set(err, TUNE_ERR_NOMEM, "roofline", "out of memory");
+        goto done;
+    }
+    for (p->variant = 0; p->variant < variants; p->variant++) {
+        if ((st = timing_run_fn(tm, p->launch, p, p->warmup, reps, 1, samples, err)) != TUNE_OK)
+            goto done;
         stats_summary sum;
         stats_summarize(samples, (size_t)reps, &sum);
-        *median = sum.median;
+        medians[p->variant] = sum.median;
     }
+done:
     free(samples);
+    for (int i = 0; i < PROBE_MAX_BUFFERS; i++) {
+        gpu_free(p->buf[i]);
+        p->buf[i] = NULL;
+    }
     return st;
 }
 
-/* A probe's source, `bytes` of 0x5a, and its sink (sink_bytes): every probe that reads a buffer
- * (the read, chase, sector and stride probes). The caller frees both, also on failure. */
-static tune_status probe_buffers(size_t bytes, size_t sink_bytes, void *stream, void **buf,
-                                 void **sink, tune_error *err)
+/* The probes that read a buffer (the read, chase, sector and stride probes): a source of `bytes`
+ * of 0x5a and a sink of sink_bytes. */
+static void probe_reads(probe *p, size_t bytes, size_t sink_bytes)
 {
-    tune_status st;
-    if ((st = gpu_malloc(buf, bytes, err)) != TUNE_OK ||
-        (st = gpu_malloc(sink, sink_bytes, err)) != TUNE_OK)
-        return st;
-    GPU_CHECK(cudaMemsetAsync(*buf, 0x5a, bytes, (cudaStream_t)stream), err, st, done);
-done:
-    return st;
+    p->bytes[0] = bytes;
+    p->fill[0] = 0x5a;
+    p->bytes[1] = sink_bytes;
+}
+
+static unsigned probe_grid(int sm_count, unsigned blocks_per_sm)
+{
+    return (unsigned)(sm_count > 0 ? sm_count : 132) * blocks_per_sm;
+}
+
+static tune_status read_launch(void *ctx, tune_error *err)
+{
+    probe *p = ctx;
+    unsigned long long *words = p->ctx;
+    void *args[] = {&p->buf[0], words, &p->buf[1]};
+    return gpu_launch(p->kernel, p->grid, 512, 0, p->stream, args, err);
 }
 
 tune_status calibrate_read_bw(timing *tm, void *stream, void *read_probe, int sm_count,
                               size_t bytes, int reps, double *bw, tune_error *err)
 {
-    unsigned grid = (unsigned)(sm_count > 0 ? sm_count : 132) * 16;
-    probe_ctx p = {read_probe, NULL, NULL, bytes / 16, grid, stream};
-    tune_status st = TUNE_OK;
+    unsigned long long words = bytes / 16;
+    probe p = {.launch = read_launch,
+               .kernel = read_probe,
+               .grid = probe_grid(sm_count, 16),
+               .ctx = &words,
+               .stream = stream,
+               .warmup = 3};
     double t;
     if (!read_probe || reps <= 0)
         return tune_error_set(err, TUNE_ERR_INVALID, "calibrate_read_bw",
                               "needs tune_read_probe and reps > 0");
-    if ((st = probe_buffers(bytes, grid * sizeof(unsigned), stream, &p.buf, &p.sink, err)) !=
-        TUNE_OK)
-        goto done;
-    if ((st = timed_median(tm, probe_launch, &p, 3, reps, &t, err)) != TUNE_OK)
-        goto done;
-    *bw = (double)(p.words * 16) / t;
-done:
-    gpu_free(p.buf);
-    gpu_free(p.sink);
+    probe_reads(&p, bytes, p.grid * sizeof(unsigned));
+    tune_status st = probe_run(tm, &p, 1, reps, &t, err);
+    if (st == TUNE_OK)
+        *bw = (double)(words * 16) / t;
     return st;
 }
 
-typedef struct {
-    void *dst, *src;
-    size_t bytes;
-    void *stream;
-} copy_ctx;
-
+/* buf[1] = buf[0], device to device. */
 static tune_status copy_launch(void *ctx, tune_error *err)
 {
-    copy_ctx *c = ctx;
+    probe *p = ctx;
     tune_status st = TUNE_OK;
-    GPU_CHECK(cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToDevice,
-                              (cudaStream_t)c->stream),
+    GPU_CHECK(cudaMemcpyAsync(p->buf[1], p->buf[0], p->bytes[0], cudaMemcpyDeviceToDevice,
+                              (cudaStream_t)p->stream),
               err, st, done);
 done:
     return st;
@@ -105,62 +136,55 @@ done:
 static tune_status measure_copy_bw(timing *tm, void *stream, size_t bytes, int reps, double *bw,
                                    tune_error *err)
 {
-    copy_ctx c = {NULL, NULL, bytes, stream};
-    tune_status st = TUNE_OK;
+    probe p = {.bytes = {bytes, bytes},
+               .fill = {0x5a},
+               .launch = copy_launch,
+               .stream = stream,
+               .warmup = 2};
     double t;
-    if ((st = gpu_malloc(&c.src, bytes, err)) != TUNE_OK ||
-        (st = gpu_malloc(&c.dst, bytes, err)) != TUNE_OK)
-        goto done;
-    GPU_CHECK(cudaMemsetAsync(c.src, 0x5a, bytes, (cudaStream_t)stream), err, st, done);
-    if ((st = timed_median(tm, copy_launch, &c, 2, reps, &t, err)) != TUNE_OK)
-        goto done;
-    *bw = 2.0 * (double)bytes / t;
-done:
-    gpu_free(c.src);
-    gpu_free(c.dst);
+    tune_status st = probe_run(tm, &p, 1, reps, &t, err);
+    if (st == TUNE_OK)
+        *bw = 2.0 * (double)bytes / t;
     return st;
 }
 
-typedef struct {
-    void *kernel, *buf;
-    void *stream;
-} tiny_ctx;
-
 static tune_status tiny_launch(void *ctx, tune_error *err)
 {
-    tiny_ctx *t = ctx;
+    probe *p = ctx;
     unsigned long long n = 1, seed = 1;
     int range = 1;
-    void *args[] = {&t->buf, &n, &seed, &range};
-    return gpu_launch(t->kernel, 1, 32, 0, t->stream, args, err);
+    void *args[] = {&p->buf[0], &n, &seed, &range};
+    return gpu_launch(p->kernel, 1, 32, 0, p->stream, args, err);
 }
 
 static tune_status measure_launch(timing *tm, void *stream, void *fill_indices, int reps,
                                   double *seconds, tune_error *err)
 {
-    tiny_ctx t = {fill_indices, NULL, stream};
-    tune_status st = gpu_malloc(&t.buf, 256, err);
-    if (st == TUNE_OK)
-        st = timed_median(tm, tiny_launch, &t, 10, reps, seconds, err);
-    gpu_free(t.buf);
-    return st;
+    probe p = {.bytes = {256},
+               .launch = tiny_launch,
+               .kernel = fill_indices,
+               .stream = stream,
+               .warmup = 10};
+    return probe_run(tm, &p, 1, reps, seconds, err);
 }
 
 typedef struct {
     cublasHandle_t h;
-    void *a, *b, *c;
+    void *fill; /* tune_fill_uniform of the type */
     int n;
     cudaDataType_t type;
     cublasComputeType_t compute;
 } gemm_ctx;
 
+/* C = A B, n x n x n (buffers A, B, C). */
 static tune_status gemm_launch(void *ctx, tune_error *err)
 {
-    gemm_ctx *g = ctx;
+    probe *p = ctx;
+    gemm_ctx *g = p->ctx;
     const float alpha = 1.0f, beta = 0.0f;
-    cublasStatus_t cs = cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &alpha, g->a,
-                                     g->type, g->n, g->b, g->type, g->n, &beta, g->c, g->type, g->n,
-                                     g->compute, CUBLAS_GEMM_DEFAULT);
+    cublasStatus_t cs = cublasGemmEx(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->n, g->n, &alpha,
+                                     p->buf[0], g->type, g->n, p->buf[1], g->type, g->n, &beta,
+                                     p->buf[2], g->type, g->n, g->compute, CUBLAS_GEMM_DEFAULT);
     if (cs != CUBLAS_STATUS_SUCCESS)
         return tune_error_set(err, TUNE_ERR_CUBLAS, "cublasGemmEx", "%s",
                               cublasGetStatusString(cs));
@@ -175,11 +199,23 @@ static tune_status fill_uniform(void *kernel, void *p, size_t n, unsigned long l
     return gpu_launch(kernel, 1024, 256, 0, stream, args, err);
 }
 
+/* A, B and C uniform random, each with its seed. */
+static tune_status gemm_setup(const probe *p, tune_error *err)
+{
+    const gemm_ctx *g = p->ctx;
+    size_t count = (size_t)g->n * (size_t)g->n;
+    tune_status st;
+    if ((st = fill_uniform(g->fill, p->buf[0], count, 0x5eed, p->stream, err)) != TUNE_OK ||
+        (st = fill_uniform(g->fill, p->buf[1], count, 0x5eee, p->stream, err)) != TUNE_OK)
+        return st;
+    return fill_uniform(g->fill, p->buf[2], count, 0x5eef, p->stream, err);
+}
+
 static tune_status measure_gemm(timing *tm, void *stream, cublasHandle_t h, void *fill,
                                 roofline_precision prec, int n, int reps, double *rate,
                                 tune_error *err)
 {
-    gemm_ctx g = {h, NULL, NULL, NULL, n, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+    gemm_ctx g = {h, fill, n, CUDA_R_32F, CUBLAS_COMPUTE_32F};
     size_t elem = 4;
     if (prec == ROOFLINE_TF32)
         g.compute = CUBLAS_COMPUTE_32F_FAST_TF32;
@@ -187,38 +223,31 @@ static tune_status measure_gemm(timing *tm, void *stream, cublasHandle_t h, void
         g.type = CUDA_R_16F, elem = 2;
     else if (prec == ROOFLINE_BF16)
         g.type = CUDA_R_16BF, elem = 2;
-    size_t count = (size_t)n * (size_t)n, bytes = count * elem;
-    tune_status st = TUNE_OK;
+    size_t bytes = (size_t)n * (size_t)n * elem;
+    probe p = {.bytes = {bytes, bytes, bytes},
+               .setup = gemm_setup,
+               .launch = gemm_launch,
+               .ctx = &g,
+               .stream = stream,
+               .warmup = 3};
     double t;
-    if ((st = gpu_malloc(&g.a, bytes, err)) != TUNE_OK ||
-        (st = gpu_malloc(&g.b, bytes, err)) != TUNE_OK ||
-        (st = gpu_malloc(&g.c, bytes, err)) != TUNE_OK ||
-        (st = fill_uniform(fill, g.a, count, 0x5eed, stream, err)) != TUNE_OK ||
-        (st = fill_uniform(fill, g.b, count, 0x5eee, stream, err)) != TUNE_OK ||
-        (st = fill_uniform(fill, g.c, count, 0x5eef, stream, err)) != TUNE_OK)
-        goto done;
-    if ((st = timed_median(tm, gemm_launch, &g, 3, reps, &t, err)) != TUNE_OK)
-        goto done;
-    *rate = 2.0 * (double)n * (double)n * (double)n / t;
-done:
-    gpu_free(g.a);
-    gpu_free(g.b);
-    gpu_free(g.c);
+    tune_status st = probe_run(tm, &p, 1, reps, &t, err);
+    if (st == TUNE_OK)
+        *rate = 2.0 * (double)n * (double)n * (double)n / t;
     return st;
 }
 
 typedef struct {
-    void *kernel, *buf, *sink;
     unsigned long long mask;
-    int steps;
-    void *stream;
+    int steps[2]; /* dependent loads of each variant */
 } chase_ctx;
 
 static tune_status chase_launch(void *ctx, tune_error *err)
 {
-    chase_ctx *c = ctx;
-    void *args[] = {&c->buf, &c->mask, &c->steps, &c->sink};
-    return gpu_launch(c->kernel, 1, 1, 0, c->stream, args, err);
+    probe *p = ctx;
+    chase_ctx *c = p->ctx;
+    void *args[] = {&p->buf[0], &c->mask, &c->steps[p->variant], &p->buf[1]};
+    return gpu_launch(p->kernel, 1, 1, 0, p->stream, args, err);
 }
 
 /* One dependent DRAM round trip: tune_chase_probe's median time with 257 dependent loads less its
@@ -230,38 +259,40 @@ static tune_status measure_latency(timing *tm, void *stream, void *chase, size_t
     unsigned long long words = 1;
     while (words * 2 <= bytes / 4)
         words *= 2;
-    bytes = (size_t)words * 4;
-    chase_ctx c = {chase, NULL, NULL, words - 1, 1, stream};
-    tune_status st = TUNE_OK;
-    double t1, t257;
-    if ((st = probe_buffers(bytes, 256, stream, &c.buf, &c.sink, err)) != TUNE_OK)
-        goto done;
-    c.steps = 1;
-    if ((st = timed_median(tm, chase_launch, &c, 3, reps, &t1, err)) != TUNE_OK)
-        goto done;
-    c.steps = 257;
-    if ((st = timed_median(tm, chase_launch, &c, 3, reps, &t257, err)) != TUNE_OK)
-        goto done;
-    *seconds = (t257 - t1) / 256.0;
-done:
-    gpu_free(c.buf);
-    gpu_free(c.sink);
+    chase_ctx c = {words - 1, {1, 257}};
+    probe p = {.launch = chase_launch, .kernel = chase, .ctx = &c, .stream = stream, .warmup = 3};
+    double t[2];
+    probe_reads(&p, (size_t)words * 4, 256);
+    tune_status st = probe_run(tm, &p, 2, reps, t, err);
+    if (st == TUNE_OK)
+        *seconds = (t[1] - t[0]) / 256.0;
     return st;
 }
 
 typedef struct {
-    void *kernel, *src, *dst;
-    int *idx;
+    void *fill_indices;
     int g, k, kp, n;
-    void *stream;
 } gather_ctx;
 
+/* gm_gather of B (buffer 0) at the indices (buffer 2) into buffer 1. */
 static tune_status gather_launch(void *ctx, tune_error *err)
 {
-    gather_ctx *c = ctx;
+    probe *p = ctx;
+    gather_ctx *c = p->ctx;
     void *none = NULL; /* gm_gather's A and A[I]: OP 1 gathers B alone */
-    void *args[] = {&none, &c->src, &c->idx, &none, &c->dst, &c->g, &c->k, &c->kp, &c->n};
-    return gpu_launch(c->kernel, 65536, 256, 0, c->stream, args, err);
+    void *args[] = {&none, &p->buf[0], &p->buf[2], &none, &p->buf[1], &c->g, &c->k, &c->kp, &c->n};
+    return gpu_launch(p->kernel, 65536, 256, 0, p->stream, args, err);
+}
+
+/* g x k random row indices in [0, kp). */
+static tune_status gather_setup(const probe *p, tune_error *err)
+{
+    const gather_ctx *c = p->ctx;
+    void *idx = p->buf[2];
+    unsigned long long nn = (unsigned long long)c->g * (unsigned long long)c->k, seed = 0x6a7e5ull;
+    int range = c->kp;
+    void *fargs[] = {&idx, &nn, &seed, &range};
+    return gpu_launch(c->fill_indices, 4096, 256, 0, p->stream, fargs, err);
 }
 
 /* Seconds per element of an element-wise gather: the gather baseline's own kernel
@@ -271,97 +302,84 @@ static tune_status gather_launch(void *ctx, tune_error *err)
  * source that the L2 holds) or CALIBRATION_GATHER_KP_DRAM (1 GiB, which it cannot), with the
  * launch geometry of the gather baseline (65536 blocks of 256 threads); median time / elements.
  * The source holds g x kp x n elements in either layout. */
-static tune_status measure_gather(timing *tm, void *stream, void *probe, void *fill_indices, int kp,
-                                  int reps, double *seconds, tune_error *err)
+static tune_status measure_gather(timing *tm, void *stream, void *kernel, void *fill_indices,
+                                  int kp, int reps, double *seconds, tune_error *err)
 {
-    gather_ctx c = {.kernel = probe,
-                    .g = CALIBRATION_GATHER_G,
-                    .k = CALIBRATION_GATHER_K,
-                    .kp = kp,
-                    .n = CALIBRATION_GATHER_N,
-                    .stream = stream};
+    gather_ctx c = {fill_indices, CALIBRATION_GATHER_G, CALIBRATION_GATHER_K, kp,
+                    CALIBRATION_GATHER_N};
     size_t n_src = (size_t)c.g * (size_t)c.kp * (size_t)c.n;
     size_t n_dst = (size_t)c.g * (size_t)c.k * (size_t)c.n, n_idx = (size_t)c.g * (size_t)c.k;
-    unsigned long long nn = n_idx, seed = 0x6a7e5ull;
-    int range = c.kp;
-    void *fargs[] = {&c.idx, &nn, &seed, &range};
+    probe p = {.bytes = {n_src * 2, n_dst * 2, n_idx * sizeof(int)},
+               .fill = {0x3c},
+               .setup = gather_setup,
+               .launch = gather_launch,
+               .kernel = kernel,
+               .ctx = &c,
+               .stream = stream,
+               .warmup = 3};
     double t;
-    tune_status st;
-    if ((st = gpu_malloc(&c.src, n_src * 2, err)) != TUNE_OK ||
-        (st = gpu_malloc(&c.dst, n_dst * 2, err)) != TUNE_OK ||
-        (st = gpu_malloc((void **)&c.idx, n_idx * sizeof(int), err)) != TUNE_OK)
-        goto done;
-    GPU_CHECK(cudaMemsetAsync(c.src, 0x3c, n_src * 2, (cudaStream_t)stream), err, st, done);
-    if ((st = gpu_launch(fill_indices, 4096, 256, 0, stream, fargs, err)) != TUNE_OK ||
-        (st = timed_median(tm, gather_launch, &c, 3, reps, &t, err)) != TUNE_OK)
-        goto done;
-    *seconds = t / (double)n_dst;
-done:
-    gpu_free(c.src);
-    gpu_free(c.dst);
-    gpu_free(c.idx);
+    tune_status st = probe_run(tm, &p, 1, reps, &t, err);
+    if (st == TUNE_OK)
+        *seconds = t / (double)n_dst;
     return st;
 }
 
 typedef struct {
-    void *kernel, *buf, *sink;
     unsigned sectors;
     int iters;
     unsigned long long seed;
-    unsigned grid;
-    void *stream;
 } sector_ctx;
 
 static tune_status sector_launch(void *ctx, tune_error *err)
 {
-    sector_ctx *c = ctx;
-    void *args[] = {&c->buf, &c->sectors, &c->iters, &c->seed, &c->sink};
-    return gpu_launch(c->kernel, c->grid, CALIBRATION_SECTOR_THREADS, 0, c->stream, args, err);
+    probe *p = ctx;
+    sector_ctx *c = p->ctx;
+    void *args[] = {&p->buf[0], &c->sectors, &c->iters, &c->seed, &p->buf[1]};
+    return gpu_launch(p->kernel, p->grid, CALIBRATION_SECTOR_THREADS, 0, p->stream, args, err);
 }
 
 /* Random-sector read rate: tune_sector_probe on SMs x CALIBRATION_SECTOR_BLOCKS_PER_SM blocks
  * (one wave), each thread CALIBRATION_SECTOR_UNROLL loads per iteration over the sectors of a
  * `bytes` buffer (several times the L2: nearly every load misses), about
  * CALIBRATION_SECTOR_LOADS loads in all; 32 bytes x loads / median time. */
-static tune_status measure_sectors(timing *tm, void *stream, void *probe, int sm_count,
+static tune_status measure_sectors(timing *tm, void *stream, void *kernel, int sm_count,
                                    size_t bytes, int reps, double *bw, tune_error *err)
 {
-    unsigned long long threads = (unsigned long long)(sm_count > 0 ? sm_count : 132) *
-                                 CALIBRATION_SECTOR_BLOCKS_PER_SM * CALIBRATION_SECTOR_THREADS;
-    unsigned long long per_iter = threads * CALIBRATION_SECTOR_UNROLL;
+    unsigned grid = probe_grid(sm_count, CALIBRATION_SECTOR_BLOCKS_PER_SM);
+    unsigned long long per_iter =
+        (unsigned long long)grid * CALIBRATION_SECTOR_THREADS * CALIBRATION_SECTOR_UNROLL;
     size_t sectors = bytes / 32 < 0xffffffffu ? bytes / 32 : 0xffffffffu;
-    sector_ctx c = {probe, NULL, NULL, (unsigned)sectors,
-                    (int)(CALIBRATION_SECTOR_LOADS / per_iter > 0 ? CALIBRATION_SECTOR_LOADS / per_iter : 1),
-                    0x5ec7011ull, (unsigned)(threads / CALIBRATION_SECTOR_THREADS), stream};
-    tune_status st = TUNE_OK;
+    sector_ctx c = {
+        (unsigned)sectors,
+        (int)(CALIBRATION_SECTOR_LOADS / per_iter > 0 ? CALIBRATION_SECTOR_LOADS / per_iter : 1),
+        0x5ec7011ull};
+    probe p = {.launch = sector_launch,
+               .kernel = kernel,
+               .grid = grid,
+               .ctx = &c,
+               .stream = stream,
+               .warmup = 3};
     double t;
     if (sectors == 0)
         return tune_error_set(err, TUNE_ERR_INVALID, "measure_sectors", "needs 32 bytes or more");
-    if ((st = probe_buffers(sectors * 32, c.grid * sizeof(unsigned), stream, &c.buf, &c.sink,
-                            err)) != TUNE_OK)
-        goto done;
-    if ((st = timed_median(tm, sector_launch, &c, 3, reps, &t, err)) != TUNE_OK)
-        goto done;
-    *bw = 32.0 * (double)per_iter * (double)c.iters / t;
-done:
-    gpu_free(c.buf);
-    gpu_free(c.sink);
+    probe_reads(&p, sectors * 32, grid * sizeof(unsigned));
+    tune_status st = probe_run(tm, &p, 1, reps, &t, err);
+    if (st == TUNE_OK)
+        *bw = 32.0 * (double)per_iter * (double)c.iters / t;
     return st;
 }
 
 typedef struct {
-    void *kernel, *buf, *sink;
-    unsigned long long loads;
-    int stride_words;
-    unsigned grid;
-    void *stream;
+    unsigned long long loads[4];
+    int stride_words[4]; /* of each variant: strides 32, 64, 128 and 256 bytes */
 } stride_ctx;
 
 static tune_status stride_launch(void *ctx, tune_error *err)
 {
-    stride_ctx *c = ctx;
-    void *args[] = {&c->buf, &c->loads, &c->stride_words, &c->sink};
-    return gpu_launch(c->kernel, c->grid, CALIBRATION_STRIDE_THREADS, 0, c->stream, args, err);
+    probe *p = ctx;
+    stride_ctx *c = p->ctx;
+    void *args[] = {&p->buf[0], &c->loads[p->variant], &c->stride_words[p->variant], &p->buf[1]};
+    return gpu_launch(p->kernel, p->grid, CALIBRATION_STRIDE_THREADS, 0, p->stream, args, err);
 }
 
 /* The L2's DRAM fetch granularity: tune_stride_probe reads one sector in every 32, 64, 128 and 256
@@ -370,33 +388,31 @@ static tune_status stride_launch(void *ctx, tune_error *err)
  * the stride. The granularity is the largest stride whose time is at least
  * CALIBRATION_FETCH_SAME of the previous one's (32, 64 or 128 bytes); times[] gets the 4 median
  * times (seconds). */
-static tune_status measure_fetch(timing *tm, void *stream, void *probe, int sm_count, size_t bytes,
+static tune_status measure_fetch(timing *tm, void *stream, void *kernel, int sm_count, size_t bytes,
                                  int reps, double *fetch, double times[4], tune_error *err)
 {
-    stride_ctx c = {
-        probe, NULL, NULL,
-        0,     0,    (unsigned)(sm_count > 0 ? sm_count : 132) * CALIBRATION_STRIDE_BLOCKS_PER_SM,
-        stream};
-    tune_status st = TUNE_OK;
-    if (bytes < 256)
-        return tune_error_set(err, TUNE_ERR_INVALID, "measure_fetch", "needs 256 bytes or more");
-    if ((st = probe_buffers(bytes, c.grid * sizeof(unsigned), stream, &c.buf, &c.sink, err)) !=
-        TUNE_OK)
-        goto done;
+    stride_ctx c;
     for (int i = 0; i < 4; i++) {
         int stride = 32 << i;
-        c.stride_words = stride / 4;
-        c.loads = bytes / (size_t)stride;
-        if ((st = timed_median(tm, stride_launch, &c, 3, reps, &times[i], err)) != TUNE_OK)
-            goto done;
+        c.stride_words[i] = stride / 4;
+        c.loads[i] = bytes / (size_t)stride;
     }
+    probe p = {.launch = stride_launch,
+               .kernel = kernel,
+               .grid = probe_grid(sm_count, CALIBRATION_STRIDE_BLOCKS_PER_SM),
+               .ctx = &c,
+               .stream = stream,
+               .warmup = 3};
+    if (bytes < 256)
+        return tune_error_set(err, TUNE_ERR_INVALID, "measure_fetch", "needs 256 bytes or more");
+    probe_reads(&p, bytes, p.grid * sizeof(unsigned));
+    tune_status st = probe_run(tm, &p, 4, reps, times, err);
+    if (st != TUNE_OK)
+        return st;
     *fetch = 32;
     for (int i = 1; i < 3 && times[i] >= CALIBRATION_FETCH_SAME * times[i - 1]; i++)
         *fetch = 32 << i;
-done:
-    gpu_free(c.buf);
-    gpu_free(c.sink);
-    return st;
+    return TUNE_OK;
 }
 
 enum {

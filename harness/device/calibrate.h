@@ -1,5 +1,5 @@
 /* calibrate.h - the device's ceilings measured (a GPU is needed): read and copy bandwidth, cuBLAS
- * GEMM rates, launch overhead; written as a calibration file (analysis/roofline_calibration.h) by
+ * GEMM rates, launch overhead; written as a calibration file (store/calibration.h) by
  * `tune calibrate`, and the read bandwidth every GPU run measures.
  *
  *   calibrate_options opt = {.device = 0};
@@ -13,9 +13,9 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "analysis/roofline_calibration.h"
 #include "core/error.h"
 #include "device/timing.h"
+#include "store/calibration.h"
 
 /* Read-only bandwidth: `bytes` read once by common.cu's tune_read_probe (read_probe: its kernel
  * handle; sm_count * 16 blocks of 512 threads), timed by tm (L2 flushed, 3 warmup reps): bytes /

@@ -583,100 +583,116 @@ static json_t *ingest_meta(const char *dir, tune_error *err)
     return meta;
 }
 
-tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_result *res,
-                      tune_error *err)
+/* A folder being ingested: its meta.json, rows and re-timing verdicts, the files they came from,
+ * and the run's identity and digest (hex). */
+typedef struct {
+    json_t *meta;
+    const char *start; /* meta.json's start (borrowed) */
+    result_row *rows;
+    size_t n, n_rv;
+    retime_verdict *rv;
+    char rows_path[4096], retime_path[4096], meta_path[4096];
+    char uid[17], digest[17];
+} ingest_folder;
+
+/* The night a run counts for into res->night: night when given (a date YYYY-MM-DD), else the UTC
+ * date of the run's start. */
+static tune_status ingest_night(const char *dir, const char *night, const char *start,
+                                db_ingest_result *res, tune_error *err)
 {
-    memset(res, 0, sizeof *res);
-    json_t *meta = ingest_meta(dir, err);
-    if (!meta)
-        return err ? err->code : TUNE_ERR_INVALID;
-    tune_status st = TUNE_OK;
-    result_row *rows = NULL;
-    size_t n = 0, n_rv = 0, dropped = 0;
-    retime_verdict *rv = NULL;
-    char rows_path[4096], retime_path[4096], meta_path[4096], *meta_text = NULL;
-    const char *start = jstr(meta, "start", NULL);
-    if (night && !db_valid_night(night)) {
-        st = tune_error_set(err, TUNE_ERR_INVALID, dir, "the night '%s' is not a date YYYY-MM-DD",
-                            night);
-        goto done;
-    }
+    if (night && !db_valid_night(night))
+        return tune_error_set(err, TUNE_ERR_INVALID, dir, "the night '%s' is not a date YYYY-MM-DD",
+                              night);
     snprintf(res->night, sizeof res->night, "%.10s", night ? night : start);
-    if (!db_valid_night(res->night)) {
-        st = tune_error_set(err, TUNE_ERR_INVALID, dir, "meta.json: $.start: expected an ISO 8601 "
-                            "UTC time, got '%s'", start);
-        goto done;
-    }
-    if (results_locate(dir, rows_path, sizeof rows_path, err) != TUNE_OK ||
-        folder_locate(dir, "retime.jsonl", retime_path, sizeof retime_path, err) != TUNE_OK ||
-        results_read(rows_path, &rows, &n, err) != TUNE_OK ||
-        results_rows_dedup(rows, &n, &dropped, err) != TUNE_OK ||
-        retime_read(dir, &rv, &n_rv, err) != TUNE_OK) {
-        st = err ? err->code : TUNE_ERR_INVALID;
-        goto done;
-    }
-    if (n == 0) {
-        st = tune_error_set(err, TUNE_ERR_INVALID, rows_path, "no rows: nothing to keep");
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (!rows[i].sweep || strcmp(rows[i].sweep, meta_sweep_name(meta)) != 0) {
-            st = tune_error_set(err, TUNE_ERR_INVALID, rows_path,
-                                "a row of sweep '%s' in a run of sweep '%s'",
-                                rows[i].sweep ? rows[i].sweep : "(none)", meta_sweep_name(meta));
-            goto done;
-        }
-    /* identity: what names the run (its night included, so that one folder imported as two
-     * nights is two runs); digest: what it holds */
-    snprintf(meta_path, sizeof meta_path, "%s/meta.json", dir);
+    if (!db_valid_night(res->night))
+        return tune_error_set(err, TUNE_ERR_INVALID, dir,
+                              "meta.json: $.start: expected an ISO 8601 UTC time, got '%s'", start);
+    return TUNE_OK;
+}
+
+/* The folder's rows (deduplicated) and re-timing verdicts: at least one row, every row of the
+ * sweep meta.json names. */
+static tune_status ingest_rows(const char *dir, ingest_folder *f, tune_error *err)
+{
+    size_t dropped = 0;
+    if (results_locate(dir, f->rows_path, sizeof f->rows_path, err) != TUNE_OK ||
+        folder_locate(dir, "retime.jsonl", f->retime_path, sizeof f->retime_path, err) != TUNE_OK ||
+        results_read(f->rows_path, &f->rows, &f->n, err) != TUNE_OK ||
+        results_rows_dedup(f->rows, &f->n, &dropped, err) != TUNE_OK ||
+        retime_read(dir, &f->rv, &f->n_rv, err) != TUNE_OK)
+        return err ? err->code : TUNE_ERR_INVALID;
+    if (f->n == 0)
+        return tune_error_set(err, TUNE_ERR_INVALID, f->rows_path, "no rows: nothing to keep");
+    const char *sweep = meta_sweep_name(f->meta);
+    for (size_t i = 0; i < f->n; i++)
+        if (!f->rows[i].sweep || strcmp(f->rows[i].sweep, sweep) != 0)
+            return tune_error_set(err, TUNE_ERR_INVALID, f->rows_path,
+                                  "a row of sweep '%s' in a run of sweep '%s'",
+                                  f->rows[i].sweep ? f->rows[i].sweep : "(none)", sweep);
+    return TUNE_OK;
+}
+
+/* f->uid, what names the run (its night included, so that one folder imported as two nights is
+ * two runs), and f->digest, what it holds (meta.json, the rows, the verdicts). */
+static tune_status ingest_identity(ingest_folder *f, const char *night, tune_error *err)
+{
+    const json_t *meta = f->meta;
     uint64_t uid = HASH_FNV_OFFSET, dig = HASH_FNV_OFFSET;
-    const char *idf[] = {meta_sweep_name(meta), meta_sweep_hash(meta), jstr(meta, "host", "hostname"),
-                         meta_device_name(meta), jstr(meta, "device", "pci_bus_id"),
-                         jstr(meta, "device", "uuid"), start, res->night};
+    const char *idf[] = {meta_sweep_name(meta),
+                         meta_sweep_hash(meta),
+                         jstr(meta, "host", "hostname"),
+                         meta_device_name(meta),
+                         jstr(meta, "device", "pci_bus_id"),
+                         jstr(meta, "device", "uuid"),
+                         f->start,
+                         night};
     for (size_t i = 0; i < sizeof idf / sizeof *idf; i++)
         uid = hash_fnv1a_str(uid, idf[i] ? idf[i] : "");
     char *key = json_dumps(json_object_get(meta, "key"), JSON_SORT_KEYS | JSON_COMPACT);
     uid = hash_fnv1a_str(uid, key ? key : "");
     free(key);
-    if (digest_file(&dig, meta_path, err) || digest_file(&dig, rows_path, err) ||
-        digest_file(&dig, retime_path, err)) {
-        st = TUNE_ERR_IO;
-        goto done;
-    }
-    char uid_hex[17], dig_hex[17];
-    hash_hex(uid, uid_hex);
-    hash_hex(dig, dig_hex);
+    if (digest_file(&dig, f->meta_path, err) || digest_file(&dig, f->rows_path, err) ||
+        digest_file(&dig, f->retime_path, err))
+        return TUNE_ERR_IO;
+    hash_hex(uid, f->uid);
+    hash_hex(dig, f->digest);
+    return TUNE_OK;
+}
 
-    if (exec_busy(d, "BEGIN IMMEDIATE") != SQLITE_OK) {
-        st = db_fail(d, err, "starting the run's transaction");
-        goto done;
-    }
+/* *held = 1 and res->run_id when the store already holds the run (its uid) with the same
+ * contents; an error when with other contents; *held = 0 when not at all. */
+static tune_status ingest_held(db *d, const char *dir, const ingest_folder *f,
+                               db_ingest_result *res, int *held, tune_error *err)
+{
     sqlite3_stmt *q = NULL;
+    tune_status st = TUNE_OK;
+    *held = 0;
     if (sqlite3_prepare_v2(d->h, "SELECT id, digest, source_dir FROM runs WHERE uid = ?1", -1, &q,
-                           NULL) != SQLITE_OK) {
-        st = db_fail(d, err, "reading the runs");
-        goto rollback;
-    }
-    bind_text(q, 1, uid_hex);
+                           NULL) != SQLITE_OK)
+        return db_fail(d, err, "reading the runs");
+    bind_text(q, 1, f->uid);
     if (sqlite3_step(q) == SQLITE_ROW) {
-        const char *held = (const char *)sqlite3_column_text(q, 1);
+        const char *digest = (const char *)sqlite3_column_text(q, 1);
+        *held = 1;
         res->run_id = sqlite3_column_int64(q, 0);
-        if (!held || strcmp(held, dig_hex) != 0)
+        if (!digest || strcmp(digest, f->digest) != 0)
             st = tune_error_set(err, TUNE_ERR_INVALID, dir,
                                 "the store %s already holds this run (night %s, ingested from %s) "
                                 "with other contents: a folder's run is kept as it was first "
                                 "ingested",
                                 d->path, res->night, (const char *)sqlite3_column_text(q, 2));
-        sqlite3_finalize(q);
-        if (st != TUNE_OK)
-            goto rollback;
-        res->n_rows = n;
-        exec(d, "COMMIT", NULL);
-        goto done;
     }
     sqlite3_finalize(q);
+    return st;
+}
 
-    char abs_dir[4096], now[32];
+/* The run's row in the runs table (meta.json kept whole, the source folder's absolute path, the
+ * time of ingestion): res->run_id. */
+static tune_status insert_run(db *d, const char *dir, const ingest_folder *f, db_ingest_result *res,
+                              tune_error *err)
+{
+    const json_t *meta = f->meta;
+    char abs_dir[4096], now[32], *meta_text = NULL;
     if (!realpath(dir, abs_dir))
         snprintf(abs_dir, sizeof abs_dir, "%s", dir);
     time_t t = time(NULL);
@@ -684,10 +700,11 @@ tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_resul
     gmtime_r(&t, &tm);
     strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%SZ", &tm);
     size_t meta_len = 0;
-    if (infile_read(meta_path, INFILE_MAX_JSON, &meta_text, &meta_len, err) != TUNE_OK) {
-        st = TUNE_ERR_IO;
-        goto rollback;
+    if (infile_read(f->meta_path, INFILE_MAX_JSON, &meta_text, &meta_len, err) != TUNE_OK) {
+        free(meta_text);
+        return TUNE_ERR_IO;
     }
+    sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(
             d->h,
             "INSERT INTO runs (uid, digest, sweep, sweep_hash, sweep_file, family, op, device,"
@@ -697,16 +714,16 @@ tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_resul
             " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22,"
             " ?23, ?24, ?25, ?26, ?27, ?28, ?29) RETURNING id",
             -1, &q, NULL) != SQLITE_OK) {
-        st = db_fail(d, err, "adding the run");
-        goto rollback;
+        free(meta_text);
+        return db_fail(d, err, "adding the run");
     }
     long long ll = 0;
     char seed[32] = "";
     const json_t *js = json_object_get(meta, "seed");
     if (json_is_integer(js))
         snprintf(seed, sizeof seed, "%lld", (long long)json_integer_value(js));
-    const char *texts[] = {uid_hex,
-                           dig_hex,
+    const char *texts[] = {f->uid,
+                           f->digest,
                            meta_sweep_name(meta),
                            meta_sweep_hash(meta),
                            jstr(meta, "sweep", "file"),
@@ -728,50 +745,86 @@ tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_resul
     bind_text(q, 19, jstr(meta, "key", "kernels_hash"));
     bind_text(q, 20, jstr(meta, "host", "hostname"));
     bind_text(q, 21, *seed ? seed : NULL);
-    bind_text(q, 22, start);
+    bind_text(q, 22, f->start);
     bind_text(q, 23, jstr(meta, "end", NULL));
     bind_text(q, 24, res->night);
     bind_text(q, 25, abs_dir);
     bind_text(q, 26, now);
-    sqlite3_bind_int64(q, 27, (long long)n);
+    sqlite3_bind_int64(q, 27, (long long)f->n);
     sqlite3_bind_int(q, 28, meta_search_block(meta) != NULL);
     sqlite3_bind_text(q, 29, meta_text, (int)meta_len, SQLITE_STATIC);
-    if (sqlite3_step(q) != SQLITE_ROW) {
+    tune_status st = TUNE_OK;
+    if (sqlite3_step(q) != SQLITE_ROW)
         st = db_fail(d, err, "adding the run");
-        sqlite3_finalize(q);
-        goto rollback;
-    }
-    res->run_id = sqlite3_column_int64(q, 0);
+    else
+        res->run_id = sqlite3_column_int64(q, 0);
     sqlite3_finalize(q);
-    if (insert_rows(d, res->run_id, meta_sweep_name(meta), rows, n, rv, n_rv, err) != TUNE_OK) {
+    free(meta_text);
+    return st;
+}
+
+/* The run's best configurations (sql_bests), kept for the history's readers. */
+static tune_status insert_bests(db *d, long long run_id, tune_error *err)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(d->h, sql_bests, -1, &q, NULL) != SQLITE_OK)
+        return db_fail(d, err, "keeping the run's bests");
+    sqlite3_bind_int64(q, 1, run_id);
+    int rc = sqlite3_step(q);
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? TUNE_OK : db_fail(d, err, "keeping the run's bests");
+}
+
+tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_result *res,
+                      tune_error *err)
+{
+    memset(res, 0, sizeof *res);
+    ingest_folder f = {.meta = ingest_meta(dir, err)};
+    if (!f.meta)
+        return err ? err->code : TUNE_ERR_INVALID;
+    f.start = jstr(f.meta, "start", NULL);
+    snprintf(f.meta_path, sizeof f.meta_path, "%s/meta.json", dir);
+    int held = 0;
+    tune_status st = ingest_night(dir, night, f.start, res, err);
+    if (st == TUNE_OK)
+        st = ingest_rows(dir, &f, err);
+    if (st == TUNE_OK)
+        st = ingest_identity(&f, res->night, err);
+    if (st != TUNE_OK)
+        goto done;
+    if (exec_busy(d, "BEGIN IMMEDIATE") != SQLITE_OK) {
+        st = db_fail(d, err, "starting the run's transaction");
+        goto done;
+    }
+    if ((st = ingest_held(d, dir, &f, res, &held, err)) != TUNE_OK)
+        goto rollback;
+    if (held) {
+        res->n_rows = f.n;
+        exec(d, "COMMIT", NULL);
+        goto done;
+    }
+    if ((st = insert_run(d, dir, &f, res, err)) != TUNE_OK)
+        goto rollback;
+    if (insert_rows(d, res->run_id, meta_sweep_name(f.meta), f.rows, f.n, f.rv, f.n_rv, err) !=
+        TUNE_OK) {
         st = err ? err->code : TUNE_ERR_IO;
         goto rollback;
     }
-    if (sqlite3_prepare_v2(d->h, sql_bests, -1, &q, NULL) != SQLITE_OK) {
-        st = db_fail(d, err, "keeping the run's bests");
+    if ((st = insert_bests(d, res->run_id, err)) != TUNE_OK)
         goto rollback;
-    }
-    sqlite3_bind_int64(q, 1, res->run_id);
-    int rc = sqlite3_step(q);
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE) {
-        st = db_fail(d, err, "keeping the run's bests");
-        goto rollback;
-    }
     if (exec(d, "COMMIT", err)) {
         st = TUNE_ERR_IO;
         goto rollback;
     }
     res->added = 1;
-    res->n_rows = n;
+    res->n_rows = f.n;
     goto done;
 rollback:
     sqlite3_exec(d->h, "ROLLBACK", NULL, NULL, NULL);
 done:
-    free(meta_text);
-    free(rv);
-    results_rows_free(rows, n);
-    json_decref(meta);
+    free(f.rv);
+    results_rows_free(f.rows, f.n);
+    json_decref(f.meta);
     return st;
 }
 
