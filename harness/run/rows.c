@@ -6,7 +6,6 @@
 
 #include "analysis/roofline_calibration.h"
 #include "analysis/roofline_model.h"
-#include "analysis/roofline_specs.h"
 #include "core/stats.h"
 #include "run/internal.h"
 
@@ -196,30 +195,8 @@ void run_row_measure(run_ctx *rc, void *state, timing *tm, const tune_point *p, 
  * peak x achievable, into *c (when found: 1) and where they come from into rc->ceil_source. */
 static int find_ceilings(run_ctx *rc, roofline_ceilings *c)
 {
-    const gpu_info *gi = &rc->gi;
-    tune_error e = {0};
-    roofline_specs *specs = roofline_specs_load(NULL, &e);
-    const roofline_gpu *g = specs ? roofline_specs_match(specs, gi->name) : NULL;
-    char path[PATH_MAX];
-    roofline_calibration cal;
-    roofline_calibration_init(&cal);
-    roofline_calibration_path(rc->opt->out_root, gi->name, path, sizeof path);
-    int found = 1;
-    if (roofline_calibration_load(path, &cal, NULL) == TUNE_OK) {
-        roofline_ceilings_from_calibration(&cal, g, c);
-        snprintf(rc->ceil_source, sizeof rc->ceil_source, "calibration %.400s (%.30s)", path,
-                 cal.date);
-    } else if (g) {
-        roofline_ceilings_from_gpu(g, c);
-        snprintf(rc->ceil_source, sizeof rc->ceil_source, "specs table: %s, peak x achievable",
-                 g->name);
-    } else {
-        found = 0;
-        snprintf(rc->ceil_source, sizeof rc->ceil_source, "none: %.400s",
-                 specs ? "device not in the specs table" : e.message);
-    }
-    roofline_specs_free(specs);
-    return found;
+    return roofline_ceilings_find(rc->opt->out_root, rc->gi.name, c, rc->ceil_source,
+                                  sizeof rc->ceil_source);
 }
 
 /* The ceilings of the rows (in a worker); the read bandwidth measured by this run replaces the
