@@ -5,7 +5,7 @@
  * with "redraw" drawn again before every timed rep (the check sees the first draw), inputs and
  * a reference from .npy files, --resume of a run cut short, __constant__ symbols filled from the
  * host, methods of several launches (timed as one call, in graph mode too) and a reference that
- * reads parameters. */
+ * reads parameters; the family a declaration builds, field by field. */
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <sys/wait.h>
@@ -190,6 +190,39 @@ Test(declared, methods_default_to_what_the_section_declares)
     tune_error err = {0};
     cr_expect_null(sweep_load("tests/data/invalid/missing_methods.json", &err));
     cr_expect(strstr(err.message, "missing required key 'methods'") != NULL, "%s", err.message);
+}
+
+/* A declared sweep's family: its description from the declaration (one op, its parameters and
+ * methods, no dtype axis, no traffic model), its CPU side the declaration's, its GPU side the
+ * registered "kernel" family's. */
+Test(declared, family_is_built_from_the_declaration_and_the_gpu_side)
+{
+    sweep *sw = test_load_sweep("tests/data/valid/declared_default_methods.json");
+    const tune_family *f = sw->family, *gpu = family_find(KDECL_FAMILY);
+    cr_assert_not_null(gpu);
+    cr_assert_neq(f, gpu);
+    cr_expect_str_eq(f->name, KDECL_FAMILY);
+    cr_expect_eq(f->help, gpu->help);
+    cr_assert_eq(f->n_ops, 1);
+    cr_expect_eq(f->ops, sw->fop);
+    cr_expect_str_eq(f->ops[0].name, sw->op);
+    cr_expect_eq(f->params, sw->declared->params);
+    cr_expect_eq(f->n_params, sw->declared->n_params);
+    cr_assert_eq(f->n_methods, 3);
+    cr_expect_str_eq(f->methods[0].name, "kernel");
+    cr_expect_eq(f->methods[0].role, FAMILY_ROLE_TUNED);
+    cr_expect_eq(f->methods[1].role, FAMILY_ROLE_REFERENCE);
+    cr_expect_eq(f->methods[2].role, FAMILY_ROLE_BASELINE);
+    cr_expect_null(f->dtype_axis);
+    cr_expect_eq(f->needs_cublas, 0);
+    cr_expect_eq(f->restores_inputs, 1);
+    cr_expect_eq(f->data, &sw->declared->decl);
+    cr_expect(!f->traffic && !f->n_traffic && !f->traffic_patterns && !f->n_traffic_patterns);
+    cr_expect(f->kernels == kdecl_family_kernels && f->prune == kdecl_family_prune);
+    cr_expect(f->shape_init == gpu->shape_init && f->shape_free == gpu->shape_free &&
+              f->prepare == gpu->prepare && f->before_rep == gpu->before_rep &&
+              f->launch == gpu->launch && f->check == gpu->check);
+    sweep_free(sw);
 }
 
 /* A method of several launches: its kernels listed in order (the first is the row's), then the
