@@ -591,8 +591,8 @@ tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_resul
     if (!meta)
         return err ? err->code : TUNE_ERR_INVALID;
     tune_status st = TUNE_OK;
-    result_row *rows = NULL;
-    size_t n = 0, n_rv = 0, dropped = 0;
+    results_rows rows = {0};
+    size_t n_rv = 0, dropped = 0;
     retime_verdict *rv = NULL;
     char rows_path[4096], retime_path[4096], meta_path[4096], *meta_text = NULL;
     const char *start = jstr(meta, "start", NULL);
@@ -609,21 +609,22 @@ tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_resul
     }
     if (results_locate(dir, rows_path, sizeof rows_path, err) != TUNE_OK ||
         folder_locate(dir, "retime.jsonl", retime_path, sizeof retime_path, err) != TUNE_OK ||
-        results_read(rows_path, &rows, &n, err) != TUNE_OK ||
-        results_rows_dedup(rows, &n, &dropped, err) != TUNE_OK ||
+        results_read(rows_path, &rows, err) != TUNE_OK ||
+        results_rows_dedup(&rows, &dropped, err) != TUNE_OK ||
         retime_read(dir, &rv, &n_rv, err) != TUNE_OK) {
         st = err ? err->code : TUNE_ERR_INVALID;
         goto done;
     }
-    if (n == 0) {
+    if (rows.n == 0) {
         st = tune_error_set(err, TUNE_ERR_INVALID, rows_path, "no rows: nothing to keep");
         goto done;
     }
-    for (size_t i = 0; i < n; i++)
-        if (!rows[i].sweep || strcmp(rows[i].sweep, meta_sweep_name(meta)) != 0) {
+    for (size_t i = 0; i < rows.n; i++)
+        if (!rows.rows[i].sweep || strcmp(rows.rows[i].sweep, meta_sweep_name(meta)) != 0) {
             st = tune_error_set(err, TUNE_ERR_INVALID, rows_path,
                                 "a row of sweep '%s' in a run of sweep '%s'",
-                                rows[i].sweep ? rows[i].sweep : "(none)", meta_sweep_name(meta));
+                                rows.rows[i].sweep ? rows.rows[i].sweep : "(none)",
+                                meta_sweep_name(meta));
             goto done;
         }
     /* identity: what names the run (its night included, so that one folder imported as two
@@ -670,7 +671,7 @@ tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_resul
         sqlite3_finalize(q);
         if (st != TUNE_OK)
             goto rollback;
-        res->n_rows = n;
+        res->n_rows = rows.n;
         exec(d, "COMMIT", NULL);
         goto done;
     }
@@ -733,7 +734,7 @@ tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_resul
     bind_text(q, 24, res->night);
     bind_text(q, 25, abs_dir);
     bind_text(q, 26, now);
-    sqlite3_bind_int64(q, 27, (long long)n);
+    sqlite3_bind_int64(q, 27, (long long)rows.n);
     sqlite3_bind_int(q, 28, meta_search_block(meta) != NULL);
     sqlite3_bind_text(q, 29, meta_text, (int)meta_len, SQLITE_STATIC);
     if (sqlite3_step(q) != SQLITE_ROW) {
@@ -743,7 +744,8 @@ tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_resul
     }
     res->run_id = sqlite3_column_int64(q, 0);
     sqlite3_finalize(q);
-    if (insert_rows(d, res->run_id, meta_sweep_name(meta), rows, n, rv, n_rv, err) != TUNE_OK) {
+    if (insert_rows(d, res->run_id, meta_sweep_name(meta), rows.rows, rows.n, rv, n_rv, err) !=
+        TUNE_OK) {
         st = err ? err->code : TUNE_ERR_IO;
         goto rollback;
     }
@@ -763,14 +765,14 @@ tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_resul
         goto rollback;
     }
     res->added = 1;
-    res->n_rows = n;
+    res->n_rows = rows.n;
     goto done;
 rollback:
     sqlite3_exec(d->h, "ROLLBACK", NULL, NULL, NULL);
 done:
     free(meta_text);
     free(rv);
-    results_rows_free(rows, n);
+    results_rows_free(&rows);
     json_decref(meta);
     return st;
 }
