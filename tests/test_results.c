@@ -532,3 +532,25 @@ Test(results, not_a_regular_file, .timeout = 10)
     cr_expect_eq(results_read("/dev/zero", &rows, &err), TUNE_ERR_IO);
     cr_expect_str_eq(err.message, "not a regular file (a character device)");
 }
+
+/* results_read's status must be used (core/error.h: TUNE_MUST_CHECK): a caller that drops it
+ * does not compile with -Werror, one that checks it does. */
+Test(results, a_dropped_status_does_not_compile)
+{
+    static const char *const bodies[] = {
+        "results_rows r; results_read(\"x\", &r, NULL);",
+        "results_rows r; if (results_read(\"x\", &r, NULL) == TUNE_OK) results_rows_free(&r);",
+    };
+    for (int i = 0; i < 2; i++) {
+        char src[256], cmd[1024];
+        snprintf(src, sizeof src, "%s/must_check%d.c", tmpdir, i);
+        FILE *f = fopen(src, "w");
+        cr_assert_not_null(f);
+        fprintf(f, "#include \"store/results.h\"\nvoid f(void);\nvoid f(void) { %s }\n", bodies[i]);
+        fclose(f);
+        snprintf(cmd, sizeof cmd,
+                 "cc -std=gnu17 -Werror -c -o /dev/null -I'%s/harness' '%s' 2>/dev/null",
+                 TUNE_SOURCE_DIR, src);
+        cr_expect_eq(system(cmd) == 0, i == 1, "%s", bodies[i]);
+    }
+}

@@ -191,7 +191,7 @@ void kdecl_family_prune(const tune_family *fam, const tune_point *shape, const t
 
 /* A file the sweep names (rel) as an absolute path: rel itself when it starts with '/', else
  * relative to d->dir, the sweep file's folder. New (free it); NULL when out of memory. */
-char *kdecl_path(const kernel_decl *d, const char *rel);
+TUNE_MUST_CHECK char *kdecl_path(const kernel_decl *d, const char *rel);
 
 /* The kernel a method launches (first): main, the reference or a baseline; NULL when unknown. */
 const kdecl_kernel *kdecl_method_kernel(const kernel_decl *d, const char *method);

@@ -88,12 +88,12 @@ int traffic_set_device(tune_point *p, int sm_count, double l2_bytes, double fetc
 /* Evaluates t at p (the problem axes and dsize); flops: the value when t->flops is NULL. An
  * expression that cannot be evaluated, or a value that is not a finite number >= 0, is an error
  * naming the method, the field and the expression. */
-tune_status traffic_eval(const traffic_model *t, const tune_point *p, double flops,
-                         traffic_value *out, tune_error *err);
+TUNE_MUST_CHECK tune_status traffic_eval(const traffic_model *t, const tune_point *p, double flops,
+                                         traffic_value *out, tune_error *err);
 /* Evaluates pattern t at p into out's issue_scattered, dram_random and issue_scattered_dram
  * (after traffic_eval, which sets them to 0); errors as traffic_eval's. */
-tune_status traffic_pattern_eval(const traffic_pattern *t, const tune_point *p, traffic_value *out,
-                                 tune_error *err);
+TUNE_MUST_CHECK tune_status traffic_pattern_eval(const traffic_pattern *t, const tune_point *p,
+                                                 traffic_value *out, tune_error *err);
 
 /* What the time model divides by; NAN (or a value that is not finite) leaves its term out. */
 typedef struct {

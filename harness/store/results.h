@@ -113,26 +113,28 @@ void result_row_init(result_row *row);
 typedef struct results_writer results_writer;
 
 /* Creates dir (and parents) and opens dir/raw.jsonl for appending. New writer or NULL. */
-results_writer *results_open(const char *dir, tune_error *err);
+TUNE_MUST_CHECK results_writer *results_open(const char *dir, tune_error *err);
 /* Appends one line and flushes it to the OS. TUNE_ERR_INVALID when a value's name is a result
  * key or neither a listed axis nor a parameter. */
-tune_status results_write_row(results_writer *w, const result_row *row, tune_error *err);
+TUNE_MUST_CHECK tune_status results_write_row(results_writer *w, const result_row *row,
+                                              tune_error *err);
 void results_close(results_writer *w);
 
 /* The rows file of the results folder dir into path: dir/raw.jsonl, or dir/raw.jsonl.gz when
  * only that exists (dir/raw.jsonl when neither does); TUNE_ERR_INVALID when both exist
  * (folder_locate). */
-tune_status results_locate(const char *dir, char *path, size_t size, tune_error *err);
+TUNE_MUST_CHECK tune_status results_locate(const char *dir, char *path, size_t size,
+                                           tune_error *err);
 /* Reads every row of a raw.jsonl, or of a gzipped one when path ends in ".gz" (store/folder.h:
  * folder_lines: bounded, a corrupt or truncated file refused naming it); errors name the file and
  * line. *out is new (free with results_rows_free); empty on error. */
-tune_status results_read(const char *path, results_rows *out, tune_error *err);
+TUNE_MUST_CHECK tune_status results_read(const char *path, results_rows *out, tune_error *err);
 /* Frees what rows holds and leaves it empty; NULL is a no-op. */
 void results_rows_free(results_rows *rows);
 /* Reads and concatenates the rows (results_locate) of several results folders (a merged view).
  * *out is new (free with results_rows_free); empty on error. */
-tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, results_rows *out,
-                              tune_error *err);
+TUNE_MUST_CHECK tune_status results_read_dirs(const char *const *dirs, size_t n_dirs,
+                                              results_rows *out, tune_error *err);
 
 /* The identity of the row's configuration (core/point.h: point_identity): equal for a row read back and for
  * the configuration of the space it measured. Returns buf. */
@@ -145,6 +147,7 @@ double results_row_cost(const result_row *row, tune_objective obj);
 
 /* Keeps the last row of each configuration (results_row_identity) in rows, in order; the others
  * are released and counted in *n_dropped (a row measured twice counts once). */
-tune_status results_rows_dedup(results_rows *rows, size_t *n_dropped, tune_error *err);
+TUNE_MUST_CHECK tune_status results_rows_dedup(results_rows *rows, size_t *n_dropped,
+                                               tune_error *err);
 
 #endif
