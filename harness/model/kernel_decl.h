@@ -177,10 +177,10 @@ int kdecl_arg_uses_fill(const kdecl_arg *a);
 int kdecl_family_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
                          size_t max, char *why, size_t why_size);
 void kdecl_family_free(kdecl_family *kf);
-/* The tune_family of kf, every field set here: the description is kf's (its one op, its
+/* The tune_family of kf, every field set here: the description from kf (its one op, its
  * parameters and methods, no dtype axis, no traffic model; the declaration as data), the CPU side
- * kdecl_family_kernels and kdecl_family_prune, which read the declaration, and the GPU side that
- * of gpu, the registered "kernel" family (families/declared.c): its name, help, needs_cublas,
+ * kdecl_family_kernels and kdecl_family_prune, which read the declaration, and the GPU side from
+ * gpu, the registered "kernel" family (families/declared.c): its name, help, needs_cublas,
  * restores_inputs and GPU functions. The result borrows kf's arrays and gpu's strings. */
 tune_family kdecl_family_make(const kdecl_family *kf, const tune_family *gpu);
 /* tune_family.prune of a declared family: leaves out the configurations whose launch breaks a
