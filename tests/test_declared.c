@@ -5,7 +5,7 @@
  * with "redraw" drawn again before every timed rep (the check sees the first draw), inputs and
  * a reference from .npy files, --resume of a run cut short, __constant__ symbols filled from the
  * host, methods of several launches (timed as one call, in graph mode too) and a reference that
- * reads parameters. */
+ * reads parameters; the family a declaration builds, field by field. */
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <sys/wait.h>
@@ -192,6 +192,39 @@ Test(declared, methods_default_to_what_the_section_declares)
     cr_expect(strstr(err.message, "missing required key 'methods'") != NULL, "%s", err.message);
 }
 
+/* A declared sweep's family: its description from the declaration (one op, its parameters and
+ * methods, no dtype axis, no traffic model), its CPU side the declaration's, its GPU side the
+ * registered "kernel" family's. */
+Test(declared, family_is_built_from_the_declaration_and_the_gpu_side)
+{
+    sweep *sw = test_load_sweep("tests/data/valid/declared_default_methods.json");
+    const tune_family *f = sw->family, *gpu = family_find(KDECL_FAMILY);
+    cr_assert_not_null(gpu);
+    cr_assert_neq(f, gpu);
+    cr_expect_str_eq(f->name, KDECL_FAMILY);
+    cr_expect_eq(f->help, gpu->help);
+    cr_assert_eq(f->n_ops, 1);
+    cr_expect_eq(f->ops, sw->fop);
+    cr_expect_str_eq(f->ops[0].name, sw->op);
+    cr_expect_eq(f->params, sw->declared->params);
+    cr_expect_eq(f->n_params, sw->declared->n_params);
+    cr_assert_eq(f->n_methods, 3);
+    cr_expect_str_eq(f->methods[0].name, "kernel");
+    cr_expect_eq(f->methods[0].role, FAMILY_ROLE_TUNED);
+    cr_expect_eq(f->methods[1].role, FAMILY_ROLE_REFERENCE);
+    cr_expect_eq(f->methods[2].role, FAMILY_ROLE_BASELINE);
+    cr_expect_null(f->dtype_axis);
+    cr_expect_eq(f->needs_cublas, 0);
+    cr_expect_eq(f->restores_inputs, 1);
+    cr_expect_eq(f->data, &sw->declared->decl);
+    cr_expect(!f->traffic && !f->n_traffic && !f->traffic_patterns && !f->n_traffic_patterns);
+    cr_expect(f->kernels == kdecl_family_kernels && f->prune == kdecl_family_prune);
+    cr_expect(f->shape_init == gpu->shape_init && f->shape_free == gpu->shape_free &&
+              f->prepare == gpu->prepare && f->before_rep == gpu->before_rep &&
+              f->launch == gpu->launch && f->check == gpu->check);
+    sweep_free(sw);
+}
+
 /* A method of several launches: its kernels listed in order (the first is the row's), then the
  * reference, then the fills; each launch receives the arguments it names; the reference
  * receives its own. The derived byte model leaves the scratch buffer out. */
@@ -367,8 +400,9 @@ static int run_tune(const char *path, const char *options)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* Runs a sweep on the GPU with the tune binary into a new results root; the rows of its run. */
-static result_row *run_gpu(const char *path, size_t *n)
+/* Runs a sweep on the GPU with the tune binary into a new results root; the rows of its run
+ * (new: results_rows_free). */
+static results_rows run_gpu(const char *path)
 {
     char root[256], opt[300], pattern[512];
     snprintf(root, sizeof root, "/tmp/tune-test-declared-%d", (int)getpid());
@@ -380,8 +414,8 @@ static result_row *run_gpu(const char *path, size_t *n)
     glob_t g;
     cr_assert_eq(glob(pattern, 0, NULL, &g), 0, "no rows at %s", pattern);
     tune_error err = {0};
-    result_row *rows = NULL;
-    cr_assert_eq(results_read(g.gl_pathv[g.gl_pathc - 1], &rows, n, &err), TUNE_OK, "%s",
+    results_rows rows;
+    cr_assert_eq(results_read(g.gl_pathv[g.gl_pathc - 1], &rows, &err), TUNE_OK, "%s",
                  err.message);
     globfree(&g);
     return rows;
@@ -392,8 +426,9 @@ static result_row *run_gpu(const char *path, size_t *n)
 Test(declared, faults_are_rows_and_the_sweep_goes_on)
 {
     require_gpu_in_child();
-    size_t n = 0;
-    result_row *rows = run_gpu("tests/data/declared/faults.json", &n);
+    results_rows read = run_gpu("tests/data/declared/faults.json");
+    const result_row *rows = read.rows;
+    size_t n = read.n;
     cr_assert_eq(n, 2 * (3 * 2 + 1), "%zu rows", n);
     size_t ok = 0, invalid = 0, crashed = 0, skipped = 0;
     for (size_t i = 0; i < n; i++) {
@@ -419,7 +454,7 @@ Test(declared, faults_are_rows_and_the_sweep_goes_on)
     cr_expect_eq(invalid, 2);
     cr_expect_eq(crashed, 2);
     cr_expect_eq(skipped, 6);
-    results_rows_free(rows, n);
+    results_rows_free(&read);
 }
 
 /* Every example runs, and each of its shapes has a valid tuned configuration. */
@@ -429,13 +464,14 @@ Test(declared, every_example_runs)
     glob_t g;
     cr_assert_eq(glob("sweeps/examples/*/*.json", 0, NULL, &g), 0, "no examples");
     for (size_t i = 0; i < g.gl_pathc; i++) {
-        size_t n = 0;
-        result_row *rows = run_gpu(g.gl_pathv[i], &n);
+        results_rows read = run_gpu(g.gl_pathv[i]);
+        const result_row *rows = read.rows;
+        size_t n = read.n;
         size_t ok = 0;
         for (size_t r = 0; r < n; r++)
             ok += rows[r].status == RESULT_OK;
         cr_expect_gt(ok, 0, "%s: no ok row among %zu", g.gl_pathv[i], n);
-        results_rows_free(rows, n);
+        results_rows_free(&read);
     }
     globfree(&g);
 }
@@ -445,15 +481,16 @@ Test(declared, every_example_runs)
  * each, which tells whether its timed reps saw fresh inputs (redraw.cu). */
 static void run_redraw_probe(const char *path, double medians[2])
 {
-    size_t n = 0;
-    result_row *rows = run_gpu(path, &n);
+    results_rows read = run_gpu(path);
+    const result_row *rows = read.rows;
+    size_t n = read.n;
     cr_assert_eq(n, 2, "%s: %zu rows", path, n);
     for (size_t i = 0; i < n; i++) {
         cr_expect_eq(rows[i].status, RESULT_OK, "%s: %s", path,
                      rows[i].reason ? rows[i].reason : "");
         medians[i] = rows[i].time.median;
     }
-    results_rows_free(rows, n);
+    results_rows_free(&read);
 }
 
 /* "redraw": x (normal) and p (permutation, drawn again on the device) differ before every timed
@@ -475,8 +512,9 @@ Test(declared, redraw_gives_every_rep_fresh_inputs)
 Test(declared, npy_inputs_and_reference)
 {
     require_gpu_in_child();
-    size_t n = 0;
-    result_row *rows = run_gpu("tests/data/declared/npy.json", &n);
+    results_rows read = run_gpu("tests/data/declared/npy.json");
+    const result_row *rows = read.rows;
+    size_t n = read.n;
     cr_assert_eq(n, 6, "%zu rows", n);
     for (size_t i = 0; i < n; i++) {
         int64_t size = point_int(&rows[i].values, "n", 0);
@@ -489,7 +527,7 @@ Test(declared, npy_inputs_and_reference)
             cr_expect_gt(rows[i].error, 0.0);
         }
     }
-    results_rows_free(rows, n);
+    results_rows_free(&read);
 }
 
 
@@ -530,22 +568,15 @@ Test(declared, resume_measures_only_the_missing_rows)
     free(resumed);
 }
 
-/* The rows of a run of path on the GPU (run_gpu), into *rows; their number. */
-static size_t run_rows(const char *path, result_row **rows)
-{
-    size_t n = 0;
-    *rows = run_gpu(path, &n);
-    return n;
-}
-
 /* "constants": the symbol filled in the kernel's and the baseline's modules (ok rows, error 0:
  * the reference multiplies by the literal 3), and a declaration larger than the symbol skipped
  * naming both sizes; a symbol no kernel of the method holds skipped with the reason. */
 Test(declared, constants_fill_the_symbol_and_check_its_size)
 {
     require_gpu_in_child();
-    result_row *rows = NULL;
-    size_t n = run_rows("tests/data/declared/constants.json", &rows);
+    results_rows read = run_gpu("tests/data/declared/constants.json");
+    const result_row *rows = read.rows;
+    size_t n = read.n;
     cr_assert_eq(n, 6, "%zu rows", n);
     for (size_t i = 0; i < n; i++) {
         const char *why = rows[i].reason ? rows[i].reason : "";
@@ -559,14 +590,16 @@ Test(declared, constants_fill_the_symbol_and_check_its_size)
                       "%s", why);
         }
     }
-    results_rows_free(rows, n);
-    n = run_rows("tests/data/declared/constants_missing.json", &rows);
+    results_rows_free(&read);
+    read = run_gpu("tests/data/declared/constants_missing.json");
+    rows = read.rows;
+    n = read.n;
     cr_assert_eq(n, 1, "%zu rows", n);
     cr_expect_eq(rows[0].status, RESULT_SKIPPED);
     cr_expect(rows[0].reason && strstr(rows[0].reason, "constant 'coeff': no kernel of the method "
                                                        "holds a __constant__ symbol"),
               "%s", rows[0].reason ? rows[0].reason : "");
-    results_rows_free(rows, n);
+    results_rows_free(&read);
 }
 
 /* "launches": both launches run in order for the check (ok rows) and are timed as one call, in
@@ -578,8 +611,9 @@ Test(declared, launches_are_checked_and_timed_as_one_call)
     static const char *const paths[] = {"tests/data/declared/sequence.json",
                                         "tests/data/declared/sequence_graph.json"};
     for (int i = 0; i < 2; i++) {
-        result_row *rows = NULL;
-        size_t n = run_rows(paths[i], &rows);
+        results_rows read = run_gpu(paths[i]);
+        const result_row *rows = read.rows;
+        size_t n = read.n;
         cr_assert_eq(n, 3, "%s: %zu rows", paths[i], n);
         for (size_t r = 0; r < n; r++) {
             cr_expect_eq(rows[r].status, RESULT_OK, "%s %s: %s", paths[i], rows[r].method,
@@ -590,7 +624,7 @@ Test(declared, launches_are_checked_and_timed_as_one_call)
             else
                 cr_expect_lt(t, 50e-6, "%s: the reference took %.1f us", paths[i], t * 1e6);
         }
-        results_rows_free(rows, n);
+        results_rows_free(&read);
     }
 }
 
@@ -603,12 +637,13 @@ Test(declared, examples_of_constants_launches_and_per_config_references)
                                         "sweeps/examples/reduce2/reduce2.json",
                                         "sweeps/examples/reduce2/partials.json"};
     for (int i = 0; i < 3; i++) {
-        result_row *rows = NULL;
-        size_t n = run_rows(paths[i], &rows);
+        results_rows read = run_gpu(paths[i]);
+        const result_row *rows = read.rows;
+        size_t n = read.n;
         cr_expect_gt(n, 0, "%s: no rows", paths[i]);
         for (size_t r = 0; r < n; r++)
             cr_expect_eq(rows[r].status, RESULT_OK, "%s: %s %s: %s", paths[i], rows[r].method,
                          result_status_str(rows[r].status), rows[r].reason ? rows[r].reason : "");
-        results_rows_free(rows, n);
+        results_rows_free(&read);
     }
 }

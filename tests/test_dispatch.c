@@ -26,8 +26,7 @@
 #define RUN_DIR "tests/data/dispatch/run"
 
 typedef struct {
-    result_row *rows;
-    size_t n;
+    results_rows rows;
     json_t *meta;
     dispatch *d;
 } built;
@@ -36,9 +35,9 @@ static built build_in(const char *dir, const dispatch_options *opt, tune_error *
 {
     built b = {0};
     const char *dirs[] = {dir};
-    cr_assert_eq(dispatch_read(dirs, 1, &b.rows, &b.n, &b.meta, err), TUNE_OK, "%s",
+    cr_assert_eq(dispatch_read(dirs, 1, &b.rows, &b.meta, err), TUNE_OK, "%s",
                  err->message);
-    b.d = dispatch_build(b.rows, b.n, b.meta, opt, err);
+    b.d = dispatch_build(b.rows.rows, b.rows.n, b.meta, opt, err);
     return b;
 }
 
@@ -54,7 +53,7 @@ static built build(double tolerance, const char *const *methods, size_t n_method
 static void release(built *b)
 {
     dispatch_free(b->d);
-    results_rows_free(b->rows, b->n);
+    results_rows_free(&b->rows);
     json_decref(b->meta);
 }
 
@@ -223,13 +222,12 @@ Test(dispatch, refusals)
                                   "ref, aux)");
     /* folders of two sweeps are refused before any row is read */
     const char *dirs[] = {RUN_DIR, "tests/data/replay/run"};
-    result_row *rows = NULL;
-    size_t n = 0;
+    results_rows rows;
     json_t *meta = NULL;
     tune_error err = {0};
-    cr_expect_eq(dispatch_read(dirs, 2, &rows, &n, &meta, &err), TUNE_ERR_INVALID);
+    cr_expect_eq(dispatch_read(dirs, 2, &rows, &meta, &err), TUNE_ERR_INVALID);
     cr_expect_not_null(strstr(err.message, "sweep"), "%s", err.message);
-    cr_expect_null(rows);
+    cr_expect(!rows.rows && !rows.n);
     cr_expect_null(meta);
 }
 

@@ -478,10 +478,11 @@ Test(fit, header_compiles_and_agrees, .init = make_tmpdir, .fini = remove_tmpdir
 Test(fit, sparq_rule_on_fixture)
 {
     const char *dirs[] = {SPARQ_DIR};
-    result_row *rows;
-    size_t n;
+    results_rows read;
     tune_error err = {0};
-    cr_assert_eq(fit_read_results(dirs, 1, &rows, &n, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(fit_read_results(dirs, 1, &read, &err), TUNE_OK, "%s", err.message);
+    const result_row *rows = read.rows;
+    size_t n = read.n;
     fit_data *d = fit_data_build(rows, n, "chunk", NULL, OBJECTIVE_TIME, &err);
     cr_assert_not_null(d, "%s", err.message);
     cr_assert_eq(fit_data_n_shapes(d), 4);
@@ -502,16 +503,17 @@ Test(fit, sparq_rule_on_fixture)
                        r.candidates[r.chosen].eval.rule);
     fit_result_release(&r);
     fit_data_free(d);
-    results_rows_free(rows, n);
+    results_rows_free(&read);
 }
 
 Test(fit, merged_folders_and_infeasible_fixture)
 {
     const char *dirs[] = {SPARQ_DIR, OTHER_DIR};
-    result_row *rows;
-    size_t n;
+    results_rows read;
     tune_error err = {0};
-    cr_assert_eq(fit_read_results(dirs, 2, &rows, &n, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(fit_read_results(dirs, 2, &read, &err), TUNE_OK, "%s", err.message);
+    const result_row *rows = read.rows;
+    size_t n = read.n;
     cr_expect_eq(n, 45);
     fit_data *d = fit_data_build(rows, n, "chunk", "custom", OBJECTIVE_TIME, &err);
     cr_assert_not_null(d, "%s", err.message);
@@ -529,7 +531,7 @@ Test(fit, merged_folders_and_infeasible_fixture)
     json_decref(j);
     fit_eval_release(&ev);
     fit_data_free(d);
-    results_rows_free(rows, n);
+    results_rows_free(&read);
 }
 
 static json_t *load_json(const char *path)

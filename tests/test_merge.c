@@ -92,9 +92,11 @@ static char **row_set(const char *dir, size_t *n)
 {
     char path[512], id[4096];
     snprintf(path, sizeof path, "%s/raw.jsonl", dir);
-    result_row *rows;
+    results_rows read;
     tune_error err = {0};
-    cr_assert_eq(results_read(path, &rows, n, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(results_read(path, &read, &err), TUNE_OK, "%s", err.message);
+    const result_row *rows = read.rows;
+    *n = read.n;
     char **set = calloc(*n + 1, sizeof *set);
     for (size_t i = 0; i < *n; i++) {
         char line[4200];
@@ -102,7 +104,7 @@ static char **row_set(const char *dir, size_t *n)
                  result_status_str(rows[i].status), rows[i].kernel ? rows[i].kernel : "-");
         set[i] = strdup(line);
     }
-    results_rows_free(rows, *n);
+    results_rows_free(&read);
     qsort(set, *n, sizeof *set, (int (*)(const void *, const void *))strcmp);
     return set;
 }

@@ -66,12 +66,14 @@ Test(replay, parse_options)
  * (1-based) in row order of the first candidate within 1 % of the best. */
 static size_t fixture_shapes(size_t *cands, size_t *first_1pct)
 {
-    result_row *rows;
-    size_t n, n_shapes = 0, pos[8] = {0};
+    results_rows read;
+    size_t n_shapes = 0, pos[8] = {0};
     int64_t ms[8];
     double best[8];
     tune_error err = {0};
-    cr_assert_eq(results_read(FIXTURE "/raw.jsonl.gz", &rows, &n, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(results_read(FIXTURE "/raw.jsonl.gz", &read, &err), TUNE_OK, "%s", err.message);
+    const result_row *rows = read.rows;
+    size_t n = read.n;
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < n; i++) {
             if (rows[i].values.n == rows[i].n_axes || rows[i].status == RESULT_SKIPPED)
@@ -93,7 +95,7 @@ static size_t fixture_shapes(size_t *cands, size_t *first_1pct)
                 first_1pct[s] = pos[s];
             }
         }
-    results_rows_free(rows, n);
+    results_rows_free(&read);
     return n_shapes;
 }
 

@@ -20,23 +20,22 @@
  *   2: g=256  k_pre=4096 k=64   best chunk 16; chunk 128 failed to compile
  *   3: g=1024 k_pre=1024 k=64   best chunk 64 at 30 us; slice 69.3 us -> 2.31x
  *   4: g=1024 k_pre=4096 k=128  best chunk 16; slice crashed */
-static result_row *rows;
-static size_t n_rows;
+static results_rows fixture;
 static report *rep;
 
 static void load_fixture(void)
 {
     tune_error err = {0};
-    cr_assert_eq(results_read(FIXTURE, &rows, &n_rows, &err), TUNE_OK, "%s: %s", err.where,
+    cr_assert_eq(results_read(FIXTURE, &fixture, &err), TUNE_OK, "%s: %s", err.where,
                  err.message);
-    rep = report_build(rows, n_rows, NULL, &err);
+    rep = report_build(fixture.rows, fixture.n, NULL, &err);
     cr_assert_not_null(rep, "%s", err.message);
 }
 
 static void free_fixture(void)
 {
     report_free(rep);
-    results_rows_free(rows, n_rows);
+    results_rows_free(&fixture);
 }
 
 TestSuite(report, .init = load_fixture, .fini = free_fixture);
@@ -84,8 +83,8 @@ Test(report, invalid_never_wins)
     cr_expect_float_eq(best->time.median, 8e-6, 1e-15);
     /* The invalid row alone: no best at all. */
     size_t invalid = 1;
-    cr_assert_eq(rows[invalid].status, RESULT_INVALID);
-    report *r = report_build(&rows[invalid], 1, NULL, NULL);
+    cr_assert_eq(fixture.rows[invalid].status, RESULT_INVALID);
+    report *r = report_build(&fixture.rows[invalid], 1, NULL, NULL);
     cr_assert_not_null(r);
     cr_expect_eq(report_n_shapes(r), 1);
     cr_expect_null(report_best(r, 0));
@@ -169,7 +168,7 @@ Test(report, explicit_layout_groups_other_axes)
     const char *r_axes[] = {"g"}, *c_axes[] = {"k"};
     report_spec spec = {.rows = r_axes, .n_rows = 1, .cols = c_axes, .n_cols = 1, .title = "sparq"};
     tune_error err = {0};
-    report *r = report_build(rows, n_rows, &spec, &err);
+    report *r = report_build(fixture.rows, fixture.n, &spec, &err);
     cr_assert_not_null(r, "%s", err.message);
     char *md = capture(report_write_markdown, r);
     cr_expect(strncmp(md, "# sparq\n\n", 9) == 0, "%s", md);
@@ -186,12 +185,12 @@ Test(report, bad_spec)
     const char *bad[] = {"m"}, *twice[] = {"g"};
     report_spec spec = {.rows = bad, .n_rows = 1};
     tune_error err = {0};
-    cr_expect_null(report_build(rows, n_rows, &spec, &err));
+    cr_expect_null(report_build(fixture.rows, fixture.n, &spec, &err));
     cr_expect_eq(err.code, TUNE_ERR_INVALID);
     expect_contains(err.message, "'m'");
     report_spec spec2 = {.rows = twice, .n_rows = 1, .cols = twice, .n_cols = 1};
     tune_error err2 = {0};
-    cr_expect_null(report_build(rows, n_rows, &spec2, &err2));
+    cr_expect_null(report_build(fixture.rows, fixture.n, &spec2, &err2));
     expect_contains(err2.message, "twice");
 }
 
@@ -471,7 +470,7 @@ Test(report, searched_run)
     json_t *meta = json_pack("{s:o}", "search", meta_search_json(&ms));
     tune_error err = {0};
     report_spec spec = {.title = "w4a16", .meta = meta};
-    report *r = report_build(rows, n_rows, &spec, &err);
+    report *r = report_build(fixture.rows, fixture.n, &spec, &err);
     cr_assert_not_null(r, "%s", err.message);
     char *md = capture(report_write_markdown, r);
     expect_contains(md, "# w4a16\n\nSearched: random, budget 10 %: 632 of 6 725 configurations "

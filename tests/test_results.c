@@ -80,15 +80,15 @@ Test(results, round_trip)
 
     char path[128];
     snprintf(path, sizeof path, "%s/raw.jsonl", tmpdir);
-    result_row *out;
-    size_t n;
+    results_rows read;
     tune_error err = {0};
-    cr_assert_eq(results_read(path, &out, &n, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(results_read(path, &read, &err), TUNE_OK, "%s", err.message);
+    const result_row *out = read.rows;
+    size_t n = read.n;
     cr_assert_eq(n, 2);
 
     cr_expect_str_eq(out[0].sweep, "sparq");
     cr_expect_str_eq(out[0].method, "custom");
-    cr_expect_eq(out[0].owns, 1);
     cr_expect_eq(out[0].n_axes, 2);
     cr_expect_eq(out[0].n_params, 1);
     cr_expect_str_eq(out[0].param_names[0], "chunk");
@@ -122,7 +122,10 @@ Test(results, round_trip)
     cr_expect_str_eq(out[1].reason, "illegal \"address\"\n");
     cr_expect_eq(out[1].time.n, 0);
     cr_expect(isnan(out[1].time.median));
-    results_rows_free(out, n);
+    results_rows_free(&read);
+    cr_expect(!read.rows && !read.n, "freed: empty");
+    results_rows_free(&read);
+    results_rows_free(NULL);
 }
 
 Test(results, json_layout)
@@ -156,11 +159,10 @@ Test(results, append_across_writers)
     write_rows(&r, 1);
     char path[128];
     snprintf(path, sizeof path, "%s/raw.jsonl", tmpdir);
-    result_row *out;
-    size_t n;
-    cr_assert_eq(results_read(path, &out, &n, NULL), TUNE_OK);
-    cr_expect_eq(n, 2);
-    results_rows_free(out, n);
+    results_rows out;
+    cr_assert_eq(results_read(path, &out, NULL), TUNE_OK);
+    cr_expect_eq(out.n, 2);
+    results_rows_free(&out);
 }
 
 Test(results, reserved_name_rejected)
@@ -179,18 +181,18 @@ Test(results, reserved_name_rejected)
 
 Test(results, read_fixture)
 {
-    result_row *rows;
-    size_t n;
+    results_rows read;
     tune_error err = {0};
-    cr_assert_eq(results_read(FIXTURE, &rows, &n, &err), TUNE_OK, "%s", err.message);
-    cr_expect_eq(n, 21);
+    cr_assert_eq(results_read(FIXTURE, &read, &err), TUNE_OK, "%s", err.message);
+    const result_row *rows = read.rows;
+    cr_expect_eq(read.n, 21);
     cr_expect_eq(rows[1].status, RESULT_INVALID);
     cr_expect_eq(point_int(&rows[1].values, "chunk", -1), 32);
     cr_expect_eq(rows[3].values.n, 5, "gather is a baseline");
     cr_expect_eq(rows[7].status, RESULT_COMPILE_ERROR);
     cr_expect(isnan(rows[7].time.median));
     cr_expect_float_eq(rows[0].bytes, 16777216.0, 0.0);
-    results_rows_free(rows, n);
+    results_rows_free(&read);
 }
 
 struct bad_case {
@@ -228,12 +230,11 @@ Test(results, bad_lines_name_the_line)
             write_gz(name, cases[i].text, path, sizeof path);
         else
             write_file(name, cases[i].text, path, sizeof path);
-        result_row *rows = (void *)1;
-        size_t n = 7;
+        results_rows rows = {(void *)1, 7};
         tune_error err = {0};
-        cr_expect_eq(results_read(path, &rows, &n, &err), cases[i].code, "case %zu", i);
-        cr_expect_null(rows);
-        cr_expect_eq(n, 0);
+        cr_expect_eq(results_read(path, &rows, &err), cases[i].code, "case %zu", i);
+        cr_expect_null(rows.rows);
+        cr_expect_eq(rows.n, 0);
         size_t wl = strlen(err.where), sl = strlen(cases[i].where_suffix);
         cr_expect(wl > sl && strcmp(err.where + wl - sl, cases[i].where_suffix) == 0 &&
                       strncmp(err.where, path, strlen(path)) == 0 && wl == strlen(path) + sl,
@@ -264,11 +265,12 @@ Test(results, a_gzipped_folder_reads_the_rows_of_its_plain_twin)
     tune_error err = {0};
     cr_assert_eq(results_locate(gz, path, sizeof path, &err), TUNE_OK);
     cr_expect(strstr(path, "/gz/raw.jsonl.gz") != NULL, "%s", path);
-    result_row *a, *b;
-    size_t na, nb;
+    results_rows ra, rb;
     const char *pd[] = {plain}, *gd[] = {gz};
-    cr_assert_eq(results_read_dirs(pd, 1, &a, &na, &err), TUNE_OK, "%s", err.message);
-    cr_assert_eq(results_read_dirs(gd, 1, &b, &nb, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(results_read_dirs(pd, 1, &ra, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(results_read_dirs(gd, 1, &rb, &err), TUNE_OK, "%s", err.message);
+    const result_row *a = ra.rows, *b = rb.rows;
+    size_t na = ra.n, nb = rb.n;
     cr_assert_eq(na, 21);
     cr_assert_eq(nb, na);
     for (size_t i = 0; i < na; i++) {
@@ -280,8 +282,8 @@ Test(results, a_gzipped_folder_reads_the_rows_of_its_plain_twin)
                       (isnan(b[i].time.median) && isnan(a[i].time.median)),
                   "row %zu", i);
     }
-    results_rows_free(a, na);
-    results_rows_free(b, nb);
+    results_rows_free(&ra);
+    results_rows_free(&rb);
 }
 
 Test(results, both_files_are_ambiguous)
@@ -289,13 +291,12 @@ Test(results, both_files_are_ambiguous)
     char dir[256], path[512];
     fixture_folder("both", 1, dir, sizeof dir);
     write_file("both/raw.jsonl", read_text(FIXTURE), path, sizeof path);
-    result_row *rows = (void *)1;
-    size_t n = 3;
+    results_rows rows = {(void *)1, 3};
     tune_error err = {0};
     const char *dirs[] = {dir};
-    cr_expect_eq(results_read_dirs(dirs, 1, &rows, &n, &err), TUNE_ERR_INVALID);
-    cr_expect_null(rows);
-    cr_expect_eq(n, 0);
+    cr_expect_eq(results_read_dirs(dirs, 1, &rows, &err), TUNE_ERR_INVALID);
+    cr_expect_null(rows.rows);
+    cr_expect_eq(rows.n, 0);
     cr_expect_str_eq(err.where, dir);
     cr_expect(strstr(err.message, "both raw.jsonl and raw.jsonl.gz") != NULL, "%s", err.message);
     cr_expect(strstr(err.message, "ambiguous") != NULL, "%s", err.message);
@@ -307,13 +308,12 @@ Test(results, a_truncated_or_corrupt_gz_is_one_error_naming_it)
     fixture_folder("cut", 1, dir, sizeof dir);
     snprintf(path, sizeof path, "%s/raw.jsonl.gz", dir);
     truncate_file(path, file_size(path) * 2 / 3);
-    result_row *rows = (void *)1;
-    size_t n = 3;
+    results_rows rows = {(void *)1, 3};
     tune_error err = {0};
     const char *dirs[] = {dir};
-    cr_expect_eq(results_read_dirs(dirs, 1, &rows, &n, &err), TUNE_ERR_INVALID);
-    cr_expect_null(rows);
-    cr_expect_eq(n, 0);
+    cr_expect_eq(results_read_dirs(dirs, 1, &rows, &err), TUNE_ERR_INVALID);
+    cr_expect_null(rows.rows);
+    cr_expect_eq(rows.n, 0);
     cr_expect_str_eq(err.where, path);
     cr_expect(strncmp(err.message, "truncated gzip file: the compressed data ends early (in line ",
                       61) == 0, "%s", err.message);
@@ -325,20 +325,19 @@ Test(results, a_truncated_or_corrupt_gz_is_one_error_naming_it)
         flip_byte(path, at);
         tune_error e = {0};
         const char *d[] = {dir};
-        cr_expect_eq(results_read_dirs(d, 1, &rows, &n, &e), TUNE_ERR_INVALID, "byte %ld", at);
+        cr_expect_eq(results_read_dirs(d, 1, &rows, &e), TUNE_ERR_INVALID, "byte %ld", at);
         cr_expect_str_eq(e.where, path, "byte %ld", at);
         cr_expect(strncmp(e.message, "corrupt gzip file: ", 19) == 0, "byte %ld: %s", at,
                   e.message);
-        results_rows_free(rows, n);
+        results_rows_free(&rows);
     }
 }
 
 Test(results, missing_file)
 {
-    result_row *rows;
-    size_t n;
+    results_rows rows;
     tune_error err = {0};
-    cr_expect_eq(results_read("/nonexistent/raw.jsonl", &rows, &n, &err), TUNE_ERR_IO);
+    cr_expect_eq(results_read("/nonexistent/raw.jsonl", &rows, &err), TUNE_ERR_IO);
     cr_expect_str_eq(err.where, "/nonexistent/raw.jsonl");
 }
 
@@ -378,10 +377,9 @@ static void expect_refused_at_line_2(const char *prefix, size_t i, const char *t
     char path[128], name[32], where[160];
     snprintf(name, sizeof name, "%s%zu.jsonl", prefix, i);
     write_file(name, text, path, sizeof path);
-    result_row *rows;
-    size_t n;
+    results_rows rows;
     tune_error err = {0};
-    cr_expect_eq(results_read(path, &rows, &n, &err), TUNE_ERR_INVALID, "%s: case %zu", prefix, i);
+    cr_expect_eq(results_read(path, &rows, &err), TUNE_ERR_INVALID, "%s: case %zu", prefix, i);
     snprintf(where, sizeof where, "%s:2", path);
     cr_expect_str_eq(err.where, where);
     cr_expect_not_null(strstr(err.message, msg), "%s: case %zu: %s", prefix, i, err.message);
@@ -436,12 +434,11 @@ Test(results, row_schema)
                GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
                     "\"time_median\":1e-6,\"schema\":1}\n",
                path, sizeof path);
-    result_row *rows;
-    size_t n;
+    results_rows rows;
     tune_error err = {0};
-    cr_expect_eq(results_read(path, &rows, &n, &err), TUNE_OK, "%s", err.message);
-    cr_expect_eq(n, 2);
-    results_rows_free(rows, n);
+    cr_expect_eq(results_read(path, &rows, &err), TUNE_OK, "%s", err.message);
+    cr_expect_eq(rows.n, 2);
+    results_rows_free(&rows);
 }
 
 /* Format 2's energy: written when measured, or with its note when a run measured energy but the
@@ -461,11 +458,11 @@ Test(results, energy_round_trip)
     cr_expect_not_null(strstr(text, "\"energy_j\":0.0025"));
     cr_expect_not_null(strstr(text, ",\"energy_note\":null"));
     cr_expect_not_null(strstr(text, "\"energy_j\":null,\"energy_note\":\"NVML has no"));
-    result_row *rows;
-    size_t n;
+    results_rows read;
     tune_error err = {0};
-    cr_assert_eq(results_read(path, &rows, &n, &err), TUNE_OK, "%s", err.message);
-    cr_assert_eq(n, 3);
+    cr_assert_eq(results_read(path, &read, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(read.n, 3);
+    const result_row *rows = read.rows;
     cr_expect_float_eq(rows[0].energy_j, 2.5e-3, 1e-12);
     cr_expect_null(rows[0].energy_note);
     cr_expect(isnan(rows[1].energy_j));
@@ -474,7 +471,7 @@ Test(results, energy_round_trip)
     cr_expect_float_eq(results_row_cost(&rows[0], OBJECTIVE_EDP), 2.5e-3 * 2e-6, 1e-15);
     cr_expect(isnan(results_row_cost(&rows[1], OBJECTIVE_ENERGY)));
     cr_expect_float_eq(results_row_cost(&rows[1], OBJECTIVE_TIME), 2e-6, 1e-15);
-    results_rows_free(rows, n);
+    results_rows_free(&read);
     const char *bad[] = {
         GOOD "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\","
              "\"time_median\":1e-6,\"energy_j\":-1,\"schema\":2}\n",
@@ -515,24 +512,45 @@ Test(results, dedup_keeps_the_last_row)
                "{\"method\":\"m\",\"g\":2,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\"}\n"
                "{\"method\":\"m\",\"g\":1,\"axes\":[\"g\"],\"params\":[],\"status\":\"ok\"}\n",
                path, sizeof path);
-    result_row *rows;
-    size_t n, dropped;
+    results_rows rows;
+    size_t dropped;
     tune_error err = {0};
-    cr_assert_eq(results_read(path, &rows, &n, &err), TUNE_OK, "%s", err.message);
-    cr_assert_eq(results_rows_dedup(rows, &n, &dropped, &err), TUNE_OK);
-    cr_expect_eq(n, 2);
+    cr_assert_eq(results_read(path, &rows, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(results_rows_dedup(&rows, &dropped, &err), TUNE_OK);
+    cr_expect_eq(rows.n, 2);
     cr_expect_eq(dropped, 1);
-    cr_expect_eq(rows[0].status, RESULT_OK);
-    cr_expect_eq(rows[1].status, RESULT_OK, "g=1's last row (ok) is kept, after g=2");
-    results_rows_free(rows, n);
+    cr_expect_eq(rows.rows[0].status, RESULT_OK);
+    cr_expect_eq(rows.rows[1].status, RESULT_OK, "g=1's last row (ok) is kept, after g=2");
+    results_rows_free(&rows);
 }
 
 /* A FIFO or a device as raw.jsonl is refused at once (it would hang or eat all memory). */
 Test(results, not_a_regular_file, .timeout = 10)
 {
     tune_error err = {0};
-    result_row *rows;
-    size_t n;
-    cr_expect_eq(results_read("/dev/zero", &rows, &n, &err), TUNE_ERR_IO);
+    results_rows rows;
+    cr_expect_eq(results_read("/dev/zero", &rows, &err), TUNE_ERR_IO);
     cr_expect_str_eq(err.message, "not a regular file (a character device)");
+}
+
+/* results_read's status must be used (core/error.h: TUNE_MUST_CHECK): a caller that drops it
+ * does not compile with -Werror, one that checks it does. */
+Test(results, a_dropped_status_does_not_compile)
+{
+    static const char *const bodies[] = {
+        "results_rows r; results_read(\"x\", &r, NULL);",
+        "results_rows r; if (results_read(\"x\", &r, NULL) == TUNE_OK) results_rows_free(&r);",
+    };
+    for (int i = 0; i < 2; i++) {
+        char src[256], cmd[1024];
+        snprintf(src, sizeof src, "%s/must_check%d.c", tmpdir, i);
+        FILE *f = fopen(src, "w");
+        cr_assert_not_null(f);
+        fprintf(f, "#include \"store/results.h\"\nvoid f(void);\nvoid f(void) { %s }\n", bodies[i]);
+        fclose(f);
+        snprintf(cmd, sizeof cmd,
+                 "cc -std=gnu17 -Werror -c -o /dev/null -I'%s/harness' '%s' 2>/dev/null",
+                 TUNE_SOURCE_DIR, src);
+        cr_expect_eq(system(cmd) == 0, i == 1, "%s", bodies[i]);
+    }
 }

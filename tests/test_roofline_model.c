@@ -7,6 +7,7 @@
 
 #include "analysis/roofline_model.h"
 #include "core/point.h"
+#include "model/traffic.h"
 
 /* Names and string values the rows borrow (points do not copy them). */
 static char arena[256][32];
@@ -180,14 +181,14 @@ Test(roofline_model, no_model_uses_the_rows_bytes)
     cr_expect_eq(t.chain, 0);
 }
 
-static const family_traffic bad_traffic[] = {
+static const traffic_model bad_traffic[] = {
     {"op1", "custom", "n / zero", NULL, NULL, NULL, NULL, "", NULL, NULL},
     {"op1", "neg", "0 - n", NULL, NULL, NULL, NULL, "", NULL, NULL},
     {"op1", "prec", "n", NULL, NULL, NULL, "fp7", "", NULL, NULL},
     {"op1", "pat", "n", NULL, NULL, NULL, NULL, "", "n", "n"},
     {"op1", "pat_dram", "n", NULL, NULL, NULL, NULL, "", "n", "n"},
 };
-static const family_traffic_pattern bad_patterns[] = {
+static const traffic_pattern bad_patterns[] = {
     {"op1", "pat", "n", "n / zero", NULL},
     {"op1", "pat_dram", "n", NULL, "n * (n > l2_bytes)"},
 };

@@ -227,10 +227,12 @@ Test(search_run, crash_is_a_failed_observation, .timeout = 600)
     cr_assert_eq(run_tune(args), 0, "tune %s", args);
     char path[600];
     snprintf(path, sizeof path, "%s/raw.jsonl", dir);
-    result_row *rows = NULL;
-    size_t n = 0, ok = 0, lost = 0;
+    results_rows read;
+    size_t ok = 0, lost = 0;
     tune_error err = {0};
-    cr_assert_eq(results_read(path, &rows, &n, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(results_read(path, &read, &err), TUNE_OK, "%s", err.message);
+    const result_row *rows = read.rows;
+    size_t n = read.n;
     cr_expect_eq(n, 6);
     for (size_t i = 0; i < n; i++) {
         const char *fault = point_str(&rows[i].values, "fault", "?");
@@ -241,7 +243,7 @@ Test(search_run, crash_is_a_failed_observation, .timeout = 600)
     }
     cr_expect_eq(ok, 2);
     cr_expect_eq(lost, 4);
-    results_rows_free(rows, n);
+    results_rows_free(&read);
     json_t *m = load_meta(dir);
     cr_expect_eq(search_int(m, "configs", "evaluated"), 6, "crashes count as observations");
     cr_expect_eq(search_int(m, NULL, "rounds"), 3);

@@ -42,13 +42,14 @@ static inline char *test_row_identities(const char *dir, size_t *n)
 {
     char path[600], id[4096];
     snprintf(path, sizeof path, "%s/raw.jsonl", dir);
-    result_row *rows = NULL;
+    results_rows rows;
     tune_error err = {0};
-    cr_assert_eq(results_read(path, &rows, n, &err), TUNE_OK, "%s", err.message);
+    cr_assert_eq(results_read(path, &rows, &err), TUNE_OK, "%s", err.message);
+    *n = rows.n;
     char **ids = calloc(*n + 1, sizeof *ids);
     size_t len = 1;
     for (size_t i = 0; i < *n; i++) {
-        ids[i] = strdup(results_row_identity(&rows[i], id, sizeof id));
+        ids[i] = strdup(results_row_identity(&rows.rows[i], id, sizeof id));
         len += strlen(ids[i]) + 1;
     }
     qsort(ids, *n, sizeof *ids, test_cmp_str);
@@ -58,7 +59,7 @@ static inline char *test_row_identities(const char *dir, size_t *n)
         free(ids[i]);
     }
     free(ids);
-    results_rows_free(rows, *n);
+    results_rows_free(&rows);
     return all;
 }
 

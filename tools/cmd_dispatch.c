@@ -193,14 +193,13 @@ int tune_cmd_dispatch(int argc, char **argv)
     if (rc)
         return rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
     tune_error err = {0};
-    result_row *rows = NULL;
-    size_t n = 0;
+    results_rows rows = {0};
     json_t *meta = NULL;
     dispatch *d = NULL;
     dispatch_options opt = {c.has_methods ? c.methods : NULL, c.n_methods, c.axis, c.tolerance,
                             c.name};
-    tune_status st = dispatch_read(c.dirs, c.n_dirs, &rows, &n, &meta, &err);
-    if (st == TUNE_OK && !(d = dispatch_build(rows, n, meta, &opt, &err)))
+    tune_status st = dispatch_read(c.dirs, c.n_dirs, &rows, &meta, &err);
+    if (st == TUNE_OK && !(d = dispatch_build(rows.rows, rows.n, meta, &opt, &err)))
         st = err.code;
     if (st == TUNE_OK && c.out)
         st = write_files(&c, d, &err);
@@ -212,7 +211,7 @@ int tune_cmd_dispatch(int argc, char **argv)
                    c.out);
     }
     dispatch_free(d);
-    results_rows_free(rows, n);
+    results_rows_free(&rows);
     json_decref(meta);
     if (st == TUNE_OK)
         return CLI_EXIT_OK;

@@ -245,14 +245,13 @@ int tune_cmd_fit(int argc, char **argv)
     if (rc)
         return rc > 0 ? EXIT_SUCCESS : 2;
     tune_error err = {0};
-    result_row *rows = NULL;
-    size_t n = 0;
-    if (fit_read_results(c.dirs, c.n_dirs, &rows, &n, &err) != TUNE_OK)
+    results_rows rows;
+    if (fit_read_results(c.dirs, c.n_dirs, &rows, &err) != TUNE_OK)
         return fit_fail(&err);
-    fit_data *d = fit_data_build(rows, n, c.param, c.method, c.objective, &err);
+    fit_data *d = fit_data_build(rows.rows, rows.n, c.param, c.method, c.objective, &err);
     tune_status st = d ? (c.rule ? eval_command(&c, d, &err) : fit_command(&c, d, &err))
                        : err.code;
     fit_data_free(d);
-    results_rows_free(rows, n);
+    results_rows_free(&rows);
     return st == TUNE_OK ? EXIT_SUCCESS : fit_fail(&err);
 }

@@ -367,16 +367,17 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
                               roofline_report *rep, json_t *inputs, tune_error *err)
 {
     char path[PATH_MAX + 16], device[256], calpath[PATH_MAX + 64];
-    result_row *rows = NULL;
-    size_t n = 0;
+    results_rows read = {0};
     /* meta.json checked as `tune report` does; each folder is predicted on its own */
     tune_status st = meta_check_folders(&dir, 1, NULL, err);
     if (st == TUNE_OK)
         st = results_locate(dir, path, sizeof path, err);
     if (st == TUNE_OK)
-        st = results_read(path, &rows, &n, err);
+        st = results_read(path, &read, err);
     if (st != TUNE_OK)
         return st;
+    const result_row *rows = read.rows;
+    size_t n = read.n;
     folder_device(dir, rows, n, device, sizeof device);
     const roofline_gpu *g = roofline_specs_match(specs, device);
     const char *cal_file = c->calibration
@@ -441,7 +442,7 @@ static tune_status add_folder(const roofline_cli *c, const roofline_specs *specs
     free(bound);
     free(terms);
 done:
-    results_rows_free(rows, n);
+    results_rows_free(&read);
     return st;
 }
 

@@ -279,12 +279,12 @@ static size_t compare_name_index(const compare *c, const char *name)
 
 static void compare_collect_names(compare *c)
 {
-    const result_row *first = c->n_base_rows ? &c->base_rows[0] : &c->new_rows[0];
+    const result_row *first = c->base_rows.n ? &c->base_rows.rows[0] : &c->new_rows.rows[0];
     for (size_t i = 0; i < first->n_axes && c->n_names < COMPARE_MAX_NAMES; i++)
         c->names[c->n_names++] = first->values.names[i];
     c->n_axes = c->n_names;
-    const result_row *sides[2] = {c->base_rows, c->new_rows};
-    size_t counts[2] = {c->n_base_rows, c->n_new_rows};
+    const result_row *sides[2] = {c->base_rows.rows, c->new_rows.rows};
+    size_t counts[2] = {c->base_rows.n, c->new_rows.n};
     expr_value *seen = c->first;
     int *have = c->has_first;
     for (int s = 0; s < 2; s++)
@@ -363,10 +363,10 @@ static tune_status compare_match(compare *c, tune_error *err)
 {
     compare_entry *be = NULL, *ne = NULL;
     size_t nb = 0, nn = 0;
-    tune_status st = compare_side_entries(c->base_rows, c->n_base_rows, c->find_family, &be, &nb,
-                                          &c->counts.duplicates_base, err);
+    tune_status st = compare_side_entries(c->base_rows.rows, c->base_rows.n, c->find_family, &be,
+                                          &nb, &c->counts.duplicates_base, err);
     if (st == TUNE_OK)
-        st = compare_side_entries(c->new_rows, c->n_new_rows, c->find_family, &ne, &nn,
+        st = compare_side_entries(c->new_rows.rows, c->new_rows.n, c->find_family, &ne, &nn,
                                   &c->counts.duplicates_new, err);
     if (st == TUNE_OK) {
         c->configs = calloc(nb + nn + 1, sizeof *c->configs);
@@ -570,8 +570,8 @@ static tune_status compare_check_energy(const compare *c, tune_error *err)
     if (!objective_needs_energy(c->objective))
         return TUNE_OK;
     for (int side = 0; side < 2; side++) {
-        const result_row *rows = side ? c->new_rows : c->base_rows;
-        size_t n = side ? c->n_new_rows : c->n_base_rows, with = 0;
+        const result_row *rows = side ? c->new_rows.rows : c->base_rows.rows;
+        size_t n = side ? c->new_rows.n : c->base_rows.n, with = 0;
         for (size_t i = 0; i < n; i++)
             with += (size_t)isfinite(compare_cost(c, &rows[i]));
         if (!with)
@@ -630,11 +630,11 @@ compare *compare_dirs(const char *const *base_dirs, size_t n_base, const char *c
     if (st == TUNE_OK)
         st = compare_env(c, opt, err);
     if (st == TUNE_OK)
-        st = results_read_dirs(base_dirs, n_base, &c->base_rows, &c->n_base_rows, err);
+        st = results_read_dirs(base_dirs, n_base, &c->base_rows, err);
     if (st == TUNE_OK)
-        st = results_read_dirs(new_dirs, n_new, &c->new_rows, &c->n_new_rows, err);
-    if (st == TUNE_OK && (!c->n_base_rows || !c->n_new_rows))
-        st = tune_error_set(err, TUNE_ERR_INVALID, c->n_base_rows ? new_dirs[0] : base_dirs[0],
+        st = results_read_dirs(new_dirs, n_new, &c->new_rows, err);
+    if (st == TUNE_OK && (!c->base_rows.n || !c->new_rows.n))
+        st = tune_error_set(err, TUNE_ERR_INVALID, c->base_rows.n ? new_dirs[0] : base_dirs[0],
                             "no result rows");
     if (st == TUNE_OK)
         st = compare_check_energy(c, err);
@@ -687,8 +687,8 @@ void compare_free(compare *c)
         free(c->env[k].base_value);
         free(c->env[k].new_value);
     }
-    results_rows_free(c->base_rows, c->n_base_rows);
-    results_rows_free(c->new_rows, c->n_new_rows);
+    results_rows_free(&c->base_rows);
+    results_rows_free(&c->new_rows);
     free(c);
 }
 

@@ -57,9 +57,9 @@ static void compare_params_varying(const compare *c, char **list, size_t *n, siz
     for (size_t k = c->n_axes; k < c->n_names && *n < max; k++) {
         int have = 0, varies = 0;
         int64_t first = 0;
-        for (size_t r = 0; r < c->n_base_rows && !varies; r++) {
+        for (size_t r = 0; r < c->base_rows.n && !varies; r++) {
             expr_value v;
-            const result_row *row = &c->base_rows[r];
+            const result_row *row = &c->base_rows.rows[r];
             if (row->status != RESULT_OK || point_get(&row->values, c->names[k], &v) ||
                 v.type != EXPR_INT)
                 continue;
@@ -87,8 +87,9 @@ static void compare_fit_one(compare *c, compare_heuristic *h)
     char text[2300];
     h->base_eff = h->base_eff_new = h->new_eff = NAN;
     tune_objective obj = c->objective;
-    fit_data *db = fit_data_build(c->base_rows, c->n_base_rows, h->param, NULL, obj, &e);
-    fit_data *dn = db ? fit_data_build(c->new_rows, c->n_new_rows, h->param, NULL, obj, &e) : NULL;
+    fit_data *db = fit_data_build(c->base_rows.rows, c->base_rows.n, h->param, NULL, obj, &e);
+    fit_data *dn =
+        db ? fit_data_build(c->new_rows.rows, c->new_rows.n, h->param, NULL, obj, &e) : NULL;
     fit_options fo = {0, 1}; /* fit's default target; leave-one-out is not needed here */
     fit_result rb, rn;
     int have_b = 0, have_n = 0;
@@ -130,8 +131,8 @@ tune_status compare_heuristics(compare *c, const compare_options *opt, tune_erro
     if (opt->n_params) {
         for (size_t i = 0; i < opt->n_params && n < COMPARE_MAX_NAMES; i++) {
             const char *p = opt->params[i];
-            if (!compare_has_param(c->base_rows, c->n_base_rows, p) &&
-                !compare_has_param(c->new_rows, c->n_new_rows, p)) {
+            if (!compare_has_param(c->base_rows.rows, c->base_rows.n, p) &&
+                !compare_has_param(c->new_rows.rows, c->new_rows.n, p)) {
                 for (size_t k = 0; k < n; k++)
                     free(params[k]);
                 return tune_error_set(err, TUNE_ERR_INVALID, "",

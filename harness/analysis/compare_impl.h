@@ -31,8 +31,7 @@ typedef struct {
 struct compare {
     char **base_dirs, **new_dirs; /* copies */
     size_t n_base_dirs, n_new_dirs;
-    result_row *base_rows, *new_rows; /* owned */
-    size_t n_base_rows, n_new_rows;
+    results_rows base_rows, new_rows;
     double threshold;
     tune_objective objective; /* compare_options' */
     const struct tune_family *(*find_family)(const char *name); /* compare_options' */

@@ -10,22 +10,19 @@
 
 #define T(d, s, c) ((d)->time[(s) * (d)->n_configs + (c)])
 
-tune_status dispatch_read(const char *const *dirs, size_t n_dirs, result_row **rows, size_t *n,
+tune_status dispatch_read(const char *const *dirs, size_t n_dirs, results_rows *rows,
                           json_t **meta, tune_error *err)
 {
     size_t dropped = 0;
-    *rows = NULL;
-    *n = 0;
+    *rows = (results_rows){0};
     tune_status st = meta_check_folders(dirs, n_dirs, meta, err);
     if (st == TUNE_OK)
-        st = results_read_dirs(dirs, n_dirs, rows, n, err);
+        st = results_read_dirs(dirs, n_dirs, rows, err);
     if (st == TUNE_OK)
-        st = results_rows_dedup(*rows, n, &dropped, err);
+        st = results_rows_dedup(rows, &dropped, err);
     if (st != TUNE_OK) {
-        results_rows_free(*rows, *n);
+        results_rows_free(rows);
         json_decref(*meta);
-        *rows = NULL;
-        *n = 0;
         *meta = NULL;
     }
     return st;

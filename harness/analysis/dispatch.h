@@ -1,10 +1,10 @@
 /* dispatch.h - a dispatch rule: the whole configuration (method and every parameter value) for any
  * problem shape, built from measured runs, with its efficiency in-sample and left out.
  *
- *   result_row *rows; size_t n; json_t *meta;
- *   dispatch_read(dirs, n_dirs, &rows, &n, &meta, &err);   // checked, one sweep, deduplicated
+ *   results_rows rows; json_t *meta;
+ *   dispatch_read(dirs, n_dirs, &rows, &meta, &err);       // checked, one sweep, deduplicated
  *   dispatch_options opt = {.tolerance = 0.01};            // the tuned methods, the axis found
- *   dispatch *d = dispatch_build(rows, n, meta, &opt, &err); // rows and meta must outlive d
+ *   dispatch *d = dispatch_build(rows.rows, rows.n, meta, &opt, &err); // rows, meta outlive d
  *   size_t c = dispatch_lookup(d, &shape);                 // any shape, measured or not
  *   printf("%s\n", dispatch_config_method(d, c));          // "wgmma_ws"
  *   dispatch_write_markdown(d, stdout);
@@ -65,7 +65,7 @@ typedef struct {
 /* Reads dirs[i]'s rows after their meta.json (store/meta.h: meta_check_folders: checked, one
  * sweep) and keeps the last row of each configuration (results_rows_dedup), as `tune report`
  * does. *rows is new (results_rows_free), *meta dirs[0]'s meta.json (new; NULL when absent). */
-tune_status dispatch_read(const char *const *dirs, size_t n_dirs, result_row **rows, size_t *n,
+tune_status dispatch_read(const char *const *dirs, size_t n_dirs, results_rows *rows,
                           json_t **meta, tune_error *err);
 
 /* Builds and evaluates the rule. rows and meta (may be NULL: roles then come from the rows: a

@@ -169,8 +169,8 @@ tune_status fit_write_header(const fit_data *d, const char *rule, const char *co
                              tune_error *err);
 
 /* Reads and concatenates dirs[i]/raw.jsonl, after their meta.json (store/meta.h:
- * meta_check_folders: checked, one sweep). *rows is new (results_rows_free). */
-tune_status fit_read_results(const char *const *dirs, size_t n_dirs, result_row **rows, size_t *n,
+ * meta_check_folders: checked, one sweep). *rows is new (results_rows_free); empty on error. */
+tune_status fit_read_results(const char *const *dirs, size_t n_dirs, results_rows *rows,
                              tune_error *err);
 
 #endif

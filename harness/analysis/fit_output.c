@@ -434,10 +434,11 @@ tune_status fit_write_header(const fit_data *d, const char *rule_in, const char 
 
 /* ---- Reading ---- */
 
-tune_status fit_read_results(const char *const *dirs, size_t n_dirs, result_row **rows_out,
-                             size_t *n_out, tune_error *err)
+tune_status fit_read_results(const char *const *dirs, size_t n_dirs, results_rows *rows,
+                             tune_error *err)
 {
     /* meta.json checked and the folders of one sweep, as `tune report` does */
+    *rows = (results_rows){0};
     tune_status st = meta_check_folders(dirs, n_dirs, NULL, err);
-    return st == TUNE_OK ? results_read_dirs(dirs, n_dirs, rows_out, n_out, err) : st;
+    return st == TUNE_OK ? results_read_dirs(dirs, n_dirs, rows, err) : st;
 }

@@ -105,7 +105,7 @@ static void folder_release(replay_folder *F)
     free(F->dir), free(F->sweep), free(F->device), free(F->git_rev);
     features_release(F);
     free(F->cost), free(F->kernel_of), free(F->run_cost), free(F->run_kernels);
-    results_rows_free(F->rows, F->n_rows);
+    results_rows_free(&F->rows);
     free(F->points), free(F->values), free(F->shape_of);
     for (size_t i = 0; i < F->n_shapes; i++)
         free(F->shapes[i].cands), free(F->shapes[i].key);
@@ -296,8 +296,8 @@ static tune_status folder_costs(replay_folder *F, tune_error *err)
         free(kernels), free(hashes);
         return tune_error_set(err, TUNE_ERR_NOMEM, "replay", "out of memory");
     }
-    for (size_t i = 0, c = 0; i < F->n_rows; i++) {
-        const result_row *row = &F->rows[i];
+    for (size_t i = 0, c = 0; i < F->rows.n; i++) {
+        const result_row *row = &F->rows.rows[i];
         double t = row->time.n > 0 && row->time.median > 0
                        ? (double)((size_t)F->warmup + row->time.n) * row->time.median *
                              (row->batch > 0 ? row->batch : 1)
@@ -382,9 +382,9 @@ static void folder_shape_names(replay_folder *F)
 static tune_status folder_candidates(replay_folder *F, tune_error *err)
 {
     const result_row *first = NULL;
-    for (size_t i = 0; i < F->n_rows && !first; i++)
-        if (is_candidate(&F->rows[i]))
-            first = &F->rows[i];
+    for (size_t i = 0; i < F->rows.n && !first; i++)
+        if (is_candidate(&F->rows.rows[i]))
+            first = &F->rows.rows[i];
     char path[PATH_MAX + 16];
     if (results_locate(F->dir, path, sizeof path, err) != TUNE_OK)
         return err ? err->code : TUNE_ERR_INVALID;
@@ -392,7 +392,7 @@ static tune_status folder_candidates(replay_folder *F, tune_error *err)
         return tune_error_set(err, TUNE_ERR_INVALID, path,
                               "no row of a tuned method (a row with parameters) to replay");
     folder_features(F, first);
-    size_t n = F->n_rows;
+    size_t n = F->rows.n;
     F->points = calloc(n, sizeof *F->points);
     F->values = calloc(n, sizeof *F->values);
     F->shape_of = calloc(n, sizeof *F->shape_of);
@@ -403,7 +403,7 @@ static tune_status folder_candidates(replay_folder *F, tune_error *err)
         return tune_error_set(err, TUNE_ERR_NOMEM, "replay", "out of memory");
     }
     for (size_t i = 0; i < n; i++) {
-        const result_row *row = &F->rows[i];
+        const result_row *row = &F->rows.rows[i];
         if (!is_candidate(row))
             continue;
         if (row->n_axes != first->n_axes) {
@@ -457,10 +457,10 @@ static tune_status folder_load(replay_folder *F, const char *dir, const replay_o
                               "measured run)");
     st = folder_meta(F, o, err);
     if (st == TUNE_OK)
-        st = results_read(path, &F->rows, &F->n_rows, err);
+        st = results_read(path, &F->rows, err);
     size_t dropped = 0;
     if (st == TUNE_OK)
-        st = results_rows_dedup(F->rows, &F->n_rows, &dropped, err);
+        st = results_rows_dedup(&F->rows, &dropped, err);
     if (st == TUNE_OK)
         st = folder_candidates(F, err);
     if (st == TUNE_OK)
@@ -613,7 +613,7 @@ static tune_status replay_folder_run(replay *r, replay_folder *F, tune_error *er
 /* "family/op" of the folder's first row into buf ("" when it has none). */
 static const char *folder_kind(const replay_folder *F, char *buf, size_t size)
 {
-    const result_row *r = F->n_rows ? &F->rows[0] : NULL;
+    const result_row *r = F->rows.n ? &F->rows.rows[0] : NULL;
     snprintf(buf, size, "%s/%s", r && r->family ? r->family : "?", r && r->op ? r->op : "?");
     return buf;
 }

@@ -38,8 +38,7 @@ typedef struct {
     /* per strategy x seed x (n_budgets + 1): GPU time, kernels of the candidates evaluated */
     double *run_cost;
     uint32_t *run_kernels;
-    result_row *rows;
-    size_t n_rows;
+    results_rows rows;
     const char *features[SEARCH_MAX_FEATURES]; /* borrowed from rows */
     size_t n_features, n_axes;
     tune_point *points; /* per candidate: its row's values and "method" */

@@ -102,8 +102,7 @@ tune_status report_write_files(const report *r, const char *dir, tune_error *err
 tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_spec *spec,
                            const char *out_dir, int quiet, tune_error *err)
 {
-    result_row *all = NULL;
-    size_t n_all = 0;
+    results_rows all = {0};
     retime_verdict *v = NULL;
     report_retime retime = {NULL, 0};
     /* the verdicts of one folder decide its winners; over several folders (different runs) the
@@ -120,16 +119,16 @@ tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_
     if (meta) /* a searched run's tables say so */
         with.meta = meta;
     if (st == TUNE_OK)
-        st = results_read_dirs(dirs, n_dirs, &all, &n_all, err);
+        st = results_read_dirs(dirs, n_dirs, &all, err);
     size_t n_dup = 0; /* a configuration measured twice (a resumed run, a folder given twice) */
     if (st == TUNE_OK)
-        st = results_rows_dedup(all, &n_all, &n_dup, err);
+        st = results_rows_dedup(&all, &n_dup, err);
     if (st == TUNE_OK && n_dup && !quiet)
         fprintf(stderr, "tune: %zu duplicated rows (a configuration measured twice): the last "
                         "row of each is used\n", n_dup);
     if (st == TUNE_OK && spec && spec->fill)
-        spec->fill(spec->fill_ctx, all, n_all);
-    report *r = st == TUNE_OK ? report_build(all, n_all, &with, err) : NULL;
+        spec->fill(spec->fill_ctx, all.rows, all.n);
+    report *r = st == TUNE_OK ? report_build(all.rows, all.n, &with, err) : NULL;
     if (st == TUNE_OK && !r)
         st = err ? err->code : TUNE_ERR_INVALID;
     if (r) {
@@ -145,7 +144,7 @@ tune_status report_folders(const char *const *dirs, size_t n_dirs, const report_
     }
     free(v);
     json_decref(meta);
-    results_rows_free(all, n_all);
+    results_rows_free(&all);
     return st;
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/expr.h"
 #include "core/point.h"
+#include "model/traffic.h"
 
 const char *roofline_term_str(roofline_term t)
 {
@@ -28,7 +29,8 @@ tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
                                   tune_error *err)
 {
     const char *method = row->method ? row->method : "";
-    const family_traffic *t = family_find_traffic(fam, row->op, method);
+    const traffic_model *t =
+        fam ? traffic_find(fam->traffic, fam->n_traffic, row->op, method) : NULL;
     const char *dtype_axis = fam ? fam->dtype_axis : NULL;
     out->flops = row->flops;
     out->has_precision = 0;
@@ -50,13 +52,14 @@ tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
     size_t dsize = dtype ? tune_dtype_size(dtype) : 0;
     if (dsize)
         point_set_int(&p, "dsize", (int64_t)dsize);
-    family_traffic_device(&p, dev ? dev->sm_count : 0, dev ? dev->l2_bytes : 0,
+    traffic_set_device(&p, dev ? dev->sm_count : 0, dev ? dev->l2_bytes : 0,
                           dev ? dev->fetch_bytes : NAN);
-    family_traffic_value v = {0};
-    tune_status st = family_traffic_eval(t, &p, row->flops, &v, err);
-    const family_traffic_pattern *pat = family_find_traffic_pattern(fam, row->op, method);
+    traffic_value v = {0};
+    tune_status st = traffic_eval(t, &p, row->flops, &v, err);
+    const traffic_pattern *pat =
+        traffic_find_pattern(fam->traffic_patterns, fam->n_traffic_patterns, row->op, method);
     if (st == TUNE_OK && pat)
-        st = family_traffic_pattern_eval(pat, &p, &v, err);
+        st = traffic_pattern_eval(pat, &p, &v, err);
     out->dram = v.dram;
     out->launches = v.launches;
     out->chain = v.chain;
@@ -86,10 +89,10 @@ double roofline_model_time(const roofline_ceilings *c, const roofline_traffic *t
     _Static_assert(ROOFLINE_TERM_FLOOR == 0 && ROOFLINE_TERM_CHAIN == 1 &&
                        ROOFLINE_TERM_TRANSFER == 2 && ROOFLINE_TERM_COMPUTE == 3 &&
                        ROOFLINE_TERM_ISSUE == 4 && ROOFLINE_N_TERMS == 5,
-                   "roofline_term follows family_traffic_time's order of terms");
+                   "roofline_term follows traffic_time's order of terms");
     if (t->has_precision)
         p = t->precision;
-    const family_time_ceilings fc = {
+    const traffic_ceilings fc = {
         .floor_s = isfinite(known(c->floor_s)) ? c->floor_s : known(c->launch_s),
         .latency_s = known(c->latency_s),
         .bw = known(c->read_bw),
@@ -98,7 +101,7 @@ double roofline_model_time(const roofline_ceilings *c, const roofline_traffic *t
         .elem_scattered_s = known(c->gather_elem_t_s),
         .sector_bw = known(c->sector_bw),
         .elem_scattered_dram_s = known(c->gather_elem_t_dram_s)};
-    const family_traffic_value v = {.dram = t->dram,
+    const traffic_value v = {.dram = t->dram,
                                     .launches = t->launches,
                                     .chain = t->chain,
                                     .flops = t->flops,
@@ -109,7 +112,7 @@ double roofline_model_time(const roofline_ceilings *c, const roofline_traffic *t
                                     .issue_scattered_dram = t->issue_scattered_dram};
     double v5[ROOFLINE_N_TERMS];
     roofline_terms m = {0};
-    m.total = family_traffic_time(&v, &fc, v5);
+    m.total = traffic_time(&v, &fc, v5);
     m.floor = v5[0];
     m.chain = v5[1];
     m.transfer = v5[2];

@@ -8,7 +8,7 @@
  * at that pattern's seconds per element, when the calibration measured them)
  *
  * where dram, launches, chain and issue come from the op's traffic model for the row's method
- * (model/family.h family_traffic: sector-granular bytes, repeated rows counted once), floor is the
+ * (model/traffic.h traffic_model: sector-granular bytes, repeated rows counted once), floor is the
  * launch overhead, latency one dependent DRAM round trip and the seconds per element those of an
  * element-wise gather, all measured by `tune calibrate`.
  *
@@ -43,9 +43,9 @@ typedef struct {
     double issue_scattered_dram; /* of issue_scattered, those from a source the L2 cannot hold */
 } roofline_traffic;
 
-/* Evaluates the traffic model of row's op and method (family_find_traffic) at the row's
+/* Evaluates the traffic model of row's op and method (traffic_find) at the row's
  * problem-axis values, dsize (the element size of the family's dtype_axis value) and the device
- * facts of dev (may be NULL; model/family.h family_traffic_device): `sm_count` and `l2_bytes`
+ * facts of dev (may be NULL; model/traffic.h traffic_set_device): `sm_count` and `l2_bytes`
  * when known (> 0), `fetch_bytes` (the 32-byte sector when dev has none). Without a model (fam
  * NULL or no entry) the row's own bytes count as DRAM traffic with one launch and no chain. An
  * expression that cannot be evaluated (one that reads a device fact dev does not give, for
@@ -68,7 +68,7 @@ const char *roofline_term_str(roofline_term t);
 
 typedef struct {
     double floor, chain, transfer, compute, issue; /* seconds; 0 when the term has no input */
-    double total; /* floor + chain + max(transfer, compute) + issue (family_traffic_time) */
+    double total; /* floor + chain + max(transfer, compute) + issue (traffic_time) */
     roofline_term dominant; /* the largest of the five */
 } roofline_terms;
 

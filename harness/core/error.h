@@ -27,6 +27,19 @@ typedef enum {
     TUNE_ERR_EVAL         /* expression evaluation error (unknown name, division by zero, type) */
 } tune_status;
 
+/* Marks a function whose result the caller must use: a status to check, or a new object to keep
+ * and release (as Jansson's JANSSON_ATTRS((warn_unused_result))). GCC warns even through a (void)
+ * cast: where a status is ignored on purpose, pass it to tune_status_ignore and say why. */
+#if defined(__GNUC__) || defined(__clang__)
+#define TUNE_MUST_CHECK __attribute__((warn_unused_result))
+#else
+#define TUNE_MUST_CHECK
+#endif
+
+/* Drops a status that does not matter at the call (a best-effort step whose failure changes
+ * nothing the caller reports); the call says why. */
+static inline void tune_status_ignore(tune_status st) { (void)st; }
+
 typedef struct {
     tune_status code;
     char where[512];    /* "file:line:col: $.json.path", "expr col 7", "gather_matmul.c:120" */
@@ -46,7 +59,7 @@ void tune_error_clear(tune_error *err);
 /* New NUL-terminated contents of a text file of at most INFILE_MAX_JSON bytes (its length in *size
  * when size is not NULL), or NULL with err set: core/infile.h's infile_read_text (a regular file:
  * a FIFO or a device is refused, never waited on). */
-char *tune_read_file(const char *path, size_t *size, tune_error *err);
+TUNE_MUST_CHECK char *tune_read_file(const char *path, size_t *size, tune_error *err);
 /* A folder shipped with tune (name: "kernels_src", "data"): $<env>, else <exe dir>/../<name>,
  * <exe dir>/../../<name>, then the source tree's; never the working directory's (a folder of
  * that name where tune runs is not tune's). Writes into buf; returns buf or NULL when none

@@ -53,19 +53,19 @@ typedef struct expr expr;
 typedef int (*expr_lookup_fn)(void *ctx, const char *name, expr_value *out);
 
 /* New expression, or NULL with err set (TUNE_ERR_PARSE, where = "col N"). */
-expr *expr_parse(const char *text, tune_error *err);
+TUNE_MUST_CHECK expr *expr_parse(const char *text, tune_error *err);
 void expr_free(expr *e);
 
 /* Evaluates e. lookup may be NULL when the expression has no names. */
-tune_status expr_eval(const expr *e, expr_lookup_fn lookup, void *ctx, expr_value *out,
-                      tune_error *err);
+TUNE_MUST_CHECK tune_status expr_eval(const expr *e, expr_lookup_fn lookup, void *ctx,
+                                      expr_value *out, tune_error *err);
 
 /* Distinct identifiers the expression reads (not function names), in order of first use.
  * Fills up to max borrowed pointers (valid while e lives); returns the total count. */
 size_t expr_names(const expr *e, const char **names, size_t max);
 
 /* Canonical text of the expression, minimal parentheses: "min(64, 8192 / k)". New string. */
-char *expr_to_string(const expr *e);
+TUNE_MUST_CHECK char *expr_to_string(const expr *e);
 
 /* Helpers on values. */
 static inline expr_value expr_int(int64_t i) { expr_value v = {EXPR_INT, i, 0.0, NULL}; return v; }

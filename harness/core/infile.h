@@ -35,14 +35,14 @@ int infile_is_file(const char *path);
 
 /* New NUL-terminated contents of path into *data (free() it) and its length into *len (len may
  * be NULL); on failure *data is NULL and err is set. */
-tune_status infile_read(const char *path, size_t max_bytes, char **data, size_t *len,
-                        tune_error *err);
+TUNE_MUST_CHECK tune_status infile_read(const char *path, size_t max_bytes, char **data,
+                                        size_t *len, tune_error *err);
 
 /* infile_read for a text file (JSON, a kernel source): a NUL byte in it, which every reader of C
  * strings would take for the end and drop the rest after, is an error at "PATH:LINE:COL" ("a NUL
  * byte: a text file holds none"). */
-tune_status infile_read_text(const char *path, size_t max_bytes, char **data, size_t *len,
-                             tune_error *err);
+TUNE_MUST_CHECK tune_status infile_read_text(const char *path, size_t max_bytes, char **data,
+                                             size_t *len, tune_error *err);
 
 /* An open stream on path for line-by-line reading, after the same checks (regular file, at most
  * max_bytes); the caller fclose()s it. NULL with err set on failure. */

@@ -15,7 +15,8 @@
 
 /* Reads path (at most max_bytes of data): descr gets the dtype string as written ("<f4",
  * "|u1"), *count the product of the shape, *data a new buffer of the raw elements. */
-tune_status npy_read(const char *path, size_t max_bytes, char *descr, size_t descr_size,
-                     size_t *count, void **data, tune_error *err);
+TUNE_MUST_CHECK tune_status npy_read(const char *path, size_t max_bytes, char *descr,
+                                     size_t descr_size, size_t *count, void **data,
+                                     tune_error *err);
 
 #endif

@@ -30,20 +30,21 @@ typedef struct outfile outfile;
 
 /* A new temporary file "<path>.tmp.<pid>.<n>" beside path (mode 0644 less the umask), or NULL
  * with err set (where = path). */
-outfile *outfile_open(const char *path, tune_error *err);
+TUNE_MUST_CHECK outfile *outfile_open(const char *path, tune_error *err);
 /* The stream to write to (borrowed). Write errors are remembered and reported by the commit. */
 FILE *outfile_stream(outfile *o);
 /* Flushes, fsyncs and closes the temporary file, renames it onto path; frees o. On any failure
  * the temporary file is removed, path is untouched, and err says "cannot write: <reason>". */
-tune_status outfile_commit(outfile *o, tune_error *err);
+TUNE_MUST_CHECK tune_status outfile_commit(outfile *o, tune_error *err);
 /* Drops the temporary file; frees o. NULL: no-op. */
 void outfile_abort(outfile *o);
 
 /* len bytes of data as the whole of path, atomically. */
-tune_status outfile_write(const char *path, const void *data, size_t len, tune_error *err);
+TUNE_MUST_CHECK tune_status outfile_write(const char *path, const void *data, size_t len,
+                                          tune_error *err);
 /* json (dumped with flags, then a newline) as the whole of path, atomically. */
-tune_status outfile_write_json(const char *path, const json_t *json, size_t flags,
-                               tune_error *err);
+TUNE_MUST_CHECK tune_status outfile_write_json(const char *path, const json_t *json, size_t flags,
+                                               tune_error *err);
 
 /* A set of files written together (best.md, best.csv and best.json): each is written to its own
  * temporary file, and none replaces its target until every one of them is written, flushed and
@@ -59,15 +60,15 @@ tune_status outfile_write_json(const char *path, const json_t *json, size_t flag
 typedef struct outfile_set outfile_set;
 
 /* New empty set, or NULL (out of memory). */
-outfile_set *outfile_set_new(void);
+TUNE_MUST_CHECK outfile_set *outfile_set_new(void);
 /* A temporary file for path in the set (at most 8 files); its stream (borrowed), or NULL with err
  * set. */
 FILE *outfile_set_open(outfile_set *s, const char *path, tune_error *err);
 /* json (dumped with flags, then a newline) as path's file in the set. */
-tune_status outfile_set_json(outfile_set *s, const char *path, const json_t *json, size_t flags,
-                             tune_error *err);
+TUNE_MUST_CHECK tune_status outfile_set_json(outfile_set *s, const char *path, const json_t *json,
+                                             size_t flags, tune_error *err);
 /* Writes every file of the set, all or none (above); frees s. */
-tune_status outfile_set_commit(outfile_set *s, tune_error *err);
+TUNE_MUST_CHECK tune_status outfile_set_commit(outfile_set *s, tune_error *err);
 /* Drops every temporary file of the set; frees s. NULL: no-op. */
 void outfile_set_abort(outfile_set *s);
 
@@ -84,7 +85,7 @@ static inline json_t *outfile_json_number(double x)
 
 /* Creates dir and the folders above it that do not exist (mkdir -p); a file in the way is an
  * error (ENOTDIR). */
-tune_status outfile_mkdirs(const char *dir, tune_error *err);
+TUNE_MUST_CHECK tune_status outfile_mkdirs(const char *dir, tune_error *err);
 
 /* 1 when the folder out is dir, or a folder inside it, once made (mkdir -p): out's existing part
  * resolved through links (realpath), the rest by name, then out and each folder above it

@@ -20,8 +20,9 @@
 /* Read-only bandwidth: `bytes` read once by common.cu's tune_read_probe (read_probe: its kernel
  * handle; sm_count * 16 blocks of 512 threads), timed by tm (L2 flushed, 3 warmup reps): bytes /
  * median of reps. What run.c measures as read_bw (4 GiB, 20 reps). */
-tune_status calibrate_read_bw(timing *tm, void *stream, void *read_probe, int sm_count,
-                              size_t bytes, int reps, double *bw, tune_error *err);
+TUNE_MUST_CHECK tune_status calibrate_read_bw(timing *tm, void *stream, void *read_probe,
+                                              int sm_count, size_t bytes, int reps, double *bw,
+                                              tune_error *err);
 
 typedef struct {
     int device;
@@ -43,7 +44,7 @@ typedef struct {
  * the rate of random 32-byte sectors read from every SM (tune_sector_probe over read_bytes, the
  * re-fetch term), and fills cal with provenance.
  * TUNE_ERR_NO_GPU (one sentence, from gpu_query) without a GPU. */
-tune_status calibrate_device(const calibrate_options *opt, roofline_calibration *cal,
-                             tune_error *err);
+TUNE_MUST_CHECK tune_status calibrate_device(const calibrate_options *opt,
+                                             roofline_calibration *cal, tune_error *err);
 
 #endif

@@ -173,8 +173,10 @@ static void cache_write(const char *path, hash128 key, const compile_job *job)
     put_u64(sum, check);
     int ok = write_all(f, h, sizeof h) && write_all(f, job->lowered, llen) &&
              write_all(f, payload, plen) && write_all(f, sum, sizeof sum);
+    /* the cache is a convenience: a failed commit removes its temporary file, and the kernel is
+     * compiled again next time */
     if (ok)
-        (void)outfile_commit(o, NULL); /* a failed write removes the temporary file */
+        tune_status_ignore(outfile_commit(o, NULL));
     else
         outfile_abort(o);
 }
@@ -372,7 +374,7 @@ tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
     const compile_env *penv = &cp.env;
     if (st == TUNE_OK && opt->cache_dir) {
         /* the cache is a convenience: a folder that cannot be made only leaves it unwritten */
-        (void)outfile_mkdirs(opt->cache_dir, NULL);
+        tune_status_ignore(outfile_mkdirs(opt->cache_dir, NULL));
         outfile_remove_stale_temps(opt->cache_dir); /* what a killed compile left half-written */
     }
     size_t done = 0, cached = 0;

@@ -77,13 +77,15 @@ typedef struct {
 /* Compiles every job (skipping none: deduplicate before). Fails as a whole only when a source
  * under the kernels folder (or one of its headers) cannot be read, NVRTC cannot start, or memory
  * runs out. */
-tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt, tune_error *err);
+TUNE_MUST_CHECK tune_status compile_run(compile_job *jobs, size_t n, const compile_options *opt,
+                                        tune_error *err);
 /* The cache keys of the jobs (what compile_run would look up: sources, headers, options, NVRTC
  * version, architecture, name expressions), folded into one FNV-1a hash in job order, without
  * compiling anything: the run key of a searched run, which compiles only what it measures. Fails
  * as compile_run does when a shipped source cannot be read or NVRTC cannot be loaded. */
-tune_status compile_hash_keys(const compile_job *jobs, size_t n, const compile_options *opt,
-                              uint64_t *hash, tune_error *err);
+TUNE_MUST_CHECK tune_status compile_hash_keys(const compile_job *jobs, size_t n,
+                                              const compile_options *opt, uint64_t *hash,
+                                              tune_error *err);
 /* options (one per line, as compile_job.options) without their macro definitions ("-DNAME=1",
  * "--define-macro=NAME"): what the files a job reads depend on (its include folders and
  * --pre-include files), and so the part of its cache key beside the source's and headers' text

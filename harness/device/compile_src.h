@@ -56,13 +56,14 @@ void compile_env_toolkit(compile_env *env);
  * unit with the same source and include folders lends its header hash). A source that cannot be
  * read or a refused option is the unit's status; the run fails (err set) only when a shipped
  * source or its headers cannot be read, or on no memory. */
-tune_status compile_unit_load(compile_unit *u, const compile_unit *prev, size_t n_prev,
-                              const compile_env *env, tune_error *err);
+TUNE_MUST_CHECK tune_status compile_unit_load(compile_unit *u, const compile_unit *prev,
+                                              size_t n_prev, const compile_env *env,
+                                              tune_error *err);
 void compile_unit_free(compile_unit *u);
 /* `#pragma unroll NAME` lines of *text whose NAME is a macro that opts (the unit's options)
  * define as a decimal integer: NAME replaced by the value, or the pragma removed for 0 (NVRTC does
  * not expand macros inside a pragma). *text is replaced when a line changes (the old one freed);
  * TUNE_ERR_NOMEM leaves it as it was. */
-tune_status compile_unroll_rewrite(char **text, char *const *opts, size_t n_opts);
+TUNE_MUST_CHECK tune_status compile_unroll_rewrite(char **text, char *const *opts, size_t n_opts);
 
 #endif

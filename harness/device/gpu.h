@@ -19,14 +19,14 @@
 #include "core/gpu_info.h"
 
 /* Number of devices; TUNE_ERR_NO_GPU with one sentence when there is none or no driver. */
-tune_status gpu_count(int *n, tune_error *err);
-tune_status gpu_query(int ordinal, gpu_info *info, tune_error *err);
+TUNE_MUST_CHECK tune_status gpu_count(int *n, tune_error *err);
+TUNE_MUST_CHECK tune_status gpu_query(int ordinal, gpu_info *info, tune_error *err);
 /* Sets the current device and creates its context. */
-tune_status gpu_select(int ordinal, tune_error *err);
+TUNE_MUST_CHECK tune_status gpu_select(int ordinal, tune_error *err);
 
 typedef struct gpu_library gpu_library;
 /* New library from a cubin image (copied by the runtime). */
-gpu_library *gpu_library_load(const void *cubin, tune_error *err);
+TUNE_MUST_CHECK gpu_library *gpu_library_load(const void *cubin, tune_error *err);
 /* Borrowed kernel handle (a cudaKernel_t) for a lowered name. */
 void *gpu_library_kernel(gpu_library *lib, const char *lowered, tune_error *err);
 void gpu_library_free(gpu_library *lib);
@@ -36,16 +36,18 @@ int gpu_library_global(gpu_library *lib, const char *name, void **ptr, size_t *b
                        tune_error *err);
 
 /* Launches kernel with a 1-D grid; checks the launch. */
-tune_status gpu_launch(void *kernel, unsigned grid, unsigned block, size_t smem, void *stream,
-                       void **args, tune_error *err);
+TUNE_MUST_CHECK tune_status gpu_launch(void *kernel, unsigned grid, unsigned block, size_t smem,
+                                       void *stream, void **args, tune_error *err);
 
 /* Launches kernel with a 3-D grid; dynamic shared memory above the 48 KiB default is opted into
  * (cudaFuncAttributeMaxDynamicSharedMemorySize) first. */
-tune_status gpu_launch_grid(void *kernel, const unsigned grid[3], unsigned block, size_t smem,
-                            void *stream, void **args, tune_error *err);
+TUNE_MUST_CHECK tune_status gpu_launch_grid(void *kernel, const unsigned grid[3], unsigned block,
+                                            size_t smem, void *stream, void **args,
+                                            tune_error *err);
 /* A launch with a three-dimensional grid and block. */
-tune_status gpu_launch_dims(void *kernel, const unsigned grid[3], const unsigned block[3],
-                            size_t smem, void *stream, void **args, tune_error *err);
+TUNE_MUST_CHECK tune_status gpu_launch_dims(void *kernel, const unsigned grid[3],
+                                            const unsigned block[3], size_t smem, void *stream,
+                                            void **args, tune_error *err);
 /* 1 when the process's CUDA context is broken by a sticky error (illegal address, trap, ...):
  * nothing more can run in this process. Clears non-sticky errors. */
 int gpu_context_broken(void);
@@ -54,7 +56,7 @@ int gpu_context_broken(void);
 const char *gpu_cublas_version(char *buf, size_t size);
 
 /* cudaMalloc; TUNE_ERR_OOM when it does not fit. */
-tune_status gpu_malloc(void **p, size_t bytes, tune_error *err);
+TUNE_MUST_CHECK tune_status gpu_malloc(void **p, size_t bytes, tune_error *err);
 void gpu_free(void *p);
 
 /* Records a CUDA runtime failure (text of the call, file:line, the runtime's message) and clears

@@ -53,7 +53,8 @@ typedef struct {
 } timing_info;
 
 /* New measurement context on stream (a cudaStream_t, borrowed). NULL with err set. */
-timing *timing_init(void *stream, size_t l2_bytes, void *read_kernel, tune_error *err);
+TUNE_MUST_CHECK timing *timing_init(void *stream, size_t l2_bytes, void *read_kernel,
+                                    tune_error *err);
 void timing_free(timing *t);
 
 /* The cuBLAS handle (borrowed, bound to the same stream) the family's launch uses, if any. Graph
@@ -69,25 +70,27 @@ size_t timing_max_samples(const sweep_timing *st);
  * into samples, which holds timing_max_samples(st). info may be NULL. A family error (launch,
  * before_rep) or a CUDA error is returned as such; a graph capture that fails is not an error
  * (hot mode, with info->note). */
-tune_status timing_measure(timing *t, const tune_family *fam, void *state, const sweep_timing *st,
-                           double *samples, timing_info *info, tune_error *err);
+TUNE_MUST_CHECK tune_status timing_measure(timing *t, const tune_family *fam, void *state,
+                                           const sweep_timing *st, double *samples,
+                                           timing_info *info, tune_error *err);
 
 /* The former entry point, for callers that allocate st->reps samples: timing_measure for stop
  * fixed (which writes exactly st->reps); TUNE_ERR_UNSUPPORTED for stop adaptive. */
-tune_status timing_run(timing *t, const tune_family *fam, void *state, const sweep_timing *st,
-                       double *samples, tune_error *err);
+TUNE_MUST_CHECK tune_status timing_run(timing *t, const tune_family *fam, void *state,
+                                       const sweep_timing *st, double *samples, tune_error *err);
 
 /* Times fn(ctx) (which enqueues work on the stream) in fixed cold mode (flush != 0) or with no
  * flush, without per-rep hooks; writes reps samples. */
-tune_status timing_run_fn(timing *t, tune_status (*fn)(void *ctx, tune_error *err), void *ctx,
-                          int warmup, int reps, int flush, double *samples, tune_error *err);
+TUNE_MUST_CHECK tune_status timing_run_fn(timing *t, tune_status (*fn)(void *ctx, tune_error *err),
+                                          void *ctx, int warmup, int reps, int flush,
+                                          double *samples, tune_error *err);
 
 /* Re-times n configurations interleaved (A B C A B C ...), `rounds` samples each, so that drift
  * (clocks, temperature, other tenants) hits them alike: for each, fam->prepare(cfgs[c]), fresh
  * inputs, the flush (when flush), then the timed launch. samples[c * rounds + r] in seconds. */
-tune_status timing_interleaved(timing *t, const tune_family *fam, void *state,
-                               const tune_point *const *cfgs, size_t n, int rounds, int flush,
-                               double *samples, tune_error *err);
+TUNE_MUST_CHECK tune_status timing_interleaved(timing *t, const tune_family *fam, void *state,
+                                               const tune_point *const *cfgs, size_t n, int rounds,
+                                               int flush, double *samples, tune_error *err);
 
 /* A counter of the energy the device has used, read by the host (device/monitor.h:
  * monitor_energy), and its update period (monitor_energy_period). */
@@ -118,8 +121,9 @@ typedef struct {
  * the stream and for the counter's next change, and divides the energy counted between the two
  * changes by the calls made. call_s (the measured time of a call, s) sizes the groups of reps. A
  * counter that is absent or does not change is not an error: info->joules NAN with a note. */
-tune_status timing_energy(timing *t, const tune_family *fam, void *state, const sweep_timing *st,
-                          double call_s, const timing_energy_counter *c, timing_energy_info *info,
-                          tune_error *err);
+TUNE_MUST_CHECK tune_status timing_energy(timing *t, const tune_family *fam, void *state,
+                                          const sweep_timing *st, double call_s,
+                                          const timing_energy_counter *c, timing_energy_info *info,
+                                          tune_error *err);
 
 #endif

@@ -23,7 +23,7 @@ typedef struct worker worker;
 typedef int (*worker_fn)(void *ctx, int fd);
 
 /* New worker running fn(ctx, fd) in a child process, or NULL with err set. */
-worker *worker_start(worker_fn fn, void *ctx, tune_error *err);
+TUNE_MUST_CHECK worker *worker_start(worker_fn fn, void *ctx, tune_error *err);
 /* Child side: sends one line (a newline is appended), written whole. */
 void worker_send(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Reads the next line (without its newline) within timeout_s seconds (0: only what has come
@@ -40,7 +40,7 @@ int worker_read_line(worker *w, char *buf, size_t size, double timeout_s);
  * (-1), not the parent die of SIGPIPE. */
 typedef struct worker_inbox worker_inbox;
 typedef int (*worker_duplex_fn)(void *ctx, int fd, worker_inbox *in);
-worker *worker_start_duplex(worker_duplex_fn fn, void *ctx, tune_error *err);
+TUNE_MUST_CHECK worker *worker_start_duplex(worker_duplex_fn fn, void *ctx, tune_error *err);
 /* Parent side: sends one line (a newline is appended; lines of any length, written whole). 0, or
  * -1 when the child's end is closed (it ended) or w is not a duplex worker. */
 int worker_tell(worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

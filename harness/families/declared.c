@@ -521,7 +521,8 @@ static tune_status kd_check(void *state, double *error, double *tolerance, tune_
     return TUNE_OK;
 }
 
-/* The registered template: the sweep copies it and sets ops, params, methods, kernels, data. */
+/* The GPU side of every declared family, registered as "kernel": a sweep's family takes its
+ * name, help, flags and GPU functions from it (model/kernel_decl.h: kdecl_family_make). */
 const tune_family declared_family = {
     .name = KDECL_FAMILY,
     .help = "a kernel declared in the sweep file (\"kernel\" section; docs/own-kernel.md)",

@@ -13,6 +13,7 @@
 
 #include "core/half.h"
 #include "device/gpu.h"
+#include "model/traffic.h"
 
 static const char *const dtypes[] = {"float16", "bfloat16", "float32", NULL};
 static const char *const index_patterns[] = {"random", "identity", NULL};
@@ -120,7 +121,7 @@ static const family_axis outer_axes[] = {
 #define GM_INNER_GATHER_STEP                                                                       \
     "g * (" GM_IDX("k") " + " GM_INNER_B " + " GM_INNER_REFETCH " + k * n * dsize)"
 
-static const family_traffic gm_traffic[] = {
+static const traffic_model gm_traffic[] = {
     {"gather_inner_bmv", "custom",
      "g * (" GM_IDX("k") " + " GM_PICKED("k_pre", "k") " + " GM_INNER_B " + sectors(n * dsize))",
      "1", "1", NULL, NULL,
@@ -174,7 +175,7 @@ static const family_traffic gm_traffic[] = {
  * k elements of each g's n_pre. */
 #define GM_SCATTERED "transpose_B * g * k * n"
 #define GM_SCATTERED_DRAM(b_elems) GM_SCATTERED " * (g * " b_elems " * dsize > l2_bytes)"
-static const family_traffic_pattern gm_patterns[] = {
+static const traffic_pattern gm_patterns[] = {
     {"gather_inner_bmv", "gather", GM_SCATTERED, "g * " GM_INNER_REFETCH,
      GM_SCATTERED_DRAM("k_pre * n")},
     {"gather_inner_matrix_only_bmv", "gather", GM_SCATTERED, "g * " GM_INNER_REFETCH,

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "model/family.h"
+#include "model/traffic.h"
 
 #define MG_SMEM_LIMIT (227 * 1024) /* opt-in shared memory per block on sm_90 */
 /* what the kernels' static shared memory may take of it (the split-K finish's flag): a kernel whose
@@ -63,7 +64,7 @@ typedef struct {
 
 extern const family_op mg_ops[MG_N_OPS];
 enum { MG_N_TRAFFIC = 6 };
-extern const family_traffic mg_traffic[MG_N_TRAFFIC]; /* per method (docs/roofline.md) */
+extern const traffic_model mg_traffic[MG_N_TRAFFIC]; /* per method (docs/roofline.md) */
 extern const family_axis mg_params[MG_N_PARAMS];
 extern const family_method mg_methods[MG_N_METHODS];
 /* Helper kernels every shape needs (inputs, packing, reference, error), as name formats. */

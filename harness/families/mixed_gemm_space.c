@@ -28,7 +28,7 @@ static const family_axis mg_axes[] = {
  * in DRAM; the tuned kernels keep the op's byte model (the default entry). */
 #define MG_W4 "k * n / 2 + k / (group + (group == 0) * k) * n * dsize * (1 + zero_point)"
 #define MG_XY "m * k * dsize + m * n * dsize"
-const family_traffic mg_traffic[MG_N_TRAFFIC] = {
+const traffic_model mg_traffic[MG_N_TRAFFIC] = {
     {"w4a16", NULL, MG_W4 " + " MG_XY, "1", "0", NULL, NULL,
      "packed weight, scales (and zero points), X and Y once", NULL, NULL},
     {"w4a16", "cublas", "k * n * dsize + " MG_XY, "1", "0", NULL, NULL,

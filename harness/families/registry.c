@@ -9,8 +9,8 @@ extern const tune_family mixed_gemm_family;
 extern const tune_family fault_test_family;
 extern const tune_family declared_family;
 
-/* declared_family ("kernel") is the GPU side of the families sweep files declare; a sweep copies
- * it with its own ops, parameters and methods (model/kernel_decl.h). The registry holds
+/* declared_family ("kernel") is the GPU side of the families sweep files declare; a sweep builds
+ * its family from it and its own ops, parameters and methods (model/kernel_decl.h). The registry holds
  * FAMILY_MAX families and these have distinct names, so registering cannot fail. */
 void families_register_builtin(void)
 {

@@ -380,6 +380,36 @@ static void kd_decl_free(kernel_decl *d)
     free(d->baselines);
 }
 
+tune_family kdecl_family_make(const kdecl_family *kf, const tune_family *gpu)
+{
+    return (tune_family){
+        .name = gpu->name,
+        .help = gpu->help,
+        .ops = &kf->op,
+        .n_ops = 1,
+        .params = kf->params,
+        .n_params = kf->n_params,
+        .methods = kf->methods,
+        .n_methods = kf->n_methods,
+        .dtype_axis = NULL, /* each buffer declares its own type */
+        .needs_cublas = gpu->needs_cublas,
+        .restores_inputs = gpu->restores_inputs,
+        .data = &kf->decl,
+        .traffic = NULL,
+        .n_traffic = 0,
+        .traffic_patterns = NULL,
+        .n_traffic_patterns = 0,
+        .kernels = kdecl_family_kernels,
+        .prune = kdecl_family_prune,
+        .shape_init = gpu->shape_init,
+        .shape_free = gpu->shape_free,
+        .prepare = gpu->prepare,
+        .before_rep = gpu->before_rep,
+        .launch = gpu->launch,
+        .check = gpu->check,
+    };
+}
+
 void kdecl_family_free(kdecl_family *kf)
 {
     if (!kf)

@@ -147,14 +147,16 @@ typedef struct {
     kdecl_kernel *baselines;
 } kernel_decl;
 
-/* The family a sweep declares: a copy of the registered "kernel" family (its GPU side) with the
- * sweep's op, axes, parameters and methods, and the declaration as its data. */
+/* The family a sweep declares: the sweep's op, axes, parameters and methods and the declaration,
+ * and fam, the tune_family built from them and the registered "kernel" family's GPU side
+ * (kdecl_family_make). */
 typedef struct kdecl_family {
     tune_family fam;
     family_op op;
     family_axis *axes, *params; /* names owned */
     size_t n_axes, n_params;
     family_method *methods;
+    size_t n_methods;
     char *bytes; /* the default byte model, derived from the buffers; NULL: none */
     kernel_decl decl;
 } kdecl_family;
@@ -175,6 +177,12 @@ int kdecl_arg_uses_fill(const kdecl_arg *a);
 int kdecl_family_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs,
                          size_t max, char *why, size_t why_size);
 void kdecl_family_free(kdecl_family *kf);
+/* The tune_family of kf, every field set here: the description from kf (its one op, its
+ * parameters and methods, no dtype axis, no traffic model; the declaration as data), the CPU side
+ * kdecl_family_kernels and kdecl_family_prune, which read the declaration, and the GPU side from
+ * gpu, the registered "kernel" family (families/declared.c): its name, help, needs_cublas,
+ * restores_inputs and GPU functions. The result borrows kf's arrays and gpu's strings. */
+tune_family kdecl_family_make(const kdecl_family *kf, const tune_family *gpu);
 /* tune_family.prune of a declared family: leaves out the configurations whose launch breaks a
  * limit every CUDA device has (threads per block, block and grid dimensions), with the limit as
  * the reason, before they are compiled. */
@@ -183,7 +191,7 @@ void kdecl_family_prune(const tune_family *fam, const tune_point *shape, const t
 
 /* A file the sweep names (rel) as an absolute path: rel itself when it starts with '/', else
  * relative to d->dir, the sweep file's folder. New (free it); NULL when out of memory. */
-char *kdecl_path(const kernel_decl *d, const char *rel);
+TUNE_MUST_CHECK char *kdecl_path(const kernel_decl *d, const char *rel);
 
 /* The kernel a method launches (first): main, the reference or a baseline; NULL when unknown. */
 const kdecl_kernel *kdecl_method_kernel(const kernel_decl *d, const char *method);

@@ -82,8 +82,8 @@ const char *search_budget_format(const search_options *o, char *buf, size_t size
 
 /* New search over the named features (at most SEARCH_MAX_FEATURES; names borrowed), or NULL with
  * err set. */
-search *search_new(const search_options *o, const char *const *features, size_t n_features,
-                   tune_error *err);
+TUNE_MUST_CHECK search *search_new(const search_options *o, const char *const *features,
+                                   size_t n_features, tune_error *err);
 void search_free(search *s);
 
 /* Adds a derived feature (docs/search.md: "features"): name (copied; not a feature already) and

@@ -13,6 +13,7 @@
 #include "core/expr.h"
 #include "core/hash.h"
 #include "model/family.h"
+#include "model/traffic.h"
 #include "core/point.h"
 
 /* ---- I/N ---- */
@@ -84,7 +85,7 @@ static int load_cmp_desc(const void *a, const void *b)
 }
 
 /* Estimated kernel seconds of configuration p: with the family's traffic model for its method
- * (model/family.h), the additive time model (family_traffic_time) launches x floor + chain x
+ * (model/traffic.h), the additive time model (traffic_time) launches x floor + chain x
  * latency + max(dram / bandwidth, flops / rate) on the nominal GPU (its SM count and L2 size
  * too, for models that read them); without one, the roofline
  * max(bytes / bandwidth, flops / rate, floor) of the sweep's byte and FLOP models. */
@@ -96,15 +97,17 @@ static double kernel_seconds(const sweep *sw, const tune_point *p)
         bytes = expr_value_as_double(v);
     if (expr_eval(sw->flops, point_lookup, (void *)p, &v, NULL) == TUNE_OK)
         flops = expr_value_as_double(v);
-    const family_traffic *tr =
-        family_find_traffic(sw->family, sw->op, point_str(p, "method", NULL));
-    family_traffic_value tv;
-    static const family_time_ceilings nominal = {
+    const tune_family *fam = sw->family;
+    const traffic_model *tr =
+        fam ? traffic_find(fam->traffic, fam->n_traffic, sw->op, point_str(p, "method", NULL))
+            : NULL;
+    traffic_value tv;
+    static const traffic_ceilings nominal = {
         SHARD_KERNEL_MIN, SHARD_LATENCY, SHARD_BW, SHARD_RATE, NAN, NAN, NAN, NAN};
     tune_point dev = *p; /* p with the nominal device facts */
-    if (tr && family_traffic_device(&dev, SHARD_SM_COUNT, SHARD_L2, SHARD_FETCH) == 0 &&
-        family_traffic_eval(tr, &dev, isfinite(flops) ? flops : 0, &tv, NULL) == TUNE_OK)
-        return family_traffic_time(&tv, &nominal, NULL);
+    if (tr && traffic_set_device(&dev, SHARD_SM_COUNT, SHARD_L2, SHARD_FETCH) == 0 &&
+        traffic_eval(tr, &dev, isfinite(flops) ? flops : 0, &tv, NULL) == TUNE_OK)
+        return traffic_time(&tv, &nominal, NULL);
     double t = SHARD_KERNEL_MIN;
     if (isfinite(bytes) && bytes / SHARD_BW > t)
         t = bytes / SHARD_BW;

@@ -47,13 +47,14 @@ typedef struct {
 
 /* Parses "I/N" (0 <= I < N <= SHARD_MAX, decimal, nothing else). TUNE_ERR_INVALID with a message
  * that shows the expected form otherwise. */
-tune_status shard_parse(const char *text, shard_spec *out, tune_error *err);
+TUNE_MUST_CHECK tune_status shard_parse(const char *text, shard_spec *out, tune_error *err);
 
 typedef struct shard_plan shard_plan;
 
 /* New plan of n_shards shards over the space's configurations (sp must have been built from sw;
  * both must outlive the plan). */
-shard_plan *shard_plan_build(const sweep *sw, const space *sp, size_t n_shards, tune_error *err);
+TUNE_MUST_CHECK shard_plan *shard_plan_build(const sweep *sw, const space *sp, size_t n_shards,
+                                             tune_error *err);
 void shard_plan_free(shard_plan *p);
 
 size_t shard_plan_count(const shard_plan *p);

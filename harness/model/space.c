@@ -141,7 +141,8 @@ static int space_eval(const space *sp, size_t i, const tune_point *p, tune_error
      * message (evaluation is deterministic) */
     if (expr_eval(sw->skip_if[i], point_lookup, (void *)p, &v, NULL) != TUNE_OK) {
         tune_error e = {0};
-        expr_eval(sw->skip_if[i], point_lookup, (void *)p, &v, &e);
+        /* its status is the first call's: only the message is wanted */
+        tune_status_ignore(expr_eval(sw->skip_if[i], point_lookup, (void *)p, &v, &e));
         char where[sizeof e.where], at[512];
         snprintf(where, sizeof where, "%s: skip_if[%zu]", sw->file, i);
         tune_error_set(err, e.code ? e.code : TUNE_ERR_EVAL, where,

@@ -38,7 +38,7 @@ typedef struct {
 typedef struct space space;
 
 /* New space; the sweep must outlive it (points borrow its names and strings). */
-space *space_build(const sweep *sw, tune_error *err);
+TUNE_MUST_CHECK space *space_build(const sweep *sw, tune_error *err);
 void space_free(space *sp);
 
 size_t space_n_shapes(const space *sp);

@@ -137,13 +137,13 @@ typedef struct {
 } sweep;
 
 /* New sweep from a file, or NULL with err set. */
-sweep *sweep_load(const char *path, tune_error *err);
+TUNE_MUST_CHECK sweep *sweep_load(const char *path, tune_error *err);
 /* New JSON object {method: role} of the sweep's methods, the roles of model/family.h
  * ("tuned", "reference", "baseline", "auxiliary"): meta.json's sweep.methods. */
 struct json_t;
-struct json_t *sweep_methods_json(const sweep *sw);
+TUNE_MUST_CHECK struct json_t *sweep_methods_json(const sweep *sw);
 /* New sweep from JSON text; label names the source in errors. */
-sweep *sweep_parse(const char *text, const char *label, tune_error *err);
+TUNE_MUST_CHECK sweep *sweep_parse(const char *text, const char *label, tune_error *err);
 void sweep_free(sweep *sw);
 /* 1 when s asks for a searched run (a strategy other than exhaustive, a budget or a time limit);
  * 0: every configuration is measured, as without a "search" section. */

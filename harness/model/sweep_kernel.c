@@ -675,10 +675,10 @@ static char *kd_bytes_model(const kernel_decl *d, const sweep_kd_scope *sc)
 
 static int kd_family(const sweep_ctx *cx, sweep *sw, kdecl_family *kf, const sweep_kd_scope *sc)
 {
-    const tune_family *tmpl = family_find(KDECL_FAMILY);
+    const tune_family *gpu = family_find(KDECL_FAMILY);
     kernel_decl *d = &kf->decl;
     size_t nm = 1 + (size_t)d->ref_is_kernel + d->n_baselines;
-    if (!tmpl)
+    if (!gpu)
         return sweep_fail(cx, TUNE_ERR_INVALID, "$.family", JSONLOC_VALUE,
                           "internal: the declared-kernel family is not registered");
     if (!(kf->methods = calloc(nm, sizeof *kf->methods)))
@@ -694,16 +694,8 @@ static int kd_family(const sweep_ctx *cx, sweep *sw, kdecl_family *kf, const swe
     kf->bytes = kd_bytes_model(d, sc);
     kf->op = (family_op){sw->op, kf->axes, kf->n_axes, kf->bytes ? kf->bytes : "0", "0",
                          "a kernel declared in the sweep file"};
-    kf->fam = *tmpl;
-    kf->fam.ops = &kf->op;
-    kf->fam.n_ops = 1;
-    kf->fam.params = kf->params;
-    kf->fam.n_params = kf->n_params;
-    kf->fam.methods = kf->methods;
-    kf->fam.n_methods = nm;
-    kf->fam.data = d;
-    kf->fam.kernels = kdecl_family_kernels;
-    kf->fam.prune = kdecl_family_prune;
+    kf->n_methods = nm;
+    kf->fam = kdecl_family_make(kf, gpu);
     sw->family = &kf->fam;
     sw->fop = &kf->op;
     return 0;
@@ -791,10 +783,10 @@ static int kd_param_arg(const kdecl_family *kf, const char *m)
 int sweep_default_declared_methods(const sweep_ctx *cx, sweep *sw)
 {
     const kdecl_family *kf = sw->declared;
-    if (!(sw->methods = calloc(kf->fam.n_methods, sizeof *sw->methods)))
+    if (!(sw->methods = calloc(kf->n_methods, sizeof *sw->methods)))
         return sweep_nomem(cx);
-    for (size_t m = 0; m < kf->fam.n_methods; m++) {
-        const char *name = kf->fam.methods[m].name;
+    for (size_t m = 0; m < kf->n_methods; m++) {
+        const char *name = kf->methods[m].name;
         if (m > 0 && (kd_param_arg(kf, name) >= 0 || kf->decl.ref_per_config))
             continue;
         if (!(sw->methods[sw->n_methods] = sweep_strdup(cx, name)))

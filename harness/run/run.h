@@ -73,15 +73,17 @@ void run_options_init(run_options *opt);
 /* The search in force: the sweep's "search" section with opt's overrides (warm_start borrowed
  * from sw or opt). TUNE_ERR_INVALID for a strategy or budget text that does not parse, or warm
  * starts for a run that is not searched. */
-tune_status run_search_settings(const sweep *sw, const run_options *opt, sweep_search *out,
-                                tune_error *err);
+TUNE_MUST_CHECK tune_status run_search_settings(const sweep *sw, const run_options *opt,
+                                                sweep_search *out, tune_error *err);
 /* What a searched run of sw will measure (`tune validate`): the tuned configurations the family
  * can run (candidates), the baselines (always measured), and the configurations the budget
  * measures (baselines + per shape min(budget, candidates)). */
-tune_status run_search_estimate(const sweep *sw, const space *sp, const sweep_search *set,
-                                size_t *candidates, size_t *baselines, size_t *measured,
-                                tune_error *err);
-tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum, tune_error *err);
+TUNE_MUST_CHECK tune_status run_search_estimate(const sweep *sw, const space *sp,
+                                                const sweep_search *set, size_t *candidates,
+                                                size_t *baselines, size_t *measured,
+                                                tune_error *err);
+TUNE_MUST_CHECK tune_status run_sweep(const sweep *sw, const run_options *opt, run_summary *sum,
+                                      tune_error *err);
 
 /* Merges the shards' results folders into out_dir (store/merge.h: merge_shards) and writes its
  * best-config tables (analysis/report.h: report_rebuild), printed unless opt->quiet or no row is

@@ -286,15 +286,14 @@ static tune_status warm_start(run_ctx *rc)
     for (size_t d = 0; d < ss->set.n_warm_start; d++) {
         const char *dir = ss->set.warm_start[d];
         char path[PATH_MAX + 16];
-        result_row *rows = NULL;
-        size_t n = 0;
+        results_rows rows = {0};
         tune_status st = warm_check(rc->sw, dir, rc->err);
         if (st == TUNE_OK)
             st = results_locate(dir, path, sizeof path, rc->err);
         if (st == TUNE_OK)
-            st = results_read(path, &rows, &n, rc->err);
-        for (size_t r = 0; st == TUNE_OK && r < n; r++) {
-            const result_row *row = &rows[r];
+            st = results_read(path, &rows, rc->err);
+        for (size_t r = 0; st == TUNE_OK && r < rows.n; r++) {
+            const result_row *row = &rows.rows[r];
             const family_method *m = family_find_method(rc->sw->family, row->method);
             double cost = results_row_cost(row, rc->opt->objective);
             if (!m || !m->tuned || !(cost > 0))
@@ -308,7 +307,7 @@ static tune_status warm_start(run_ctx *rc)
                 st = tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
             ss->prior_rows++;
         }
-        results_rows_free(rows, n);
+        results_rows_free(&rows);
         if (st != TUNE_OK)
             return st;
     }

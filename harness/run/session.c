@@ -46,11 +46,11 @@ static tune_status load_done(run_ctx *rc, run_summary *sum, size_t *n_found)
     *n_found = 0;
     if (access(path, F_OK) != 0)
         return TUNE_OK;
-    result_row *rows = NULL;
-    size_t n_rows = 0, n = space_n_configs(rc->sp);
+    results_rows rows = {0};
+    size_t n = space_n_configs(rc->sp);
     tune_status st = folder_trim_partial_line(path, rc->err);
     if (st == TUNE_OK)
-        st = results_read(path, &rows, &n_rows, rc->err);
+        st = results_read(path, &rows, rc->err);
     if (st != TUNE_OK)
         return st;
     char **ids = calloc(n ? n : 1, sizeof *ids);
@@ -58,20 +58,20 @@ static tune_status load_done(run_ctx *rc, run_summary *sum, size_t *n_found)
         char buf[4096];
         ids[i] = strdup(space_config_identity(rc->sw, rc->sp, i, buf, sizeof buf));
     }
-    for (size_t r = 0; ids && r < n_rows; r++) {
+    for (size_t r = 0; ids && r < rows.n; r++) {
         char buf[4096];
-        results_row_identity(&rows[r], buf, sizeof buf);
+        results_row_identity(&rows.rows[r], buf, sizeof buf);
         for (size_t i = 0; i < n; i++)
             if (!rc->done[i] && ids[i] && strcmp(ids[i], buf) == 0) {
                 rc->done[i] = 1;
-                meta_count_status(sum, rows[r].status);
+                meta_count_status(sum, rows.rows[r].status);
                 (*n_found)++;
                 if (rc->search) { /* a searched run observes it first (run/search.c) */
                     rc->search->resumed[i] = 1;
-                    rc->search->resumed_cost[i] = results_row_cost(&rows[r], rc->opt->objective);
-                    if (rows[r].status == RESULT_OK && rows[r].time.median > 0 &&
+                    rc->search->resumed_cost[i] = results_row_cost(&rows.rows[r], rc->opt->objective);
+                    if (rows.rows[r].status == RESULT_OK && rows.rows[r].time.median > 0 &&
                         space_config_at(rc->sp, i)->param != SPACE_NO_PARAM)
-                        rc->search->medians[i] = rows[r].time.median;
+                        rc->search->medians[i] = rows.rows[r].time.median;
                 }
                 break;
             }
@@ -81,7 +81,7 @@ static tune_status load_done(run_ctx *rc, run_summary *sum, size_t *n_found)
     for (size_t i = 0; ids && i < n; i++)
         free(ids[i]);
     free(ids);
-    results_rows_free(rows, n_rows);
+    results_rows_free(&rows);
     return st;
 }
 

@@ -588,8 +588,8 @@ static json_t *ingest_meta(const char *dir, tune_error *err)
 typedef struct {
     json_t *meta;
     const char *start; /* meta.json's start (borrowed) */
-    result_row *rows;
-    size_t n, n_rv;
+    results_rows rows; /* owned */
+    size_t n_rv;
     retime_verdict *rv;
     char rows_path[4096], retime_path[4096], meta_path[4096];
     char uid[17], digest[17];
@@ -617,18 +617,18 @@ static tune_status ingest_rows(const char *dir, ingest_folder *f, tune_error *er
     size_t dropped = 0;
     if (results_locate(dir, f->rows_path, sizeof f->rows_path, err) != TUNE_OK ||
         folder_locate(dir, "retime.jsonl", f->retime_path, sizeof f->retime_path, err) != TUNE_OK ||
-        results_read(f->rows_path, &f->rows, &f->n, err) != TUNE_OK ||
-        results_rows_dedup(f->rows, &f->n, &dropped, err) != TUNE_OK ||
+        results_read(f->rows_path, &f->rows, err) != TUNE_OK ||
+        results_rows_dedup(&f->rows, &dropped, err) != TUNE_OK ||
         retime_read(dir, &f->rv, &f->n_rv, err) != TUNE_OK)
         return err ? err->code : TUNE_ERR_INVALID;
-    if (f->n == 0)
+    if (f->rows.n == 0)
         return tune_error_set(err, TUNE_ERR_INVALID, f->rows_path, "no rows: nothing to keep");
     const char *sweep = meta_sweep_name(f->meta);
-    for (size_t i = 0; i < f->n; i++)
-        if (!f->rows[i].sweep || strcmp(f->rows[i].sweep, sweep) != 0)
+    for (size_t i = 0; i < f->rows.n; i++)
+        if (!f->rows.rows[i].sweep || strcmp(f->rows.rows[i].sweep, sweep) != 0)
             return tune_error_set(err, TUNE_ERR_INVALID, f->rows_path,
                                   "a row of sweep '%s' in a run of sweep '%s'",
-                                  f->rows[i].sweep ? f->rows[i].sweep : "(none)", sweep);
+                                  f->rows.rows[i].sweep ? f->rows.rows[i].sweep : "(none)", sweep);
     return TUNE_OK;
 }
 
@@ -750,7 +750,7 @@ static tune_status insert_run(db *d, const char *dir, const ingest_folder *f, db
     bind_text(q, 24, res->night);
     bind_text(q, 25, abs_dir);
     bind_text(q, 26, now);
-    sqlite3_bind_int64(q, 27, (long long)f->n);
+    sqlite3_bind_int64(q, 27, (long long)f->rows.n);
     sqlite3_bind_int(q, 28, meta_search_block(meta) != NULL);
     sqlite3_bind_text(q, 29, meta_text, (int)meta_len, SQLITE_STATIC);
     tune_status st = TUNE_OK;
@@ -799,13 +799,13 @@ tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_resul
     if ((st = ingest_held(d, dir, &f, res, &held, err)) != TUNE_OK)
         goto rollback;
     if (held) {
-        res->n_rows = f.n;
+        res->n_rows = f.rows.n;
         exec(d, "COMMIT", NULL);
         goto done;
     }
     if ((st = insert_run(d, dir, &f, res, err)) != TUNE_OK)
         goto rollback;
-    if (insert_rows(d, res->run_id, meta_sweep_name(f.meta), f.rows, f.n, f.rv, f.n_rv, err) !=
+    if (insert_rows(d, res->run_id, meta_sweep_name(f.meta), f.rows.rows, f.rows.n, f.rv, f.n_rv, err) !=
         TUNE_OK) {
         st = err ? err->code : TUNE_ERR_IO;
         goto rollback;
@@ -817,13 +817,13 @@ tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_resul
         goto rollback;
     }
     res->added = 1;
-    res->n_rows = f.n;
+    res->n_rows = f.rows.n;
     goto done;
 rollback:
     sqlite3_exec(d->h, "ROLLBACK", NULL, NULL, NULL);
 done:
     free(f.rv);
-    results_rows_free(f.rows, f.n);
+    results_rows_free(&f.rows);
     json_decref(f.meta);
     return st;
 }

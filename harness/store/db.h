@@ -36,10 +36,10 @@ typedef struct db db;
 
 /* The store at path, created when absent and migrated to DB_SCHEMA_VERSION; a store of a newer
  * schema is refused. New handle or NULL with err set (where = path). */
-db *db_open(const char *path, tune_error *err);
+TUNE_MUST_CHECK db *db_open(const char *path, tune_error *err);
 /* The store at path for reading only: no file is created and nothing migrated (a store of an
  * older schema is refused, asking for an ingest to migrate it). NULL with err set. */
-db *db_open_readonly(const char *path, tune_error *err);
+TUNE_MUST_CHECK db *db_open_readonly(const char *path, tune_error *err);
 void db_close(db *d); /* NULL: nothing */
 
 /* The store's path: --db when given, else $TUNE_DB when set and not empty, else
@@ -58,8 +58,8 @@ typedef struct {
  * Refused: a folder without meta.json or end (unfinished), a shard of a sharded run (its merge is
  * added), a compile-only run, rows or meta.json newer than this tune reads, and every malformed
  * input (errors name the file and line). The folder is only read. */
-tune_status db_ingest(db *d, const char *dir, const char *night, db_ingest_result *res,
-                      tune_error *err);
+TUNE_MUST_CHECK tune_status db_ingest(db *d, const char *dir, const char *night,
+                                      db_ingest_result *res, tune_error *err);
 
 /* 1 when s is a date YYYY-MM-DD that exists (a night's label). */
 int db_valid_night(const char *s);
@@ -76,13 +76,13 @@ typedef struct {
 
 /* Runs of the store (of sweep only when not NULL; of nights >= since when not NULL), ordered by
  * sweep, device, night, start. *runs is new. */
-tune_status db_runs(db *d, const char *sweep, const char *since, db_run **runs, size_t *n,
-                    tune_error *err);
+TUNE_MUST_CHECK tune_status db_runs(db *d, const char *sweep, const char *since, db_run **runs,
+                                    size_t *n, tune_error *err);
 void db_runs_free(db_run *runs, size_t n);
 void db_run_clear(db_run *r); /* frees r's strings */
 /* The id of the run ingested from folder dir (the latest ingested, when several nights were
  * imported from it) into *id; TUNE_ERR_INVALID naming dir when the store holds none. */
-tune_status db_run_of_dir(db *d, const char *dir, long long *id, tune_error *err);
+TUNE_MUST_CHECK tune_status db_run_of_dir(db *d, const char *dir, long long *id, tune_error *err);
 
 /* One run's best of one series. */
 typedef struct {
@@ -98,8 +98,9 @@ typedef struct {
 } db_series;
 
 /* The bests of runs run_ids[0..n_runs) (and the series they belong to), ordered by series. */
-tune_status db_bests(db *d, const long long *run_ids, size_t n_runs, db_best **bests,
-                     size_t *n_bests, db_series **series, size_t *n_series, tune_error *err);
+TUNE_MUST_CHECK tune_status db_bests(db *d, const long long *run_ids, size_t n_runs,
+                                     db_best **bests, size_t *n_bests, db_series **series,
+                                     size_t *n_series, tune_error *err);
 void db_bests_free(db_best *b, size_t n, db_series *s, size_t n_series);
 
 #endif

@@ -181,7 +181,8 @@ static void folder_stop_cleanup(const char *dir)
     for (size_t i = 0; i < sizeof appended / sizeof appended[0]; i++) {
         snprintf(path, sizeof path, "%.4000s/%s", dir, appended[i]);
         if (access(path, F_OK) == 0)
-            (void)folder_trim_partial_line(path, NULL);
+            /* best effort: the process is stopping, and a resume trims the line again */
+            tune_status_ignore(folder_trim_partial_line(path, NULL));
     }
     snprintf(path, sizeof path, "%.4000s/shards", dir);
     DIR *d = opendir(path);

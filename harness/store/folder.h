@@ -33,8 +33,8 @@
  * <root>/<sweep>/<UTC time>, made with an exclusive mkdir: a name already taken (another run
  * started in the same second) gets a suffix -001, -002, ..., so names are unique and sort in the
  * order the runs started. */
-tune_status folder_make(const char *out_dir, const char *root, const char *sweep, char *dir,
-                        size_t size, tune_error *err);
+TUNE_MUST_CHECK tune_status folder_make(const char *out_dir, const char *root, const char *sweep,
+                                        char *dir, size_t size, tune_error *err);
 /* What makes dir a run's folder ("meta.json", "raw.jsonl", "raw.jsonl.gz", "retime.jsonl",
  * "retime.jsonl.gz", "shards"; static), or NULL when it holds none of them (absent, empty, or
  * other files only). */
@@ -53,12 +53,12 @@ typedef struct {
  * already holds a run is refused, naming it: two runs never share a folder. A resume into a
  * folder whose raw.jsonl or retime.jsonl is gzipped is refused too (gunzip it first): a run
  * appends to the plain file and never starts a second one beside the .gz. */
-tune_status folder_open_run(const folder_run_spec *spec, char *dir, size_t size, int *lock_fd,
-                            tune_error *err);
+TUNE_MUST_CHECK tune_status folder_open_run(const folder_run_spec *spec, char *dir, size_t size,
+                                            int *lock_fd, tune_error *err);
 /* The latest run folder of the sweep under root (names are UTC times): the greatest name among
  * its folders that hold a run (folder_holds_run); files, links and empty folders are not runs. */
-tune_status folder_latest(const char *root, const char *sweep, char *dir, size_t size,
-                          tune_error *err);
+TUNE_MUST_CHECK tune_status folder_latest(const char *root, const char *sweep, char *dir,
+                                          size_t size, tune_error *err);
 
 /* Holds an exclusive lock on dir/lock for the process's life (and its children's); fails when
  * another run holds it. Returns the descriptor, or -1. Once held, the stale temporary files of
@@ -73,7 +73,7 @@ void folder_unlock(const char *dir, int fd);
 
 /* Cuts a last line that a killed run left without its newline, so appending stays valid JSONL.
  * The file is opened as folder_open_file does (a link is an error). */
-tune_status folder_trim_partial_line(const char *path, tune_error *err);
+TUNE_MUST_CHECK tune_status folder_trim_partial_line(const char *path, tune_error *err);
 /* A file of a results folder that tune writes in place (the lock, raw.jsonl and retime.jsonl
  * appended, a shard's log.txt), opened with flags (O_RDWR, O_WRONLY | O_APPEND, | O_CREAT) and
  * never through a link: O_NOFOLLOW, and anything but a regular file refused. The descriptor
@@ -85,13 +85,13 @@ size_t folder_count_rows(const char *dir);
 /* Appends line (len bytes, ending with '\n') to the file open on fd (O_APPEND) with write(2), a
  * whole line or nothing: a failed append (full disk, size limit) is cut back so the file stays
  * JSONL, and err names path and says why ("cannot append <what>: <strerror>"). Shared by raw.jsonl and retime.jsonl. */
-tune_status folder_append_line(int fd, const char *path, const char *what, const char *line,
-                               size_t len, tune_error *err);
+TUNE_MUST_CHECK tune_status folder_append_line(int fd, const char *path, const char *what,
+                                               const char *line, size_t len, tune_error *err);
 /* Where a reader finds dir's file name ("raw.jsonl", "retime.jsonl"): dir/name, or dir/name.gz
  * when only that exists; dir/name when neither does (opening it then says so). TUNE_ERR_INVALID
  * (where = dir) when both exist: which of them holds the rows is ambiguous. */
-tune_status folder_locate(const char *dir, const char *name, char *path, size_t size,
-                          tune_error *err);
+TUNE_MUST_CHECK tune_status folder_locate(const char *dir, const char *name, char *path,
+                                          size_t size, tune_error *err);
 
 /* A JSONL file read line by line, plain or gzip (a path ending in ".gz"), from untrusted input:
  * the file is checked like infile_open (a regular file of at most max_bytes), its text (the
@@ -105,22 +105,23 @@ tune_status folder_locate(const char *dir, const char *name, char *path, size_t 
 typedef struct folder_lines folder_lines;
 
 /* New reader, or NULL with err set (where = path). */
-folder_lines *folder_lines_open(const char *path, size_t max_bytes, size_t max_line,
-                                tune_error *err);
+TUNE_MUST_CHECK folder_lines *folder_lines_open(const char *path, size_t max_bytes, size_t max_line,
+                                                tune_error *err);
 /* The next line into *line (borrowed until the next call; NUL-terminated, its '\n' removed), *len
  * and *lineno (counted from 1; either may be NULL); *line NULL at the end. On failure err says
  * "PATH:LINE" "a line over N bytes", or PATH and what is wrong with the file. */
-tune_status folder_lines_next(folder_lines *in, char **line, size_t *len, size_t *lineno,
-                              tune_error *err);
+TUNE_MUST_CHECK tune_status folder_lines_next(folder_lines *in, char **line, size_t *len,
+                                              size_t *lineno, tune_error *err);
 /* Reads a .gz to its end, its lines unread: the gzip error (corrupt data, a bad checksum, a
  * truncation) into err, or TUNE_OK (a plain file: always). A reader whose line failed to parse
  * asks it, since corrupt compressed data most often shows first as a line of garbage. */
-tune_status folder_lines_verify(folder_lines *in, tune_error *err);
+TUNE_MUST_CHECK tune_status folder_lines_verify(folder_lines *in, tune_error *err);
 /* Closes the reader; NULL is a no-op. */
 void folder_lines_close(folder_lines *in);
 
 /* Writes json to path through path.tmp, renamed: readers see the old file or the new one. */
-tune_status folder_write_json(const char *path, const json_t *json, tune_error *err);
+TUNE_MUST_CHECK tune_status folder_write_json(const char *path, const json_t *json,
+                                              tune_error *err);
 
 
 #endif

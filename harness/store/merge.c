@@ -21,8 +21,7 @@ typedef struct {
     const char *dir;
     json_t *meta; /* new */
     meta_shard shard;
-    result_row *rows;
-    size_t n_rows;
+    results_rows rows;
     char rows_path[PATH_MAX + 16]; /* its raw.jsonl or raw.jsonl.gz (results_locate) */
 } merge_part;
 
@@ -81,7 +80,7 @@ static void part_load(merge_part *pt, merge_problems *pb)
         problem(pb, "shard %zu/%zu: %s", pt->shard.index, pt->shard.count,
                 tune_error_text(&e, buf, sizeof buf));
     } else if (access(pt->rows_path, F_OK) == 0 &&
-               results_read(pt->rows_path, &pt->rows, &pt->n_rows, &e) != TUNE_OK) {
+               results_read(pt->rows_path, &pt->rows, &e) != TUNE_OK) {
         char buf[2600];
         problem(pb, "shard %zu/%zu: %s (resume it with --resume)", pt->shard.index, pt->shard.count,
                 tune_error_text(&e, buf, sizeof buf));
@@ -102,14 +101,14 @@ static void check_rows(merge_part *parts, size_t n, merge_problems *pb)
 {
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
-        total += parts[i].n_rows;
+        total += parts[i].rows.n;
     merge_id *ids = calloc(total ? total : 1, sizeof *ids);
     size_t k = 0;
     for (size_t i = 0; ids && i < n; i++)
-        for (size_t r = 0; r < parts[i].n_rows; r++) {
+        for (size_t r = 0; r < parts[i].rows.n; r++) {
             char buf[4096];
-            ids[k++] =
-                (merge_id){strdup(results_row_identity(&parts[i].rows[r], buf, sizeof buf)), i};
+            const result_row *row = &parts[i].rows.rows[r];
+            ids[k++] = (merge_id){strdup(results_row_identity(row, buf, sizeof buf)), i};
         }
     if (!ids) {
         problem(pb, "out of memory");
@@ -265,11 +264,11 @@ static void check_complete(merge_part *parts, size_t n, merge_problems *pb)
                         "--out %s --resume, with its search options)",
                         parts[i].shard.index, count, parts[i].dir, parts[i].shard.index, count,
                         parts[i].dir);
-        } else if (parts[i].n_rows != parts[i].shard.configs)
+        } else if (parts[i].rows.n != parts[i].shard.configs)
             problem(pb,
                     "shard %zu/%zu (%s) is incomplete: %zu of its %zu configurations have a row; "
                     "resume it (--shard %zu/%zu --out %s --resume)",
-                    parts[i].shard.index, count, parts[i].dir, parts[i].n_rows,
+                    parts[i].shard.index, count, parts[i].dir, parts[i].rows.n,
                     parts[i].shard.configs, parts[i].shard.index, count, parts[i].dir);
     if (!twice) /* a shard given twice has every row twice: said once above */
         check_rows(parts, n, pb);
@@ -352,9 +351,9 @@ static void check_plan(merge_part *parts, size_t n, merge_problems *pb)
     plan_entry *pe = plan_entries(&parts[0], &n_entries, pb);
     for (size_t i = 0; pe && i < n; i++) {
         const char *path = parts[i].rows_path;
-        for (size_t r = 0; r < parts[i].n_rows; r++) {
+        for (size_t r = 0; r < parts[i].rows.n; r++) {
             char id[4096];
-            results_row_identity(&parts[i].rows[r], id, sizeof id);
+            results_row_identity(&parts[i].rows.rows[r], id, sizeof id);
             plan_entry key = {hash_fnv1a_str(HASH_FNV_OFFSET, id), 0};
             const plan_entry *e = bsearch(&key, pe, n_entries, sizeof *pe, plan_entry_cmp);
             if (!e)
@@ -416,8 +415,8 @@ static tune_status write_merged(const char *out_dir, merge_part *parts, size_t n
     sum->n_configs = parts[0].shard.total_configs;
     sum->n_pruned = meta_pruned(parts[0].meta);
     for (size_t i = 0; i < n; i++)
-        for (size_t r = 0; r < parts[i].n_rows; r++)
-            meta_count_status(sum, parts[i].rows[r].status);
+        for (size_t r = 0; r < parts[i].rows.n; r++)
+            meta_count_status(sum, parts[i].rows.rows[r].status);
     snprintf(sum->out_dir, sizeof sum->out_dir, "%s", out_dir);
     tune_status st;
     if ((st = outfile_mkdirs(out_dir, err)) != TUNE_OK ||
@@ -426,7 +425,7 @@ static tune_status write_merged(const char *out_dir, merge_part *parts, size_t n
         return st;
     meta_part *mp = calloc(n, sizeof *mp);
     for (size_t i = 0; mp && i < n; i++)
-        mp[i] = (meta_part){parts[i].meta, parts[i].dir, parts[i].shard.index, parts[i].n_rows};
+        mp[i] = (meta_part){parts[i].meta, parts[i].dir, parts[i].shard.index, parts[i].rows.n};
     json_t *meta = mp ? meta_merged(mp, n, opt ? opt->argc : 0, opt ? opt->argv : NULL, sum) : NULL;
     char path[PATH_MAX + 16];
     snprintf(path, sizeof path, "%s/meta.json", out_dir);
@@ -473,7 +472,7 @@ tune_status merge_shards(const char *out_dir, const char *const *dirs, size_t n_
         st = write_merged(out_dir, parts, n_dirs, opt, sum, err);
     for (size_t i = 0; i < n_dirs; i++) {
         json_decref(parts[i].meta);
-        results_rows_free(parts[i].rows, parts[i].n_rows);
+        results_rows_free(&parts[i].rows);
     }
     free(parts);
     return st;

@@ -32,7 +32,8 @@ typedef struct {
  * finished, with a row for what it measured only), and no configuration has two rows. out_dir may not be one of dirs; its raw.jsonl, retime.jsonl and
  * meta.json are replaced (a raw.jsonl.gz or retime.jsonl.gz there is refused: the merge writes
  * plain files). sum (may be NULL) gets the counts of the merged rows. */
-tune_status merge_shards(const char *out_dir, const char *const *dirs, size_t n_dirs,
-                         const merge_options *opt, run_summary *sum, tune_error *err);
+TUNE_MUST_CHECK tune_status merge_shards(const char *out_dir, const char *const *dirs,
+                                         size_t n_dirs, const merge_options *opt, run_summary *sum,
+                                         tune_error *err);
 
 #endif

@@ -90,7 +90,7 @@ typedef struct {
  * time_limit_s, time_limit_hit, finished, rounds, warm_start: [dirs], prior_rows, configs: {space,
  * measured, baselines, candidates, evaluated}, kernels: {space, compiled}, shapes: [{shape: {axis:
  * value}, candidates, budget, evaluated}]}. New. */
-json_t *meta_search_json(const meta_search *ms);
+TUNE_MUST_CHECK json_t *meta_search_json(const meta_search *ms);
 /* The "search" block of meta (borrowed), NULL for an exhaustive run. */
 const json_t *meta_search_block(const json_t *meta);
 /* The settings a merge and resume compare: "random, budget 10%, seed 7, batch 4[, warm start
@@ -129,15 +129,15 @@ typedef struct {
 } meta_info;
 
 /* New meta.json tree. */
-json_t *meta_build(const meta_info *mi, const run_summary *sum);
+TUNE_MUST_CHECK json_t *meta_build(const meta_info *mi, const run_summary *sum);
 
 /* The "tool" object every file tune writes carries: {"name": "tune", "version", "git_rev"} of this
  * build (a new reference). */
-json_t *meta_tool_json(void);
+TUNE_MUST_CHECK json_t *meta_tool_json(void);
 /* Writes dir/meta.json (through dir/meta.json.tmp, renamed). */
-tune_status meta_write(const char *dir, const json_t *meta, tune_error *err);
+TUNE_MUST_CHECK tune_status meta_write(const char *dir, const json_t *meta, tune_error *err);
 /* New tree of dir/meta.json, or NULL (je, may be NULL, says why). */
-json_t *meta_load(const char *dir, json_error_t *je);
+TUNE_MUST_CHECK json_t *meta_load(const char *dir, json_error_t *je);
 
 /* What the run key is built from. Borrowed for the call. */
 typedef struct {
@@ -155,7 +155,7 @@ typedef struct {
 } meta_key_info;
 
 /* New run key. */
-json_t *meta_key_build(const meta_key_info *ki);
+TUNE_MUST_CHECK json_t *meta_key_build(const meta_key_info *ki);
 
 /* Resuming dir: its start time into start (unchanged when unknown) and its read bandwidth
  * (0 when unknown). */
@@ -163,7 +163,8 @@ void meta_resume_info(const char *dir, char *start, size_t start_size, double *r
 /* Refuses to resume dir unless its key equals key (every difference listed). A shard may move to
  * another GPU (sharded != 0): key's pci_bus_id then lists every PCI bus id it ran on. A folder of
  * merged shards is never resumed. */
-tune_status meta_check_resume(const char *dir, json_t *key, int sharded, tune_error *err);
+TUNE_MUST_CHECK tune_status meta_check_resume(const char *dir, json_t *key, int sharded,
+                                              tune_error *err);
 
 /* ---- readers ---- */
 
@@ -171,19 +172,20 @@ tune_status meta_check_resume(const char *dir, json_t *key, int sharded, tune_er
 #define META_SCHEMA_VERSION 2 /* 2: sweep.source (the sweep file as an object), sweep.hash */
 /* The sweep file's JSON (new, NULL when it cannot be read) and the FNV-1a hash of its bytes into
  * hex ("" when it cannot be read). */
-json_t *meta_sweep_source(const char *file, char hex[17]);
+TUNE_MUST_CHECK json_t *meta_sweep_source(const char *file, char hex[17]);
 /* meta.json's sweep.hash (borrowed), NULL in folders written before schema 2. */
 const char *meta_sweep_hash(const json_t *meta);
 /* The fields the readers use, checked: an object, schema_version not newer than this tune's,
  * report.rows / report.cols arrays of at most max_axes strings. Errors name path and the JSON
  * path ("run/meta.json: $.report.rows: [1]: expected a string (an axis name)"). */
-tune_status meta_check(const json_t *meta, const char *path, size_t max_axes, tune_error *err);
+TUNE_MUST_CHECK tune_status meta_check(const json_t *meta, const char *path, size_t max_axes,
+                                       tune_error *err);
 /* The readers' check of the folders they combine: each folder's meta.json, when it has one,
  * loaded (through core/infile.h) and checked (meta_check, axes at most TUNE_MAX_AXES), and all of
  * one sweep (name and sweep.hash): rows of different sweeps are never combined. dirs[0]'s
  * meta.json into *first (new; NULL when absent; first may be NULL). Errors name the file. */
-tune_status meta_check_folders(const char *const *dirs, size_t n_dirs, json_t **first,
-                               tune_error *err);
+TUNE_MUST_CHECK tune_status meta_check_folders(const char *const *dirs, size_t n_dirs,
+                                               json_t **first, tune_error *err);
 /* The sweep's name, or NULL. Borrowed from meta. */
 const char *meta_sweep_name(const json_t *meta);
 /* The sweep's i-th method (sweep.methods, in the sweep's order) and its role ("tuned",
@@ -210,7 +212,7 @@ typedef struct {
 extern const meta_env_item meta_env_items[META_N_ENV];
 /* The text of item i in meta (strings as they are, numbers, compact JSON; "absent"). New string,
  * NULL when out of memory. */
-char *meta_env_text(const json_t *meta, size_t i);
+TUNE_MUST_CHECK char *meta_env_text(const json_t *meta, size_t i);
 
 /* ---- merging shards (merge.h) ---- */
 
@@ -236,7 +238,8 @@ typedef struct {
 
 /* meta.json of a merged run: the first part's, with argv, the merged rows' summary (sum, whose
  * wall and compile seconds it sets) and every shard's provenance. New. */
-json_t *meta_merged(const meta_part *parts, size_t n, int argc, char **argv, run_summary *sum);
+TUNE_MUST_CHECK json_t *meta_merged(const meta_part *parts, size_t n, int argc, char **argv,
+                                    run_summary *sum);
 /* A merge of searched shards: m's "search" block (the first shard's) made the merged one: counts
  * and shapes summed over the parts, rounds the most, time_limit_hit and finished over all. */
 void meta_search_merge(json_t *m, const meta_part *parts, size_t n);

@@ -546,7 +546,8 @@ static tune_status results_get_strings(const json_t *o, result_row *row, const c
     return st;
 }
 
-/* Fills row (initialised, owns = 1) from o; on error the row holds what was read so far. */
+/* Fills row (initialised; its strings new, for the set that holds it) from o; on error the row
+ * holds what was read so far. */
 static tune_status results_row_from_json(const json_t *o, result_row *row, const char *where,
                                          tune_error *err)
 {
@@ -583,8 +584,8 @@ static int results_is_blank(const char *s)
     return 1;
 }
 
-/* Parses one line into a new slot of *rows (grown as needed). */
-static tune_status results_read_line(char *line, const char *where, result_row **rows, size_t *n,
+/* Parses one line into a new slot of rows (grown as needed). */
+static tune_status results_read_line(char *line, const char *where, results_rows *rows,
                                      size_t *cap, tune_error *err)
 {
     /* One physical line, so that Jansson's column is the column in the file. */
@@ -593,28 +594,26 @@ static tune_status results_read_line(char *line, const char *where, result_row *
     json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &jerr);
     if (!o)
         return tune_error_set(err, TUNE_ERR_PARSE, where, "%s (column %d)", jerr.text, jerr.column);
-    if (*n == *cap) {
+    if (rows->n == *cap) {
         size_t c = *cap ? 2 * *cap : 64;
-        result_row *r = realloc(*rows, c * sizeof *r);
+        result_row *r = realloc(rows->rows, c * sizeof *r);
         if (!r) {
             json_decref(o);
             return tune_error_set(err, TUNE_ERR_NOMEM, where, "out of memory");
         }
-        *rows = r;
+        rows->rows = r;
         *cap = c;
     }
-    result_row *row = &(*rows)[(*n)++];
+    result_row *row = &rows->rows[rows->n++];
     result_row_init(row);
-    row->owns = 1;
     tune_status st = results_row_from_json(o, row, where, err);
     json_decref(o);
     return st;
 }
 
-tune_status results_read(const char *path, result_row **rows, size_t *n, tune_error *err)
+tune_status results_read(const char *path, results_rows *out, tune_error *err)
 {
-    *rows = NULL;
-    *n = 0;
+    *out = (results_rows){0};
     /* a regular file (never a FIFO, a device), plain or gzip, of bounded size and lines */
     tune_error e = {0};
     folder_lines *in = folder_lines_open(path, INFILE_MAX_ROWS, RESULTS_MAX_LINE, &e);
@@ -627,7 +626,7 @@ tune_status results_read(const char *path, result_row **rows, size_t *n, tune_er
         if (results_is_blank(line))
             continue;
         snprintf(where, sizeof where, "%s:%zu", path, lineno);
-        if ((st = results_read_line(line, where, rows, n, &cap, &e)) != TUNE_OK)
+        if ((st = results_read_line(line, where, out, &cap, &e)) != TUNE_OK)
             break;
     }
     tune_error gz = {0}; /* a row of garbage in a .gz: say rather that the file is corrupt */
@@ -635,9 +634,7 @@ tune_status results_read(const char *path, result_row **rows, size_t *n, tune_er
         e = gz;
     folder_lines_close(in);
     if (st != TUNE_OK) {
-        results_rows_free(*rows, *n);
-        *rows = NULL;
-        *n = 0;
+        results_rows_free(out);
         return tune_error_set(err, e.code, e.where, "%s", e.message);
     }
     return TUNE_OK;
@@ -664,46 +661,42 @@ static void results_row_release(result_row *row)
         free((void *)row->param_names[j]);
 }
 
-void results_rows_free(result_row *rows, size_t n)
+void results_rows_free(results_rows *rows)
 {
-    for (size_t i = 0; rows && i < n; i++)
-        if (rows[i].owns)
-            results_row_release(&rows[i]);
-    free(rows);
+    if (!rows)
+        return;
+    for (size_t i = 0; rows->rows && i < rows->n; i++)
+        results_row_release(&rows->rows[i]);
+    free(rows->rows);
+    *rows = (results_rows){0};
 }
 
-tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, result_row **rows_out,
-                              size_t *n_out, tune_error *err)
+tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, results_rows *out,
+                              tune_error *err)
 {
-    result_row *all = NULL;
-    size_t n_all = 0;
+    results_rows all = {0};
     tune_status st = TUNE_OK;
     for (size_t d = 0; d < n_dirs && st == TUNE_OK; d++) {
         char path[PATH_MAX + 16];
-        result_row *rows = NULL;
-        size_t n = 0;
+        results_rows one;
         if ((st = results_locate(dirs[d], path, sizeof path, err)) != TUNE_OK ||
-            (st = results_read(path, &rows, &n, err)) != TUNE_OK)
+            (st = results_read(path, &one, err)) != TUNE_OK)
             break;
-        result_row *grown = realloc(all, (n_all + n + 1) * sizeof *all);
+        result_row *grown = realloc(all.rows, (all.n + one.n + 1) * sizeof *all.rows);
         if (!grown) {
-            results_rows_free(rows, n);
+            results_rows_free(&one);
             st = tune_error_set(err, TUNE_ERR_NOMEM, "results", "out of memory");
             break;
         }
-        all = grown;
-        if (n) /* an empty raw.jsonl has no rows: NULL */
-            memcpy(all + n_all, rows, n * sizeof *rows);
-        n_all += n;
-        free(rows); /* the rows' contents now belong to all */
+        all.rows = grown;
+        if (one.n) /* an empty raw.jsonl has no rows: NULL */
+            memcpy(all.rows + all.n, one.rows, one.n * sizeof *one.rows);
+        all.n += one.n;
+        free(one.rows); /* the rows' contents now belong to all */
     }
-    if (st != TUNE_OK) {
-        results_rows_free(all, n_all);
-        all = NULL;
-        n_all = 0;
-    }
-    *rows_out = all;
-    *n_out = n_all;
+    if (st != TUNE_OK)
+        results_rows_free(&all);
+    *out = all;
     return st;
 }
 
@@ -724,8 +717,10 @@ static int results_id_cmp(const void *a, const void *b)
     return c ? c : (x->index < y->index ? -1 : x->index > y->index);
 }
 
-tune_status results_rows_dedup(result_row *rows, size_t *n, size_t *n_dropped, tune_error *err)
+tune_status results_rows_dedup(results_rows *set, size_t *n_dropped, tune_error *err)
 {
+    result_row *rows = set->rows;
+    size_t *n = &set->n;
     *n_dropped = 0;
     if (*n < 2)
         return TUNE_OK;
@@ -747,8 +742,7 @@ tune_status results_rows_dedup(result_row *rows, size_t *n, size_t *n_dropped, t
         size_t k = 0;
         for (size_t i = 0; i < *n; i++) {
             if (drop[i]) {
-                if (rows[i].owns)
-                    results_row_release(&rows[i]);
+                results_row_release(&rows[i]);
                 (*n_dropped)++;
             } else {
                 rows[k++] = rows[i];

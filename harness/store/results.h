@@ -5,9 +5,10 @@
  *   results_write_row(w, &row, &err);
  *   results_close(w);
  *
- *   result_row *rows; size_t n;
- *   results_read("results/sparq/20261122T101500Z/raw.jsonl", &rows, &n, &err);
- *   results_rows_free(rows, n);
+ *   results_rows rows;
+ *   results_read("results/sparq/20261122T101500Z/raw.jsonl", &rows, &err);
+ *   report_build(rows.rows, rows.n, ...);   // the rows are views into the set
+ *   results_rows_free(&rows);
  *
  * Rows are written to raw.jsonl only; they are read from raw.jsonl or from raw.jsonl.gz (a
  * committed run gzipped by hand), alike: results_locate finds a folder's file, and a folder
@@ -65,8 +66,8 @@ int result_status_parse(const char *s, result_status *out); /* 0 or -1 */
 typedef struct {
     char *sweep, *family, *op, *method;
     /* values: problem axes first (n_axes of them), then parameters (n_params). A parameter of a
-     * baseline row is absent from values (and null in JSON). Names and string values are owned
-     * by the row when it was read by results_read; borrowed when the caller fills a row to write. */
+     * baseline row is absent from values (and null in JSON). A row borrows its names and strings:
+     * from the caller that fills it to write it, or from the results_rows it was read into. */
     tune_point values;
     size_t n_axes;
     const char *param_names[TUNE_MAX_AXES]; /* all parameter names of the sweep */
@@ -97,8 +98,14 @@ typedef struct {
     char *energy_note;
     char *device;
     char *timestamp;
-    int owns; /* 1 when read by results_read: results_rows_free frees names and strings */
 } result_row;
+
+/* Rows read back (results_read, results_read_dirs): the set owns the array and every row's names
+ * and strings, which its rows borrow; results_rows_free releases them all. */
+typedef struct {
+    result_row *rows;
+    size_t n;
+} results_rows;
 
 /* A row with every double NAN and every pointer NULL. */
 void result_row_init(result_row *row);
@@ -106,24 +113,28 @@ void result_row_init(result_row *row);
 typedef struct results_writer results_writer;
 
 /* Creates dir (and parents) and opens dir/raw.jsonl for appending. New writer or NULL. */
-results_writer *results_open(const char *dir, tune_error *err);
+TUNE_MUST_CHECK results_writer *results_open(const char *dir, tune_error *err);
 /* Appends one line and flushes it to the OS. TUNE_ERR_INVALID when a value's name is a result
  * key or neither a listed axis nor a parameter. */
-tune_status results_write_row(results_writer *w, const result_row *row, tune_error *err);
+TUNE_MUST_CHECK tune_status results_write_row(results_writer *w, const result_row *row,
+                                              tune_error *err);
 void results_close(results_writer *w);
 
 /* The rows file of the results folder dir into path: dir/raw.jsonl, or dir/raw.jsonl.gz when
  * only that exists (dir/raw.jsonl when neither does); TUNE_ERR_INVALID when both exist
  * (folder_locate). */
-tune_status results_locate(const char *dir, char *path, size_t size, tune_error *err);
+TUNE_MUST_CHECK tune_status results_locate(const char *dir, char *path, size_t size,
+                                           tune_error *err);
 /* Reads every row of a raw.jsonl, or of a gzipped one when path ends in ".gz" (store/folder.h:
  * folder_lines: bounded, a corrupt or truncated file refused naming it); errors name the file and
- * line. *rows is new (free with results_rows_free). */
-tune_status results_read(const char *path, result_row **rows, size_t *n, tune_error *err);
-void results_rows_free(result_row *rows, size_t n);
-/* Reads and concatenates the rows (results_locate) of several results folders (a merged view). */
-tune_status results_read_dirs(const char *const *dirs, size_t n_dirs, result_row **rows,
-                              size_t *n, tune_error *err);
+ * line. *out is new (free with results_rows_free); empty on error. */
+TUNE_MUST_CHECK tune_status results_read(const char *path, results_rows *out, tune_error *err);
+/* Frees what rows holds and leaves it empty; NULL is a no-op. */
+void results_rows_free(results_rows *rows);
+/* Reads and concatenates the rows (results_locate) of several results folders (a merged view).
+ * *out is new (free with results_rows_free); empty on error. */
+TUNE_MUST_CHECK tune_status results_read_dirs(const char *const *dirs, size_t n_dirs,
+                                              results_rows *out, tune_error *err);
 
 /* The identity of the row's configuration (core/point.h: point_identity): equal for a row read back and for
  * the configuration of the space it measured. Returns buf. */
@@ -134,8 +145,9 @@ const char *results_row_identity(const result_row *row, char *buf, size_t size);
 double results_row_cost(const result_row *row, tune_objective obj);
 
 
-/* Keeps the last row of each configuration (results_row_identity) in rows[0..*n), in order; the
- * others are released and counted in *n_dropped (a row measured twice counts once). */
-tune_status results_rows_dedup(result_row *rows, size_t *n, size_t *n_dropped, tune_error *err);
+/* Keeps the last row of each configuration (results_row_identity) in rows, in order; the others
+ * are released and counted in *n_dropped (a row measured twice counts once). */
+TUNE_MUST_CHECK tune_status results_rows_dedup(results_rows *rows, size_t *n_dropped,
+                                               tune_error *err);
 
 #endif

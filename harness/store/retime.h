@@ -39,7 +39,7 @@ typedef struct {
 
 /* Appends r to dir/retime.jsonl as one whole line (store/folder.h: folder_append_line): a line
  * that cannot be written is cut back and reported (TUNE_ERR_IO naming the file and why). */
-tune_status retime_append(const char *dir, const retime_record *r, tune_error *err);
+TUNE_MUST_CHECK tune_status retime_append(const char *dir, const retime_record *r, tune_error *err);
 
 /* A line read back, as the report shows it: "name=value" lists separated by spaces. */
 typedef struct {
@@ -57,6 +57,7 @@ typedef struct {
  * The file is read through store/folder.h's folder_lines (a regular file of bounded size, lines
  * of at most 1 MiB); a line that is not a verdict is an error naming the file and line
  * ("run/retime.jsonl:3: key 'tie': expected true or false"). */
-tune_status retime_read(const char *dir, retime_verdict **v, size_t *n, tune_error *err);
+TUNE_MUST_CHECK tune_status retime_read(const char *dir, retime_verdict **v, size_t *n,
+                                        tune_error *err);
 
 #endif

@@ -1,7 +1,5 @@
-/* family_traffic.c - the traffic models' lookup and evaluation and the time model's formula, apart
- * from family.c so that the CPU library's users (the roofline model, sharding) need not link the
- * family registry that family_find reads. */
-#include "model/family.h"
+/* traffic.c - the traffic models' lookup and evaluation and the time model's formula. */
+#include "model/traffic.h"
 
 #include <math.h>
 #include <string.h>
@@ -19,7 +17,7 @@ static int entry_match(const char *e_op, const char *e_method, const char *op, c
     return method && strcmp(e_method, method) == 0 ? 2 : 0;
 }
 
-int family_traffic_device(tune_point *p, int sm_count, double l2_bytes, double fetch_bytes)
+int traffic_set_device(tune_point *p, int sm_count, double l2_bytes, double fetch_bytes)
 {
     if (sm_count > 0 && point_set_int(p, "sm_count", sm_count) != 0)
         return -1;
@@ -29,38 +27,37 @@ int family_traffic_device(tune_point *p, int sm_count, double l2_bytes, double f
     return point_set_int(p, "fetch_bytes", fetch);
 }
 
-const family_traffic *family_find_traffic(const tune_family *fam, const char *op,
-                                          const char *method)
+const traffic_model *traffic_find(const traffic_model *models, size_t n, const char *op,
+                                  const char *method)
 {
-    const family_traffic *any = NULL;
-    for (size_t i = 0; fam && i < fam->n_traffic; i++) {
-        int m = entry_match(fam->traffic[i].op, fam->traffic[i].method, op, method);
+    const traffic_model *any = NULL;
+    for (size_t i = 0; models && i < n; i++) {
+        int m = entry_match(models[i].op, models[i].method, op, method);
         if (m == 2)
-            return &fam->traffic[i];
+            return &models[i];
         if (m == 1 && !any)
-            any = &fam->traffic[i];
+            any = &models[i];
     }
     return any;
 }
 
-const family_traffic_pattern *family_find_traffic_pattern(const tune_family *fam, const char *op,
-                                                          const char *method)
+const traffic_pattern *traffic_find_pattern(const traffic_pattern *patterns, size_t n,
+                                            const char *op, const char *method)
 {
-    const family_traffic_pattern *any = NULL;
-    for (size_t i = 0; fam && i < fam->n_traffic_patterns; i++) {
-        const family_traffic_pattern *t = &fam->traffic_patterns[i];
-        int m = entry_match(t->op, t->method, op, method);
+    const traffic_pattern *any = NULL;
+    for (size_t i = 0; patterns && i < n; i++) {
+        int m = entry_match(patterns[i].op, patterns[i].method, op, method);
         if (m == 2)
-            return t;
+            return &patterns[i];
         if (m == 1 && !any)
-            any = t;
+            any = &patterns[i];
     }
     return any;
 }
 
 /* One field of a traffic model at point p; text NULL gives dflt. */
-static tune_status eval_field(const char *method, const char *field, const char *text,
-                              double dflt, const tune_point *p, double *out, tune_error *err)
+static tune_status eval_field(const char *method, const char *field, const char *text, double dflt,
+                              const tune_point *p, double *out, tune_error *err)
 {
     if (!text) {
         *out = dflt;
@@ -82,8 +79,8 @@ static tune_status eval_field(const char *method, const char *field, const char 
     return TUNE_OK;
 }
 
-tune_status family_traffic_eval(const family_traffic *t, const tune_point *p, double flops,
-                                family_traffic_value *out, tune_error *err)
+tune_status traffic_eval(const traffic_model *t, const tune_point *p, double flops,
+                         traffic_value *out, tune_error *err)
 {
     const char *method = t->method ? t->method : "every method";
     tune_status st = eval_field(method, "dram", t->dram, NAN, p, &out->dram, err);
@@ -101,12 +98,12 @@ tune_status family_traffic_eval(const family_traffic *t, const tune_point *p, do
     return st;
 }
 
-tune_status family_traffic_pattern_eval(const family_traffic_pattern *t, const tune_point *p,
-                                        family_traffic_value *out, tune_error *err)
+tune_status traffic_pattern_eval(const traffic_pattern *t, const tune_point *p, traffic_value *out,
+                                 tune_error *err)
 {
     const char *method = t->method ? t->method : "every method";
-    tune_status st = eval_field(method, "issue_scattered", t->issue_scattered, 0, p,
-                                &out->issue_scattered, err);
+    tune_status st =
+        eval_field(method, "issue_scattered", t->issue_scattered, 0, p, &out->issue_scattered, err);
     if (st == TUNE_OK)
         st = eval_field(method, "dram_random", t->dram_random, 0, p, &out->dram_random, err);
     if (st == TUNE_OK)
@@ -116,7 +113,7 @@ tune_status family_traffic_pattern_eval(const family_traffic_pattern *t, const t
 }
 
 /* Seconds to move `bytes`, `random` of them (at most all) as random sectors. */
-static double move_time(double bytes, double random, const family_time_ceilings *c)
+static double move_time(double bytes, double random, const traffic_ceilings *c)
 {
     double r = fmin(random > 0 ? random : 0, bytes);
     double sector_bw = isfinite(c->sector_bw) && c->sector_bw > 0 ? c->sector_bw : c->bw;
@@ -124,15 +121,14 @@ static double move_time(double bytes, double random, const family_time_ceilings 
 }
 
 /* Seconds of the issue-bound step's instructions: 0 without one or without elem_s. */
-static double issue_time(const family_traffic_value *v, const family_time_ceilings *c)
+static double issue_time(const traffic_value *v, const traffic_ceilings *c)
 {
     if (!(v->issue > 0 && isfinite(c->elem_s)))
         return 0;
     double scattered = fmin(v->issue_scattered > 0 ? v->issue_scattered : 0, v->issue);
     double from_dram = fmin(v->issue_scattered_dram > 0 ? v->issue_scattered_dram : 0, scattered);
-    double elem_scattered_s = isfinite(c->elem_scattered_s) && c->elem_scattered_s > 0
-                                  ? c->elem_scattered_s
-                                  : c->elem_s;
+    double elem_scattered_s =
+        isfinite(c->elem_scattered_s) && c->elem_scattered_s > 0 ? c->elem_scattered_s : c->elem_s;
     double elem_dram_s = isfinite(c->elem_scattered_dram_s) && c->elem_scattered_dram_s > 0
                              ? c->elem_scattered_dram_s
                              : elem_scattered_s;
@@ -140,8 +136,7 @@ static double issue_time(const family_traffic_value *v, const family_time_ceilin
            from_dram * elem_dram_s;
 }
 
-double family_traffic_time(const family_traffic_value *v, const family_time_ceilings *c,
-                           double terms[5])
+double traffic_time(const traffic_value *v, const traffic_ceilings *c, double terms[5])
 {
     double transfer =
         isfinite(v->dram) && v->dram >= 0 ? move_time(v->dram, v->dram_random, c) : NAN;
