@@ -166,21 +166,21 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
             const int row = m0 + r;
             const bool valid = row < m;
             const T *src = X + (long long)(valid ? row : 0) * k + k0 + ch * 8;
-            mg_cp_async16_zfill(xs + r * BK + ((ch ^ (r & 7)) * 8), src, valid);
+            ptx_cp_async_zfill(xs + r * BK + ((ch ^ (r & 7)) * 8), src, valid);
         }
         for (int c = tid; c < KS * BU * 32; c += NT) {
             const int kk = c / (BU * 32), rest = c % (BU * 32);
             const uint4 *src = Wp + ((long long)(k0 / 16 + kk) * units_n + n0 / 64) * 32 + rest;
-            cp_async<16>(wsm + kk * BU * 32 + rest, src);
+            ptx_cp_async<16>(wsm + kk * BU * 32 + rest, src);
         }
         const int rows = gsh >= 0 ? BK >> gsh : 1;
         const int grow0 = k0 / group;
         for (int c = tid; c < rows * (BN / 8); c += NT) {
             const int r = c / (BN / 8), ch = c % (BN / 8);
-            cp_async<16>(ss + r * BN + ch * 8, S + (long long)(grow0 + r) * n + n0 + ch * 8);
+            ptx_cp_async<16>(ss + r * BN + ch * 8, S + (long long)(grow0 + r) * n + n0 + ch * 8);
             if (ZP)
-                cp_async<16>(ss + SR * BN + r * BN + ch * 8,
-                             Z + (long long)(grow0 + r) * n + n0 + ch * 8);
+                ptx_cp_async<16>(ss + SR * BN + r * BN + ch * 8,
+                                 Z + (long long)(grow0 + r) * n + n0 + ch * 8);
         }
     };
 
@@ -202,15 +202,15 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < L)
             load_stage(s, kb_begin + s);
-        cp_async_commit();
+        ptx_cp_async_commit();
     }
     for (int it = 0; it < L; it++) {
-        cp_async_wait<STAGES - 2>();
+        ptx_cp_async_wait<STAGES - 2>();
         __syncthreads();
         const int pre = it + STAGES - 1;
         if (pre < L)
             load_stage(pre % STAGES, kb_begin + pre);
-        cp_async_commit();
+        ptx_cp_async_commit();
 
         const unsigned char *st = smem + (it % STAGES) * STAGE_BYTES;
         const T *xs = reinterpret_cast<const T *>(st);
@@ -296,7 +296,7 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
             }
         }
     }
-    cp_async_wait<0>();
+    ptx_cp_async_wait<0>();
     __syncthreads();
 
     mg_epilogue<T, MT, NU, WM, WN, WK>(acc, smem, Y, ws, counters, m, n, m0, n0, wm, wn, wk);
@@ -347,9 +347,9 @@ __global__ void __launch_bounds__(WN *WK * 32)
     for (int c = tid; c < rows * len * 2; c += NT) {
         const int r = c / (len * 2), ch = c - r * (len * 2);
         const T *src = X + (long long)(m0 + r) * k + s_begin * 16 + ch * 8;
-        cp_async<16>(xs + r * KC + ((ch ^ (r & 7)) * 8), src);
+        ptx_cp_async<16>(xs + r * KC + ((ch ^ (r & 7)) * 8), src);
     }
-    cp_async_commit();
+    ptx_cp_async_commit();
 
     // this warp's steps: [w_begin, w_end) relative to s_begin
     const int w_begin = wk * len / WK, w_end = (wk + 1) * len / WK;
@@ -377,7 +377,7 @@ __global__ void __launch_bounds__(WN *WK * 32)
     for (int d = 0; d < 4; d++)
         sx[0][d] = sx[1][d] = 0.f;
 
-    cp_async_wait<0>();
+    ptx_cp_async_wait<0>();
     __syncthreads();
 
     const unsigned ones = mg_type<T>::ONE2;

@@ -272,11 +272,11 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
     if (tid == 0) {
         mg_require_smem((unsigned)(LY::BAR + LY::RING) + (unsigned)rows * xstride * 2);
         for (int s = 0; s < STAGES; s++) {
-            mg_mbar_init(full + s, 1);
-            mg_mbar_init(empty + s, WN); // the WN warps that consume stage s
+            ptx_mbar_init(full + s, 1);
+            ptx_mbar_init(empty + s, WN); // the WN warps that consume stage s
         }
-        mg_mbar_init(xbar, 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        ptx_mbar_init(xbar, 1);
+        ptx_fence_mbar_init();
     }
     __syncthreads();
 
@@ -287,29 +287,29 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
     if (warp == NC) {
         if (lane == 0) { // the producer: X once, then the ring
             const unsigned xrow = (unsigned)(L * BK * 2);
-            mg_mbar_expect_tx(xbar, xrow * (unsigned)rows);
+            ptx_mbar_expect_tx(xbar, xrow * (unsigned)rows);
             for (int r = 0; r < rows; r++)
-                mg_bulk_g2s(xs + (long long)r * xstride,
-                            X + (long long)(m0 + r) * k + (long long)kb0 * BK, xrow, xbar);
+                ptx_bulk_g2s(xs + (long long)r * xstride,
+                             X + (long long)(m0 + r) * k + (long long)kb0 * BK, xrow, xbar);
             const unsigned sbytes = (unsigned)(srows * BN * 2);
             for (int it = 0; it < L; it++) {
                 const int s = it % STAGES;
                 if (it >= STAGES)
-                    mg_mbar_wait(empty + s, ((it / STAGES) + 1) & 1);
+                    ptx_mbar_wait(empty + s, ((it / STAGES) + 1) & 1);
                 unsigned char *st = ring + s * LY::STAGE;
                 const int kb = kb0 + it;
-                mg_mbar_expect_tx(full + s, LY::W_BYTES + sbytes * (1 + ZP));
+                ptx_mbar_expect_tx(full + s, LY::W_BYTES + sbytes * (1 + ZP));
                 for (int kk = 0; kk < KS; kk++)
-                    mg_bulk_g2s(st + kk * WN * 512,
-                                Wp + (((long long)kb * KS + kk) * units_n + n0 / 64) * 32, WN * 512,
-                                full + s);
+                    ptx_bulk_g2s(st + kk * WN * 512,
+                                 Wp + (((long long)kb * KS + kk) * units_n + n0 / 64) * 32,
+                                 WN * 512, full + s);
                 const long long grow0 = (long long)kb * BK / group;
                 for (int r = 0; r < srows; r++) {
-                    mg_bulk_g2s(st + LY::W_BYTES + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2,
-                                full + s);
+                    ptx_bulk_g2s(st + LY::W_BYTES + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2,
+                                 full + s);
                     if (ZP)
-                        mg_bulk_g2s(st + LY::W_BYTES + LY::S_BYTES + r * BN * 2,
-                                    Z + (grow0 + r) * n + n0, BN * 2, full + s);
+                        ptx_bulk_g2s(st + LY::W_BYTES + LY::S_BYTES + r * BN * 2,
+                                     Z + (grow0 + r) * n + n0, BN * 2, full + s);
                 }
             }
         }
@@ -325,12 +325,12 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
                 for (int d = 0; d < 4; d++)
                     P[t][j][d] = sx[SA == 2 ? t : 0][d] = 0.f;
         const int gmask = gsh >= 0 ? (1 << (gsh - 4)) - 1 : -1; // k16 steps per group - 1
-        mg_mbar_wait(xbar, 0);
+        ptx_mbar_wait(xbar, 0);
         // warp wk takes whole stages wk, wk + WK, ...: a group never spans two of its stages
         // unless G > BK, and then the scale is applied once per stage
         for (int it = wk; it < L; it += WK) {
             const int s = it % STAGES;
-            mg_mbar_wait(full + s, (it / STAGES) & 1);
+            ptx_mbar_wait(full + s, (it / STAGES) & 1);
             const unsigned char *st = ring + s * LY::STAGE;
             const T *ss = reinterpret_cast<const T *>(st + LY::W_BYTES) + wn * 64 + g * 8;
 #pragma unroll
@@ -349,7 +349,7 @@ __global__ void __launch_bounds__((WN * WK + 1) * 32)
             }
             __syncwarp();
             if (lane == 0)
-                mg_mbar_arrive(empty + s);
+                ptx_mbar_arrive(empty + s);
         }
     }
 
@@ -419,15 +419,15 @@ __device__ __forceinline__ void mg_gemv_fill(unsigned char *slot,
 {
 #pragma unroll
     for (int j = 0; j < U; j++)
-        mg_cp_async16_zfill(slot + j * 512 + lane * 16,
-                            src.wcol + ((long long)kb * U + j) * src.unit_stride, true);
+        ptx_cp_async<16>(slot + j * 512 + lane * 16,
+                         src.wcol + ((long long)kb * U + j) * src.unit_stride);
     const long long g0 = src.grow(kb);
     for (int i = lane; i < SRW * 8 * (1 + ZP); i += 32) {
         const int zr = i / (8 * SRW), r = (i / 8) % SRW, c = i % 8;
-        mg_cp_async16_zfill(slot + U * 512 + (zr * SRW + r) * 128 + c * 16,
-                            (zr ? src.z64 : src.s64) + (g0 + r) * src.n + c * 8, true);
+        ptx_cp_async<16>(slot + U * 512 + (zr * SRW + r) * 128 + c * 16,
+                         (zr ? src.z64 : src.s64) + (g0 + r) * src.n + c * 8);
     }
-    asm volatile("cp.async.commit_group;" ::: "memory");
+    ptx_cp_async_commit();
 }
 
 // The warp-streaming mixed-input GEMM for small m ("gemv"): Y = X . dequant(W) as mg_decode
@@ -499,7 +499,7 @@ __global__ void __launch_bounds__(WN *WK * 32)
             if (wk + q * WK < L)
                 mg_gemv_fill(ring + q * slot_t::BYTES, src, kb0 + wk + q * WK, lane);
             else
-                asm volatile("cp.async.commit_group;" ::: "memory");
+                ptx_cp_async_commit();
     } else if (wk < L) {
         cur.load(src, kb0 + wk);
     }
@@ -520,14 +520,14 @@ __global__ void __launch_bounds__(WN *WK * 32)
     for (int q = 0, it = wk; it < L; q++, it += WK) {
         const unsigned char *slot = ring + (RING ? (q % ST) * slot_t::BYTES : 0);
         if (RING) {
-            asm volatile("cp.async.wait_group %0;" ::"n"(RING ? ST - 2 : 0) : "memory");
+            ptx_cp_async_wait<RING ? ST - 2 : 0>();
             __syncwarp();
             // refill the slot the previous batch used, ST - 1 batches ahead
             if (it + (ST - 1) * WK < L)
                 mg_gemv_fill(ring + ((q + ST - 1) % ST) * slot_t::BYTES, src,
                              kb0 + it + (ST - 1) * WK, lane);
             else
-                asm volatile("cp.async.commit_group;" ::: "memory");
+                ptx_cp_async_commit();
         } else if (ST == 2 && it + WK < L) {
             nxt.load(src, kb0 + it + WK);
         }
@@ -554,7 +554,7 @@ __global__ void __launch_bounds__(WN *WK * 32)
             cur.load(src, kb0 + it + WK);
     }
     if (RING)
-        asm volatile("cp.async.wait_all;" ::: "memory");
+        ptx_cp_async_wait_all();
     mg_decode_end<T, XT, WN, WK, NC * 32>(acc, reinterpret_cast<float *>(mg_smem), true, wn, wk, Y,
                                           ws, counters, m, n, m0, n0, rows);
 }
