@@ -95,18 +95,3 @@ template <typename T> __device__ __forceinline__ float load1_f32(const T *p)
     load_f32<T, 1>(p, f);
     return f[0];
 }
-
-// Asynchronous global -> shared copy of BYTES (4, 8 or 16) bytes (sm_80+), its commit and wait.
-template <int BYTES> __device__ __forceinline__ void cp_async(void *smem, const void *gmem)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    if (BYTES == 16)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem));
-    else
-        asm volatile("cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(s), "l"(gmem), "n"(BYTES));
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;"); }
-template <int N> __device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;" ::"n"(N));
-}

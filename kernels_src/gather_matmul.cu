@@ -24,6 +24,7 @@
 // Indices and A values are staged in shared memory in tiles of KT rows.
 
 #include "common.cuh"
+#include "ptx.cuh"
 
 #define GM_KT 1024
 
@@ -220,16 +221,17 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll
         for (int s = 0; s < S - 1; s++) {
             if (s < J)
-                cp_async<BYTES>(slot + s * THREADS, Bg + (long long)sI[row + s * ROWS] * n);
-            cp_async_commit();
+                ptx_cp_async<BYTES>(slot + s * THREADS, Bg + (long long)sI[row + s * ROWS] * n);
+            ptx_cp_async_commit();
         }
 #pragma unroll 1
         for (int j = 0; j < J; j++) {
             const int jn = j + S - 1;
             if (jn < J)
-                cp_async<BYTES>(slot + (jn % S) * THREADS, Bg + (long long)sI[row + jn * ROWS] * n);
-            cp_async_commit();
-            cp_async_wait<S - 1>();
+                ptx_cp_async<BYTES>(slot + (jn % S) * THREADS,
+                                    Bg + (long long)sI[row + jn * ROWS] * n);
+            ptx_cp_async_commit();
+            ptx_cp_async_wait<S - 1>();
             float b[VEC];
             widen_f32<T, VEC>(slot[(j % S) * THREADS], b);
             const float a = sA[row + j * ROWS];
@@ -237,7 +239,7 @@ __global__ void __launch_bounds__(THREADS)
             for (int v = 0; v < VEC; v++)
                 acc[v] = fmaf(a, b[v], acc[v]);
         }
-        cp_async_wait<0>();
+        ptx_cp_async_wait<0>();
     }
 
     gm_rows_reduce<T, CHUNK, VEC, THREADS>(acc, red, row, lane, out + gi * n, c0, n);
@@ -398,8 +400,9 @@ __global__ void __launch_bounds__(THREADS)
             const int col = grp + qn * NG;
             const int idx = col < CHUNK ? sJ[col] : -1;
             if (idx >= 0 && e < len)
-                cp_async<BYTES>(slot + s * THREADS, Bg + (long long)idx * k + t0 + tsn * GS * VEC);
-            cp_async_commit();
+                ptx_cp_async<BYTES>(slot + s * THREADS,
+                                    Bg + (long long)idx * k + t0 + tsn * GS * VEC);
+            ptx_cp_async_commit();
             if (++tsn == TS) {
                 tsn = 0;
                 qn++;
@@ -410,7 +413,7 @@ __global__ void __launch_bounds__(THREADS)
             if (s < J)
                 issue(s);
             else
-                cp_async_commit();
+                ptx_cp_async_commit();
         }
         int q = 0, ts = 0;
         float acc = 0.f;
@@ -420,8 +423,8 @@ __global__ void __launch_bounds__(THREADS)
             if (jn < J)
                 issue(jn % S);
             else
-                cp_async_commit();
-            cp_async_wait<S - 1>();
+                ptx_cp_async_commit();
+            ptx_cp_async_wait<S - 1>();
             const int e = (lane + ts * GS) * VEC;
             const int col = grp + q * NG;
             if (col < CHUNK && sJ[col] >= 0 && e < len) {
@@ -442,7 +445,7 @@ __global__ void __launch_bounds__(THREADS)
                 q++;
             }
         }
-        cp_async_wait<0>();
+        ptx_cp_async_wait<0>();
     }
     __syncthreads();
     for (int cc = threadIdx.x; c0 + cc < c1; cc += THREADS)
@@ -564,8 +567,8 @@ __global__ void __launch_bounds__(THREADS)
         const int e = (lane + tsn * GS) * VEC;
         const int j = c0 + grp + qn * NG;
         if (j < c1 && e < kp)
-            cp_async<BYTES>(slot + s * THREADS, Bg + (long long)j * kp + tsn * GS * VEC);
-        cp_async_commit();
+            ptx_cp_async<BYTES>(slot + s * THREADS, Bg + (long long)j * kp + tsn * GS * VEC);
+        ptx_cp_async_commit();
         if (++tsn == TS) {
             tsn = 0;
             qn++;
@@ -576,7 +579,7 @@ __global__ void __launch_bounds__(THREADS)
         if (s < J)
             issue(s);
         else
-            cp_async_commit();
+            ptx_cp_async_commit();
     }
 
     gm_scatter_w<T, OP, THREADS>(w, Ag, Ig, k, kp);
@@ -589,8 +592,8 @@ __global__ void __launch_bounds__(THREADS)
         if (jn < J)
             issue(jn % S);
         else
-            cp_async_commit();
-        cp_async_wait<S - 1>();
+            ptx_cp_async_commit();
+        ptx_cp_async_wait<S - 1>();
         const int e = (lane + ts * GS) * VEC;
         const int j = c0 + grp + q * NG;
         if (j < c1 && e < kp) {
@@ -611,7 +614,7 @@ __global__ void __launch_bounds__(THREADS)
             q++;
         }
     }
-    cp_async_wait<0>();
+    ptx_cp_async_wait<0>();
 }
 
 // The transposing butterfly of gm_dense_reg: sums each of a lane's R partial row sums (R and GS

@@ -10,9 +10,9 @@
 //   STAGES          cp.async pipeline depth (>= 2)
 //   ZP              0: symmetric (z = 8); 1: per-group zero points
 //   SA              0: dequantize every weight ((MAGIC + q - (MAGIC + z)) * s, two fma per pair);
-//                   1: scale the accumulator once per group instead, as mg_direct does (MMA on
-//                   MAGIC + q, a ninth MMA against ones for sum(X), acc += s (P - (MAGIC + z) sum X)
-//                   at each group end): one lop3 per two weights, twice the accumulators
+//                   1: scale the accumulator once per group instead (MMA on MAGIC + q, a ninth
+//                   MMA against ones for sum(X), acc += s (P - (MAGIC + z) sum X) at each group
+//                   end): one lop3 per two weights, twice the accumulators
 // Grid: (n / BN, ceil(m / BM), splits). With splits > 1 every block writes its fp32 partial tile
 // to ws[split][m][n]; the last block to finish a tile (counted in counters[], which it resets)
 // adds the partials in split order and writes Y, so results do not depend on arrival order.
@@ -37,27 +37,22 @@ template <int MT, int NU, typename F> __device__ __forceinline__ void mg_for_pai
                     f(a, b, c, h);
 }
 
-// The end of both kernels: warps wk > 0 hand their partial sums to warp wk = 0 of the same
+// The end of the kernel: warps wk > 0 hand their partial sums to warp wk = 0 of the same
 // (wm, wn) through shared memory (free once the caller synchronised); then either Y is written, or
 // (gridDim.z > 1) the fp32 partial tile goes to ws and the last block of the tile adds all of them
 // in split order and writes Y. acc[a][b][c][] is the m16n8 tile at rows m0 + wm * MT * 16 + 16 a,
-// columns n0 + (wn * NU + b) * 64 + 8 c. SW (swapped, mg_direct: MT = NU = 1): acc[0][0][c][] is
-// the transposed tile Y^T[16 (c % 4) .. +16][8 (c / 4) .. +8] of the warp's 64 columns: element
-// 2h + e is at row m0 + 8 (c / 4) + 2 tq + e, column n0 + 64 wn + 16 (c % 4) + g + 8 h.
-template <typename T, int MT, int NU, int WM, int WN, int WK, int SW = 0>
+// columns n0 + (wn * NU + b) * 64 + 8 c.
+template <typename T, int MT, int NU, int WM, int WN, int WK>
 __device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned char *smem,
                                             T *__restrict__ Y, float *__restrict__ ws,
-                                            int *__restrict__ counters, int m, int n, int m0, int n0,
-                                            int wm, int wn, int wk)
+                                            int *__restrict__ counters, int m, int n, int m0,
+                                            int n0, int wm, int wn, int wk)
 {
     constexpr int MW = MT * 16;
     const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
     const int splits = gridDim.z, z = blockIdx.z;
     auto row_of = [&](int a, int h) { return m0 + wm * MW + a * 16 + g + h * 8; };
     auto col_of = [&](int b, int c) { return n0 + (wn * NU + b) * 64 + c * 8 + tq * 2; };
-    // element e of pair (c, h) in the swapped layout
-    auto sw_row = [&](int c, int e) { return m0 + (c >> 2) * 8 + 2 * tq + e; };
-    auto sw_col = [&](int c, int h) { return n0 + wn * 64 + (c & 3) * 16 + g + 8 * h; };
     auto slot = [](int a, int b, int c, int h) { return ((a * NU + b) * 8 + c) * 4 + 2 * h; };
 
     if (WK > 1) { // lane-major: conflict-free
@@ -85,19 +80,12 @@ __device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned
     if (splits > 1) {
         if (wk == 0)
             mg_for_pairs<MT, NU>([&](int a, int b, int c, int h) {
-                if (SW) {
-                    for (int e = 0; e < 2; e++)
-                        if (sw_row(c, e) < m)
-                            __stcg(ws + ((long long)z * m + sw_row(c, e)) * n + sw_col(c, h),
-                                   acc[a][b][c][2 * h + e]);
-                    return;
-                }
                 const int row = row_of(a, h), col = col_of(b, c);
                 if (row < m)
                     __stcg(reinterpret_cast<float2 *>(ws + ((long long)z * m + row) * n + col),
                            make_float2(acc[a][b][c][2 * h], acc[a][b][c][2 * h + 1]));
             });
-        constexpr int BMT = SW ? 16 : WM * MW, BNT = WN * NU * 64;
+        constexpr int BMT = WM * MW, BNT = WN * NU * 64;
         const int rows = m - m0 < BMT ? m - m0 : BMT;
         mg_splitk_finish<T, BNT, WM * WN * WK * 32>(ws, Y, counters, m, n, m0, n0, rows);
         return;
@@ -105,12 +93,6 @@ __device__ __forceinline__ void mg_epilogue(float (&acc)[MT][NU][8][4], unsigned
     if (wk != 0)
         return;
     mg_for_pairs<MT, NU>([&](int a, int b, int c, int h) {
-        if (SW) {
-            for (int e = 0; e < 2; e++)
-                if (sw_row(c, e) < m)
-                    Y[(long long)sw_row(c, e) * n + sw_col(c, h)] = from_f32<T>(acc[a][b][c][2 * h + e]);
-            return;
-        }
         const int row = row_of(a, h), col = col_of(b, c);
         if (row < m) {
             const T lo = from_f32<T>(acc[a][b][c][2 * h]), hi = from_f32<T>(acc[a][b][c][2 * h + 1]);
@@ -166,21 +148,21 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
             const int row = m0 + r;
             const bool valid = row < m;
             const T *src = X + (long long)(valid ? row : 0) * k + k0 + ch * 8;
-            mg_cp_async16_zfill(xs + r * BK + ((ch ^ (r & 7)) * 8), src, valid);
+            ptx_cp_async_zfill(xs + r * BK + ((ch ^ (r & 7)) * 8), src, valid);
         }
         for (int c = tid; c < KS * BU * 32; c += NT) {
             const int kk = c / (BU * 32), rest = c % (BU * 32);
             const uint4 *src = Wp + ((long long)(k0 / 16 + kk) * units_n + n0 / 64) * 32 + rest;
-            cp_async<16>(wsm + kk * BU * 32 + rest, src);
+            ptx_cp_async<16>(wsm + kk * BU * 32 + rest, src);
         }
         const int rows = gsh >= 0 ? BK >> gsh : 1;
         const int grow0 = k0 / group;
         for (int c = tid; c < rows * (BN / 8); c += NT) {
             const int r = c / (BN / 8), ch = c % (BN / 8);
-            cp_async<16>(ss + r * BN + ch * 8, S + (long long)(grow0 + r) * n + n0 + ch * 8);
+            ptx_cp_async<16>(ss + r * BN + ch * 8, S + (long long)(grow0 + r) * n + n0 + ch * 8);
             if (ZP)
-                cp_async<16>(ss + SR * BN + r * BN + ch * 8,
-                             Z + (long long)(grow0 + r) * n + n0 + ch * 8);
+                ptx_cp_async<16>(ss + SR * BN + r * BN + ch * 8,
+                                 Z + (long long)(grow0 + r) * n + n0 + ch * 8);
         }
     };
 
@@ -202,15 +184,15 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < L)
             load_stage(s, kb_begin + s);
-        cp_async_commit();
+        ptx_cp_async_commit();
     }
     for (int it = 0; it < L; it++) {
-        cp_async_wait<STAGES - 2>();
+        ptx_cp_async_wait<STAGES - 2>();
         __syncthreads();
         const int pre = it + STAGES - 1;
         if (pre < L)
             load_stage(pre % STAGES, kb_begin + pre);
-        cp_async_commit();
+        ptx_cp_async_commit();
 
         const unsigned char *st = smem + (it % STAGES) * STAGE_BYTES;
         const T *xs = reinterpret_cast<const T *>(st);
@@ -296,161 +278,8 @@ __global__ void __launch_bounds__(WM *WN *WK * 32)
             }
         }
     }
-    cp_async_wait<0>();
+    ptx_cp_async_wait<0>();
     __syncthreads();
 
     mg_epilogue<T, MT, NU, WM, WN, WK>(acc, smem, Y, ws, counters, m, n, m0, n0, wm, wn, wk);
-}
-
-// mg_direct - the small-m kernel (m <= 16 per block): weights stream from global memory straight
-// into registers (UNROLL 16-byte loads in flight per lane, no shared-memory staging, no block
-// barrier in the main loop); X for the block's k range sits in shared memory. Each warp owns one
-// 64-column unit and a contiguous share of the block's k range (WK warps along k, WN along n).
-// Operands swapped: it computes Y^T = W^T X^T, the weight as the MMA's A operand (16 columns x
-// 16 k per MMA: each 32-bit word of the packed layout is exactly one lane's A fragment) and X as
-// B (8 rows of X per MMA; a second MMA only when the block has more than 8 rows), so m = 1 pays 4
-// MMAs per 1 024 weights instead of 8.
-// The scale is applied to the accumulator, once per group, not to every weight: the MMA multiplies
-// by MAGIC + q (one lop3 per two weights), an MMA of ones against X sums X over the same steps,
-// and at the end of each run of steps within one group
-//     acc += s * (P - (MAGIC + z) * sum(X)),
-// which is sum X (q - z) s with the bias cancelled in fp32.
-// Requirements (host): n % (64 WN) == 0, k % 64 == 0, every split's k range <= KC,
-// G >= 32 a power of two, or G = k (gsh = -1).
-template <typename T, int WN, int WK, int UNROLL, int KC, int ZP>
-__global__ void __launch_bounds__(WN *WK * 32)
-    mg_direct(const T *__restrict__ X, const uint4 *__restrict__ Wp, const T *__restrict__ S,
-              const T *__restrict__ Z, T *__restrict__ Y, float *__restrict__ ws,
-              int *__restrict__ counters, int m, int n, int k, int group, int gsh)
-{
-    constexpr int NT = WN * WK * 32;
-    static_assert(KC % 64 == 0, "KC: a multiple of 64");
-    extern __shared__ uint4 mg_smem[];
-    unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
-    T *xs = reinterpret_cast<T *>(smem);
-
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int wk = warp % WK, wn = warp / WK;
-    const int n0 = blockIdx.x * (64 * WN), m0 = blockIdx.y * 16;
-    const int splits = gridDim.z, z = blockIdx.z;
-    const int steps = k / 16;
-    const int s_begin = (int)((long long)z * steps / splits);
-    const int s_end = (int)((long long)(z + 1) * steps / splits);
-    const int len = s_end - s_begin; // k16 steps of this block (<= KC / 16)
-    const long long units_n = n / 64;
-    const int unit = n0 / 64 + wn;
-
-    // X[m0 .. m0 + rows)[16 s_begin .. 16 s_end) -> shared memory (min(m, 16) rows of KC, the
-    // host sizes it so), swizzled by 16-byte chunks. The MMA's rows past m repeat the last row:
-    // they only feed accumulator rows that are never stored.
-    const int rows = m - m0 < 16 ? m - m0 : 16;
-    for (int c = tid; c < rows * len * 2; c += NT) {
-        const int r = c / (len * 2), ch = c - r * (len * 2);
-        const T *src = X + (long long)(m0 + r) * k + s_begin * 16 + ch * 8;
-        cp_async<16>(xs + r * KC + ((ch ^ (r & 7)) * 8), src);
-    }
-    cp_async_commit();
-
-    // this warp's steps: [w_begin, w_end) relative to s_begin
-    const int w_begin = wk * len / WK, w_end = (wk + 1) * len / WK;
-    const int nw = w_end - w_begin;
-    const uint4 *wsrc = Wp + ((long long)(s_begin + w_begin) * units_n + unit) * 32 + lane;
-    const long long wstride = units_n * 32;
-
-    uint4 buf[UNROLL];
-#pragma unroll
-    for (int i = 0; i < UNROLL; i++)
-        if (i < nw) {
-            raw_vec<16> v;
-            ld_nc(v, wsrc + i * wstride);
-            buf[i] = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
-        }
-
-    // acc[0][0][4 nt + j][]: the n8 tile nt of X's rows, word j (columns 16 j .. 16 j + 15)
-    float acc[1][1][8][4], P[2][4][4], sx[2][4];
-#pragma unroll
-    for (int c = 0; c < 8; c++)
-#pragma unroll
-        for (int d = 0; d < 4; d++)
-            acc[0][0][c][d] = P[c >> 2][c & 3][d] = 0.f;
-#pragma unroll
-    for (int d = 0; d < 4; d++)
-        sx[0][d] = sx[1][d] = 0.f;
-
-    cp_async_wait<0>();
-    __syncthreads();
-
-    const unsigned ones = mg_type<T>::ONE2;
-    const unsigned ones4[4] = {ones, ones, ones, ones};
-    const float mz_sym = mg_type<T>::MAGIC_F + 8.0f;
-    const bool two = rows > 8; // a second n8 tile of X's rows (warp-uniform)
-    const int g = lane >> 2;
-    for (int base = 0; base < nw; base += UNROLL) {
-#pragma unroll
-        for (int i = 0; i < UNROLL; i++) {
-            const int st = base + i;
-            if (st >= nw)
-                break;
-            const uint4 w = buf[i];
-            if (st + UNROLL < nw) {
-                raw_vec<16> v;
-                ld_nc(v, wsrc + (long long)(st + UNROLL) * wstride);
-                buf[i] = make_uint4(v.w[0], v.w[1], v.w[2], v.w[3]);
-            }
-            const int ls = w_begin + st; // step within the block's range
-            // B fragments of X (rows 0-7 and 8-15, k 0-7 and 8-15 of the step) in one ldmatrix
-            unsigned xb[4];
-            {
-                const int r = min((lane & 7) + ((lane >> 4) << 3), rows - 1);
-                const int ch = ls * 2 + ((lane >> 3) & 1);
-                mg_ldmatrix_x4(xb, xs + r * KC + ((ch ^ (r & 7)) * 8));
-            }
-            const unsigned wv[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-            for (int j = 0; j < 4; j++) {
-                // A fragment: a0 = (col g, k 2t..), a1 = (col g + 8, k 2t..), a2 = (col g, k 2t + 8..),
-                // a3 = (col g + 8, k 2t + 8..): bit offsets 0, 8, 4, 12 of word j
-                const unsigned af[4] = {mg_lop3_and_or(wv[j], 0x000f000fu, mg_type<T>::MAGIC2),
-                                        mg_lop3_and_or(wv[j] >> 8, 0x000f000fu, mg_type<T>::MAGIC2),
-                                        mg_lop3_and_or(wv[j] >> 4, 0x000f000fu, mg_type<T>::MAGIC2),
-                                        mg_lop3_and_or(wv[j] >> 12, 0x000f000fu, mg_type<T>::MAGIC2)};
-                mg_mma<T>(P[0][j], af, xb[0], xb[1]);
-                if (two)
-                    mg_mma<T>(P[1][j], af, xb[2], xb[3]);
-            }
-            mg_mma<T>(sx[0], ones4, xb[0], xb[1]);
-            if (two)
-                mg_mma<T>(sx[1], ones4, xb[2], xb[3]);
-            // end of a run within one group: apply the scale (and the bias) to the accumulator
-            const int kg = (s_begin + ls) * 16 + 16; // first k after this step
-            const bool run_end = st == nw - 1 || (gsh >= 0 && (kg & ((1 << gsh) - 1)) == 0);
-            if (run_end) {
-                const long long grp = gsh >= 0 ? (long long)((kg - 16) >> gsh) : 0;
-                // this lane's columns 16 j + g + 8 h are element 2 j + h of the 8 at 8 g
-                const uint4 sv = *reinterpret_cast<const uint4 *>(S + grp * n + unit * 64 + g * 8);
-                uint4 zv = make_uint4(0, 0, 0, 0);
-                if (ZP)
-                    zv = *reinterpret_cast<const uint4 *>(Z + grp * n + unit * 64 + g * 8);
-                const T *s8 = reinterpret_cast<const T *>(&sv);
-                const T *z8 = reinterpret_cast<const T *>(&zv);
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-#pragma unroll
-                    for (int d = 0; d < 4; d++) {
-                        const float sc = to_f32(s8[2 * j + (d >> 1)]);
-                        const float mz = ZP ? to_f32(z8[2 * j + (d >> 1)]) : mz_sym;
-#pragma unroll
-                        for (int nt = 0; nt < 2; nt++) {
-                            acc[0][0][4 * nt + j][d] += sc * (P[nt][j][d] - mz * sx[nt][d & 1]);
-                            P[nt][j][d] = 0.f;
-                        }
-                    }
-#pragma unroll
-                for (int d = 0; d < 4; d++)
-                    sx[0][d] = sx[1][d] = 0.f;
-            }
-        }
-    }
-    __syncthreads(); // X is no longer read: the epilogue may reuse shared memory
-    mg_epilogue<T, 1, 1, 1, WN, WK, 1>(acc, smem, Y, ws, counters, m, n, m0, n0, 0, wn, wk);
 }

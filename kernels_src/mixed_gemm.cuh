@@ -24,6 +24,7 @@
 #pragma once
 
 #include "common.cuh"
+#include "ptx.cuh"
 
 // Element traits: the magic exponent that turns a nibble into MAGIC + q exactly, and the MMA.
 template <typename T> struct mg_type;
@@ -114,94 +115,24 @@ __device__ __forceinline__ void mg_mma<bf16_t>(float (&c)[4], const unsigned (&a
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-// The shared-memory address of a generic pointer into shared memory.
-__device__ __forceinline__ unsigned mg_saddr(const void *p)
-{
-    return (unsigned)__cvta_generic_to_shared(p);
-}
-
 __device__ __forceinline__ void mg_ldmatrix_x4(unsigned (&a)[4], const void *smem)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                  : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-                 : "r"(mg_saddr(smem)));
+                 : "r"(ptx_smem_addr(smem)));
 }
 
 __device__ __forceinline__ void mg_ldmatrix_x2(unsigned (&a)[2], const void *smem)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
                  : "=r"(a[0]), "=r"(a[1])
-                 : "r"(mg_saddr(smem)));
-}
-
-// cp.async of 16 bytes that writes zeros instead when !valid (gmem must still be a valid address).
-__device__ __forceinline__ void mg_cp_async16_zfill(void *smem, const void *gmem, bool valid)
-{
-    const int n = valid ? 16 : 0;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(mg_saddr(smem)), "l"(gmem),
-                 "r"(n));
-}
-
-// mbarriers (sm_90): init, arrive with an expected transaction count, plain arrive, wait on a
-// phase parity.
-__device__ __forceinline__ void mg_mbar_init(unsigned long long *bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mg_saddr(bar)), "r"(count)
-                 : "memory");
-}
-
-__device__ __forceinline__ void mg_mbar_expect_tx(unsigned long long *bar, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mg_saddr(bar)),
-                 "r"(bytes)
-                 : "memory");
-}
-
-__device__ __forceinline__ void mg_mbar_arrive(unsigned long long *bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(mg_saddr(bar)) : "memory");
-}
-
-__device__ __forceinline__ void mg_mbar_wait(unsigned long long *bar, unsigned parity)
-{
-    unsigned done;
-    do {
-        asm volatile("{\n\t.reg .pred p;\n\t"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                     "selp.u32 %0, 1, 0, p;\n\t}"
-                     : "=r"(done)
-                     : "r"(mg_saddr(bar)), "r"(parity)
-                     : "memory");
-    } while (!done);
-}
-
-// Bulk copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from global to shared
-// memory, completing on bar's transaction count.
-__device__ __forceinline__ void mg_bulk_g2s(void *dst, const void *src, unsigned bytes,
-                                            unsigned long long *bar)
-{
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-            "r"(mg_saddr(dst)),
-        "l"(src), "r"(bytes), "r"(mg_saddr(bar))
-        : "memory");
+                 : "r"(ptx_smem_addr(smem)));
 }
 
 // A CUtensorMap, opaque: 128 bytes, 64-byte aligned, passed by value as a __grid_constant__.
 struct __align__(64) mg_tmap {
     unsigned long long v[16];
 };
-
-// A 3-D box of a tensor map (c0, c1, c2 from the innermost dimension) into shared memory.
-__device__ __forceinline__ void mg_tma_3d(void *dst, const mg_tmap *map, int c0, int c1, int c2,
-                                          unsigned long long *bar)
-{
-    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(mg_saddr(dst)),
-                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(c2),
-                 "r"(mg_saddr(bar))
-                 : "memory");
-}
 
 // Nibble of raw q at (row i, column j); ldq = n / 2 bytes per row.
 __device__ __forceinline__ unsigned mg_raw_q(const unsigned char *q, long long ldq, long long i,

@@ -70,20 +70,9 @@ template <int MT, int R> __device__ __forceinline__ void mg_wg_zero_acc(float (&
 // 8-row groups 1024 bytes apart; the k16 steps of an atom are 32 bytes apart).
 __device__ __forceinline__ unsigned long long mg_wg_desc(const void *smem)
 {
-    const unsigned long long a = mg_saddr(smem);
+    const unsigned long long a = ptx_smem_addr(smem);
     return ((a & 0x3ffffull) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) |
            (1ull << 62);
-}
-
-// A 2-D box of the tensor map (c0: column, c1: row) into shared memory, completing on bar.
-__device__ __forceinline__ void mg_tma_2d(void *dst, const mg_tmap *map, int c0, int c1,
-                                          unsigned long long *bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3}], [%4];" ::"r"(mg_saddr(dst)),
-                 "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1),
-                 "r"(mg_saddr(bar))
-                 : "memory");
 }
 
 // The shared-memory layout (after aligning the dynamic shared memory to 1 024 bytes, which the
@@ -115,21 +104,21 @@ __device__ __forceinline__ void mg_wgmma_load(const mg_tmap *xmap, const uint4 *
     const int s = it % STAGES, kb = kb0 + it;
     unsigned char *st = ring + s * LY::STAGE;
     const unsigned sbytes = (unsigned)(srows * BN * 2);
-    mg_mbar_expect_tx(full + s, LY::X_BYTES + LY::W_BYTES + sbytes * (1 + ZP));
+    ptx_mbar_expect_tx(full + s, LY::X_BYTES + LY::W_BYTES + sbytes * (1 + ZP));
 #pragma unroll
     for (int q = 0; q < KS / 4; q++)
-        mg_tma_2d(st + q * BM * 128, xmap, kb * BK + 64 * q, m0, full + s);
+        ptx_tma_2d(st + q * BM * 128, xmap, kb * BK + 64 * q, m0, full + s);
     const long long units_n = n / 64;
     for (int kk = 0; kk < KS; kk++)
-        mg_bulk_g2s(st + LY::X_BYTES + kk * LY::UNITS * 512,
-                    Wp + (((long long)kb * KS + kk) * units_n + n0 / 64) * 32, LY::UNITS * 512,
-                    full + s);
+        ptx_bulk_g2s(st + LY::X_BYTES + kk * LY::UNITS * 512,
+                     Wp + (((long long)kb * KS + kk) * units_n + n0 / 64) * 32, LY::UNITS * 512,
+                     full + s);
     const long long grow0 = (long long)kb * BK / group;
     unsigned char *sd = st + LY::X_BYTES + LY::W_BYTES;
     for (int r = 0; r < srows; r++) {
-        mg_bulk_g2s(sd + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2, full + s);
+        ptx_bulk_g2s(sd + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2, full + s);
         if (ZP)
-            mg_bulk_g2s(sd + LY::S_BYTES + r * BN * 2, Z + (grow0 + r) * n + n0, BN * 2, full + s);
+            ptx_bulk_g2s(sd + LY::S_BYTES + r * BN * 2, Z + (grow0 + r) * n + n0, BN * 2, full + s);
     }
 }
 
@@ -307,7 +296,7 @@ __device__ __forceinline__ void mg_wgmma_stage(float (&acc)[MT][BM / 2],
 {
     using LY = mg_wgmma_layout<BM, WN, MT, KS, STAGES, ZP>;
     const int s = it % STAGES;
-    mg_mbar_wait(full + s, (it / STAGES) & 1);
+    ptx_mbar_wait(full + s, (it / STAGES) & 1);
     const unsigned char *st = ring + s * LY::STAGE;
     mg_wg_dequant<T, MT, KS, LY::UNITS, LY::SR, ZP>(a[B], st + LY::X_BYTES,
                                                     st + LY::X_BYTES + LY::W_BYTES, wg, w, lane,
@@ -315,7 +304,7 @@ __device__ __forceinline__ void mg_wgmma_stage(float (&acc)[MT][BM / 2],
     mg_wg_mmas<T, BM, MT, KS>(acc, a[B], st);
     mg_wg_wait<1>(); // the previous stage's MMAs are done: its slot may be refilled
     if (it > 0 && lane == 0)
-        mg_mbar_arrive(empty + (it - 1) % STAGES);
+        ptx_mbar_arrive(empty + (it - 1) % STAGES);
 }
 
 // Calls f(t, i, row, col) for every accumulator acc[t][i] of a consumer thread (warp w of
@@ -366,7 +355,7 @@ __device__ __forceinline__ void mg_cluster_sum(const float *part, T *__restrict_
     constexpr int CH = BM * BN / 4 / CL; // float4 chunks per block's slice
     unsigned rank;
     asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    const unsigned base = mg_saddr(part);
+    const unsigned base = ptx_smem_addr(part);
     for (int c = t; c < CH; c += nt) {
         const int e = (int)(rank * CH + c) * 4, row = e / BN, col = e - row * BN;
         if (row >= rows)
@@ -422,7 +411,7 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
     static_assert(BM % 8 == 0 && BM <= 256, "BM: wgmma's N, 8-row core matrices");
     extern __shared__ uint4 mg_smem[];
     unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
-    smem += (1024 - (mg_saddr(smem) & 1023)) & 1023;
+    smem += (1024 - (ptx_smem_addr(smem) & 1023)) & 1023;
     unsigned long long *full = reinterpret_cast<unsigned long long *>(smem);
     unsigned long long *empty = full + STAGES;
     unsigned char *ring = smem + LY::BAR;
@@ -437,12 +426,11 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
     if (tid == 0) {
         mg_require_smem(LY::TOTAL);
         for (int s = 0; s < STAGES; s++) {
-            mg_mbar_init(full + s, 1);
-            mg_mbar_init(empty + s, NC);
+            ptx_mbar_init(full + s, 1);
+            ptx_mbar_init(empty + s, NC);
         }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&xmap))
-                     : "memory");
+        ptx_fence_mbar_init();
+        ptx_prefetch_tmap(&xmap);
     }
     __syncthreads();
     if (tid == 0)
@@ -458,7 +446,7 @@ __global__ void __launch_bounds__(128 * WN) __cluster_dims__(1, 1, CL)
     auto refill = [&](int it) {
         const int done = it - 1;
         if (tid == 0 && done >= 0 && done + STAGES < L) {
-            mg_mbar_wait(empty + done % STAGES, (done / STAGES) & 1);
+            ptx_mbar_wait(empty + done % STAGES, (done / STAGES) & 1);
             mg_wgmma_load<T, BM, WN, MT, KS, STAGES, ZP>(&xmap, Wp, S, Z, ring, full,
                                                          done + STAGES, kb0, m0, n0, n, group,
                                                          srows);
@@ -644,34 +632,34 @@ mg_ws_produce(const mg_tmap *xmap, const mg_tmap *wmap, const mg_tmap *smap, con
             for (int it = it0, m0 = tl.m0(tile); it < it1; it++, g++) {
                 const int s = g % SX, kb = kb0 + it;
                 if (g >= SX)
-                    mg_mbar_wait(emptyx + s, (g / SX - 1) & 1);
-                mg_mbar_expect_tx(fullx + s, LY::X_BYTES);
+                    ptx_mbar_wait(emptyx + s, (g / SX - 1) & 1);
+                ptx_mbar_expect_tx(fullx + s, LY::X_BYTES);
 #pragma unroll
                 for (int q = 0; q < KS / 4; q++)
-                    mg_tma_2d(xring + s * LY::X_BYTES + q * BM * 128, xmap, kb * BK + 64 * q, m0,
-                              fullx + s);
+                    ptx_tma_2d(xring + s * LY::X_BYTES + q * BM * 128, xmap, kb * BK + 64 * q, m0,
+                               fullx + s);
             }
     else if (threadIdx.x == 32)
         for (int g = 0; tl.next(tile, it0, it1);)
             for (int it = it0, n0 = tl.n0(tile); it < it1; it++, g++) {
                 const int s = g % SW, kb = kb0 + it;
                 if (g >= SW)
-                    mg_mbar_wait(emptyw + s, (g / SW - 1) & 1);
+                    ptx_mbar_wait(emptyw + s, (g / SW - 1) & 1);
                 unsigned char *st = wring + s * LY::WSTAGE;
                 const unsigned sbytes = (unsigned)(srows * BN * 2);
-                mg_mbar_expect_tx(fullw + s, LY::W_BYTES + sbytes * (1 + ZP));
+                ptx_mbar_expect_tx(fullw + s, LY::W_BYTES + sbytes * (1 + ZP));
 #if MG_WS_WTMA
                 // the stage's KS x UNITS packed units in one box of the weight's tensor map (64
                 // 8-byte words per unit, n / 64 units per k16 row, k / 16 rows): the same
                 // [kk][unit] order in shared memory as KS row copies, in one request to the copy
                 // engine
-                mg_tma_3d(st, wmap, 0, n0 / 64, kb * KS, fullw + s);
+                ptx_tma_3d(st, wmap, 0, n0 / 64, kb * KS, fullw + s);
 #else
                 const long long units_n = n / 64;
                 for (int kk = 0; kk < KS; kk++)
-                    mg_bulk_g2s(st + kk * LY::UNITS * 512,
-                                Wp + (((long long)kb * KS + kk) * units_n + n0 / 64) * 32,
-                                LY::UNITS * 512, fullw + s);
+                    ptx_bulk_g2s(st + kk * LY::UNITS * 512,
+                                 Wp + (((long long)kb * KS + kk) * units_n + n0 / 64) * 32,
+                                 LY::UNITS * 512, fullw + s);
 #endif
                 const long long grow0 = (long long)kb * BK / group;
                 unsigned char *sd = st + LY::W_BYTES;
@@ -682,15 +670,15 @@ mg_ws_produce(const mg_tmap *xmap, const mg_tmap *wmap, const mg_tmap *smap, con
                     // rows: with 2 rows per stage (bk = 256, G = 128) the box was 7-11 % slower on
                     // the H200 than two row copies at m = 16-32, and 3-7 % faster from 4 rows (G =
                     // 32 and 64).
-                    mg_tma_3d(sd, smap, 0, n0 / 64, (int)grow0, fullw + s);
+                    ptx_tma_3d(sd, smap, 0, n0 / 64, (int)grow0, fullw + s);
                     if (ZP)
-                        mg_tma_3d(sd + LY::S_BYTES, zmap, 0, n0 / 64, (int)grow0, fullw + s);
+                        ptx_tma_3d(sd + LY::S_BYTES, zmap, 0, n0 / 64, (int)grow0, fullw + s);
                 } else {
                     for (int r = 0; r < srows; r++) {
-                        mg_bulk_g2s(sd + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2, fullw + s);
+                        ptx_bulk_g2s(sd + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2, fullw + s);
                         if (ZP)
-                            mg_bulk_g2s(sd + LY::S_BYTES + r * BN * 2, Z + (grow0 + r) * n + n0,
-                                        BN * 2, fullw + s);
+                            ptx_bulk_g2s(sd + LY::S_BYTES + r * BN * 2, Z + (grow0 + r) * n + n0,
+                                         BN * 2, fullw + s);
                     }
                 }
             }
@@ -715,17 +703,17 @@ __device__ __forceinline__ void mg_ws_stage(float (&acc)[MT][BM / 2], unsigned (
     unsigned long long *fullx = bars, *emptyx = bars + SX, *fullw = bars + 2 * SX,
                        *emptyw = bars + 2 * SX + SW;
     const int sw = it % SW, sx = it % SX;
-    mg_mbar_wait(fullw + sw, (it / SW) & 1);
+    ptx_mbar_wait(fullw + sw, (it / SW) & 1);
     const unsigned char *wst = wring + sw * LY::WSTAGE;
     mg_wg_dequant<T, MT, KS, LY::UNITS, LY::SR, ZP>(a[B], wst, wst + LY::W_BYTES, wg, w, lane, gsh);
     __syncwarp(); // every lane's reads of the slot are done
     if (lane == 0)
-        mg_mbar_arrive(emptyw + sw);
-    mg_mbar_wait(fullx + sx, (it / SX) & 1);
+        ptx_mbar_arrive(emptyw + sw);
+    ptx_mbar_wait(fullx + sx, (it / SX) & 1);
     mg_wg_mmas<T, BM, MT, KS>(acc, a[B], xring + sx * LY::X_BYTES);
     mg_wg_wait<1>(); // the previous stage's MMAs are done: its X slot may be refilled
     if (!first && lane == 0)
-        mg_mbar_arrive(emptyx + (it - 1) % SX);
+        ptx_mbar_arrive(emptyx + (it - 1) % SX);
 }
 
 // The consumers' end (cw: consumer warp 0 .. 4 WN - 1): the cluster finish, the split-K finish
@@ -837,7 +825,7 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     static_assert(WN == 1 || WN == 2, "1 or 2 consumer warpgroups");
     extern __shared__ uint4 mg_smem[];
     unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
-    smem += (1024 - (mg_saddr(smem) & 1023)) & 1023;
+    smem += (1024 - (ptx_smem_addr(smem) & 1023)) & 1023;
     unsigned long long *bars = reinterpret_cast<unsigned long long *>(smem);
     unsigned char *xring = smem + LY::BAR, *wring = xring + SX * LY::X_BYTES;
 
@@ -848,22 +836,15 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
     if (tid == 0) {
         mg_require_smem(LY::TOTAL);
         for (int s = 0; s < 2 * SX + 2 * SW; s++) // full X, empty X, full W, empty W
-            mg_mbar_init(bars + s, s < SX || (s >= 2 * SX && s < 2 * SX + SW) ? 1 : 4 * WN);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&xmap))
-                     : "memory");
+            ptx_mbar_init(bars + s, s < SX || (s >= 2 * SX && s < 2 * SX + SW) ? 1 : 4 * WN);
+        ptx_fence_mbar_init();
+        ptx_prefetch_tmap(&xmap);
         if (MG_WS_WTMA)
-            asm volatile(
-                "prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&wmap))
-                : "memory");
+            ptx_prefetch_tmap(&wmap);
         if (MG_WS_STMA && (gsh >= 0 ? BK >> gsh : 1) >= MG_WS_STMA_ROWS) {
-            asm volatile(
-                "prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&smap))
-                : "memory");
+            ptx_prefetch_tmap(&smap);
             if (ZP)
-                asm volatile(
-                    "prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(&zmap))
-                    : "memory");
+                ptx_prefetch_tmap(&zmap);
         }
     }
     __syncthreads();
@@ -895,7 +876,7 @@ __global__ void __launch_bounds__(128 * (WN + 1), 1) __cluster_dims__(1, 1, CL)
         for (int t = 0; t < MT; t++)
             mg_wg_fence_acc(acc[t]);
         if (lane == 0) // the segment's last X slot (the next one's first stage does not release it)
-            mg_mbar_arrive(bars + SX + (g + len - 1) % SX);
+            ptx_mbar_arrive(bars + SX + (g + len - 1) % SX);
         if (SK && !mg_ws_streamk<BM, MT, 128 * WN>(acc, ws, counters, tl, tile, it0, it1))
             continue;
         mg_ws_epilogue<T, BM, BN, MT, CL>(acc, reinterpret_cast<float *>(xring), Y, ws, counters,

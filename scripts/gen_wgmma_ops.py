@@ -4,8 +4,10 @@ GEMM's sm_90a kernels (A from registers, B from a shared-memory descriptor, fp32
 per element type and N: every N the instruction takes for 16-bit inputs, the multiples of 8 up to
 256 (PTX ISA, "Matrix shape" of wgmma.mma_async), since the kernels' N is their row tile, which
 follows m. An instruction with N columns takes N/2 accumulator operands, too many to write by
-hand. Run from the repository root: python3 scripts/gen_wgmma_ops.py"""
+hand. Run from the repository root: python3 scripts/gen_wgmma_ops.py [OUT] (default: that file;
+tests/test_wgmma_ops.sh writes elsewhere and compares)."""
 import os
+import sys
 
 NS = range(8, 257, 8)
 TYPES = [("half_t", "f16"), ("bf16_t", "bf16")]
@@ -42,7 +44,7 @@ for t, ptx in TYPES:
             "    }",
             "};",
         ]
-path = os.path.join("kernels_src", "mixed_gemm_wgmma_ops.cuh")
+path = sys.argv[1] if len(sys.argv) > 1 else os.path.join("kernels_src", "mixed_gemm_wgmma_ops.cuh")
 with open(path + ".tmp", "w") as f:
     f.write("\n".join(out) + "\n")
 os.replace(path + ".tmp", path)

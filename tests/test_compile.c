@@ -559,6 +559,51 @@ Test(compile, editing_an_included_header_recompiles)
     }
 }
 
+/* The key of one job on the kernels of folder dir (no compile). */
+static uint64_t shipped_key(const char *dir, const char *source, const char *name)
+{
+    compile_job j = {0};
+    snprintf(j.source, sizeof j.source, "%s", source);
+    snprintf(j.name, sizeof j.name, "%s", name);
+    compile_options opt = {.kernels_dir = dir, .cache_dir = cache_dir, .arch = 90};
+    tune_error err = {0};
+    uint64_t h = 0;
+    cr_assert_eq(compile_hash_keys(&j, 1, &opt, &h, &err), TUNE_OK, "%s: %s", err.where,
+                 err.message);
+    return h;
+}
+
+/* A shipped source's key covers the headers of the kernels folder that it includes, directly or
+ * through another header: editing ptx.cuh (a copy of the folder's) changes the keys of
+ * gather_matmul.cu (which includes it) and of mixed_gemm_wgmma.cu (through mixed_gemm.cuh), and
+ * not common.cu's (which does not include it). */
+Test(compile, editing_a_shipped_header_changes_its_includers_keys)
+{
+    static const char *const jobs[][2] = {
+        {"gather_matmul.cu", "gm_rows<half_t, 1, 64, 8, 256, 4, 1>"},
+        {"mixed_gemm_wgmma.cu", "mg_wgmma<half_t, 64, 2, 1, 4, 3, 0, 1>"},
+        {"common.cu", "tune_fill_indices"},
+    };
+    char dir[300], cmd[9000], path[400];
+    snprintf(dir, sizeof dir, "%s/kernels", src_dir);
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s'/*.cu '%s'/*.cuh '%s'", dir, kernels_dir,
+             kernels_dir, dir);
+    cr_assert_eq(system(cmd), 0);
+    uint64_t before[3], after[3];
+    for (size_t i = 0; i < 3; i++)
+        before[i] = shipped_key(dir, jobs[i][0], jobs[i][1]);
+    snprintf(path, sizeof path, "%s/ptx.cuh", dir);
+    FILE *f = fopen(path, "a");
+    cr_assert_not_null(f);
+    fputs("// edited\n", f);
+    fclose(f);
+    for (size_t i = 0; i < 3; i++)
+        after[i] = shipped_key(dir, jobs[i][0], jobs[i][1]);
+    cr_expect_neq(before[0], after[0], "gather_matmul.cu includes ptx.cuh: its key changes");
+    cr_expect_neq(before[1], after[1], "mixed_gemm_wgmma.cu includes it through mixed_gemm.cuh");
+    cr_expect_eq(before[2], after[2], "common.cu does not include it: its key stays");
+}
+
 /* Headers that include each other are hashed once each (the scan ends). */
 Test(compile, include_cycle_ends)
 {

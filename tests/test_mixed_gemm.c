@@ -122,7 +122,7 @@ static void mg_point(tune_point *p, const char *method, int64_t m, int64_t n, in
 }
 
 static void mg_tile(tune_point *p, int64_t bm, int64_t bn, int64_t bk, int64_t wm, int64_t wn,
-                    int64_t wk, int64_t stages, int64_t splitk, int64_t unroll, int64_t kc)
+                    int64_t wk, int64_t stages, int64_t splitk)
 {
     point_set_int(p, "bm", bm);
     point_set_int(p, "bn", bn);
@@ -132,8 +132,6 @@ static void mg_tile(tune_point *p, int64_t bm, int64_t bn, int64_t bk, int64_t w
     point_set_int(p, "wk", wk);
     point_set_int(p, "stages", stages);
     point_set_int(p, "splitk", splitk);
-    point_set_int(p, "unroll", unroll);
-    point_set_int(p, "kc", kc);
 }
 
 static void expect_refused(const tune_point *p, const char *category)
@@ -160,19 +158,19 @@ Test(mixed_gemm, refuses_what_cannot_run_with_a_reason)
 {
     tune_point p;
     mg_point(&p, "fused", 17, 512, 1024, 128, 0, "float16");
-    mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 1, 0, 1024);
+    mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 1);
     expect_kernel(&p, NULL, "mg_fused<half_t, 16, 128, 128, 1, 2, 1, 4, 0, 0>");
 
     mg_point(&p, "fused", 17, 640, 1024, 128, 0, "float16"); /* 640 % 256 */
-    mg_tile(&p, 16, 256, 128, 1, 2, 1, 4, 1, 0, 1024);
+    mg_tile(&p, 16, 256, 128, 1, 2, 1, 4, 1);
     expect_refused(&p, "tile does not divide the problem");
     mg_point(&p, "fused", 17, 512, 1024, 128, 0, "float16");
-    mg_tile(&p, 128, 256, 256, 2, 2, 1, 6, 1, 0, 1024);
+    mg_tile(&p, 128, 256, 256, 2, 2, 1, 6, 1);
     expect_refused(&p, "too many registers"); /* 64 x 128 warp tile: 256 accumulators */
-    mg_tile(&p, 64, 128, 256, 2, 2, 1, 8, 1, 0, 1024);
+    mg_tile(&p, 64, 128, 256, 2, 2, 1, 8, 1);
     expect_refused(&p, "shared memory over the device limit");
     mg_point(&p, "fused", 17, 512, 1536, 128, 0, "float16");
-    mg_tile(&p, 16, 128, 192, 1, 2, 1, 3, 1, 0, 1024);
+    mg_tile(&p, 16, 128, 192, 1, 2, 1, 3, 1);
     expect_refused(&p, "group and bk do not nest"); /* 128-row groups in 192-row stages */
 }
 
@@ -188,58 +186,36 @@ Test(mixed_gemm, refuses_bad_shapes_and_splits)
     mg_point(&p, "cublas", 4, 512, 1024, 48, 0, "float16");
     expect_refused(&p, "group: 48 is not a power of two");
     mg_point(&p, "fused", 4, 512, 1024, 128, 0, "float16");
-    mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 16, 0, 1024);
+    mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 16);
     expect_refused(&p, "split-K deeper than the k tiles");
-    mg_tile(&p, 16, 64, 128, 1, 1, 2, 4, 1, 4, 512); /* direct: 1024 > kc = 512 without split-K */
-    expect_refused(&p, "split-K too shallow for kc");
-    mg_tile(&p, 16, 128, 128, 1, 1, 2, 4, 2, 4, 512);
-    expect_refused(&p, "tile shape: the direct kernel takes bn = 64 x wn");
     mg_point(&p, "fused", 4, 512, 1024, 128, 0, "float32");
     expect_refused(&p, "unsupported dtype");
 }
 
-/* The decode kernel's name and its own refusals; the stream method's kernel. */
-Test(mixed_gemm, decode_kernel_and_stream)
+/* The warp-streaming kernel's name and its own refusals; the stream method's kernel. */
+Test(mixed_gemm, gemv_kernel_and_stream)
 {
     tune_point p;
-    mg_point(&p, "decode", 3, 512, 1024, 128, 1, "bfloat16");
-    mg_tile(&p, 24, 128, 256, 1, 2, 2, 4, 2, 0, 1024);
-    point_set_int(&p, "sa", 2);
-    expect_kernel(&p, "mixed_gemm_decode.cu", "mg_decode<bf16_t, 3, 2, 2, 16, 4, 1, 2>");
-    mg_tile(&p, 72, 128, 256, 1, 2, 2, 4, 2, 0, 1024);
-    expect_refused(&p, "tile shape: the decode kernel takes bm = 8, 16, ..., 64");
-    mg_tile(&p, 8, 256, 256, 1, 2, 2, 4, 2, 0, 1024);
-    expect_refused(&p, "tile shape: the decode kernel takes bn = 64 x wn");
-    mg_tile(&p, 8, 128, 256, 1, 2, 4, 2, 2, 0, 1024);
-    expect_refused(&p, "tile shape: the decode kernel takes stages >= 2, a multiple of wk");
-    mg_tile(&p, 8, 128, 256, 1, 2, 2, 3, 2, 0, 1024); /* ring slots shared by two k warp groups */
-    expect_refused(&p, "tile shape: the decode kernel takes stages >= 2, a multiple of wk");
-    mg_tile(&p, 64, 128, 128, 1, 2, 1, 4, 2, 0, 1024); /* 8 X tiles, twice with sa */
-    expect_refused(&p, "too many registers");
-    mg_point(&p, "decode", 64, 512, 8192, 128, 0, "float16");
-    mg_tile(&p, 64, 128, 128, 1, 2, 1, 4, 1, 0, 1024); /* 64 rows of 8192 k in shared memory */
-    point_set_int(&p, "sa", 0);
-    expect_refused(&p, "shared memory over the device limit");
     mg_point(&p, "fused", 3, 512, 1024, 128, 0, "float16");
-    mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 1, 0, 1024);
+    mg_tile(&p, 16, 128, 128, 1, 2, 1, 4, 1);
     point_set_int(&p, "sa", 2);
-    expect_refused(&p, "tile shape: sa = 2 is the decode kernel's");
-    /* the warp-streaming kernel: two group rows per batch of 256 */
+    expect_refused(&p, "tile shape: sa = 2 is the gemv kernel's");
+    /* two group rows per batch of 256 */
     mg_point(&p, "gemv", 3, 512, 1024, 128, 1, "float16");
-    mg_tile(&p, 8, 128, 256, 1, 2, 4, 2, 2, 0, 1024);
+    mg_tile(&p, 8, 128, 256, 1, 2, 4, 2, 2);
     point_set_int(&p, "sa", 2);
-    expect_kernel(&p, "mixed_gemm_decode.cu", "mg_gemv<half_t, 1, 2, 4, 16, 2, 2, 1, 2>");
-    mg_tile(&p, 40, 128, 256, 1, 2, 4, 2, 2, 0, 1024);
+    expect_kernel(&p, "mixed_gemm_gemv.cu", "mg_gemv<half_t, 1, 2, 4, 16, 2, 2, 1, 2>");
+    mg_tile(&p, 40, 128, 256, 1, 2, 4, 2, 2);
     expect_refused(&p, "tile shape: the gemv kernel takes bm = 8, 16, 24, 32");
-    mg_tile(&p, 8, 128, 512, 1, 2, 4, 2, 1, 0, 1024);
+    mg_tile(&p, 8, 128, 512, 1, 2, 4, 2, 1);
     expect_refused(&p, "tile shape: the gemv kernel takes bk = 32, 64, ..., 256");
-    mg_tile(&p, 8, 128, 256, 1, 2, 4, 9, 2, 0, 1024);
+    mg_tile(&p, 8, 128, 256, 1, 2, 4, 9, 2);
     expect_refused(&p, "tile shape: the gemv kernel takes stages = 1 to 8");
-    mg_tile(&p, 32, 128, 256, 1, 2, 4, 2, 2, 0, 1024); /* 4 X tiles and two batches of 16 units */
+    mg_tile(&p, 32, 128, 256, 1, 2, 4, 2, 2); /* 4 X tiles and two batches of 16 units */
     point_set_int(&p, "sa", 2);
     expect_refused(&p, "too many registers");
     mg_point(&p, "gemv", 4, 512, 8192, 128, 1, "float16"); /* 8 warps' rings of 8 x 8 KiB */
-    mg_tile(&p, 8, 128, 256, 1, 2, 4, 8, 1, 0, 1024);
+    mg_tile(&p, 8, 128, 256, 1, 2, 4, 8, 1);
     point_set_int(&p, "sa", 2);
     expect_refused(&p, "shared memory over the device limit");
     mg_point(&p, "stream", 3, 512, 1024, 128, 0, "float16");
@@ -256,7 +232,7 @@ Test(mixed_gemm, group_and_stage_depth)
     const int64_t groups[] = {32, 64, 128, 0};
     for (size_t i = 0; i < 4; i++) {
         mg_point(&p, "fused", 3, 256, 1024, groups[i], 1, "bfloat16");
-        mg_tile(&p, 16, 128, 64, 1, 2, 1, 3, 1, 0, 1024);
+        mg_tile(&p, 16, 128, 64, 1, 2, 1, 3, 1);
         cr_expect_gt(mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why), 0,
                      "group %lld: %s", (long long)groups[i], why);
     }
@@ -270,7 +246,7 @@ Test(mixed_gemm, ws_ring_leaves_room_for_static_shared_memory)
 {
     tune_point p;
     mg_point(&p, "wgmma_ws", 8, 4096, 4096, 128, 1, "float16");
-    mg_tile(&p, 8, 512, 64, 1, 2, 1, 5, 1, 0, 1024);
+    mg_tile(&p, 8, 512, 64, 1, 2, 1, 5, 1);
     expect_kernel(&p, "mixed_gemm_wgmma.cu", "mg_wgmma_ws<half_t, 8, 2, 4, 4, 5, 10, 1, 1, 0>");
 }
 
@@ -289,7 +265,7 @@ Test(mixed_gemm, wgmma_row_tile_follows_m)
         tune_point p;
         char want[128];
         mg_point(&p, "wgmma_ws", cases[i].m, 4096, 4096, 128, 0, "float16");
-        mg_tile(&p, cases[i].bm, 128, 128, 1, 2, 1, 3, 1, 0, 1024);
+        mg_tile(&p, cases[i].bm, 128, 128, 1, 2, 1, 3, 1);
         snprintf(want, sizeof want, "mg_wgmma_ws<half_t, %lld, 2, 1, 8, 3, ",
                  (long long)cases[i].rows);
         family_kernel_ref refs[FAMILY_MAX_KERNELS];
@@ -303,7 +279,7 @@ Test(mixed_gemm, wgmma_row_tile_follows_m)
     }
     tune_point p;
     mg_point(&p, "wgmma_ws", 300, 4096, 4096, 128, 0, "float16");
-    mg_tile(&p, 100, 128, 128, 1, 2, 1, 3, 1, 0, 1024);
+    mg_tile(&p, 100, 128, 128, 1, 2, 1, 3, 1);
     expect_refused(&p, "tile shape");
 }
 
@@ -314,16 +290,16 @@ Test(mixed_gemm, stream_k_is_wgmma_ws_only)
 {
     tune_point p;
     mg_point(&p, "wgmma_ws", 600, 4096, 4096, 128, 0, "float16");
-    mg_tile(&p, 256, 128, 128, 1, 2, 1, 3, 0, 0, 1024);
+    mg_tile(&p, 256, 128, 128, 1, 2, 1, 3, 0);
     expect_kernel(&p, "mixed_gemm_wgmma.cu", "mg_wgmma_ws<half_t, 200, 2, 1, 8, 3, 8, 0, 1, 1>");
     mg_point(&p, "wgmma_ws", 8200, 4096, 4096, 128, 0, "float16");
-    mg_tile(&p, 128, 128, 128, 1, 2, 1, 3, 0, 0, 1024);
+    mg_tile(&p, 128, 128, 128, 1, 2, 1, 3, 0);
     expect_refused(&p, "tile shape: stream-K takes at most 64 row blocks");
     mg_point(&p, "wgmma", 600, 4096, 4096, 128, 0, "float16");
-    mg_tile(&p, 128, 256, 128, 1, 2, 1, 3, 0, 0, 1024);
+    mg_tile(&p, 128, 256, 128, 1, 2, 1, 3, 0);
     expect_refused(&p, "tile shape: splitk = 0 (stream-K)");
     mg_point(&p, "fused", 600, 4096, 4096, 128, 0, "float16");
-    mg_tile(&p, 64, 128, 64, 2, 2, 1, 3, 0, 0, 1024);
+    mg_tile(&p, 64, 128, 64, 2, 2, 1, 3, 0);
     expect_refused(&p, "tile shape: splitk = 0 (stream-K)");
 }
 
@@ -337,8 +313,7 @@ static sweep *rules_sweep(const char *problem, int family_rules)
              "{\"name\": \"rules\", \"family\": \"mixed_gemm\", \"op\": \"w4a16\", \"problem\": %s,"
              " \"params\": {\"bm\": [8, 16, 32, 64, 128, 256], \"bn\": [128, 256, 512],"
              " \"bk\": [64, 128, 256], \"wm\": [1, 2], \"wn\": [1, 2, 4], \"wk\": [1, 2],"
-             " \"stages\": [1, 3, 4], \"splitk\": [1, 2, 4, 8], \"unroll\": [0], \"kc\": [1024],"
-             " \"sa\": [0, 2]}, \"methods\": [\"gemv\", \"wgmma\", \"wgmma_ws\", \"dequant\","
+             " \"stages\": [1, 3, 4], \"splitk\": [1, 2, 4, 8], \"sa\": [0, 2]}, \"methods\": [\"gemv\", \"wgmma\", \"wgmma_ws\", \"dequant\","
              " \"stream\"], \"family_rules\": %s}",
              problem, family_rules ? "true" : "false");
     tune_error err = {0};
@@ -496,20 +471,19 @@ Test(mixed_gemm_rules, reference_winners_stay_in_the_space)
     qsort(ids, n, sizeof *ids, test_cmp_str);
     FILE *f = fopen("tests/data/mixed_gemm/w4a16_winners.tsv", "r");
     cr_assert_not_null(f);
-    static const char *const names[] = {"bm",     "bn",     "bk",     "wm", "wn", "wk",
-                                        "stages", "splitk", "unroll", "kc", "sa"};
+    static const char *const names[] = {"bm", "bn",     "bk",     "wm", "wn",
+                                        "wk", "stages", "splitk", "sa"};
     char line[512];
     size_t winners = 0, missing = 0;
     while (fgets(line, sizeof line, f)) {
         if (line[0] == '#')
             continue;
-        long long m, nn, k, v[11];
+        long long m, nn, k, v[9];
         char method[32];
-        int got = sscanf(line, "%lld %lld %lld %31s %lld %lld %lld %lld %lld %lld %lld %lld %lld "
-                               "%lld %lld",
+        int got = sscanf(line, "%lld %lld %lld %31s %lld %lld %lld %lld %lld %lld %lld %lld %lld",
                          &m, &nn, &k, method, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-                         &v[7], &v[8], &v[9], &v[10]);
-        cr_assert_eq(got, 15, "bad line: %s", line);
+                         &v[7], &v[8]);
+        cr_assert_eq(got, 13, "bad line: %s", line);
         tune_point p = {0};
         point_set_int(&p, "m", m);
         point_set_int(&p, "n", nn);
@@ -517,7 +491,7 @@ Test(mixed_gemm_rules, reference_winners_stay_in_the_space)
         point_set_int(&p, "group", 128);
         point_set_int(&p, "zero_point", 0);
         point_set_str(&p, "dtype", "float16");
-        for (int i = 0; i < 11; i++)
+        for (int i = 0; i < 9; i++)
             point_set_int(&p, names[i], v[i]);
         char id[1024];
         const char *key = point_identity(method, &p, id, sizeof id);
@@ -549,42 +523,36 @@ static const char *kernel_dir(void)
 /* The configurations the compile and GPU tests share: every variant class. */
 typedef struct {
     const char *method;
-    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa;
+    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, sa;
 } mg_variant;
 
 static const mg_variant variants[] = {
-    {"fused", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0}, /* staged, small m */
-    {"fused", 16, 128, 128, 1, 1, 4, 2, 3, 0, 1024, 0}, /* warps along k, split-K */
-    {"fused", 64, 128, 64, 2, 2, 1, 4, 1, 0, 1024, 0},  /* staged, larger tiles */
-    {"fused", 64, 256, 64, 2, 4, 2, 3, 2, 0, 1024, 0},  /* 8 warps, k warps, split-K */
-    {"fused", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 1}, /* scale on the accumulator */
-    {"fused", 32, 128, 64, 2, 1, 2, 3, 3, 0, 1024, 1},  /* ... k warps, split-K, 2 n units */
-    {"fused", 16, 64, 128, 1, 1, 1, 3, 1, 4, 1024, 0},  /* direct */
-    {"fused", 16, 128, 128, 1, 2, 2, 3, 3, 8, 512, 0},  /* direct, warps along k, split-K */
-    {"decode", 8, 128, 128, 1, 2, 2, 4, 1, 0, 1024, 0},  /* decode: 1 X tile, k warps */
-    {"decode", 24, 128, 64, 1, 2, 1, 2, 3, 0, 1024, 1},  /* 3 X tiles (odd), split-K, sa 1 */
-    {"decode", 16, 64, 128, 1, 1, 4, 4, 3, 0, 1024, 2},  /* 2 X tiles, 4 k warps, sa 2 */
-    {"decode", 64, 128, 128, 1, 2, 1, 4, 2, 0, 1024, 0}, /* 8 X tiles */
-    {"gemv", 8, 64, 256, 1, 1, 4, 1, 1, 0, 1024, 2},    /* gemv: 2 groups per batch */
-    {"gemv", 16, 128, 128, 1, 2, 4, 2, 3, 0, 1024, 1},  /* 2 X tiles, 2 batches, split-K */
-    {"gemv", 24, 64, 64, 1, 1, 2, 2, 2, 0, 1024, 2},    /* 3 X tiles, groups across batches */
-    {"gemv", 8, 128, 256, 1, 2, 2, 4, 2, 0, 1024, 2},   /* a ring of 4, 2 groups per slot */
-    {"gemv", 16, 64, 64, 1, 1, 4, 3, 1, 0, 1024, 1},    /* a ring of 3, groups across slots */
-    {"gemv", 8, 128, 128, 1, 2, 2, 1, 4, 0, 1024, 0},   /* every weight dequantized */
-    {"gemv", 24, 64, 256, 1, 1, 4, 4, 1, 0, 1024, 0},   /* ... from a ring, 3 X tiles */
-    {"wgmma", 8, 64, 64, 1, 1, 1, 2, 1, 0, 1024, 0},     /* wgmma: N = 8, one warpgroup */
-    {"wgmma", 32, 128, 128, 1, 2, 1, 3, 2, 0, 1024, 0},  /* 2 warpgroups, split-K (a cluster of 2) */
-    {"wgmma", 128, 256, 64, 1, 2, 1, 4, 1, 0, 1024, 0},  /* N = 128, 2 tiles per warpgroup */
-    {"wgmma", 256, 128, 64, 1, 2, 1, 2, 3, 0, 1024, 0},  /* N = 256, 2 warpgroups, 3 splits */
-    {"wgmma_ws", 16, 128, 64, 1, 1, 1, 2, 1, 0, 1024, 0},  /* producer + 1 consumer, 2 tiles */
-    {"wgmma_ws", 64, 256, 128, 1, 2, 1, 4, 2, 0, 1024, 0}, /* 2 consumers, a cluster of 2 */
-    {"wgmma_ws", 128, 256, 64, 1, 2, 1, 3, 3, 0, 1024, 0}, /* N = 128, 2 tiles, 3 splits */
-    {"wgmma_ws", 32, 256, 64, 1, 1, 1, 4, 1, 0, 1024, 0},  /* 4 tiles per consumer */
-    {"stream", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
-    {"dequant", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
-    {"cublas", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
-    {"fp8", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
-    {"pack", 16, 128, 128, 1, 2, 1, 3, 1, 0, 1024, 0},
+    {"fused", 16, 128, 128, 1, 2, 1, 3, 1, 0}, /* staged, small m */
+    {"fused", 16, 128, 128, 1, 1, 4, 2, 3, 0}, /* warps along k, split-K */
+    {"fused", 64, 128, 64, 2, 2, 1, 4, 1, 0},  /* staged, larger tiles */
+    {"fused", 64, 256, 64, 2, 4, 2, 3, 2, 0},  /* 8 warps, k warps, split-K */
+    {"fused", 16, 128, 128, 1, 2, 1, 3, 1, 1}, /* scale on the accumulator */
+    {"fused", 32, 128, 64, 2, 1, 2, 3, 3, 1},  /* ... k warps, split-K, 2 n units */
+    {"gemv", 8, 64, 256, 1, 1, 4, 1, 1, 2},    /* gemv: 2 groups per batch */
+    {"gemv", 16, 128, 128, 1, 2, 4, 2, 3, 1},  /* 2 X tiles, 2 batches, split-K */
+    {"gemv", 24, 64, 64, 1, 1, 2, 2, 2, 2},    /* 3 X tiles, groups across batches */
+    {"gemv", 8, 128, 256, 1, 2, 2, 4, 2, 2},   /* a ring of 4, 2 groups per slot */
+    {"gemv", 16, 64, 64, 1, 1, 4, 3, 1, 1},    /* a ring of 3, groups across slots */
+    {"gemv", 8, 128, 128, 1, 2, 2, 1, 4, 0},   /* every weight dequantized */
+    {"gemv", 24, 64, 256, 1, 1, 4, 4, 1, 0},   /* ... from a ring, 3 X tiles */
+    {"wgmma", 8, 64, 64, 1, 1, 1, 2, 1, 0},     /* wgmma: N = 8, one warpgroup */
+    {"wgmma", 32, 128, 128, 1, 2, 1, 3, 2, 0},  /* 2 warpgroups, split-K (a cluster of 2) */
+    {"wgmma", 128, 256, 64, 1, 2, 1, 4, 1, 0},  /* N = 128, 2 tiles per warpgroup */
+    {"wgmma", 256, 128, 64, 1, 2, 1, 2, 3, 0},  /* N = 256, 2 warpgroups, 3 splits */
+    {"wgmma_ws", 16, 128, 64, 1, 1, 1, 2, 1, 0},  /* producer + 1 consumer, 2 tiles */
+    {"wgmma_ws", 64, 256, 128, 1, 2, 1, 4, 2, 0}, /* 2 consumers, a cluster of 2 */
+    {"wgmma_ws", 128, 256, 64, 1, 2, 1, 3, 3, 0}, /* N = 128, 2 tiles, 3 splits */
+    {"wgmma_ws", 32, 256, 64, 1, 1, 1, 4, 1, 0},  /* 4 tiles per consumer */
+    {"stream", 16, 128, 128, 1, 2, 1, 3, 1, 0},
+    {"dequant", 16, 128, 128, 1, 2, 1, 3, 1, 0},
+    {"cublas", 16, 128, 128, 1, 2, 1, 3, 1, 0},
+    {"fp8", 16, 128, 128, 1, 2, 1, 3, 1, 0},
+    {"pack", 16, 128, 128, 1, 2, 1, 3, 1, 0},
 };
 
 Test(mixed_gemm_compile, every_template_path_compiles, .timeout = 1200)
@@ -607,8 +575,7 @@ Test(mixed_gemm_compile, every_template_path_compiles, .timeout = 1200)
                 char why[256];
                 const mg_variant *x = &variants[v];
                 mg_point(&p, x->method, 33, 256, 1024, 128, zp, dtypes[d]);
-                mg_tile(&p, x->bm, x->bn, x->bk, x->wm, x->wn, x->wk, x->stages, x->splitk,
-                        x->unroll, x->kc);
+                mg_tile(&p, x->bm, x->bn, x->bk, x->wm, x->wn, x->wk, x->stages, x->splitk);
                 point_set_int(&p, "sa", x->sa);
                 int nr = mixed_gemm_family.kernels(&mixed_gemm_family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
                 cr_assert_gt(nr, 0, "variant %zu: %s", v, why);
@@ -688,8 +655,7 @@ static void run_family_checks(const char *dtype, int zp)
                 const mg_variant *x = &variants[v];
                 tune_point p;
                 mg_point(&p, x->method, ms[mi], 512, 1024, groups[gi], zp, dtype);
-                mg_tile(&p, x->bm, x->bn, x->bk, x->wm, x->wn, x->wk, x->stages, x->splitk,
-                        x->unroll, x->kc);
+                mg_tile(&p, x->bm, x->bn, x->bk, x->wm, x->wn, x->wk, x->stages, x->splitk);
                 point_set_int(&p, "sa", x->sa);
                 double e, tol;
                 cr_assert_eq(fam->prepare(state, &p, &err), TUNE_OK, "%s", err.message);
@@ -729,7 +695,7 @@ Test(mixed_gemm_gpu, wgmma_ws_persistent_grid, .timeout = 300)
                 void *state = fam->shape_init(&env, &shape, &err);
                 cr_assert_not_null(state, "%s", err.message);
                 mg_point(&p, "wgmma_ws", 257, 2048, 1024, 32, zp, dtypes[d]);
-                mg_tile(&p, 16, 128, 128, 1, 2, 1, 3, splitk, 0, 1024);
+                mg_tile(&p, 16, 128, 128, 1, 2, 1, 3, splitk);
                 double e, tol;
                 cr_assert_eq(fam->prepare(state, &p, &err), TUNE_OK, "%s", err.message);
                 cr_assert_eq(fam->check(state, &e, &tol, &err), TUNE_OK, "%s", err.message);

@@ -189,7 +189,6 @@ Test(search_run, measures_the_proposals_once_retimed, .timeout = 600)
     /* one worker measured every round; the timeline has a record per round */
     const json_t *tl = json_object_get(meta_search_block(m), "timeline");
     cr_expect_eq(json_integer_value(json_object_get(tl, "workers")), 1);
-    cr_expect_str_eq(json_string_value(json_object_get(tl, "workers_per")), "run");
     const json_t *rounds = json_object_get(tl, "rounds");
     cr_expect_eq(json_array_size(rounds), 2);
     size_t measured = 0;

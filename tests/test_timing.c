@@ -198,13 +198,15 @@ Test(timing_gpu, fixed_gives_exactly_reps_samples)
             cr_expect_str_eq(info.mode, "hot");
         }
     }
-    /* The former entry point: fixed only. */
+    /* Without info, into a buffer of exactly timing_max_samples (reps) samples. */
     sweep_timing st = fixed(SWEEP_TIMING_MODE_COLD, 1, 5);
-    double s[5];
+    double s[5] = {0};
     tune_error err = {0};
-    cr_expect_eq(timing_run(env.t, &tt_family, &env, &st, s, &err), TUNE_OK, "%s", err.message);
-    st = adaptive(SWEEP_TIMING_MODE_COLD, 0.01, 5, 1.0);
-    cr_expect_eq(timing_run(env.t, &tt_family, &env, &st, s, &err), TUNE_ERR_UNSUPPORTED);
+    cr_assert_eq(timing_max_samples(&st), 5);
+    cr_expect_eq(timing_measure(env.t, &tt_family, &env, &st, s, NULL, &err), TUNE_OK, "%s",
+                 err.message);
+    for (size_t i = 0; i < 5; i++)
+        cr_expect(s[i] > 0 && isfinite(s[i]), "sample %zu = %g", i, s[i]);
 }
 
 Test(timing_gpu, adaptive_converges_on_a_steady_kernel)

@@ -129,17 +129,79 @@ char *compare_strdup(const char *s)
     return d;
 }
 
+/* The parameters of a side's rows that their family no longer has (a knob removed since the
+ * run, which its rows still carry) and that take one value over the side's rows: they never told
+ * two of its configurations apart, so the keys leave them out and the run matches later runs
+ * configuration by configuration. A removed knob the run varied stays in the keys: which of its
+ * values the family runs today is unknown. Names borrowed from the rows. */
+typedef struct {
+    const char *names[TUNE_MAX_AXES];
+    size_t n;
+} compare_retired;
+
+static int compare_family_has(const tune_family *fam, const char *name)
+{
+    for (size_t i = 0; i < fam->n_params; i++)
+        if (strcmp(fam->params[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+static void compare_find_retired(const result_row *rows, size_t n,
+                                 const tune_family *(*find_family)(const char *),
+                                 compare_retired *out)
+{
+    expr_value first[TUNE_MAX_AXES];
+    int varies[TUNE_MAX_AXES];
+    size_t nc = 0;
+    out->n = 0;
+    for (size_t r = 0; find_family && r < n; r++) {
+        const tune_family *fam = rows[r].family ? find_family(rows[r].family) : NULL;
+        for (size_t j = 0; fam && fam->n_params && j < rows[r].n_params; j++) {
+            const char *name = rows[r].param_names[j];
+            expr_value v;
+            if (!name || compare_family_has(fam, name) || point_get(&rows[r].values, name, &v))
+                continue;
+            size_t k = 0;
+            while (k < nc && strcmp(out->names[k], name) != 0)
+                k++;
+            if (k == nc && nc < TUNE_MAX_AXES) {
+                out->names[nc] = name;
+                first[nc] = v;
+                varies[nc++] = 0;
+            } else if (k < nc && !expr_value_equal(first[k], v)) {
+                varies[k] = 1;
+            }
+        }
+    }
+    for (size_t k = 0; k < nc; k++)
+        if (!varies[k])
+            out->names[out->n++] = out->names[k];
+}
+
 /* A tuned row's values with the defaults of the family's parameters that its sweep did not have
  * (a knob the family gained after the run: its rows ran the default), so that runs before and
- * after the knob match configuration by configuration. Integer and boolean defaults only; a
- * baseline row (no parameter values) and a parameter the sweep had are left as they are. */
+ * after the knob match configuration by configuration, and without the side's retired
+ * parameters (compare_find_retired). Integer and boolean defaults only; a baseline row (no
+ * parameter values) and a parameter the sweep had are left as they are. */
 static void compare_row_values(const result_row *row,
-                               const tune_family *(*find_family)(const char *), tune_point *out)
+                               const tune_family *(*find_family)(const char *),
+                               const compare_retired *retired, tune_point *out)
 {
     *out = row->values;
     const tune_family *fam = row->family && find_family ? find_family(row->family) : NULL;
     if (!fam || row->values.n <= row->n_axes)
         return;
+    if (retired && retired->n) {
+        out->n = 0;
+        for (size_t i = 0; i < row->values.n; i++) {
+            size_t k = 0;
+            while (k < retired->n && strcmp(retired->names[k], row->values.names[i]) != 0)
+                k++;
+            if (k == retired->n)
+                point_set(out, row->values.names[i], row->values.vals[i]);
+        }
+    }
     for (size_t i = 0; i < fam->n_params; i++) {
         const family_axis *ax = &fam->params[i];
         int had = point_get(&row->values, ax->name, NULL) == 0;
@@ -156,12 +218,14 @@ static void compare_row_values(const result_row *row,
 
 /* "op\x1fmethod\x1fname=Tvalue..." with the values sorted by name (T: the value's type), the
  * problem axes only when shape_only (core/point.h: point_append_sorted); a tuned row's values
- * with the defaults of parameters its sweep lacked (compare_row_values). New string or NULL. */
+ * with the defaults of parameters its sweep lacked and without the retired ones
+ * (compare_row_values). New string or NULL. */
 static char *compare_row_key(const result_row *row, int shape_only,
-                             const tune_family *(*find_family)(const char *))
+                             const tune_family *(*find_family)(const char *),
+                             const compare_retired *retired)
 {
     tune_point vals;
-    compare_row_values(row, find_family, &vals);
+    compare_row_values(row, find_family, retired, &vals);
     size_t n = shape_only ? row->n_axes : vals.n;
     const char *op = row->op ? row->op : "", *method = shape_only ? "" : row->method;
     size_t len = strlen(op) + strlen(method) + 3;
@@ -243,10 +307,12 @@ static tune_status compare_side_entries(const result_row *rows, size_t n,
     compare_entry *e = calloc(n ? n : 1, sizeof *e);
     if (!e)
         return tune_error_set(err, TUNE_ERR_NOMEM, "", "out of memory");
+    compare_retired retired;
+    compare_find_retired(rows, n, find_family, &retired);
     for (size_t i = 0; i < n; i++) {
         e[i].row = &rows[i];
         e[i].order = i;
-        if (!(e[i].key = compare_row_key(&rows[i], 0, find_family))) {
+        if (!(e[i].key = compare_row_key(&rows[i], 0, find_family, &retired))) {
             compare_entries_free(e, n);
             return tune_error_set(err, TUNE_ERR_NOMEM, "", "out of memory");
         }

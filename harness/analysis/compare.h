@@ -86,7 +86,9 @@ typedef struct {
     int allow_all;
     /* The family registry (model/family.h: family_find) or NULL: with it, a tuned row whose sweep
      * lacked a parameter its family has now is matched as if it had the parameter's default (a
-     * knob added after the run: its rows ran the default). */
+     * knob added after the run: its rows ran the default), and a parameter its family no longer
+     * has is left out of the match when it takes one value over the row's side (a knob removed
+     * since the run, which never told two of its configurations apart). */
     const struct tune_family *(*find_family)(const char *name);
     tune_objective objective; /* what a change is of (see the header); default time */
 } compare_options;

@@ -569,15 +569,6 @@ tune_status timing_measure(timing *t, const tune_family *fam, void *state, const
                       timing_max_samples(st), samples, info ? info : &dummy, err);
 }
 
-tune_status timing_run(timing *t, const tune_family *fam, void *state, const sweep_timing *st,
-                       double *samples, tune_error *err)
-{
-    if (st->stop != SWEEP_TIMING_STOP_FIXED)
-        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "timing_run",
-                              "stop 'adaptive' writes up to max_reps samples: use timing_measure");
-    return timing_measure(t, fam, state, st, samples, NULL, err);
-}
-
 tune_status timing_run_fn(timing *t, tune_status (*fn)(void *ctx, tune_error *err), void *ctx,
                           int warmup, int reps, int flush, double *samples, tune_error *err)
 {

@@ -74,11 +74,6 @@ TUNE_MUST_CHECK tune_status timing_measure(timing *t, const tune_family *fam, vo
                                            const sweep_timing *st, double *samples,
                                            timing_info *info, tune_error *err);
 
-/* The former entry point, for callers that allocate st->reps samples: timing_measure for stop
- * fixed (which writes exactly st->reps); TUNE_ERR_UNSUPPORTED for stop adaptive. */
-TUNE_MUST_CHECK tune_status timing_run(timing *t, const tune_family *fam, void *state,
-                                       const sweep_timing *st, double *samples, tune_error *err);
-
 /* Times fn(ctx) (which enqueues work on the stream) in fixed cold mode (flush != 0) or with no
  * flush, without per-rep hooks; writes reps samples. */
 TUNE_MUST_CHECK tune_status timing_run_fn(timing *t, tune_status (*fn)(void *ctx, tune_error *err),

@@ -2,8 +2,9 @@
  * Y[m,n] = X[m,k] . dequant(W)[k,n], int4 W with per-group scales (and optionally zero points),
  * fp16/bf16 X and Y, fp32 accumulation.
  *
- * Methods: `fused` (tuned: kernels_src/mixed_gemm.cu over its tile space), `decode` (tuned: the
- * streaming kernel of kernels_src/mixed_gemm_decode.cu for small m), `dequant` (tuned: the
+ * Methods: `fused` (tuned: kernels_src/mixed_gemm.cu over its tile space), `gemv` (tuned: the
+ * warp-streaming kernel of kernels_src/mixed_gemm_gemv.cu for small m), `wgmma` and `wgmma_ws`
+ * (tuned: the warpgroup-MMA kernels of kernels_src/mixed_gemm_wgmma.cu), `dequant` (tuned: the
  * packed weight dequantized to T, then cuBLAS; it has no tile parameters, so a sweep measures it
  * at one parameter point), and the baselines `cublas` (cuBLAS GEMM in T on the weight dequantized
  * beforehand), `fp8` (cuBLASLt e4m3 GEMM, per-tensor scales, inputs converted beforehand) and

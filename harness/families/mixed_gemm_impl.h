@@ -23,8 +23,8 @@
 #define MG_STREAM_KERNEL "mg_stream<8>"
 #define MG_STREAM_BLOCKS_PER_SM 8
 #define MG_N_OPS 1
-#define MG_N_PARAMS 11
-#define MG_N_METHODS 10
+#define MG_N_PARAMS 9
+#define MG_N_METHODS 9
 #define MG_N_SHAPE_KERNELS 9
 
 enum {
@@ -33,7 +33,6 @@ enum {
     MG_CUBLAS,
     MG_FP8,
     MG_PACK,
-    MG_DECODE,
     MG_STREAM,
     MG_WGMMA,
     MG_WGMMA_WS,
@@ -44,8 +43,7 @@ enum {
 #define MG_IS_WGMMA(method) ((method) == MG_WGMMA || (method) == MG_WGMMA_WS)
 
 /* The tuned methods whose kernel takes the fused kernels' arguments (mg_launch). */
-#define MG_TILED(method)                                                                          \
-    ((method) == MG_FUSED || (method) == MG_DECODE || (method) == MG_GEMV || MG_IS_WGMMA(method))
+#define MG_TILED(method) ((method) == MG_FUSED || (method) == MG_GEMV || MG_IS_WGMMA(method))
 
 typedef struct {
     int method;
@@ -54,7 +52,7 @@ typedef struct {
     int zp;
     int64_t m, n, k, group, g_eff; /* g_eff: rows per scale (k when group == 0) */
     /* fused kernel geometry */
-    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, unroll, kc, sa; /* wgmma: bm = mg_wgmma_rows */
+    int64_t bm, bn, bk, wm, wn, wk, stages, splitk, sa; /* wgmma: bm = mg_wgmma_rows */
     int64_t wstages; /* wgmma_ws: depth of the weight ring (the host's choice) */
     int64_t srw;     /* gemv: group rows per batch of bk rows */
     int gsh;

@@ -16,19 +16,17 @@
  * partial tile costs as much as the split saves. */
 #define MG_MIN_K_TILES 2
 
-enum { P_BM, P_BN, P_BK, P_WM, P_WN, P_WK, P_STAGES, P_SPLITK, P_UNROLL, P_KC, P_SA, P_N };
-static const char *const mg_rule_params[P_N] = {"bm",     "bn",     "bk",     "wm", "wn", "wk",
-                                                "stages", "splitk", "unroll", "kc", "sa"};
+enum { P_BM, P_BN, P_BK, P_WM, P_WN, P_WK, P_STAGES, P_SPLITK, P_SA, P_N };
+static const char *const mg_rule_params[P_N] = {"bm", "bn",     "bk",     "wm", "wn",
+                                                "wk", "stages", "splitk", "sa"};
 /* The defaults of mg_params, for a parameter a sweep's points lack (never in a parsed sweep). */
-static const int64_t mg_rule_dflt[P_N] = {16, 128, 128, 1, 2, 1, 4, 1, 0, 1024, 0};
+static const int64_t mg_rule_dflt[P_N] = {16, 128, 128, 1, 2, 1, 4, 1, 0};
 
 /* dequant reads no tile parameter: the point earlier runs recorded for it (the staged kernel's
  * 128 x 128 x 64 tile, 2 x 2 warps, 3 stages), so that its rows keep one identity. */
-static const int64_t mg_dequant_point[P_N] = {128, 128, 64, 2, 2, 1, 3, 1, 0, -1, 0};
+static const int64_t mg_dequant_point[P_N] = {128, 128, 64, 2, 2, 1, 3, 1, 0};
 
 /* The rules' reasons (static: the space counts configurations per reason). */
-#define R_UNUSED_KC                                                                                \
-    "unused parameter: kc is read by the direct kernel only (the axis's first value is kept)"
 #define R_DEQUANT                                                                                  \
     "dequant: no tile parameters, one point per shape (128 x 128 x 64, 2 x 2 warps, 3 stages, "    \
     "else the sweep's first)"
@@ -156,15 +154,13 @@ static const char *mg_rule_split(const mg_desc *d)
     return NULL;
 }
 
-/* The rules of one configuration of a tiled method (d: the shape and the tile; kc0 the first kc of
- * the sweep; tiles: the method's row tiles among the sweep's bm values). NULL: kept. */
-static const char *mg_rule(const mg_desc *d, int64_t kc0, const int64_t *tiles, size_t n_tiles)
+/* The rules of one configuration of a tiled method (d: the shape and the tile; tiles: the
+ * method's row tiles among the sweep's bm values). NULL: kept. */
+static const char *mg_rule(const mg_desc *d, const int64_t *tiles, size_t n_tiles)
 {
     const char *r = mg_tile_shape(d);
     if (r)
         return r;
-    if (d->unroll == 0 && d->kc != kc0)
-        return R_UNUSED_KC;
     switch (d->method) {
     case MG_GEMV:
         if (d->m > 16)
@@ -193,7 +189,7 @@ static const char *mg_rule(const mg_desc *d, int64_t kc0, const int64_t *tiles, 
     }
     if (MG_IS_WGMMA(d->method))
         r = mg_rule_rows_wgmma(d, tiles, n_tiles);
-    else if (d->unroll == 0)
+    else
         r = mg_rule_rows(d->m, d->bm, tiles, n_tiles);
     if (r)
         return r;
@@ -206,8 +202,6 @@ static int mg_row_tile(int method, int64_t bm)
     switch (method) {
     case MG_GEMV:
         return bm % 8 == 0 && bm <= 32;
-    case MG_DECODE:
-        return bm % 8 == 0 && bm <= 64;
     case MG_WGMMA:
     case MG_WGMMA_WS:
         return bm % 8 == 0 && bm >= 8 && bm <= 256;
@@ -245,8 +239,6 @@ void mg_prune(const tune_family *fam, const tune_point *shape, const tune_point 
     for (int p = 0; p < P_N; p++)                                                                  \
         v[p] = at[p] >= 0 && params[j].vals[at[p]].type == EXPR_INT ? params[j].vals[at[p]].i      \
                                                                     : mg_rule_dflt[p];
-    MG_VALUES(0);
-    int64_t kc0 = v[P_KC];
     if (d.m < 128 && d.method == MG_DEQUANT) {
         for (size_t j = 0; j < n; j++)
             why[j] = R_DEQUANT_M;
@@ -258,7 +250,7 @@ void mg_prune(const tune_family *fam, const tune_point *shape, const tune_point 
             MG_VALUES(j);
             int same = 1;
             for (int p = 0; p < P_N; p++)
-                same &= mg_dequant_point[p] < 0 ? v[p] == kc0 : v[p] == mg_dequant_point[p];
+                same &= v[p] == mg_dequant_point[p];
             if (same) {
                 keep = j;
                 break;
@@ -292,10 +284,8 @@ void mg_prune(const tune_family *fam, const tune_point *shape, const tune_point 
         d.wk = v[P_WK];
         d.stages = v[P_STAGES];
         d.splitk = v[P_SPLITK];
-        d.unroll = v[P_UNROLL];
-        d.kc = v[P_KC];
         d.sa = v[P_SA];
-        why[j] = mg_rule(&d, kc0, tiles, n_tiles);
+        why[j] = mg_rule(&d, tiles, n_tiles);
     }
 #undef MG_VALUES
 }

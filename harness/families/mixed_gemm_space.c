@@ -51,7 +51,7 @@ const family_op mg_ops[MG_N_OPS] = {
 
 const family_axis mg_params[MG_N_PARAMS] = {
     {"bm", FAMILY_AXIS_INT, 8, 256, NULL, "16",
-     "block tile rows (m): a multiple of 16 (fused), of 8 up to 64 (decode) or 32 (gemv); wgmma: "
+     "block tile rows (m): a multiple of 16 (fused), of 8 up to 32 (gemv); wgmma: "
      "the most rows per block, a multiple of 8 up to 256 (m spread evenly over ceil(m / bm) row "
      "blocks, rounded up to 8)"},
     {"bn", FAMILY_AXIS_INT, 64, 1024, NULL, "128", "block tile columns (n)"},
@@ -66,15 +66,9 @@ const family_axis mg_params[MG_N_PARAMS] = {
     {"splitk", FAMILY_AXIS_INT, 0, 64, NULL, "1",
      "blocks along k (reduced in the kernel); 0: stream-K (wgmma_ws: one block per "
      "multiprocessor, each taking an equal range of all tiles' k iterations)"},
-    {"unroll", FAMILY_AXIS_INT, 0, 32, NULL, "0",
-     "0: the staged kernel (cp.async pipeline); N >= 1: the direct kernel (bm = 16, bn = 64 wn, "
-     "N weight loads in flight per lane; bk and stages unused)"},
-    {"kc", FAMILY_AXIS_INT, 64, 8192, NULL, "1024",
-     "direct kernel: most k per block (X kept in shared memory)"},
     {"sa", FAMILY_AXIS_INT, 0, 2, NULL, "0",
-     "0: every weight dequantized; 1 (staged, decode, gemv): the scale applied to the accumulator "
-     "once per group (the direct kernel always does); 2 (decode, gemv): that, and the zero point "
-     "too, through a sum of X"},
+     "0: every weight dequantized; 1 (staged, gemv): the scale applied to the accumulator once per "
+     "group; 2 (gemv): that, and the zero point too, through a sum of X"},
 };
 
 const family_method mg_methods[MG_N_METHODS] = {
@@ -88,10 +82,6 @@ const family_method mg_methods[MG_N_METHODS] = {
      FAMILY_ROLE_BASELINE},
     {"pack", 0, "packing of weight, scales and zero points into the fused layout (once per weight)",
      FAMILY_ROLE_AUXILIARY},
-    {"decode", 1,
-     "tune's streaming kernel for small m: bulk-copy ring fed by a producer warp, weight as the "
-     "MMA's A operand (bm = 8 x tiles of X rows, bn = 64 wn, bk = 16 x steps per stage)",
-     FAMILY_ROLE_TUNED},
     {"stream", 0, "one read of the packed weight, scales and zero points: the floor of the shape",
      FAMILY_ROLE_AUXILIARY},
     {"wgmma", 1,
@@ -109,8 +99,8 @@ const family_method mg_methods[MG_N_METHODS] = {
     {"gemv", 1,
      "tune's warp-streaming kernel for small m: every warp streams its own batches of packed "
      "weight (bk = 16 x units per batch; stages = batches in flight: 1 or 2 in registers, 3 to 8 "
-     "in a per-warp cp.async ring), no producer; the decode kernel's MMAs and tiles (bm = 8 x "
-     "tiles of X rows, bn = 64 wn, wk warps along k)",
+     "in a per-warp cp.async ring), weight as the MMA's A operand (bm = 8 x tiles of X rows, bn = "
+     "64 wn, wk warps along k)",
      FAMILY_ROLE_TUNED},
 };
 
@@ -139,54 +129,8 @@ static size_t mg_smem_bytes(const mg_desc *d)
     return (size_t)(stage * d->stages > red ? stage * d->stages : red);
 }
 
-/* The direct kernel's geometry (unroll >= 1): 16 rows per block, one 64-column unit per warp. */
-static const char *mg_direct_shape(const mg_desc *d)
-{
-    if (d->bm != 16 || d->wm != 1)
-        return "tile shape: the direct kernel takes bm = 16, wm = 1";
-    if (d->bn != 64 * d->wn)
-        return "tile shape: the direct kernel takes bn = 64 x wn";
-    if (d->kc % 64 != 0)
-        return "tile shape: the direct kernel takes kc a multiple of 64";
-    return NULL;
-}
-
-static int mg_describe_direct(mg_desc *d, char *why, size_t why_size)
-{
-    int64_t threads = d->wn * d->wk * 32;
-    if (threads > 1024)
-        return family_fail(why, why_size, "too many threads: %lld warps",
-                           (long long)(threads / 32));
-    if (d->n % d->bn != 0)
-        return family_fail(why, why_size, "tile does not divide the problem: n = %lld, bn = %lld",
-                           (long long)d->n, (long long)d->bn);
-    int64_t steps = d->k / 16;
-    if (d->splitk < 1 || d->splitk > steps / d->wk)
-        return family_fail(why, why_size,
-                           "split-K deeper than the k tiles: splitk %lld x wk %lld > k / 16",
-                           (long long)d->splitk, (long long)d->wk);
-    if ((steps + d->splitk - 1) / d->splitk * 16 > d->kc)
-        return family_fail(why, why_size,
-                           "split-K too shallow for kc: k / splitk = %lld > kc = %lld",
-                           (long long)((steps + d->splitk - 1) / d->splitk * 16), (long long)d->kc);
-    int64_t red = (d->wk - 1) * d->wn * 32 * 32 * 4, xs = (d->m < 16 ? d->m : 16) * d->kc * 2;
-    d->smem = (size_t)(xs > red ? xs : red);
-    if (d->smem > MG_SMEM_LIMIT - MG_SMEM_STATIC)
-        return family_fail(why, why_size, "shared memory over the device limit: %zu KiB > %d KiB",
-                           d->smem / 1024, MG_SMEM_LIMIT / 1024);
-    d->gsh = d->group == 0 ? -1 : ilog2(d->g_eff);
-    d->threads = (unsigned)threads;
-    d->grid[0] = (unsigned)(d->n / d->bn);
-    d->grid[1] = (unsigned)((d->m + 15) / 16);
-    d->grid[2] = (unsigned)d->splitk;
-    if (d->grid[1] > 65535)
-        return family_fail(why, why_size, "tile shape: m / 16 = %u blocks exceeds the grid limit",
-                           d->grid[1]);
-    return 0;
-}
-
-/* What the staged and the decode kernels both require of their blocking: at most 1024 threads,
- * tiles that divide n and k, groups and stages that nest, and no more splits than k tiles. */
+/* What the tiled kernels require of their blocking: at most 1024 threads, tiles that divide n and
+ * k, groups and stages that nest, and no more splits than k tiles. */
 static int mg_check_blocking(const mg_desc *d, int64_t threads, char *why, size_t why_size)
 {
     if (threads > 1024)
@@ -229,7 +173,7 @@ static int mg_check_resources(mg_desc *d, int64_t acc_regs, int64_t overhead, in
     return 0;
 }
 
-/* The grid of the decode and wgmma kernels: (row blocks along m, column blocks along n, splits), so
+/* The grid of the gemv and wgmma kernels: (row blocks along m, column blocks along n, splits), so
  * that the row blocks that share a weight slice are neighbours. */
 static int mg_grid_m_n_k(mg_desc *d, char *why, size_t why_size)
 {
@@ -242,59 +186,15 @@ static int mg_grid_m_n_k(mg_desc *d, char *why, size_t why_size)
     return 0;
 }
 
-/* Shared memory of the decode kernel: barriers, the ring of stages (or the cross-warp reduction if
- * larger) and the block's X rows; the formulas of mg_decode_layout in mixed_gemm_decode.cu,
- * which traps when given less. */
-static size_t mg_decode_smem(const mg_desc *d)
-{
-    int64_t xt = d->bm / 8, ks = d->bk / 16, bn = d->bn, sr = ks / 2 > 0 ? ks / 2 : 1;
-    int64_t stage = ks * d->wn * 512 + sr * bn * 2 * (1 + d->zp);
-    int64_t red = (d->wk - 1) * d->wn * xt * 16 * 32 * 4;
-    int64_t ring = stage * d->stages > red ? stage * d->stages : red;
-    int64_t bar = ((2 * d->stages + 1) * 8 + 127) / 128 * 128;
-    int64_t kb = d->k / d->bk, xstride = (kb + d->splitk - 1) / d->splitk * d->bk + 8;
-    int64_t rows = d->m < d->bm ? d->m : d->bm;
-    return (size_t)(bar + ring + rows * xstride * 2);
-}
-
-/* The decode kernel's geometry: bm = 8 XT rows, bn = 64 wn, bk = 16 KS, one producer warp. */
-static const char *mg_decode_shape(const mg_desc *d)
-{
-    if (d->bm % 8 != 0 || d->bm > 64)
-        return "tile shape: the decode kernel takes bm = 8, 16, ..., 64";
-    if (d->wn < 1 || d->bn != 64 * d->wn)
-        return "tile shape: the decode kernel takes bn = 64 x wn";
-    if (d->bk % 32 != 0)
-        return "tile shape: the decode kernel takes bk a multiple of 32";
-    /* each k warp group must own whole ring slots: a slot shared by two groups could be waited
-     * on two phases ahead of its barrier (mbarrier parity) and read before it is filled */
-    if (d->stages < 2 || d->wk < 1 || d->stages % d->wk != 0)
-        return "tile shape: the decode kernel takes stages >= 2, a multiple of wk";
-    return NULL;
-}
-
-static int mg_describe_decode(mg_desc *d, char *why, size_t why_size)
-{
-    int64_t threads = (d->wn * d->wk + 1) * 32;
-    if (mg_check_blocking(d, threads, why, why_size) != 0)
-        return -1;
-    /* accumulators: 16 fp32 per n8 tile of X (twice with sa), plus ~60 for fragments and
-     * addresses */
-    int64_t acc_regs = d->bm / 8 * (16 + (d->sa ? 16 : 0) + (d->sa == 2 ? 4 : 0));
-    if (mg_check_resources(d, acc_regs, 60, 255, mg_decode_smem(d), threads, why, why_size) != 0)
-        return -1;
-    return mg_grid_m_n_k(d, why, why_size);
-}
-
-/* The warp-streaming kernel's geometry: the decode kernel's tiles without the producer warp and
- * the block's ring; bk = 16 U is the batch a warp streams at once, stages the batches in flight
- * (1 or 2 in registers, 3 to 8 in the warp's cp.async ring). */
+/* The warp-streaming kernel's geometry: bm = 8 XT rows, bn = 64 wn (one 64-column unit per warp),
+ * bk = 16 U the batch a warp streams at once, stages the batches in flight (1 or 2 in registers,
+ * 3 to 8 in the warp's cp.async ring). */
 static const char *mg_gemv_shape(const mg_desc *d)
 {
     if (d->bm % 8 != 0 || d->bm > 32)
         return "tile shape: the gemv kernel takes bm = 8, 16, 24, 32";
-    if (d->wn < 1 || d->bn != 64 * d->wn || d->wm != 1 || d->unroll != 0)
-        return "tile shape: the gemv kernel takes bn = 64 x wn, wm = 1, unroll = 0";
+    if (d->wn < 1 || d->bn != 64 * d->wn || d->wm != 1)
+        return "tile shape: the gemv kernel takes bn = 64 x wn, wm = 1";
     if (d->bk % 32 != 0 || d->bk > 256)
         return "tile shape: the gemv kernel takes bk = 32, 64, ..., 256";
     if (d->stages < 1 || d->stages > 8)
@@ -387,8 +287,8 @@ static const char *mg_wgmma_shape(const mg_desc *d)
                "also 256 x wn)";
     if (ws && d->wn > 2)
         return "tile shape: the warp-specialized wgmma kernel takes wn = 1 or 2";
-    if (d->wm != 1 || d->wk != 1 || d->sa != 0 || d->unroll != 0)
-        return "tile shape: the wgmma kernel takes wm = 1, wk = 1, sa = 0, unroll = 0";
+    if (d->wm != 1 || d->wk != 1 || d->sa != 0)
+        return "tile shape: the wgmma kernel takes wm = 1, wk = 1, sa = 0";
     if (d->bk % 64 != 0)
         return "tile shape: the wgmma kernel takes bk a multiple of 64";
     if (d->stages < 2)
@@ -441,8 +341,6 @@ const char *mg_tile_shape(const mg_desc *d)
     if (d->splitk == 0 && d->method != MG_WGMMA_WS)
         return "tile shape: splitk = 0 (stream-K) is the warp-specialized wgmma kernel's";
     switch (d->method) {
-    case MG_DECODE:
-        return mg_decode_shape(d);
     case MG_GEMV:
         return mg_gemv_shape(d);
     case MG_WGMMA:
@@ -454,9 +352,7 @@ const char *mg_tile_shape(const mg_desc *d)
         return NULL;
     }
     if (d->sa == 2)
-        return "tile shape: sa = 2 is the decode kernel's";
-    if (d->unroll > 0)
-        return mg_direct_shape(d);
+        return "tile shape: sa = 2 is the gemv kernel's";
     if (d->bk % 64 != 0)
         return "tile shape: the staged kernel takes bk a multiple of 64";
     if (d->wm < 1 || d->bm % (16 * d->wm) != 0)
@@ -480,8 +376,7 @@ int mg_method_index(const char *method)
 
 /* Describes cfg; -1 with `why` (a category, a colon, the details) when it cannot run. About 100
  * lines: one check per constraint of the problem and of the staged kernel's tile space, each with
- * its reason, in the order the reasons are reported (the direct kernel's are mg_describe_direct's).
- */
+ * its reason, in the order the reasons are reported. */
 int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
 {
     memset(d, 0, sizeof *d);
@@ -531,20 +426,14 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
     d->wk = point_int(cfg, "wk", 1);
     d->stages = point_int(cfg, "stages", 4);
     d->splitk = point_int(cfg, "splitk", 1);
-    d->unroll = point_int(cfg, "unroll", 0);
-    d->kc = point_int(cfg, "kc", 1024);
     d->sa = point_int(cfg, "sa", 0);
     const char *shape = mg_tile_shape(d);
     if (shape)
         return family_fail(why, why_size, "%s", shape);
-    if (d->method == MG_DECODE)
-        return mg_describe_decode(d, why, why_size);
     if (d->method == MG_GEMV)
         return mg_describe_gemv(d, why, why_size);
     if (MG_IS_WGMMA(d->method))
         return mg_describe_wgmma(d, why, why_size);
-    if (d->unroll > 0)
-        return mg_describe_direct(d, why, why_size);
     int64_t threads = d->wm * d->wn * d->wk * 32;
     if (mg_check_blocking(d, threads, why, why_size) != 0)
         return -1;
@@ -586,17 +475,6 @@ static void mg_fused_name(const mg_desc *d, char *buf, size_t size)
                  (int)d->sa);
         return;
     }
-    if (d->method == MG_DECODE) {
-        snprintf(buf, size, "mg_decode<%s, %lld, %lld, %lld, %lld, %lld, %d, %d>", d->tname,
-                 (long long)(d->bm / 8), (long long)d->wn, (long long)d->wk,
-                 (long long)(d->bk / 16), (long long)d->stages, d->zp, (int)d->sa);
-        return;
-    }
-    if (d->unroll > 0) {
-        snprintf(buf, size, "mg_direct<%s, %lld, %lld, %lld, %lld, %d>", d->tname, (long long)d->wn,
-                 (long long)d->wk, (long long)d->unroll, (long long)d->kc, d->zp);
-        return;
-    }
     snprintf(buf, size, "mg_fused<%s, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %d, %d>", d->tname,
              (long long)d->bm, (long long)d->bn, (long long)d->bk, (long long)d->wm,
              (long long)d->wn, (long long)d->wk, (long long)d->stages, d->zp, d->sa != 0);
@@ -613,9 +491,9 @@ static void mg_ref(family_kernel_ref *refs, size_t *n, const char *source, const
 /* The kernel source of a tuned configuration's main kernel. */
 static const char *mg_main_source(const mg_desc *d)
 {
-    return d->method == MG_DECODE || d->method == MG_GEMV ? "mixed_gemm_decode.cu"
+    return d->method == MG_GEMV     ? "mixed_gemm_gemv.cu"
            : MG_IS_WGMMA(d->method) ? "mixed_gemm_wgmma.cu"
-                                   : "mixed_gemm.cu";
+                                    : "mixed_gemm.cu";
 }
 
 /* Helper kernels every shape needs (inputs, packing, reference, error). */

@@ -3,13 +3,11 @@
  * compile child, only those not compiled yet), the run's one worker measures the round as they
  * come (search_session.c; the baselines too in the first), and each row goes back to the search
  * as an observation. After the last round, each shape's fastest candidates are re-timed once
- * (run/retime.c). Under TUNE_SEARCH_SESSION=0 a round is measured as before: by one worker, or
- * two when enough of it is ready before its compile ends (round_run). */
+ * (run/retime.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/interrupt.h"
@@ -26,7 +24,6 @@ typedef struct run_search_state {
     size_t rounds, prior_rows, kernels_compiled;
     int time_limit_hit, finished;
     /* where the time went (meta.json's search.timeline): per round, the re-timing pass */
-    int session; /* one worker for every round (search_session.c); 0: one or two a round */
     run_session_stats round_stats[RUN_SEARCH_MAX_ROUNDS];
     double search_s; /* the strategy's own time (search_next) */
     double retime_s; /* the re-timing pass after the last round */
@@ -336,10 +333,10 @@ static size_t round_mark(run_ctx *rc, const size_t *ids, size_t n, int first)
     return k;
 }
 
-/* The kernels that the configurations of mask need (with skip_done, only those without a row;
- * planned: run_plan_configs) and that are not compiled yet, and the read probe's (every worker
- * measures with it), into idx (rc->n_kernels entries); their number. */
-static size_t kernels_wanted(run_ctx *rc, const unsigned char *mask, int skip_done, size_t *idx)
+/* The kernels that the configurations of mask need (planned: run_plan_configs) and that are not
+ * compiled yet, and the read probe's (every worker measures with it), into idx (rc->n_kernels
+ * entries); their number. */
+static size_t kernels_wanted(run_ctx *rc, const unsigned char *mask, size_t *idx)
 {
     unsigned char *want = rc->search->compiled; /* 2: wanted now, reset below */
     size_t n = 0;
@@ -348,8 +345,7 @@ static size_t kernels_wanted(run_ctx *rc, const unsigned char *mask, int skip_do
     if (k < rc->n_kernels && !want[k])
         want[k] = 2;
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++) {
-        const run_plan *pl =
-            mask[ci] && !(skip_done && rc->done[ci]) ? run_plan_find(rc, ci) : NULL;
+        const run_plan *pl = mask[ci] ? run_plan_find(rc, ci) : NULL;
         for (int r = 0; pl && r < pl->n_refs; r++)
             if (!want[pl->refs[r]])
                 want[pl->refs[r]] = 2;
@@ -363,118 +359,15 @@ static size_t kernels_wanted(run_ctx *rc, const unsigned char *mask, int skip_do
 }
 
 /* Compiles (in the compile child) what kernels_wanted lists for mask, and waits for it. */
-static tune_status compile_for(run_ctx *rc, run_summary *sum, const unsigned char *mask,
-                               int skip_done)
+static tune_status compile_for(run_ctx *rc, run_summary *sum, const unsigned char *mask)
 {
     size_t *idx = malloc((rc->n_kernels ? rc->n_kernels : 1) * sizeof *idx);
     if (!idx)
         return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-    size_t n = kernels_wanted(rc, mask, skip_done, idx);
+    size_t n = kernels_wanted(rc, mask, idx);
     tune_status st = run_compile_subset(rc, idx, n, rc->search->cache_dir, sum);
     rc->search->state->kernels_compiled += n;
     free(idx);
-    return st;
-}
-
-/* 1 when every kernel configuration ci needs is compiled. */
-static int config_ready(const run_ctx *rc, size_t ci)
-{
-    const run_plan *pl = run_plan_find(rc, ci);
-    for (int r = 0; pl && r < pl->n_refs; r++)
-        if (!rc->search->compiled[pl->refs[r]])
-            return 0;
-    return 1;
-}
-
-/* Measures the configurations of rc->search->todo (those without a row) with workers; last: the
- * round spends every budget, so each shape is re-timed after its rows. */
-static tune_status measure(run_ctx *rc, run_summary *sum, int last)
-{
-    rc->search->retime_at_end = last;
-    return run_coordinate(rc, sum);
-}
-
-/* Splits a round (all): the kernels of its baselines and the read probe's into idx_b (*nb), the
- * configurations that need no other new kernel into early (their number returned), the kernels
- * that the others need into idx_r (*nr). */
-static size_t round_split(run_ctx *rc, const unsigned char *all, unsigned char *early,
-                          size_t *idx_b, size_t *nb, size_t *idx_r, size_t *nr)
-{
-    size_t nc = space_n_configs(rc->sp), n_early = 0;
-    for (size_t ci = 0; ci < nc; ci++)
-        early[ci] = all[ci] && space_config_at(rc->sp, ci)->param == SPACE_NO_PARAM;
-    *nb = kernels_wanted(rc, early, 1, idx_b);
-    for (size_t i = 0; i < *nb; i++)
-        rc->search->compiled[idx_b[i]] = 3; /* about to be compiled: ready for config_ready */
-    for (size_t ci = 0; ci < nc; ci++) {
-        early[ci] = all[ci] && !rc->done[ci] && config_ready(rc, ci);
-        n_early += early[ci];
-        rc->search->todo[ci] = all[ci] && !early[ci];
-    }
-    *nr = kernels_wanted(rc, rc->search->todo, 1, idx_r);
-    for (size_t i = 0; i < *nb; i++)
-        rc->search->compiled[idx_b[i]] = 0;
-    return n_early;
-}
-
-/* A round is measured by two workers (what is ready while the compile child runs, then the rest)
- * only when the first has at least this many configurations; a smaller early part is measured
- * after the compile by the one worker. A rule of thumb, not measured on its own: a worker's start
- * (a CUDA context, cuBLAS, every shape's inputs and reference) against w4a16's ~10 ms per
- * measured configuration on the H200 (3 912 ok rows in 38 s of its exhaustive run). */
-#define RUN_SEARCH_EARLY_MIN 50
-
-/* One round (rc->search->todo). The compile child of the kernels that only tuned configurations
- * need starts first (on all processors but two: a worker's timing thread keeps one); the
- * baselines' kernels are compiled beside it, and the configurations ready then (the baselines,
- * candidates whose kernels earlier rounds compiled) are measured while it runs; then the others. */
-static tune_status round_run(run_ctx *rc, run_summary *sum, int last)
-{
-    size_t nc = space_n_configs(rc->sp), nb = 0, nr = 0, nk = rc->n_kernels ? rc->n_kernels : 1;
-    unsigned char *all = malloc(nc ? nc : 1), *early = malloc(nc ? nc : 1);
-    size_t *idx_b = malloc(nk * sizeof *idx_b), *idx_r = malloc(nk * sizeof *idx_r);
-    if (!all || !early || !idx_b || !idx_r) {
-        free(all), free(early), free(idx_b), free(idx_r);
-        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-    }
-    memcpy(all, rc->search->todo, nc);
-    size_t n_early = round_split(rc, all, early, idx_b, &nb, idx_r, &nr);
-    tune_status st = TUNE_OK;
-    if (nr == 0 || n_early < RUN_SEARCH_EARLY_MIN) {
-        memcpy(rc->search->todo, all, nc);
-        if ((st = compile_for(rc, sum, rc->search->todo, 1)) == TUNE_OK)
-            st = measure(rc, sum, last);
-    } else {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        run_compile_async *c =
-            run_compile_start(rc, idx_r, nr, rc->search->cache_dir, cpus > 3 ? (int)cpus - 2 : 1);
-        st = c ? run_compile_subset(rc, idx_b, nb, rc->search->cache_dir, sum)
-               : (rc->err ? rc->err->code : TUNE_ERR_IO);
-        rc->search->state->kernels_compiled += nb;
-        memcpy(all, rc->search->todo, nc); /* what waits for the compile child */
-        memcpy(rc->search->todo, early, nc);
-        /* in the last round, a shape with no row left for the second worker is re-timed by
-         * the first (no pass of its own at the end) */
-        unsigned char *hold = last ? calloc(space_n_shapes(rc->sp) + 1, 1) : NULL;
-        for (size_t ci = 0; hold && ci < nc; ci++)
-            if (all[ci] && !rc->done[ci])
-                hold[space_config_at(rc->sp, ci)->shape] = 1;
-        rc->search->retime_hold = hold;
-        if (st == TUNE_OK)
-            st = measure(rc, sum, hold != NULL);
-        rc->search->retime_hold = NULL;
-        free(hold);
-        tune_status cst = c ? run_compile_finish(rc, c, sum) : TUNE_OK;
-        rc->search->state->kernels_compiled += c ? nr : 0;
-        st = st == TUNE_OK ? cst : st;
-        memcpy(rc->search->todo, all, nc);
-        if (st == TUNE_OK)
-            st = measure(rc, sum, last);
-    }
-    free(all);
-    free(early);
-    free(idx_b);
-    free(idx_r);
     return st;
 }
 
@@ -489,11 +382,9 @@ static void observe_resumed(run_ctx *rc)
             search_observe(sx->state->s, ci, sx->resumed_cost[ci] > 0 ? sx->resumed_cost[ci] : NAN);
 }
 
-/* The shapes not re-timed yet with at least two ok candidates, re-timed by one worker. A failure
- * of that worker costs nothing measured: it is reported and the run goes on. */
-/* Marks in rc->search->retime_todo the shapes not re-timed yet with at least two ok candidates
- * and compiles their candidates' kernels (a resumed run may not have compiled them); *want: how
- * many. */
+/* Marks in rc->search->retime_todo the shapes not re-timed yet with at least two ok candidates and
+ * compiles their candidates' kernels (a resumed run may not have compiled them); *want: how many.
+ */
 static tune_status retime_prepare(run_ctx *rc, run_summary *sum, size_t *want)
 {
     run_search_ctx *sx = rc->search;
@@ -514,41 +405,13 @@ static tune_status retime_prepare(run_ctx *rc, run_summary *sum, size_t *want)
         sx->todo[ci] = sx->medians[ci] > 0 && sx->retime_todo[space_config_at(rc->sp, ci)->shape];
     tune_status st = run_plan_configs(rc, sx->todo); /* a resumed row's may not be yet */
     if (st == TUNE_OK)
-        st = compile_for(rc, sum, sx->todo, 0);
+        st = compile_for(rc, sum, sx->todo);
     memset(sx->todo, 0, space_n_configs(rc->sp));
     return st;
 }
 
-static tune_status retime_pass(run_ctx *rc, run_summary *sum)
-{
-    size_t ns = space_n_shapes(rc->sp), want;
-    tune_status st = retime_prepare(rc, sum, &want);
-    if (st != TUNE_OK || !want)
-        return st;
-    worker *w = worker_start(run_worker_body, rc, rc->err);
-    if (!w)
-        return rc->err ? rc->err->code : TUNE_ERR_IO;
-    rc->worker_starts++;
-    char line[4096], how[256], fatal[4096] = "";
-    double watchdog = run_watchdog_s(rc->opt);
-    int r;
-    size_t s = 0;
-    while ((r = worker_read_line(w, line, sizeof line, watchdog + 60)) == 1)
-        if (line[0] == 'T' && sscanf(line, "T %zu", &s) == 1 && s < ns)
-            rc->search->retimed[s] = 1;
-        else if (line[0] == 'F')
-            snprintf(fatal, sizeof fatal, "%s", line + 2);
-    if (r < 0)
-        worker_kill(w);
-    int code = worker_wait(w, how, sizeof how);
-    if ((code != 0 || fatal[0]) && !rc->opt->quiet)
-        fprintf(stderr, "tune: the interleaved re-timing ended early (%s): %s\n", how,
-                fatal[0] ? fatal : "the winners stand on their first measurement");
-    memset(rc->search->retime_todo, 0, ns);
-    return TUNE_OK;
-}
-
-/* The session's re-timing pass: as retime_pass, by the session's worker. */
+/* The re-timing pass: the shapes not re-timed yet with at least two ok candidates, re-timed by
+ * the session's worker. */
 static tune_status retime_session(run_ctx *rc, run_summary *sum, run_session *session)
 {
     size_t ns = space_n_shapes(rc->sp), want;
@@ -557,15 +420,6 @@ static tune_status retime_session(run_ctx *rc, run_summary *sum, run_session *se
         st = run_session_retime(rc, sum, session, rc->search->retime_todo);
     memset(rc->search->retime_todo, 0, ns);
     return st;
-}
-
-/* The rounds measured by one worker (search_session.c), or by one or two workers a round
- * (round_run) when TUNE_SEARCH_SESSION=0: the way searched runs were measured before, kept to
- * compare the two on a GPU. */
-static int session_on(void)
-{
-    const char *e = getenv("TUNE_SEARCH_SESSION");
-    return !(e && strcmp(e, "0") == 0);
 }
 
 tune_status run_search_compile_first(run_ctx *rc, int arch, run_summary *sum)
@@ -584,7 +438,7 @@ tune_status run_search_compile_first(run_ctx *rc, int arch, run_summary *sum)
         st = tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     if (st == TUNE_OK) {
         int all = search_round_is_last(ss->s);
-        size_t nk = kernels_wanted(rc, rc->search->todo, 0, idx);
+        size_t nk = kernels_wanted(rc, rc->search->todo, idx);
         ss->rounds = n > 0;
         if (!rc->opt->quiet)
             fprintf(stderr,
@@ -625,8 +479,7 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
     }
     observe_resumed(rc);
     tune_status st = warm_start(rc);
-    ss->session = session_on();
-    if (st == TUNE_OK && ss->session && !(session = run_session_new(rc)))
+    if (st == TUNE_OK && !(session = run_session_new(rc)))
         st = tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     if (ss->set.time_limit_s > 0)
         rc->search->deadline = rc->t0 + ss->set.time_limit_s;
@@ -648,16 +501,8 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
         ss->rounds++;
         int last = search_round_is_last(ss->s);
         run_session_stats rs = {0};
-        if (session) {
-            st = run_session_round(rc, sum, session, last, &rs);
-            ss->kernels_compiled += rs.kernels;
-        } else {
-            size_t k0 = ss->kernels_compiled;
-            double c0 = sum->compile_seconds;
-            st = round_run(rc, sum, last);
-            rs = (run_session_stats){todo, ss->kernels_compiled - k0, sum->compile_seconds - c0,
-                                     clock_now() - t0};
-        }
+        st = run_session_round(rc, sum, session, last, &rs);
+        ss->kernels_compiled += rs.kernels;
         if (ss->rounds <= RUN_SEARCH_MAX_ROUNDS)
             ss->round_stats[ss->rounds - 1] = rs;
         if (!opt->quiet)
@@ -672,7 +517,7 @@ tune_status run_search(run_ctx *rc, run_summary *sum)
     memset(rc->search->todo, 0, space_n_configs(rc->sp));
     double t_retime = clock_now();
     if (st == TUNE_OK)
-        st = session ? retime_session(rc, sum, session) : retime_pass(rc, sum);
+        st = retime_session(rc, sum, session);
     ss->retime_s = clock_now() - t_retime;
     run_session_free(rc, sum, session);
     sum->n_kernels = ss->kernels_compiled;
@@ -761,8 +606,7 @@ json_t *run_search_meta(const run_ctx *rc)
     }
     if (rounds)
         json_object_set_new(j, "timeline",
-                            json_pack("{s:s, s:I, s:f, s:f, s:o}", "workers_per",
-                                      ss->session ? "run" : "round", "workers",
+                            json_pack("{s:I, s:f, s:f, s:o}", "workers",
                                       (json_int_t)rc->worker_starts, "search_s", ss->search_s,
                                       "retime_s", ss->retime_s, "rounds", rounds));
     free(axes);

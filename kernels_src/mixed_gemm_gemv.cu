@@ -1,58 +1,26 @@
-// mixed_gemm_decode.cu - the streaming mixed-input GEMMs for small m, "decode" (mg_decode) and
-// "gemv" (mg_gemv, at the end of the file): Y[m,n] = X[m,k] . dequant(W)[k,n] with int4 W in the
-// packed layout of mixed_gemm.cuh. They share the k16 step (mg_decode_step), the X fragments
-// (mg_x_frags) and the block's end (mg_decode_end); they differ in how the weight is streamed.
-// Device code only; compiles with NVRTC and with nvcc unchanged (sm_90: bulk copies, mbarriers).
+// mixed_gemm_gemv.cu - the warp-streaming mixed-input GEMM for small m, "gemv" (mg_gemv, at the
+// end of the file): Y[m,n] = X[m,k] . dequant(W)[k,n] with int4 W in the packed layout of
+// mixed_gemm.cuh. Its parts: the k16 step (mg_gemv_step), the X fragments (mg_x_frags), the
+// block's end (mg_gemv_end), and the weight stream (in registers, or a per-warp cp.async ring).
+// Device code only; compiles with NVRTC and with nvcc unchanged.
 //
-// mg_decode is built for memory-level parallelism: one producer warp per block streams the block's packed
-// weight (and its scales and zero points) into a STAGES-deep ring of shared-memory stages with
-// the bulk copy engine (cp.async.bulk, completion counted in bytes on an mbarrier), so each block
-// keeps STAGES x ~16 KB in flight with a handful of instructions; the consumer warps only read
-// shared memory, dequantize and multiply. Operands are swapped as in mg_direct: the weight is the
-// MMA's A operand (each 32-bit word of a lane's 16 packed bytes is exactly its A fragment of
-// 16 columns x 16 k), X is B (8 rows per n8 tile), so m <= 8 pays 4 mma.sync per 1 024 weights.
-//
-// Template parameters (the tile space):
-//   XT       n8 tiles of X rows per block: the block covers BM = 8 XT rows of m
-//   WN       consumer warps along n, one 64-column unit each (BN = 64 WN)
-//   WK       consumer warps along k: warp wk takes the whole stages wk, wk + WK, ... (so a group
-//            of G <= BK rows never spans two of its runs); their partial sums are added in
-//            shared memory at the end
-//   KS       k16 steps per stage (BK = 16 KS)
-//   STAGES   depth of the shared-memory ring, a multiple of WK: each k warp group owns whole
-//            slots, so it never waits on a slot's barrier two phases ahead (mbarrier parity)
-//   ZP       0: symmetric (z = 8); 1: per-group zero points (stored as MAGIC + z in T)
-//   SA       0: every weight dequantized to (q - z) s in T before the MMA;
-//            1: the MMA multiplies q - z (exact in T), the scale is applied to the fp32
-//               accumulator once per group (acc += s P);
-//            2: the MMA multiplies MAGIC + q as the lop3 leaves it (one instruction per two
-//               weights), an MMA of ones sums X, and at each group end
-//               acc += s (P - (MAGIC + z) sum X): the fewest instructions per weight
+// Operands are swapped: the weight is the MMA's A operand (each 32-bit word of a lane's 16 packed
+// bytes is exactly its A fragment of 16 columns x 16 k), X is B (8 rows per n8 tile), so m <= 8
+// pays 4 mma.sync per 1 024 weights. SA chooses where the scale is applied:
+//   0: every weight dequantized to (q - z) s in T before the MMA;
+//   1: the MMA multiplies q - z (exact in T), the scale is applied to the fp32 accumulator once
+//      per group (acc += s P);
+//   2: the MMA multiplies MAGIC + q as the lop3 leaves it (one instruction per two weights), an
+//      MMA of ones sums X, and at each group end acc += s (P - (MAGIC + z) sum X): the fewest
+//      instructions per weight
 // Grid: (ceil(m / BM), n / BN, splits): row blocks that share a weight slice are neighbours, so
-// they run together and the second reads it from L2. Split k: block z takes stages
+// they run together and the second reads it from L2. Split k: block z takes batches
 // [z KB / splits, (z + 1) KB / splits) of the KB = k / BK; with splits > 1 every block writes its
 // fp32 partial tile to ws[z][m][n] and the last block of a tile (counted in counters[], which it
 // resets) adds the partials in split order, so results do not depend on arrival order.
-// Requirements (checked on the host): n % BN == 0, k % BK == 0, KS even or 1, STAGES % WK == 0, G a
-// power of two >= 32 with G % BK == 0 or BK % G == 0, or G = k (gsh = -1 when G > BK);
-// splits <= KB; shared memory as mg_decode_smem computes.
 #include "mixed_gemm.cuh"
 
-// The shared-memory layout of mg_decode. The host sizes the dynamic shared memory with the same
-// formulas (mg_decode_smem in mixed_gemm_space.c); the kernel traps when it was given less, so a
-// mismatch fails the GPU tests instead of writing past the block's shared memory.
-template <int XT, int WN, int WK, int KS, int STAGES, int ZP> struct mg_decode_layout {
-    static constexpr int BN = 64 * WN, BK = 16 * KS;
-    static constexpr int SR = KS / 2 > 0 ? KS / 2 : 1; // most scale rows in one stage (G >= 32)
-    static constexpr int W_BYTES = KS * WN * 512;
-    static constexpr int S_BYTES = SR * BN * 2;
-    static constexpr int STAGE = W_BYTES + S_BYTES * (1 + ZP);
-    static constexpr int RED = (WK - 1) * WN * XT * 16 * 32 * 4; // cross-warp reduction
-    static constexpr int RING = STAGE * STAGES > RED ? STAGE *STAGES : RED;
-    static constexpr int BAR = ((2 * STAGES + 1) * 8 + 127) / 128 * 128;
-};
-
-// Calls f(t, j4, d) for every accumulator acc[t][j4][d] of an XT-tile decode warp.
+// Calls f(t, j4, d) for every accumulator acc[t][j4][d] of an XT-tile warp.
 template <int XT, typename F> __device__ __forceinline__ void mg_for_acc(F f)
 {
 #pragma unroll
@@ -94,16 +62,16 @@ __device__ __forceinline__ void mg_x_frags(unsigned (&xb)[XT][2], const T *xs, i
     }
 }
 
-// One k16 step of a decode warp: the lane's 16 packed bytes w (64 columns x 16 k: word j4 is the
-// A fragment of columns 16 j4 ..) times the B fragments xb of XT tiles of X, as SA says (see
-// mg_decode). sload() and zload() return the lane's 8 scales and zero points of the step's group
+// One k16 step of a warp: the lane's 16 packed bytes w (64 columns x 16 k: word j4 is the A
+// fragment of columns 16 j4 ..) times the B fragments xb of XT tiles of X, as SA says (the top of
+// the file). sload() and zload() return the lane's 8 scales and zero points of the step's group
 // (columns 8 g ..), called only when SA and ZP need them; group_end: the group ends after this step
 // (or this warp's run of steps does), so SA >= 1 applies the scale to acc and resets P (and sx).
 template <typename T, int XT, int ZP, int SA, typename FS, typename FZ>
-__device__ __forceinline__ void mg_decode_step(float (&acc)[XT][4][4], float (&P)[SA ? XT : 1][4][4],
-                                               float (&sx)[SA == 2 ? XT : 1][4], const uint4 w,
-                                               const unsigned (&xb)[XT][2], FS sload, FZ zload,
-                                               bool group_end)
+__device__ __forceinline__ void mg_gemv_step(float (&acc)[XT][4][4], float (&P)[SA ? XT : 1][4][4],
+                                             float (&sx)[SA == 2 ? XT : 1][4], const uint4 w,
+                                             const unsigned (&xb)[XT][2], FS sload, FZ zload,
+                                             bool group_end)
 {
     const unsigned ones4[4] = {mg_type<T>::ONE2, mg_type<T>::ONE2, mg_type<T>::ONE2,
                                mg_type<T>::ONE2};
@@ -186,16 +154,15 @@ __device__ __forceinline__ void mg_decode_step(float (&acc)[XT][4][4], float (&P
     }
 }
 
-// The end of a decode-style block of NT threads whose WN x WK warps (`cons`: this thread is one
-// of them) each hold acc for rows m0 + 8 t + 2 tq + (d & 1) and columns
-// n0 + 64 wn + 16 j4 + g + 8 (d >> 1): the k warps' sums added through `red` (shared memory no
-// longer in use, (WK - 1) WN XT 16 32 floats), then Y written, or with splits the fp32 partial
-// tile and the split-K finish.
+// The end of a block of NT threads, WN x WK warps, each of which holds acc for rows
+// m0 + 8 t + 2 tq + (d & 1) and columns n0 + 64 wn + 16 j4 + g + 8 (d >> 1): the k warps' sums
+// added through `red` (shared memory no longer in use, (WK - 1) WN XT 16 32 floats), then Y
+// written, or with splits the fp32 partial tile and the split-K finish.
 template <typename T, int XT, int WN, int WK, int NT>
-__device__ __forceinline__ void mg_decode_end(float (&acc)[XT][4][4], float *red, bool cons, int wn,
-                                              int wk, T *__restrict__ Y, float *__restrict__ ws,
-                                              int *__restrict__ counters, int m, int n, int m0,
-                                              int n0, int rows)
+__device__ __forceinline__ void mg_gemv_end(float (&acc)[XT][4][4], float *red, int wn, int wk,
+                                            T *__restrict__ Y, float *__restrict__ ws,
+                                            int *__restrict__ counters, int m, int n, int m0,
+                                            int n0, int rows)
 {
     constexpr int BN = 64 * WN;
     const int lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
@@ -205,13 +172,13 @@ __device__ __forceinline__ void mg_decode_end(float (&acc)[XT][4][4], float *red
         __syncthreads();
         red += lane;
         constexpr int ACC = XT * 16;
-        if (cons && wk > 0) {
+        if (wk > 0) {
             float *dst = red + (long long)((wk - 1) * WN + wn) * ACC * 32;
             mg_for_acc<XT>(
                 [&](int t, int j4, int d) { dst[((t * 4 + j4) * 4 + d) * 32] = acc[t][j4][d]; });
         }
         __syncthreads();
-        if (cons && wk == 0)
+        if (wk == 0)
             for (int w = 1; w < WK; w++) {
                 const float *src = red + (long long)((w - 1) * WN + wn) * ACC * 32;
                 mg_for_acc<XT>([&](int t, int j4, int d) {
@@ -219,9 +186,8 @@ __device__ __forceinline__ void mg_decode_end(float (&acc)[XT][4][4], float *red
                 });
             }
     }
-    const bool mine = cons && wk == 0;
     if (gridDim.z > 1) {
-        if (mine)
+        if (wk == 0)
             mg_for_acc<XT>([&](int t, int j4, int d) {
                 if (row_of(t, d) < m0 + rows)
                     __stcg(ws + ((long long)blockIdx.z * m + row_of(t, d)) * n + col_of(j4, d),
@@ -230,132 +196,12 @@ __device__ __forceinline__ void mg_decode_end(float (&acc)[XT][4][4], float *red
         mg_splitk_finish<T, BN, NT>(ws, Y, counters, m, n, m0, n0, rows);
         return;
     }
-    if (!mine)
+    if (wk != 0)
         return;
     mg_for_acc<XT>([&](int t, int j4, int d) {
         if (row_of(t, d) < m0 + rows)
             Y[(long long)row_of(t, d) * n + col_of(j4, d)] = from_f32<T>(acc[t][j4][d]);
     });
-}
-
-template <typename T, int XT, int WN, int WK, int KS, int STAGES, int ZP, int SA>
-__global__ void __launch_bounds__((WN * WK + 1) * 32)
-    mg_decode(const T *__restrict__ X, const uint4 *__restrict__ Wp, const T *__restrict__ S,
-              const T *__restrict__ Z, T *__restrict__ Y, float *__restrict__ ws,
-              int *__restrict__ counters, int m, int n, int k, int group, int gsh)
-{
-    using LY = mg_decode_layout<XT, WN, WK, KS, STAGES, ZP>;
-    constexpr int NC = WN * WK; // consumer warps; warp NC is the producer
-    constexpr int BN = LY::BN, BK = LY::BK, BM = 8 * XT;
-    static_assert(KS == 1 || KS % 2 == 0, "KS: 1 or even");
-    extern __shared__ uint4 mg_smem[];
-    unsigned char *smem = reinterpret_cast<unsigned char *>(mg_smem);
-    unsigned long long *full = reinterpret_cast<unsigned long long *>(smem);
-    unsigned long long *empty = full + STAGES;
-    unsigned long long *xbar = empty + STAGES;
-    unsigned char *ring = smem + LY::BAR;
-    T *xs = reinterpret_cast<T *>(ring + LY::RING);
-
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int g = lane >> 2;
-    const int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN;
-    const int splits = gridDim.z;
-    const int KB = k / BK;
-    int kb0, L;
-    mg_split_range(KB, kb0, L);
-    const int xstride =
-        (KB + splits - 1) / splits * BK + 8; // padded: ldmatrix rows hit distinct banks
-    const int rows = m - m0 < BM ? m - m0 : BM;
-    const int srows = gsh >= 0 ? BK >> gsh : 1;
-    const long long units_n = n / 64;
-
-    if (tid == 0) {
-        mg_require_smem((unsigned)(LY::BAR + LY::RING) + (unsigned)rows * xstride * 2);
-        for (int s = 0; s < STAGES; s++) {
-            mg_mbar_init(full + s, 1);
-            mg_mbar_init(empty + s, WN); // the WN warps that consume stage s
-        }
-        mg_mbar_init(xbar, 1);
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
-
-    const int wn = warp / WK, wk = warp % WK;
-    float acc[XT][4][4];
-    mg_for_acc<XT>([&](int t, int j4, int d) { acc[t][j4][d] = 0.f; });
-
-    if (warp == NC) {
-        if (lane == 0) { // the producer: X once, then the ring
-            const unsigned xrow = (unsigned)(L * BK * 2);
-            mg_mbar_expect_tx(xbar, xrow * (unsigned)rows);
-            for (int r = 0; r < rows; r++)
-                mg_bulk_g2s(xs + (long long)r * xstride,
-                            X + (long long)(m0 + r) * k + (long long)kb0 * BK, xrow, xbar);
-            const unsigned sbytes = (unsigned)(srows * BN * 2);
-            for (int it = 0; it < L; it++) {
-                const int s = it % STAGES;
-                if (it >= STAGES)
-                    mg_mbar_wait(empty + s, ((it / STAGES) + 1) & 1);
-                unsigned char *st = ring + s * LY::STAGE;
-                const int kb = kb0 + it;
-                mg_mbar_expect_tx(full + s, LY::W_BYTES + sbytes * (1 + ZP));
-                for (int kk = 0; kk < KS; kk++)
-                    mg_bulk_g2s(st + kk * WN * 512,
-                                Wp + (((long long)kb * KS + kk) * units_n + n0 / 64) * 32, WN * 512,
-                                full + s);
-                const long long grow0 = (long long)kb * BK / group;
-                for (int r = 0; r < srows; r++) {
-                    mg_bulk_g2s(st + LY::W_BYTES + r * BN * 2, S + (grow0 + r) * n + n0, BN * 2,
-                                full + s);
-                    if (ZP)
-                        mg_bulk_g2s(st + LY::W_BYTES + LY::S_BYTES + r * BN * 2,
-                                    Z + (grow0 + r) * n + n0, BN * 2, full + s);
-                }
-            }
-        }
-    } else {
-        // SA >= 1: P sums the group's products before the scale; SA == 2: sx sums X (an MMA of
-        // ones), so the MMA can take MAGIC + q without subtracting z first
-        float P[SA ? XT : 1][4][4], sx[SA == 2 ? XT : 1][4];
-#pragma unroll
-        for (int t = 0; t < (SA ? XT : 1); t++)
-#pragma unroll
-            for (int j = 0; j < 4; j++)
-#pragma unroll
-                for (int d = 0; d < 4; d++)
-                    P[t][j][d] = sx[SA == 2 ? t : 0][d] = 0.f;
-        const int gmask = gsh >= 0 ? (1 << (gsh - 4)) - 1 : -1; // k16 steps per group - 1
-        mg_mbar_wait(xbar, 0);
-        // warp wk takes whole stages wk, wk + WK, ...: a group never spans two of its stages
-        // unless G > BK, and then the scale is applied once per stage
-        for (int it = wk; it < L; it += WK) {
-            const int s = it % STAGES;
-            mg_mbar_wait(full + s, (it / STAGES) & 1);
-            const unsigned char *st = ring + s * LY::STAGE;
-            const T *ss = reinterpret_cast<const T *>(st + LY::W_BYTES) + wn * 64 + g * 8;
-#pragma unroll
-            for (int j = 0; j < KS; j++) {
-                const uint4 w =
-                    *reinterpret_cast<const uint4 *>(st + (j * WN + wn) * 512 + lane * 16);
-                const int srow = gsh >= 0 ? (j * 16) >> gsh : 0;
-                const int kx = (it * KS + j) * 16;
-                unsigned xb[XT][2];
-                mg_x_frags<XT>(xb, xs, xstride, rows, kx, lane);
-                mg_decode_step<T, XT, ZP, SA>(
-                    acc, P, sx, w, xb,
-                    [&] { return *reinterpret_cast<const uint4 *>(ss + srow * BN); },
-                    [&] { return *reinterpret_cast<const uint4 *>(ss + LY::SR * BN + srow * BN); },
-                    j == KS - 1 || ((j + 1) & gmask) == 0);
-            }
-            __syncwarp();
-            if (lane == 0)
-                mg_mbar_arrive(empty + s);
-        }
-    }
-
-    // the ring is free once every stage was consumed: the cross-warp reduction reuses it
-    mg_decode_end<T, XT, WN, WK, (NC + 1) * 32>(acc, reinterpret_cast<float *>(ring), warp < NC, wn,
-                                                 wk, Y, ws, counters, m, n, m0, n0, rows);
 }
 
 // A 16-byte load of streamed data that is read once: no L1 allocation.
@@ -419,37 +265,36 @@ __device__ __forceinline__ void mg_gemv_fill(unsigned char *slot,
 {
 #pragma unroll
     for (int j = 0; j < U; j++)
-        mg_cp_async16_zfill(slot + j * 512 + lane * 16,
-                            src.wcol + ((long long)kb * U + j) * src.unit_stride, true);
+        ptx_cp_async<16>(slot + j * 512 + lane * 16,
+                         src.wcol + ((long long)kb * U + j) * src.unit_stride);
     const long long g0 = src.grow(kb);
     for (int i = lane; i < SRW * 8 * (1 + ZP); i += 32) {
         const int zr = i / (8 * SRW), r = (i / 8) % SRW, c = i % 8;
-        mg_cp_async16_zfill(slot + U * 512 + (zr * SRW + r) * 128 + c * 16,
-                            (zr ? src.z64 : src.s64) + (g0 + r) * src.n + c * 8, true);
+        ptx_cp_async<16>(slot + U * 512 + (zr * SRW + r) * 128 + c * 16,
+                         (zr ? src.z64 : src.s64) + (g0 + r) * src.n + c * 8);
     }
-    asm volatile("cp.async.commit_group;" ::: "memory");
+    ptx_cp_async_commit();
 }
 
-// The warp-streaming mixed-input GEMM for small m ("gemv"): Y = X . dequant(W) as mg_decode
-// computes it (the same A/B operand swap, k16 step and SA modes, mg_decode_step), but with no
-// producer and no block-wide ring: every warp streams its own batches of U packed units, so the
-// multiprocessor's warps, not one copy engine per block, keep the bytes in flight, and a warp
-// waits for nobody but itself. ST = 1 or 2: batches loaded straight into registers (U 16-byte
-// loads per lane before the first use; with 2 the next batch's loads are issued before the
-// current one is multiplied). ST >= 3: a private ring of ST batch slots in shared memory per warp,
+// The warp-streaming mixed-input GEMM for small m ("gemv"): no producer and no block-wide ring:
+// every warp streams its own batches of U packed units, so the multiprocessor's warps keep the
+// bytes in flight, and a warp waits for nobody but itself. ST = 1 or 2: batches loaded straight
+// into registers (U 16-byte loads per lane before the first use; with 2 the next batch's loads are
+// issued before the current one is multiplied). ST >= 3: a private ring of ST batch slots in shared memory per warp,
 // filled by cp.async (no registers held by the bytes in flight), ST - 1 batches ahead. X for the
 // block's k range is staged once in shared memory (rows padded by 16 bytes for conflict-free
 // ldmatrix) while the first batches are on their way.
 //   XT   n8 tiles of X rows per block (BM = 8 XT)
 //   WN   warps along n, one 64-column unit each (BN = 64 WN)
 //   WK   warps along k: warp wk takes batches wk, wk + WK, ... of the block's k range; their
-//        partial sums are added in shared memory at the end (mg_decode_end)
+//        partial sums are added in shared memory at the end (mg_gemv_end)
 //   U    k16 steps (units) per batch: BK = 16 U
 //   ST   batches in flight per warp: 1, 2 (registers) or 3.. (shared-memory ring)
 //   SRW  group rows per batch: BK / G when G <= BK, else 1 (the scale applied once per batch)
-//   ZP, SA as mg_decode's (SA = 0 holds 16 XT fewer registers than 1 and 20 XT fewer than 2)
-// Grid and split-K as mg_decode's. Requirements (checked on the host): n % BN == 0, k % BK == 0,
-// G a power of two >= 32 nesting with BK (or G = k), splits <= k / BK; shared memory:
+//   ZP   0: symmetric (z = 8); 1: per-group zero points (stored as MAGIC + z in T)
+//   SA   as at the top of the file (0 holds 16 XT fewer registers than 1 and 20 XT fewer than 2)
+// Grid and split-K as at the top of the file. Requirements (checked on the host): n % BN == 0,
+// k % BK == 0, G a power of two >= 32 nesting with BK (or G = k), splits <= k / BK; shared memory:
 // max(X + ring, (WK - 1) WN XT 16 32 4) bytes, X = rows (ceil(KB / splits) BK + 8) 2 rounded up
 // to 16, ring = WN WK ST slot bytes when ST >= 3.
 template <typename T, int XT, int WN, int WK, int U, int ST, int SRW, int ZP, int SA>
@@ -499,7 +344,7 @@ __global__ void __launch_bounds__(WN *WK * 32)
             if (wk + q * WK < L)
                 mg_gemv_fill(ring + q * slot_t::BYTES, src, kb0 + wk + q * WK, lane);
             else
-                asm volatile("cp.async.commit_group;" ::: "memory");
+                ptx_cp_async_commit();
     } else if (wk < L) {
         cur.load(src, kb0 + wk);
     }
@@ -520,14 +365,14 @@ __global__ void __launch_bounds__(WN *WK * 32)
     for (int q = 0, it = wk; it < L; q++, it += WK) {
         const unsigned char *slot = ring + (RING ? (q % ST) * slot_t::BYTES : 0);
         if (RING) {
-            asm volatile("cp.async.wait_group %0;" ::"n"(RING ? ST - 2 : 0) : "memory");
+            ptx_cp_async_wait<RING ? ST - 2 : 0>();
             __syncwarp();
             // refill the slot the previous batch used, ST - 1 batches ahead
             if (it + (ST - 1) * WK < L)
                 mg_gemv_fill(ring + ((q + ST - 1) % ST) * slot_t::BYTES, src,
                              kb0 + it + (ST - 1) * WK, lane);
             else
-                asm volatile("cp.async.commit_group;" ::: "memory");
+                ptx_cp_async_commit();
         } else if (ST == 2 && it + WK < L) {
             nxt.load(src, kb0 + it + WK);
         }
@@ -539,7 +384,7 @@ __global__ void __launch_bounds__(WN *WK * 32)
             const uint4 w =
                 RING ? *reinterpret_cast<const uint4 *>(slot + j * 512 + lane * 16) : cur.w[j];
             const unsigned char *srow = slot + U * 512 + r * 128 + (lane >> 2) * 16;
-            mg_decode_step<T, XT, ZP, SA>(
+            mg_gemv_step<T, XT, ZP, SA>(
                 acc, P, sx, w, xb,
                 [&] { return RING ? *reinterpret_cast<const uint4 *>(srow) : cur.s[r]; },
                 [&] {
@@ -554,7 +399,7 @@ __global__ void __launch_bounds__(WN *WK * 32)
             cur.load(src, kb0 + it + WK);
     }
     if (RING)
-        asm volatile("cp.async.wait_all;" ::: "memory");
-    mg_decode_end<T, XT, WN, WK, NC * 32>(acc, reinterpret_cast<float *>(mg_smem), true, wn, wk, Y,
-                                          ws, counters, m, n, m0, n0, rows);
+        ptx_cp_async_wait_all();
+    mg_gemv_end<T, XT, WN, WK, NC * 32>(acc, reinterpret_cast<float *>(mg_smem), wn, wk, Y, ws,
+                                        counters, m, n, m0, n0, rows);
 }
