@@ -9,7 +9,6 @@
 
 #include "core/clock.h"
 #include "run/internal.h"
-#include "run/search_ctx.h"
 
 typedef struct {
     const run_ctx *rc;
@@ -82,12 +81,9 @@ static void read_worker(run_ctx *rc, worker *w, run_progress *pr, double watchdo
     while ((o->r = worker_read_line(w, line, sizeof line, timeout)) == 1) {
         size_t i = 0;
         int code = 0, off = 0;
-        size_t shape = 0;
         double median = NAN, cost = NAN;
         if (line[0] == 'T') {
             o->retiming = 1;
-            if (rc->search && sscanf(line, "T %zu", &shape) == 1 && shape < space_n_shapes(rc->sp))
-                rc->search->retimed[shape] = 1;
         } else if (line[0] == 'B' && sscanf(line, "B %zu", &i) == 1 && i < n) {
             o->current = i;
             o->retiming = 0;
@@ -98,8 +94,6 @@ static void read_worker(run_ctx *rc, worker *w, run_progress *pr, double watchdo
             (*left)--;
             progress_count(pr, (result_status)code);
             o->current = SIZE_MAX;
-            if (rc->search)
-                run_search_observe(rc, i, (result_status)code, median, cost);
         } else if (line[0] == 'C' && sscanf(line, "C %zu %n", &i, &off) == 1) {
             snprintf(o->crash, sizeof o->crash, "%s", line + off);
         } else if (line[0] == 'R') {
@@ -119,7 +113,7 @@ tune_status run_coordinate(run_ctx *rc, run_summary *sum)
 {
     size_t n = space_n_configs(rc->sp), left = 0;
     for (size_t i = 0; i < n; i++)
-        left += !rc->done[i] && (!rc->search || rc->search->todo[i]);
+        left += !rc->done[i];
     run_progress pr = {rc, sum, clock_now(), 0, left, 0, 0, isatty(2)};
     const double watchdog = run_watchdog_s(rc->opt);
     tune_status st = TUNE_OK;
@@ -134,8 +128,6 @@ tune_status run_coordinate(run_ctx *rc, run_summary *sum)
         if (o.r < 0)
             worker_kill(w);
         int code = worker_wait(w, how, sizeof how);
-        if (!o.fatal[0] && o.current == SIZE_MAX && code == 0 && run_search_past_deadline(rc))
-            break; /* a searched run's time limit: the worker stopped between configurations */
         if (!o.fatal[0] && o.current == SIZE_MAX && code != 0 && o.retiming) {
             /* the re-timing of measured configurations failed: nothing is lost, go on */
             if (!rc->opt->quiet)
@@ -163,8 +155,6 @@ tune_status run_coordinate(run_ctx *rc, run_summary *sum)
             rc->done[o.current] = 1;
             left--;
             progress_count(&pr, rs);
-            if (rc->search) /* a failed observation */
-                run_search_observe(rc, o.current, rs, NAN, NAN);
             if (!rc->opt->quiet)
                 fprintf(stderr, "%stune: configuration %zu %s: %s\n", pr.tty ? "\n" : "", o.current,
                         result_status_str(rs), reason);

@@ -145,12 +145,9 @@ int run_lookup_global(void *kctx, const family_kernel_ref *ref, const char *name
  * then reads their cubins; adds the counts to sum. */
 tune_status run_compile_subset(run_ctx *rc, const size_t *idx, size_t n, const char *cache_dir,
                                run_summary *sum);
-/* The same in two steps, so that the coordinator can measure while the child compiles: the
- * child (threads: its OpenMP threads, 0 the default) started, or NULL with rc->err set (idx is
- * copied); then waited for, its cubins read, the counts added to sum, c freed. */
+/* A compile child (run_compile_stream below) waited for: its cubins read, the counts added to
+ * sum, c freed. */
 typedef struct run_compile_async run_compile_async;
-run_compile_async *run_compile_start(run_ctx *rc, const size_t *idx, size_t n,
-                                     const char *cache_dir, int threads);
 tune_status run_compile_finish(run_ctx *rc, run_compile_async *c, run_summary *sum);
 /* A child that tells each kernel as it is finished: run_compile_pump reads what it told within
  * timeout_s (each kernel's cubin read from the cache, rc->kernels updated; run_compile_is_read
@@ -218,6 +215,8 @@ tune_status run_session_plans(run_ctx *rc, const char *line);
  * else RUN_WATCHDOG_DEFAULT_S. */
 #define RUN_WATCHDOG_DEFAULT_S 20.0
 double run_watchdog_s(const run_options *opt);
+/* An exhaustive run's measurement: workers until every configuration has a row (a searched run
+ * measures in its session, search_session.c). */
 tune_status run_coordinate(run_ctx *rc, run_summary *sum);
 tune_status run_write_compile_rows(run_ctx *rc, run_summary *sum);
 

@@ -398,11 +398,6 @@ tune_status run_compile_some(run_ctx *rc, int arch, const size_t *idx, size_t n,
     return TUNE_OK;
 }
 
-run_compile_async *run_compile_start(run_ctx *rc, const size_t *idx, size_t n,
-                                     const char *cache_dir, int threads)
-{
-    return compile_start(rc, rc->arch, cache_dir, idx, n, threads, 0);
-}
 
 run_compile_async *run_compile_stream(run_ctx *rc, const size_t *idx, size_t n,
                                       const char *cache_dir, int threads)
@@ -436,7 +431,7 @@ tune_status run_compile_subset(run_ctx *rc, const size_t *idx, size_t n, const c
 {
     if (n == 0)
         return TUNE_OK;
-    run_compile_async *c = run_compile_start(rc, idx, n, cache_dir, 0);
+    run_compile_async *c = compile_start(rc, rc->arch, cache_dir, idx, n, 0, 0);
     return c ? run_compile_finish(rc, c, sum) : (rc->err ? rc->err->code : TUNE_ERR_IO);
 }
 

@@ -33,9 +33,6 @@ struct run_search_ctx {
     /* per shape: the re-timing of its fastest candidates */
     unsigned char *retime_todo; /* re-time it after the rows (the last pass) */
     unsigned char *retimed;     /* re-timed (coordinator side, from "T s") */
-    unsigned char *retime_hold; /* (NULL: none) more of its rows come in a later worker of the
-                                   round, which re-times it */
-    int retime_at_end;          /* workers re-time a shape after its last row of the round */
     /* how the rounds are compiled and measured */
     double deadline;       /* > 0: workers stop between configurations once past it */
     const char *cache_dir; /* the run's kernel cache (private under --no-cache) */

@@ -127,53 +127,6 @@ static size_t searched_candidates(const run_ctx *rc, size_t shape, run_candidate
     return n;
 }
 
-/* A searched run's shape done: re-timed now when this is its last round (retime_at_end). */
-static tune_status worker_searched_end(run_ctx *rc, int fd, size_t shape, void *state, timing *tm,
-                                       run_candidate *cands, tune_error *e)
-{
-    const run_search_ctx *sx = rc->search;
-    if (shape == SIZE_MAX || !sx->retime_at_end || (sx->retime_hold && sx->retime_hold[shape]))
-        return TUNE_OK;
-    return worker_shape_end(rc, fd, shape, state, tm, cands, searched_candidates(rc, shape, cands),
-                            e);
-}
-
-/* A searched run's last pass: the shapes of rc->search->retime_todo set up again and re-timed. */
-static tune_status worker_retime_pass(run_ctx *rc, int fd, family_env *env, timing *tm,
-                                      run_candidate *cands, tune_error *e)
-{
-    const tune_family *fam = rc->sw->family;
-    for (size_t s = 0; rc->search && s < space_n_shapes(rc->sp); s++) {
-        size_t n = rc->search->retime_todo[s] ? searched_candidates(rc, s, cands) : 0;
-        if (n < 2)
-            continue;
-        tune_error shape_err = {0};
-        void *state = fam->shape_init(env, space_shape(rc->sp, s), &shape_err);
-        tune_status st = worker_shape_end(rc, fd, s, state, tm, cands, n, e);
-        fam->shape_free(state);
-        if (st != TUNE_OK)
-            return st;
-    }
-    return TUNE_OK;
-}
-
-/* Whether configuration ci is measured by this worker: no row yet and, in a searched run, one of
- * the round's. */
-static int worker_wants(const run_ctx *rc, size_t ci)
-{
-    return !rc->done[ci] && (!rc->search || rc->search->todo[ci]);
-}
-
-/* The end of a shape's rows in this worker: an exhaustive run re-times the shape's candidates
- * measured here (cands[0..n_cand)); a searched run, see worker_searched_end. */
-static tune_status worker_end_shape(run_ctx *rc, int fd, size_t shape, void *state, timing *tm,
-                                    run_candidate *cands, size_t n_cand, tune_error *e)
-{
-    if (rc->search)
-        return worker_searched_end(rc, fd, shape, state, tm, cands, e);
-    return worker_shape_end(rc, fd, shape, state, tm, cands, n_cand, e);
-}
-
 /* Measures configuration ci and writes its row. 1: the CUDA context broke (the worker must exit);
  * -1: the row could not be written (e); 0 otherwise, *median set (NAN unless ok). */
 static int worker_row(run_ctx *rc, int fd, void *state, const tune_error *shape_err, timing *tm,
@@ -459,7 +412,6 @@ int run_worker_body(void *ctx, int fd)
     const tune_family *fam = rc->sw->family;
     void *state = NULL;
     size_t shape = SIZE_MAX, n_cand = 0;
-    int stopped = 0;
     tune_error shape_err = {0};
     run_candidate *cands = calloc(space_n_configs(rc->sp) + 1, sizeof *cands);
     if (!cands) {
@@ -467,16 +419,12 @@ int run_worker_body(void *ctx, int fd)
         goto fatal;
     }
     for (size_t ci = 0; ci < space_n_configs(rc->sp); ci++) {
-        if (!worker_wants(rc, ci))
+        if (rc->done[ci])
             continue;
-        if (run_search_past_deadline(rc)) {
-            stopped = 1; /* a searched run's time limit: between configurations */
-            break;
-        }
         worker_send(fd, "B %zu", ci);
         size_t si = space_config_at(rc->sp, ci)->shape;
         if (si != shape) {
-            if ((st = worker_end_shape(rc, fd, shape, state, g.tm, cands, n_cand, &e)) != TUNE_OK)
+            if ((st = worker_shape_end(rc, fd, shape, state, g.tm, cands, n_cand, &e)) != TUNE_OK)
                 goto fatal;
             n_cand = 0;
             fam->shape_free(state);
@@ -492,18 +440,12 @@ int run_worker_body(void *ctx, int fd)
             st = e.code;
             goto fatal;
         }
-        if (median > 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM) {
+        if (median > 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM)
             cands[n_cand++] = (run_candidate){ci, median};
-            if (rc->search)
-                rc->search->medians[ci] = median; /* this child's copy: its re-timing reads it */
-        }
     }
-    if (!stopped &&
-        (st = worker_end_shape(rc, fd, shape, state, g.tm, cands, n_cand, &e)) != TUNE_OK)
+    if ((st = worker_shape_end(rc, fd, shape, state, g.tm, cands, n_cand, &e)) != TUNE_OK)
         goto fatal;
     fam->shape_free(state);
-    if ((st = worker_retime_pass(rc, fd, &env, g.tm, cands, &e)) != TUNE_OK)
-        goto fatal;
     free(cands);
     results_close(g.w);
     monitor_close(rc->mon);
