@@ -333,19 +333,6 @@ void compare_write_markdown(const compare *c, FILE *f)
 
 /* ---- JSON ---- */
 
-static json_t *compare_value_json(expr_value v)
-{
-    switch (v.type) {
-    case EXPR_INT:
-        return json_integer(v.i);
-    case EXPR_FLOAT:
-        return outfile_json_number(v.f);
-    case EXPR_STR:
-        return json_string(v.s ? v.s : "");
-    }
-    return json_null();
-}
-
 /* {axis: value} of the shape, or {param: value} of the parameters (null for a baseline). */
 static json_t *compare_values_json(const result_row *row, int params)
 {
@@ -354,7 +341,7 @@ static json_t *compare_values_json(const result_row *row, int params)
     json_t *o = json_object();
     size_t from = params ? row->n_axes : 0, to = params ? row->values.n : row->n_axes;
     for (size_t i = from; i < to; i++)
-        json_object_set_new(o, row->values.names[i], compare_value_json(row->values.vals[i]));
+        json_object_set_new(o, row->values.names[i], outfile_json_value(row->values.vals[i]));
     return o;
 }
 

@@ -98,19 +98,12 @@ static const char *loo_label(const dispatch *d, dispatch_eval w, char *buf, size
 
 /* ---- JSON ---- */
 
-static json_t *value_json(expr_value v)
-{
-    return v.type == EXPR_INT     ? json_integer((json_int_t)v.i)
-           : v.type == EXPR_FLOAT ? json_real(v.f)
-                                  : json_string(v.s ? v.s : "");
-}
-
 static json_t *point_json(const tune_point *p, const dispatch *d, int skip_bp)
 {
     json_t *o = json_object();
     for (size_t i = 0; i < p->n; i++)
         if (!(skip_bp && d && strcmp(p->names[i], d->axes[d->bp]) == 0))
-            json_object_set_new(o, p->names[i], value_json(p->vals[i]));
+            json_object_set_new(o, p->names[i], outfile_json_value(p->vals[i]));
     return o;
 }
 

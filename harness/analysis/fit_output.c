@@ -144,24 +144,11 @@ void fit_write_markdown(const fit_data *d, const fit_result *r, FILE *f)
 
 /* ---- JSON ---- */
 
-static json_t *value_json(expr_value v)
-{
-    switch (v.type) {
-    case EXPR_INT:
-        return json_integer(v.i);
-    case EXPR_FLOAT:
-        return outfile_json_number(v.f);
-    case EXPR_STR:
-        return json_string(v.s ? v.s : "");
-    }
-    return json_null();
-}
-
 static json_t *shape_json(const fit_data *d, size_t s)
 {
     json_t *o = json_object();
     for (size_t a = 0; a < d->n_axes; a++)
-        json_object_set_new(o, d->axes[a], value_json(d->shapes[s].vals[a]));
+        json_object_set_new(o, d->axes[a], outfile_json_value(d->shapes[s].vals[a]));
     return o;
 }
 

@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "core/error.h"
+#include "core/expr.h"
 
 typedef struct outfile outfile;
 
@@ -81,6 +82,21 @@ void outfile_remove_stale_temps(const char *dir);
 static inline json_t *outfile_json_number(double x)
 {
     return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* A value (a problem axis's, a parameter's) as JSON: an integer, a real (null where not finite)
+ * or a string. */
+static inline json_t *outfile_json_value(expr_value v)
+{
+    switch (v.type) {
+    case EXPR_INT:
+        return json_integer((json_int_t)v.i);
+    case EXPR_FLOAT:
+        return outfile_json_number(v.f);
+    case EXPR_STR:
+        return json_string(v.s ? v.s : "");
+    }
+    return json_null();
 }
 
 /* Creates dir and the folders above it that do not exist (mkdir -p); a file in the way is an
