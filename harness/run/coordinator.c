@@ -1,7 +1,6 @@
 /* coordinator.c - runs workers (worker_loop.c) until every configuration has a row: a worker
  * that crashes or hangs costs its current configuration a `crashed` or `timeout` row, and a new
  * worker goes on with the next. Compile-only runs write their rows here, without workers. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +80,6 @@ static void read_worker(run_ctx *rc, worker *w, run_progress *pr, double watchdo
     while ((o->r = worker_read_line(w, line, sizeof line, timeout)) == 1) {
         size_t i = 0;
         int code = 0, off = 0;
-        double median = NAN, cost = NAN;
         if (line[0] == 'T') {
             o->retiming = 1;
         } else if (line[0] == 'B' && sscanf(line, "B %zu", &i) == 1 && i < n) {
@@ -89,7 +87,7 @@ static void read_worker(run_ctx *rc, worker *w, run_progress *pr, double watchdo
             o->retiming = 0;
             timeout = watchdog;
         } else if (line[0] == 'E' &&
-                   sscanf(line, "E %zu %d %lg %lg", &i, &code, &median, &cost) >= 2 && i < n) {
+                   sscanf(line, "E %zu %d", &i, &code) == 2 && i < n) {
             rc->done[i] = 1;
             (*left)--;
             progress_count(pr, (result_status)code);

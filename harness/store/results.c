@@ -101,17 +101,10 @@ static json_t *results_json_str(const char *s)
     return j;
 }
 
+/* As outfile_json_value, but a missing string is null (a row's NULL text field). */
 static json_t *results_json_value(expr_value v)
 {
-    switch (v.type) {
-    case EXPR_INT:
-        return json_integer((json_int_t)v.i);
-    case EXPR_FLOAT:
-        return outfile_json_number(v.f);
-    case EXPR_STR:
-        return results_json_str(v.s);
-    }
-    return NULL;
+    return v.type == EXPR_STR ? results_json_str(v.s) : outfile_json_value(v);
 }
 
 static int results_is_reserved(const char *name)
