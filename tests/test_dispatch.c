@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "analysis/dispatch.h"
+#include "model/family.h"
 #include "util_cpu.h"
 
 /* The CLI is not part of the harness library: test it from its source. */
@@ -361,4 +362,56 @@ Test(dispatch, command_writes_three_files, .init = make_tmpdir, .fini = remove_t
     cr_expect_eq(tune_cmd_dispatch(4, argv2), 2); /* a usage error, as every reader's --out */
     struct stat sb;
     cr_expect_neq(stat(inside, &sb), 0, "nothing written inside the folder read");
+}
+
+/* tests/data/dispatch/rows: rows of a family "tiles" whose rules keep, at each m, the smallest row
+ * tile bm among the points that covers m (the largest above them all), as mixed_gemm's do; each
+ * tile was measured at the m it covers (bm = m at m = 16, 32, 64). Between two measured m the
+ * geometric midpoint would hand m = 17..22 the bm = 16 tile and m = 33..45 the bm = 32 one, tiles
+ * the family does not run there: its rules move those values to the tile it keeps. */
+static void tiles_prune(const tune_family *fam, const tune_point *shape, const tune_point *params,
+                        size_t n, const char **why)
+{
+    (void)fam;
+    int64_t m = point_int(shape, "m", 0), cover = 0, top = 0;
+    cr_assert_str_eq(point_str(shape, "method", ""), "wgmma_ws");
+    cr_assert_str_eq(point_str(shape, "op", ""), "toy");
+    for (size_t i = 0; i < n; i++) {
+        int64_t bm = point_int(&params[i], "bm", 0);
+        top = bm > top ? bm : top;
+        if (bm >= m && (cover == 0 || bm < cover))
+            cover = bm;
+    }
+    for (size_t i = 0; i < n; i++)
+        why[i] = point_int(&params[i], "bm", 0) == (cover ? cover : top) ? NULL : "not the tile";
+}
+
+static const tune_family tiles_family = {.name = "tiles", .prune = tiles_prune};
+
+Test(dispatch, values_between_measured_ones_take_a_tile_the_family_keeps)
+{
+    tune_error err = {0};
+    dispatch_options opt = {NULL, 0, NULL, 0.01, NULL};
+    cr_assert_eq(family_register(&tiles_family), 0);
+    built b = build_in("tests/data/dispatch/rows", &opt, &err);
+    cr_assert_not_null(b.d, "%s", err.message);
+    static const int64_t m[] = {1, 16, 17, 22, 23, 32, 33, 45, 46, 64, 100, 4096};
+    static const int64_t want[] = {16, 16, 32, 32, 32, 32, 64, 64, 64, 64, 64, 64};
+    for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
+        tune_point q = {0};
+        point_set_int(&q, "k", 4096);
+        point_set_int(&q, "n", 4096);
+        point_set_int(&q, "m", m[i]);
+        size_t c = dispatch_lookup(b.d, &q);
+        cr_assert_neq(c, DISPATCH_NONE);
+        cr_expect_eq(point_int(dispatch_config_params(b.d, c), "bm", -1), want[i], "m = %lld",
+                     (long long)m[i]);
+    }
+    /* left out, m = 32 takes bm = 32, measured there: no neighbour's tile, but the one the family
+     * keeps there; m = 16 likewise; m = 64 takes m = 32's bm = 32 (below the midpoint), measured
+     * at 64 too */
+    dispatch_score s = dispatch_get_score(b.d, DISPATCH_LOO_AXIS);
+    cr_expect_eq(s.misses, 0, "%zu misses", s.misses);
+    cr_expect_eq(s.n, 3, "%zu scored", s.n);
+    release(&b);
 }

@@ -489,7 +489,10 @@ static tune_status rule_build(const dispatch *d, const unsigned char *use, dispa
     r->first[d->n_outers] = r->n_seg;
     free(js);
     free(in);
-    return TUNE_OK;
+    tune_status st = dispatch_legal_apply(d, use, r, err);
+    if (st != TUNE_OK)
+        rule_release(r);
+    return st;
 }
 
 static double feature(expr_value v)
@@ -624,6 +627,7 @@ void dispatch_free(dispatch *d)
     free(d->best);
     free(d->best_config);
     rule_release(&d->rule);
+    dispatch_legal_free(d);
     for (int w = 0; w < 3; w++)
         free(d->choice[w]);
     free(d);
@@ -673,6 +677,9 @@ dispatch *dispatch_build(const result_row *rows, size_t n, const json_t *meta,
     free(refs);
     if (st == TUNE_OK) {
         set_name(d, opt->name ? opt->name : d->sweep ? d->sweep : "rule");
+        st = dispatch_legal_init(d, err);
+    }
+    if (st == TUNE_OK) {
         st = rule_build(d, NULL, &d->rule, err);
     }
     if (st == TUNE_OK)

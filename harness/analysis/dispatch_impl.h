@@ -24,6 +24,8 @@ typedef struct {
     size_t n_seg;
 } dispatch_rule;
 
+typedef struct dispatch_legal dispatch_legal; /* dispatch_legal.c */
+
 struct dispatch {
     char name[128];
     double tolerance;
@@ -50,6 +52,7 @@ struct dispatch {
     dispatch_rule rule;              /* built on every shape */
     size_t *choice[3];               /* per shape and dispatch_eval; DISPATCH_NONE: not scored */
     dispatch_score score[3];
+    dispatch_legal *legal; /* the family's rules; NULL: none (every segment kept as built) */
 };
 
 /* The configuration of rule for shape point q (dispatch.c). */
@@ -57,5 +60,13 @@ size_t dispatch_rule_lookup(const dispatch *d, const dispatch_rule *r, const tun
 /* "n=4096 k=4096" for the axes that vary, but the breakpoint axis (outer 1) or including it. */
 const char *dispatch_shape_text(const dispatch *d, const tune_point *p, int outer, char *buf,
                                 size_t size);
+
+/* The family's rules in the rule (dispatch_legal.c): init reads the family (none: d->legal stays
+ * NULL); apply splits r's segments where a value between measured ones takes the nearest
+ * configuration the family keeps there (use: the shapes r was built on, NULL: all). */
+tune_status dispatch_legal_init(dispatch *d, tune_error *err);
+tune_status dispatch_legal_apply(const dispatch *d, const unsigned char *use, dispatch_rule *r,
+                                 tune_error *err);
+void dispatch_legal_free(dispatch *d);
 
 #endif

@@ -322,7 +322,7 @@ void dispatch_write_markdown(const dispatch *d, const char *const *sources, size
                     d->methods[d->configs[d->rule.config[k]].method]);
             for (size_t s = d->rule.lo[k]; s != DISPATCH_NONE && s <= d->rule.hi[k]; s++)
                 fprintf(f, "%s%" PRId64, s > d->rule.lo[k] ? ", " : "", d->bpv[s]);
-            fprintf(f, "%s |\n", d->rule.lo[k] == DISPATCH_NONE ? "none: ok at both sides" : "");
+            fprintf(f, "%s |\n", d->rule.lo[k] == DISPATCH_NONE ? "none" : "");
         }
     fprintf(f, "\n## Shapes\n\n| shape | best | best (us) | rule | rule (us) | efficiency | %s |",
             loo_label(d, DISPATCH_LOO_AXIS, a, sizeof a));
