@@ -892,3 +892,36 @@ Test(compile, unroll_factor_from_a_macro_compiles)
     for (size_t i = 0; i < 3; i++)
         compile_job_clear(&jobs[i]);
 }
+
+/* A count is the run's budget in all: each shard of a random search measures its share (on the
+ * 4-shape convolution space, 2 shards of 2 shapes: 6 of 12 each), not the whole count again. */
+Test(compile, a_shard_measures_its_share_of_a_count_budget)
+{
+    size_t rows[2];
+    for (size_t shard = 0; shard < 2; shard++) {
+        tune_error err = {0};
+        sweep *sw = sweep_load("tests/data/search/convolution_small.json", &err);
+        cr_assert_not_null(sw, "%s: %s", err.where, err.message);
+        run_options opt;
+        run_options_init(&opt);
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/shard-%zu", cache_dir, shard);
+        opt.compile_only = opt.compile_rows = 1;
+        opt.quiet = 1;
+        opt.arch = 90;
+        opt.cache_dir = cache_dir;
+        opt.kernels_dir = kernels_dir;
+        opt.out_dir = dir;
+        opt.search = "random";
+        opt.budget = "12";
+        opt.shard_index = shard;
+        opt.shard_count = 2;
+        run_summary sum;
+        cr_assert_eq(run_sweep(sw, &opt, &sum, &err), TUNE_OK, "%s", err.message);
+        sweep_free(sw);
+        rows[shard] = sum.n_compiled + sum.n_compile_error + sum.n_skipped;
+    }
+    cr_expect_eq(rows[0] + rows[1], 12, "shards measured %zu + %zu of a budget of 12", rows[0],
+                 rows[1]);
+    cr_expect(rows[0] >= 5 && rows[0] <= 7, "shard 0: %zu of 12", rows[0]);
+}

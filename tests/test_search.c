@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model/search.h"
+#include "model/search_impl.h" /* s->opt: a shard's share of the budget */
 
 /* ---- budgets, strategies ---- */
 
@@ -776,4 +777,32 @@ Test(search, derived_feature_makes_the_optimum_learnable)
                  "evaluations to the optimum over 5 seeds: %zu with the feature, %zu without", with,
                  without);
     cr_expect_eq(pad_evaluations(1, 3), pad_evaluations(1, 3), "deterministic for a seed");
+}
+
+Test(search, a_shard_takes_its_share_of_a_count)
+{
+    search_options o;
+    search_options_init(&o);
+    o.budget_count = 10000;
+    search *s = search_new(&o, NULL, 0, NULL);
+    cr_assert_not_null(s);
+    search_share_budget(s, 300800, 1203200);
+    cr_expect_eq(s->opt.budget_count, 2500);
+    search_share_budget(s, 1, 1000000); /* a shard of one candidate keeps one evaluation */
+    cr_expect_eq(s->opt.budget_count, 1);
+    search_free(s);
+    o.budget_count = 0; /* a percentage is already each shard's share */
+    o.budget_fraction = 0.1;
+    s = search_new(&o, NULL, 0, NULL);
+    search_share_budget(s, 10, 100);
+    cr_expect_eq(s->opt.budget_count, 0);
+    cr_expect_eq(s->opt.budget_fraction, 0.1);
+    search_free(s);
+    o.budget_fraction = 0; /* a count per shape is each shape's */
+    o.budget_count = 4;
+    o.scope = SEARCH_SCOPE_SHAPE;
+    s = search_new(&o, NULL, 0, NULL);
+    search_share_budget(s, 10, 100);
+    cr_expect_eq(s->opt.budget_count, 4);
+    search_free(s);
 }

@@ -177,8 +177,8 @@ static const opt_desc options[] = {
      "                        (default: the sweep's \"search\", else exhaustive)"},
     {"--budget", "B", CMD_RUN | CMD_VALIDATE | CMD_COMPILE,
      "the candidates measured, a count (400) or a percentage (10%) of the run's in all,\n"
-     "                        shared out by the strategy; with /shape (4/shape, 10%/shape) each\n"
-     "                        shape's"},
+     "                        shared out by the strategy (a shard measures its share); with /shape\n"
+     "                        (4/shape, 10%/shape) each shape's"},
     {"--time-limit", "S", CMD_RUN | CMD_VALIDATE,
      "a searched run starts no round (and stops between configurations) after S seconds"},
     {"--search-seed", "N", CMD_RUN | CMD_VALIDATE | CMD_COMPILE,

@@ -371,6 +371,16 @@ size_t search_budget(const search *s, size_t shape)
     return search_budget_of(&s->opt, search_n_candidates(s, shape), 1);
 }
 
+void search_share_budget(search *s, size_t n_own, size_t n_all)
+{
+    if (s->opt.scope != SEARCH_SCOPE_RUN || s->opt.budget_count == 0 || n_all == 0 ||
+        n_own >= n_all)
+        return;
+    double share = (double)s->opt.budget_count * (double)n_own / (double)n_all;
+    size_t b = (size_t)floor(share + 0.5);
+    s->opt.budget_count = b < 1 && n_own > 0 ? 1 : b;
+}
+
 size_t search_budget_of(const search_options *o, size_t n, int round_up)
 {
     size_t b = n;

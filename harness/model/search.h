@@ -132,6 +132,10 @@ size_t search_n_evaluated(const search *s, size_t shape);
 /* The run: evaluations allowed (the run's budget; under budgets per shape their sum), candidates
  * added, evaluations observed. */
 size_t search_budget_total(const search *s);
+/* This search holds n_own of a run's n_all candidates (a shard of it): a count under the run's
+ * budget becomes its share, count x n_own / n_all rounded to the nearest (at least 1 when it holds
+ * any); a percentage, and budgets per shape, are unchanged. */
+void search_share_budget(search *s, size_t n_own, size_t n_all);
 size_t search_n_candidates_total(const search *s);
 size_t search_n_evaluated_total(const search *s);
 
