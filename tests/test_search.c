@@ -783,18 +783,29 @@ Test(search, a_shard_takes_its_share_of_a_count)
 {
     search_options o;
     search_options_init(&o);
-    o.budget_count = 10000;
-    search *s = search_new(&o, NULL, 0, NULL);
-    cr_assert_not_null(s);
-    search_share_budget(s, 300800, 1203200);
-    cr_expect_eq(s->opt.budget_count, 2500);
-    search_share_budget(s, 1, 1000000); /* a shard of one candidate keeps one evaluation */
-    cr_expect_eq(s->opt.budget_count, 1);
-    search_free(s);
+    static const size_t quarters[] = {300800, 300800, 300800, 300800};
+    static const size_t uneven[] = {18, 14, 14, 14}; /* 20 x each / 60 = 6, 4.67, 4.67, 4.67 */
+    static const size_t want[] = {6, 5, 5, 4};
+    size_t sum = 0;
+    for (size_t i = 0; i < 4; i++) {
+        o.budget_count = 10000;
+        search *s = search_new(&o, NULL, 0, NULL);
+        cr_assert_not_null(s);
+        search_share_budget(s, quarters, 4, i);
+        cr_expect_eq(s->opt.budget_count, 2500);
+        search_free(s);
+        o.budget_count = 20;
+        s = search_new(&o, NULL, 0, NULL);
+        search_share_budget(s, uneven, 4, i);
+        cr_expect_eq(s->opt.budget_count, want[i], "shard %zu: %zu", i, s->opt.budget_count);
+        sum += s->opt.budget_count;
+        search_free(s);
+    }
+    cr_expect_eq(sum, 20, "the shares add up to the count");
     o.budget_count = 0; /* a percentage is already each shard's share */
     o.budget_fraction = 0.1;
-    s = search_new(&o, NULL, 0, NULL);
-    search_share_budget(s, 10, 100);
+    search *s = search_new(&o, NULL, 0, NULL);
+    search_share_budget(s, uneven, 4, 0);
     cr_expect_eq(s->opt.budget_count, 0);
     cr_expect_eq(s->opt.budget_fraction, 0.1);
     search_free(s);
@@ -802,7 +813,7 @@ Test(search, a_shard_takes_its_share_of_a_count)
     o.budget_count = 4;
     o.scope = SEARCH_SCOPE_SHAPE;
     s = search_new(&o, NULL, 0, NULL);
-    search_share_budget(s, 10, 100);
+    search_share_budget(s, uneven, 4, 0);
     cr_expect_eq(s->opt.budget_count, 4);
     search_free(s);
 }

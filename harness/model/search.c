@@ -371,14 +371,38 @@ size_t search_budget(const search *s, size_t shape)
     return search_budget_of(&s->opt, search_n_candidates(s, shape), 1);
 }
 
-void search_share_budget(search *s, size_t n_own, size_t n_all)
+void search_share_budget(search *s, const size_t *n_of, size_t n_shards, size_t mine)
 {
-    if (s->opt.scope != SEARCH_SCOPE_RUN || s->opt.budget_count == 0 || n_all == 0 ||
-        n_own >= n_all)
+    size_t all = 0, count = s->opt.budget_count, given = 0;
+    for (size_t i = 0; i < n_shards; i++)
+        all += n_of[i];
+    if (s->opt.scope != SEARCH_SCOPE_RUN || count == 0 || mine >= n_shards || all == 0 ||
+        n_of[mine] >= all)
         return;
-    double share = (double)s->opt.budget_count * (double)n_own / (double)n_all;
-    size_t b = (size_t)floor(share + 0.5);
-    s->opt.budget_count = b < 1 && n_own > 0 ? 1 : b;
+    if (count >= all) {
+        s->opt.budget_count = n_of[mine];
+        return;
+    }
+    /* floors first, then one more to the largest remainders */
+    size_t share = 0;
+    for (size_t i = 0; i < n_shards; i++) {
+        size_t q = (size_t)((double)count * (double)n_of[i] / (double)all);
+        given += q;
+        if (i == mine)
+            share = q;
+    }
+    double rem_mine = (double)count * (double)n_of[mine] / (double)all - (double)share;
+    size_t ahead = 0; /* shards whose remainder comes before this one's */
+    for (size_t i = 0; i < n_shards; i++) {
+        if (i == mine)
+            continue;
+        double r = (double)count * (double)n_of[i] / (double)all -
+                   (double)(size_t)((double)count * (double)n_of[i] / (double)all);
+        ahead += r > rem_mine || (r == rem_mine && i < mine);
+    }
+    if (ahead < count - given)
+        share++;
+    s->opt.budget_count = share;
 }
 
 size_t search_budget_of(const search_options *o, size_t n, int round_up)

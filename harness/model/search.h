@@ -132,10 +132,11 @@ size_t search_n_evaluated(const search *s, size_t shape);
 /* The run: evaluations allowed (the run's budget; under budgets per shape their sum), candidates
  * added, evaluations observed. */
 size_t search_budget_total(const search *s);
-/* This search holds n_own of a run's n_all candidates (a shard of it): a count under the run's
- * budget becomes its share, count x n_own / n_all rounded to the nearest (at least 1 when it holds
- * any); a percentage, and budgets per shape, are unchanged. */
-void search_share_budget(search *s, size_t n_own, size_t n_all);
+/* This search is shard `mine` of a run of n_shards, shard i holding n_of[i] of its candidates: a
+ * count under the run's budget becomes this shard's share of it, in proportion to the candidates
+ * by largest remainders (Hamilton; ties to the lower shard), so that the shares add up to the count
+ * (but none above its candidates); a percentage, and budgets per shape, are unchanged. */
+void search_share_budget(search *s, const size_t *n_of, size_t n_shards, size_t mine);
 size_t search_n_candidates_total(const search *s);
 size_t search_n_evaluated_total(const search *s);
 

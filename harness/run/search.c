@@ -183,23 +183,34 @@ tune_status run_search_prepare(run_ctx *rc, sweep_search *settings)
      * kernels themselves are planned when a round proposes them */
     family_kernel_ref refs[FAMILY_MAX_KERNELS];
     char why[512];
-    size_t n_all = 0, n_own = 0; /* the run's candidates, and this shard's */
+    size_t shards = rc->plan ? rc->opt->shard_count : 1;
+    size_t *n_of = calloc(shards ? shards : 1, sizeof *n_of); /* candidates per shard */
+    if (!n_of)
+        return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
     for (size_t ci = 0; ci < n; ci++) {
         sx->medians[ci] = sx->resumed_cost[ci] = NAN;
         int nr = run_config_refs(rc, ci, refs, why, sizeof why);
-        if (run_key_add(rc, refs, nr) != 0)
+        int added = 0;
+        if (run_key_add(rc, refs, nr) != 0) {
+            added = -1;
+        } else if (rc->plan) {
+            size_t owner = shard_plan_owner(rc->plan, ci);
+            n_of[owner < shards ? owner : 0] +=
+                nr >= 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM;
+            if (owner != rc->opt->shard_index)
+                continue; /* another shard's */
+        }
+        if (added == 0)
+            added = search_add_config(ss->s, rc->sp, ci, nr < 0 ? why : NULL);
+        if (added < 0) {
+            free(n_of);
             return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-        int candidate = nr >= 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM;
-        n_all += (size_t)candidate;
-        if (rc->plan && shard_plan_owner(rc->plan, ci) != rc->opt->shard_index)
-            continue; /* another shard's */
-        int added = search_add_config(ss->s, rc->sp, ci, nr < 0 ? why : NULL);
-        if (added < 0)
-            return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
-        n_own += (size_t)added;
+        }
     }
     /* a count is the run's in all: a shard measures its share of it (--gpus, --shard) */
-    search_share_budget(ss->s, n_own, n_all);
+    if (rc->plan)
+        search_share_budget(ss->s, n_of, shards, rc->opt->shard_index);
+    free(n_of);
     return TUNE_OK;
 }
 
