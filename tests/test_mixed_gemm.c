@@ -455,9 +455,10 @@ Test(mixed_gemm_rules, every_pruned_configuration_has_a_reason)
     sweep_free(sw);
 }
 
-/* The rules do not throw winners away: every (shape, method) winner of the H200 run
- * results/w4a16/20261126T180506Z (tests/data/mixed_gemm/w4a16_winners.tsv, its extract) is a
- * configuration of sweeps/w4a16.json. */
+/* The rules do not throw winners away: every (shape, method) winner of the H200 run of 2026-11-26,
+ * made before the family's rules (results/w4a16/20261126T180506Z, since replaced and in the git
+ * history; tests/data/mixed_gemm/w4a16_winners.tsv, its extract), is a configuration of
+ * sweeps/w4a16.json. */
 Test(mixed_gemm_rules, reference_winners_stay_in_the_space)
 {
     sweep *sw = test_load_sweep("sweeps/w4a16.json");
