@@ -415,3 +415,41 @@ Test(dispatch, values_between_measured_ones_take_a_tile_the_family_keeps)
     cr_expect_eq(s.n, 3, "%zu scored", s.n);
     release(&b);
 }
+
+/* tests/data/dispatch/schedule: a family "blocks" whose rules keep every point, and a sweep whose
+ * search feature blocks = ceil(m / bm) x splitk describes a configuration's schedule. Between
+ * m = 256 (best: A, bm 128 split 2, 4 blocks) and m = 600 (best: B, bm 256 split 1), the values
+ * that take m = 256's segment carry its schedule over, not its parameters: from m = 257, where A
+ * needs 6 blocks, C (bm 256 split 2) keeps the 4. */
+static void keep_all(const tune_family *fam, const tune_point *shape, const tune_point *params,
+                     size_t n, const char **why)
+{
+    (void)fam, (void)shape, (void)params;
+    for (size_t i = 0; i < n; i++)
+        why[i] = NULL;
+}
+
+static const tune_family blocks_family = {.name = "blocks", .prune = keep_all};
+
+Test(dispatch, values_between_measured_ones_keep_the_schedule)
+{
+    tune_error err = {0};
+    dispatch_options opt = {NULL, 0, NULL, 0.01, NULL};
+    cr_assert_eq(family_register(&blocks_family), 0);
+    built b = build_in("tests/data/dispatch/schedule", &opt, &err);
+    cr_assert_not_null(b.d, "%s", err.message);
+    static const int64_t m[] = {200, 256, 257, 300, 391, 392, 600, 1000};
+    static const int64_t want_bm[] = {128, 128, 256, 256, 256, 256, 256, 256};
+    static const int64_t want_split[] = {2, 2, 2, 2, 2, 1, 1, 1};
+    for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
+        tune_point q = {0};
+        point_set_int(&q, "m", m[i]);
+        size_t c = dispatch_lookup(b.d, &q);
+        cr_assert_neq(c, DISPATCH_NONE);
+        const tune_point *p = dispatch_config_params(b.d, c);
+        cr_expect_eq(point_int(p, "bm", -1), want_bm[i], "m = %lld: bm", (long long)m[i]);
+        cr_expect_eq(point_int(p, "splitk", -1), want_split[i], "m = %lld: splitk",
+                     (long long)m[i]);
+    }
+    release(&b);
+}

@@ -438,9 +438,11 @@ static void rule_release(dispatch_rule *r)
     memset(r, 0, sizeof *r);
 }
 
-/* The rule built on the shapes s with use[s] (all when use is NULL). */
-static tune_status rule_build(const dispatch *d, const unsigned char *use, dispatch_rule *r,
-                              tune_error *err)
+/* The rule built on the shapes s with use[s] (all when use is NULL); the family's rules are
+ * applied to the table of outer shape `only` alone (DISPATCH_NONE: to every table), the only one
+ * a left-out value is looked up in. */
+static tune_status rule_build(const dispatch *d, const unsigned char *use, size_t only,
+                              dispatch_rule *r, tune_error *err)
 {
     size_t S = d->n_shapes, C = d->n_configs;
     memset(r, 0, sizeof *r);
@@ -489,7 +491,7 @@ static tune_status rule_build(const dispatch *d, const unsigned char *use, dispa
     r->first[d->n_outers] = r->n_seg;
     free(js);
     free(in);
-    tune_status st = dispatch_legal_apply(d, use, r, err);
+    tune_status st = dispatch_legal_apply(d, use, only, r, err);
     if (st != TUNE_OK)
         rule_release(r);
     return st;
@@ -591,14 +593,14 @@ static tune_status evaluate(dispatch *d, tune_error *err)
             continue; /* its only value: that is leaving the outer shape out */
         memset(use, 1, S);
         use[s] = 0;
-        if ((st = rule_build(d, use, &r, err)) == TUNE_OK)
+        if ((st = rule_build(d, use, o, &r, err)) == TUNE_OK)
             d->choice[DISPATCH_LOO_AXIS][s] = dispatch_rule_lookup(d, &r, &d->shapes[s]);
         rule_release(&r);
     }
     for (size_t o = 0; o < d->n_outers && d->n_outers > 1 && st == TUNE_OK; o++) {
         memset(use, 1, S);
         memset(use + d->outer_first[o], 0, d->outer_first[o + 1] - d->outer_first[o]);
-        if ((st = rule_build(d, use, &r, err)) == TUNE_OK)
+        if ((st = rule_build(d, use, DISPATCH_NONE, &r, err)) == TUNE_OK)
             for (size_t s = d->outer_first[o]; s < d->outer_first[o + 1]; s++)
                 d->choice[DISPATCH_LOO_OUTER][s] = dispatch_rule_lookup(d, &r, &d->shapes[s]);
         rule_release(&r);
@@ -680,7 +682,7 @@ dispatch *dispatch_build(const result_row *rows, size_t n, const json_t *meta,
         st = dispatch_legal_init(d, err);
     }
     if (st == TUNE_OK) {
-        st = rule_build(d, NULL, &d->rule, err);
+        st = rule_build(d, NULL, DISPATCH_NONE, &d->rule, err);
     }
     if (st == TUNE_OK)
         st = evaluate(d, err);

@@ -27,9 +27,10 @@
  *     the upper segment (the arithmetic midpoint when a value is below 1). Values below the first
  *     measured one take the first segment, above the last the last.
  *   - a family with its own tile rules (family.h, `prune`; not a sweep with "family_rules": false):
- *     a value no run measured, between the smallest and the largest measured anywhere, takes its
- *     segment's configuration where the family keeps it, else the nearest measured configuration
- *     of the method the family keeps there (dispatch_legal.c); the family must be registered.
+ *     a value no run measured, between the smallest and the largest measured anywhere, takes the
+ *     measured configuration of its segment's method that the family keeps and can run there,
+ *     nearest to the segment's at its nearest measured value, in parameters and in the sweep's
+ *     derived search features (its schedule) (dispatch_legal.c); the family must be registered.
  *   - an outer shape never measured takes the table of the nearest measured one: squared
  *     distance of log2(max(value, 1)) over the numeric axes that vary, 10^6 per string axis that
  *     differs; an exact match first, then the first nearest.

@@ -62,11 +62,12 @@ const char *dispatch_shape_text(const dispatch *d, const tune_point *p, int oute
                                 size_t size);
 
 /* The family's rules in the rule (dispatch_legal.c): init reads the family (none: d->legal stays
- * NULL); apply splits r's segments where a value between measured ones takes the nearest
- * configuration the family keeps there (use: the shapes r was built on, NULL: all). */
+ * NULL); apply splits the segments of r's tables (of outer shape `only`; DISPATCH_NONE: of every
+ * one) where a value between measured ones takes another configuration the family keeps there
+ * (use: the shapes r was built on, NULL: all). */
 tune_status dispatch_legal_init(dispatch *d, tune_error *err);
-tune_status dispatch_legal_apply(const dispatch *d, const unsigned char *use, dispatch_rule *r,
-                                 tune_error *err);
+tune_status dispatch_legal_apply(const dispatch *d, const unsigned char *use, size_t only,
+                                 dispatch_rule *r, tune_error *err);
 void dispatch_legal_free(dispatch *d);
 
 #endif

@@ -1,16 +1,17 @@
 /* dispatch_legal.c - the family's own rules in a dispatch rule (dispatch_impl.h): which of the
- * measured configurations the family keeps at a breakpoint value no run measured, and the
- * nearest kept one where a segment's configuration is not.
+ * measured configurations the family keeps at a breakpoint value no run measured, and which of
+ * them a segment hands out there.
  *
  * A family's tile rules (family.h, `prune`) say which parameter points a method tries at a shape:
  * mixed_gemm's row tile follows m, so the configuration of m = 32 (bm = 32) is not one it runs at
- * m = 33 (two row blocks where bm = 64 needs one). A segment of a table must not hand out such a
- * configuration between its measured values: each value between two measured ones takes the
- * segment's configuration if the family keeps it there, else the kept configuration of the same
- * method nearest to it (fewest parameters changed, then the smallest sum of |log2| ratios, then
- * the first by identity), and runs of equal choices become segments of their own.
- * Only the measured configurations are candidates, so every choice is one a run has timed; the
- * rules are asked with the method's measured configurations as the sweep's points. A sweep with
+ * m = 33 (two row blocks where bm = 64 needs one). Each value between two measured ones takes,
+ * among the measured configurations of the segment's method that the family keeps there and can
+ * run (kernels()), the one nearest to the segment's configuration at the segment's nearest
+ * measured value: the |log2| ratios of their parameters plus LEGAL_FEATURE_WEIGHT times those of
+ * the sweep's derived search features (evaluated at each one's m), so that the schedule (row
+ * blocks, blocks per wave, k per split) is carried over as well as the tile. The segment's own
+ * configuration wins a tie. Runs of equal choices become segments of their own. The rules are
+ * asked with the method's measured configurations as the sweep's points. A sweep with
  * "family_rules": false, or a family without rules, keeps every segment as it is.
  */
 #include <math.h>
@@ -20,6 +21,11 @@
 
 #include "analysis/dispatch_impl.h"
 #include "model/family.h"
+#include "model/search.h"
+
+/* Weight of a derived feature's |log2| ratio against a parameter's in the distance between a
+ * segment's configuration and another one (legal_adapt). */
+#define LEGAL_FEATURE_WEIGHT 2.0
 
 #define T(d, s, c) ((d)->time[(s) * (d)->n_configs + (c)])
 
@@ -35,7 +41,10 @@ struct dispatch_legal {
     size_t *of_method; /* per method: its configurations' count, then the indices */
     size_t **members;
     tune_point *points; /* per configuration: its parameters in d->params' order */
-    legal_entry *memo;  /* open addressing on (outer, method, v); kept NULL: free slot */
+    size_t n_feat;      /* the sweep's derived search features: a configuration's schedule */
+    const char *feat_names[SEARCH_MAX_DERIVED];
+    expr *feat[SEARCH_MAX_DERIVED];
+    legal_entry *memo; /* open addressing on (outer, method, v); kept NULL: free slot */
     size_t n_memo, cap_memo;
 };
 
@@ -87,6 +96,8 @@ void dispatch_legal_free(dispatch *d)
     for (size_t i = 0; i < l->cap_memo; i++)
         free(l->memo[i].kept);
     free(l->memo);
+    for (size_t f = 0; f < l->n_feat; f++)
+        expr_free(l->feat[f]);
     if (l->members)
         for (size_t m = 0; m < d->n_methods; m++)
             free(l->members[m]);
@@ -109,6 +120,21 @@ tune_status dispatch_legal_init(dispatch *d, tune_error *err)
     l->fam = fam;
     json_t *sw = json_object_get(d->meta, "sweep");
     l->op = json_string_value(json_object_get(sw, "op"));
+    json_t *feats =
+        json_object_get(json_object_get(json_object_get(sw, "source"), "search"), "features");
+    const char *fname;
+    json_t *ftext;
+    json_object_foreach(feats, fname, ftext)
+    {
+        tune_error perr = {0};
+        expr *e = json_is_string(ftext) && l->n_feat < SEARCH_MAX_DERIVED
+                      ? expr_parse(json_string_value(ftext), &perr)
+                      : NULL;
+        if (!e)
+            continue; /* the run's sweep was checked when it ran: an unreadable one adds nothing */
+        l->feat_names[l->n_feat] = fname;
+        l->feat[l->n_feat++] = e;
+    }
     l->of_method = calloc(d->n_methods, sizeof *l->of_method);
     l->members = calloc(d->n_methods, sizeof *l->members);
     l->points = calloc(d->n_configs, sizeof *l->points);
@@ -186,47 +212,141 @@ static const unsigned char *legal_kept(const dispatch *d, size_t o, size_t metho
     return kept;
 }
 
-/* How far configuration b is from a: parameters changed (times 1000) plus the sum of |log2| of the
- * ratios of the numeric ones. */
-static double legal_distance(const dispatch *d, size_t a, size_t b)
+typedef struct {
+    const dispatch *d;
+    const tune_point *shape, *params;
+    const double *done; /* the features evaluated so far */
+    size_t n_done;
+} feat_ctx;
+
+static int feat_lookup(void *ctx, const char *name, expr_value *out)
 {
-    const tune_point *pa = &d->legal->points[a], *pb = &d->legal->points[b];
-    double dist = 0;
-    for (size_t p = 0; p < pa->n; p++) {
-        if (expr_value_equal(pa->vals[p], pb->vals[p]))
-            continue;
-        double x = expr_value_as_double(pa->vals[p]), y = expr_value_as_double(pb->vals[p]);
-        dist += 1000 + (x > 0 && y > 0 ? fabs(log2(x / y)) : 1);
+    const feat_ctx *c = ctx;
+    for (size_t f = 0; f < c->n_done; f++)
+        if (strcmp(c->d->legal->feat_names[f], name) == 0) {
+            *out = expr_float(c->done[f]);
+            return 0;
+        }
+    return point_get(c->params, name, out) == 0 || point_get(c->shape, name, out) == 0 ? 0 : -1;
+}
+
+/* The derived features of configuration c at (o, v) into f[] (NAN where one cannot be evaluated,
+ * e.g. a division by a split of 0). */
+static void legal_features(const dispatch *d, size_t o, int64_t v, size_t c, double *f)
+{
+    const dispatch_legal *l = d->legal;
+    tune_point shape;
+    legal_shape(d, o, v, d->configs[c].method, &shape);
+    feat_ctx ctx = {d, &shape, &l->points[c], f, 0};
+    for (size_t i = 0; i < l->n_feat; i++) {
+        expr_value x;
+        tune_error err = {0};
+        f[i] = expr_eval(l->feat[i], feat_lookup, &ctx, &x, &err) == TUNE_OK
+                   ? expr_value_as_double(x)
+                   : NAN;
+        ctx.n_done = i + 1;
     }
+}
+
+static double log2_ratio(double a, double b)
+{
+    if (a == b)
+        return 0;
+    return a > 0 && b > 0 && isfinite(a) && isfinite(b) ? fabs(log2(a / b)) : 1;
+}
+
+/* How far configuration x at value v is from c at its measured value: the |log2| ratios of their
+ * parameters, and LEGAL_FEATURE_WEIGHT times those of their derived features (fc: c's at its
+ * measured value), so that what carries a configuration over to another m is its schedule
+ * (row blocks, blocks per wave, k per split) as much as its parameter values. The features are
+ * evaluated only while the parameters alone stay below `bound` (INFINITY: always). */
+static double legal_distance(const dispatch *d, size_t o, int64_t v, size_t c, size_t x,
+                             const double *fc, double bound)
+{
+    const tune_point *pc = &d->legal->points[c], *px = &d->legal->points[x];
+    double dist = 0, fx[SEARCH_MAX_DERIVED];
+    for (size_t p = 0; p < pc->n; p++)
+        if (!expr_value_equal(pc->vals[p], px->vals[p]))
+            dist +=
+                log2_ratio(expr_value_as_double(pc->vals[p]), expr_value_as_double(px->vals[p]));
+    if (d->legal->n_feat == 0 || dist >= bound)
+        return dist;
+    legal_features(d, o, v, x, fx);
+    for (size_t f = 0; f < d->legal->n_feat; f++)
+        if (!isnan(fc[f]) || !isnan(fx[f]))
+            dist += LEGAL_FEATURE_WEIGHT * log2_ratio(fc[f], fx[f]);
     return dist;
 }
 
-/* The configuration outer o takes at breakpoint value v for a segment of configuration c: c where
- * it was measured ok there or the family keeps it, else the nearest kept one of its method (c
- * when none is). */
-static size_t legal_adapt(const dispatch *d, size_t o, int64_t v, size_t c)
+/* The index of configuration c among its method's (n when absent). */
+static size_t legal_member(const dispatch_legal *l, size_t m, size_t c)
+{
+    size_t n = l->of_method[m];
+    for (size_t i = 0; i < n; i++)
+        if (l->members[m][i] == c)
+            return i;
+    return n;
+}
+
+/* Whether the family can run configuration x at (o, v): its kernels() accepts it (a family
+ * without the hook: yes). */
+static int legal_runs(const dispatch *d, size_t o, int64_t v, size_t x)
+{
+    const tune_family *fam = d->legal->fam;
+    if (!fam->kernels)
+        return 1;
+    tune_point cfg;
+    legal_shape(d, o, v, d->configs[x].method, &cfg);
+    const tune_point *p = &d->legal->points[x];
+    for (size_t i = 0; i < p->n; i++)
+        point_set(&cfg, p->names[i], p->vals[i]);
+    family_kernel_ref refs[FAMILY_MAX_KERNELS];
+    char why[256];
+    return fam->kernels(fam, &cfg, refs, FAMILY_MAX_KERNELS, why, sizeof why) >= 0;
+}
+
+/* The configuration outer o takes at breakpoint value v for a segment of configuration c chosen
+ * at the measured value `at` (v itself where the segment has none): c where it was measured ok at
+ * v among the shapes used, else the configuration of its method the family keeps at v nearest to
+ * c (legal_distance; c when the family keeps none). */
+static size_t legal_adapt(const dispatch *d, const unsigned char *use, size_t o, int64_t v,
+                          int64_t at, size_t c)
 {
     for (size_t s = d->outer_first[o]; s < d->outer_first[o + 1]; s++)
-        if (d->bpv[s] == v && isfinite(T(d, s, c)))
+        if (d->bpv[s] == v && (!use || use[s]) && isfinite(T(d, s, c)))
             return c;
     const dispatch_legal *l = d->legal;
     size_t m = d->configs[c].method, n = l->of_method[m];
     const unsigned char *kept = legal_kept(d, o, m, v);
     if (!kept)
         return c;
-    size_t best = c;
-    double best_dist = INFINITY;
-    for (size_t i = 0; i < n; i++) {
-        size_t x = l->members[m][i];
-        if (!kept[i])
-            continue;
-        if (x == c)
-            return c;
-        double dist = legal_distance(d, c, x);
-        if (dist < best_dist)
-            best_dist = dist, best = x;
+    double fc[SEARCH_MAX_DERIVED];
+    if (l->n_feat)
+        legal_features(d, o, at, c, fc);
+    /* the nearest that the family also can run (kernels()), c first: its distance bounds the
+     * others' */
+    unsigned char *tried = calloc(n + 1, 1);
+    for (;;) {
+        size_t best = SIZE_MAX;
+        double best_dist = INFINITY;
+        for (size_t j = 0; j <= n; j++) {
+            size_t i = j == 0 ? legal_member(l, m, c) : j - 1;
+            if (i >= n || (j > 0 && l->members[m][i] == c) || !kept[i] || (tried && tried[i]))
+                continue;
+            double dist = legal_distance(d, o, v, c, l->members[m][i], fc, best_dist);
+            if (best == SIZE_MAX || dist < best_dist)
+                best_dist = dist, best = i;
+        }
+        if (best == SIZE_MAX || !tried)
+            break;
+        if (legal_runs(d, o, v, l->members[m][best])) {
+            free(tried);
+            return l->members[m][best];
+        }
+        tried[best] = 1;
     }
-    return best;
+    free(tried);
+    return c;
 }
 
 typedef struct {
@@ -285,6 +405,22 @@ static void legal_measured(const dispatch *d, const unsigned char *use, size_t o
         }
 }
 
+/* The measured value of segment k of r nearest to v (v when it has none). */
+static int64_t legal_anchor(const dispatch *d, const unsigned char *use, const dispatch_rule *r,
+                            size_t k, int64_t v)
+{
+    int64_t best = v;
+    uint64_t gap = UINT64_MAX;
+    for (size_t s = r->lo[k]; s != DISPATCH_NONE && s <= r->hi[k]; s++) {
+        if (use && !use[s])
+            continue;
+        uint64_t g = d->bpv[s] > v ? (uint64_t)(d->bpv[s] - v) : (uint64_t)(v - d->bpv[s]);
+        if (g < gap)
+            gap = g, best = d->bpv[s];
+    }
+    return best;
+}
+
 /* Splits outer o's segments of r where the family's rules change the choice (see the top). */
 static int legal_outer(const dispatch *d, const unsigned char *use, const dispatch_rule *r,
                        size_t o, seg_buf *out)
@@ -301,7 +437,9 @@ static int legal_outer(const dispatch *d, const unsigned char *use, const dispat
         size_t cur = DISPATCH_NONE;
         int64_t cur_from = a;
         for (int64_t v = a; v <= b || cur == DISPATCH_NONE; v++) {
-            size_t x = v <= b ? legal_adapt(d, o, v, r->config[k]) : r->config[k];
+            size_t x = v <= b
+                           ? legal_adapt(d, use, o, v, legal_anchor(d, use, r, k, v), r->config[k])
+                           : r->config[k];
             if (x == cur)
                 continue;
             if (cur != DISPATCH_NONE) {
@@ -323,8 +461,8 @@ static int legal_outer(const dispatch *d, const unsigned char *use, const dispat
     return 0;
 }
 
-tune_status dispatch_legal_apply(const dispatch *d, const unsigned char *use, dispatch_rule *r,
-                                 tune_error *err)
+tune_status dispatch_legal_apply(const dispatch *d, const unsigned char *use, size_t only,
+                                 dispatch_rule *r, tune_error *err)
 {
     if (!d->legal)
         return TUNE_OK;
@@ -333,7 +471,12 @@ tune_status dispatch_legal_apply(const dispatch *d, const unsigned char *use, di
     int bad = !first;
     for (size_t o = 0; o < d->n_outers && !bad; o++) {
         first[o] = b.first = b.n;
-        bad = legal_outer(d, use, r, o, &b) != 0;
+        if (only == DISPATCH_NONE || o == only) {
+            bad = legal_outer(d, use, r, o, &b) != 0;
+            continue;
+        }
+        for (size_t k = r->first[o]; k < r->first[o + 1] && !bad; k++)
+            bad = seg_push(&b, r->from[k], r->config[k], r->lo[k], r->hi[k]) != 0;
     }
     if (bad) {
         free(first), free(b.from), free(b.config), free(b.lo), free(b.hi);
