@@ -763,6 +763,21 @@ Test(compile, options_files_drop_macro_definitions_only)
     }
 }
 
+/* The options of a searched compile-only run with rows into dir. */
+static void searched_options(run_options *opt, const char *dir, const char *search,
+                             const char *budget)
+{
+    run_options_init(opt);
+    opt->compile_only = opt->compile_rows = 1;
+    opt->quiet = 1;
+    opt->arch = 90;
+    opt->cache_dir = cache_dir;
+    opt->kernels_dir = kernels_dir;
+    opt->out_dir = dir;
+    opt->search = search;
+    opt->budget = budget;
+}
+
 /* A searched compile-only run, with rows, of tests/data/search/convolution_small.json (18 800
  * configurations in 4 shapes, each its own kernel, with the model's three-round rule): the
  * first round's configurations (seed) alone are planned and compiled; meta.json of dir. */
@@ -772,15 +787,7 @@ static json_t *compile_searched(const char *dir, const char *seed, run_summary *
     sweep *sw = sweep_load("tests/data/search/convolution_small.json", &err);
     cr_assert_not_null(sw, "%s: %s", err.where, err.message);
     run_options opt;
-    run_options_init(&opt);
-    opt.compile_only = opt.compile_rows = 1;
-    opt.quiet = 1;
-    opt.arch = 90;
-    opt.cache_dir = cache_dir;
-    opt.kernels_dir = kernels_dir;
-    opt.out_dir = dir;
-    opt.search = "model";
-    opt.budget = "4";
+    searched_options(&opt, dir, "model", "4");
     opt.search_seed_set = 1;
     opt.search_seed = strtoull(seed, NULL, 10);
     cr_assert_eq(run_sweep(sw, &opt, sum, &err), TUNE_OK, "%s", err.message);
@@ -903,17 +910,9 @@ Test(compile, a_shard_measures_its_share_of_a_count_budget)
         sweep *sw = sweep_load("tests/data/search/convolution_small.json", &err);
         cr_assert_not_null(sw, "%s: %s", err.where, err.message);
         run_options opt;
-        run_options_init(&opt);
         char dir[300];
         snprintf(dir, sizeof dir, "%s/shard-%zu", cache_dir, shard);
-        opt.compile_only = opt.compile_rows = 1;
-        opt.quiet = 1;
-        opt.arch = 90;
-        opt.cache_dir = cache_dir;
-        opt.kernels_dir = kernels_dir;
-        opt.out_dir = dir;
-        opt.search = "random";
-        opt.budget = "12";
+        searched_options(&opt, dir, "random", "12");
         opt.shard_index = shard;
         opt.shard_count = 2;
         run_summary sum;

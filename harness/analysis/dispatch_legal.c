@@ -355,6 +355,16 @@ typedef struct {
     size_t n, cap, first; /* first: the current outer shape's first segment */
 } seg_buf;
 
+/* *p reallocated to size bytes (unchanged on failure: -1). */
+static int grow(void **p, size_t size)
+{
+    void *q = realloc(*p, size);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
 /* Appends a segment, or extends the outer shape's last one when it has the same configuration. */
 static int seg_push(seg_buf *b, int64_t from, size_t config, size_t lo, size_t hi)
 {
@@ -367,19 +377,10 @@ static int seg_push(seg_buf *b, int64_t from, size_t config, size_t lo, size_t h
     }
     if (b->n == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 64;
-        int64_t *f = realloc(b->from, cap * sizeof *f);
-        if (f)
-            b->from = f;
-        size_t *c = realloc(b->config, cap * sizeof *c);
-        if (c)
-            b->config = c;
-        size_t *x = realloc(b->lo, cap * sizeof *x);
-        if (x)
-            b->lo = x;
-        size_t *y = realloc(b->hi, cap * sizeof *y);
-        if (y)
-            b->hi = y;
-        if (!f || !c || !x || !y)
+        if (grow((void **)&b->from, cap * sizeof *b->from) != 0 ||
+            grow((void **)&b->config, cap * sizeof *b->config) != 0 ||
+            grow((void **)&b->lo, cap * sizeof *b->lo) != 0 ||
+            grow((void **)&b->hi, cap * sizeof *b->hi) != 0)
             return -1;
         b->cap = cap;
     }
