@@ -430,7 +430,8 @@ static int draw_order(search *s, search_shape *sh, size_t shape)
     free(sh->order);
     if (!(sh->order = malloc((sh->n_cands ? sh->n_cands : 1) * sizeof *sh->order)))
         return -1;
-    memcpy(sh->order, sh->cands, sh->n_cands * sizeof *sh->order);
+    if (sh->n_cands) /* a shape of another shard has none (and no array) */
+        memcpy(sh->order, sh->cands, sh->n_cands * sizeof *sh->order);
     if (s->opt.strategy == SEARCH_RANDOM) {
         uint64_t rng = s->opt.seed ^ (0xd1b54a32d192ed03ull * (uint64_t)(shape + 1));
         for (size_t i = sh->n_cands; i > 1; i--) {
