@@ -453,3 +453,28 @@ Test(dispatch, values_between_measured_ones_keep_the_schedule)
     }
     release(&b);
 }
+
+/* Rows are input: breakpoint values 10^15 apart (tests/data/dispatch/wide) are visited in steps
+ * that grow with the value, not one by one, so the rule is built in bounded time; the values
+ * beyond every tile take the largest. */
+Test(dispatch, values_far_apart_are_visited_in_bounded_steps, .timeout = 60)
+{
+    tune_error err = {0};
+    dispatch_options opt = {NULL, 0, NULL, 0.01, NULL};
+    cr_assert_eq(family_register(&tiles_family), 0);
+    built b = build_in("tests/data/dispatch/wide", &opt, &err);
+    cr_assert_not_null(b.d, "%s", err.message);
+    static const int64_t m[] = {16, 20, 32, 33, 1000000, 1000000000000000};
+    static const int64_t want[] = {16, 32, 32, 64, 64, 64};
+    for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
+        tune_point q = {0};
+        point_set_int(&q, "k", 4096);
+        point_set_int(&q, "n", 4096);
+        point_set_int(&q, "m", m[i]);
+        size_t c = dispatch_lookup(b.d, &q);
+        cr_assert_neq(c, DISPATCH_NONE);
+        cr_expect_eq(point_int(dispatch_config_params(b.d, c), "bm", -1), want[i], "m = %lld",
+                     (long long)m[i]);
+    }
+    release(&b);
+}

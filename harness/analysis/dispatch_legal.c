@@ -26,6 +26,9 @@
 /* Weight of a derived feature's |log2| ratio against a parameter's in the distance between a
  * segment's configuration and another one (legal_adapt). */
 #define LEGAL_FEATURE_WEIGHT 2.0
+/* Breakpoint values are visited in steps of max(1, |v| / LEGAL_EXACT): one by one below
+ * 2 x LEGAL_EXACT in magnitude (a value skipped takes the choice of the one before it). */
+#define LEGAL_EXACT 8192
 
 #define T(d, s, c) ((d)->time[(s) * (d)->n_configs + (c)])
 
@@ -437,22 +440,26 @@ static int legal_outer(const dispatch *d, const unsigned char *use, const dispat
         int64_t b = k + 1 < k1 ? r->from[k + 1] - 1 : hi_all > r->from[k] ? hi_all : r->from[k];
         size_t cur = DISPATCH_NONE;
         int64_t cur_from = a;
-        for (int64_t v = a; v <= b || cur == DISPATCH_NONE; v++) {
-            size_t x = v <= b
+        for (int64_t v = a;;) {
+            size_t x = a <= b
                            ? legal_adapt(d, use, o, v, legal_anchor(d, use, r, k, v), r->config[k])
                            : r->config[k];
-            if (x == cur)
-                continue;
-            if (cur != DISPATCH_NONE) {
-                size_t lo, hi;
-                legal_measured(d, use, o, cur_from, v - 1, &lo, &hi);
-                if (seg_push(out, cur_from, cur, lo, hi) != 0)
-                    return -1;
+            if (x != cur) {
+                if (cur != DISPATCH_NONE) {
+                    size_t lo, hi;
+                    legal_measured(d, use, o, cur_from, v - 1, &lo, &hi);
+                    if (seg_push(out, cur_from, cur, lo, hi) != 0)
+                        return -1;
+                }
+                cur = x;
+                cur_from = v;
             }
-            cur = x;
-            cur_from = v;
-            if (v > b)
+            if (a > b || v >= b)
                 break;
+            /* a run's axis values far apart (rows are input) cost a bounded number of steps */
+            uint64_t mag = v < 0 ? 0 - (uint64_t)v : (uint64_t)v, step = mag / LEGAL_EXACT;
+            step = step ? step : 1;
+            v = (uint64_t)b - (uint64_t)v > step ? v + (int64_t)step : b;
         }
         size_t lo, hi;
         legal_measured(d, use, o, cur_from, k + 1 < k1 ? b : INT64_MAX, &lo, &hi);
