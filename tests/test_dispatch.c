@@ -388,16 +388,16 @@ static void tiles_prune(const tune_family *fam, const tune_point *shape, const t
 
 static const tune_family tiles_family = {.name = "tiles", .prune = tiles_prune};
 
-Test(dispatch, values_between_measured_ones_take_a_tile_the_family_keeps)
+/* The rule of the "tiles" rows in dir (k = n = 4096): the bm it picks at each m[i] is want[i]. */
+static void expect_tiles(const char *dir, const int64_t *m, const int64_t *want, size_t n,
+                         dispatch_score *loo)
 {
     tune_error err = {0};
     dispatch_options opt = {NULL, 0, NULL, 0.01, NULL};
     cr_assert_eq(family_register(&tiles_family), 0);
-    built b = build_in("tests/data/dispatch/rows", &opt, &err);
+    built b = build_in(dir, &opt, &err);
     cr_assert_not_null(b.d, "%s", err.message);
-    static const int64_t m[] = {1, 16, 17, 22, 23, 32, 33, 45, 46, 64, 100, 4096};
-    static const int64_t want[] = {16, 16, 32, 32, 32, 32, 64, 64, 64, 64, 64, 64};
-    for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
+    for (size_t i = 0; i < n; i++) {
         tune_point q = {0};
         point_set_int(&q, "k", 4096);
         point_set_int(&q, "n", 4096);
@@ -407,13 +407,21 @@ Test(dispatch, values_between_measured_ones_take_a_tile_the_family_keeps)
         cr_expect_eq(point_int(dispatch_config_params(b.d, c), "bm", -1), want[i], "m = %lld",
                      (long long)m[i]);
     }
+    *loo = dispatch_get_score(b.d, DISPATCH_LOO_AXIS);
+    release(&b);
+}
+
+Test(dispatch, values_between_measured_ones_take_a_tile_the_family_keeps)
+{
+    static const int64_t m[] = {1, 16, 17, 22, 23, 32, 33, 45, 46, 64, 100, 4096};
+    static const int64_t want[] = {16, 16, 32, 32, 32, 32, 64, 64, 64, 64, 64, 64};
+    dispatch_score s;
+    expect_tiles("tests/data/dispatch/rows", m, want, sizeof m / sizeof *m, &s);
     /* left out, m = 32 takes bm = 32, measured there: no neighbour's tile, but the one the family
      * keeps there; m = 16 likewise; m = 64 takes m = 32's bm = 32 (below the midpoint), measured
      * at 64 too */
-    dispatch_score s = dispatch_get_score(b.d, DISPATCH_LOO_AXIS);
     cr_expect_eq(s.misses, 0, "%zu misses", s.misses);
     cr_expect_eq(s.n, 3, "%zu scored", s.n);
-    release(&b);
 }
 
 /* tests/data/dispatch/schedule: a family "blocks" whose rules keep every point, and a sweep whose
@@ -459,22 +467,8 @@ Test(dispatch, values_between_measured_ones_keep_the_schedule)
  * beyond every tile take the largest. */
 Test(dispatch, values_far_apart_are_visited_in_bounded_steps, .timeout = 60)
 {
-    tune_error err = {0};
-    dispatch_options opt = {NULL, 0, NULL, 0.01, NULL};
-    cr_assert_eq(family_register(&tiles_family), 0);
-    built b = build_in("tests/data/dispatch/wide", &opt, &err);
-    cr_assert_not_null(b.d, "%s", err.message);
     static const int64_t m[] = {16, 20, 32, 33, 1000000, 1000000000000000};
     static const int64_t want[] = {16, 32, 32, 64, 64, 64};
-    for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
-        tune_point q = {0};
-        point_set_int(&q, "k", 4096);
-        point_set_int(&q, "n", 4096);
-        point_set_int(&q, "m", m[i]);
-        size_t c = dispatch_lookup(b.d, &q);
-        cr_assert_neq(c, DISPATCH_NONE);
-        cr_expect_eq(point_int(dispatch_config_params(b.d, c), "bm", -1), want[i], "m = %lld",
-                     (long long)m[i]);
-    }
-    release(&b);
+    dispatch_score s;
+    expect_tiles("tests/data/dispatch/wide", m, want, sizeof m / sizeof *m, &s);
 }
