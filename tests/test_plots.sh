@@ -74,13 +74,14 @@ check "$tmp/sparq" bw_vs_chunk bw_vs_bytes best_chunk pct_read_bw
 # roles declared in meta.json for methods no table knows (the GEMM fixture above); and a declared
 # reference drives the speedups
 "$PY" - "$tmp" <<'PY' || fail=1
-import json, os, shutil, sys
+import gzip, json, os, shutil, sys
 tmp = sys.argv[1]
 src = "tests/data/plots/gemm"
 dst = os.path.join(tmp, "declared")
 os.makedirs(dst)
 names = {"custom": "mine", "cublas_fp16": "vendor", "cublaslt_fp8": "other", "dequant_cublas": "prep"}
-with open(os.path.join(src, "raw.jsonl")) as f, open(os.path.join(dst, "raw.jsonl"), "w") as out:
+with gzip.open(os.path.join(src, "raw.jsonl.gz"), "rt") as f, \
+        open(os.path.join(dst, "raw.jsonl"), "w") as out:
     for line in f:
         r = json.loads(line)
         r["method"] = names[r["method"]]
