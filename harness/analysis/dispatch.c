@@ -8,7 +8,6 @@
 #include "analysis/dispatch_impl.h"
 #include "store/meta.h"
 
-#define T(d, s, c) ((d)->time[(s) * (d)->n_configs + (c)])
 
 tune_status dispatch_read(const char *const *dirs, size_t n_dirs, results_rows *rows,
                           json_t **meta, tune_error *err)

@@ -26,6 +26,9 @@ typedef struct {
 
 typedef struct dispatch_legal dispatch_legal; /* dispatch_legal.c */
 
+/* The median of configuration c at shape s (INFINITY when not measured ok there). */
+#define T(d, s, c) ((d)->time[(s) * (d)->n_configs + (c)])
+
 struct dispatch {
     char name[128];
     double tolerance;

@@ -30,8 +30,6 @@
  * 2 x LEGAL_EXACT in magnitude (a value skipped takes the choice of the one before it). */
 #define LEGAL_EXACT 8192
 
-#define T(d, s, c) ((d)->time[(s) * (d)->n_configs + (c)])
-
 typedef struct {
     size_t outer, method;
     int64_t v;
@@ -43,6 +41,12 @@ struct dispatch_legal {
     const char *op;
     size_t *of_method; /* per method: its configurations' count, then the indices */
     size_t **members;
+    size_t *member_at;    /* per configuration: its index in members[its method] */
+    unsigned char *tried; /* legal_adapt's scratch: per member of a method */
+    double
+        fc[SEARCH_MAX_DERIVED]; /* legal_adapt's: the features of fc_config at (fc_outer, fc_at) */
+    size_t fc_config, fc_outer;
+    int64_t fc_at;
     tune_point *points; /* per configuration: its parameters in d->params' order */
     size_t n_feat;      /* the sweep's derived search features: a configuration's schedule */
     const char *feat_names[SEARCH_MAX_DERIVED];
@@ -106,6 +110,8 @@ void dispatch_legal_free(dispatch *d)
             free(l->members[m]);
     free(l->members);
     free(l->of_method);
+    free(l->member_at);
+    free(l->tried);
     free(l->points);
     free(l);
     d->legal = NULL;
@@ -141,7 +147,10 @@ tune_status dispatch_legal_init(dispatch *d, tune_error *err)
     l->of_method = calloc(d->n_methods, sizeof *l->of_method);
     l->members = calloc(d->n_methods, sizeof *l->members);
     l->points = calloc(d->n_configs, sizeof *l->points);
-    if (!l->of_method || !l->members || !l->points) {
+    l->member_at = calloc(d->n_configs + 1, sizeof *l->member_at);
+    l->tried = calloc(d->n_configs + 1, 1);
+    l->fc_config = SIZE_MAX;
+    if (!l->of_method || !l->members || !l->points || !l->member_at || !l->tried) {
         dispatch_legal_free(d);
         return tune_error_set(err, TUNE_ERR_NOMEM, "dispatch", "out of memory");
     }
@@ -164,6 +173,7 @@ tune_status dispatch_legal_init(dispatch *d, tune_error *err)
     }
     for (size_t c = 0; c < d->n_configs; c++) {
         size_t m = d->configs[c].method;
+        l->member_at[c] = l->of_method[m];
         l->members[m][l->of_method[m]++] = c;
     }
     return TUNE_OK;
@@ -177,10 +187,7 @@ static void legal_shape(const dispatch *d, size_t o, int64_t v, size_t method, t
     point_set_int(p, d->axes[d->bp], v);
     if (l->op)
         point_set_str(p, "op", l->op);
-    const char *axis = l->fam->dtype_axis, *dtype = axis ? point_str(p, axis, NULL) : NULL;
-    size_t dsize = dtype ? tune_dtype_size(dtype) : 0;
-    if (dsize)
-        point_set_int(p, "dsize", (int64_t)dsize);
+    (void)family_set_dsize(l->fam, p); /* the run's dtype was checked when it ran */
     point_set_str(p, "method", d->methods[method]);
 }
 
@@ -281,16 +288,6 @@ static double legal_distance(const dispatch *d, size_t o, int64_t v, size_t c, s
     return dist;
 }
 
-/* The index of configuration c among its method's (n when absent). */
-static size_t legal_member(const dispatch_legal *l, size_t m, size_t c)
-{
-    size_t n = l->of_method[m];
-    for (size_t i = 0; i < n; i++)
-        if (l->members[m][i] == c)
-            return i;
-    return n;
-}
-
 /* Whether the family can run configuration x at (o, v): its kernels() accepts it (a family
  * without the hook: yes). */
 static int legal_runs(const dispatch *d, size_t o, int64_t v, size_t x)
@@ -318,38 +315,39 @@ static size_t legal_adapt(const dispatch *d, const unsigned char *use, size_t o,
     for (size_t s = d->outer_first[o]; s < d->outer_first[o + 1]; s++)
         if (d->bpv[s] == v && (!use || use[s]) && isfinite(T(d, s, c)))
             return c;
-    const dispatch_legal *l = d->legal;
+    dispatch_legal *l = d->legal;
     size_t m = d->configs[c].method, n = l->of_method[m];
     const unsigned char *kept = legal_kept(d, o, m, v);
     if (!kept)
         return c;
-    double fc[SEARCH_MAX_DERIVED];
-    if (l->n_feat)
-        legal_features(d, o, at, c, fc);
+    if (l->n_feat && (l->fc_config != c || l->fc_outer != o || l->fc_at != at)) {
+        legal_features(d, o, at, c, l->fc); /* the same for a segment's values in a row */
+        l->fc_config = c, l->fc_outer = o, l->fc_at = at;
+    }
     /* the nearest that the family also can run (kernels()), c first: its distance bounds the
      * others' */
-    unsigned char *tried = calloc(n + 1, 1);
+    size_t result = c;
     for (;;) {
         size_t best = SIZE_MAX;
         double best_dist = INFINITY;
         for (size_t j = 0; j <= n; j++) {
-            size_t i = j == 0 ? legal_member(l, m, c) : j - 1;
-            if (i >= n || (j > 0 && l->members[m][i] == c) || !kept[i] || (tried && tried[i]))
+            size_t i = j == 0 ? l->member_at[c] : j - 1;
+            if ((j > 0 && i == l->member_at[c]) || !kept[i] || l->tried[i])
                 continue;
-            double dist = legal_distance(d, o, v, c, l->members[m][i], fc, best_dist);
+            double dist = legal_distance(d, o, v, c, l->members[m][i], l->fc, best_dist);
             if (best == SIZE_MAX || dist < best_dist)
                 best_dist = dist, best = i;
         }
-        if (best == SIZE_MAX || !tried)
+        if (best == SIZE_MAX)
             break;
         if (legal_runs(d, o, v, l->members[m][best])) {
-            free(tried);
-            return l->members[m][best];
+            result = l->members[m][best];
+            break;
         }
-        tried[best] = 1;
+        l->tried[best] = 1;
     }
-    free(tried);
-    return c;
+    memset(l->tried, 0, n);
+    return result;
 }
 
 typedef struct {

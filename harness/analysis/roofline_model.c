@@ -31,7 +31,6 @@ tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
     const char *method = row->method ? row->method : "";
     const traffic_model *t =
         fam ? traffic_find(fam->traffic, fam->n_traffic, row->op, method) : NULL;
-    const char *dtype_axis = fam ? fam->dtype_axis : NULL;
     out->flops = row->flops;
     out->has_precision = 0;
     out->precision = ROOFLINE_FP32;
@@ -48,10 +47,7 @@ tune_status roofline_traffic_eval(const tune_family *fam, const result_row *row,
     memset(&p, 0, sizeof p);
     for (size_t a = 0; a < row->n_axes && a < row->values.n; a++)
         point_set(&p, row->values.names[a], row->values.vals[a]);
-    const char *dtype = dtype_axis ? point_str(&row->values, dtype_axis, NULL) : NULL;
-    size_t dsize = dtype ? tune_dtype_size(dtype) : 0;
-    if (dsize)
-        point_set_int(&p, "dsize", (int64_t)dsize);
+    (void)family_set_dsize(fam, &p); /* an unknown dtype: no dsize, as the model then reads */
     traffic_set_device(&p, dev ? dev->sm_count : 0, dev ? dev->l2_bytes : 0,
                           dev ? dev->fetch_bytes : NAN);
     traffic_value v = {0};

@@ -32,6 +32,18 @@ const tune_family *family_find(const char *name)
     return NULL;
 }
 
+int family_set_dsize(const tune_family *fam, tune_point *p)
+{
+    const char *axis = fam ? fam->dtype_axis : NULL, *dtype = axis ? point_str(p, axis, NULL) : NULL;
+    if (!dtype)
+        return 0;
+    size_t dsize = tune_dtype_size(dtype);
+    if (dsize == 0)
+        return -1;
+    point_set_int(p, "dsize", (int64_t)dsize);
+    return 0;
+}
+
 const family_op *family_find_op(const tune_family *fam, const char *op)
 {
     for (size_t i = 0; fam && op && i < fam->n_ops; i++)

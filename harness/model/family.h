@@ -208,5 +208,8 @@ const tune_family *const *family_all(void);
 const tune_family *family_find(const char *name);
 const family_op *family_find_op(const tune_family *fam, const char *op);
 const family_method *family_find_method(const tune_family *fam, const char *method);
+/* Sets p's "dsize", the element size of its value of fam's dtype_axis. 0 also when fam has no
+ * dtype axis or p no value of it (nothing set); -1 when the dtype has no known size. */
+int family_set_dsize(const tune_family *fam, tune_point *p);
 
 #endif

@@ -373,7 +373,7 @@ size_t search_budget(const search *s, size_t shape)
 
 void search_share_budget(search *s, const size_t *n_of, size_t n_shards, size_t mine)
 {
-    size_t all = 0, count = s->opt.budget_count, given = 0;
+    size_t all = 0, count = s->opt.budget_count;
     for (size_t i = 0; i < n_shards; i++)
         all += n_of[i];
     if (s->opt.scope != SEARCH_SCOPE_RUN || count == 0 || mine >= n_shards || all == 0 ||
@@ -383,26 +383,17 @@ void search_share_budget(search *s, const size_t *n_of, size_t n_shards, size_t 
         s->opt.budget_count = n_of[mine];
         return;
     }
-    /* floors first, then one more to the largest remainders */
-    size_t share = 0;
+    /* shard i's quota count x n_of[i] / all: its floor, and one more to the count - (sum of
+     * floors) shards of largest remainder (ties to the lower shard), in exact integers */
+    typedef unsigned __int128 u128;
+    size_t floors = 0, ahead = 0;
+    u128 rem_mine = (u128)count * n_of[mine] % all;
     for (size_t i = 0; i < n_shards; i++) {
-        size_t q = (size_t)((double)count * (double)n_of[i] / (double)all);
-        given += q;
-        if (i == mine)
-            share = q;
+        floors += (size_t)((u128)count * n_of[i] / all);
+        u128 r = (u128)count * n_of[i] % all;
+        ahead += i != mine && (r > rem_mine || (r == rem_mine && i < mine));
     }
-    double rem_mine = (double)count * (double)n_of[mine] / (double)all - (double)share;
-    size_t ahead = 0; /* shards whose remainder comes before this one's */
-    for (size_t i = 0; i < n_shards; i++) {
-        if (i == mine)
-            continue;
-        double r = (double)count * (double)n_of[i] / (double)all -
-                   (double)(size_t)((double)count * (double)n_of[i] / (double)all);
-        ahead += r > rem_mine || (r == rem_mine && i < mine);
-    }
-    if (ahead < count - given)
-        share++;
-    s->opt.budget_count = share;
+    s->opt.budget_count = (size_t)((u128)count * n_of[mine] / all) + (ahead < count - floors);
 }
 
 size_t search_budget_of(const search_options *o, size_t n, int round_up)

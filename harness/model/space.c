@@ -358,17 +358,11 @@ static int space_shape_point(const space *sp, size_t idx, tune_point *p, tune_er
     memset(p, 0, sizeof *p);
     space_axes_point(sw->problem, sw->n_problem, idx, p);
     point_set_str(p, "op", sw->op);
-    const char *axis = sw->family->dtype_axis;
-    const char *dtype = axis ? point_str(p, axis, NULL) : NULL;
-    if (!dtype)
-        return 0;
-    size_t dsize = tune_dtype_size(dtype);
-    if (dsize == 0) {
+    if (family_set_dsize(sw->family, p) != 0) {
         tune_error_set(err, TUNE_ERR_INVALID, sw->file, "no element size known for dtype '%s'",
-                       dtype);
+                       point_str(p, sw->family->dtype_axis, ""));
         return -1;
     }
-    point_set_int(p, "dsize", (int64_t)dsize);
     return 0;
 }
 

@@ -102,16 +102,19 @@ static search *search_open(const sweep *sw, const sweep_search *set, tune_error 
     return s;
 }
 
-/* Adds configuration ci when it is a candidate (runnable: skip NULL; tuned). 1 added, 0 not a
- * candidate, -1 out of memory. */
-static int search_add_config(search *s, const space *sp, size_t ci, const char *skip)
+/* Whether configuration ci is a candidate: of a tuned method, and runnable (the family's
+ * kernels() gave refs: nr >= 0). */
+static int search_candidate(const space *sp, size_t ci, int nr)
 {
-    const space_config *c = space_config_at(sp, ci);
-    if (c->param == SPACE_NO_PARAM || skip)
-        return 0;
+    return nr >= 0 && space_config_at(sp, ci)->param != SPACE_NO_PARAM;
+}
+
+/* Adds candidate ci to s. 0, or -1 out of memory. */
+static int search_add_config(search *s, const space *sp, size_t ci)
+{
     tune_point p;
     space_config_point(sp, ci, &p);
-    return search_add(s, c->shape, ci, &p) == 0 ? 1 : -1;
+    return search_add(s, space_config_at(sp, ci)->shape, ci, &p);
 }
 
 tune_status run_search_estimate(const sweep *sw, const space *sp, const sweep_search *set,
@@ -132,10 +135,11 @@ tune_status run_search_estimate(const sweep *sw, const space *sp, const sweep_se
         int nr = sw->family->kernels(sw->family, &p, refs, FAMILY_MAX_KERNELS, why, sizeof why);
         if (space_config_at(sp, ci)->param == SPACE_NO_PARAM)
             (*baselines)++;
-        int r = search_add_config(s, sp, ci, nr < 0 ? why : NULL);
-        if (r < 0)
+        if (!search_candidate(sp, ci, nr))
+            continue;
+        if (search_add_config(s, sp, ci) != 0)
             st = tune_error_set(err, TUNE_ERR_NOMEM, "search", "out of memory");
-        *candidates += (size_t)(r > 0);
+        (*candidates)++;
     }
     *measured = *baselines + search_budget_total(s);
     search_free(s);
@@ -190,19 +194,13 @@ tune_status run_search_prepare(run_ctx *rc, sweep_search *settings)
     for (size_t ci = 0; ci < n; ci++) {
         sx->medians[ci] = sx->resumed_cost[ci] = NAN;
         int nr = run_config_refs(rc, ci, refs, why, sizeof why);
-        int added = 0;
-        if (run_key_add(rc, refs, nr) != 0) {
-            added = -1;
-        } else if (rc->plan) {
-            size_t owner = shard_plan_owner(rc->plan, ci);
-            n_of[owner < shards ? owner : 0] +=
-                nr >= 0 && space_config_at(rc->sp, ci)->param != SPACE_NO_PARAM;
-            if (owner != rc->opt->shard_index)
-                continue; /* another shard's */
-        }
-        if (added == 0)
-            added = search_add_config(ss->s, rc->sp, ci, nr < 0 ? why : NULL);
-        if (added < 0) {
+        int candidate = search_candidate(rc->sp, ci, nr);
+        size_t owner = rc->plan ? shard_plan_owner(rc->plan, ci) : 0;
+        n_of[owner < shards ? owner : 0] += (size_t)candidate;
+        int bad = run_key_add(rc, refs, nr) != 0;
+        if (!bad && candidate && owner == (rc->plan ? rc->opt->shard_index : 0))
+            bad = search_add_config(ss->s, rc->sp, ci) != 0; /* this shard's */
+        if (bad) {
             free(n_of);
             return tune_error_set(rc->err, TUNE_ERR_NOMEM, "run", "out of memory");
         }
