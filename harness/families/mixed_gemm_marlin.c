@@ -1,6 +1,8 @@
-/* mixed_gemm_marlin.c - the mixed_gemm family's peer baseline `marlin`, its CPU side: Marlin's
- * weight and scale formats (our implementation of what IST-DASLab/marlin's Layer.pack and
- * _get_perms define). No CUDA.
+/* mixed_gemm_marlin.c - the mixed_gemm family's peer baseline `marlin` (docs/mixed_gemm.md,
+ * "Baselines"), its CPU side: Marlin's weight and scale formats (our implementation of what
+ * IST-DASLab/marlin's Layer.pack and _get_perms define), the shapes Marlin runs, and its library
+ * (built by scripts/peers/marlin.sh, named by TUNE_MARLIN_LIB, loaded with dlopen). No CUDA: the
+ * family's GPU side (mixed_gemm.c) uploads what this packs and calls the library's entry point.
  *
  * The weight format. Marlin's 4-bit value is q = round(w / s) + 8, dequantized as (q - 8) s: the
  * family's symmetric case (z = 8) on the raw nibbles as they are. Its Layer.pack cuts q (k x n)
@@ -14,10 +16,15 @@
  * form; tests/test_mixed_gemm_marlin.c checks it against the permutation built as _get_perms
  * builds it.
  */
+#include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "mixed_gemm.h"
+#include "mixed_gemm_impl.h"
 
 void mixed_gemm_marlin_pos(int64_t i, int64_t j, int64_t n, size_t *word, int *shift)
 {
@@ -54,4 +61,59 @@ void mixed_gemm_marlin_pack_scales_cpu(const uint16_t *s, int64_t groups, int64_
         }
         out[o] = s[src];
     }
+}
+
+int mg_marlin_shape(const mg_desc *d, char *why, size_t why_size)
+{
+    if (d->bf16)
+        return family_fail(why, why_size, "marlin: dtype bfloat16 (Marlin multiplies float16)");
+    if (d->zp)
+        return family_fail(why, why_size,
+                           "marlin: zero points (Marlin's weights are symmetric, z = 8)");
+    if (d->k % 128 != 0)
+        return family_fail(why, why_size, "marlin: k = %lld is not a multiple of 128",
+                           (long long)d->k);
+    if (d->n % 256 != 0)
+        return family_fail(why, why_size, "marlin: n = %lld is not a multiple of 256",
+                           (long long)d->n);
+    if (d->g_eff != 128 && d->g_eff != d->k)
+        return family_fail(why, why_size,
+                           "marlin: group %lld (Marlin takes 128 or one group per column)",
+                           (long long)d->group);
+    return 0;
+}
+
+mg_marlin_fn mg_marlin_open(char *why, size_t why_size)
+{
+    const char *path = getenv(MG_MARLIN_ENV);
+    if (!path || !*path) {
+        family_fail(why, why_size,
+                    "marlin: " MG_MARLIN_ENV " is not set (a library built by "
+                    "scripts/peers/marlin.sh)");
+        return NULL;
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) { /* a folder, a FIFO, a device */
+        family_fail(why, why_size, "marlin: " MG_MARLIN_ENV "=%s is not a regular file", path);
+        return NULL;
+    }
+    /* RTLD_NODELETE: the handle's count drops, the library stays (kernels() asks per
+     * configuration; its kernels may still be queued when a shape's state is freed) */
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+    if (!lib) {
+        const char *e = dlerror();
+        family_fail(why, why_size, "marlin: cannot load " MG_MARLIN_ENV "=%s: %s", path,
+                    e ? e : "unknown error");
+        return NULL;
+    }
+    dlerror();
+    mg_marlin_fn fn = (mg_marlin_fn)dlsym(lib, MG_MARLIN_SYMBOL);
+    const char *e = dlerror();
+    if (!fn || e) /* the message before dlclose, which may reuse its buffer */
+        family_fail(why, why_size,
+                    "marlin: " MG_MARLIN_ENV "=%s has no " MG_MARLIN_SYMBOL
+                    " (%s); build it with scripts/peers/marlin.sh",
+                    path, e ? e : "a null symbol");
+    dlclose(lib);
+    return fn && !e ? fn : NULL;
 }
