@@ -62,7 +62,7 @@ typedef struct {
 } mg_desc;
 
 extern const family_op mg_ops[MG_N_OPS];
-enum { MG_N_TRAFFIC = 6 };
+enum { MG_N_TRAFFIC = 7 };
 extern const traffic_model mg_traffic[MG_N_TRAFFIC]; /* per method (docs/roofline.md) */
 extern const family_axis mg_params[MG_N_PARAMS];
 extern const family_method mg_methods[MG_N_METHODS];

@@ -42,6 +42,11 @@ const traffic_model mg_traffic[MG_N_TRAFFIC] = {
      NULL, NULL},
     {"w4a16", "pack", "2 * (" MG_W4 ")", "1", "0", "0", NULL,
      "the user's weight and scales read, the packed layout written", NULL, NULL},
+    {"w4a16", "marlin", MG_W4 " + " MG_XY, "m / 1024 + (m % 1024 >= 64) + (m % 64 > 0)", "0", NULL,
+     NULL,
+     "Marlin: its packed weight and scales, X and Y once (its blocks' partial sums meet in Y, in "
+     "the L2); a launch per 1024 rows of m, one for the 64-row blocks left, one for the rest",
+     NULL, NULL},
 };
 
 const family_op mg_ops[MG_N_OPS] = {
