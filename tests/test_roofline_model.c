@@ -107,6 +107,15 @@ static traffic_case traffic_cases[] = {
     /* dequant: 2304 read, 8192 written and read again, X and Y: 2 launches */
     {"mixed_gemm", "w4a16", "dequant", "m=8 n=64 k=64 group=32 zero_point=0 dtype=float16",
      2304 + 2 * 8192 + 2048, 2, 0},
+    /* marlin: the op's bytes (packed weight 16384 + scales 512, X, Y); one launch up to m = 64
+     * and for whole 64-row blocks, a second for the rows left (m = 100: 64 + 36), a third past
+     * 1024 rows (m = 1100: 1024 + 64 + 12) */
+    {"mixed_gemm", "w4a16", "marlin", "m=64 n=256 k=128 group=128 zero_point=0 dtype=float16",
+     16896 + 64 * 128 * 2 + 64 * 256 * 2, 1, 0},
+    {"mixed_gemm", "w4a16", "marlin", "m=100 n=256 k=128 group=128 zero_point=0 dtype=float16",
+     16896 + 100 * 128 * 2 + 100 * 256 * 2, 2, 0},
+    {"mixed_gemm", "w4a16", "marlin", "m=1100 n=256 k=128 group=128 zero_point=0 dtype=float16",
+     16896 + 1100 * 128 * 2 + 1100 * 256 * 2, 3, 0},
 };
 
 ParameterizedTestParameters(roofline_model, traffic)

@@ -10,7 +10,9 @@
  * beforehand), `fp8` (cuBLASLt e4m3 GEMM, per-tensor scales, inputs converted beforehand) and
  * `pack` (the packing of the weight, scales and zero points into the fused kernel's layout, timed
  * on its own: it happens once per weight, never inside a timed GEMM) and `stream` (one read of
- * the packed weight, scales and zero points: the floor of any W4A16 kernel on the shape).
+ * the packed weight, scales and zero points: the floor of any W4A16 kernel on the shape), and
+ * `marlin` (Marlin, IST-DASLab/marlin, from the library TUNE_MARLIN_LIB names, loaded by
+ * mixed_gemm_marlin.c, on the weight and scales packed on the host into its format).
  * This file is the GPU side; the description of a configuration is mixed_gemm_space.c's.
  */
 #include "model/family.h"
@@ -54,8 +56,11 @@ typedef struct {
     size_t ws_bytes;
     int *counters;
     size_t n_counters;
-    unsigned *xor_out; /* the stream method's XOR words, one per block */
-    int sms;           /* multiprocessors of the device */
+    unsigned *xor_out;   /* the stream method's XOR words, one per block */
+    mg_marlin_fn marlin; /* the marlin baseline's entry point (TUNE_MARLIN_LIB) */
+    void *mw, *ms;       /* its weight and scales in Marlin's format */
+    int *mws;            /* its workspace, zeroed once (Marlin leaves it zeroed) */
+    int sms;             /* multiprocessors of the device */
     cublasLtHandle_t lt;
     void *lt_ws;
     cublasLtMatmulDesc_t lt_op;
@@ -126,8 +131,9 @@ static void mg_shape_free(void *state)
     if (!s)
         return;
     mg_lt_free(s);
-    void *bufs[] = {s->q,    s->zr, s->s,  s->wp, s->sp, s->zp,       s->x,     s->y,      s->ref,
-                    s->sums, s->wd, s->w8, s->x8, s->ws, s->counters, s->lt_ws, s->xor_out};
+    void *bufs[] = {s->q,        s->zr,    s->s,       s->wp, s->sp, s->zp, s->x,
+                    s->y,        s->ref,   s->sums,    s->wd, s->w8, s->x8, s->ws,
+                    s->counters, s->lt_ws, s->xor_out, s->mw, s->ms, s->mws};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         gpu_free(bufs[i]);
     free(s);
@@ -437,6 +443,79 @@ static tune_status mg_prepare_fp8(mg_state *s, const tune_point *cfg, tune_error
     return s->lt_ready ? TUNE_OK : mg_lt_setup(s, err);
 }
 
+/* The marlin baseline: its library's entry point, and once per shape, outside the timing, the
+ * weight and scales packed on the host into Marlin's format (mixed_gemm_marlin.c) and uploaded, and
+ * its workspace zeroed. */
+static tune_status mg_prepare_marlin(mg_state *s, tune_error *err)
+{
+    char why[1024];
+    tune_status st = TUNE_OK;
+    const mg_desc *d = &s->shape;
+    cudaStream_t str = (cudaStream_t)s->env.stream;
+    if (!s->marlin && !(s->marlin = mg_marlin_open(why, sizeof why)))
+        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "mixed_gemm", "%s", why);
+    if (!s->sms)
+        GPU_CHECK(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, s->env.device),
+                  err, st, done);
+    if (s->mw)
+        return TUNE_OK;
+    size_t n_ws = (size_t)(d->n / 128 * MG_MARLIN_MAX_PAR) * sizeof(int);
+    uint8_t *hq = malloc(s->n_q);
+    uint32_t *hw = malloc(s->n_q);
+    uint16_t *hs = malloc(s->n_sz * 2), *hsp = malloc(s->n_sz * 2);
+    void *mw = NULL, *ms = NULL, *mws = NULL;
+    if (!hq || !hw || !hs || !hsp) {
+        st = tune_error_set(err, TUNE_ERR_NOMEM, "mg_prepare_marlin", "out of host memory");
+        goto out;
+    }
+    GPU_CHECK(cudaMemcpyAsync(hq, s->q, s->n_q, cudaMemcpyDeviceToHost, str), err, st, out);
+    GPU_CHECK(cudaMemcpyAsync(hs, s->s, s->n_sz * 2, cudaMemcpyDeviceToHost, str), err, st, out);
+    GPU_CHECK(cudaStreamSynchronize(str), err, st, out);
+    mixed_gemm_marlin_pack_cpu(hq, d->k, d->n, hw);
+    mixed_gemm_marlin_pack_scales_cpu(hs, d->k / d->g_eff, d->n, hsp);
+    if ((st = gpu_malloc(&mw, s->n_q, err)) || (st = gpu_malloc(&ms, s->n_sz * 2, err)) ||
+        (st = gpu_malloc(&mws, n_ws, err)))
+        goto out;
+    GPU_CHECK(cudaMemcpyAsync(mw, hw, s->n_q, cudaMemcpyHostToDevice, str), err, st, out);
+    GPU_CHECK(cudaMemcpyAsync(ms, hsp, s->n_sz * 2, cudaMemcpyHostToDevice, str), err, st, out);
+    GPU_CHECK(cudaMemsetAsync(mws, 0, n_ws, str), err, st, out);
+    GPU_CHECK(cudaStreamSynchronize(str), err, st, out);
+    s->mw = mw, s->ms = ms, s->mws = mws;
+    mw = ms = mws = NULL;
+out:
+    gpu_free(mw);
+    gpu_free(ms);
+    gpu_free(mws);
+    free(hq);
+    free(hw);
+    free(hs);
+    free(hsp);
+done:
+    return st;
+}
+
+/* Marlin's call on the prepared shape: its refusal (1, 2) is a configuration it cannot run, a
+ * negative value the CUDA error of its launch. */
+static tune_status mg_launch_marlin(mg_state *s, tune_error *err)
+{
+    const mg_desc *d = &s->shape;
+    int m = (int)d->m, n = (int)d->n, k = (int)d->k;
+    int group = d->g_eff == d->k ? -1 : (int)d->g_eff; /* -1: one group per column */
+    int rc = s->marlin(s->x, s->mw, s->y, s->ms, m, n, k, s->mws, group, s->env.device,
+                       s->env.stream, s->sms, MG_MARLIN_MAX_PAR);
+    if (rc < 0)
+        return gpu_fail(err, -rc, MG_MARLIN_SYMBOL " (" MG_MARLIN_ENV ")", __FILE__, __LINE__);
+    if (rc > 0)
+        return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "mixed_gemm",
+                              "marlin: Marlin refused m = %d, n = %d, k = %d, group %d (code %d: "
+                              "%s)",
+                              m, n, k, group, rc,
+                              rc == 1   ? "the shape does not fit its tiles"
+                              : rc == 2 ? "no kernel for its tiles and group"
+                                        : "unknown");
+    return TUNE_OK;
+}
+
 static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *err)
 {
     mg_state *s = state;
@@ -493,6 +572,8 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
             (st = gpu_malloc((void **)&s->xor_out, mg_stream_blocks(s) * sizeof(unsigned), err)))
             return st;
         break;
+    case MG_MARLIN:
+        return mg_prepare_marlin(s, err);
     case MG_PACK:
         break;
     }
@@ -574,6 +655,8 @@ static tune_status mg_launch(void *state, tune_error *err)
     }
     case MG_CUBLAS:
         return mg_gemm_t(s, s->wd, err);
+    case MG_MARLIN:
+        return mg_launch_marlin(s, err);
     case MG_FP8: {
         const float beta = 0.f;
         cublasStatus_t rc = cublasLtMatmul(

@@ -19,4 +19,13 @@ void mixed_gemm_unpack_cpu(const uint32_t *packed, int64_t k, int64_t n, uint8_t
 /* Permuted scales: within every 64 columns packed column 8g + t holds raw column 8t + g. */
 void mixed_gemm_pack_scales_cpu(const uint16_t *s, int64_t groups, int64_t n, uint16_t *out);
 
+/* Marlin's formats (IST-DASLab/marlin, Layer.pack; mixed_gemm_marlin.c), for the `marlin`
+ * baseline: word index and bit offset of raw q[i][j] (n a multiple of 64); raw q (k x n nibbles,
+ * k % 16 == 0) packed into out (k / 16 rows of 2 n words); scales ((groups x n) row-major)
+ * permuted into out as Marlin reads them: within 64 values when groups > 1 (grouped), within 32
+ * when groups == 1 (one group per column). */
+void mixed_gemm_marlin_pos(int64_t i, int64_t j, int64_t n, size_t *word, int *shift);
+void mixed_gemm_marlin_pack_cpu(const uint8_t *q, int64_t k, int64_t n, uint32_t *out);
+void mixed_gemm_marlin_pack_scales_cpu(const uint16_t *s, int64_t groups, int64_t n, uint16_t *out);
+
 #endif

@@ -24,7 +24,7 @@
 #define MG_STREAM_BLOCKS_PER_SM 8
 #define MG_N_OPS 1
 #define MG_N_PARAMS 9
-#define MG_N_METHODS 9
+#define MG_N_METHODS 10
 #define MG_N_SHAPE_KERNELS 9
 
 enum {
@@ -36,7 +36,8 @@ enum {
     MG_STREAM,
     MG_WGMMA,
     MG_WGMMA_WS,
-    MG_GEMV
+    MG_GEMV,
+    MG_MARLIN
 };
 
 /* The warpgroup-MMA kernels (sm_90a, X through a tensor map). */
@@ -61,7 +62,7 @@ typedef struct {
 } mg_desc;
 
 extern const family_op mg_ops[MG_N_OPS];
-enum { MG_N_TRAFFIC = 6 };
+enum { MG_N_TRAFFIC = 7 };
 extern const traffic_model mg_traffic[MG_N_TRAFFIC]; /* per method (docs/roofline.md) */
 extern const family_axis mg_params[MG_N_PARAMS];
 extern const family_method mg_methods[MG_N_METHODS];
@@ -83,6 +84,22 @@ const char *mg_tile_shape(const mg_desc *d);
  * shape (docs/mixed_gemm.md, "Which tiles are tried"). */
 void mg_prune(const tune_family *fam, const tune_point *shape, const tune_point *params, size_t n,
               const char **why);
+/* The Marlin baseline (mixed_gemm_marlin.c): the environment variable that names its library
+ * (scripts/peers/marlin.sh), the library's entry point (ABI version 1,
+ * scripts/peers/marlin_shim.cu: 0 enqueued, 1 or 2 Marlin's refusal of the shape, -e the CUDA error
+ * e), and the most 64-row problems Marlin solves in parallel (its workspace: n / 128 of them,
+ * ints). */
+#define MG_MARLIN_ENV "TUNE_MARLIN_LIB"
+#define MG_MARLIN_SYMBOL "tune_marlin_mul_v1"
+#define MG_MARLIN_MAX_PAR 16
+typedef int (*mg_marlin_fn)(const void *x, const void *w, void *y, const void *s, int m, int n,
+                            int k, void *workspace, int groupsize, int device, void *stream,
+                            int sms, int max_par);
+/* Whether Marlin runs d's shape: 0, or -1 with `why` ("marlin: ..."). */
+int mg_marlin_shape(const mg_desc *d, char *why, size_t why_size);
+/* The entry point of the library TUNE_MARLIN_LIB names (loaded once, never unloaded), or NULL
+ * with `why` ("marlin: ...", naming the file and dlerror()'s text). */
+mg_marlin_fn mg_marlin_open(char *why, size_t why_size);
 /* The family's `kernels`: the method's kernels first, then the shape's (mg_shape_kernels). */
 int mg_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref *refs, size_t max,
                char *why, size_t why_size);

@@ -42,6 +42,11 @@ const traffic_model mg_traffic[MG_N_TRAFFIC] = {
      NULL, NULL},
     {"w4a16", "pack", "2 * (" MG_W4 ")", "1", "0", "0", NULL,
      "the user's weight and scales read, the packed layout written", NULL, NULL},
+    {"w4a16", "marlin", MG_W4 " + " MG_XY, "m / 1024 + (m % 1024 >= 64) + (m % 64 > 0)", "0", NULL,
+     NULL,
+     "Marlin: its packed weight and scales, X and Y once (its blocks' partial sums meet in Y, in "
+     "the L2); a launch per 1024 rows of m, one for the 64-row blocks left, one for the rest",
+     NULL, NULL},
 };
 
 const family_op mg_ops[MG_N_OPS] = {
@@ -102,6 +107,12 @@ const family_method mg_methods[MG_N_METHODS] = {
      "in a per-warp cp.async ring), weight as the MMA's A operand (bm = 8 x tiles of X rows, bn = "
      "64 wn, wk warps along k)",
      FAMILY_ROLE_TUNED},
+    {"marlin", 0,
+     "Marlin (IST-DASLab/marlin), the fp16 x int4 GEMM for batches of 1-32, from the library "
+     "TUNE_MARLIN_LIB names (scripts/peers/marlin.sh); the weight and scales packed into its "
+     "format on the host beforehand; float16, symmetric, group 128 or per column, k % 128 and "
+     "n % 256",
+     FAMILY_ROLE_BASELINE},
 };
 
 static int is_pow2(int64_t v)
@@ -415,6 +426,8 @@ int mg_describe(const tune_point *cfg, mg_desc *d, char *why, size_t why_size)
     if ((d->m * d->k > INT32_MAX || d->m * d->n > INT32_MAX ||
          d->k * d->n > 16 * (int64_t)INT32_MAX))
         return family_fail(why, why_size, "bad shape: a matrix exceeds 2^31 elements");
+    if (d->method == MG_MARLIN)
+        return mg_marlin_shape(d, why, why_size);
     if (!MG_TILED(d->method))
         return 0;
 
@@ -530,6 +543,10 @@ int mg_kernels(const tune_family *fam, const tune_point *cfg, family_kernel_ref 
         n++;
     } else if (d.method == MG_STREAM) {
         mg_ref(refs, &n, MG_UTIL, MG_STREAM_KERNEL, &d);
+    } else if (d.method == MG_MARLIN) {
+        /* its kernels are the library's; a library that does not load is a reason to skip */
+        if (!mg_marlin_open(why, why_size))
+            return -1;
     } else if (d.method == MG_FP8) {
         mg_ref(refs, &n, MG_UTIL, "mg_weight_fp8<%s>", &d);
         mg_ref(refs, &n, MG_UTIL, "mg_x_fp8<%s>", &d);
