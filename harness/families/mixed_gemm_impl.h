@@ -89,6 +89,10 @@ void mg_prune(const tune_family *fam, const tune_point *shape, const tune_point 
  * scripts/peers/marlin_shim.cu: 0 enqueued, 1 or 2 Marlin's refusal of the shape, -e the CUDA error
  * e), and the most 64-row problems Marlin solves in parallel (its workspace: n / 128 of them,
  * ints). */
+/* Raw q (k x n nibbles, row-major, low nibble = even column) packed into out (k n / 8 words) by
+ * a layout's position map: the family's (mixed_gemm_packed_pos) or Marlin's. */
+typedef void (*mg_pos_fn)(int64_t i, int64_t j, int64_t n, size_t *word, int *shift);
+void mg_pack_nibbles(const uint8_t *q, int64_t k, int64_t n, uint32_t *out, mg_pos_fn pos);
 #define MG_MARLIN_ENV "TUNE_MARLIN_LIB"
 #define MG_MARLIN_SYMBOL "tune_marlin_mul_v1"
 #define MG_MARLIN_MAX_PAR 16

@@ -37,14 +37,7 @@ void mixed_gemm_marlin_pos(int64_t i, int64_t j, int64_t n, size_t *word, int *s
 
 void mixed_gemm_marlin_pack_cpu(const uint8_t *q, int64_t k, int64_t n, uint32_t *out)
 {
-    memset(out, 0, (size_t)(k * n / 2));
-    for (int64_t i = 0; i < k; i++)
-        for (int64_t j = 0; j < n; j++) {
-            size_t w;
-            int sh;
-            mixed_gemm_marlin_pos(i, j, n, &w, &sh);
-            out[w] |= (uint32_t)((q[(i * n + j) / 2] >> (4 * (j & 1))) & 0xf) << sh;
-        }
+    mg_pack_nibbles(q, k, n, out, mixed_gemm_marlin_pos);
 }
 
 void mixed_gemm_marlin_pack_scales_cpu(const uint16_t *s, int64_t groups, int64_t n, uint16_t *out)

@@ -570,16 +570,21 @@ void mixed_gemm_packed_pos(int64_t i, int64_t j, int64_t n, size_t *word, int *s
     *shift = 8 * (tile & 1) + 4 * hi + 16 * odd;
 }
 
-void mixed_gemm_pack_cpu(const uint8_t *q, int64_t k, int64_t n, uint32_t *out)
+void mg_pack_nibbles(const uint8_t *q, int64_t k, int64_t n, uint32_t *out, mg_pos_fn pos)
 {
     memset(out, 0, (size_t)(k * n / 2));
     for (int64_t i = 0; i < k; i++)
         for (int64_t j = 0; j < n; j++) {
             size_t w;
             int sh;
-            mixed_gemm_packed_pos(i, j, n, &w, &sh);
+            pos(i, j, n, &w, &sh);
             out[w] |= (uint32_t)((q[(i * n + j) / 2] >> (4 * (j & 1))) & 0xf) << sh;
         }
+}
+
+void mixed_gemm_pack_cpu(const uint8_t *q, int64_t k, int64_t n, uint32_t *out)
+{
+    mg_pack_nibbles(q, k, n, out, mixed_gemm_packed_pos);
 }
 
 void mixed_gemm_unpack_cpu(const uint32_t *packed, int64_t k, int64_t n, uint8_t *q)
