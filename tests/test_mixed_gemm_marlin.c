@@ -314,6 +314,13 @@ static void expect_skipped(const result_row *const by_shape[3], const char *cons
     }
 }
 
+/* The head of the reason a library that does not load gives (dlerror()'s text follows). */
+static const char *cannot_load(const char *lib, char *buf, size_t size)
+{
+    snprintf(buf, size, "marlin: cannot load TUNE_MARLIN_LIB=%s: ", lib);
+    return buf;
+}
+
 Test(marlin_rows, unset_gives_skipped_rows_with_the_reason)
 {
     results_rows rows;
@@ -334,8 +341,7 @@ Test(marlin_rows, a_missing_library_is_named)
     snprintf(lib, sizeof lib, "%s/no/libtune_marlin.so", tmpdir);
     marlin_rows(lib, &rows, by_shape);
     char head[PATH_MAX + 64];
-    snprintf(head, sizeof head, "marlin: cannot load TUNE_MARLIN_LIB=%s: ", lib);
-    const char *want[] = {head, "No such file or directory"};
+    const char *want[] = {cannot_load(lib, head, sizeof head), "No such file or directory"};
     expect_skipped(by_shape, want, 2);
     results_rows_free(&rows);
 }
@@ -351,15 +357,13 @@ Test(marlin_rows, a_file_that_is_not_a_library_is_named)
                "file's magic number.\n",
                lib, sizeof lib);
     marlin_rows(lib, &rows, by_shape);
-    snprintf(head, sizeof head, "marlin: cannot load TUNE_MARLIN_LIB=%s: ", lib);
-    const char *want[] = {head, "invalid ELF header"};
+    const char *want[] = {cannot_load(lib, head, sizeof head), "invalid ELF header"};
     expect_skipped(by_shape, want, 2);
     results_rows_free(&rows);
 
     write_file("empty.so", "", lib, sizeof lib); /* too short for a header */
     marlin_rows(lib, &rows, by_shape);
-    snprintf(head, sizeof head, "marlin: cannot load TUNE_MARLIN_LIB=%s: ", lib);
-    const char *want2[] = {head};
+    const char *want2[] = {cannot_load(lib, head, sizeof head)};
     expect_skipped(by_shape, want2, 1);
     results_rows_free(&rows);
 

@@ -60,7 +60,7 @@ typedef struct {
     mg_marlin_fn marlin; /* the marlin baseline's entry point (TUNE_MARLIN_LIB) */
     void *mw, *ms;       /* its weight and scales in Marlin's format */
     int *mws;            /* its workspace, zeroed once (Marlin leaves it zeroed) */
-    int sms;             /* multiprocessors of the device */
+    int sms;             /* multiprocessors of the device (queried once per shape) */
     cublasLtHandle_t lt;
     void *lt_ws;
     cublasLtMatmulDesc_t lt_op;
@@ -191,6 +191,11 @@ static void *mg_shape_init(const family_env *env, const tune_point *shape, tune_
         return NULL;
     }
     s->env = *env;
+    int rc = cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, env->device);
+    if (rc != cudaSuccess) {
+        gpu_fail(err, rc, "cudaDeviceGetAttribute", __FILE__, __LINE__);
+        goto fail;
+    }
     if (mg_describe(&p, &s->shape, why, sizeof why) != 0) {
         tune_error_set(err, TUNE_ERR_UNSUPPORTED, "mixed_gemm", "%s", why);
         goto fail;
@@ -454,9 +459,6 @@ static tune_status mg_prepare_marlin(mg_state *s, tune_error *err)
     cudaStream_t str = (cudaStream_t)s->env.stream;
     if (!s->marlin && !(s->marlin = mg_marlin_open(why, sizeof why)))
         return tune_error_set(err, TUNE_ERR_UNSUPPORTED, "mixed_gemm", "%s", why);
-    if (!s->sms)
-        GPU_CHECK(cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, s->env.device),
-                  err, st, done);
     if (s->mw)
         return TUNE_OK;
     size_t n_ws = (size_t)(d->n / 128 * MG_MARLIN_MAX_PAR) * sizeof(int);
@@ -490,7 +492,6 @@ out:
     free(hw);
     free(hs);
     free(hsp);
-done:
     return st;
 }
 
@@ -532,10 +533,6 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
             return TUNE_ERR_CUDA;
         if (MG_IS_WGMMA(d->method) && (st = mg_prepare_maps(s, d, err)))
             return st;
-        if (d->method == MG_WGMMA_WS && !s->sms)
-            GPU_CHECK(
-                cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, s->env.device), err,
-                st, done);
         /* the wgmma kernels' 2 splits add up in a cluster, without the workspace */
         if (MG_IS_WGMMA(d->method) && d->splitk == 2)
             return TUNE_OK;
@@ -564,10 +561,6 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     case MG_STREAM:
         if (!(s->k_main = family_kernel_at(&mixed_gemm_family, &s->env, cfg, 0, err)))
             return TUNE_ERR_CUDA;
-        if (!s->sms)
-            GPU_CHECK(
-                cudaDeviceGetAttribute(&s->sms, cudaDevAttrMultiProcessorCount, s->env.device), err,
-                st, done);
         if (!s->xor_out &&
             (st = gpu_malloc((void **)&s->xor_out, mg_stream_blocks(s) * sizeof(unsigned), err)))
             return st;
@@ -577,7 +570,6 @@ static tune_status mg_prepare(void *state, const tune_point *cfg, tune_error *er
     case MG_PACK:
         break;
     }
-done:
     return st;
 }
 

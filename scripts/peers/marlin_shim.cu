@@ -45,12 +45,18 @@ tune_marlin_mul_v1(const void *x, const void *w, void *y, const void *s, int m, 
     cudaError_t e = cudaSetDevice(device);
     if (e != cudaSuccess)
         return -(int)e;
-    int thread_k = -1, thread_n = -1, major = 0;
+    int thread_k = -1, thread_n = -1;
     if (TUNE_MARLIN_SM90_SMALL_TILES && m <= 16 && groupsize != -1) {
-        e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-        if (e != cudaSuccess)
+        /* the device's major compute capability, asked once per device (tune's ordinals are
+         * 0 to 1023, and cudaSetDevice above took this one), not on every launch */
+        static int major[1024];
+        if (device < 0 || device >= 1024)
+            return -(int)cudaErrorInvalidDevice;
+        if (!major[device] &&
+            (e = cudaDeviceGetAttribute(&major[device], cudaDevAttrComputeCapabilityMajor,
+                                        device)) != cudaSuccess)
             return -(int)e;
-        if (major == 9)
+        if (major[device] == 9)
             thread_k = 64, thread_n = 256;
     }
     int rc = marlin_cuda(x, w, y, const_cast<void *>(s), m, n, k, workspace, groupsize, device,
